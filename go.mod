@@ -1,0 +1,3 @@
+module github.com/hybroute/hybroute
+
+go 1.26.8
