@@ -235,4 +235,3 @@ func (b *syncBuffer) tail() string {
 	}
 	return s
 }
-
