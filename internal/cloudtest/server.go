@@ -1,0 +1,561 @@
+package cloudtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Kind names the API a fake server speaks.
+type Kind string
+
+// The kinds of fake servers.
+const (
+	// Browserbase: POST /v1/sessions (X-BB-API-Key, {"projectId"}) answers
+	// 201 with "id" and "connectUrl"; POST /v1/sessions/{id} with
+	// {"status":"REQUEST_RELEASE"} releases.
+	Browserbase Kind = "browserbase"
+	// BrowserUse: POST /api/v2/browsers (X-Browser-Use-API-Key) answers 201
+	// with "id" and an http "cdpUrl" whose /json/version the fake serves;
+	// PATCH /api/v2/browsers/{id} with {"action":"stop"} releases.
+	BrowserUse Kind = "browser-use"
+	// Steel: POST /v1/sessions (steel-api-key) answers with "id" and
+	// "websocketUrl"; POST /v1/sessions/{id}/release releases.
+	Steel Kind = "steel"
+	// CDP: a plain CDP endpoint that serves GET /json/version?token=KEY.
+	CDP Kind = "cdp"
+)
+
+// Reply scripts one answer of a fake server. The zero Reply is the normal
+// success answer.
+type Reply struct {
+	// Status is the HTTP status; 0 means the endpoint's success status.
+	Status int
+	// Header is added to the answer (e.g. Retry-After).
+	Header http.Header
+	// Body is sent as is when not empty; otherwise the endpoint's normal
+	// answer is sent (a success body, or for an error status a short JSON
+	// error).
+	Body string
+	// Hang blocks the answer until the request's context is done.
+	Hang bool
+	// NoCDP answers success without the CDP URL field.
+	NoCDP bool
+}
+
+// RateLimitBody is the 429 body observed in the wild.
+const RateLimitBody = `{"error":"RATE_LIMIT_EXCEEDED","retryAfter":17,"limit":200}`
+
+// RateLimited is a 429 with the observed body and, when retryAfter is not
+// empty, a Retry-After header with that value (seconds or an HTTP-date).
+func RateLimited(retryAfter string) Reply {
+	r := Reply{Status: http.StatusTooManyRequests, Body: RateLimitBody}
+	if retryAfter != "" {
+		r.Header = http.Header{"Retry-After": {retryAfter}}
+	}
+	return r
+}
+
+// Status is an answer with the status and body.
+func Status(code int, body string) Reply { return Reply{Status: code, Body: body} }
+
+// Hang is an answer that never comes: the handler waits until the client
+// gives up.
+func Hang() Reply { return Reply{Hang: true} }
+
+// Malformed is a success status with a truncated JSON body.
+func Malformed() Reply { return Reply{Body: `{"id": "sess-malformed", "connectUrl": "ws://`} }
+
+// NoCDP is a success answer whose session has no CDP URL.
+func NoCDP() Reply { return Reply{NoCDP: true} }
+
+// Request is one request a fake server received.
+type Request struct {
+	Method string
+	Path   string
+	Query  string
+	Header http.Header
+	Body   []byte
+}
+
+// Server is a fake cloud browser provider on 127.0.0.1.
+type Server struct {
+	Kind Kind
+	// APIKey is the key the server accepts.
+	APIKey string
+	// ProjectID is the Browserbase project the server expects.
+	ProjectID string
+	// URL is the API base URL (for Kind CDP: the endpoint, without token).
+	URL string
+	// WSURL is the browser websocket the server hands out.
+	WSURL string
+
+	srv     *httptest.Server
+	closing chan struct{}
+
+	mu       sync.Mutex
+	createQ  []Reply
+	releaseQ []Reply
+	versionQ []Reply
+	requests []Request
+	live     map[string]bool
+
+	creates, releases, versions atomic.Int64
+	nextID                      atomic.Int64
+}
+
+// ServerOption configures NewServer.
+type ServerOption func(*Server)
+
+// WithAPIKey sets the key the server accepts.
+func WithAPIKey(key string) ServerOption { return func(s *Server) { s.APIKey = key } }
+
+// WithProjectID sets the Browserbase project the server expects.
+func WithProjectID(id string) ServerOption { return func(s *Server) { s.ProjectID = id } }
+
+// NewServer starts a fake provider of the kind that hands out wsURL (the
+// websocket of a real Chromium, see StartChromium) as its sessions' browser.
+// It is closed in t.Cleanup.
+func NewServer(t testing.TB, kind Kind, wsURL string, opts ...ServerOption) *Server {
+	t.Helper()
+	s := &Server{
+		Kind:      kind,
+		APIKey:    "sk-test-" + string(kind) + "-9f8e7d6c5b4a",
+		ProjectID: "proj-test-1",
+		WSURL:     wsURL,
+		closing:   make(chan struct{}),
+		live:      map[string]bool{},
+	}
+	for _, o := range opts {
+		o(s)
+	}
+	switch kind {
+	case Browserbase, BrowserUse, Steel, CDP:
+	default:
+		t.Fatalf("cloudtest: unknown server kind %q", kind)
+	}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Close stops the server, releasing any hanging handler first.
+func (s *Server) Close() {
+	s.mu.Lock()
+	select {
+	case <-s.closing:
+		s.mu.Unlock()
+		return
+	default:
+		close(s.closing)
+	}
+	s.mu.Unlock()
+	s.srv.Close()
+}
+
+// EndpointURL is the URL to give hybroute.CDPEndpoint for Kind CDP: the
+// server's http URL with ?token=APIKey.
+func (s *Server) EndpointURL() string { return s.URL + "/?token=" + s.APIKey }
+
+// OnCreate queues scripted answers for the next create calls; when the
+// queue is empty the server answers normally.
+func (s *Server) OnCreate(r ...Reply) {
+	s.mu.Lock()
+	s.createQ = append(s.createQ, r...)
+	s.mu.Unlock()
+}
+
+// OnRelease queues scripted answers for the next release calls.
+func (s *Server) OnRelease(r ...Reply) {
+	s.mu.Lock()
+	s.releaseQ = append(s.releaseQ, r...)
+	s.mu.Unlock()
+}
+
+// OnVersion queues scripted answers for the next GET .../json/version calls
+// (Kind BrowserUse and CDP).
+func (s *Server) OnVersion(r ...Reply) {
+	s.mu.Lock()
+	s.versionQ = append(s.versionQ, r...)
+	s.mu.Unlock()
+}
+
+// Creates counts the create calls received, failed or not.
+func (s *Server) Creates() int64 { return s.creates.Load() }
+
+// Releases counts the release calls received.
+func (s *Server) Releases() int64 { return s.releases.Load() }
+
+// Versions counts the /json/version calls received.
+func (s *Server) Versions() int64 { return s.versions.Load() }
+
+// Requests returns a copy of every request received, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Live reports whether the session id was created and not yet released.
+func (s *Server) Live(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.live[id]
+}
+
+func pop(q *[]Reply) (Reply, bool) {
+	if len(*q) == 0 {
+		return Reply{}, false
+	}
+	r := (*q)[0]
+	*q = (*q)[1:]
+	return r, true
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+	s.mu.Unlock()
+
+	switch s.Kind {
+	case Browserbase:
+		s.serveBrowserbase(w, r, body)
+	case BrowserUse:
+		s.serveBrowserUse(w, r, body)
+	case Steel:
+		s.serveSteel(w, r, body)
+	case CDP:
+		s.serveCDP(w, r)
+	}
+}
+
+type endpoint int
+
+const (
+	epCreate endpoint = iota
+	epRelease
+	epVersion
+)
+
+// scripted pops and applies the next scripted answer for the endpoint. It
+// returns the Reply to shape a success answer with, and whether the answer
+// has already been written.
+func (s *Server) scripted(w http.ResponseWriter, r *http.Request, ep endpoint) (Reply, bool) {
+	switch ep {
+	case epCreate:
+		s.creates.Add(1)
+	case epRelease:
+		s.releases.Add(1)
+	case epVersion:
+		s.versions.Add(1)
+	}
+	s.mu.Lock()
+	var rep Reply
+	var ok bool
+	switch ep {
+	case epCreate:
+		rep, ok = pop(&s.createQ)
+	case epRelease:
+		rep, ok = pop(&s.releaseQ)
+	case epVersion:
+		rep, ok = pop(&s.versionQ)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return Reply{}, false
+	}
+	for k, vs := range rep.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
+	if rep.Hang {
+		select {
+		case <-r.Context().Done():
+		case <-s.closing:
+		}
+		return rep, true
+	}
+	if rep.Status != 0 && (rep.Status < 200 || rep.Status > 299) {
+		b := rep.Body
+		if b == "" {
+			b = s.errorBody(rep.Status, http.StatusText(rep.Status))
+		}
+		writeRaw(w, rep.Status, b)
+		return rep, true
+	}
+	if rep.Body != "" {
+		st := rep.Status
+		if st == 0 {
+			st = s.successStatus(ep)
+		}
+		writeRaw(w, st, rep.Body)
+		return rep, true
+	}
+	return rep, false
+}
+
+func (s *Server) successStatus(ep endpoint) int {
+	if ep == epCreate && (s.Kind == Browserbase || s.Kind == BrowserUse) {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+// errorBody is an error answer in the kind's own shape.
+func (s *Server) errorBody(status int, msg string) string {
+	var v any
+	switch s.Kind {
+	case Browserbase:
+		// Browserbase's API answers errors in the Fastify shape.
+		v = map[string]any{"statusCode": status, "error": http.StatusText(status), "message": msg}
+	case BrowserUse:
+		// FastAPI.
+		v = map[string]any{"detail": msg}
+	default:
+		v = map[string]any{"error": http.StatusText(status), "message": msg}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func writeRaw(w http.ResponseWriter, status int, body string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, _ := json.Marshal(v)
+	writeRaw(w, status, string(b))
+}
+
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request, header string) bool {
+	if r.Header.Get(header) == s.APIKey {
+		return true
+	}
+	msg := "Invalid API key"
+	if r.Header.Get(header) == "" {
+		msg = "Missing " + header + " header"
+	}
+	writeRaw(w, http.StatusUnauthorized, s.errorBody(http.StatusUnauthorized, msg))
+	return false
+}
+
+func (s *Server) newID() string {
+	return fmt.Sprintf("00000000-0000-4000-8000-%012d", s.nextID.Add(1))
+}
+
+func (s *Server) setLive(id string, live bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	was := s.live[id]
+	if live {
+		s.live[id] = true
+	} else {
+		delete(s.live, id)
+	}
+	return was
+}
+
+func withQuery(u, q string) string {
+	if strings.Contains(u, "?") {
+		return u + "&" + q
+	}
+	return u + "?" + q
+}
+
+func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body []byte) {
+	now := time.Now().UTC().Format(time.RFC3339)
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions":
+		if !s.authorized(w, r, "X-BB-API-Key") {
+			s.creates.Add(1)
+			return
+		}
+		rep, done := s.scripted(w, r, epCreate)
+		if done {
+			return
+		}
+		var in struct {
+			ProjectID string `json:"projectId"`
+		}
+		if json.Unmarshal(body, &in) != nil || in.ProjectID != s.ProjectID {
+			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "body must have required property 'projectId' of this account"))
+			return
+		}
+		id := s.newID()
+		s.setLive(id, true)
+		out := map[string]any{
+			"id": id, "createdAt": now, "updatedAt": now, "projectId": in.ProjectID,
+			"startedAt": now, "expiresAt": now, "status": "RUNNING", "proxyBytes": 0,
+			"keepAlive": false, "region": "us-west-2",
+			"seleniumRemoteUrl": "http://connect.invalid/webdriver",
+			"signingKey":        "sig-" + id,
+		}
+		if !rep.NoCDP {
+			// Browserbase's connectUrl carries a signingKey query.
+			out["connectUrl"] = withQuery(s.WSURL, "signingKey=sig-"+id)
+		}
+		writeJSON(w, http.StatusCreated, out)
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/sessions/"):
+		if !s.authorized(w, r, "X-BB-API-Key") {
+			s.releases.Add(1)
+			return
+		}
+		if _, done := s.scripted(w, r, epRelease); done {
+			return
+		}
+		id := strings.TrimPrefix(r.URL.Path, "/v1/sessions/")
+		var in struct {
+			Status    string `json:"status"`
+			ProjectID string `json:"projectId"`
+		}
+		if json.Unmarshal(body, &in) != nil || in.Status != "REQUEST_RELEASE" {
+			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "body/status must be equal to one of the allowed values"))
+			return
+		}
+		if !s.setLive(id, false) {
+			writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Session not found"))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": "COMPLETED", "projectId": s.ProjectID, "updatedAt": now})
+	default:
+		writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Route not found"))
+	}
+}
+
+func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []byte) {
+	now := time.Now().UTC()
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/api/v2/browsers":
+		if !s.authorized(w, r, "X-Browser-Use-API-Key") {
+			s.creates.Add(1)
+			return
+		}
+		rep, done := s.scripted(w, r, epCreate)
+		if done {
+			return
+		}
+		id := s.newID()
+		s.setLive(id, true)
+		out := map[string]any{
+			"id": id, "status": "active",
+			"timeoutAt": now.Add(15 * time.Minute).Format(time.RFC3339), "startedAt": now.Format(time.RFC3339),
+			"liveUrl": s.URL + "/live/" + id, "cdpUrl": nil,
+			"finishedAt": nil, "proxyUsedMb": "0", "proxyCost": "0", "browserCost": "0",
+		}
+		if !rep.NoCDP {
+			// As the real service does, an https-style endpoint that must
+			// be resolved through /json/version.
+			out["cdpUrl"] = s.URL + "/cdp/" + id
+		}
+		writeJSON(w, http.StatusCreated, out)
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/cdp/") && strings.HasSuffix(r.URL.Path, "/json/version"):
+		s.serveVersion(w, r)
+	case r.Method == http.MethodPatch && strings.HasPrefix(r.URL.Path, "/api/v2/browsers/"):
+		if !s.authorized(w, r, "X-Browser-Use-API-Key") {
+			s.releases.Add(1)
+			return
+		}
+		if _, done := s.scripted(w, r, epRelease); done {
+			return
+		}
+		id := strings.TrimPrefix(r.URL.Path, "/api/v2/browsers/")
+		var in struct {
+			Action string `json:"action"`
+		}
+		if json.Unmarshal(body, &in) != nil || in.Action != "stop" {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", "action"}, "msg": "Input should be 'stop'", "type": "enum"}}})
+			return
+		}
+		if !s.setLive(id, false) {
+			writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Session not found"))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": "stopped", "finishedAt": now.Format(time.RFC3339)})
+	default:
+		writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Not Found"))
+	}
+}
+
+func (s *Server) serveSteel(w http.ResponseWriter, r *http.Request, _ []byte) {
+	now := time.Now().UTC().Format(time.RFC3339)
+	switch {
+	case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions":
+		if !s.authorized(w, r, "steel-api-key") {
+			s.creates.Add(1)
+			return
+		}
+		rep, done := s.scripted(w, r, epCreate)
+		if done {
+			return
+		}
+		id := s.newID()
+		s.setLive(id, true)
+		out := map[string]any{
+			"id": id, "createdAt": now, "status": "live", "duration": 0, "eventCount": 0,
+			"timeout": 300000, "creditsUsed": 0,
+			"sessionViewerUrl": s.URL + "/sessions/" + id, "debugUrl": s.URL + "/debug/" + id,
+		}
+		if !rep.NoCDP {
+			out["websocketUrl"] = withQuery(s.WSURL, "sessionId="+id)
+		}
+		writeJSON(w, http.StatusOK, out)
+	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/sessions/") && strings.HasSuffix(r.URL.Path, "/release"):
+		if !s.authorized(w, r, "steel-api-key") {
+			s.releases.Add(1)
+			return
+		}
+		if _, done := s.scripted(w, r, epRelease); done {
+			return
+		}
+		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v1/sessions/"), "/release")
+		if !s.setLive(id, false) {
+			writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Session not found"))
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": "released", "success": true})
+	default:
+		writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Not Found"))
+	}
+}
+
+func (s *Server) serveCDP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/json/version") {
+		if r.URL.Query().Get("token") != s.APIKey {
+			s.versions.Add(1)
+			// browserless answers a bad token with a plain-text 401.
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = io.WriteString(w, "Bad or missing authentication.")
+			return
+		}
+		s.serveVersion(w, r)
+		return
+	}
+	writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Not Found"))
+}
+
+// serveVersion answers /json/version as Chromium does, pointing at the real
+// browser's websocket.
+func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
+	if _, done := s.scripted(w, r, epVersion); done {
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"Browser":              "HeadlessChrome/156.0.0.0",
+		"Protocol-Version":     "1.3",
+		"User-Agent":           "Mozilla/5.0 HeadlessChrome",
+		"webSocketDebuggerUrl": s.WSURL,
+	})
+}
