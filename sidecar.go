@@ -1,0 +1,738 @@
+package hybroute
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+)
+
+// ErrNoChromium is the errors.Is target for "there is no Chromium to run the
+// local sidecar on". Its text names the fix.
+var ErrNoChromium = errors.New("hybroute: no Chromium for the local sidecar: " +
+	"install one (apt-get install -y chromium) or point hybroute at a binary " +
+	"with WithChromiumPath (or $CHROMIUM)")
+
+// ErrBrowserDead is the errors.Is target for "the local Chromium process died
+// under this tab". The tab, its cookies and its storage are gone; the next open
+// of the key starts a fresh Chromium.
+var ErrBrowserDead = errors.New("hybroute: the local Chromium died; its tabs, " +
+	"cookies and storage are lost, the next open starts a fresh Chromium")
+
+// errSidecarClosed is returned by open after close.
+var errSidecarClosed = errors.New("hybroute: the local Chromium sidecar is closed")
+
+// errTabReleased is the error of an open whose key was released (or whose
+// sidecar was closed) while its tab was being made.
+var errTabReleased = errors.New("hybroute: the local tab was released while it was being opened")
+
+// chromiumNames are the programs looked up on PATH, in order, when neither
+// WithChromiumPath nor $CHROMIUM names a binary.
+var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
+
+const (
+	// controlTimeout bounds the protocol calls the sidecar makes on its own
+	// behalf (create/dispose a browser context, graceful close), which must not
+	// hang on a wedged browser and must not be cut short by a caller's ctx
+	// (that would leave half-made state in Chromium).
+	controlTimeout = 10 * time.Second
+)
+
+// WithChromiumPath makes the local sidecar run this Chromium binary (an
+// absolute path, or a name looked up on PATH) instead of searching for one.
+func WithChromiumPath(path string) Option {
+	return func(c *config) { c.chromiumPath = path }
+}
+
+// WithChromiumFlags adds command-line flags to the local Chromium. A string
+// value passes --name=value, true passes --name, false removes a flag the
+// sidecar would otherwise set. They apply after the sidecar's own flags, so
+// they win. Flags that switch chromedp away from its pipe transport
+// (remote-debugging-port, remote-debugging-address) make the start fail.
+func WithChromiumFlags(flags map[string]any) Option {
+	return func(c *config) {
+		if c.chromiumFlags == nil {
+			c.chromiumFlags = make(map[string]any, len(flags))
+		}
+		maps.Copy(c.chromiumFlags, flags)
+	}
+}
+
+// findChromium resolves the Chromium binary: WithChromiumPath, then $CHROMIUM,
+// then the usual names on PATH.
+func findChromium(cfg *config) (string, error) {
+	if p := cfg.chromiumPath; p != "" {
+		full, err := exec.LookPath(p)
+		if err != nil {
+			return "", fmt.Errorf("%w: WithChromiumPath(%q): %w", ErrNoChromium, p, err)
+		}
+		return full, nil
+	}
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		full, err := exec.LookPath(p)
+		if err != nil {
+			return "", fmt.Errorf("%w: $CHROMIUM=%q: %w", ErrNoChromium, p, err)
+		}
+		return full, nil
+	}
+	for _, name := range chromiumNames {
+		if full, err := exec.LookPath(name); err == nil {
+			return full, nil
+		}
+	}
+	return "", fmt.Errorf("%w: none of %s is on PATH", ErrNoChromium, strings.Join(chromiumNames, ", "))
+}
+
+// flight is one creation (a Chromium start, or a key's tab) that any number of
+// callers wait for. The last waiter to give up cancels it, so nothing is made
+// for nobody; a finished flight keeps its result for later waiters.
+type flight[T any] struct {
+	done    chan struct{} // closed when val/err are set
+	val     T
+	err     error
+	waiters int                // guarded by sidecar.mu
+	cancel  context.CancelFunc // cancels the creation's own context
+}
+
+func newFlight[T any](cancel context.CancelFunc) *flight[T] {
+	return &flight[T]{done: make(chan struct{}), cancel: cancel}
+}
+
+func (f *flight[T]) finished() bool {
+	select {
+	case <-f.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// await waits for f on behalf of one waiter (already counted in f.waiters).
+// When ctx ends first and this was the last waiter of an unfinished flight,
+// it detaches the flight (abandon runs under mu, so no new waiter can join it),
+// cancels it, and waits until the creation has cleaned up after itself.
+func await[T any](ctx context.Context, mu *sync.Mutex, f *flight[T], abandon func()) (T, error) {
+	select {
+	case <-f.done:
+	default:
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			mu.Lock()
+			f.waiters--
+			last := f.waiters == 0 && !f.finished()
+			if last {
+				abandon()
+				f.cancel()
+			}
+			mu.Unlock()
+			if last {
+				<-f.done // the creation tears down what it made; see its runner
+			}
+			var zero T
+			return zero, ctx.Err()
+		}
+	}
+	mu.Lock()
+	f.waiters--
+	mu.Unlock()
+	return f.val, f.err
+}
+
+// sidecar is the local Chromium: one warm process started lazily, a browser
+// context per cache key.
+//
+// The process is started through chromedp's exec allocator (pipe transport,
+// no port). Each key gets its own CDP browser context (an incognito-like
+// profile: no shared cookies, storage or cache) holding one tab. Concurrent
+// opens of one key share one creation; concurrent first opens share one
+// Chromium start. When the process dies, every tab on it is reported once with
+// ErrBrowserDead and the next open starts a fresh process.
+type sidecar struct {
+	cfg *config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	closed   bool
+	proc     *chromiumProc                 // the running process, nil before the first start or after a death
+	starting *flight[*chromiumProc]        // the start in progress, if any
+	tabs     map[string]*flight[*localTab] // per key: the tab, or its creation in progress
+	deadKeys map[string]struct{}           // keys whose tab died with its process, not yet reported
+
+	wg sync.WaitGroup // creations, death watchers and background teardowns
+
+	starts atomic.Int32 // Chromium launches attempted, for tests and metrics
+}
+
+// chromiumProc is one Chromium process and its root chromedp context.
+type chromiumProc struct {
+	pid     int
+	path    string
+	ctx     context.Context // root chromedp context of the browser (its first tab)
+	cancel  context.CancelFunc
+	alloc   context.CancelFunc // the exec allocator; waits for the temp profile to be removed
+	browser *chromedp.Browser
+	lost    <-chan struct{} // closed when the pipe to Chromium drops
+	dataDir string          // temp user-data-dir, ours: removed by stop
+
+	stopping chan struct{} // closed when the sidecar stops it on purpose
+	died     atomic.Bool   // the pipe dropped before any stop: a death
+	stopOnce sync.Once
+	stopErr  error
+}
+
+func (p *chromiumProc) dead() bool {
+	if p.died.Load() {
+		return true
+	}
+	select {
+	case <-p.lost:
+		select {
+		case <-p.stopping:
+			return false // we closed it; that is not a death
+		default:
+			return true
+		}
+	default:
+		return false
+	}
+}
+
+// wrap marks err as a death of the browser when the process is gone.
+func (p *chromiumProc) wrap(err error) error {
+	if err != nil && p.dead() && !errors.Is(err, ErrBrowserDead) {
+		return fmt.Errorf("%w: %w", ErrBrowserDead, err)
+	}
+	return err
+}
+
+// stop closes Chromium (gracefully, bounded by controlTimeout, then by force),
+// and waits until the process, its children and its temp profile are gone.
+func (p *chromiumProc) stop() error {
+	p.stopOnce.Do(func() {
+		died := p.dead()
+		if died {
+			p.died.Store(true) // before stopping closes, so dead() stays true
+		}
+		close(p.stopping)
+		var err error
+		if !died {
+			ctx, cancel := context.WithTimeout(p.ctx, controlTimeout)
+			err = chromedp.Cancel(ctx)
+			cancel()
+		}
+		p.cancel() // kills what is left, waits for the allocation to end
+		p.alloc()  // waits for chromedp's goroutines of this browser
+		if rerr := removeProfile(p.dataDir); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		if err != nil {
+			p.stopErr = fmt.Errorf("hybroute: closing local Chromium (pid %d): %w", p.pid, err)
+		}
+	})
+	return p.stopErr
+}
+
+// localTab is one key's tab: a page target in the key's own browser context.
+type localTab struct {
+	key  string
+	ctx  context.Context    // chromedp context bound to this key's tab
+	stop context.CancelFunc // detaches chromedp from the tab
+	bcID cdp.BrowserContextID
+	proc *chromiumProc
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// context returns the chromedp context bound to the tab. Run chromedp actions
+// on it, or on a context derived from it (see bind); never cancel it yourself,
+// release the key instead.
+func (t *localTab) context() context.Context { return t.ctx }
+
+// bind returns a child of the tab's context that also ends when ctx ends (and
+// has ctx's deadline): the context a caller's chromedp calls should run with,
+// so the caller's deadline bounds the call without closing the tab.
+func (t *localTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(t.ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancelDL context.CancelFunc
+		c, cancelDL = context.WithDeadline(c, dl)
+		prev := cancel
+		cancel = func() { cancelDL(); prev() }
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	return c, func() { stop(); cancel() }
+}
+
+// dead reports whether the Chromium process under the tab has died.
+func (t *localTab) dead() bool { return t.proc.dead() }
+
+// wrapErr turns the error of a chromedp call on the tab into one that wraps
+// ErrBrowserDead when the process died under it; other errors pass unchanged.
+func (t *localTab) wrapErr(err error) error { return t.proc.wrap(err) }
+
+// close detaches from the tab and disposes of its browser context (which
+// closes the page and drops its cookies and storage).
+func (t *localTab) close() error {
+	t.closeOnce.Do(func() {
+		t.stop()
+		if t.proc.dead() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+		defer cancel()
+		_, err := cdp.Call(ctx, t.proc.browser, target.DisposeBrowserContext,
+			target.DisposeBrowserContextParams{BrowserContextID: t.bcID})
+		if err != nil && !t.proc.dead() {
+			t.closeErr = fmt.Errorf("hybroute: disposing of the browser context of local tab %q: %w", t.key, err)
+		}
+	})
+	return t.closeErr
+}
+
+// newSidecar makes a sidecar. It starts nothing; the first open starts Chromium.
+func newSidecar(cfg *config) *sidecar {
+	log := cfg.logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &sidecar{
+		cfg:      cfg,
+		log:      log,
+		tabs:     make(map[string]*flight[*localTab]),
+		deadKeys: make(map[string]struct{}),
+	}
+}
+
+// alive reports whether the Chromium process is up.
+func (s *sidecar) alive() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc != nil && !s.proc.dead()
+}
+
+// open returns the tab of key, creating it (in its own browser context, so keys
+// share no cookies/storage) on first use; it starts Chromium on the first open.
+//
+// Concurrent opens of one key share one creation. If ctx ends first, open
+// returns ctx.Err() wrapped; when it was the last caller waiting, the creation
+// is cancelled and cleaned up before open returns. If the Chromium under the
+// key's tab died, open returns ErrBrowserDead once; the next open makes a new
+// tab on a fresh Chromium.
+func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, errSidecarClosed)
+	}
+	if _, ok := s.deadKeys[key]; ok {
+		delete(s.deadKeys, key)
+		s.mu.Unlock()
+		return nil, fmt.Errorf("hybroute: local tab %q: %w", key, ErrBrowserDead)
+	}
+	f := s.tabs[key]
+	if f != nil && f.finished() && f.err == nil && f.val.dead() {
+		// The process died and its watcher has not run yet.
+		delete(s.tabs, key)
+		tab := f.val
+		s.wg.Go(func() { tab.close() })
+		s.mu.Unlock()
+		return nil, fmt.Errorf("hybroute: local tab %q: %w", key, ErrBrowserDead)
+	}
+	if f == nil {
+		fctx, cancel := context.WithCancel(context.Background())
+		f = newFlight[*localTab](cancel)
+		s.tabs[key] = f
+		s.wg.Go(func() { s.runTab(fctx, key, f) })
+	}
+	f.waiters++
+	s.mu.Unlock()
+
+	tab, err := await(ctx, &s.mu, f, func() {
+		if s.tabs[key] == f {
+			delete(s.tabs, key)
+		}
+	})
+	if err != nil {
+		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
+	}
+	return tab, nil
+}
+
+// runTab makes the tab of one flight and publishes it. A tab made for a flight
+// that was detached meanwhile (abandoned, released, closed) is torn down here.
+func (s *sidecar) runTab(fctx context.Context, key string, f *flight[*localTab]) {
+	tab, err := s.newTab(fctx, key)
+	s.mu.Lock()
+	current := s.tabs[key] == f
+	if err != nil && current {
+		delete(s.tabs, key) // a failure never poisons the key
+	}
+	orphan := err == nil && !current
+	if !current {
+		// Released, closed or abandoned while being made: say so rather
+		// than the internal cancellation.
+		if s.closed {
+			err = errSidecarClosed
+		} else {
+			err = errTabReleased
+		}
+	}
+	s.mu.Unlock()
+	if orphan {
+		tab.close()
+		tab = nil
+	}
+	f.val, f.err = tab, err
+	close(f.done)
+}
+
+// newTab makes a browser context and a tab in it on the running Chromium,
+// starting Chromium if needed.
+func (s *sidecar) newTab(fctx context.Context, key string) (*localTab, error) {
+	proc, err := s.browser(fctx)
+	if err != nil {
+		return nil, err
+	}
+	// Not under fctx: a cancel after Chromium made the context would leak it.
+	cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+	res, err := cdp.Call(cctx, proc.browser, target.CreateBrowserContext,
+		target.CreateBrowserContextParams{DisposeOnDetach: new(true)})
+	cancel()
+	if err != nil {
+		return nil, proc.wrap(fmt.Errorf("creating a browser context: %w", err))
+	}
+	tctx, stop := chromedp.NewContext(proc.ctx,
+		chromedp.WithExistingBrowserContext(res.BrowserContextID),
+		// Cancelling detaches only; close disposes of the browser context,
+		// which closes the page in one step.
+		chromedp.WithDetachOnCancel())
+	tab := &localTab{key: key, ctx: tctx, stop: stop, bcID: res.BrowserContextID, proc: proc}
+	unhook := context.AfterFunc(fctx, stop)
+	err = chromedp.Do(tctx) // creates and attaches the page; binds it to tctx
+	if !unhook() || err != nil {
+		tab.close()
+		if ferr := fctx.Err(); ferr != nil {
+			return nil, ferr
+		}
+		return nil, proc.wrap(fmt.Errorf("opening a tab: %w", err))
+	}
+	return tab, nil
+}
+
+// browser returns the running Chromium, starting it (once, however many
+// callers ask at the same time) when there is none.
+func (s *sidecar) browser(ctx context.Context) (*chromiumProc, error) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, errSidecarClosed
+	}
+	if p := s.proc; p != nil {
+		if !p.dead() {
+			s.mu.Unlock()
+			return p, nil
+		}
+		s.proc = nil // dead; its watcher tears it down
+	}
+	f := s.starting
+	if f == nil {
+		sctx, cancel := context.WithCancel(context.Background())
+		f = newFlight[*chromiumProc](cancel)
+		s.starting = f
+		s.wg.Go(func() { s.runStart(sctx, f) })
+	}
+	f.waiters++
+	s.mu.Unlock()
+	return await(ctx, &s.mu, f, func() {
+		if s.starting == f {
+			s.starting = nil
+		}
+	})
+}
+
+// runStart starts Chromium for one flight and publishes it.
+func (s *sidecar) runStart(sctx context.Context, f *flight[*chromiumProc]) {
+	proc, err := s.start(sctx)
+	s.mu.Lock()
+	current := s.starting == f
+	if current {
+		s.starting = nil
+		if err == nil {
+			s.proc = proc
+		}
+	}
+	orphan := err == nil && !current
+	if orphan {
+		err = errSidecarClosed
+		if !s.closed {
+			err = context.Canceled
+		}
+	}
+	s.mu.Unlock()
+	if orphan {
+		proc.stop()
+		proc = nil
+	} else if proc != nil {
+		s.wg.Go(func() { s.watch(proc) })
+	}
+	f.val, f.err = proc, err
+	close(f.done)
+}
+
+// allocatorOptions are the exec allocator options of the local Chromium.
+func (s *sidecar) allocatorOptions(path string) ([]chromedp.ExecAllocatorOption, error) {
+	opts := slices.Clone(chromedp.DefaultExecAllocatorOptions[:])
+	opts = append(opts,
+		chromedp.ExecPath(path),
+		chromedp.Flag("headless", true),
+		// Network-quiet: no traffic of Chromium's own (updates, sync,
+		// metrics, field trials, safe browsing lists).
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-domain-reliability", true),
+		chromedp.Flag("no-pings", true),
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,CertificateTransparencyComponentUpdater"),
+		chromedp.Flag("disable-gpu", true),
+		// The sandbox cannot run as root; everywhere else keep it. An
+		// explicit false also stops chromedp from adding it by itself.
+		chromedp.Flag("no-sandbox", os.Geteuid() == 0),
+	)
+	for _, name := range slices.Sorted(maps.Keys(s.cfg.chromiumFlags)) {
+		v := s.cfg.chromiumFlags[name]
+		switch v.(type) {
+		case string, bool:
+		default:
+			return nil, fmt.Errorf("hybroute: chromium flag %q: the value must be a string or a bool, not %T", name, v)
+		}
+		opts = append(opts, chromedp.Flag(name, v))
+	}
+	return opts, nil
+}
+
+// start launches one Chromium and attaches to its first tab. A cancelled sctx
+// kills it and removes its profile before start returns.
+func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
+	path, err := findChromium(s.cfg)
+	if err != nil {
+		return nil, err
+	}
+	s.starts.Add(1)
+	opts, err := s.allocatorOptions(path)
+	if err != nil {
+		return nil, err
+	}
+	// Our own temp profile (not chromedp's), so we know its name: stop finds
+	// Chromium's children by it and removes it.
+	dataDir, err := os.MkdirTemp("", "hybroute-chromium-")
+	if err != nil {
+		return nil, fmt.Errorf("hybroute: making a temp profile for local Chromium: %w", err)
+	}
+	opts = append(opts, chromedp.UserDataDir(dataDir))
+	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	logf := func(format string, args ...any) {
+		s.log.Debug("hybroute: local chromium: " + fmt.Sprintf(format, args...))
+	}
+	bctx, bcancel := chromedp.NewContext(allocCtx, chromedp.WithBrowserOption(
+		chromedp.WithBrowserLogf(logf), chromedp.WithBrowserErrorf(logf)))
+	unhook := context.AfterFunc(sctx, bcancel)
+	err = chromedp.Do(bctx) // launches Chromium; its life is bound to bctx
+	if !unhook() || err != nil {
+		bcancel()
+		allocCancel()
+		if rerr := removeProfile(dataDir); rerr != nil {
+			s.log.Warn("hybroute: removing the temp profile of a failed Chromium start", "dir", dataDir, "err", rerr)
+		}
+		if serr := sctx.Err(); serr != nil {
+			return nil, serr
+		}
+		return nil, fmt.Errorf("hybroute: starting local Chromium %s: %w", path, err)
+	}
+	b := chromedp.FromContext(bctx).Browser
+	p := &chromiumProc{
+		path:     path,
+		ctx:      bctx,
+		cancel:   bcancel,
+		alloc:    allocCancel,
+		browser:  b,
+		lost:     b.LostConnection,
+		dataDir:  dataDir,
+		stopping: make(chan struct{}),
+	}
+	if pr := b.Process(); pr != nil {
+		p.pid = pr.Pid
+	}
+	s.log.Debug("hybroute: local Chromium started", "path", path, "pid", p.pid)
+	return p, nil
+}
+
+// watch waits for the process to die (or to be stopped on purpose). On a
+// death it marks every tab on the process dead, logs once, and reaps the
+// process, its children and its profile, so the next open starts afresh.
+func (s *sidecar) watch(p *chromiumProc) {
+	select {
+	case <-p.stopping:
+		return
+	case <-p.lost:
+	}
+	if !p.dead() {
+		return // stopped on purpose
+	}
+	var tabs []*localTab
+	s.mu.Lock()
+	if s.proc == p {
+		s.proc = nil
+	}
+	for key, f := range s.tabs {
+		if f.finished() && f.err == nil && f.val.proc == p {
+			delete(s.tabs, key)
+			s.deadKeys[key] = struct{}{}
+			tabs = append(tabs, f.val)
+		}
+	}
+	s.mu.Unlock()
+	s.log.Warn("hybroute: local Chromium died; its tabs are lost, the next open starts a new one",
+		"pid", p.pid, "tabs", len(tabs))
+	for _, t := range tabs {
+		t.close()
+	}
+	p.stop()
+}
+
+// release closes that key's browser context and tab. A creation in progress
+// for the key is cancelled (its waiters get an error). Releasing an unknown key
+// is a no-op.
+func (s *sidecar) release(key string) error {
+	s.mu.Lock()
+	delete(s.deadKeys, key)
+	f := s.tabs[key]
+	delete(s.tabs, key)
+	s.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	f.cancel()
+	<-f.done
+	if f.err != nil {
+		return nil // nothing was made, or runTab already tore it down
+	}
+	if err := f.val.close(); err != nil {
+		return fmt.Errorf("hybroute: releasing local tab %q: %w", key, err)
+	}
+	return nil
+}
+
+// close closes every tab and the Chromium process, and waits until no process,
+// no temp profile and no goroutine of the sidecar is left. Later opens fail.
+func (s *sidecar) close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		s.wg.Wait()
+		return nil
+	}
+	s.closed = true
+	tabs := s.tabs
+	s.tabs = make(map[string]*flight[*localTab])
+	clear(s.deadKeys)
+	proc, starting := s.proc, s.starting
+	s.proc, s.starting = nil, nil
+	s.mu.Unlock()
+
+	if starting != nil {
+		starting.cancel()
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	for key, f := range tabs {
+		f.cancel()
+		wg.Go(func() {
+			<-f.done
+			if f.err != nil {
+				return
+			}
+			if err := f.val.close(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("local tab %q: %w", key, err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if proc != nil {
+		if err := proc.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	s.wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("hybroute: closing the local sidecar: %w", err)
+	}
+	return nil
+}
+
+// removeProfile kills any process still running with the temp profile dir
+// (Chromium's children can outlive a killed browser, and they rename their
+// command line, so chromedp's own exact-argument search misses them), then
+// removes the directory, retrying while late writers finish.
+func removeProfile(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	arg := []byte("--user-data-dir=" + dir)
+	for quiet, deadline := 0, time.Now().Add(2*time.Second); quiet < 3 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if killProcessesWith(arg) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if err = os.RemoveAll(dir); err == nil || !time.Now().Before(deadline) {
+			break
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("removing the temp profile %s: %w", dir, err)
+	}
+	return nil
+}
+
+// hasArg reports whether cmdline holds arg followed by a separator or the end.
+func hasArg(cmdline, arg []byte) bool {
+	for i := 0; ; {
+		j := bytes.Index(cmdline[i:], arg)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(arg)
+		startOK := i+j == 0 || cmdline[i+j-1] == 0 || cmdline[i+j-1] == ' '
+		if startOK && (end == len(cmdline) || cmdline[end] == 0 || cmdline[end] == ' ') {
+			return true
+		}
+		i = end
+	}
+}

@@ -1,0 +1,570 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// requireChromium skips a browser test when no Chromium is installed.
+func requireChromium(tb testing.TB) {
+	tb.Helper()
+	if _, err := findChromium(&config{}); err != nil {
+		tb.Skipf("skipping: this test drives a real Chromium and none is installed (%v)", err)
+	}
+}
+
+func testConfig(tb testing.TB, opts ...Option) *config {
+	cfg := &config{logger: slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	for _, o := range opts {
+		o(cfg)
+	}
+	return cfg
+}
+
+// newTestSidecar makes a sidecar that is closed (and checked) when the test ends.
+func newTestSidecar(tb testing.TB, opts ...Option) *sidecar {
+	tb.Helper()
+	s := newSidecar(testConfig(tb, opts...))
+	tb.Cleanup(func() { assert.NoError(tb, s.close()) })
+	return s
+}
+
+// testSite serves pages on 127.0.0.1. /echo puts the request's Cookie header
+// in the title, so a test sees the browser's cookie jar from the server side.
+func testSite(tb testing.TB) *httptest.Server {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>hello sidecar</title><p>hi</p>`)
+	})
+	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><title>cookie=%s</title>`, r.Header.Get("Cookie"))
+	})
+	srv := httptest.NewServer(mux)
+	tb.Cleanup(srv.Close)
+	return srv
+}
+
+func testCtx(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+// run runs one chromedp action on the tab, bounded by ctx.
+func run[T any](ctx context.Context, tab *localTab, a chromedp.Action[T]) (T, error) {
+	c, cancel := tab.bind(ctx)
+	defer cancel()
+	v, err := chromedp.Run(c, a)
+	return v, tab.wrapErr(err)
+}
+
+func navigate(t *testing.T, ctx context.Context, tab *localTab, url string) {
+	t.Helper()
+	_, err := run(ctx, tab, chromedp.Action[chromedp.Void](chromedp.Navigate(url)))
+	require.NoError(t, err)
+}
+
+func title(t *testing.T, ctx context.Context, tab *localTab) string {
+	t.Helper()
+	v, err := run(ctx, tab, chromedp.Title())
+	require.NoError(t, err)
+	return v
+}
+
+func eval[T any](t *testing.T, ctx context.Context, tab *localTab, js string) T {
+	t.Helper()
+	v, err := run(ctx, tab, chromedp.Evaluate[T](js))
+	require.NoError(t, err)
+	return v
+}
+
+// currentProc returns the running process, for assertions.
+func currentProc(t *testing.T, s *sidecar) *chromiumProc {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.NotNil(t, s.proc, "no Chromium is running")
+	return s.proc
+}
+
+// browserContexts lists the browser contexts that were created on the
+// running Chromium (the default one is not listed).
+func browserContexts(t *testing.T, ctx context.Context, s *sidecar) []cdp.BrowserContextID {
+	t.Helper()
+	res, err := cdp.Call(ctx, currentProc(t, s).browser, target.GetBrowserContexts, cdp.Empty{})
+	require.NoError(t, err)
+	return res.BrowserContextIDs
+}
+
+// pagesIn counts the page targets in one browser context.
+func pagesIn(t *testing.T, ctx context.Context, s *sidecar, id cdp.BrowserContextID) int {
+	t.Helper()
+	res, err := cdp.Call(ctx, currentProc(t, s).browser, target.GetTargets, target.GetTargetsParams{})
+	require.NoError(t, err)
+	n := 0
+	for _, info := range res.TargetInfos {
+		if info.Type == "page" && info.BrowserContextID == id {
+			n++
+		}
+	}
+	return n
+}
+
+func cmdline(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	if err != nil {
+		return nil
+	}
+	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+}
+
+// processesWith lists the processes whose command line has the argument arg.
+func processesWith(arg string) []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && hasArg(b, []byte(arg)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+func processGone(pid int) bool {
+	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+}
+
+func TestSidecarNavigatesAndReadsTitle(t *testing.T) {
+	requireChromium(t)
+	s := newTestSidecar(t)
+	site := testSite(t)
+	ctx := testCtx(t)
+
+	assert.False(t, s.alive(), "nothing starts before the first open")
+	tab, err := s.open(ctx, "sess::local")
+	require.NoError(t, err)
+	assert.True(t, s.alive())
+
+	navigate(t, ctx, tab, site.URL+"/")
+	assert.Equal(t, "hello sidecar", title(t, ctx, tab))
+	loc, err := run(ctx, tab, chromedp.Location())
+	require.NoError(t, err)
+	assert.Equal(t, site.URL+"/", loc)
+}
+
+func TestSidecarKeysAreIsolated(t *testing.T) {
+	requireChromium(t)
+	s := newTestSidecar(t)
+	site := testSite(t)
+	ctx := testCtx(t)
+
+	a, err := s.open(ctx, "A::local")
+	require.NoError(t, err)
+	navigate(t, ctx, a, site.URL+"/")
+	eval[bool](t, ctx, a, `document.cookie = "who=alice; path=/"; localStorage.setItem("who", "alice"); true`)
+
+	b, err := s.open(ctx, "B::local")
+	require.NoError(t, err)
+	assert.NotEqual(t, a.bcID, b.bcID, "each key has its own browser context")
+	navigate(t, ctx, b, site.URL+"/echo")
+	assert.Equal(t, "cookie=", title(t, ctx, b), "B's requests carry no cookie of A")
+	assert.Equal(t, "", eval[string](t, ctx, b, `document.cookie`))
+	assert.Nil(t, eval[*string](t, ctx, b, `localStorage.getItem("who")`), "B sees no storage of A")
+
+	a2, err := s.open(ctx, "A::local")
+	require.NoError(t, err)
+	assert.Same(t, a, a2, "a second open of A returns A's tab")
+	navigate(t, ctx, a2, site.URL+"/echo")
+	assert.Equal(t, "cookie=who=alice", title(t, ctx, a2), "A's cookie persists across opens")
+	assert.Equal(t, "alice", eval[string](t, ctx, a2, `localStorage.getItem("who")`))
+}
+
+func TestSidecarConcurrentOpensShareOneContext(t *testing.T) {
+	requireChromium(t)
+	s := newTestSidecar(t)
+	ctx := testCtx(t)
+
+	// Cold: 8 goroutines race the first open of one key, and 8 more race
+	// the first open of three other keys; Chromium starts once.
+	keys := []string{"same", "same", "same", "same", "same", "same", "same", "same",
+		"k1", "k2", "k3", "k1", "k2", "k3", "k1", "k2"}
+	tabs := make([]*localTab, len(keys))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, key := range keys {
+		wg.Go(func() {
+			<-start
+			tab, err := s.open(ctx, key)
+			assert.NoError(t, err)
+			tabs[i] = tab
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.NotContains(t, tabs, (*localTab)(nil))
+
+	assert.EqualValues(t, 1, s.starts.Load(), "Chromium is launched once")
+	byKey := map[string]*localTab{}
+	for i, key := range keys {
+		if prev, ok := byKey[key]; ok {
+			assert.Same(t, prev, tabs[i], "key %s got two tabs", key)
+		}
+		byKey[key] = tabs[i]
+	}
+	ids := browserContexts(t, ctx, s)
+	assert.Len(t, ids, 4, "one browser context per key")
+	for key, tab := range byKey {
+		assert.Contains(t, ids, tab.bcID)
+		assert.Equal(t, 1, pagesIn(t, ctx, s, tab.bcID), "key %s has one tab", key)
+	}
+
+	// Warm: 8 more goroutines open one new key.
+	warm := make([]*localTab, 8)
+	for i := range warm {
+		wg.Go(func() {
+			tab, err := s.open(ctx, "warm")
+			assert.NoError(t, err)
+			warm[i] = tab
+		})
+	}
+	wg.Wait()
+	for _, tab := range warm {
+		assert.Same(t, warm[0], tab)
+	}
+	assert.Len(t, browserContexts(t, ctx, s), 5)
+}
+
+func TestSidecarReleaseFreesTheKey(t *testing.T) {
+	requireChromium(t)
+	s := newTestSidecar(t)
+	site := testSite(t)
+	ctx := testCtx(t)
+
+	a, err := s.open(ctx, "A")
+	require.NoError(t, err)
+	navigate(t, ctx, a, site.URL+"/")
+	eval[bool](t, ctx, a, `document.cookie = "who=alice; path=/"; true`)
+	require.Len(t, browserContexts(t, ctx, s), 1)
+
+	require.NoError(t, s.release("A"))
+	assert.Empty(t, browserContexts(t, ctx, s), "release disposes of the key's browser context")
+	_, err = run(ctx, a, chromedp.Title())
+	assert.Error(t, err, "a released tab is unusable")
+	require.NoError(t, s.release("A"), "releasing twice is harmless")
+	require.NoError(t, s.release("never-opened"))
+
+	a2, err := s.open(ctx, "A")
+	require.NoError(t, err)
+	assert.NotEqual(t, a.bcID, a2.bcID, "the next open makes a new browser context")
+	navigate(t, ctx, a2, site.URL+"/echo")
+	assert.Equal(t, "cookie=", title(t, ctx, a2), "the new context has none of the old cookies")
+	assert.True(t, s.alive(), "release keeps Chromium warm")
+}
+
+func TestSidecarCloseLeavesNothing(t *testing.T) {
+	requireChromium(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `<!doctype html><title>bye</title>`)
+	}))
+	defer site.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	s := newSidecar(&config{})
+	for _, key := range []string{"a", "b", "c"} {
+		tab, err := s.open(ctx, key)
+		require.NoError(t, err)
+		navigate(t, ctx, tab, site.URL)
+	}
+	s.mu.Lock()
+	pid := s.proc.pid
+	s.mu.Unlock()
+	require.NotZero(t, pid)
+	var dataDirArg string
+	for _, a := range cmdline(pid) {
+		if strings.HasPrefix(a, "--user-data-dir=") {
+			dataDirArg = a
+		}
+	}
+	require.NotEmpty(t, dataDirArg, "Chromium runs with a temp user-data-dir")
+	dataDir := strings.TrimPrefix(dataDirArg, "--user-data-dir=")
+	require.DirExists(t, dataDir)
+	require.Greater(t, len(processesWith(dataDirArg)), 1, "Chromium and its children run")
+
+	require.NoError(t, s.close())
+	assert.False(t, s.alive())
+	assert.True(t, processGone(pid), "the Chromium process %d is gone", pid)
+	assert.Empty(t, processesWith(dataDirArg), "no child of Chromium is left")
+	assert.NoDirExists(t, dataDir, "the temp user-data-dir is removed")
+	require.NoError(t, s.close(), "close twice is harmless")
+
+	_, err := s.open(ctx, "a")
+	assert.ErrorIs(t, err, errSidecarClosed)
+	site.Close()
+}
+
+func TestSidecarBrowserDeath(t *testing.T) {
+	requireChromium(t)
+	s := newTestSidecar(t)
+	site := testSite(t)
+	ctx := testCtx(t)
+
+	a, err := s.open(ctx, "A")
+	require.NoError(t, err)
+	_, err = s.open(ctx, "B")
+	require.NoError(t, err)
+	navigate(t, ctx, a, site.URL+"/")
+	old := currentProc(t, s)
+	require.NoError(t, syscall.Kill(old.pid, syscall.SIGKILL))
+
+	_, err = run(ctx, a, chromedp.Title())
+	require.Error(t, err)
+	require.Eventually(t, a.dead, 30*time.Second, 10*time.Millisecond)
+	assert.ErrorIs(t, a.wrapErr(err), ErrBrowserDead, "a call on a tab of a dead browser says so")
+	assert.False(t, s.alive())
+
+	_, err = s.open(ctx, "A")
+	require.ErrorIs(t, err, ErrBrowserDead, "the next open of A reports the death")
+	assert.Contains(t, err.Error(), "died")
+
+	a2, err := s.open(ctx, "A")
+	require.NoError(t, err, "the open after that recovers")
+	assert.True(t, s.alive())
+	assert.NotEqual(t, old.pid, currentProc(t, s).pid, "on a fresh Chromium")
+	navigate(t, ctx, a2, site.URL+"/")
+	assert.Equal(t, "hello sidecar", title(t, ctx, a2))
+
+	_, err = s.open(ctx, "B")
+	assert.ErrorIs(t, err, ErrBrowserDead, "B's tab died too, and B is told once")
+	_, err = s.open(ctx, "B")
+	assert.NoError(t, err)
+	_, err = s.open(ctx, "C")
+	assert.NoError(t, err, "a key that had no tab opens directly")
+	assert.EqualValues(t, 2, s.starts.Load())
+	assert.Len(t, browserContexts(t, ctx, s), 3)
+	assert.True(t, processGone(old.pid))
+}
+
+func TestSidecarNoChromium(t *testing.T) {
+	s := newTestSidecar(t, WithChromiumPath("/nonexistent"))
+	_, err := s.open(context.Background(), "k")
+	require.ErrorIs(t, err, ErrNoChromium)
+	assert.Contains(t, err.Error(), "apt-get install -y chromium")
+	assert.Contains(t, err.Error(), "WithChromiumPath")
+	assert.False(t, s.alive())
+	assert.EqualValues(t, 0, s.starts.Load())
+
+	// Nothing on PATH, no $CHROMIUM: the same sentinel.
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv("CHROMIUM", "")
+	s2 := newTestSidecar(t)
+	_, err = s2.open(context.Background(), "k")
+	require.ErrorIs(t, err, ErrNoChromium)
+	assert.Contains(t, err.Error(), "apt-get install -y chromium")
+	_, err = s2.open(context.Background(), "k")
+	require.ErrorIs(t, err, ErrNoChromium, "a failure does not poison the key: it is tried again")
+}
+
+func TestSidecarCancelledOpen(t *testing.T) {
+	// A ctx that is already done starts nothing.
+	s := newTestSidecar(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.open(ctx, "k")
+	require.ErrorIs(t, err, context.Canceled)
+	assert.False(t, s.alive())
+	assert.EqualValues(t, 0, s.starts.Load())
+
+	// A cancel in the middle of the Chromium start kills the half-started
+	// process before open returns. The "Chromium" here never answers on its
+	// pipe, so the start cannot win the race.
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "pid")
+	fake := filepath.Join(dir, "fake-chromium")
+	require.NoError(t, os.WriteFile(fake, []byte("#!/bin/sh\necho $$ > "+mark+".tmp\nmv "+mark+".tmp "+mark+"\nexec sleep 600\n"), 0o755))
+	s2 := newTestSidecar(t, WithChromiumPath(fake))
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := s2.open(ctx, "k")
+		errc <- err
+	}()
+	require.Eventually(t, func() bool { _, err := os.Stat(mark); return err == nil }, 30*time.Second, 5*time.Millisecond)
+	b, err := os.ReadFile(mark)
+	require.NoError(t, err)
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	require.NoError(t, err)
+	cancel()
+	err = <-errc
+	require.ErrorIs(t, err, context.Canceled)
+	assert.True(t, processGone(pid), "the half-started process is gone when open returns")
+	assert.False(t, s2.alive())
+	s2.mu.Lock()
+	assert.Empty(t, s2.tabs)
+	assert.Nil(t, s2.starting)
+	s2.mu.Unlock()
+}
+
+func TestSidecarCancelledOpenOnWarmBrowser(t *testing.T) {
+	requireChromium(t)
+	s := newTestSidecar(t)
+	ctx := testCtx(t)
+	_, err := s.open(ctx, "warm")
+	require.NoError(t, err)
+
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.open(cctx, "new")
+	require.ErrorIs(t, err, context.Canceled)
+	assert.Len(t, browserContexts(t, ctx, s), 1, "no browser context is made for a cancelled open")
+
+	// Cancel while the tab is being made: whatever the timing, open either
+	// returns the tab or an error with nothing left behind.
+	for i := range 5 {
+		key := fmt.Sprintf("racy%d", i)
+		cctx, cancel := context.WithCancel(ctx)
+		go func() { time.Sleep(time.Duration(i) * 5 * time.Millisecond); cancel() }()
+		tab, err := s.open(cctx, key)
+		if err != nil {
+			require.ErrorIs(t, err, context.Canceled)
+			s.mu.Lock()
+			_, ok := s.tabs[key]
+			s.mu.Unlock()
+			assert.False(t, ok, "no half-made tab stays cached")
+		} else {
+			require.NoError(t, s.release(key), "tab %v", tab.bcID)
+		}
+		cancel()
+	}
+	assert.Len(t, browserContexts(t, ctx, s), 1, "every browser context of a cancelled open is disposed of")
+}
+
+func TestSidecarFlags(t *testing.T) {
+	requireChromium(t)
+	s := newTestSidecar(t, WithChromiumFlags(map[string]any{"user-agent": "hybroute-test/1"}))
+	ctx := testCtx(t)
+	tab, err := s.open(ctx, "k")
+	require.NoError(t, err)
+	assert.Equal(t, "hybroute-test/1", eval[string](t, ctx, tab, `navigator.userAgent`))
+
+	args := cmdline(currentProc(t, s).pid)
+	for _, want := range []string{"--headless", "--disable-background-networking", "--disable-component-update",
+		"--disable-sync", "--no-first-run", "--disable-gpu", "--remote-debugging-pipe"} {
+		assert.Contains(t, args, want)
+	}
+	if os.Geteuid() == 0 {
+		assert.Contains(t, args, "--no-sandbox")
+	} else {
+		assert.NotContains(t, args, "--no-sandbox")
+	}
+
+	bad := newTestSidecar(t, WithChromiumFlags(map[string]any{"window-size": 3}))
+	_, err = bad.open(ctx, "k")
+	assert.ErrorContains(t, err, "window-size")
+}
+
+// TestSidecarConcurrentOpenRelease hammers open/release/use of a few keys from
+// many goroutines; run it with -race.
+func TestSidecarConcurrentOpenRelease(t *testing.T) {
+	requireChromium(t)
+	s := newTestSidecar(t)
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	for g := range 12 {
+		wg.Go(func() {
+			for i := range 6 {
+				key := fmt.Sprintf("k%d", (g+i)%4)
+				tab, err := s.open(ctx, key)
+				if err != nil {
+					assert.ErrorIs(t, err, errTabReleased)
+					continue
+				}
+				if _, err := run(ctx, tab, chromedp.Evaluate[int]("1+1")); err != nil {
+					// The tab can be released by another goroutine mid-call.
+					continue
+				}
+				if i%3 == 2 {
+					assert.NoError(t, s.release(key))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, 1, s.starts.Load())
+	s.mu.Lock()
+	n := len(s.tabs)
+	s.mu.Unlock()
+	assert.Len(t, browserContexts(t, ctx, s), n, "exactly one browser context per cached key")
+}
+
+func BenchmarkSidecarSecondSession(b *testing.B) {
+	requireChromium(b)
+	s := newTestSidecar(b)
+	ctx := testCtx(b)
+	if _, err := s.open(ctx, "warm"); err != nil {
+		b.Fatal(err)
+	}
+	var openDur time.Duration
+	for i := 0; b.Loop(); i++ {
+		key := "bench" + strconv.Itoa(i)
+		t0 := time.Now()
+		tab, err := s.open(ctx, key)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := chromedp.Run(tab.context(), chromedp.Evaluate[int]("1+1")); err != nil {
+			b.Fatal(err)
+		}
+		openDur += time.Since(t0)
+		if err := s.release(key); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(openDur.Microseconds())/1000/float64(b.N), "ms-open+eval/op")
+}
+
+func BenchmarkSidecarColdStart(b *testing.B) {
+	requireChromium(b)
+	ctx := testCtx(b)
+	for b.Loop() {
+		s := newSidecar(&config{})
+		tab, err := s.open(ctx, "cold")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := chromedp.Run(tab.context(), chromedp.Evaluate[int]("1+1")); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := s.close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+}
