@@ -46,6 +46,7 @@ const (
 	cBrace
 	cDollar
 	cPercent
+	cAuthEnd // '/', '?', '#' while the authority is still being read
 )
 
 var tokClass = func() (t [256]uint8) {
@@ -60,6 +61,14 @@ var tokClass = func() (t [256]uint8) {
 	t['{'] = cBrace // {x} f-strings, {{x}} templates, and the tail of ${x}
 	t['$'] = cDollar
 	t['%'] = cPercent
+	return t
+}()
+
+// authClass is tokClass while reading the authority, where the bytes that
+// end it need noticing; once they are seen the scan switches to tokClass.
+var authClass = func() (t [256]uint8) {
+	t = tokClass
+	t['/'], t['?'], t['#'] = cAuthEnd, cAuthEnd, cAuthEnd
 	return t
 }()
 
@@ -222,7 +231,8 @@ func schemeURL(out []string, code string, c int, name string, kind int) (_ []str
 	}
 
 	hs := q
-	end, cut, esc := scanToken(code, hs)
+	t := scanToken(code, hs)
+	end, cut, esc := t.end, t.cut, t.esc
 	if kind == kindViewSource {
 		end = trimEnd(code, hs, end)
 		if end == hs {
@@ -234,15 +244,15 @@ func schemeURL(out []string, code string, c int, name string, kind int) (_ []str
 		return append(out, "view-source:"+unescape(code[hs:end])), 0, true
 	}
 
-	auth, ambig := authority(code, hs, end)
+	auth, ambig := t.auth, t.ambig
 	if cut && end <= auth {
 		// A placeholder inside the authority: "{user}@host" still has a
 		// literal host after the '@', "host:${port}" has one before the
 		// port, and "{host}" has none at all.
 		if at := userinfoAt(code, end); at >= 0 {
 			hs = at + 1
-			end, cut, esc = scanToken(code, hs)
-			auth, ambig = authority(code, hs, end)
+			t = scanToken(code, hs)
+			end, cut, esc, auth, ambig = t.end, t.cut, t.esc, t.auth, t.ambig
 		}
 		if cut && end <= auth {
 			pc := portColon(code, hs, end)
@@ -348,40 +358,65 @@ func slashRun(code string, q int) (int, int) {
 	return q, n
 }
 
-// scanToken reads a URL forward from p. It ends at a terminator (space,
-// quote, backtick, '<', '>', control byte), at a backslash that is not an
-// escape of '.' or '/', or at a placeholder, which it reports as cut. esc
-// says an escape was seen, so the result must be rebuilt.
-func scanToken(code string, p int) (end int, cut, esc bool) {
+// token is one URL read forward from its host: end is where it stops,
+// auth where its authority stops, ambig the first backslash-escaped dot in
+// the authority (-1 if none); cut says a placeholder stopped it, esc that it
+// holds an escape and must be rebuilt.
+type token struct {
+	end, auth, ambig int
+	cut, esc         bool
+}
+
+// scanToken reads a URL forward from p, in one pass. It ends at a
+// terminator (space, quote, backtick, '<', '>', control byte), at a
+// backslash that is not an escape of '.' or '/', or at a placeholder.
+func scanToken(code string, p int) token {
+	t := token{auth: -1, ambig: -1}
 	lim := len(code)
 	if lim-p > maxToken {
 		lim = p + maxToken
 	}
 	i := p
+	tab := &authClass
 	for i < lim {
-		switch tokClass[code[i]] {
-		case cURL:
+		for i < lim && tab[code[i]] == cURL {
+			i++
+		}
+		if i >= lim {
+			break
+		}
+		switch tab[code[i]] {
+		case cAuthEnd:
+			t.auth = i
+			tab = &tokClass
 			i++
 		case cTerm:
-			return i, false, esc
+			return t.stop(i, false)
 		case cBackslash:
 			j := i + 1
 			for j < lim && code[j] == '\\' {
 				j++
 			}
-			if j < lim && (code[j] == '.' || code[j] == '/') {
-				esc = true
-				i = j + 1
-				continue
+			if j >= lim || code[j] != '.' && code[j] != '/' {
+				return t.stop(i, false)
 			}
-			return i, false, esc
+			t.esc = true
+			if t.auth < 0 {
+				if code[j] == '/' {
+					t.auth = i
+					tab = &tokClass
+				} else if t.ambig < 0 {
+					t.ambig = i
+				}
+			}
+			i = j + 1
 		case cBrace:
-			return i, true, esc
+			return t.stop(i, true)
 		case cDollar:
 			// ${x}, $(cmd), $VAR and $1 are run-time values; a lone '$'
 			// (a regexp anchor, an OData "$filter") is literal.
 			if i+1 < lim && isPlaceholderAfterDollar(code[i+1]) {
-				return i, true, esc
+				return t.stop(i, true)
 			}
 			i++
 		case cPercent:
@@ -391,35 +426,18 @@ func scanToken(code string, p int) (end int, cut, esc bool) {
 				i += 3
 				continue
 			}
-			return i, true, esc
+			return t.stop(i, true)
 		}
 	}
-	return i, false, esc
+	return t.stop(i, false)
 }
 
-// authority returns where the authority of the raw token [p, end) ends and
-// the first backslash-escaped dot inside it (-1 if none).
-func authority(code string, p, end int) (auth, ambig int) {
-	ambig = -1
-	for i := p; i < end; i++ {
-		switch code[i] {
-		case '/', '?', '#':
-			return i, ambig
-		case '\\':
-			j := i + 1
-			for j < end && code[j] == '\\' {
-				j++
-			}
-			if j < end && code[j] == '/' {
-				return i, ambig
-			}
-			if j < end && code[j] == '.' && ambig < 0 {
-				ambig = i
-			}
-			i = j
-		}
+func (t token) stop(end int, cut bool) token {
+	t.end, t.cut = end, cut
+	if t.auth < 0 {
+		t.auth = end
 	}
-	return end, ambig
+	return t
 }
 
 // userinfoAt looks past a placeholder for the '@' that would end a
@@ -549,7 +567,7 @@ func bareHostPort(out []string, code string, c int) []string {
 	}
 	end := d
 	if d < len(code) && code[d] == '/' {
-		end, _, _ = scanToken(code, d)
+		end = scanToken(code, d).end
 		end = trimEnd(code, d, end)
 	}
 	return append(out, "http://"+unescape(code[hs:end]))
@@ -677,10 +695,18 @@ func dedup(out []string) []string {
 		clear(out[k:])
 		return out[:k]
 	}
-	if len(out) > 3000 {
+	if len(out) > 12000 {
 		return dedupMap(out)
 	}
-	const size = 4096 // power of two, load at most 3000/4096
+	return dedupTable(out)
+}
+
+// dedupTable is kept out of dedup so that its table is only zeroed (and the
+// stack only grown for it) when a result is large.
+//
+//go:noinline
+func dedupTable(out []string) []string {
+	const size = 1 << 14 // power of two, load at most 12000/16384
 	var table [size]uint16
 	k := 0
 	for _, s := range out {
