@@ -103,18 +103,24 @@ func ScanURLs(code string) []string {
 		}
 		c := i + j
 		i = c + 1
-		if name, kind := schemeBefore(code, c); name != "" {
-			var found bool
-			var auth int
-			out, auth, found = schemeURL(out, code, c, name, kind)
-			if found {
-				if auth > noBareUntil {
-					noBareUntil = auth
+		if c == 0 {
+			continue
+		}
+		// Most colons in code are object keys, annotations and ternaries;
+		// testing the byte on either side dismisses them without a call.
+		// Every scanned scheme ends in p, s, e or d.
+		if last := code[c-1] | 0x20; last == 'p' || last == 's' || last == 'e' || last == 'd' {
+			if name, kind := schemeBefore(code, c); name != "" {
+				var found bool
+				var auth int
+				out, auth, found = schemeURL(out, code, c, name, kind)
+				if found {
+					noBareUntil = max(noBareUntil, auth)
+					continue
 				}
-				continue
 			}
 		}
-		if c >= noBareUntil {
+		if c >= noBareUntil && c+1 < len(code) && isDigit(code[c+1]) {
 			out = bareHostPort(out, code, c)
 		}
 	}

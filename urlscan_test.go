@@ -223,3 +223,28 @@ func BenchmarkScanURLs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScanFloor is the cost of only visiting every colon of the corpus
+// with strings.IndexByte, the floor under ScanURLs: on a loaded machine
+// compare BenchmarkScanURLs/corpus-1MiB against it, not against a constant.
+func BenchmarkScanFloor(b *testing.B) {
+	corpus, err := os.ReadFile("testdata/scan-corpus.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	code := string(corpus)
+	b.SetBytes(int64(len(code)))
+	for b.Loop() {
+		n := 0
+		for i := 0; ; n++ {
+			j := strings.IndexByte(code[i:], ':')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+		}
+		if n == 0 {
+			b.Fatal("no colons")
+		}
+	}
+}

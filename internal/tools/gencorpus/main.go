@@ -236,6 +236,66 @@ echo "done at $(date +%H:%M:%S)"
 		func() block {
 			return block{"const allowed = new RegExp('https://go\\.example\\.com');\n", []string{"https://go.example.com", "https://go"}}
 		},
+		// Python class body: annotations, dicts, slices, lambdas.
+		func() block {
+			return block{fmt.Sprintf(`class %[1]sService:
+    retries: int = %[2]d
+    labels: dict[str, str] = {"team": "core", "tier": "gold", "since": "2021-03-04T08:15:00Z"}
+
+    def window(self, rows: list[dict], start: int = 0) -> list[dict]:
+        picked = rows[start:start + %[2]d]
+        key = lambda r: (r["priority"], r.get("due", "23:59"))
+        return sorted(picked, key=key)[::-1] if self.retries else picked
+`, title(g.id()), g.r.IntN(9)+1), nil}
+		},
+		// Go function with a map literal, a label and a select.
+		func() block {
+			return block{fmt.Sprintf(`func summarize%[1]s(ctx context.Context, in <-chan Event) (map[string]int, error) {
+	counts := map[string]int{"ok": 0, "failed": 0, "skipped": 0}
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			return counts, ctx.Err()
+		case ev, ok := <-in:
+			if !ok {
+				break loop
+			}
+			counts[ev.Status]++
+		}
+	}
+	return counts, nil
+}
+`, title(g.id())), nil}
+		},
+		// JS component with object literals and a ternary chain.
+		func() block {
+			return block{fmt.Sprintf(`export function %[1]sCard({ %[2]s, onSelect }: { %[2]s: %[1]s; onSelect: (id: string) => void }) {
+  const style = { display: "flex", gap: 8, padding: "4px 8px", color: %[2]s.active ? "green" : "gray" };
+  const label = %[2]s.count > 99 ? "99+" : %[2]s.count > 0 ? String(%[2]s.count) : "";
+  return { type: "div", props: { style, onClick: () => onSelect(%[2]s.id), children: [label] } };
+}
+`, title(g.id()), g.id()), nil}
+		},
+		// Shell loop with parameter expansions and a here-doc of settings.
+		func() block {
+			return block{`for f in "${FILES[@]:-}"; do
+  name="${f%.*}"; ext="${f##*.}"
+  [[ -z "${ext:-}" ]] && continue
+  printf '%s:%s\n' "$name" "$ext"
+done
+cat <<CONF > settings.yaml
+retries: 3
+timeout: 30s
+schedule: "07:00"
+CONF
+`, nil}
+		},
+		// JSON without URLs.
+		func() block {
+			return block{fmt.Sprintf(`{"id": %d, "name": "%s", "tags": ["alpha", "beta"], "limits": {"cpu": "500m", "memory": "256Mi"}, "window": {"from": "08:00", "to": "18:30"}, "ratio": 0.75}
+`, g.n(), g.id()), nil}
+		},
 		// Plain code, lots of colons.
 		func() block {
 			return block{fmt.Sprintf(`const %[1]s = { id: %[2]d, name: "%[1]s", tags: ["a", "b"], meta: { createdAt: "2024-01-0%[3]d 12:30:00" } };
@@ -254,8 +314,22 @@ func main() {
 	var code strings.Builder
 	var want []string
 	seen := map[string]bool{}
+	// About one block in four plants a URL: browser-call code is URL-heavy,
+	// but most lines of any program are not URLs.
+	var withURL, plain []func() block
+	for _, t := range ts {
+		if len(t().want) > 0 {
+			withURL = append(withURL, t)
+		} else {
+			plain = append(plain, t)
+		}
+	}
 	for code.Len() < target {
-		b := ts[g.r.IntN(len(ts))]()
+		pool := plain
+		if g.r.IntN(4) == 0 {
+			pool = withURL
+		}
+		b := pool[g.r.IntN(len(pool))]()
 		if code.Len()+len(b.code) > target+target/200 {
 			break
 		}
