@@ -14,6 +14,15 @@ import (
 // language is ambiguous (a `\.` means "." in JavaScript but stays a backslash
 // in Python, and Chromium treats that backslash as the end of the host), the
 // scanner reports every reading.
+//
+// What a literal scanner cannot see, it does not guess: a URL assembled at
+// run time ("http://" + host, a host in a placeholder, "%s") has no literal
+// host, so nothing is reported for it ("http://" alone included) and the
+// connect-time egress check on the local browser is what catches it.
+// Without slashes, a scheme glued to an identifier ("useHttp:true") is not
+// a URL to any parser and is not reported; with slashes it is, failing
+// closed. Bare host:port is limited to local-looking hosts, since "name:80"
+// is indistinguishable from an object key.
 
 // maxToken bounds how far one URL is read past its scheme. It keeps the scan
 // linear on hostile input (a megabyte of "http:" with no terminator would
