@@ -1,0 +1,250 @@
+package hybroute
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type scanCase struct {
+	rule string
+	code string
+	want []string
+}
+
+var scanCases = []scanCase{
+	// Schemes and case.
+	{rule: "plain http URL in double quotes", code: `fetch("http://localhost:3000/api")`, want: []string{"http://localhost:3000/api"}},
+	{rule: "https, ws, wss", code: `a("https://example.com/x"); new WebSocket('ws://127.0.0.1:9222/devtools'); b('wss://h.example/s')`, want: []string{"https://example.com/x", "ws://127.0.0.1:9222/devtools", "wss://h.example/s"}},
+	{rule: "upper-case scheme is lower-cased", code: `page.goto("HTTP://LOCALHOST:8080/")`, want: []string{"http://LOCALHOST:8080/"}},
+	{rule: "mixed-case scheme is lower-cased", code: `x = 'hTtPs://example.com'`, want: []string{"https://example.com"}},
+	{rule: "refused schemes are still reported", code: `open("file:///etc/passwd"); go('ftp://files.example/x'); nav("chrome://settings"); nav('chrome-untrusted://terminal/'); nav("devtools://devtools/bundled/inspector.html")`, want: []string{"file:///etc/passwd", "ftp://files.example/x", "chrome://settings", "chrome-untrusted://terminal/", "devtools://devtools/bundled/inspector.html"}},
+	{rule: "view-source is reported with the URL inside", code: `page.goto("view-source:http://localhost:3000/")`, want: []string{"view-source:http://localhost:3000/", "http://localhost:3000/"}},
+	{rule: "file with one slash is file:///", code: `f("file:/etc/hosts")`, want: []string{"file:///etc/hosts"}},
+	{rule: "javascript:, data:, blob:, mailto: are not reported", code: `a.href = "javascript:alert(1)"; img.src = "data:text/html,<b>x</b>"; x = "blob:null/abc"; m = "mailto:ops@example.com"`, want: nil},
+	{rule: "http URL inside blob: is found", code: `URL.revokeObjectURL("blob:https://app.example/3f2a-11")`, want: []string{"https://app.example/3f2a-11"}},
+
+	// Slash runs.
+	{rule: "no slashes before a host", code: `goto("http:localhost:3000")`, want: []string{"http://localhost:3000"}},
+	{rule: "backslashes as slashes", code: `goto("http:\\127.0.0.1/")`, want: []string{"http://127.0.0.1/"}},
+	{rule: "mixed slash run", code: `goto("http:/\localhost")`, want: []string{"http://localhost"}},
+	{rule: "three slashes fold to two", code: `goto("https:///example.com")`, want: []string{"https://example.com"}},
+	{rule: "JSON-escaped slashes", code: `{"url":"http:\/\/localhost:3000\/api"}`, want: []string{"http://localhost:3000/api"}},
+	{rule: "unicode-escaped slashes", code: `s = "http:\u002f\u002f127.0.0.1/x"`, want: []string{"http://127.0.0.1/x"}},
+	{rule: "doubled backslashes in a string literal", code: `s = "http:\\\\host.internal\\/x"`, want: []string{"http://host.internal/x"}},
+	{rule: "regex-escaped dots are unescaped (and the cut reading kept)", code: `re = 'https://go\.example\.com'`, want: []string{"https://go.example.com", "https://go"}},
+	{rule: "escaped dot after a private IP keeps the IP reading", code: `page.goto("http://169.254.169.254\.nip.io/")`, want: []string{"http://169.254.169.254.nip.io/", "http://169.254.169.254"}},
+	{rule: "escaped dot only in the path is one URL", code: `r = /http:\/\/localhost\/a\.js/`, want: []string{"http://localhost/a.js/"}},
+	{rule: "backslash that is not an escape ends the URL", code: `print("http://localhost\nnext")`, want: []string{"http://localhost"}},
+
+	// Placeholders.
+	{rule: "template literal port placeholder", code: "fetch(`http://localhost:${port}/api`)", want: []string{"http://localhost"}},
+	{rule: "f-string port placeholder", code: `f"http://127.0.0.1:{port}"`, want: []string{"http://127.0.0.1"}},
+	{rule: "placeholder in the path cuts the path", code: "fetch(`https://api.example.com/users/${id}/orders`)", want: []string{"https://api.example.com/users/"}},
+	{rule: "placeholder host is skipped", code: `f"http://{host}/x"; t = ` + "`https://${domain}/y`" + `; j = "http://{{ host }}/z"; e = "http://<%= host %>/"`, want: nil},
+	{rule: "partly-placeholder host is skipped", code: "u = `http://api.${region}.example.com/`", want: nil},
+	{rule: "shell variable host skipped, shell variable port cut", code: `curl http://$HOST:8080/x; curl "http://localhost:$PORT/y"`, want: []string{"http://localhost"}},
+	{rule: "printf verbs are placeholders", code: `fmt.Sprintf("http://%s:%d/", h, p); fmt.Sprintf("http://localhost:%d/x", p)`, want: []string{"http://localhost"}},
+	{rule: "percent-escapes are not placeholders", code: `go("http://127%2E0.0.1/a%20b")`, want: []string{"http://127%2E0.0.1/a%20b"}},
+	{rule: "placeholder userinfo keeps the literal host", code: "u = `http://${user}:${pass}@localhost:5000/`", want: []string{"http://localhost:5000/"}},
+	{rule: "placeholder port inside IPv6 URL", code: `f"http://[::1]:{port}/"`, want: []string{"http://[::1]"}},
+
+	// Bare host:port.
+	{rule: "bare localhost:port", code: `proxy: "localhost:3000"`, want: []string{"http://localhost:3000"}},
+	{rule: "bare *.localhost:port", code: `vite at foo.localhost:5173/app`, want: []string{"http://foo.localhost:5173/app"}},
+	{rule: "bare IPv4:port", code: `addr := "127.0.0.1:8080"; bind("0.0.0.0:8000"); lan = '192.168.1.9:80'`, want: []string{"http://127.0.0.1:8080", "http://0.0.0.0:8000", "http://192.168.1.9:80"}},
+	{rule: "bare bracketed IPv6:port", code: `listen("[::1]:8080"); peer = "[fe80::1]:80"`, want: []string{"http://[::1]:8080", "http://[fe80::1]:80"}},
+	{rule: "names, times, slices and short dotted numbers are not hosts", code: `{a:1, foo:80} at 12:30:45; v = x[1:3]; r = 1.2:3; s = arr[::1]; mylocalhost:80; 1.2.3.4.5:80`, want: nil},
+	{rule: "port of a reported URL is not reported again", code: `"http://127.0.0.1:8080/x"`, want: []string{"http://127.0.0.1:8080/x"}},
+	{rule: "bare host:port in another scheme fails closed", code: `redis://localhost:6379/0`, want: []string{"http://localhost:6379/0"}},
+
+	// Trimming.
+	{rule: "trailing punctuation trimmed", code: `see http://localhost:3000/docs. Or http://127.0.0.1/x, or http://[::1]/; then http://a.example/!? (http://b.example/) [http://c.example] {u: http://d.example} <http://e.example>* http://f.example:`, want: []string{"http://localhost:3000/docs", "http://127.0.0.1/x", "http://[::1]/", "http://a.example/", "http://b.example/", "http://c.example", "http://d.example", "http://e.example", "http://f.example"}},
+	{rule: "balanced parenthesis kept", code: `(see https://en.wikipedia.org/wiki/Foo_(bar)).`, want: []string{"https://en.wikipedia.org/wiki/Foo_(bar)"}},
+	{rule: "token ends at quotes, backtick, angle brackets and whitespace", code: "a='http://a.example'b\"http://b.example\"c`http://c.example`<http://d.example>\thttp://e.example\nhttp://f.example", want: []string{"http://a.example", "http://b.example", "http://c.example", "http://d.example", "http://e.example", "http://f.example"}},
+
+	// Must not be fooled into missing.
+	{rule: "adjacent quotes", code: `"'http://127.0.0.1/'"`, want: []string{"http://127.0.0.1/"}},
+	{rule: "adjacent backslashes", code: `\http://127.0.0.1/\`, want: []string{"http://127.0.0.1/"}},
+	{rule: "adjacent parentheses", code: `(http://127.0.0.1/)`, want: []string{"http://127.0.0.1/"}},
+	{rule: "after =", code: `url=http://127.0.0.1/`, want: []string{"http://127.0.0.1/"}},
+	{rule: "after a // comment", code: `//http://localhost:3000`, want: []string{"http://localhost:3000"}},
+	{rule: "after #", code: `#http://localhost`, want: []string{"http://localhost"}},
+	{rule: "at the very start and end", code: `http://localhost`, want: []string{"http://localhost"}},
+	{rule: "glued to a preceding identifier", code: `xhttp://localhost`, want: []string{"http://localhost"}},
+	{rule: "glued after an escape letter, no slashes", code: `"a\nhttp:localhost"`, want: []string{"http://localhost"}},
+	{rule: "glued without slashes is an identifier", code: `{useHttp:true, news:item}`, want: nil},
+	{rule: "string concatenation: empty http:// is not reported", code: `"http://" + "localhost"`, want: nil},
+	{rule: "URL in the query of another URL", code: `https://example.com/r?next=http://localhost:8080/admin`, want: []string{"https://example.com/r?next=http://localhost:8080/admin", "http://localhost:8080/admin"}},
+	{rule: "userinfo does not hide the host", code: `"http://user:pw@127.0.0.1/"`, want: []string{"http://user:pw@127.0.0.1/"}},
+
+	// Dedup and empties.
+	{rule: "deduplicated in order of first appearance", code: `a("http://b.example"); a("http://a.example"); a("http://b.example"); a("HTTP://a.example")`, want: []string{"http://b.example", "http://a.example"}},
+	{rule: "empty input", code: ``, want: nil},
+	{rule: "no URL", code: `const x = { a: 1, b: "two" }; // nothing here: at all`, want: nil},
+}
+
+func TestScanURLsTable(t *testing.T) {
+	for _, tc := range scanCases {
+		t.Run(tc.rule, func(t *testing.T) {
+			assert.Equal(t, tc.want, ScanURLs(tc.code), "code: %s", tc.code)
+		})
+	}
+}
+
+func TestScanURLsReturnsSubstringsWhenUnchanged(t *testing.T) {
+	code := `fetch("http://localhost:3000/api")`
+	allocs := testing.AllocsPerRun(100, func() { _ = ScanURLs(code) })
+	assert.Equal(t, 1.0, allocs, "only the result slice should be allocated")
+}
+
+func TestScanURLsManyResultsDedup(t *testing.T) {
+	var b strings.Builder
+	var want []string
+	for i := 0; i < 5000; i++ {
+		u := "http://h" + string(rune('a'+i%26)) + ".example/" + strings.Repeat("x", i%40)
+		b.WriteString(u + " ")
+		want = append(want, u)
+	}
+	got := ScanURLs(b.String())
+	seen := map[string]bool{}
+	var uniq []string
+	for _, u := range want {
+		if !seen[u] {
+			seen[u] = true
+			uniq = append(uniq, u)
+		}
+	}
+	assert.Equal(t, uniq, got)
+}
+
+func TestScanURLsCorpus(t *testing.T) {
+	code, err := os.ReadFile("testdata/scan-corpus.txt")
+	require.NoError(t, err)
+	wantText, err := os.ReadFile("testdata/scan-corpus.want.txt")
+	require.NoError(t, err)
+	want := strings.Split(strings.TrimSpace(string(wantText)), "\n")
+	require.Greater(t, len(want), 100, "the corpus should plant many distinct URLs")
+	assert.Equal(t, want, ScanURLs(string(code)))
+}
+
+// hostOf is the host of a reported URL, enough for the metamorphic check.
+func hostOf(u string) string {
+	_, rest, ok := strings.Cut(u, "://")
+	if !ok {
+		return ""
+	}
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		rest = rest[:i]
+	}
+	if i := strings.LastIndexByte(rest, '@'); i >= 0 {
+		rest = rest[i+1:]
+	}
+	if strings.HasPrefix(rest, "[") {
+		if i := strings.IndexByte(rest, ']'); i >= 0 {
+			return rest[:i+1]
+		}
+		return rest
+	}
+	if i := strings.LastIndexByte(rest, ':'); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
+}
+
+var scannedSchemes = []string{"http", "https", "ws", "wss", "ftp", "file", "chrome", "chrome-untrusted", "devtools"}
+
+func checkScanInvariants(t *testing.T, code string) {
+	got := ScanURLs(code)
+	seen := map[string]bool{}
+	for _, u := range got {
+		require.NotEmpty(t, u)
+		require.False(t, seen[u], "duplicate %q", u)
+		seen[u] = true
+		ok := false
+		if rest, vs := strings.CutPrefix(u, "view-source:"); vs {
+			ok = rest != ""
+		}
+		for _, s := range scannedSchemes {
+			if rest, has := strings.CutPrefix(u, s+"://"); has && rest != "" {
+				ok = true
+			}
+		}
+		require.True(t, ok, "result %q does not start with a lower-case scanned scheme and ://", u)
+	}
+	if !strings.Contains(code, "http://127.0.0.1/") {
+		return
+	}
+	for _, w := range [][2]string{{`"`, `"`}, {`'`, `'`}, {`(`, `)`}, {"`", "`"}, {"// ", ""}, {`\`, `\`}, {"", ""}} {
+		wrapped := w[0] + code + w[1]
+		found := false
+		for _, u := range ScanURLs(wrapped) {
+			if strings.HasPrefix(u, "http://") && hostOf(u) == "127.0.0.1" {
+				found = true
+				break
+			}
+		}
+		require.True(t, found, "lost http://127.0.0.1 when wrapped in %q…%q: %q", w[0], w[1], wrapped)
+	}
+}
+
+func FuzzScanURLs(f *testing.F) {
+	for _, tc := range scanCases {
+		f.Add(tc.code)
+	}
+	f.Add("http://127.0.0.1/")
+	f.Add(`x"http://127.0.0.1/\.(`)
+	f.Fuzz(func(t *testing.T, code string) {
+		checkScanInvariants(t, code)
+	})
+}
+
+func BenchmarkScanURLs(b *testing.B) {
+	corpus, err := os.ReadFile("testdata/scan-corpus.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	inputs := []struct{ name, code string }{
+		{"corpus-1MiB", string(corpus)},
+		{"small-goto", `await page.goto("http://localhost:3000/dashboard", { waitUntil: "networkidle" });`},
+		{"small-no-url", `const x = { a: 1, b: "two", c: cond ? d : e }; await page.click("#submit");`},
+		{"small-normalised", "fetch(`HTTP:\\\\127.0.0.1:${port}/api`)"},
+	}
+	for _, in := range inputs {
+		b.Run(in.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in.code)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = ScanURLs(in.code)
+			}
+		})
+	}
+}
+
+// BenchmarkScanFloor is the cost of only visiting every colon of the corpus
+// with strings.IndexByte, the floor under ScanURLs: on a loaded machine
+// compare BenchmarkScanURLs/corpus-1MiB against it, not against a constant.
+func BenchmarkScanFloor(b *testing.B) {
+	corpus, err := os.ReadFile("testdata/scan-corpus.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	code := string(corpus)
+	b.SetBytes(int64(len(code)))
+	for b.Loop() {
+		n := 0
+		for i := 0; ; n++ {
+			j := strings.IndexByte(code[i:], ':')
+			if j < 0 {
+				break
+			}
+			i += j + 1
+		}
+		if n == 0 {
+			b.Fatal("no colons")
+		}
+	}
+}
