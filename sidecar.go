@@ -60,8 +60,9 @@ func WithChromiumPath(path string) Option {
 // WithChromiumFlags adds command-line flags to the local Chromium. A string
 // value passes --name=value, true passes --name, false removes a flag the
 // sidecar would otherwise set. They apply after the sidecar's own flags, so
-// they win. Flags that switch chromedp away from its pipe transport
-// (remote-debugging-port, remote-debugging-address) make the start fail.
+// they win (including no-sandbox, headless and the network-quiet ones). The
+// flags the sidecar manages (remote-debugging-port, remote-debugging-address,
+// remote-debugging-pipe, user-data-dir) make the start fail.
 func WithChromiumFlags(flags map[string]any) Option {
 	return func(c *config) {
 		if c.chromiumFlags == nil {
@@ -580,6 +581,11 @@ func (s *sidecar) runStart(sctx context.Context, f *flight[*chromiumProc]) {
 	close(f.done)
 }
 
+// managedFlags are the flags WithChromiumFlags may not set: a debugging port
+// would let any local process drive the browser (and leave chromedp's pipe
+// transport), and the profile directory is the sidecar's to make and remove.
+var managedFlags = []string{"remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe", "user-data-dir"}
+
 // allocatorOptions are the exec allocator options of the local Chromium.
 func (s *sidecar) allocatorOptions(path string) ([]chromedp.ExecAllocatorOption, error) {
 	opts := slices.Clone(chromedp.DefaultExecAllocatorOptions[:])
@@ -602,6 +608,9 @@ func (s *sidecar) allocatorOptions(path string) ([]chromedp.ExecAllocatorOption,
 	)
 	for _, name := range slices.Sorted(maps.Keys(s.cfg.chromiumFlags)) {
 		v := s.cfg.chromiumFlags[name]
+		if slices.Contains(managedFlags, name) {
+			return nil, fmt.Errorf("hybroute: chromium flag %q is managed by the sidecar (pipe transport, temp profile) and cannot be set", name)
+		}
 		switch v.(type) {
 		case string, bool:
 		default:

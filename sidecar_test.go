@@ -504,6 +504,11 @@ func TestSidecarFlags(t *testing.T) {
 	bad := newTestSidecar(t, WithChromiumFlags(map[string]any{"window-size": 3}))
 	_, err = bad.open(ctx, "k")
 	assert.ErrorContains(t, err, "window-size")
+
+	port := newTestSidecar(t, WithChromiumFlags(map[string]any{"remote-debugging-port": "9222"}))
+	_, err = port.open(ctx, "k")
+	assert.ErrorContains(t, err, "managed by the sidecar")
+	assert.False(t, port.alive())
 }
 
 // TestSidecarConcurrentOpenRelease hammers open/release/use of a few keys from
