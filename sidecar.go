@@ -60,8 +60,9 @@ func WithChromiumPath(path string) Option {
 // WithChromiumFlags adds command-line flags to the local Chromium. A string
 // value passes --name=value, true passes --name, false removes a flag the
 // sidecar would otherwise set. They apply after the sidecar's own flags, so
-// they win. Flags that switch chromedp away from its pipe transport
-// (remote-debugging-port, remote-debugging-address) make the start fail.
+// they win (including no-sandbox, headless and the network-quiet ones). The
+// flags the sidecar manages (remote-debugging-port, remote-debugging-address,
+// remote-debugging-pipe, user-data-dir) make the start fail.
 func WithChromiumFlags(flags map[string]any) Option {
 	return func(c *config) {
 		if c.chromiumFlags == nil {
@@ -121,6 +122,7 @@ func (f *flight[T]) finished() bool {
 }
 
 // await waits for f on behalf of one waiter (already counted in f.waiters).
+// A flight that has finished wins over a ctx that ended at the same moment.
 // When ctx ends first and this was the last waiter of an unfinished flight,
 // it detaches the flight (abandon runs under mu, so no new waiter can join it),
 // cancels it, and waits until the creation has cleaned up after itself.
@@ -133,7 +135,13 @@ func await[T any](ctx context.Context, mu *sync.Mutex, f *flight[T], abandon fun
 		case <-ctx.Done():
 			mu.Lock()
 			f.waiters--
-			last := f.waiters == 0 && !f.finished()
+			if f.finished() {
+				// It finished as ctx ended: the result is made and kept
+				// either way, so hand it over rather than waste it.
+				mu.Unlock()
+				return f.val, f.err
+			}
+			last := f.waiters == 0
 			if last {
 				abandon()
 				f.cancel()
@@ -171,6 +179,13 @@ type sidecar struct {
 	starting *flight[*chromiumProc]        // the start in progress, if any
 	tabs     map[string]*flight[*localTab] // per key: the tab, or its creation in progress
 	deadKeys map[string]struct{}           // keys whose tab died with its process, not yet reported
+
+	// spare is a ready tab in a fresh browser context, handed to the next
+	// new key so that its open costs no renderer round trip; spareCancel is
+	// set while one is being made, spareDone closes when that ends.
+	spare       *localTab
+	spareCancel context.CancelFunc
+	spareDone   chan struct{}
 
 	wg sync.WaitGroup // creations, death watchers and background teardowns
 
@@ -404,13 +419,79 @@ func (s *sidecar) runTab(fctx context.Context, key string, f *flight[*localTab])
 	close(f.done)
 }
 
-// newTab makes a browser context and a tab in it on the running Chromium,
-// starting Chromium if needed.
+// newTab gives the key a tab on the running Chromium, starting Chromium if
+// needed. It takes the pre-made spare tab when there is one (the fast path:
+// a new key costs no round trip to the renderer), and keeps one spare coming.
 func (s *sidecar) newTab(fctx context.Context, key string) (*localTab, error) {
 	proc, err := s.browser(fctx)
 	if err != nil {
 		return nil, err
 	}
+	waited := false
+	for {
+		s.mu.Lock()
+		if tab := s.spare; tab != nil && tab.proc == proc && !proc.dead() {
+			s.spare = nil
+			tab.key = key
+			s.fillSpare(proc)
+			s.mu.Unlock()
+			return tab, nil
+		}
+		if s.spareCancel == nil || waited {
+			s.mu.Unlock()
+			break
+		}
+		// A spare is being made: wait for it rather than make a second
+		// tab alongside it (both would fight for the same CPU).
+		done := s.spareDone
+		s.mu.Unlock()
+		select {
+		case <-done:
+			waited = true
+		case <-fctx.Done():
+			return nil, fctx.Err()
+		}
+	}
+	tab, err := makeTab(fctx, proc, key)
+	if err == nil {
+		s.mu.Lock()
+		s.fillSpare(proc)
+		s.mu.Unlock()
+	}
+	return tab, err
+}
+
+// fillSpare starts making a spare tab on proc unless one is ready or coming.
+// The spare is a fresh browser context nobody has used; it is handed to
+// exactly one key. Called with s.mu held.
+func (s *sidecar) fillSpare(proc *chromiumProc) {
+	if s.closed || s.spareCancel != nil || s.spare != nil || s.proc != proc || proc.dead() {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.spareCancel = cancel
+	done := make(chan struct{})
+	s.spareDone = done
+	s.wg.Go(func() {
+		defer close(done)
+		defer cancel()
+		tab, err := makeTab(ctx, proc, "")
+		s.mu.Lock()
+		s.spareCancel = nil
+		keep := err == nil && !s.closed && s.proc == proc && !proc.dead() && s.spare == nil
+		if keep {
+			s.spare = tab
+		}
+		s.mu.Unlock()
+		if err == nil && !keep {
+			tab.close()
+		}
+	})
+}
+
+// makeTab makes a browser context and a tab in it on proc. A cancelled fctx
+// undoes whatever was made before makeTab returns.
+func makeTab(fctx context.Context, proc *chromiumProc, key string) (*localTab, error) {
 	// Not under fctx: a cancel after Chromium made the context would leak it.
 	cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	res, err := cdp.Call(cctx, proc.browser, target.CreateBrowserContext,
@@ -428,6 +509,8 @@ func (s *sidecar) newTab(fctx context.Context, key string) (*localTab, error) {
 	unhook := context.AfterFunc(fctx, stop)
 	err = chromedp.Do(tctx) // creates and attaches the page; binds it to tctx
 	if !unhook() || err != nil {
+		// Best effort: if the dispose fails the browser is going away, and
+		// the context goes with it.
 		tab.close()
 		if ferr := fctx.Err(); ferr != nil {
 			return nil, ferr
@@ -477,6 +560,7 @@ func (s *sidecar) runStart(sctx context.Context, f *flight[*chromiumProc]) {
 		s.starting = nil
 		if err == nil {
 			s.proc = proc
+			s.fillSpare(proc)
 		}
 	}
 	orphan := err == nil && !current
@@ -496,6 +580,11 @@ func (s *sidecar) runStart(sctx context.Context, f *flight[*chromiumProc]) {
 	f.val, f.err = proc, err
 	close(f.done)
 }
+
+// managedFlags are the flags WithChromiumFlags may not set: a debugging port
+// would let any local process drive the browser (and leave chromedp's pipe
+// transport), and the profile directory is the sidecar's to make and remove.
+var managedFlags = []string{"remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe", "user-data-dir"}
 
 // allocatorOptions are the exec allocator options of the local Chromium.
 func (s *sidecar) allocatorOptions(path string) ([]chromedp.ExecAllocatorOption, error) {
@@ -519,6 +608,9 @@ func (s *sidecar) allocatorOptions(path string) ([]chromedp.ExecAllocatorOption,
 	)
 	for _, name := range slices.Sorted(maps.Keys(s.cfg.chromiumFlags)) {
 		v := s.cfg.chromiumFlags[name]
+		if slices.Contains(managedFlags, name) {
+			return nil, fmt.Errorf("hybroute: chromium flag %q is managed by the sidecar (pipe transport, temp profile) and cannot be set", name)
+		}
 		switch v.(type) {
 		case string, bool:
 		default:
@@ -602,6 +694,10 @@ func (s *sidecar) watch(p *chromiumProc) {
 	if s.proc == p {
 		s.proc = nil
 	}
+	if s.spare != nil && s.spare.proc == p {
+		tabs = append(tabs, s.spare)
+		s.spare = nil
+	}
 	for key, f := range s.tabs {
 		if f.finished() && f.err == nil && f.val.proc == p {
 			delete(s.tabs, key)
@@ -611,7 +707,7 @@ func (s *sidecar) watch(p *chromiumProc) {
 	}
 	s.mu.Unlock()
 	s.log.Warn("hybroute: local Chromium died; its tabs are lost, the next open starts a new one",
-		"pid", p.pid, "tabs", len(tabs))
+		"pid", p.pid)
 	for _, t := range tabs {
 		t.close()
 	}
@@ -656,10 +752,15 @@ func (s *sidecar) close() error {
 	clear(s.deadKeys)
 	proc, starting := s.proc, s.starting
 	s.proc, s.starting = nil, nil
+	spare, spareCancel := s.spare, s.spareCancel
+	s.spare = nil
 	s.mu.Unlock()
 
 	if starting != nil {
 		starting.cancel()
+	}
+	if spareCancel != nil {
+		spareCancel() // the maker sees closed and undoes its tab
 	}
 	var (
 		mu   sync.Mutex
@@ -679,6 +780,9 @@ func (s *sidecar) close() error {
 				mu.Unlock()
 			}
 		})
+	}
+	if spare != nil {
+		wg.Go(func() { spare.close() })
 	}
 	wg.Wait()
 	if proc != nil {
