@@ -103,12 +103,47 @@ var idnaProfile = idna.New(
 // Parse does not allocate for inputs that are already canonical ASCII (the
 // Host is then a substring of raw).
 func Parse(raw string) (URL, error) {
-	u := URL{Port: -1}
 	s := trimC0Space(raw)
-	if hasTabOrNewline(s) {
-		s = removeTabOrNewline(s)
+	var u URL
+	retry, err := parse(&u, s, raw)
+	if retry {
+		// A tab or newline inside the part that decides scheme, host and
+		// port: remove them all (as the standard does everywhere) and parse
+		// again. Only such inputs pay for the copy.
+		u = URL{}
+		_, err = parse(&u, removeTabOrNewline(s), raw)
 	}
+	if err != nil {
+		return URL{Port: -1}, err
+	}
+	return u, nil
+}
 
+func isTabOrNewline(c byte) bool { return c == '\t' || c == '\n' || c == '\r' }
+
+// authorityEnd returns the index in s of the first authority terminator ('/',
+// '?', '#', and '\\' when backslash is set), or len(s); retry reports a tab
+// or newline before it.
+func authorityEnd(s string, backslash bool) (end int, retry bool) {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '/', '?', '#':
+			return i, false
+		case '\\':
+			if backslash {
+				return i, false
+			}
+		case '\t', '\n', '\r':
+			return i, true
+		}
+	}
+	return len(s), false
+}
+
+// parse parses s (trimmed) into u. retry is true when s has a tab or newline in the
+// scheme or authority, which the caller removes before calling parse again.
+func parse(u *URL, s, raw string) (retry bool, err error) {
+	u.Port = -1
 	// Scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":".
 	colon := -1
 	lower := true
@@ -123,16 +158,18 @@ func Parse(raw string) (URL, error) {
 		case 'A' <= c && c <= 'Z':
 			lower = false
 		case i > 0 && ('0' <= c && c <= '9' || c == '+' || c == '-' || c == '.'):
+		case isTabOrNewline(c):
+			return true, nil
 		default:
-			return u, fail("no valid scheme (a relative URL needs a base) in %q", raw)
+			return false, fail("no valid scheme (a relative URL needs a base) in %q", raw)
 		}
 	}
 	if colon <= 0 {
-		return u, fail("no scheme in %q", raw)
+		return false, fail("no scheme in %q", raw)
 	}
 	scheme := s[:colon]
 	rest := s[colon+1:]
-	def, special := specialScheme(scheme, lower)
+	def, special := specialScheme(scheme)
 	if special {
 		scheme = def.name // constant: no allocation for upper-case input
 	} else if !lower {
@@ -141,48 +178,104 @@ func Parse(raw string) (URL, error) {
 	u.Scheme = scheme
 	u.Special = special
 
+	// Leading slashes (and, for special schemes, backslashes).
+	n, i := 0, 0
+	for ; i < len(rest); i++ {
+		c := rest[i]
+		if c == '/' || special && c == '\\' {
+			n++
+			continue
+		}
+		if isTabOrNewline(c) {
+			return true, nil
+		}
+		break
+	}
 	switch {
-	case special && scheme == "file":
-		return parseFile(u, rest, raw)
+	case special && def.port < 0: // file
+		// Chromium takes a host only after exactly two slashes, with no
+		// userinfo and no port, and keeps "localhost".
+		if n != 2 {
+			return false, nil
+		}
+		h := rest[2:]
+		end, retry := authorityEnd(h, true)
+		if retry {
+			return true, nil
+		}
+		if end == 0 {
+			return false, nil
+		}
+		return false, canonSpecialHost(u, h[:end], raw)
 	case special:
-		// Any number of '/' or '\' (even none) before the authority.
-		i := 0
-		for i < len(rest) && (rest[i] == '/' || rest[i] == '\\') {
-			i++
-		}
+		// Any number of slashes, even none, before the authority.
 		auth := rest[i:]
-		if j := strings.IndexAny(auth, "/\\?#"); j >= 0 {
-			auth = auth[:j]
+		end, retry := authorityEnd(auth, true)
+		if retry {
+			return true, nil
 		}
-		return parseAuthority(u, auth, def.port, raw)
+		return false, parseAuthority(u, auth[:end], def.port, raw)
 	default:
-		if !strings.HasPrefix(rest, "//") {
-			return u, nil // e.g. javascript:, data:, about:, mailto:
+		if n < 2 || rest[1] != '/' {
+			return false, nil // e.g. javascript:, data:, about:, mailto:
 		}
 		auth := rest[2:]
-		if j := strings.IndexAny(auth, "/?#"); j >= 0 {
-			auth = auth[:j]
+		end, retry := authorityEnd(auth, false)
+		if retry {
+			return true, nil
 		}
-		return parseAuthority(u, auth, -1, raw)
+		return false, parseAuthority(u, auth[:end], -1, raw)
 	}
 }
 
 type schemeInfo struct {
 	name string
-	port int
+	port int // default port; -1 for file (no port at all)
 }
 
-var specialSchemes = [...]schemeInfo{
-	{"http", 80}, {"https", 443}, {"ws", 80}, {"wss", 443}, {"ftp", 21}, {"file", -1},
-}
+var (
+	schemeHTTP  = schemeInfo{"http", 80}
+	schemeHTTPS = schemeInfo{"https", 443}
+	schemeWS    = schemeInfo{"ws", 80}
+	schemeWSS   = schemeInfo{"wss", 443}
+	schemeFTP   = schemeInfo{"ftp", 21}
+	schemeFile  = schemeInfo{"file", -1}
+)
 
-func specialScheme(s string, lower bool) (schemeInfo, bool) {
-	if len(s) < 2 || len(s) > 5 {
-		return schemeInfo{}, false
+// specialScheme recognizes the special schemes in any case. s holds only
+// scheme characters, and |0x20 lower-cases letters without turning a digit,
+// '+', '-' or '.' into a letter.
+func specialScheme(s string) (schemeInfo, bool) {
+	eq := func(name string) bool {
+		for i := 0; i < len(name); i++ {
+			if s[i]|0x20 != name[i] {
+				return false
+			}
+		}
+		return true
 	}
-	for _, d := range specialSchemes {
-		if lower && s == d.name || !lower && strings.EqualFold(s, d.name) {
-			return d, true
+	switch len(s) {
+	case 2:
+		if eq("ws") {
+			return schemeWS, true
+		}
+	case 3:
+		if eq("wss") {
+			return schemeWSS, true
+		}
+		if eq("ftp") {
+			return schemeFTP, true
+		}
+	case 4:
+		if eq("http") {
+			return schemeHTTP, true
+		}
+		if eq("file") {
+			return schemeFile, true
+		}
+	case 5:
+		if eq("https") {
+			return schemeHTTPS, true
 		}
 	}
 	return schemeInfo{}, false
@@ -200,15 +293,6 @@ func trimC0Space(s string) string {
 	return s[i:j]
 }
 
-func hasTabOrNewline(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c == '\t' || c == '\n' || c == '\r' {
-			return true
-		}
-	}
-	return false
-}
-
 func removeTabOrNewline(s string) string {
 	b := make([]byte, 0, len(s))
 	for i := 0; i < len(s); i++ {
@@ -219,60 +303,39 @@ func removeTabOrNewline(s string) string {
 	return string(b)
 }
 
-// parseFile handles the part of a file: URL after "file:". Chromium takes a
-// host only after exactly two slashes (either kind), has no userinfo and no
-// port, and keeps "localhost".
-func parseFile(u URL, rest, raw string) (URL, error) {
-	n := 0
-	for n < len(rest) && (rest[n] == '/' || rest[n] == '\\') {
-		n++
-	}
-	if n != 2 {
-		return u, nil
-	}
-	h := rest[2:]
-	if j := strings.IndexAny(h, "/\\?#"); j >= 0 {
-		h = h[:j]
-	}
-	if h == "" {
-		return u, nil
-	}
-	return canonSpecialHost(u, h, raw)
-}
-
 // parseAuthority splits userinfo@host:port the way Chromium does: the
 // userinfo ends at the last '@'; the port starts at the last ':' that comes
 // after the last ']' (or, when the host starts with '[' and has no ']', never).
-func parseAuthority(u URL, auth string, defPort int, raw string) (URL, error) {
-	at := strings.LastIndexByte(auth, '@')
-	hostport := auth[at+1:]
-	host, port, hasPort := hostport, "", false
-	term := -1
-	if hostport != "" && hostport[0] == '[' {
-		term = len(hostport)
-	}
-	colon := -1
-	for i := 0; i < len(hostport); i++ {
-		switch hostport[i] {
+func parseAuthority(u *URL, auth string, defPort int, raw string) error {
+	at, term, colon := -1, -1, -1
+	for i := 0; i < len(auth); i++ {
+		switch auth[i] {
+		case '@':
+			at, term, colon = i, -1, -1
 		case ']':
 			term = i
 		case ':':
 			colon = i
 		}
 	}
+	hostport := auth[at+1:]
+	if term < 0 && hostport != "" && hostport[0] == '[' {
+		term = len(auth)
+	}
+	host, port, hasPort := hostport, "", false
 	if colon > term {
-		host, port, hasPort = hostport[:colon], hostport[colon+1:], true
+		host, port, hasPort = auth[at+1:colon], auth[colon+1:], true
 	}
 	if hasPort && port != "" {
 		p := 0
 		for i := 0; i < len(port); i++ {
 			c := port[i]
 			if c < '0' || c > '9' {
-				return u, fail("port %q is not a number in %q", port, raw)
+				return fail("port %q is not a number in %q", port, raw)
 			}
 			p = p*10 + int(c-'0')
 			if p > 65535 {
-				return u, fail("port %q is out of range in %q", port, raw)
+				return fail("port %q is out of range in %q", port, raw)
 			}
 		}
 		if p != defPort {
@@ -282,14 +345,14 @@ func parseAuthority(u URL, auth string, defPort int, raw string) (URL, error) {
 	if !u.Special {
 		if host == "" {
 			if at >= 0 || hasPort {
-				return u, fail("userinfo or port without a host in %q", raw)
+				return fail("userinfo or port without a host in %q", raw)
 			}
-			return u, nil
+			return nil
 		}
 		return canonOpaqueHost(u, host, raw)
 	}
 	if host == "" {
-		return u, fail("empty host in %q", raw)
+		return fail("empty host in %q", raw)
 	}
 	return canonSpecialHost(u, host, raw)
 }
@@ -366,8 +429,8 @@ func simpleHost(h string) (string, bool, error) {
 
 // canonSpecialHost canonicalizes the host of a special URL (Chromium's
 // DoHost), then classifies it as IPv4, IPv6 or domain.
-func canonSpecialHost(u URL, h, raw string) (URL, error) {
-	nonASCII, pct, changed := false, false, false
+func canonSpecialHost(u *URL, h, raw string) error {
+	nonASCII, pct, changed, v6 := false, false, false, false
 	for i := 0; i < len(h); i++ {
 		c := h[i]
 		switch {
@@ -378,10 +441,13 @@ func canonSpecialHost(u URL, h, raw string) (URL, error) {
 		default:
 			t := hostTable[c]
 			if t == 0 {
-				return u, fail("forbidden code point %q in host of %q", c, raw)
+				return fail("forbidden code point %q in host of %q", c, raw)
 			}
 			if t != c {
 				changed = true
+			}
+			if c == '[' || c == ']' || c == ':' {
+				v6 = true
 			}
 		}
 	}
@@ -391,21 +457,31 @@ func canonSpecialHost(u URL, h, raw string) (URL, error) {
 		var stillNonASCII bool
 		host, stillNonASCII, err = simpleHost(h)
 		if err != nil {
-			return u, fmt.Errorf("%w (in %q)", err, raw)
+			return fmt.Errorf("%w (in %q)", err, raw)
 		}
 		if stillNonASCII {
 			host, err = idnHost(host)
 			if err != nil {
-				return u, fmt.Errorf("%w (in %q)", err, raw)
+				return fmt.Errorf("%w (in %q)", err, raw)
 			}
 		}
+		v6 = hasIPv6Char(host)
 	} else if changed {
 		host, _, _ = simpleHost(h) // cannot fail: every byte was checked
 	}
 	if host == "" {
-		return u, fail("host is empty after canonicalization in %q", raw)
+		return fail("host is empty after canonicalization in %q", raw)
 	}
-	return classify(u, host, raw)
+	return classify(u, host, v6, raw)
+}
+
+func hasIPv6Char(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c == '[' || c == ']' || c == ':' {
+			return true
+		}
+	}
+	return false
 }
 
 // maxIDNHost is Chromium's kMaxHostBufferLength (253*5 UTF-16 units): a
@@ -525,23 +601,23 @@ func ignoredSince15(r rune) bool {
 
 // classify decides whether a canonical special host is an IPv6 literal, an
 // IPv4 address (WHATWG "ends in a number") or a domain.
-func classify(u URL, host, raw string) (URL, error) {
-	if strings.ContainsAny(host, "[]:") {
+func classify(u *URL, host string, v6 bool, raw string) error {
+	if v6 {
 		if len(host) < 2 || host[0] != '[' || host[len(host)-1] != ']' {
-			return u, fail("'[', ']' or ':' outside an IPv6 literal in host of %q", raw)
+			return fail("'[', ']' or ':' outside an IPv6 literal in host of %q", raw)
 		}
 		a, ok := parseIPv6(host[1 : len(host)-1])
 		if !ok {
-			return u, fail("invalid IPv6 address %q in %q", host, raw)
+			return fail("invalid IPv6 address %q in %q", host, raw)
 		}
 		u.Kind, u.Addr = HostIPv6, a
 		u.Host = canonicalIPv6(host, a)
-		return u, nil
+		return nil
 	}
 	if endsInNumber(host) {
 		v, ok := parseIPv4(host, false)
 		if !ok {
-			return u, fail("invalid IPv4 address %q in %q", host, raw)
+			return fail("invalid IPv4 address %q in %q", host, raw)
 		}
 		a := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 		u.Kind, u.Addr = HostIPv4, a
@@ -552,10 +628,10 @@ func classify(u URL, host, raw string) (URL, error) {
 		} else {
 			u.Host = string(b)
 		}
-		return u, nil
+		return nil
 	}
 	u.Kind, u.Host = HostDomain, host
-	return u, nil
+	return nil
 }
 
 // endsInNumber is the WHATWG "ends in a number checker".
@@ -811,14 +887,14 @@ func appendHex16(b []byte, v uint16) []byte {
 // canonOpaqueHost is the WHATWG opaque-host parser as Chromium runs it for
 // non-special URLs: forbidden host code points fail, C0 controls, DEL and
 // non-ASCII are UTF-8 percent-encoded, and a bracketed host must be IPv6.
-func canonOpaqueHost(u URL, h, raw string) (URL, error) {
+func canonOpaqueHost(u *URL, h, raw string) error {
 	needEnc := false
 	for i := 0; i < len(h); i++ {
 		c := h[i]
 		switch {
 		case c == 0 || c == ' ' || c == '#' || c == '/' || c == '<' || c == '>' ||
 			c == '?' || c == '@' || c == '\\' || c == '^' || c == '|':
-			return u, fail("forbidden code point %q in host of %q", c, raw)
+			return fail("forbidden code point %q in host of %q", c, raw)
 		case c < 0x20 || c >= 0x7f:
 			needEnc = true
 		}
@@ -835,18 +911,18 @@ func canonOpaqueHost(u URL, h, raw string) (URL, error) {
 		}
 		host = string(b)
 	}
-	if strings.ContainsAny(host, "[]:") {
+	if hasIPv6Char(host) {
 		if len(host) < 2 || host[0] != '[' || host[len(host)-1] != ']' {
-			return u, fail("'[', ']' or ':' outside an IPv6 literal in host of %q", raw)
+			return fail("'[', ']' or ':' outside an IPv6 literal in host of %q", raw)
 		}
 		a, ok := parseIPv6(strings.ToLower(host[1 : len(host)-1]))
 		if !ok {
-			return u, fail("invalid IPv6 address %q in %q", host, raw)
+			return fail("invalid IPv6 address %q in %q", host, raw)
 		}
 		u.Kind, u.Addr = HostIPv6, a
 		u.Host = canonicalIPv6(host, a)
-		return u, nil
+		return nil
 	}
 	u.Kind, u.Host = HostOpaque, host
-	return u, nil
+	return nil
 }
