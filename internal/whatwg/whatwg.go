@@ -488,6 +488,19 @@ func hasIPv6Char(s string) bool {
 // longer host that needs IDN processing is refused.
 const maxIDNHost = 253 * 5
 
+// maxPunycodeLabel is ICU's limit on the code points of one label that it
+// encodes as punycode.
+const maxPunycodeLabel = 1000
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 // idnHost runs UTS-46 ToASCII on a host that still has non-ASCII characters
 // and canonicalizes the ASCII result again (Chromium's DoIDNHost).
 func idnHost(h string) (string, error) {
@@ -522,8 +535,16 @@ func idnHost(h string) (string, error) {
 	// mapping, so "a\u2135b" (U+2135 maps to HEBREW LETTER ALEF) passes there
 	// and fails in Chromium. Validating the result again, with the labels
 	// decoded from punycode, applies the rules to the mapped text.
-	if _, err := idnaProfile.ToUnicode(out); err != nil {
+	uni, err := idnaProfile.ToUnicode(out)
+	if err != nil {
 		return "", fail("IDNA validation of the mapped host: %v", err)
+	}
+	// ICU's punycode encoder refuses a label of more than 1000 code points
+	// (MAX_CP_COUNT), so Chromium refuses such a host; x/net/idna does not.
+	for label := range strings.SplitSeq(uni, ".") {
+		if len(label) > maxPunycodeLabel && utf8.RuneCountInString(label) > maxPunycodeLabel && !isASCII(label) {
+			return "", fail("IDN label of more than %d code points in host %q", maxPunycodeLabel, h)
+		}
 	}
 	host, nonASCII, err := simpleHost(out)
 	if err != nil {
