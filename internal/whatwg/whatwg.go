@@ -97,6 +97,21 @@ var idnaProfile = idna.New(
 	idna.VerifyDNSLength(false),
 )
 
+// idnaMapper only maps (its validation errors are ignored by the caller).
+var idnaMapper = idna.New(
+	idna.MapForLookup(),
+	idna.Transitional(false),
+	idna.CheckHyphens(false),
+	idna.StrictDomainName(false),
+	idna.VerifyDNSLength(false),
+)
+
+// isLabelSeparator: the code points that UTS-46 maps to a FULL STOP and that
+// Chromium accepts (the other ones are refused, see unsureRune).
+func isLabelSeparator(r rune) bool {
+	return r == '.' || r == 0x3002 || r == 0xff0e || r == 0xff61
+}
+
 // Parse parses raw as Chromium's `new URL(raw)` would (no base URL) and
 // returns its scheme, host and port. Every error wraps ErrInvalid.
 //
@@ -140,8 +155,8 @@ func authorityEnd(s string, backslash bool) (end int, retry bool) {
 	return len(s), false
 }
 
-// parse parses s (trimmed) into u. retry is true when s has a tab or newline in the
-// scheme or authority, which the caller removes before calling parse again.
+// parse parses s (trimmed) into u. retry is true when s has a tab or newline
+// in the scheme or authority; the caller then removes them and calls again.
 func parse(u *URL, s, raw string) (retry bool, err error) {
 	u.Port = -1
 	// Scheme: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":".
@@ -198,10 +213,17 @@ func parse(u *URL, s, raw string) (retry bool, err error) {
 		if n != 2 {
 			return false, nil
 		}
+		// The host runs to the next slash: '?' and '#' do not end it (so
+		// they make it invalid), unlike in other special URLs.
 		h := rest[2:]
-		end, retry := authorityEnd(h, true)
-		if retry {
-			return true, nil
+		end := len(h)
+		for k := 0; k < len(h); k++ {
+			if c := h[k]; c == '/' || c == '\\' {
+				end = k
+				break
+			} else if isTabOrNewline(c) {
+				return true, nil
+			}
 		}
 		if end == 0 {
 			return false, nil
@@ -522,6 +544,34 @@ func idnHost(h string) (string, error) {
 		return "", fail("host %q is too long for IDN processing", h)
 	}
 	h = newerUTS46(h)
+	// ICU refuses a label that starts with "xn--" after mapping but is not
+	// all ASCII (it cannot be punycode); x/net/idna decodes such a label
+	// leniently ("xn--\u00fc\u00df-10x" becomes "xn--zca1d390n"). Map every
+	// label on its own (behind an "a", so that it is not decoded) and refuse.
+	for label := range strings.FieldsFuncSeq(h, isLabelSeparator) {
+		if isASCII(label) {
+			// ICU (UTS-46 since Unicode 15.1) also refuses an "xn--" label
+			// that decodes to nothing or to ASCII only; x/net/idna drops or
+			// keeps it.
+			if strings.HasPrefix(label, "xn--") {
+				d, err := idnaMapper.ToUnicode(label)
+				if err != nil || isASCII(d) {
+					return "", fail("punycode label %q is empty, invalid or ASCII", label)
+				}
+			}
+			continue
+		}
+		m, _ := idnaMapper.ToUnicode("a" + label)
+		if strings.HasPrefix(m, "axn--") {
+			if !isASCII(m) {
+				return "", fail("label %q maps to a non-ASCII \"xn--\" label", label)
+			}
+			d, err := idnaMapper.ToUnicode(m[1:])
+			if err != nil || isASCII(d) {
+				return "", fail("label %q maps to a punycode label that is empty, invalid or ASCII", label)
+			}
+		}
+	}
 	out, err := idnaProfile.ToASCII(h)
 	if err != nil {
 		return "", fail("IDNA: %v", err)
@@ -539,11 +589,21 @@ func idnHost(h string) (string, error) {
 	if err != nil {
 		return "", fail("IDNA validation of the mapped host: %v", err)
 	}
-	// ICU's punycode encoder refuses a label of more than 1000 code points
-	// (MAX_CP_COUNT), so Chromium refuses such a host; x/net/idna does not.
-	for label := range strings.SplitSeq(uni, ".") {
+	outLabels, uniLabels := strings.Split(out, "."), strings.Split(uni, ".")
+	if len(outLabels) != len(uniLabels) {
+		return "", fail("IDNA changed the labels of host %q", h)
+	}
+	for i, label := range uniLabels {
+		// ICU's punycode encoder refuses a label of more than 1000 code
+		// points (MAX_CP_COUNT), so Chromium refuses such a host.
 		if len(label) > maxPunycodeLabel && utf8.RuneCountInString(label) > maxPunycodeLabel && !isASCII(label) {
 			return "", fail("IDN label of more than %d code points in host %q", maxPunycodeLabel, h)
+		}
+		// UTS-46 since Unicode 15.1 (Chromium's ICU) refuses an "xn--" label
+		// that decodes to nothing or to ASCII only ("xn--" itself); x/net/idna
+		// accepts it. (An ASCII-only host never gets here: Chromium keeps it.)
+		if strings.HasPrefix(outLabels[i], "xn--") && isASCII(label) {
+			return "", fail("punycode label %q decodes to ASCII in host %q", outLabels[i], h)
 		}
 	}
 	host, nonASCII, err := simpleHost(out)
@@ -657,14 +717,10 @@ func classify(u *URL, host string, v6 bool, raw string) error {
 
 // endsInNumber is the WHATWG "ends in a number checker".
 func endsInNumber(h string) bool {
+	// One trailing dot is ignored ("1.2.3.4." is an address, "1.2.3.4.." a
+	// name).
 	if h != "" && h[len(h)-1] == '.' {
-		if strings.IndexByte(h, '.') == len(h)-1 && len(h) == 1 {
-			return false
-		}
 		h = h[:len(h)-1]
-		if h == "" {
-			return false
-		}
 	}
 	last := h[strings.LastIndexByte(h, '.')+1:]
 	if last == "" {
@@ -905,6 +961,28 @@ func appendHex16(b []byte, v uint16) []byte {
 	return b
 }
 
+// opaqueRuneRefused reproduces a Chromium quirk: its opaque-host parser
+// checks each UTF-16 code unit of the host against the forbidden host code
+// points after truncating it to 8 bits, so a code point such as U+3000
+// (low byte 0x00), U+200D (0x0D), U+013A (':') or an astral code point whose
+// high surrogate ends in such a byte (U+10000..U+103FF: 0xD800) makes new
+// URL() throw.
+func opaqueRuneRefused(r rune) bool {
+	forbiddenLow := func(u rune) bool {
+		switch byte(u) {
+		case 0x00, '\t', '\n', '\r', ' ', '#', '/', ':', '<', '>', '?', '@', '[', '\\', ']', '^', '|':
+			return true
+		}
+		return false
+	}
+	if r < 0x10000 {
+		return forbiddenLow(r)
+	}
+	// Only the high surrogate is checked: percent-encoding the code point
+	// consumes the low one.
+	return forbiddenLow(0xd800 + (r-0x10000)>>10)
+}
+
 // canonOpaqueHost is the WHATWG opaque-host parser as Chromium runs it for
 // non-special URLs: forbidden host code points fail, C0 controls, DEL and
 // non-ASCII are UTF-8 percent-encoded, and a bracketed host must be IPv6.
@@ -918,6 +996,16 @@ func canonOpaqueHost(u *URL, h, raw string) error {
 			return fail("forbidden code point %q in host of %q", c, raw)
 		case c < 0x20 || c >= 0x7f:
 			needEnc = true
+		}
+	}
+	if needEnc {
+		if !utf8.ValidString(h) {
+			return fail("host of %q is not valid UTF-8", raw)
+		}
+		for _, r := range h {
+			if r >= 0x100 && opaqueRuneRefused(r) {
+				return fail("code point %U in the host of %q is refused by Chromium", r, raw)
+			}
 		}
 	}
 	host := h
