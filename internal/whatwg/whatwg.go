@@ -121,12 +121,18 @@ func Parse(raw string) (URL, error) {
 	s := trimC0Space(raw)
 	var u URL
 	retry, err := parse(&u, s, raw)
-	if retry {
+	if retry && !(len(raw) > 5 && strings.EqualFold(raw[:5], "data:")) {
 		// A tab or newline inside the part that decides scheme, host and
 		// port: remove them all (as the standard does everywhere) and parse
 		// again. Only such inputs pay for the copy.
 		u = URL{}
 		_, err = parse(&u, removeTabOrNewline(s), raw)
+	} else if retry {
+		// Chromium does not remove tabs and newlines from a URL that starts
+		// with "data:" (any case), before any trimming: they stay, and in
+		// the host or port they make it invalid.
+		u = URL{}
+		err = parseKeepingTabs(&u, s, raw)
 	}
 	if err != nil {
 		return URL{Port: -1}, err
@@ -153,6 +159,29 @@ func authorityEnd(s string, backslash bool) (end int, retry bool) {
 		}
 	}
 	return len(s), false
+}
+
+// parseKeepingTabs parses a "data:" URL in which tabs and newlines are
+// ordinary characters: a non-special authority that contains one is invalid
+// unless it sits in the userinfo.
+func parseKeepingTabs(u *URL, s, raw string) error {
+	u.Port, u.Scheme = -1, "data"
+	rest := s[5:]
+	if !strings.HasPrefix(rest, "//") {
+		return nil
+	}
+	auth := rest[2:]
+	if j := strings.IndexAny(auth, "/?#"); j >= 0 {
+		auth = auth[:j]
+	}
+	if at := strings.LastIndexByte(auth, '@'); at >= 0 {
+		if strings.ContainsAny(auth[at+1:], "\t\n\r") {
+			return fail("tab or newline in the host or port of %q", raw)
+		}
+	} else if strings.ContainsAny(auth, "\t\n\r") {
+		return fail("tab or newline in the host or port of %q", raw)
+	}
+	return parseAuthority(u, auth, -1, raw)
 }
 
 // parse parses s (trimmed) into u. retry is true when s has a tab or newline
