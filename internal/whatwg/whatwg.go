@@ -725,18 +725,16 @@ func classify(u *URL, host string, v6 bool, raw string) error {
 		return nil
 	}
 	if endsInNumber(host) {
-		v, ok := parseIPv4(host, false)
+		v, canonical, ok := parseIPv4(host, false)
 		if !ok {
 			return fail("invalid IPv4 address %q in %q", host, raw)
 		}
 		a := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 		u.Kind, u.Addr = HostIPv4, a
-		var buf [15]byte
-		b := a.AppendTo(buf[:0])
-		if string(b) == host {
-			u.Host = host
+		if canonical {
+			u.Host = host // already dotted decimal: no allocation
 		} else {
-			u.Host = string(b)
+			u.Host = a.String()
 		}
 		return nil
 	}
@@ -797,52 +795,56 @@ func parseIPv4Number(s string) (uint64, bool) {
 
 // parseIPv4 is the WHATWG IPv4 parser (1 to 4 parts, last part fills the
 // remaining bytes). With exact4, exactly four parts and no trailing dot are
-// required (the IPv4 part of an IPv6 literal in Chromium).
-func parseIPv4(h string, exact4 bool) (uint32, bool) {
+// required (the IPv4 part of an IPv6 literal in Chromium). canonical reports
+// that h is already dotted decimal (four decimal parts without leading
+// zeros, no trailing dot).
+func parseIPv4(h string, exact4 bool) (v uint32, canonical, ok bool) {
+	canonical = true
 	if h != "" && h[len(h)-1] == '.' {
 		if exact4 {
-			return 0, false
+			return 0, false, false
 		}
 		h = h[:len(h)-1]
+		canonical = false
 	}
 	var nums [4]uint64
 	n := 0
-	for {
-		i := strings.IndexByte(h, '.')
-		part := h
-		if i >= 0 {
-			part = h[:i]
+	start := 0
+	for i := 0; i <= len(h); i++ {
+		if i < len(h) && h[i] != '.' {
+			continue
 		}
 		if n == 4 {
-			return 0, false
+			return 0, false, false
 		}
-		v, ok := parseIPv4Number(part)
+		part := h[start:i]
+		if len(part) == 0 || len(part) > 3 || len(part) > 1 && part[0] == '0' {
+			canonical = false
+		}
+		num, ok := parseIPv4Number(part)
 		if !ok {
-			return 0, false
+			return 0, false, false
 		}
-		nums[n] = v
+		nums[n] = num
 		n++
-		if i < 0 {
-			break
-		}
-		h = h[i+1:]
+		start = i + 1
 	}
 	if exact4 && n != 4 {
-		return 0, false
+		return 0, false, false
 	}
 	for i := 0; i < n-1; i++ {
 		if nums[i] > 255 {
-			return 0, false
+			return 0, false, false
 		}
 	}
 	if nums[n-1] >= 1<<(8*(5-n)) {
-		return 0, false
+		return 0, false, false
 	}
-	v := nums[n-1]
+	sum := nums[n-1]
 	for i := 0; i < n-1; i++ {
-		v += nums[i] << (8 * (3 - i))
+		sum += nums[i] << (8 * (3 - i))
 	}
-	return uint32(v), true
+	return uint32(sum), canonical && n == 4, true
 }
 
 // parseIPv6 parses the inside of an IPv6 literal: hex pieces of 1 to 4
@@ -855,7 +857,7 @@ func parseIPv6(s string) (netip.Addr, bool) {
 		if i < 0 {
 			return netip.Addr{}, false
 		}
-		v4, ok := parseIPv4(s[i+1:], true)
+		v4, _, ok := parseIPv4(s[i+1:], true)
 		if !ok {
 			return netip.Addr{}, false
 		}
