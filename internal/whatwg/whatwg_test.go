@@ -40,7 +40,8 @@ func loadChromiumTable(t testing.TB) chromiumTable {
 // failClosed lists the recorded inputs that Chromium accepts but Parse
 // refuses, because golang.org/x/net/idna (Unicode 15.0 tables with this Go
 // version) cannot map them the way Chromium's newer ICU does. Refusing is the
-// fail-closed answer; returning a different host would not be.
+// fail-closed answer; returning a different host would not be (a success on
+// one of them is checked against Chromium like any other row).
 var failClosed = map[string]string{
 	"http://\u1806/":   "U+1806 MONGOLIAN TODO SOFT HYPHEN: valid in Chromium's UTS-46, disallowed in 15.0",
 	"http://a\u10a0b/": "U+10A0 GEORGIAN CAPITAL LETTER AN: Chromium maps it to U+2D00, 15.0 disallows it",
@@ -57,11 +58,11 @@ func TestChromiumTable(t *testing.T) {
 		q := strconv.Quote(c.Input)
 		u, err := Parse(c.Input)
 		ok := true
-		if why, known := failClosed[c.Input]; known {
-			assert.True(t, c.OK, "input %s is listed in failClosed but Chromium refuses it", q)
-			if assert.Error(t, err, "input %s must be refused (%s), got %+v", q, why, u) {
-				closed++
-			}
+		if why, known := failClosed[c.Input]; known && err != nil {
+			// With newer x/net/idna tables (Go 1.27 selects Unicode 17) these
+			// may start to agree; then they are checked like the others.
+			assert.True(t, c.OK, "input %s is listed in failClosed (%s) but Chromium refuses it", q, why)
+			closed++
 			continue
 		}
 		if c.OK {
