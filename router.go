@@ -1,11 +1,27 @@
-// Package hybroute decides, for every browser call, which browser runs it.
+// Package hybroute decides, for every browser call an agent makes, which
+// browser runs it: a cloud browser, or a local headless Chromium on this
+// machine. Cloud first, local as the floor, and sensitive addresses never
+// leave the machine.
+//
+// A Router scans the call's code for URL literals (ScanURLs), computes one
+// Verdict per URL, and turns the verdicts into a Plan: the route (cloud or
+// local) and the session cache key. The same predicate,
+// HybridRoutesLocally, decides both navigate and exec calls, so the two can
+// never drift apart.
 package hybroute
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"net"
 	"net/netip"
+	"strings"
+	"sync"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // Route is where a call runs.
@@ -16,6 +32,32 @@ const (
 	RouteCloud Route = iota
 	// RouteLocal is the local Chromium sidecar.
 	RouteLocal
+)
+
+// String returns the name used in logs and metrics.
+func (r Route) String() string {
+	switch r {
+	case RouteCloud:
+		return "cloud"
+	case RouteLocal:
+		return "local"
+	}
+	return fmt.Sprintf("Route(%d)", int(r))
+}
+
+// LocalSuffix is appended to a session key to name its local sidecar
+// session, so the sidecar never shares a cache entry with the cloud route.
+const LocalSuffix = "::local"
+
+// DefaultSessionKey stands in for an empty session key.
+const DefaultSessionKey = "default"
+
+var (
+	// ErrClosed is returned by calls on a Router after Close.
+	ErrClosed = errors.New("hybroute: router is closed")
+	// ErrInvalidSessionKey is returned for a session key that would collide
+	// with a sidecar key (it ends in LocalSuffix).
+	ErrInvalidSessionKey = errors.New("hybroute: invalid session key")
 )
 
 // Resolver looks up the addresses of a name. *net.Resolver satisfies it.
@@ -29,18 +71,382 @@ type Option func(*config)
 // config is everything the options set. Each part of the library reads the
 // fields it owns; New fills the defaults.
 type config struct {
-	autoLocal    bool
-	allowPrivate bool
-	cdpURL       string
-	resolver     Resolver
-	logger       *slog.Logger
+	autoLocal      bool
+	allowPrivate   bool
+	cdpURL         string
+	resolver       Resolver
+	logger         *slog.Logger
+	allowedSchemes []string
 
 	// sidecar (sidecar.go)
 	chromiumPath  string
 	chromiumFlags map[string]any
 
 	// sessions (session.go, fallback.go)
-	idleTimeout  time.Duration
-	reapInterval time.Duration
-	maxBackoff   time.Duration
+	idleTimeout   time.Duration
+	reapInterval  time.Duration
+	maxBackoff    time.Duration
+	createTimeout time.Duration
+}
+
+func (c *config) allowsScheme(s string) bool {
+	for _, a := range c.allowedSchemes {
+		if a == s {
+			return true
+		}
+	}
+	return false
+}
+
+// WithAutoLocalForPrivateURLs sets whether, with a cloud provider, calls that
+// target a private address run on the local sidecar (default true). Off,
+// private URLs are rejected unless WithAllowPrivateURLs is also on.
+func WithAutoLocalForPrivateURLs(on bool) Option { return func(c *config) { c.autoLocal = on } }
+
+// WithAllowPrivateURLs lets private URLs go to the remote browser when they
+// would otherwise be rejected (auto-local off, or a CDP override). The
+// remote browser usually cannot reach your LAN. Metadata stays blocked.
+func WithAllowPrivateURLs(on bool) Option { return func(c *config) { c.allowPrivate = on } }
+
+// WithCDPURL sends every call to an existing browser at url. Such a browser
+// is not local: hybrid routing is off and private URLs are rejected unless
+// WithAllowPrivateURLs is on.
+func WithCDPURL(url string) Option { return func(c *config) { c.cdpURL = url } }
+
+// WithResolver sets the resolver names are classified with
+// (default net.DefaultResolver).
+func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithAllowedSchemes lets URLs of these extra schemes (for example "file")
+// through. Such URLs read this machine, so they are private: they only ever
+// run on the local browser, and are rejected where private URLs are.
+func WithAllowedSchemes(schemes ...string) Option {
+	return func(c *config) {
+		for _, s := range schemes {
+			c.allowedSchemes = append(c.allowedSchemes, strings.ToLower(strings.TrimSuffix(s, ":")))
+		}
+	}
+}
+
+// Router routes browser calls. It is safe for concurrent use.
+type Router struct {
+	cfg      config
+	provider Provider
+	log      *slog.Logger
+
+	side *sidecar
+	back backoff
+
+	mu     sync.Mutex
+	routes map[string]Route // the last route each session key took
+	sess   sessions         // guarded by mu, but for its own WaitGroup and singleflight
+	closed bool
+}
+
+// New returns a Router for the cloud provider p. With p == nil there is no
+// cloud: everything runs on the local Chromium.
+func New(p Provider, opts ...Option) (*Router, error) {
+	r := &Router{
+		cfg: config{
+			autoLocal:     true,
+			resolver:      net.DefaultResolver,
+			idleTimeout:   120 * time.Second,
+			reapInterval:  30 * time.Second,
+			maxBackoff:    5 * time.Minute,
+			createTimeout: 60 * time.Second,
+		},
+		provider: p,
+		routes:   make(map[string]Route),
+		sess:     sessions{m: make(map[string]*entry)},
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&r.cfg)
+		}
+	}
+	if r.cfg.resolver == nil {
+		r.cfg.resolver = net.DefaultResolver
+	}
+	if r.cfg.logger == nil {
+		r.cfg.logger = slog.Default()
+	}
+	r.log = r.cfg.logger
+	r.side = newSidecar(&r.cfg)
+	if r.cfg.cdpURL != "" {
+		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+func checkCDPURL(s string) error {
+	i := strings.Index(s, "://")
+	if i <= 0 {
+		return fmt.Errorf("hybroute: CDP URL %q: %w", redactURL(s), ErrInvalidURL)
+	}
+	switch strings.ToLower(s[:i]) {
+	case "ws", "wss", "http", "https":
+		return nil
+	}
+	return fmt.Errorf("hybroute: CDP URL %q: want a ws, wss, http or https URL: %w", redactURL(s), ErrInvalidURL)
+}
+
+// Plan is how one call runs.
+type Plan struct {
+	Route    Route
+	CacheKey string    // sessionKey, or sessionKey+"::local" for the sidecar
+	Verdicts []Verdict // one per URL literal, in scan order
+}
+
+// hybrid reports whether private URLs are routed to the local sidecar
+// rather than to the cloud: only with a provider, no CDP override, and
+// auto-local on.
+func (r *Router) hybrid() bool {
+	return r.provider != nil && r.cfg.cdpURL == "" && r.cfg.autoLocal
+}
+
+// routesLocally is the predicate on an already computed verdict.
+func (r *Router) routesLocally(v Verdict) bool {
+	return r.hybrid() && v.Class == ClassPrivate && v.Err == nil
+}
+
+// HybridRoutesLocally reports whether hybrid routing sends rawURL to the
+// local sidecar instead of the cloud browser. It is false with no provider
+// (everything is local, no hybrid routing is involved), with a CDP override,
+// with auto-local off, and for any URL that is blocked.
+func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
+	return r.routesLocally(r.Verdict(ctx, rawURL))
+}
+
+// Plan scans code for URL literals, decides each once, and returns the route
+// the call takes. A metadata literal blocks the whole call (ErrMetadata); a
+// private literal sends the whole call to the sidecar when hybrid routing is
+// on, and is rejected (ErrPrivate) where it is not allowed; a call with no
+// URL literal stays on the route its session took last. On error the Plan
+// still holds the verdicts, so the caller can see which URL failed.
+//
+// A successful Plan is remembered as the session's route.
+func (r *Router) Plan(ctx context.Context, sessionKey, code string) (Plan, error) {
+	return r.plan(ctx, sessionKey, ScanURLs(code))
+}
+
+func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Plan, error) {
+	key, err := normalizeKey(sessionKey)
+	if err != nil {
+		return Plan{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
+	}
+	p := Plan{Verdicts: make([]Verdict, len(urls))}
+	var (
+		errs     []error
+		targets  bool // some URL loads from a network
+		anyLocal bool
+	)
+	for i, u := range urls {
+		v := r.Verdict(ctx, u)
+		p.Verdicts[i] = v
+		if v.Err != nil {
+			errs = append(errs, v.Err)
+			continue
+		}
+		if v.Class != ClassNoRoute {
+			targets = true
+		}
+		if r.routesLocally(v) {
+			anyLocal = true
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		// A cancelled lookup leaves a verdict we cannot trust.
+		return p, fmt.Errorf("hybroute: plan: %w", err)
+	}
+	p.Route = r.decideRoute(key, targets, anyLocal)
+	p.CacheKey = cacheKey(key, p.Route, r.hybrid())
+	if len(errs) > 0 {
+		return p, blockedCall(errs)
+	}
+	if err := r.remember(key, p.Route); err != nil {
+		return p, err
+	}
+	r.logPlan(ctx, key, p)
+	return p, nil
+}
+
+func (r *Router) decideRoute(key string, targets, anyLocal bool) Route {
+	switch {
+	case r.cfg.cdpURL != "":
+		return RouteCloud
+	case r.provider == nil:
+		return RouteLocal
+	case anyLocal:
+		return RouteLocal
+	case targets:
+		return RouteCloud
+	}
+	r.mu.Lock()
+	route, ok := r.routes[key]
+	r.mu.Unlock()
+	if !ok {
+		return RouteCloud // a brand-new session starts on the cloud
+	}
+	return route
+}
+
+// cacheKey names the session a call runs in: the sidecar of a hybrid
+// router has its own key so it never shares a cache entry with the cloud.
+func cacheKey(key string, route Route, hybrid bool) string {
+	if route == RouteLocal && hybrid {
+		return key + LocalSuffix
+	}
+	return key
+}
+
+func normalizeKey(k string) (string, error) {
+	if k == "" {
+		return DefaultSessionKey, nil
+	}
+	if strings.HasSuffix(k, LocalSuffix) {
+		return "", fmt.Errorf("%w: %q ends in %q, which names a sidecar session", ErrInvalidSessionKey, k, LocalSuffix)
+	}
+	return k, nil
+}
+
+// blockedCall joins the errors of the blocked literals, metadata first, so
+// the message leads with the most serious reason.
+func blockedCall(errs []error) error {
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	sorted := make([]error, 0, len(errs))
+	for _, want := range [...]error{ErrMetadata, ErrInvalidURL, ErrPrivate} {
+		for _, e := range errs {
+			if errors.Is(e, want) {
+				sorted = append(sorted, e)
+			}
+		}
+	}
+	return errors.Join(sorted...)
+}
+
+func (r *Router) remember(key string, route Route) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if old, ok := r.routes[key]; !ok || old != route {
+		r.routes[key] = route
+	}
+	return nil
+}
+
+func (r *Router) logPlan(ctx context.Context, key string, p Plan) {
+	if !r.log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	r.log.LogAttrs(ctx, slog.LevelDebug, "hybroute plan",
+		slog.String("session", key),
+		slog.String("route", p.Route.String()),
+		slog.String("cache_key", p.CacheKey),
+		slog.Int("urls", len(p.Verdicts)))
+}
+
+// Close releases every session (cloud sessions through the provider, local
+// ones with their browser contexts), stops the local Chromium and waits for
+// it: no goroutine and no Chromium process outlives Close. Calls after Close
+// fail with ErrClosed. Close is idempotent.
+func (r *Router) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	clear(r.routes)
+	r.mu.Unlock()
+	return r.closeSessions()
+}
+
+// Exec runs one browser call. It plans the call from the URL literals in
+// code, takes the session of the plan's cache key (creating it, or falling
+// back to local Chromium when the cloud cannot give one), and calls run with
+// a chromedp context bound to that session's tab. After run it reads the URL
+// the tab landed on and re-checks it with the same verdict rules: a landing
+// on metadata from any route, or on a private address from a remote
+// browser, is reported as blocked and the tab is sent to about:blank.
+func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (Result, error) {
+	p, err := r.Plan(ctx, sessionKey, code)
+	if err != nil {
+		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
+	}
+	return r.execPlan(ctx, p, run)
+}
+
+// Navigate opens rawURL in the session's tab. It is Exec whose only literal
+// is the URL (the URL is not scanned, it is the literal) and whose run
+// navigates to it: the same Plan, the same predicate.
+func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string) (Result, error) {
+	p, err := r.plan(ctx, sessionKey, []string{rawURL})
+	if err != nil {
+		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
+	}
+	return r.execPlan(ctx, p, func(ctx context.Context) error {
+		return chromedp.Do(ctx, chromedp.Navigate(rawURL))
+	})
+}
+
+func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Context) error) (Result, error) {
+	res := Result{Route: p.Route, CacheKey: p.CacheKey}
+	e, err := r.acquire(ctx, p)
+	if err != nil {
+		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
+	}
+	defer func() { e.touch(); e.inUse.Add(-1) }()
+	res.FallbackFromCloud = e.fallback
+
+	e.callMu.Lock()
+	defer e.callMu.Unlock()
+	cctx, cancel := e.tab.bind(ctx)
+	defer cancel()
+	if err := run(cctx); err != nil {
+		err = e.tab.wrapErr(err)
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w (%w)", err, ctxErr)
+		}
+		return res, fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
+	}
+	res.LandedURL, err = r.checkLanding(ctx, cctx, e)
+	return res, err
+}
+
+// checkLanding reads the tab's URL and re-checks it: redirects and scripts
+// can take a page where no literal said it would go.
+func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, error) {
+	landed, err := chromedp.Run(tabCtx, chromedp.Location())
+	if err != nil {
+		return "", fmt.Errorf("hybroute: reading the landed URL of %q: %w", e.key, e.tab.wrapErr(err))
+	}
+	v := r.Verdict(ctx, landed)
+	var reason error
+	switch {
+	case v.Class == ClassMetadata:
+		reason = ErrMetadata
+	case v.Class == ClassPrivate && e.remote() && !r.cfg.allowPrivate:
+		reason = ErrPrivate
+	default:
+		return landed, nil
+	}
+	blank := chromedp.Do(tabCtx, chromedp.Navigate("about:blank"))
+	err = fmt.Errorf("hybroute: the page landed on a blocked address: %w",
+		&BlockedError{URL: landed, Class: v.Class, Reason: reason})
+	if blank != nil {
+		err = errors.Join(err, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
+	}
+	return landed, err
 }

@@ -282,15 +282,7 @@ func (t *localTab) context() context.Context { return t.ctx }
 // has ctx's deadline): the context a caller's chromedp calls should run with,
 // so the caller's deadline bounds the call without closing the tab.
 func (t *localTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	c, cancel := context.WithCancel(t.ctx)
-	if dl, ok := ctx.Deadline(); ok {
-		var cancelDL context.CancelFunc
-		c, cancelDL = context.WithDeadline(c, dl)
-		prev := cancel
-		cancel = func() { cancelDL(); prev() }
-	}
-	stop := context.AfterFunc(ctx, cancel)
-	return c, func() { stop(); cancel() }
+	return bindTab(t.ctx, ctx)
 }
 
 // dead reports whether the Chromium process under the tab has died.

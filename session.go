@@ -1,0 +1,374 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/remote"
+	"golang.org/x/sync/singleflight"
+)
+
+// Result is what one call did.
+type Result struct {
+	Route             Route  // where it ran
+	CacheKey          string // sessionKey or sessionKey+"::local"
+	FallbackFromCloud bool   // the cloud session failed and the call ran on local Chromium
+	LandedURL         string // the page URL after the call, re-checked
+}
+
+// WithIdleTimeout sets how long a session may sit unused before the reaper
+// releases it (default 120 s), and how often the reaper sweeps (default 30 s).
+func WithIdleTimeout(idle, sweep time.Duration) Option {
+	return func(c *config) {
+		if idle > 0 {
+			c.idleTimeout = idle
+		}
+		if sweep > 0 {
+			c.reapInterval = sweep
+		}
+	}
+}
+
+// WithCreateTimeout bounds one session creation: the provider's API call and
+// the CDP connect (default 60 s). A caller's own deadline still applies.
+func WithCreateTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.createTimeout = d
+		}
+	}
+}
+
+// tab is a browser tab a session drives: on the sidecar or on a remote
+// browser. Both kinds answer the same questions so Exec need not care.
+type tab interface {
+	// bind returns the context a call's chromedp actions run with: bound to
+	// the tab, ended by ctx, never closing the tab when it ends.
+	bind(ctx context.Context) (context.Context, context.CancelFunc)
+	// dead reports that the browser under the tab is gone.
+	dead() bool
+	// wrapErr turns a call's error into one that names a dead browser.
+	wrapErr(err error) error
+}
+
+// bindTab returns a child of the tab's chromedp context that also ends when
+// ctx ends (and has its deadline): a call's deadline bounds the call without
+// closing the tab, which belongs to the session, not to the call.
+func bindTab(tabCtx, ctx context.Context) (context.Context, context.CancelFunc) {
+	c, cancel := context.WithCancel(tabCtx)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancelDL context.CancelFunc
+		c, cancelDL = context.WithDeadline(c, dl)
+		prev := cancel
+		cancel = func() { cancelDL(); prev() }
+	}
+	stop := context.AfterFunc(ctx, cancel)
+	return c, func() { stop(); cancel() }
+}
+
+// entry is one cached session: one cache key, one tab.
+type entry struct {
+	key      string
+	route    Route
+	sess     *Session // the provider's session, nil for sidecar sessions
+	fallback bool
+	reason   string
+	tab      tab
+	release  func(context.Context) error // ends the session, exactly once
+
+	callMu   sync.Mutex   // one call at a time drives a tab
+	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
+	lastUsed atomic.Int64 // unix nanoseconds
+}
+
+func (e *entry) touch() { e.lastUsed.Store(time.Now().UnixNano()) }
+
+// sessions is the cache of live sessions, keyed by cache key.
+type sessions struct {
+	mu       sync.Mutex
+	m        map[string]*entry
+	creating singleflight.Group
+	wg       sync.WaitGroup // background work: the reaper, abandoned creations
+	stop     chan struct{}
+	started  bool
+}
+
+// acquire returns the live session of the plan's cache key, creating it once
+// however many callers ask at the same time. A failed creation caches
+// nothing, so the next call starts afresh.
+func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
+	for {
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return nil, ErrClosed
+		}
+		r.startReaper()
+		e := r.sess.m[p.CacheKey]
+		if e != nil && !e.tab.dead() {
+			e.inUse.Add(1)
+			r.mu.Unlock()
+			return e, nil
+		}
+		if e != nil {
+			// The browser died under a cached session: drop it so this
+			// call makes a new one instead of failing on it forever.
+			delete(r.sess.m, p.CacheKey)
+			r.mu.Unlock()
+			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser of cached session is gone; recreating",
+				slog.String("cache_key", p.CacheKey), slog.String("route", e.route.String()))
+			_ = e.release(context.WithoutCancel(ctx))
+			continue
+		}
+		r.mu.Unlock()
+
+		ch := r.sess.creating.DoChan(p.CacheKey, func() (any, error) {
+			// The creation outlives a caller that gives up, so the others
+			// waiting on it are not failed by one caller's deadline.
+			timeout := r.cfg.createTimeout
+			if dl, ok := ctx.Deadline(); ok {
+				timeout = min(timeout, time.Until(dl))
+			}
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+			defer cancel()
+			e, err := r.create(cctx, p)
+			if err != nil {
+				return nil, err
+			}
+			r.mu.Lock()
+			if r.closed {
+				r.mu.Unlock()
+				_ = e.release(cctx)
+				return nil, ErrClosed
+			}
+			e.touch()
+			r.sess.m[p.CacheKey] = e
+			r.mu.Unlock()
+			return e, nil
+		})
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case res := <-ch:
+			if res.Err != nil {
+				return nil, res.Err
+			}
+			// Loop to take the entry under the lock, which also re-checks
+			// that it did not die or get reaped in between.
+		}
+	}
+}
+
+// create makes the session a plan needs.
+func (r *Router) create(ctx context.Context, p Plan) (*entry, error) {
+	switch {
+	case p.Route == RouteLocal:
+		return r.localEntry(ctx, p.CacheKey, RouteLocal)
+	case r.cfg.cdpURL != "":
+		t, err := connectRemote(ctx, r.cfg.cdpURL)
+		if err != nil {
+			return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.cdpURL), err)
+		}
+		return &entry{key: p.CacheKey, route: RouteCloud, tab: t, release: t.close}, nil
+	}
+	return r.cloudEntry(ctx, p.CacheKey)
+}
+
+// localEntry is a session on the sidecar. The no-provider path, the hybrid
+// ::local path and the fallback all come through here: the local endpoint
+// is resolved one way only.
+func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entry, error) {
+	lt, err := r.side.open(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &entry{key: key, route: route, tab: lt, release: func(context.Context) error {
+		return r.side.release(key)
+	}}, nil
+}
+
+// release ends one session: cloud sessions through the provider, local ones
+// by closing their browser context.
+func (r *Router) dropEntry(ctx context.Context, e *entry) error {
+	return e.release(ctx)
+}
+
+// startReaper starts the inactivity reaper once. Called under r.mu.
+func (r *Router) startReaper() {
+	if r.sess.started {
+		return
+	}
+	r.sess.started = true
+	r.sess.stop = make(chan struct{})
+	r.sess.wg.Add(1)
+	go r.reap(r.sess.stop)
+}
+
+func (r *Router) reap(stop <-chan struct{}) {
+	defer r.sess.wg.Done()
+	t := time.NewTicker(r.cfg.reapInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			r.reapIdle(now)
+		}
+	}
+}
+
+// reapIdle releases the sessions idle longer than the idle timeout, and the
+// ones whose browser died.
+func (r *Router) reapIdle(now time.Time) int {
+	var idle []*entry
+	r.mu.Lock()
+	for k, e := range r.sess.m {
+		if e.inUse.Load() > 0 {
+			continue
+		}
+		if e.tab.dead() || now.Sub(time.Unix(0, e.lastUsed.Load())) > r.cfg.idleTimeout {
+			delete(r.sess.m, k)
+			idle = append(idle, e)
+		}
+	}
+	r.mu.Unlock()
+	for _, e := range idle {
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.createTimeout)
+		if err := e.release(ctx); err != nil {
+			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: releasing idle session",
+				slog.String("cache_key", e.key), slog.String("error", err.Error()))
+		} else {
+			r.log.LogAttrs(ctx, slog.LevelDebug, "hybroute: released idle session",
+				slog.String("cache_key", e.key), slog.String("route", e.route.String()))
+		}
+		cancel()
+	}
+	return len(idle)
+}
+
+// Release ends the sessions of sessionKey (its cloud session and its
+// sidecar session) now, rather than waiting for the reaper. Its next call
+// starts fresh sessions.
+func (r *Router) Release(ctx context.Context, sessionKey string) error {
+	key, err := normalizeKey(sessionKey)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	var es []*entry
+	for _, k := range [...]string{key, key + LocalSuffix} {
+		if e := r.sess.m[k]; e != nil {
+			delete(r.sess.m, k)
+			es = append(es, e)
+		}
+	}
+	delete(r.routes, key)
+	r.mu.Unlock()
+	var errs []error
+	for _, e := range es {
+		errs = append(errs, e.release(ctx))
+	}
+	return errors.Join(errs...)
+}
+
+// closeSessions releases every session and waits for the background work.
+func (r *Router) closeSessions() error {
+	r.mu.Lock()
+	es := make([]*entry, 0, len(r.sess.m))
+	for k, e := range r.sess.m {
+		delete(r.sess.m, k)
+		es = append(es, e)
+	}
+	if r.sess.started {
+		close(r.sess.stop)
+	}
+	r.mu.Unlock()
+	r.sess.wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.createTimeout)
+	defer cancel()
+	var errs []error
+	for _, e := range es {
+		errs = append(errs, e.release(ctx))
+	}
+	errs = append(errs, r.side.close())
+	return errors.Join(errs...)
+}
+
+// remoteTab is a tab on a browser reached over CDP: a cloud session or the
+// CDP override.
+type remoteTab struct {
+	ctx         context.Context
+	cancelTab   context.CancelFunc
+	cancelAlloc context.CancelFunc
+	once        sync.Once
+}
+
+// connectRemote opens a new tab on the browser at the CDP URL. chromedp ties
+// the browser connection to the context of its first action, so that action
+// runs on the tab's own context and the caller's ctx only bounds the wait.
+func connectRemote(ctx context.Context, cdpURL string) (*remoteTab, error) {
+	actx, cancelAlloc := remote.NewAllocator(context.Background(), cdpURL)
+	tctx, cancelTab := chromedp.NewContext(actx)
+	t := &remoteTab{ctx: tctx, cancelTab: cancelTab, cancelAlloc: cancelAlloc}
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(tctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			_ = t.close(ctx)
+			return nil, redactURLErr(err, cdpURL)
+		}
+		return t, nil
+	case <-ctx.Done():
+		_ = t.close(ctx)
+		<-done
+		return nil, ctx.Err()
+	}
+}
+
+// redactURLErr removes the CDP URL and its credentials from err's text:
+// chromedp's dial errors quote the whole URL, and cloud URLs carry API keys,
+// signing keys and tokens.
+func redactURLErr(err error, rawURL string) error {
+	secrets := []string{rawURL}
+	if u, perr := url.Parse(rawURL); perr == nil {
+		secrets = append(secrets, urlSecrets(u)...)
+	}
+	return &redactedError{msg: scrub(err.Error(), secrets), err: err}
+}
+
+func (t *remoteTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	return bindTab(t.ctx, ctx)
+}
+
+func (t *remoteTab) dead() bool { return t.ctx.Err() != nil }
+
+func (t *remoteTab) wrapErr(err error) error {
+	if err != nil && t.dead() {
+		return fmt.Errorf("%w: %w", ErrBrowserDead, err)
+	}
+	return err
+}
+
+// close closes the tab and the connection; the remote browser lives on.
+func (t *remoteTab) close(context.Context) error {
+	t.once.Do(func() {
+		t.cancelTab()
+		t.cancelAlloc()
+	})
+	return nil
+}
+
+// remote reports whether the entry's browser is not this machine's sidecar.
+func (e *entry) remote() bool {
+	_, ok := e.tab.(*remoteTab)
+	return ok
+}
