@@ -67,15 +67,17 @@ func StartChromium(t testing.TB) string {
 	return LaunchChromium(t).WSURL
 }
 
-// LaunchChromium is StartChromium returning the whole *Chromium.
-func LaunchChromium(t testing.TB) *Chromium {
+// LaunchChromium is StartChromium returning the whole *Chromium. Extra
+// flags (such as --user-agent=cloud, to tell the browsers apart in a test,
+// or --host-resolver-rules) are added to Flags.
+func LaunchChromium(t testing.TB, extra ...string) *Chromium {
 	t.Helper()
 	path := ChromiumPath()
 	if path == "" {
 		t.Skip("cloudtest: no Chromium installed (set $CHROMIUM or install the chromium package); skipping the test that needs a real browser")
 	}
 	dir := t.TempDir()
-	c, err := launch(path, dir)
+	c, err := launch(path, dir, extra)
 	if err != nil {
 		t.Fatalf("cloudtest: %v", err)
 	}
@@ -108,8 +110,11 @@ func Flags(dataDir string) []string {
 	return append(flags, "about:blank")
 }
 
-func launch(path, dir string) (*Chromium, error) {
-	cmd := exec.Command(path, Flags(dir)...)
+func launch(path, dir string, extra []string) (*Chromium, error) {
+	flags := Flags(dir)
+	// about:blank stays last: flags after the URL would be URLs too.
+	flags = append(append(flags[:len(flags)-1:len(flags)-1], extra...), flags[len(flags)-1])
+	cmd := exec.Command(path, flags...)
 	stderr := &syncBuffer{}
 	cmd.Stdout = stderr
 	cmd.Stderr = stderr

@@ -1,0 +1,174 @@
+package hybroute
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// The browsers of these tests are real: a headless Chromium stands in for
+// the cloud (behind a server that speaks the provider's API), and the
+// sidecar starts Debian's Chromium. They tell themselves apart by their
+// user agent, which the site records for every request.
+const (
+	cloudUA = "hybroute-test-cloud"
+	localUA = "hybroute-test-local"
+	// publicHost is a name the test resolver calls public, while both
+	// browsers map it to the loopback site: a public page we can serve.
+	publicHost = "dashboard.test"
+	// metadataHost is a metadata name both browsers map to the site, so a
+	// page can really land on it.
+	metadataHost = "metadata.google.internal"
+)
+
+// site serves the pages and records who fetched them.
+type site struct {
+	*httptest.Server
+	port string
+	mu   sync.Mutex
+	hits []hit
+}
+
+type hit struct{ host, path, ua string }
+
+func newSite(t testing.TB) *site {
+	s := &site{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits = append(s.hits, hit{host: r.Host, path: r.URL.Path, ua: r.UserAgent()})
+		s.mu.Unlock()
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/redirect-to/"):
+			http.Redirect(w, r, "http://"+strings.TrimPrefix(r.URL.Path, "/redirect-to/"), http.StatusFound)
+			return
+		case r.URL.Path == "/favicon.ico":
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><title>%s</title><h1 style="font:48px sans-serif">Revenue: 42</h1>`, r.URL.Path)
+	})
+	s.Server = httptest.NewServer(mux)
+	_, s.port, _ = net.SplitHostPort(s.Listener.Addr().String())
+	t.Cleanup(s.Close)
+	return s
+}
+
+// url builds a URL of the site under host (a name the browsers map to it).
+func (s *site) url(host, path string) string {
+	return "http://" + net.JoinHostPort(host, s.port) + path
+}
+
+// uaOf returns the user agent that fetched path last ("" if none did).
+func (s *site) uaOf(path string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.hits) - 1; i >= 0; i-- {
+		if s.hits[i].path == path {
+			return s.hits[i].ua
+		}
+	}
+	return ""
+}
+
+var hostRules = "MAP " + publicHost + " 127.0.0.1, MAP " + metadataHost + " 127.0.0.1"
+
+// logBuffer collects log lines for assertions.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) count(substr string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Count(l.buf.String(), substr)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// world is one router wired to a fake provider with a real cloud Chromium
+// behind it, a real sidecar, and a site.
+type world struct {
+	t     testing.TB
+	site  *site
+	cloud *cloudtest.Chromium
+	api   *cloudtest.Server
+	logs  *logBuffer
+	r     *Router
+}
+
+const testAPIKey = "bb_live_test_key_do_not_log_0123456789"
+
+func newWorld(t testing.TB, kind cloudtest.Kind, opts ...Option) *world {
+	t.Helper()
+	requireChromium(t)
+	w := &world{t: t, site: newSite(t), logs: &logBuffer{}}
+	w.cloud = cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
+	w.api = cloudtest.NewServer(t, kind, w.cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
+	var p Provider
+	switch kind {
+	case cloudtest.Browserbase:
+		p = NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(w.api.URL))
+	case cloudtest.BrowserUse:
+		p = NewBrowserUse(testAPIKey, WithProviderBaseURL(w.api.URL))
+	case cloudtest.Steel:
+		p = NewSteel(testAPIKey, WithProviderBaseURL(w.api.URL))
+	case cloudtest.CDP:
+		p = CDPEndpoint(w.api.EndpointURL())
+	}
+	w.r = newBrowserRouter(t, p, w.logs, opts...)
+	return w
+}
+
+// newBrowserRouter is a router whose sidecar has the test flags.
+func newBrowserRouter(t testing.TB, p Provider, logs *logBuffer, opts ...Option) *Router {
+	t.Helper()
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	base := []Option{
+		WithResolver(testResolverWith(publicHost, "93.184.215.14")),
+		WithLogger(log),
+		WithChromiumFlags(map[string]any{"user-agent": localUA, "host-resolver-rules": hostRules}),
+	}
+	r, err := New(p, append(base, opts...)...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, r.Close()) })
+	return r
+}
+
+func testResolverWith(host, addr string) staticResolver {
+	res := staticResolver{}
+	for k, v := range testResolver {
+		res[k] = v
+	}
+	res[host] = addrs(addr)
+	return res
+}
+
+// pageTitle reads the page title of the session's tab.
+func pageTitle(ctx context.Context) (string, error) {
+	return chromedp.Run(ctx, chromedp.Title())
+}

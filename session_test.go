@@ -1,0 +1,245 @@
+package hybroute
+
+import (
+	"context"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
+	for _, kind := range []cloudtest.Kind{cloudtest.Browserbase, cloudtest.BrowserUse, cloudtest.Steel, cloudtest.CDP} {
+		t.Run(string(kind), func(t *testing.T) {
+			w := newWorld(t, kind)
+			ctx := testCtx(t)
+
+			res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/public"))
+			require.NoError(t, err)
+			assert.Equal(t, RouteCloud, res.Route)
+			assert.Equal(t, "s", res.CacheKey)
+			assert.False(t, res.FallbackFromCloud)
+			assert.Equal(t, cloudUA, w.site.uaOf("/public"), "the public page ran in the cloud browser")
+
+			res, err = w.r.Navigate(ctx, "s", w.site.url("localhost", "/dev"))
+			require.NoError(t, err)
+			assert.Equal(t, RouteLocal, res.Route)
+			assert.Equal(t, "s::local", res.CacheKey)
+			assert.Equal(t, localUA, w.site.uaOf("/dev"), "localhost ran in the local sidecar")
+
+			// exec takes the same predicate: a LAN literal in code goes local
+			res, err = w.r.Exec(ctx, "s", `fetch("`+w.site.URL+`/api")`, func(ctx context.Context) error {
+				return chromedp.Do(ctx, chromedp.Navigate(w.site.URL+"/api"))
+			})
+			require.NoError(t, err)
+			assert.Equal(t, RouteLocal, res.Route)
+			assert.Equal(t, localUA, w.site.uaOf("/api"))
+
+			// sticky: a URL-less call stays on the local route
+			var got string
+			res, err = w.r.Exec(ctx, "s", `document.title`, func(ctx context.Context) (err error) {
+				got, err = pageTitle(ctx)
+				return err
+			})
+			require.NoError(t, err)
+			assert.Equal(t, "s::local", res.CacheKey)
+			assert.Equal(t, "/api", got, "the follow-up ran in the same local tab")
+			assert.Equal(t, w.site.URL+"/api", res.LandedURL)
+
+			// and back to the cloud tab, which kept its page
+			res, err = w.r.Exec(ctx, "s", `go("`+w.site.url(publicHost, "/public")+`")`, func(ctx context.Context) (err error) {
+				got, err = pageTitle(ctx)
+				return err
+			})
+			require.NoError(t, err)
+			assert.Equal(t, RouteCloud, res.Route)
+			assert.Equal(t, "/public", got)
+			if kind != cloudtest.CDP { // a plain endpoint has nothing to create
+				assert.EqualValues(t, 1, w.api.Creates(), "one cloud session for the key")
+			}
+		})
+	}
+}
+
+func TestMixedCallRunsWhollyLocal(t *testing.T) {
+	w := newWorld(t, cloudtest.Browserbase)
+	ctx := testCtx(t)
+	pub, priv := w.site.url(publicHost, "/mixed-public"), w.site.url("127.0.0.1", "/mixed-private")
+	res, err := w.r.Exec(ctx, "s", `await page.goto("`+pub+`"); await fetch("`+priv+`")`, func(ctx context.Context) error {
+		return chromedp.Do(ctx, chromedp.Navigate(pub), chromedp.Navigate(priv))
+	})
+	require.NoError(t, err)
+	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, "s::local", res.CacheKey)
+	assert.Equal(t, localUA, w.site.uaOf("/mixed-public"), "even the public part ran locally")
+	assert.Equal(t, localUA, w.site.uaOf("/mixed-private"))
+	assert.EqualValues(t, 0, w.api.Creates(), "the cloud never saw the call")
+}
+
+func TestLandedURLIsRechecked(t *testing.T) {
+	w := newWorld(t, cloudtest.Browserbase)
+	ctx := testCtx(t)
+
+	// A public page that redirects to a private address, on the cloud.
+	to := w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/inside")
+	res, err := w.r.Navigate(ctx, "s", to)
+	require.ErrorIs(t, err, ErrPrivate)
+	assert.Contains(t, err.Error(), "landed")
+	assert.Equal(t, "http://127.0.0.1:"+w.site.port+"/inside", res.LandedURL)
+	loc := location(t, w.r, "s")
+	assert.Equal(t, "about:blank", loc, "the tab was sent to about:blank")
+
+	// A page that lands on metadata is blocked on any route, local too.
+	to = w.site.url("localhost", "/redirect-to/"+metadataHost+":"+w.site.port+"/computeMetadata/v1/")
+	res, err = w.r.Navigate(ctx, "s", to)
+	require.ErrorIs(t, err, ErrMetadata)
+	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, "about:blank", location(t, w.r, "s"))
+}
+
+func location(t *testing.T, r *Router, key string) string {
+	t.Helper()
+	var loc string
+	_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context) (err error) {
+		loc, err = chromedp.Run(ctx, chromedp.Location())
+		return err
+	})
+	require.NoError(t, err)
+	return loc
+}
+
+func TestConcurrentCallsShareOneCreation(t *testing.T) {
+	w := newWorld(t, cloudtest.Browserbase)
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() {
+			_, errs[i] = w.r.Navigate(ctx, "shared", w.site.url(publicHost, "/c"))
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	assert.EqualValues(t, 1, w.api.Creates(), "never two cloud sessions for one key")
+}
+
+func TestReaperReleasesIdleSessions(t *testing.T) {
+	w := newWorld(t, cloudtest.Browserbase, WithIdleTimeout(100*time.Millisecond, 20*time.Millisecond))
+	ctx := testCtx(t)
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/idle"))
+	require.NoError(t, err)
+	_, err = w.r.Navigate(ctx, "s", w.site.url("localhost", "/idle-local"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return w.api.Releases() == 1 }, 20*time.Second, 20*time.Millisecond,
+		"the idle cloud session is released through the provider")
+	require.Eventually(t, func() bool {
+		w.r.mu.Lock()
+		defer w.r.mu.Unlock()
+		return len(w.r.sess.m) == 0
+	}, 20*time.Second, 20*time.Millisecond, "the idle local session is released too")
+
+	// The next call starts over with a new cloud session.
+	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/idle"))
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, w.api.Creates())
+}
+
+func TestCancelledCallLosesNothing(t *testing.T) {
+	w := newWorld(t, cloudtest.Browserbase)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	cancel()
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"))
+	require.ErrorIs(t, err, context.Canceled)
+
+	// A run that outlives its deadline fails with the deadline, and the
+	// session still works afterwards.
+	_, err = w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/x"))
+	require.NoError(t, err)
+	short, cancel2 := context.WithTimeout(testCtx(t), 200*time.Millisecond)
+	defer cancel2()
+	_, err = w.r.Exec(short, "s", "", func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/y"))
+	require.NoError(t, err)
+	assert.Equal(t, cloudUA, w.site.uaOf("/y"))
+	assert.False(t, res.FallbackFromCloud)
+	assert.EqualValues(t, 1, w.api.Creates())
+}
+
+func TestDeadCloudBrowserIsReplaced(t *testing.T) {
+	w := newWorld(t, cloudtest.Browserbase)
+	ctx := testCtx(t)
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/a"))
+	require.NoError(t, err)
+	w.cloud.Close() // the cloud browser dies under the cached session
+	require.Eventually(t, w.cloud.Exited, 10*time.Second, 10*time.Millisecond)
+
+	// The first call may fail on the dead browser; it must say so, and the
+	// one after it must not hit the same broken session.
+	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/b"))
+	if err != nil {
+		assert.ErrorIs(t, err, ErrBrowserDead)
+	}
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/c"))
+	require.NoError(t, err, "the next call starts over")
+	assert.True(t, res.FallbackFromCloud, "the cloud endpoint is gone, so the floor takes it")
+	assert.Equal(t, localUA, w.site.uaOf("/c"))
+}
+
+func TestCloseLeavesNoChromium(t *testing.T) {
+	requireChromium(t)
+	s := newSite(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	r, err := New(nil, WithChromiumFlags(map[string]any{"user-agent": localUA}))
+	require.NoError(t, err)
+	ctx := testCtx(t)
+	for _, k := range []string{"a", "b"} {
+		_, err := r.Navigate(ctx, k, s.URL+"/"+k)
+		require.NoError(t, err)
+	}
+	pid := currentProc(t, r.side).pid
+	require.NoError(t, r.Close())
+	assert.True(t, processGone(pid), "Chromium (pid %d) outlived Close", pid)
+	assert.Empty(t, processesWith(localUA), "no Chromium process with our flags is left")
+	_, err = r.Navigate(ctx, "a", s.URL)
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.NoError(t, r.Close(), "Close is idempotent")
+}
+
+func TestCDPURLNeverLeaksInErrors(t *testing.T) {
+	requireChromium(t)
+	// A provider whose endpoint refuses connections: the dial error must
+	// not carry the token of the URL.
+	ln := closedPort(t)
+	p := CDPEndpoint("ws://" + ln + "/devtools/browser/x?token=sekrit-token-123456")
+	logs := &logBuffer{}
+	site := newSite(t)
+	r := newBrowserRouter(t, p, logs)
+	res, err := r.Navigate(testCtx(t), "s", site.url(publicHost, "/"))
+	require.NoError(t, err, "an unreachable cloud falls back to local")
+	assert.True(t, res.FallbackFromCloud)
+	assert.NotContains(t, logs.String(), "sekrit-token-123456")
+	assert.Contains(t, logs.String(), fallbackLine)
+	assert.Contains(t, logs.String(), "token=REDACTED", "the log still says which endpoint failed")
+}
+
+// closedPort returns a loopback host:port nothing listens on.
+func closedPort(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
