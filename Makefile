@@ -1,0 +1,23 @@
+# The two commands of the README: `make demo` runs the main job, `make test`
+# runs the tests. Both install Debian's Chromium when none is found.
+GO ?= go
+
+.PHONY: test demo bench fuzz chromium
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
+		{ echo "installing Debian's chromium"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+test: chromium
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+demo: chromium
+	$(GO) run ./examples/dashboard
+
+bench: chromium
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzVerdict -fuzztime 30s .
+	$(GO) test -run '^$$' -fuzz FuzzScanURLs -fuzztime 30s .
