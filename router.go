@@ -412,9 +412,20 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 
 	e.callMu.Lock()
 	defer e.callMu.Unlock()
+	e.guard.reset()
 	cctx, cancel := e.tab.bind(ctx)
 	defer cancel()
-	if err := run(cctx); err != nil {
+	runErr := run(cctx)
+	if gerr := e.guard.err(); gerr != nil {
+		// The page tried to go where the floor does not let it: that is
+		// the call's outcome, whatever run made of the refused load. The
+		// tab leaves the error page for a clean one, as after a landing.
+		if blank := chromedp.Do(cctx, chromedp.Navigate("about:blank")); blank != nil {
+			gerr = errors.Join(gerr, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
+		}
+		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", p.Route, p.CacheKey, errors.Join(gerr, runErr))
+	}
+	if err := runErr; err != nil {
 		err = e.tab.wrapErr(err)
 		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 			err = fmt.Errorf("%w (%w)", err, ctxErr)
@@ -432,19 +443,12 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, er
 	if err != nil {
 		return "", fmt.Errorf("hybroute: reading the landed URL of %q: %w", e.key, e.tab.wrapErr(err))
 	}
-	v := r.Verdict(ctx, landed)
-	var reason error
-	switch {
-	case v.Class == ClassMetadata:
-		reason = ErrMetadata
-	case v.Class == ClassPrivate && e.remote() && !r.cfg.allowPrivate:
-		reason = ErrPrivate
-	default:
+	blocked := r.floorError(r.Verdict(ctx, landed), e.remote())
+	if blocked == nil {
 		return landed, nil
 	}
 	blank := chromedp.Do(tabCtx, chromedp.Navigate("about:blank"))
-	err = fmt.Errorf("hybroute: the page landed on a blocked address: %w",
-		&BlockedError{URL: landed, Class: v.Class, Reason: reason})
+	err = fmt.Errorf("hybroute: the page landed on a blocked address: %w", blocked)
 	if blank != nil {
 		err = errors.Join(err, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
 	}

@@ -49,6 +49,9 @@ func WithCreateTimeout(d time.Duration) Option {
 // tab is a browser tab a session drives: on the sidecar or on a remote
 // browser. Both kinds answer the same questions so Exec need not care.
 type tab interface {
+	// context is the tab's own chromedp context. Never cancel it: release
+	// the session instead.
+	context() context.Context
 	// bind returns the context a call's chromedp actions run with: bound to
 	// the tab, ended by ctx, never closing the tab when it ends.
 	bind(ctx context.Context) (context.Context, context.CancelFunc)
@@ -82,6 +85,7 @@ type entry struct {
 	reason   string
 	tab      tab
 	release  func(context.Context) error // ends the session, exactly once
+	guard    guardRecord                 // what the guard refused during the current call
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -142,6 +146,11 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			if err != nil {
 				return nil, err
 			}
+			guard, err := r.enableGuard(e)
+			if err != nil {
+				_ = e.release(cctx)
+				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.tab.wrapErr(err))
+			}
 			r.mu.Lock()
 			if r.closed {
 				r.mu.Unlock()
@@ -150,6 +159,9 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			}
 			e.touch()
 			r.sess.m[p.CacheKey] = e
+			// Added under mu after the closed check, so Close's Wait
+			// cannot miss it.
+			r.sess.wg.Go(guard)
 			r.mu.Unlock()
 			return e, nil
 		})
@@ -291,7 +303,6 @@ func (r *Router) closeSessions() error {
 		close(r.sess.stop)
 	}
 	r.mu.Unlock()
-	r.sess.wg.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.createTimeout)
 	defer cancel()
 	var errs []error
@@ -299,6 +310,8 @@ func (r *Router) closeSessions() error {
 		errs = append(errs, e.release(ctx))
 	}
 	errs = append(errs, r.side.close())
+	// The guards end with their tabs, the reaper with stop: wait for all.
+	r.sess.wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -348,6 +361,8 @@ func redactURLErr(err error, rawURL string) error {
 func (t *remoteTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
 	return bindTab(t.ctx, ctx)
 }
+
+func (t *remoteTab) context() context.Context { return t.ctx }
 
 func (t *remoteTab) dead() bool { return t.ctx.Err() != nil }
 

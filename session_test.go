@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,7 +85,7 @@ func TestMixedCallRunsWhollyLocal(t *testing.T) {
 	assert.EqualValues(t, 0, w.api.Creates(), "the cloud never saw the call")
 }
 
-func TestLandedURLIsRechecked(t *testing.T) {
+func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 
@@ -91,17 +93,61 @@ func TestLandedURLIsRechecked(t *testing.T) {
 	to := w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/inside")
 	res, err := w.r.Navigate(ctx, "s", to)
 	require.ErrorIs(t, err, ErrPrivate)
-	assert.Contains(t, err.Error(), "landed")
-	assert.Equal(t, "http://127.0.0.1:"+w.site.port+"/inside", res.LandedURL)
-	loc := location(t, w.r, "s")
-	assert.Equal(t, "about:blank", loc, "the tab was sent to about:blank")
+	assert.Contains(t, err.Error(), "http://127.0.0.1:"+w.site.port+"/inside")
+	assert.Equal(t, RouteCloud, res.Route)
+	assert.Equal(t, cloudUA, w.site.uaOf("/redirect-to/127.0.0.1:"+w.site.port+"/inside"))
+	assert.Empty(t, w.site.uaOf("/inside"), "the redirect was not followed")
+	assert.Equal(t, "about:blank", location(t, w.r, "s"))
 
-	// A page that lands on metadata is blocked on any route, local too.
+	// Script-built navigation (no literal in the code) is refused the same way.
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+		return chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.href = "http://" + "127.0.0.1:`+w.site.port+`/scripted"`),
+			chromedp.Sleep(300*time.Millisecond))
+	})
+	require.ErrorIs(t, err, ErrPrivate)
+	assert.Empty(t, w.site.uaOf("/scripted"))
+
+	// On the local route, a redirect to metadata is refused too.
 	to = w.site.url("localhost", "/redirect-to/"+metadataHost+":"+w.site.port+"/computeMetadata/v1/")
 	res, err = w.r.Navigate(ctx, "s", to)
 	require.ErrorIs(t, err, ErrMetadata)
 	assert.Equal(t, RouteLocal, res.Route)
-	assert.Equal(t, "about:blank", location(t, w.r, "s"))
+	assert.Empty(t, w.site.uaOf("/computeMetadata/v1/"))
+
+	// A subresource request to metadata from a local page is refused, and
+	// the page sees a network error.
+	var got string
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) (err error) {
+		got, err = chromedp.Run(ctx, chromedp.Evaluate[string](
+			`fetch("http://`+metadataHost+`:`+w.site.port+`/computeMetadata/v1/").then(() => "loaded", e => "refused: " + e.message)`,
+			chromedp.EvalAwaitPromise))
+		return err
+	})
+	require.NoError(t, err, "a refused subresource does not fail the call")
+	assert.Contains(t, got, "refused")
+	assert.Empty(t, w.site.uaOf("/computeMetadata/v1/"))
+}
+
+func TestLandedURLIsRechecked(t *testing.T) {
+	// The landing check is the layer under the guard: switch the guard off
+	// in the tab (as a frame or a worker outside its reach would be) and
+	// land on a private page from the cloud route.
+	w := newWorld(t, cloudtest.Browserbase)
+	ctx := testCtx(t)
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/start"))
+	require.NoError(t, err)
+	inside := "http://127.0.0.1:" + w.site.port + "/inside"
+	res, err := w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+		if _, err := chromedp.Call(ctx, fetch.Disable, cdp.Empty{}); err != nil {
+			return err
+		}
+		return chromedp.Do(ctx, chromedp.Navigate(inside))
+	})
+	require.ErrorIs(t, err, ErrPrivate)
+	assert.Contains(t, err.Error(), "landed")
+	assert.Equal(t, inside, res.LandedURL)
+	assert.Equal(t, cloudUA, w.site.uaOf("/inside"))
+	assert.Equal(t, "about:blank", location(t, w.r, "s"), "the tab was sent to about:blank")
 }
 
 func location(t *testing.T, r *Router, key string) string {

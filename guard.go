@@ -1,0 +1,132 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+)
+
+// The guard is the in-browser half of the security floor. URL literals are
+// decided before a call; the guard decides what the page does during it: a
+// redirect from public to private is refused, not followed, and a request
+// to a metadata address is refused on every route, whoever makes it.
+//
+// It pauses, through the Fetch domain of the tab:
+//   - every document request (top-level navigations, redirect hops, frames
+//     in the tab's process), so the route rule holds for each hop;
+//   - any request whose canonical URL could name a metadata endpoint: the
+//     patterns below match the forms Chromium's canonical URL takes for the
+//     metadata ranges and names, and for IPv6 literals (which can embed an
+//     IPv4 address). A pattern is only a filter: the verdict decides, so a
+//     false match costs one round trip and nothing else.
+//
+// Names that resolve to metadata at run time, and out-of-process frames and
+// workers, are beyond what URL patterns see: connect-time enforcement on the
+// dialled IP is the layer for those.
+var guardPatterns = func() []*fetch.RequestPattern {
+	ps := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
+	for _, p := range [...]string{
+		"*169.254.*", "*100.100.100.200*", "*192.0.0.192*", "*168.63.129.16*",
+		"*metadata*", "*instance-data*", "*://[*", "*@[*",
+	} {
+		ps = append(ps, &fetch.RequestPattern{URLPattern: p})
+	}
+	return ps
+}()
+
+// guardRecord collects what the guard refused during one call.
+type guardRecord struct {
+	mu      sync.Mutex
+	blocked []error // documents refused since the call began
+}
+
+func (g *guardRecord) reset() {
+	g.mu.Lock()
+	g.blocked = g.blocked[:0]
+	g.mu.Unlock()
+}
+
+func (g *guardRecord) add(err error) {
+	g.mu.Lock()
+	g.blocked = append(g.blocked, err)
+	g.mu.Unlock()
+}
+
+func (g *guardRecord) err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return errors.Join(g.blocked...)
+}
+
+// floorError says whether a page on this route may be at (or load) the URL
+// of verdict v: metadata never, a private address not from a remote browser
+// unless private URLs are explicitly allowed there. The landed-URL check and
+// the guard both ask it, so they cannot disagree.
+func (r *Router) floorError(v Verdict, remote bool) error {
+	var reason error
+	switch {
+	case v.Class == ClassMetadata:
+		reason = ErrMetadata
+	case v.Class == ClassPrivate && remote && !r.cfg.allowPrivate:
+		reason = ErrPrivate
+	default:
+		return nil
+	}
+	return &BlockedError{URL: v.URL, Class: v.Class, Reason: reason}
+}
+
+// enableGuard turns interception on in the entry's tab and returns the loop
+// that answers every paused request until the tab closes. The caller runs
+// the loop in the sessions' WaitGroup, so Close waits for it.
+func (r *Router) enableGuard(e *entry) (func(), error) {
+	tabCtx := e.tab.context()
+	// Subscribe before enabling, so no paused request is missed.
+	events := chromedp.Events(tabCtx, fetch.RequestPaused)
+	if _, err := chromedp.Call(tabCtx, fetch.Enable, fetch.EnableParams{Patterns: guardPatterns}); err != nil {
+		// Ranging once ends the subscription the iterator holds.
+		for range events {
+			break
+		}
+		return nil, err
+	}
+	return func() {
+		for ev, err := range events {
+			if err != nil {
+				return // the tab is gone
+			}
+			r.answer(tabCtx, e, ev)
+		}
+	}, nil
+}
+
+// answer lets one paused request go on or fails it.
+func (r *Router) answer(tabCtx context.Context, e *entry, ev fetch.EventRequestPaused) {
+	url := ""
+	if ev.Request != nil {
+		url = ev.Request.URL
+	}
+	doc := ev.ResourceType == network.ResourceTypeDocument
+	v := r.Verdict(tabCtx, url)
+	err := r.floorError(v, e.remote())
+	if v.Class == ClassInvalid && doc {
+		// A document URL we cannot parse is not one we can vouch for.
+		err = v.Err
+	}
+	if err == nil {
+		_, _ = chromedp.Call(tabCtx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		return
+	}
+	_, _ = chromedp.Call(tabCtx, fetch.FailRequest, fetch.FailRequestParams{
+		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+	if doc {
+		e.guard.add(err)
+	}
+	r.log.LogAttrs(tabCtx, slog.LevelWarn, "hybroute: browser request refused",
+		slog.String("cache_key", e.key), slog.String("route", e.route.String()),
+		slog.String("resource", string(ev.ResourceType)), slog.String("error", err.Error()))
+}
