@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -234,4 +235,33 @@ func TestRetryWindow(t *testing.T) {
 	assert.Equal(t, time.Duration(0), retryWindow(&ProviderError{Status: 500, Err: ErrProviderUnavailable}, time.Minute))
 	assert.Equal(t, defaultRateLimitWindow, retryWindow(&ProviderError{Status: 429, Err: ErrRateLimited}, time.Hour),
 		"a 429 without Retry-After still keeps new sessions away")
+}
+
+// BenchmarkRateLimitToLoadedLocalPage is the seed's morning: from the
+// provider's 429 to a page loaded in local Chromium, on a warm sidecar. The
+// window is capped to nothing so every iteration asks the provider again.
+func BenchmarkRateLimitToLoadedLocalPage(b *testing.B) {
+	w := newWorld(b, cloudtest.Browserbase, WithProviderBackoffCap(time.Nanosecond))
+	ctx := testCtx(b)
+	page := w.site.url(publicHost, "/bench")
+	warm := func(key string) {
+		w.api.OnCreate(cloudtest.RateLimited("17"))
+		res, err := w.r.Navigate(ctx, key, page)
+		require.NoError(b, err)
+		require.True(b, res.FallbackFromCloud)
+	}
+	warm("warmup")
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		key := "k" + strconv.Itoa(i)
+		w.api.OnCreate(cloudtest.RateLimited("17"))
+		b.StartTimer()
+		res, err := w.r.Navigate(ctx, key, page)
+		b.StopTimer()
+		require.NoError(b, err)
+		require.True(b, res.FallbackFromCloud)
+		require.NoError(b, w.r.Release(ctx, key))
+		b.StartTimer()
+	}
 }

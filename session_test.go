@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"net"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -288,4 +289,63 @@ func closedPort(t *testing.T) string {
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close())
 	return addr
+}
+
+// BenchmarkSecondLocalSession is the time to a new session key's first page
+// on an already-warm local Chromium: a browser context, a tab, a load.
+func BenchmarkSecondLocalSession(b *testing.B) {
+	requireChromium(b)
+	s := newSite(b)
+	r := newBrowserRouter(b, nil, &logBuffer{})
+	ctx := testCtx(b)
+	_, err := r.Navigate(ctx, "warm", s.URL+"/warm")
+	require.NoError(b, err)
+	for i := 0; b.Loop(); i++ {
+		key := "k" + strconv.Itoa(i)
+		_, err := r.Navigate(ctx, key, s.URL+"/p")
+		b.StopTimer()
+		require.NoError(b, err)
+		require.NoError(b, r.Release(ctx, key))
+		time.Sleep(50 * time.Millisecond) // let the sidecar refill its spare tab, as between real sessions
+		b.StartTimer()
+	}
+}
+
+// BenchmarkCloudCallOverhead measures what the router adds to a call on a
+// connected cloud browser: "exec" is a whole Exec whose run does nothing,
+// "baseline" the one CDP round trip Exec cannot avoid (reading the landed
+// URL). Their difference is the router's overhead; "plan" is the decision
+// alone.
+func BenchmarkCloudCallOverhead(b *testing.B) {
+	w := newWorld(b, cloudtest.Browserbase)
+	ctx := testCtx(b)
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/bench"))
+	require.NoError(b, err)
+	code := `await page.goto("https://example.com/"); await page.click("#go")`
+	noop := func(context.Context) error { return nil }
+	b.Run("exec", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := w.r.Exec(ctx, "s", code, noop); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("baseline", func(b *testing.B) {
+		w.r.mu.Lock()
+		e := w.r.sess.m["s"]
+		w.r.mu.Unlock()
+		for b.Loop() {
+			if _, err := chromedp.Run(e.tab.context(), chromedp.Location()); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("plan", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := w.r.Plan(ctx, "s", code); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
