@@ -47,6 +47,7 @@ type backoff struct {
 	outage      bool      // a failure was logged and no success seen since
 	floorLogged bool      // the double failure of this outage was logged
 	lastErr     error     // the failure that opened the outage
+	failedAt    time.Time // the latest failure
 }
 
 // skip reports whether a new session goes straight to local, and why.
@@ -69,6 +70,7 @@ func (b *backoff) failed(now time.Time, err error, maxWindow time.Duration) (fir
 		b.until = until
 	}
 	b.lastErr = err
+	b.failedAt = now
 	first = !b.outage
 	b.outage = true
 	return first, window
@@ -84,10 +86,16 @@ func (b *backoff) floorFailed() bool {
 	return first
 }
 
-// succeeded ends an outage and reports whether one was open.
-func (b *backoff) succeeded() bool {
+// succeeded ends an outage and reports whether one was open. A success
+// whose attempt began before the latest failure says nothing about the
+// provider now (a slow creation finishing after a 429), so it changes
+// nothing.
+func (b *backoff) succeeded(started time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if started.Before(b.failedAt) {
+		return false
+	}
 	was := b.outage
 	b.outage, b.floorLogged, b.until, b.lastErr = false, false, time.Time{}, nil
 	return was
@@ -95,11 +103,20 @@ func (b *backoff) succeeded() bool {
 
 // defaultRateLimitWindow is the window of a 429 that names none (Browser
 // Use's do not): a rate limit is a request to stay away, even unquantified.
+// A provider whose own layer fell back gets the same: it has told us the
+// cloud is not there, without saying for how long.
 const defaultRateLimitWindow = 30 * time.Second
+
+// errProviderFellBack is the cause of a session the provider returned
+// already marked FallbackFromCloud.
+var errProviderFellBack = errors.New("provider session came back marked fallback from cloud")
 
 // retryWindow is how long the provider asked us to stay away, capped. Other
 // failures open no window: the next new session tries the cloud again.
 func retryWindow(err error, maxWindow time.Duration) time.Duration {
+	if errors.Is(err, errProviderFellBack) {
+		return min(defaultRateLimitWindow, maxWindow)
+	}
 	var pe *ProviderError
 	if !errors.As(err, &pe) {
 		return 0
@@ -138,6 +155,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string) (*entry, error) {
 		// The provider asked us to stay away: no API call, no log line.
 		return r.fallbackEntry(ctx, key, cause)
 	}
+	started := time.Now()
 	pctx, cancel := context.WithTimeout(ctx, providerBudget(ctx))
 	s, err := r.provider.CreateSession(pctx, key)
 	cancel()
@@ -153,9 +171,9 @@ func (r *Router) cloudEntry(ctx context.Context, key string) (*entry, error) {
 		// local endpoint exactly as the no-provider path does.
 		reason := s.FallbackReason
 		if reason == "" {
-			reason = "provider session came back marked fallback from cloud"
+			reason = "no reason given"
 		}
-		e, err := r.providerFailed(ctx, key, errors.New(reason))
+		e, err := r.providerFailed(ctx, key, fmt.Errorf("%w: %s", errProviderFellBack, reason))
 		if err != nil {
 			_ = r.provider.ReleaseSession(context.WithoutCancel(ctx), s)
 			return nil, err
@@ -179,7 +197,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string) (*entry, error) {
 		return r.providerFailed(ctx, key, fmt.Errorf("connecting to session %s of %s at %s: %w",
 			s.ID, r.provider.Name(), redactURL(s.CDPURL), err))
 	}
-	if r.back.succeeded() {
+	if r.back.succeeded(started) {
 		r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: cloud provider recovered",
 			slog.String("provider", r.provider.Name()))
 	}
@@ -206,6 +224,9 @@ func (r *Router) fallbackEntry(ctx context.Context, key string, cause error) (*e
 	e, err := r.localEntry(ctx, key, RouteCloud)
 	if err != nil {
 		err = fmt.Errorf("%w: cloud: %w; local: %w", ErrFallbackFailed, cause, err)
+		if r.life.Err() != nil {
+			return nil, ErrClosed // Close ended it: not an outage to report
+		}
 		if r.back.floorFailed() {
 			r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider and local Chromium both failed",
 				slog.String("provider", r.provider.Name()), slog.String("session", key),

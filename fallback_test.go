@@ -95,6 +95,17 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 	assert.EqualValues(t, 2, w.api.Creates())
 	assert.Equal(t, 1, w.logs.count("cloud provider recovered"))
 
+	// A new outage after the recovery is logged again, once.
+	w.api.OnCreate(cloudtest.RateLimited("17"), cloudtest.RateLimited("17"))
+	for _, k := range []string{"u", "v"} {
+		time.Sleep(5 * time.Millisecond) // past the capped window: both ask the provider
+		res, err = w.r.Navigate(ctx, k, w.site.url(publicHost, "/"+k))
+		require.NoError(t, err)
+		assert.True(t, res.FallbackFromCloud)
+	}
+	assert.EqualValues(t, 4, w.api.Creates())
+	assert.Equal(t, 2, w.logs.count(fallbackLine), "one line for the first outage, one for the second")
+
 	// Releasing the fallback session gives a fresh start on the cloud.
 	require.NoError(t, w.r.Release(ctx, "s"))
 	res, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/back"))
@@ -202,6 +213,13 @@ func TestProviderMarkedFallbackResolvesLocalEndpoint(t *testing.T) {
 	assert.Contains(t, logs.String(), "RATE_LIMIT_EXCEEDED")
 	require.NoError(t, r.Release(ctx, "s"))
 	assert.Equal(t, 1, p.releases, "the provider's session is released with the local one")
+
+	// The provider told us the cloud is gone: new keys do not ask it again
+	// for a while.
+	res, err = r.Navigate(ctx, "t", s.url(publicHost, "/seed"))
+	require.NoError(t, err)
+	assert.True(t, res.FallbackFromCloud)
+	assert.Equal(t, 1, p.creates)
 }
 
 func TestCloudAndLocalBothFail(t *testing.T) {
@@ -264,4 +282,26 @@ func BenchmarkRateLimitToLoadedLocalPage(b *testing.B) {
 		require.NoError(b, w.r.Release(ctx, key))
 		b.StartTimer()
 	}
+}
+
+func TestBackoffIgnoresSuccessOlderThanTheFailure(t *testing.T) {
+	var b backoff
+	t0 := time.Now()
+	first, window := b.failed(t0, &ProviderError{Status: 429, RetryAfter: 17 * time.Second}, time.Minute)
+	assert.True(t, first)
+	assert.Equal(t, 17*time.Second, window)
+	first, _ = b.failed(t0.Add(time.Second), &ProviderError{Status: 429, RetryAfter: time.Second}, time.Minute)
+	assert.False(t, first, "one outage, one log line")
+	skip, _ := b.skip(t0.Add(10 * time.Second))
+	assert.True(t, skip, "a shorter later window does not shorten the open one")
+
+	assert.False(t, b.succeeded(t0.Add(-time.Second)), "a creation that began before the 429 proves nothing")
+	skip, _ = b.skip(t0.Add(10 * time.Second))
+	assert.True(t, skip)
+
+	assert.True(t, b.succeeded(t0.Add(2*time.Second)), "a creation that began after it ends the outage")
+	skip, _ = b.skip(t0.Add(10 * time.Second))
+	assert.False(t, skip)
+	first, _ = b.failed(t0.Add(20*time.Second), errors.New("x"), time.Minute)
+	assert.True(t, first, "the next outage is logged again")
 }

@@ -121,11 +121,13 @@ func (r *Router) answer(tabCtx context.Context, e *entry, ev fetch.EventRequestP
 		_, _ = chromedp.Call(tabCtx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 		return
 	}
-	_, _ = chromedp.Call(tabCtx, fetch.FailRequest, fetch.FailRequestParams{
-		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 	if doc {
+		// Recorded before the request fails, so the call that is waiting
+		// on this navigation sees why it failed.
 		e.guard.add(err)
 	}
+	_, _ = chromedp.Call(tabCtx, fetch.FailRequest, fetch.FailRequestParams{
+		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 	r.log.LogAttrs(tabCtx, slog.LevelWarn, "hybroute: browser request refused",
 		slog.String("cache_key", e.key), slog.String("route", e.route.String()),
 		slog.String("resource", string(ev.ResourceType)), slog.String("error", err.Error()))

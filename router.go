@@ -140,14 +140,20 @@ type Router struct {
 	side *sidecar
 	back backoff
 
+	// life ends at Close: work that outlives its caller (session
+	// creation) runs under it.
+	life    context.Context
+	endLife context.CancelFunc
+
 	mu     sync.Mutex
-	routes map[string]Route // the last route each session key took
-	sess   sessions         // guarded by mu, but for its own WaitGroup and singleflight
+	routes map[string]routeMemo // the last route each session key took
+	sess   sessions             // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 }
 
 // New returns a Router for the cloud provider p. With p == nil there is no
-// cloud: everything runs on the local Chromium.
+// cloud: everything runs on the local Chromium. Close the Router when done
+// with it: Close stops its background reaper and releases every session.
 func New(p Provider, opts ...Option) (*Router, error) {
 	r := &Router{
 		cfg: config{
@@ -159,7 +165,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 			createTimeout: 60 * time.Second,
 		},
 		provider: p,
-		routes:   make(map[string]Route),
+		routes:   make(map[string]routeMemo),
 		sess:     sessions{m: make(map[string]*entry)},
 	}
 	for _, o := range opts {
@@ -175,6 +181,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	}
 	r.log = r.cfg.logger
 	r.side = newSidecar(&r.cfg)
+	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.cfg.cdpURL != "" {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
 			return nil, err
@@ -290,12 +297,19 @@ func (r *Router) decideRoute(key string, targets, anyLocal bool) Route {
 		return RouteCloud
 	}
 	r.mu.Lock()
-	route, ok := r.routes[key]
+	m, ok := r.routes[key]
 	r.mu.Unlock()
 	if !ok {
 		return RouteCloud // a brand-new session starts on the cloud
 	}
-	return route
+	return m.route
+}
+
+// routeMemo is a session's last route and when it was taken (unix nanos),
+// so the reaper can forget keys nobody uses any more.
+type routeMemo struct {
+	route Route
+	at    int64
 }
 
 // cacheKey names the session a call runs in: the sidecar of a hybrid
@@ -340,9 +354,8 @@ func (r *Router) remember(key string, route Route) error {
 	if r.closed {
 		return ErrClosed
 	}
-	if old, ok := r.routes[key]; !ok || old != route {
-		r.routes[key] = route
-	}
+	r.startReaper()
+	r.routes[key] = routeMemo{route: route, at: time.Now().UnixNano()}
 	return nil
 }
 
@@ -430,7 +443,15 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 			err = fmt.Errorf("%w (%w)", err, ctxErr)
 		}
-		return res, fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
+		err = fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
+		// A failed run can still leave the tab somewhere it must not stay.
+		if cctx.Err() == nil && !e.tab.dead() {
+			if landed, lerr := r.checkLanding(ctx, cctx, e); errors.Is(lerr, ErrMetadata) || errors.Is(lerr, ErrPrivate) {
+				res.LandedURL = landed
+				err = errors.Join(err, lerr)
+			}
+		}
+		return res, err
 	}
 	res.LandedURL, err = r.checkLanding(ctx, cctx, e)
 	return res, err

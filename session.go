@@ -134,14 +134,26 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 		r.mu.Unlock()
 
 		ch := r.sess.creating.DoChan(p.CacheKey, func() (any, error) {
+			// Counted under mu after the closed check, so Close waits for
+			// every creation it did not prevent.
+			r.mu.Lock()
+			if r.closed {
+				r.mu.Unlock()
+				return nil, ErrClosed
+			}
+			r.sess.wg.Add(1)
+			r.mu.Unlock()
+			defer r.sess.wg.Done()
 			// The creation outlives a caller that gives up, so the others
-			// waiting on it are not failed by one caller's deadline.
+			// waiting on it are not failed by one caller's deadline; Close
+			// ends it.
 			timeout := r.cfg.createTimeout
 			if dl, ok := ctx.Deadline(); ok {
 				timeout = min(timeout, time.Until(dl))
 			}
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 			defer cancel()
+			defer context.AfterFunc(r.life, cancel)()
 			e, err := r.create(cctx, p)
 			if err != nil {
 				return nil, err
@@ -242,6 +254,13 @@ func (r *Router) reap(stop <-chan struct{}) {
 func (r *Router) reapIdle(now time.Time) int {
 	var idle []*entry
 	r.mu.Lock()
+	for k, m := range r.routes {
+		// A sticky route outlives its sessions only as long as a session
+		// would: after that, the key starts afresh, and memory stays bound.
+		if now.Sub(time.Unix(0, m.at)) > r.cfg.idleTimeout && r.sess.m[k] == nil && r.sess.m[k+LocalSuffix] == nil {
+			delete(r.routes, k)
+		}
+	}
 	for k, e := range r.sess.m {
 		if e.inUse.Load() > 0 {
 			continue
@@ -303,6 +322,7 @@ func (r *Router) closeSessions() error {
 		close(r.sess.stop)
 	}
 	r.mu.Unlock()
+	r.endLife() // creations in flight stop and give back what they made
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.createTimeout)
 	defer cancel()
 	var errs []error

@@ -2,9 +2,11 @@ package hybroute
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -232,17 +234,20 @@ func TestDeadCloudBrowserIsReplaced(t *testing.T) {
 	require.NoError(t, err)
 	w.cloud.Close() // the cloud browser dies under the cached session
 	require.Eventually(t, w.cloud.Exited, 10*time.Second, 10*time.Millisecond)
+	w.r.mu.Lock()
+	e := w.r.sess.m["s"]
+	w.r.mu.Unlock()
+	require.NotNil(t, e)
+	require.Eventually(t, e.tab.dead, 10*time.Second, 10*time.Millisecond, "the lost connection marks the tab dead")
 
-	// The first call may fail on the dead browser; it must say so, and the
-	// one after it must not hit the same broken session.
-	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/b"))
-	if err != nil {
-		assert.ErrorIs(t, err, ErrBrowserDead)
-	}
+	// The next call does not hit the broken session: it starts over, and
+	// as the provider's endpoint is gone, the floor takes it.
 	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/c"))
-	require.NoError(t, err, "the next call starts over")
-	assert.True(t, res.FallbackFromCloud, "the cloud endpoint is gone, so the floor takes it")
+	require.NoError(t, err)
+	assert.True(t, res.FallbackFromCloud)
 	assert.Equal(t, localUA, w.site.uaOf("/c"))
+	assert.EqualValues(t, 2, w.api.Creates())
+	assert.EqualValues(t, 2, w.api.Releases(), "the dead session and the unreachable one were given back")
 }
 
 func TestCloseLeavesNoChromium(t *testing.T) {
@@ -348,4 +353,57 @@ func BenchmarkCloudCallOverhead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// patientProvider blocks in CreateSession until its context ends.
+type patientProvider struct {
+	entered  chan struct{}
+	returned atomic.Bool
+}
+
+func (p *patientProvider) Name() string { return "Patient" }
+func (p *patientProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+	close(p.entered)
+	<-ctx.Done()
+	p.returned.Store(true)
+	return nil, ctx.Err()
+}
+func (p *patientProvider) ReleaseSession(context.Context, *Session) error { return nil }
+
+func TestCloseEndsCreationsInFlight(t *testing.T) {
+	p := &patientProvider{entered: make(chan struct{})}
+	logs := &logBuffer{}
+	r, err := New(p, WithResolver(testResolver), WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Navigate(ctx, "k", "https://example.com/")
+		done <- err
+	}()
+	<-p.entered
+	cancel() // the caller gives up; the creation goes on for other waiters
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.NoError(t, r.Close())
+	assert.True(t, p.returned.Load(), "Close waited for the creation it ended")
+	assert.NotContains(t, logs.String(), "both failed", "a creation ended by Close is not an outage")
+}
+
+func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
+	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	ctx := context.Background()
+	_, err := r.Plan(ctx, "s", `goto("http://localhost:3000")`)
+	require.NoError(t, err)
+	r.reapIdle(time.Now())
+	p, err := r.Plan(ctx, "s", `document.title`)
+	require.NoError(t, err)
+	assert.Equal(t, RouteLocal, p.Route, "a recent route is kept")
+
+	r.reapIdle(time.Now().Add(r.cfg.idleTimeout + time.Second))
+	r.mu.Lock()
+	assert.Empty(t, r.routes, "an idle key's route is forgotten, so memory stays bound")
+	r.mu.Unlock()
+	p, err = r.Plan(ctx, "s", `document.title`)
+	require.NoError(t, err)
+	assert.Equal(t, RouteCloud, p.Route, "the key starts afresh")
 }
