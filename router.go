@@ -422,6 +422,11 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	}
 	defer func() { e.touch(); e.inUse.Add(-1) }()
 	res.FallbackFromCloud = e.fallback
+	if e.fallback {
+		// It runs on local Chromium, in the cloud session's place: the
+		// cache key stays the cloud key, the route says where it ran.
+		res.Route = RouteLocal
+	}
 
 	e.callMu.Lock()
 	defer e.callMu.Unlock()

@@ -17,9 +17,9 @@ import (
 
 // Result is what one call did.
 type Result struct {
-	Route             Route  // where it ran
+	Route             Route  // where it ran: RouteLocal for a fallback too
 	CacheKey          string // sessionKey or sessionKey+"::local"
-	FallbackFromCloud bool   // the cloud session failed and the call ran on local Chromium
+	FallbackFromCloud bool   // the cloud session failed and the call ran on local Chromium under sessionKey
 	LandedURL         string // the page URL after the call, re-checked
 }
 

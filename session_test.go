@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -406,4 +407,41 @@ func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
 	p, err = r.Plan(ctx, "s", `document.title`)
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, p.Route, "the key starts afresh")
+}
+
+func TestMalformedURLLosesNothing(t *testing.T) {
+	w := newWorld(t, cloudtest.Browserbase)
+	ctx := testCtx(t)
+	for _, bad := range []string{"http://1.2.3.256/", "http://[::1/", "javascript:alert(1)", "http://exa<mple.com/"} {
+		res, err := w.r.Navigate(ctx, "s", bad)
+		require.ErrorIs(t, err, ErrInvalidURL, bad)
+		assert.Empty(t, res.LandedURL)
+	}
+	assert.EqualValues(t, 0, w.api.Creates(), "a refused URL starts no session")
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/fine"))
+	require.NoError(t, err)
+	assert.Equal(t, cloudUA, w.site.uaOf("/fine"))
+	assert.Equal(t, RouteCloud, res.Route)
+}
+
+func TestDeadLocalBrowserIsReplaced(t *testing.T) {
+	requireChromium(t)
+	s := newSite(t)
+	logs := &logBuffer{}
+	r := newBrowserRouter(t, nil, logs)
+	ctx := testCtx(t)
+	_, err := r.Navigate(ctx, "s", s.URL+"/before")
+	require.NoError(t, err)
+	proc := currentProc(t, r.side)
+	require.NoError(t, syscall.Kill(proc.pid, syscall.SIGKILL))
+	require.Eventually(t, proc.dead, 10*time.Second, 10*time.Millisecond)
+
+	// The floor comes back by itself: the next call runs on a fresh
+	// Chromium, and the log says the session's browser (and so its cookies
+	// and tabs) was lost.
+	res, err := r.Navigate(ctx, "s", s.URL+"/after")
+	require.NoError(t, err)
+	assert.Equal(t, s.URL+"/after", res.LandedURL)
+	assert.NotEqual(t, proc.pid, currentProc(t, r.side).pid)
+	assert.Contains(t, logs.String(), "browser of cached session is gone")
 }
