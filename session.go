@@ -218,12 +218,6 @@ func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entr
 	}}, nil
 }
 
-// release ends one session: cloud sessions through the provider, local ones
-// by closing their browser context.
-func (r *Router) dropEntry(ctx context.Context, e *entry) error {
-	return e.release(ctx)
-}
-
 // startReaper starts the inactivity reaper once. Called under r.mu.
 func (r *Router) startReaper() {
 	if r.sess.started {

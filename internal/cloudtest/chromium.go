@@ -58,18 +58,11 @@ type Chromium struct {
 // startTimeout bounds how long Chromium may take to open its DevTools port.
 const startTimeout = 30 * time.Second
 
-// StartChromium launches a real headless Chromium for the test and returns its
-// DevTools websocket URL. The process (and its process group) is killed and
+// LaunchChromium launches a real headless Chromium for the test: the
+// stand-in cloud browser. The process (and its process group) is killed and
 // reaped in t.Cleanup. The test is skipped, with the reason, when no Chromium
-// is installed.
-func StartChromium(t testing.TB) string {
-	t.Helper()
-	return LaunchChromium(t).WSURL
-}
-
-// LaunchChromium is StartChromium returning the whole *Chromium. Extra
-// flags (such as --user-agent=cloud, to tell the browsers apart in a test,
-// or --host-resolver-rules) are added to Flags.
+// is installed. Extra flags (such as --user-agent=cloud, to tell the browsers
+// apart in a test, or --host-resolver-rules) are added to Flags.
 func LaunchChromium(t testing.TB, extra ...string) *Chromium {
 	t.Helper()
 	path := ChromiumPath()
@@ -194,8 +187,6 @@ func (c *Chromium) Exited() bool {
 	}
 }
 
-// Pid is the process id of the Chromium browser process.
-func (c *Chromium) Pid() int { return c.cmd.Process.Pid }
 
 // syncBuffer collects Chromium's output for error messages.
 type syncBuffer struct {

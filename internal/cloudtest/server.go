@@ -121,7 +121,7 @@ func WithAPIKey(key string) ServerOption { return func(s *Server) { s.APIKey = k
 func WithProjectID(id string) ServerOption { return func(s *Server) { s.ProjectID = id } }
 
 // NewServer starts a fake provider of the kind that hands out wsURL (the
-// websocket of a real Chromium, see StartChromium) as its sessions' browser.
+// websocket of a real Chromium, see LaunchChromium) as its sessions' browser.
 // It is closed in t.Cleanup.
 func NewServer(t testing.TB, kind Kind, wsURL string, opts ...ServerOption) *Server {
 	t.Helper()
