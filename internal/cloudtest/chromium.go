@@ -187,7 +187,6 @@ func (c *Chromium) Exited() bool {
 	}
 }
 
-
 // syncBuffer collects Chromium's output for error messages.
 type syncBuffer struct {
 	mu  sync.Mutex
