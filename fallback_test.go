@@ -305,3 +305,16 @@ func TestBackoffIgnoresSuccessOlderThanTheFailure(t *testing.T) {
 	first, _ = b.failed(t0.Add(20*time.Second), errors.New("x"), time.Minute)
 	assert.True(t, first, "the next outage is logged again")
 }
+
+func TestStrictFallbackStillRefusesPrivate(t *testing.T) {
+	// Auto-local off: private URLs are rejected. A cloud session that fell
+	// back to local Chromium must not become a way around that.
+	w := newWorld(t, cloudtest.Browserbase, WithAutoLocalForPrivateURLs(false))
+	w.api.OnCreate(cloudtest.RateLimited("17"))
+	ctx := testCtx(t)
+	to := w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/lan")
+	res, err := w.r.Navigate(ctx, "s", to)
+	require.ErrorIs(t, err, ErrPrivate)
+	assert.True(t, res.FallbackFromCloud)
+	assert.Empty(t, w.site.uaOf("/lan"), "the redirect was refused on the fallback too")
+}

@@ -64,15 +64,19 @@ func (g *guardRecord) err() error {
 }
 
 // floorError says whether a page on this route may be at (or load) the URL
-// of verdict v: metadata never, a private address not from a remote browser
-// unless private URLs are explicitly allowed there. The landed-URL check and
-// the guard both ask it, so they cannot disagree.
+// of verdict v: metadata never; a private address from a remote browser only
+// when private URLs are explicitly allowed there, and from the local browser
+// only where the options let private URLs run at all (so a cloud session's
+// local fallback under auto-local off still refuses them). The landed-URL
+// check and the guard both ask it, so they cannot disagree.
 func (r *Router) floorError(v Verdict, remote bool) error {
 	var reason error
 	switch {
 	case v.Class == ClassMetadata:
 		reason = ErrMetadata
 	case v.Class == ClassPrivate && remote && !r.cfg.allowPrivate:
+		reason = ErrPrivate
+	case v.Class == ClassPrivate && !remote && !r.privateAllowed():
 		reason = ErrPrivate
 	default:
 		return nil
