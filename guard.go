@@ -5,6 +5,10 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
 
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
@@ -84,11 +88,15 @@ func (r *Router) floorError(v Verdict, remote bool) error {
 	return &BlockedError{URL: v.URL, Class: v.Class, Reason: reason}
 }
 
-// enableGuard turns interception on in the entry's tab and returns the loop
-// that answers every paused request until the tab closes. The caller runs
-// the loop in the sessions' WaitGroup, so Close waits for it.
+// enableGuard turns interception on in the entry's tab, starts tracking
+// where its main frame is, and returns the loop that answers every paused
+// request until the tab closes. The caller runs the loop in the sessions'
+// WaitGroup, so Close waits for it.
 func (r *Router) enableGuard(e *entry) (func(), error) {
 	tabCtx := e.tab.context()
+	if err := trackLanding(tabCtx, e); err != nil {
+		return nil, err
+	}
 	// Subscribe before enabling, so no paused request is missed.
 	events := chromedp.Events(tabCtx, fetch.RequestPaused)
 	if _, err := chromedp.Call(tabCtx, fetch.Enable, fetch.EnableParams{Patterns: guardPatterns}); err != nil {
@@ -135,4 +143,31 @@ func (r *Router) answer(tabCtx context.Context, e *entry, ev fetch.EventRequestP
 	r.log.LogAttrs(tabCtx, slog.LevelWarn, "hybroute: browser request refused",
 		slog.String("cache_key", e.key), slog.String("route", e.route.String()),
 		slog.String("resource", string(ev.ResourceType)), slog.String("error", err.Error()))
+}
+
+// trackLanding keeps the URL of the tab's main frame in e.landed, from the
+// page events chromedp already receives. The landed-URL check after every
+// call then costs no round trip to the browser. Listen delivers an event
+// before the reply of any command that follows it, so when a call's last
+// navigation has returned, its URL is already here.
+func trackLanding(tabCtx context.Context, e *entry) error {
+	blank := "about:blank"
+	e.landed.Store(&blank)
+	var main atomic.Value // cdp.FrameID of the main frame
+	return chromedp.Listen(tabCtx, func(ev any) {
+		switch ev := ev.(type) {
+		case *page.EventFrameNavigated:
+			if ev.Frame == nil || ev.Frame.ParentID != "" {
+				return
+			}
+			main.Store(ev.Frame.ID)
+			u := ev.Frame.URL + ev.Frame.URLFragment
+			e.landed.Store(&u)
+		case *page.EventNavigatedWithinDocument:
+			if id, _ := main.Load().(cdp.FrameID); id != "" && id == ev.FrameID {
+				u := ev.URL
+				e.landed.Store(&u)
+			}
+		}
+	})
 }

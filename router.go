@@ -462,19 +462,16 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	return res, err
 }
 
-// checkLanding reads the tab's URL and re-checks it: redirects and scripts
+// checkLanding re-checks the URL the tab landed on: redirects and scripts
 // can take a page where no literal said it would go.
 func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, error) {
-	landed, err := chromedp.Run(tabCtx, chromedp.Location())
-	if err != nil {
-		return "", fmt.Errorf("hybroute: reading the landed URL of %q: %w", e.key, e.tab.wrapErr(err))
-	}
+	landed := *e.landed.Load()
 	blocked := r.floorError(r.Verdict(ctx, landed), e.remote())
 	if blocked == nil {
 		return landed, nil
 	}
 	blank := chromedp.Do(tabCtx, chromedp.Navigate("about:blank"))
-	err = fmt.Errorf("hybroute: the page landed on a blocked address: %w", blocked)
+	err := fmt.Errorf("hybroute: the page landed on a blocked address: %w", blocked)
 	if blank != nil {
 		err = errors.Join(err, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
 	}

@@ -86,6 +86,7 @@ type entry struct {
 	tab      tab
 	release  func(context.Context) error // ends the session, exactly once
 	guard    guardRecord                 // what the guard refused during the current call
+	landed   atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it

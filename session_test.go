@@ -318,10 +318,9 @@ func BenchmarkSecondLocalSession(b *testing.B) {
 }
 
 // BenchmarkCloudCallOverhead measures what the router adds to a call on a
-// connected cloud browser: "exec" is a whole Exec whose run does nothing,
-// "baseline" the one CDP round trip Exec cannot avoid (reading the landed
-// URL). Their difference is the router's overhead; "plan" is the decision
-// alone.
+// connected cloud browser: "exec" is a whole Exec whose run does nothing
+// (plan, session lookup, tab binding, landed-URL check), "plan" the decision
+// alone, and "cdp-round-trip" one trivial CDP command, for scale.
 func BenchmarkCloudCallOverhead(b *testing.B) {
 	w := newWorld(b, cloudtest.Browserbase)
 	ctx := testCtx(b)
@@ -330,13 +329,14 @@ func BenchmarkCloudCallOverhead(b *testing.B) {
 	code := `await page.goto("https://example.com/"); await page.click("#go")`
 	noop := func(context.Context) error { return nil }
 	b.Run("exec", func(b *testing.B) {
+		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := w.r.Exec(ctx, "s", code, noop); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	b.Run("baseline", func(b *testing.B) {
+	b.Run("cdp-round-trip", func(b *testing.B) {
 		w.r.mu.Lock()
 		e := w.r.sess.m["s"]
 		w.r.mu.Unlock()
