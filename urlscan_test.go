@@ -84,6 +84,53 @@ var scanCases = []scanCase{
 	{rule: "URL in the query of another URL", code: `https://example.com/r?next=http://localhost:8080/admin`, want: []string{"https://example.com/r?next=http://localhost:8080/admin", "http://localhost:8080/admin"}},
 	{rule: "userinfo does not hide the host", code: `"http://user:pw@127.0.0.1/"`, want: []string{"http://user:pw@127.0.0.1/"}},
 
+	// Placeholder after a complete literal host (review finding 1).
+	{rule: "template placeholder right after an IPv4 host", code: "fetch(`http://169.254.169.254${path}`)", want: []string{"http://169.254.169.254"}},
+	{rule: "template placeholder after a host, in double quotes", code: `fetch("http://169.254.169.254${path}")`, want: []string{"http://169.254.169.254"}},
+	{rule: "f-string placeholder right after the host", code: `requests.get(f"http://127.0.0.1{path}")`, want: []string{"http://127.0.0.1"}},
+	{rule: "printf verb right after the host", code: `fetch("http://localhost%s" % p)`, want: []string{"http://localhost"}},
+	{rule: "concatenated port after a host", code: `"http://localhost:" + port`, want: []string{"http://localhost"}},
+	{rule: "placeholder starting the host still reports nothing", code: `f"http://{host}/x"`, want: nil},
+	{rule: "mid-host placeholder after a dot reports nothing", code: "u = `http://api.${domain}/`; v = `http://api-${n}.example.com`", want: nil},
+	{rule: "mid-host placeholder in an address reports the numeric prefix", code: `f"http://127.0.0.{n}/"`, want: []string{"http://127.0.0"}},
+	{rule: "placeholder glued to a label reports the label", code: "`http://api${n}.example.com/`", want: []string{"http://api"}},
+
+	// Escapes inside the URL (review finding 2).
+	{rule: "unicode-escaped @ in the authority", code: `fetch("http://evil.example\u0040169.254.169.254/latest")`, want: []string{"http://evil.example@169.254.169.254/latest"}},
+	{rule: "hex-escaped digits in the host", code: `fetch("http://\x31\x36\x39.254.169.254/")`, want: []string{"http://169.254.169.254/"}},
+	{rule: "unicode-escaped dots in the host", code: `x = http://127\u002e0\u002e0\u002e1`, want: []string{"http://127.0.0.1"}},
+	{rule: "braced unicode escape and hex-escaped dot", code: `a("http://a\u{40}127.0.0.1/"); b("http://127\x2e0.0.1")`, want: []string{"http://a@127.0.0.1/", "http://127.0.0.1"}},
+	{rule: "long and octal escapes", code: `s = "http://a\U00000040localhost/"; t = "http://b\100localhost/"`, want: []string{"http://a@localhost/", "http://b@localhost/"}},
+	{rule: "identity escape of a letter: both readings", code: `goto("http://instance-dat\a/")`, want: []string{"http://instance-data/", "http://instance-dat"}},
+	{rule: "HTML numeric reference for ':' in an attribute", code: `<iframe src="http://localhost&#58;3000">`, want: []string{"http://localhost:3000"}},
+	{rule: "HTML hex and named references in the authority", code: `<a href="http://evil&commat;127&period;0.0.1&#x3a;80/">x</a> <a href="http://a&#64;169.254.169.254&#46;/">y</a> <img src="http://localhost&colon;8080/p?a=1&amp;b=2">`, want: []string{"http://evil@127.0.0.1:80/", "http://a@169.254.169.254./", "http://localhost:8080/p?a=1&amp;b=2"}},
+	{rule: "HTML references for the slashes", code: `<a href="http:&#47;&#47;169.254.169.254/">`, want: []string{"http://169.254.169.254/"}},
+	{rule: "escaped quotes around a URL in a string are a clean end", code: `s = "<a href=\"http://localhost:3000\">"; j = "{\"url\":\"http://localhost:4000\",\"x\":1}"`, want: []string{"http://localhost:3000", "http://localhost:4000"}},
+
+	// Userinfo tricks (review finding 3).
+	{rule: "raw tab before the @ of a userinfo", code: "fetch(`http://a\t@169.254.169.254/`)", want: []string{"http://a", "http://a@169.254.169.254/", "http://169.254.169.254/"}},
+	{rule: "space inside a userinfo", code: `fetch("http://a b@169.254.169.254/")`, want: []string{"http://a", "http://169.254.169.254/"}},
+	{rule: "escaped quote inside a userinfo", code: `u = "http://a\"b@127.0.0.1"`, want: []string{"http://a", "http://127.0.0.1"}},
+	{rule: "other quote inside a userinfo", code: `u = 'http://a"b@127.0.0.1/'`, want: []string{"http://a", "http://127.0.0.1/"}},
+	{rule: "angle bracket inside a userinfo", code: `http://a<b@127.0.0.1/`, want: []string{"http://a", "http://127.0.0.1/"}},
+	{rule: "raw tab inside the host", code: "goto(\"http://metadata.google\t.internal/\")", want: []string{"http://metadata.google", "http://metadata.google.internal/"}},
+	{rule: "escaped tab inside the host", code: `goto("http://metadata.google\t.internal/")`, want: []string{"http://metadata.google", "http://metadata.google.internal/"}},
+	{rule: "a closing quote is a clean end: no look-ahead past it", code: `fetch("http://localhost:3000", {headers: {from: "me@corp.example"}})`, want: []string{"http://localhost:3000"}},
+	{rule: "unquoted whitespace is a clean end", code: "see http://example.com or mail me@corp.example\nhttp://a.example\tb@127.0.0.1", want: []string{"http://example.com", "http://a.example"}},
+	{rule: "joined reading Chromium refuses is dropped", code: "s = `http://localhost:3000\nOK`", want: []string{"http://localhost:3000"}},
+
+	// Scheme-relative URLs (review finding 4).
+	{rule: "scheme-relative metadata address", code: `fetch("//169.254.169.254/latest/meta-data/")`, want: []string{"http://169.254.169.254/latest/meta-data/"}},
+	{rule: "scheme-relative localhost with port", code: `<img src="//localhost:3000/x">`, want: []string{"http://localhost:3000/x"}},
+	{rule: "scheme-relative IPv6 literal", code: `u = '//[::1]:8080/'`, want: []string{"http://[::1]:8080/"}},
+	{rule: "scheme-relative numeric IPv4 forms and metadata names", code: `a("//0x7f.1/"); b("//2130706433"); c("//metadata.google.internal/computeMetadata/v1/"); d("//app.localhost/")`, want: []string{"http://0x7f.1/", "http://2130706433", "http://metadata.google.internal/computeMetadata/v1/", "http://app.localhost/"}},
+	{rule: "comments and public scheme-relative names are not reported", code: "// comment text\n//example.com\nx = '//cdn.example.com/a.js' //1.5 seconds\ny = n //2\n/// doc", want: nil},
+	{rule: "slash runs after a scheme are not scheme-relative", code: `file:///169.254.169.254/x`, want: []string{"file:///169.254.169.254/x"}},
+
+	// Length cap (review finding 5).
+	{rule: "userinfo longer than the cap still finds the host", code: "http://" + strings.Repeat("a", 5000) + "@169.254.169.254/", want: []string{"http://" + strings.Repeat("a", maxToken), "http://169.254.169.254/"}},
+	{rule: "authority longer than the cap is reported unparseable", code: `"http://` + strings.Repeat("a", 5000) + `"`, want: []string{"http://" + strings.Repeat("a", maxToken), "http://" + strings.Repeat("a", maxToken) + ":truncated-authority"}},
+
 	// Dedup and empties.
 	{rule: "deduplicated in order of first appearance", code: `a("http://b.example"); a("http://a.example"); a("http://b.example"); a("HTTP://a.example")`, want: []string{"http://b.example", "http://a.example"}},
 	{rule: "empty input", code: ``, want: nil},
