@@ -67,6 +67,10 @@ import (
 // than this is handled by farLook.
 const maxToken = 4096
 
+// maxRebuiltPath bounds the path and query kept in a reading that had to be
+// rebuilt (normalised or decoded) rather than returned as a substring.
+const maxRebuiltPath = 256
+
 // nearLook is how far past an unclean stop in the authority the scan looks
 // for the '@' of a userinfo; farLook is how far past the length cap.
 const (
@@ -139,6 +143,9 @@ type scanState struct {
 	// joinedUntil is the end of the last tab/newline-joined reading; a URL
 	// starting inside it was already covered by that reading.
 	joinedUntil int
+	// truncated says an authority longer than the cap was already reported
+	// in a form whose verdict fails.
+	truncated bool
 }
 
 // ScanURLs returns the URL literals in code, in order of first appearance,
@@ -166,8 +173,13 @@ type scanState struct {
 func ScanURLs(code string) []string {
 	var out []string
 	var st scanState
-	// noBareUntil keeps a port colon of a reported URL from being reported
-	// again as a bare host:port.
+	// noBareUntil is where the authority of the last reported URL ends.
+	// A colon before it is not looked at again: a port colon would be
+	// reported again as a bare host:port, and a scheme inside an authority
+	// ("http:http:…", "http://u:http:p@h") names either the same host (the
+	// one after the last '@') or sits in an authority Chromium refuses (its
+	// port is not a number), which already blocks the call. Skipping them
+	// keeps a megabyte of "http:" from costing a 4 KiB reading per colon.
 	noBareUntil := 0
 	ss := nextSlashSlash(code, 0)
 	for i := 0; ; {
@@ -184,7 +196,7 @@ func ScanURLs(code string) []string {
 			break
 		}
 		i = c + 1
-		if c == 0 {
+		if c == 0 || c < noBareUntil {
 			continue
 		}
 		// Most colons in code are object keys, annotations and ternaries;
@@ -201,7 +213,7 @@ func ScanURLs(code string) []string {
 				}
 			}
 		}
-		if c >= noBareUntil && c+1 < len(code) && isDigit(code[c+1]) {
+		if c+1 < len(code) && isDigit(code[c+1]) {
 			out = bareHostPort(out, code, c)
 		}
 	}
@@ -367,7 +379,11 @@ func schemeURL(out []string, code string, c int, name string, kind int, st *scan
 			// beyond it, or make sure the truncated one fails its verdict.
 			if h := st.far(code, t.end); h >= 0 {
 				out = emitURL(out, code, -1, h, scanToken(code, h), prefix, false)
-			} else {
+			} else if !st.truncated {
+				// One unparseable reading blocks the whole call, so it is
+				// reported once: a megabyte of "http:" must not allocate
+				// a truncated copy per colon.
+				st.truncated = true
 				out = append(out, prefix+decodeToken(code[hs:t.end], t.end-hs)+":truncated-authority")
 			}
 		} else {
@@ -397,6 +413,11 @@ func emitURL(out []string, code string, start, hs int, t token, prefix string, e
 	if exact && !t.esc {
 		out = append(out, code[start:end])
 	} else {
+		if end-auth > maxRebuiltPath {
+			// A rebuilt reading is a copy; its path decides nothing, and
+			// a megabyte of "http:/" must not copy 4 KiB per colon.
+			end = trimEnd(code, hs, auth+maxRebuiltPath)
+		}
 		out = append(out, prefix+decodeToken(code[hs:end], auth-hs))
 	}
 	if t.ambig >= 0 && t.ambig < auth {

@@ -1,12 +1,16 @@
 package hybroute
 
 import (
+	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/whatwg"
 )
 
 type scanCase struct {
@@ -241,15 +245,75 @@ func checkScanInvariants(t *testing.T, code string) {
 	}
 }
 
-func FuzzScanURLs(f *testing.F) {
-	for _, tc := range scanCases {
-		f.Add(tc.code)
+// Pieces of the differential property: a private or metadata URL planted
+// in a code context must come out with its host intact.
+var (
+	diffHosts    = []string{"127.0.0.1", "169.254.169.254"}
+	diffPorts    = []string{"", ":8080", ":1", ":65535"}
+	diffPaths    = []string{"", "/", "/latest/meta-data/", "/x?y=1#z", "?q", "#f", "/a\\/b"}
+	diffContexts = [][2]string{
+		{`fetch("`, `")`}, {`fetch('`, `')`}, {"fetch(`", "`)"}, {`(`, `)`},
+		{`<a href="`, `">x</a>`}, {`<img src='`, `'>`}, {`requests.get(f"`, `{path}")`},
+		{"fetch(`", "${path}`)"}, {`// see `, ` for details`}, {`url=`, `;`},
+		{`{"u":"`, `","n":1}`}, {`curl -s `, ` | jq .`}, {``, ``}, {`"`, `" % p`},
 	}
-	f.Add("http://127.0.0.1/")
-	f.Add(`x"http://127.0.0.1/\.(`)
-	f.Fuzz(func(t *testing.T, code string) {
+)
+
+// diffURL builds the planted URL and its context from n and the fuzzed
+// code, whose URL-safe bytes become the userinfo.
+func diffURL(n uint64, code string) (host, input string) {
+	pick := func(k int) int { v := int(n % uint64(k)); n /= uint64(k); return v }
+	host = diffHosts[pick(len(diffHosts))]
+	var user []byte
+	for i := 0; i < len(code) && len(user) < 16; i++ {
+		if b := code[i]; isLetter(b) || isDigit(b) || strings.IndexByte("-._~!*+,;=:", b) >= 0 {
+			user = append(user, b)
+		}
+	}
+	userinfo := ""
+	switch pick(3) {
+	case 1:
+		userinfo = string(user) + "@"
+	case 2:
+		userinfo = "u:" + string(user) + "@"
+	}
+	u := "http://" + userinfo + host + diffPorts[pick(len(diffPorts))] + diffPaths[pick(len(diffPaths))]
+	ctx := diffContexts[pick(len(diffContexts))]
+	return host, ctx[0] + u + ctx[1]
+}
+
+func checkPlantedHost(t *testing.T, n uint64, code string) {
+	host, input := diffURL(n, code)
+	got := ScanURLs(input)
+	for _, u := range got {
+		if p, err := whatwg.Parse(u); err == nil && p.Host == host {
+			return
+		}
+	}
+	t.Fatalf("planted host %s lost: input %q, reported %q", host, input, got)
+}
+
+func FuzzScanURLs(f *testing.F) {
+	for i, tc := range scanCases {
+		f.Add(tc.code, uint64(i)*7919)
+	}
+	f.Add("http://127.0.0.1/", uint64(0))
+	f.Add(`x"http://127.0.0.1/\.(`, uint64(1))
+	f.Fuzz(func(t *testing.T, code string, n uint64) {
 		checkScanInvariants(t, code)
+		checkPlantedHost(t, n, code)
 	})
+}
+
+// TestScanURLsPlantedHosts runs the differential property of the fuzz
+// target over every combination once, so plain `go test` covers it.
+func TestScanURLsPlantedHosts(t *testing.T) {
+	total := uint64(len(diffHosts) * 3 * len(diffPorts) * len(diffPaths) * len(diffContexts))
+	for _, code := range []string{"", "user", "a:b", "x-y.z~"} {
+		for n := uint64(0); n < total; n++ {
+			checkPlantedHost(t, n, code)
+		}
+	}
 }
 
 func BenchmarkScanURLs(b *testing.B) {
@@ -296,5 +360,58 @@ func BenchmarkScanFloor(b *testing.B) {
 		if n == 0 {
 			b.Fatal("no colons")
 		}
+	}
+}
+
+// hostileInputs are repetitions of short URL fragments with the quotes,
+// tabs, spaces, escapes and missing terminators that make the scanner look
+// ahead, join readings or hit its cap.
+var hostileUnits = []string{
+	"http://a",
+	"\"http://a\t",
+	"\"http://a b",
+	"'http://a\"b",
+	"`http://a\thttp:a\t",
+	"\"http:a\\thttp:a\\t",
+	"\"http://a&#9;",
+	"//127.0.0.1",
+	"http:",
+	"http:/",
+	"'http:\\/a",
+	"\"http://a\\u0040",
+}
+
+func hostileInput(unit string, n int) string {
+	return strings.Repeat(unit, n/len(unit)+1)[:n]
+}
+
+// scanCost is the allocations and bytes one ScanURLs call on code costs.
+func scanCost(code string) (allocs float64, bytes uint64) {
+	allocs = testing.AllocsPerRun(2, func() { _ = ScanURLs(code) })
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_ = ScanURLs(code)
+	runtime.ReadMemStats(&after)
+	return allocs, after.TotalAlloc - before.TotalAlloc
+}
+
+// TestScanURLsLinearOnHostileInput checks allocations, not time: a
+// megabyte of hostile fragments must cost about twice what half a megabyte
+// costs, and a bounded amount per input byte.
+func TestScanURLsLinearOnHostileInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hostile megabyte inputs")
+	}
+	const big = 1 << 20
+	for _, unit := range hostileUnits {
+		t.Run(fmt.Sprintf("%q", unit), func(t *testing.T) {
+			aHalf, bHalf := scanCost(hostileInput(unit, big/2))
+			aFull, bFull := scanCost(hostileInput(unit, big))
+			t.Logf("512KiB: %.0f allocs %d B; 1MiB: %.0f allocs %d B", aHalf, bHalf, aFull, bFull)
+			assert.LessOrEqual(t, aFull, float64(big), "allocations per input byte")
+			assert.LessOrEqual(t, bFull, uint64(64*big), "bytes allocated per input byte")
+			assert.LessOrEqual(t, aFull, 2.5*aHalf+64, "allocations should grow linearly")
+			assert.LessOrEqual(t, float64(bFull), 2.5*float64(bHalf)+(64<<10), "bytes should grow linearly")
+		})
 	}
 }
