@@ -174,12 +174,15 @@ func ScanURLs(code string) []string {
 	var out []string
 	var st scanState
 	// noBareUntil is where the authority of the last reported URL ends.
-	// A colon before it is not looked at again: a port colon would be
-	// reported again as a bare host:port, and a scheme inside an authority
-	// ("http:http:…", "http://u:http:p@h") names either the same host (the
-	// one after the last '@') or sits in an authority Chromium refuses (its
-	// port is not a number), which already blocks the call. Skipping them
-	// keeps a megabyte of "http:" from costing a 4 KiB reading per colon.
+	// A colon before it that no slash follows is not looked at again: a
+	// port colon would be reported again as a bare host:port, and a
+	// slashless scheme inside an authority ("http:http:…", "http://u:http:p@h")
+	// names either the same host (the one after the last '@') or sits in an
+	// authority Chromium refuses (its port is not a number), which already
+	// blocks the call. Skipping them keeps a megabyte of "http:" from
+	// costing a 4 KiB reading per colon. A colon followed by a slash ends
+	// the outer authority with an empty port ("http:http://127.0.0.1/" is
+	// host "http" to Chromium), so the URL after it is read as usual.
 	noBareUntil := 0
 	ss := nextSlashSlash(code, 0)
 	for i := 0; ; {
@@ -196,7 +199,7 @@ func ScanURLs(code string) []string {
 			break
 		}
 		i = c + 1
-		if c == 0 || c < noBareUntil {
+		if c == 0 || c < noBareUntil && c+1 < len(code) && code[c+1] != '/' && code[c+1] != '\\' {
 			continue
 		}
 		// Most colons in code are object keys, annotations and ternaries;
@@ -659,8 +662,8 @@ func atAheadEnd(code string, i, lim int, q byte, qesc bool) (host, stop int, dec
 			}
 			i++
 		default:
-			if b == q && q != 0 && !qesc {
-				return -1, i, true
+			if b == q && q != 0 {
+				return -1, i, true // the string closes (or, for an escaped opener, the one around it)
 			}
 			i++
 		}

@@ -135,6 +135,11 @@ var scanCases = []scanCase{
 	{rule: "userinfo longer than the cap still finds the host", code: "http://" + strings.Repeat("a", 5000) + "@169.254.169.254/", want: []string{"http://" + strings.Repeat("a", maxToken), "http://169.254.169.254/"}},
 	{rule: "authority longer than the cap is reported unparseable", code: `"http://` + strings.Repeat("a", 5000) + `"`, want: []string{"http://" + strings.Repeat("a", maxToken), "http://" + strings.Repeat("a", maxToken) + ":truncated-authority"}},
 
+	// Found by fuzzing: the outer authority "http:" has an empty port, so
+	// the colon inside it that a slash follows still starts a URL.
+	{rule: "slashless scheme before a full URL", code: `"http:http://127.0.0.1/"`, want: []string{"http://http://127.0.0.1/", "http://127.0.0.1/"}},
+	{rule: "slashless schemes inside one authority are read once", code: `"http:http:http:127.0.0.1"`, want: []string{"http://http:http:127.0.0.1"}},
+
 	// Dedup and empties.
 	{rule: "deduplicated in order of first appearance", code: `a("http://b.example"); a("http://a.example"); a("http://b.example"); a("HTTP://a.example")`, want: []string{"http://b.example", "http://a.example"}},
 	{rule: "empty input", code: ``, want: nil},
@@ -299,6 +304,7 @@ func FuzzScanURLs(f *testing.F) {
 	}
 	f.Add("http://127.0.0.1/", uint64(0))
 	f.Add(`x"http://127.0.0.1/\.(`, uint64(1))
+	f.Add("http:http://127.0.0.1/", uint64(300969))
 	f.Fuzz(func(t *testing.T, code string, n uint64) {
 		checkScanInvariants(t, code)
 		checkPlantedHost(t, n, code)
@@ -387,7 +393,7 @@ func hostileInput(unit string, n int) string {
 
 // scanCost is the allocations and bytes one ScanURLs call on code costs.
 func scanCost(code string) (allocs float64, bytes uint64) {
-	allocs = testing.AllocsPerRun(2, func() { _ = ScanURLs(code) })
+	allocs = testing.AllocsPerRun(1, func() { _ = ScanURLs(code) })
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	_ = ScanURLs(code)
@@ -409,7 +415,9 @@ func TestScanURLsLinearOnHostileInput(t *testing.T) {
 			aFull, bFull := scanCost(hostileInput(unit, big))
 			t.Logf("512KiB: %.0f allocs %d B; 1MiB: %.0f allocs %d B", aHalf, bHalf, aFull, bFull)
 			assert.LessOrEqual(t, aFull, float64(big), "allocations per input byte")
-			assert.LessOrEqual(t, bFull, uint64(64*big), "bytes allocated per input byte")
+			// The worst unit, "http:/", is one rebuilt reading (at most
+			// maxRebuiltPath bytes of path) per six input bytes.
+			assert.LessOrEqual(t, bFull, uint64(128*big), "bytes allocated per input byte")
 			assert.LessOrEqual(t, aFull, 2.5*aHalf+64, "allocations should grow linearly")
 			assert.LessOrEqual(t, float64(bFull), 2.5*float64(bHalf)+(64<<10), "bytes should grow linearly")
 		})
