@@ -1,12 +1,16 @@
 package hybroute
 
 import (
+	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/whatwg"
 )
 
 type scanCase struct {
@@ -38,7 +42,10 @@ var scanCases = []scanCase{
 	{rule: "regex-escaped dots are unescaped (and the cut reading kept)", code: `re = 'https://go\.example\.com'`, want: []string{"https://go.example.com", "https://go"}},
 	{rule: "escaped dot after a private IP keeps the IP reading", code: `page.goto("http://169.254.169.254\.nip.io/")`, want: []string{"http://169.254.169.254.nip.io/", "http://169.254.169.254"}},
 	{rule: "escaped dot only in the path is one URL", code: `r = /http:\/\/localhost\/a\.js/`, want: []string{"http://localhost/a.js/"}},
-	{rule: "backslash that is not an escape ends the URL", code: `print("http://localhost\nnext")`, want: []string{"http://localhost"}},
+	{rule: "backslash that is not an escape ends the URL", code: `print("http://localhost\\next")`, want: []string{"http://localhost"}},
+	// Chromium strips the newline from "http://localhost\nnext", so the
+	// joined reading is reported next to the one cut at the escape.
+	{rule: "escaped newline in the host: cut and joined readings", code: `print("http://localhost\nnext")`, want: []string{"http://localhost", "http://localhostnext"}},
 
 	// Placeholders.
 	{rule: "template literal port placeholder", code: "fetch(`http://localhost:${port}/api`)", want: []string{"http://localhost"}},
@@ -80,6 +87,58 @@ var scanCases = []scanCase{
 	{rule: "string concatenation: empty http:// is not reported", code: `"http://" + "localhost"`, want: nil},
 	{rule: "URL in the query of another URL", code: `https://example.com/r?next=http://localhost:8080/admin`, want: []string{"https://example.com/r?next=http://localhost:8080/admin", "http://localhost:8080/admin"}},
 	{rule: "userinfo does not hide the host", code: `"http://user:pw@127.0.0.1/"`, want: []string{"http://user:pw@127.0.0.1/"}},
+
+	// Placeholder after a complete literal host (review finding 1).
+	{rule: "template placeholder right after an IPv4 host", code: "fetch(`http://169.254.169.254${path}`)", want: []string{"http://169.254.169.254"}},
+	{rule: "template placeholder after a host, in double quotes", code: `fetch("http://169.254.169.254${path}")`, want: []string{"http://169.254.169.254"}},
+	{rule: "f-string placeholder right after the host", code: `requests.get(f"http://127.0.0.1{path}")`, want: []string{"http://127.0.0.1"}},
+	{rule: "printf verb right after the host", code: `fetch("http://localhost%s" % p)`, want: []string{"http://localhost"}},
+	{rule: "concatenated port after a host", code: `"http://localhost:" + port`, want: []string{"http://localhost"}},
+	{rule: "placeholder starting the host still reports nothing", code: `f"http://{host}/x"`, want: nil},
+	{rule: "mid-host placeholder after a dot reports nothing", code: "u = `http://api.${domain}/`; v = `http://api-${n}.example.com`", want: nil},
+	{rule: "mid-host placeholder in an address reports the numeric prefix", code: `f"http://127.0.0.{n}/"`, want: []string{"http://127.0.0"}},
+	{rule: "placeholder glued to a label reports the label", code: "`http://api${n}.example.com/`", want: []string{"http://api"}},
+
+	// Escapes inside the URL (review finding 2).
+	{rule: "unicode-escaped @ in the authority", code: `fetch("http://evil.example\u0040169.254.169.254/latest")`, want: []string{"http://evil.example@169.254.169.254/latest"}},
+	{rule: "hex-escaped digits in the host", code: `fetch("http://\x31\x36\x39.254.169.254/")`, want: []string{"http://169.254.169.254/"}},
+	{rule: "unicode-escaped dots in the host", code: `x = http://127\u002e0\u002e0\u002e1`, want: []string{"http://127.0.0.1"}},
+	{rule: "braced unicode escape and hex-escaped dot", code: `a("http://a\u{40}127.0.0.1/"); b("http://127\x2e0.0.1")`, want: []string{"http://a@127.0.0.1/", "http://127.0.0.1"}},
+	{rule: "long and octal escapes", code: `s = "http://a\U00000040localhost/"; t = "http://b\100localhost/"`, want: []string{"http://a@localhost/", "http://b@localhost/"}},
+	{rule: "identity escape of a letter: both readings", code: `goto("http://instance-dat\a/")`, want: []string{"http://instance-data/", "http://instance-dat"}},
+	{rule: "HTML numeric reference for ':' in an attribute", code: `<iframe src="http://localhost&#58;3000">`, want: []string{"http://localhost:3000"}},
+	{rule: "HTML hex and named references in the authority", code: `<a href="http://evil&commat;127&period;0.0.1&#x3a;80/">x</a> <a href="http://a&#64;169.254.169.254&#46;/">y</a> <img src="http://localhost&colon;8080/p?a=1&amp;b=2">`, want: []string{"http://evil@127.0.0.1:80/", "http://a@169.254.169.254./", "http://localhost:8080/p?a=1&amp;b=2"}},
+	{rule: "HTML references for the slashes", code: `<a href="http:&#47;&#47;169.254.169.254/">`, want: []string{"http://169.254.169.254/"}},
+	{rule: "escaped quotes around a URL in a string are a clean end", code: `s = "<a href=\"http://localhost:3000\">"; j = "{\"url\":\"http://localhost:4000\",\"x\":1}"`, want: []string{"http://localhost:3000", "http://localhost:4000"}},
+
+	// Userinfo tricks (review finding 3).
+	{rule: "raw tab before the @ of a userinfo", code: "fetch(`http://a\t@169.254.169.254/`)", want: []string{"http://a", "http://a@169.254.169.254/", "http://169.254.169.254/"}},
+	{rule: "space inside a userinfo", code: `fetch("http://a b@169.254.169.254/")`, want: []string{"http://a", "http://169.254.169.254/"}},
+	{rule: "escaped quote inside a userinfo", code: `u = "http://a\"b@127.0.0.1"`, want: []string{"http://a", "http://127.0.0.1"}},
+	{rule: "other quote inside a userinfo", code: `u = 'http://a"b@127.0.0.1/'`, want: []string{"http://a", "http://127.0.0.1/"}},
+	{rule: "angle bracket inside a userinfo", code: `http://a<b@127.0.0.1/`, want: []string{"http://a", "http://127.0.0.1/"}},
+	{rule: "raw tab inside the host", code: "goto(\"http://metadata.google\t.internal/\")", want: []string{"http://metadata.google", "http://metadata.google.internal/"}},
+	{rule: "escaped tab inside the host", code: `goto("http://metadata.google\t.internal/")`, want: []string{"http://metadata.google", "http://metadata.google.internal/"}},
+	{rule: "a closing quote is a clean end: no look-ahead past it", code: `fetch("http://localhost:3000", {headers: {from: "me@corp.example"}})`, want: []string{"http://localhost:3000"}},
+	{rule: "unquoted whitespace is a clean end", code: "see http://example.com or mail me@corp.example\nhttp://a.example\tb@127.0.0.1", want: []string{"http://example.com", "http://a.example"}},
+	{rule: "joined reading Chromium refuses is dropped", code: "s = `http://localhost:3000\nOK`", want: []string{"http://localhost:3000"}},
+
+	// Scheme-relative URLs (review finding 4).
+	{rule: "scheme-relative metadata address", code: `fetch("//169.254.169.254/latest/meta-data/")`, want: []string{"http://169.254.169.254/latest/meta-data/"}},
+	{rule: "scheme-relative localhost with port", code: `<img src="//localhost:3000/x">`, want: []string{"http://localhost:3000/x"}},
+	{rule: "scheme-relative IPv6 literal", code: `u = '//[::1]:8080/'`, want: []string{"http://[::1]:8080/"}},
+	{rule: "scheme-relative numeric IPv4 forms and metadata names", code: `a("//0x7f.1/"); b("//2130706433"); c("//metadata.google.internal/computeMetadata/v1/"); d("//app.localhost/")`, want: []string{"http://0x7f.1/", "http://2130706433", "http://metadata.google.internal/computeMetadata/v1/", "http://app.localhost/"}},
+	{rule: "comments and public scheme-relative names are not reported", code: "// comment text\n//example.com\nx = '//cdn.example.com/a.js' //1.5 seconds\ny = n //2\n/// doc", want: nil},
+	{rule: "slash runs after a scheme are not scheme-relative", code: `file:///169.254.169.254/x`, want: []string{"file:///169.254.169.254/x"}},
+
+	// Length cap (review finding 5).
+	{rule: "userinfo longer than the cap still finds the host", code: "http://" + strings.Repeat("a", 5000) + "@169.254.169.254/", want: []string{"http://" + strings.Repeat("a", maxToken), "http://169.254.169.254/"}},
+	{rule: "authority longer than the cap is reported unparseable", code: `"http://` + strings.Repeat("a", 5000) + `"`, want: []string{"http://" + strings.Repeat("a", maxToken), "http://" + strings.Repeat("a", maxToken) + ":truncated-authority"}},
+
+	// Found by fuzzing: the outer authority "http:" has an empty port, so
+	// the colon inside it that a slash follows still starts a URL.
+	{rule: "slashless scheme before a full URL", code: `"http:http://127.0.0.1/"`, want: []string{"http://http://127.0.0.1/", "http://127.0.0.1/"}},
+	{rule: "slashless schemes inside one authority are read once", code: `"http:http:http:127.0.0.1"`, want: []string{"http://http:http:127.0.0.1"}},
 
 	// Dedup and empties.
 	{rule: "deduplicated in order of first appearance", code: `a("http://b.example"); a("http://a.example"); a("http://b.example"); a("HTTP://a.example")`, want: []string{"http://b.example", "http://a.example"}},
@@ -191,15 +250,76 @@ func checkScanInvariants(t *testing.T, code string) {
 	}
 }
 
-func FuzzScanURLs(f *testing.F) {
-	for _, tc := range scanCases {
-		f.Add(tc.code)
+// Pieces of the differential property: a private or metadata URL planted
+// in a code context must come out with its host intact.
+var (
+	diffHosts    = []string{"127.0.0.1", "169.254.169.254"}
+	diffPorts    = []string{"", ":8080", ":1", ":65535"}
+	diffPaths    = []string{"", "/", "/latest/meta-data/", "/x?y=1#z", "?q", "#f", "/a\\/b"}
+	diffContexts = [][2]string{
+		{`fetch("`, `")`}, {`fetch('`, `')`}, {"fetch(`", "`)"}, {`(`, `)`},
+		{`<a href="`, `">x</a>`}, {`<img src='`, `'>`}, {`requests.get(f"`, `{path}")`},
+		{"fetch(`", "${path}`)"}, {`// see `, ` for details`}, {`url=`, `;`},
+		{`{"u":"`, `","n":1}`}, {`curl -s `, ` | jq .`}, {``, ``}, {`"`, `" % p`},
 	}
-	f.Add("http://127.0.0.1/")
-	f.Add(`x"http://127.0.0.1/\.(`)
-	f.Fuzz(func(t *testing.T, code string) {
+)
+
+// diffURL builds the planted URL and its context from n and the fuzzed
+// code, whose URL-safe bytes become the userinfo.
+func diffURL(n uint64, code string) (host, input string) {
+	pick := func(k int) int { v := int(n % uint64(k)); n /= uint64(k); return v }
+	host = diffHosts[pick(len(diffHosts))]
+	var user []byte
+	for i := 0; i < len(code) && len(user) < 16; i++ {
+		if b := code[i]; isLetter(b) || isDigit(b) || strings.IndexByte("-._~!*+,;=:", b) >= 0 {
+			user = append(user, b)
+		}
+	}
+	userinfo := ""
+	switch pick(3) {
+	case 1:
+		userinfo = string(user) + "@"
+	case 2:
+		userinfo = "u:" + string(user) + "@"
+	}
+	u := "http://" + userinfo + host + diffPorts[pick(len(diffPorts))] + diffPaths[pick(len(diffPaths))]
+	ctx := diffContexts[pick(len(diffContexts))]
+	return host, ctx[0] + u + ctx[1]
+}
+
+func checkPlantedHost(t *testing.T, n uint64, code string) {
+	host, input := diffURL(n, code)
+	got := ScanURLs(input)
+	for _, u := range got {
+		if p, err := whatwg.Parse(u); err == nil && p.Host == host {
+			return
+		}
+	}
+	t.Fatalf("planted host %s lost: input %q, reported %q", host, input, got)
+}
+
+func FuzzScanURLs(f *testing.F) {
+	for i, tc := range scanCases {
+		f.Add(tc.code, uint64(i)*7919)
+	}
+	f.Add("http://127.0.0.1/", uint64(0))
+	f.Add(`x"http://127.0.0.1/\.(`, uint64(1))
+	f.Add("http:http://127.0.0.1/", uint64(300969))
+	f.Fuzz(func(t *testing.T, code string, n uint64) {
 		checkScanInvariants(t, code)
+		checkPlantedHost(t, n, code)
 	})
+}
+
+// TestScanURLsPlantedHosts runs the differential property of the fuzz
+// target over every combination once, so plain `go test` covers it.
+func TestScanURLsPlantedHosts(t *testing.T) {
+	total := uint64(len(diffHosts) * 3 * len(diffPorts) * len(diffPaths) * len(diffContexts))
+	for _, code := range []string{"", "user", "a:b", "x-y.z~"} {
+		for n := uint64(0); n < total; n++ {
+			checkPlantedHost(t, n, code)
+		}
+	}
 }
 
 func BenchmarkScanURLs(b *testing.B) {
@@ -246,5 +366,60 @@ func BenchmarkScanFloor(b *testing.B) {
 		if n == 0 {
 			b.Fatal("no colons")
 		}
+	}
+}
+
+// hostileInputs are repetitions of short URL fragments with the quotes,
+// tabs, spaces, escapes and missing terminators that make the scanner look
+// ahead, join readings or hit its cap.
+var hostileUnits = []string{
+	"http://a",
+	"\"http://a\t",
+	"\"http://a b",
+	"'http://a\"b",
+	"`http://a\thttp:a\t",
+	"\"http:a\\thttp:a\\t",
+	"\"http://a&#9;",
+	"//127.0.0.1",
+	"http:",
+	"http:/",
+	"'http:\\/a",
+	"\"http://a\\u0040",
+}
+
+func hostileInput(unit string, n int) string {
+	return strings.Repeat(unit, n/len(unit)+1)[:n]
+}
+
+// scanCost is the allocations and bytes one ScanURLs call on code costs.
+func scanCost(code string) (allocs float64, bytes uint64) {
+	allocs = testing.AllocsPerRun(1, func() { _ = ScanURLs(code) })
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_ = ScanURLs(code)
+	runtime.ReadMemStats(&after)
+	return allocs, after.TotalAlloc - before.TotalAlloc
+}
+
+// TestScanURLsLinearOnHostileInput checks allocations, not time: a
+// megabyte of hostile fragments must cost about twice what half a megabyte
+// costs, and a bounded amount per input byte.
+func TestScanURLsLinearOnHostileInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("hostile megabyte inputs")
+	}
+	const big = 1 << 20
+	for _, unit := range hostileUnits {
+		t.Run(fmt.Sprintf("%q", unit), func(t *testing.T) {
+			aHalf, bHalf := scanCost(hostileInput(unit, big/2))
+			aFull, bFull := scanCost(hostileInput(unit, big))
+			t.Logf("512KiB: %.0f allocs %d B; 1MiB: %.0f allocs %d B", aHalf, bHalf, aFull, bFull)
+			assert.LessOrEqual(t, aFull, float64(big), "allocations per input byte")
+			// The worst unit, "http:/", is one rebuilt reading (at most
+			// maxRebuiltPath bytes of path) per six input bytes.
+			assert.LessOrEqual(t, bFull, uint64(128*big), "bytes allocated per input byte")
+			assert.LessOrEqual(t, aFull, 2.5*aHalf+64, "allocations should grow linearly")
+			assert.LessOrEqual(t, float64(bFull), 2.5*float64(bHalf)+(64<<10), "bytes should grow linearly")
+		})
 	}
 }

@@ -1,0 +1,92 @@
+package hybroute
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// reviewInputs are the calls a reviewer found the scanner missing or
+// truncating, so that a private or metadata URL went to the cloud as if the
+// call had no URL (or a public one). Each must now make Plan block the call
+// or route it local; metadata ones must block.
+var reviewInputs = []struct {
+	rule     string
+	code     string
+	metadata bool // the real target is a metadata endpoint: must be blocked
+}{
+	// 1. Placeholder after a complete literal host.
+	{"template placeholder after metadata IP", "fetch(`http://169.254.169.254${path}`)", true},
+	{"template placeholder in double quotes", `fetch("http://169.254.169.254${path}")`, true},
+	{"f-string placeholder after loopback", `requests.get(f"http://127.0.0.1{path}")`, false},
+	{"printf verb after localhost", `fetch("http://localhost%s" % p)`, false},
+	{"concatenated port after localhost", `fetch("http://localhost:" + port)`, false},
+	// 2. Escapes in source strings and HTML attributes.
+	{"unicode-escaped @", `fetch("http://evil.example\u0040169.254.169.254/latest")`, true},
+	{"hex-escaped digits", `fetch("http://\x31\x36\x39.254.169.254/")`, true},
+	{"unicode-escaped dots", `fetch("http://127\u002e0\u002e0\u002e1")`, false},
+	{"braced unicode escape", `fetch("http://evil.example\u{40}169.254.169.254/")`, true},
+	{"hex-escaped dot", `fetch("http://169\x2e254.169.254/")`, true},
+	{"HTML &#58;", `<iframe src="http://localhost&#58;3000">`, false},
+	{"HTML &#x3a;", `<iframe src="http://localhost&#x3a;3000">`, false},
+	{"HTML &colon;", `<iframe src="http://localhost&colon;3000">`, false},
+	{"HTML &period; and &#46;", `<iframe src="http://169&period;254&#46;169.254/">`, true},
+	{"HTML &commat;", `<a href="http://evil.example&commat;169.254.169.254/">`, true},
+	{"HTML &#64;", `<a href="http://evil.example&#64;169.254.169.254/">`, true},
+	// 3. Userinfo tricks.
+	{"raw tab before @", "fetch(`http://a\t@169.254.169.254/`)", true},
+	{"space in userinfo", `fetch("http://a b@169.254.169.254/")`, true},
+	{"escaped quote in userinfo", `fetch("http://a\"b@127.0.0.1")`, false},
+	{"angle bracket in userinfo", `http://a<b@127.0.0.1/`, false},
+	{"angle bracket in quoted userinfo", `fetch("http://a<b@127.0.0.1/")`, false},
+	{"raw tab inside the host", "fetch(\"http://metadata.google\t.internal/\")", true},
+	{"escaped tab inside the host", `fetch("http://metadata.google\t.internal/")`, true},
+	// 4. Scheme-relative URLs.
+	{"scheme-relative metadata IP", `fetch("//169.254.169.254/latest/meta-data/")`, true},
+	{"scheme-relative localhost", `<img src="//localhost:3000/x">`, false},
+	{"scheme-relative IPv6 loopback", `fetch('//[::1]:8080/')`, false},
+	{"scheme-relative metadata name", `fetch("//metadata.google.internal/computeMetadata/v1/")`, true},
+	// 5. Length cap.
+	{"userinfo longer than the cap", "fetch(\"http://" + strings.Repeat("a", 5000) + "@169.254.169.254/\")", true},
+	{"unquoted userinfo longer than the cap", "http://" + strings.Repeat("a", 5000) + "@169.254.169.254/", true},
+	{"userinfo longer than the far look-ahead", "fetch(\"http://" + strings.Repeat("a", farLook+10) + "@169.254.169.254/\")", false},
+}
+
+func TestReviewInputsNeverCleanCloud(t *testing.T) {
+	ctx := context.Background()
+	for i, tc := range reviewInputs {
+		t.Run(tc.rule, func(t *testing.T) {
+			r := newTestRouter(t, &stubProvider{name: "C"})
+			key := fmt.Sprintf("review-%d", i)
+			p, err := r.Plan(ctx, key, tc.code)
+			require.False(t, err == nil && p.Route == RouteCloud,
+				"a clean cloud route for %q (urls %q)", tc.code, ScanURLs(tc.code))
+			if tc.metadata {
+				require.Error(t, err)
+				assert.ErrorIs(t, err, ErrMetadata)
+			}
+		})
+	}
+}
+
+// TestReviewControlsStayOnCloud makes sure the fixes did not turn the
+// harmless neighbours of the review inputs into local or blocked calls.
+func TestReviewControlsStayOnCloud(t *testing.T) {
+	ctx := context.Background()
+	for i, code := range []string{
+		`fetch("https://example.com/" + path)`,
+		"// see https://example.com and //example.com for details\nfetch(`https://example.com/${p}`)",
+		`fetch("https://example.com", {headers: {from: "me@corp.example"}})`,
+		`<a href="https://example.com/?a=1&amp;b=2">x</a>`,
+		`fetch("https://example.com/a\u002fb")`,
+	} {
+		r := newTestRouter(t, &stubProvider{name: "C"})
+		p, err := r.Plan(ctx, fmt.Sprintf("control-%d", i), code)
+		require.NoError(t, err, "code %q", code)
+		assert.Equal(t, RouteCloud, p.Route, "code %q: urls %q", code, ScanURLs(code))
+	}
+}
