@@ -30,7 +30,7 @@ import (
 func TestSweep(t *testing.T) {
 	path := os.Getenv("WHATWG_SWEEP")
 	if path == "" {
-		t.Skip("WHATWG_SWEEP not set")
+		t.Skip("WHATWG_SWEEP not set: this differential run needs a large recording made with internal/tools/recordhosts, which is not committed")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {
