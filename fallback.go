@@ -150,13 +150,13 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 // cloudEntry makes a cloud session for key, or the local floor when the
 // provider cannot give one. It never caches a failed cloud session: either
 // it returns a working entry (cloud or fallback) or nothing at all.
-func (r *Router) cloudEntry(ctx context.Context, key string) (*entry, error) {
+func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duration) (*entry, error) {
 	if skip, cause := r.back.skip(time.Now()); skip {
 		// The provider asked us to stay away: no API call, no log line.
 		return r.fallbackEntry(ctx, key, cause)
 	}
 	started := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, providerBudget(ctx))
+	pctx, cancel := context.WithTimeout(ctx, budget)
 	s, err := r.provider.CreateSession(pctx, key)
 	cancel()
 	if err != nil {
@@ -239,13 +239,17 @@ func (r *Router) fallbackEntry(ctx context.Context, key string, cause error) (*e
 	return e, nil
 }
 
-// providerBudget leaves the local fallback time to start within the
-// caller's deadline: the provider gets at most half of what remains.
-func providerBudget(ctx context.Context) time.Duration {
-	const most = time.Hour
-	dl, ok := ctx.Deadline()
-	if !ok {
-		return most
+// providerBudget is how long the provider may take to create a session:
+// half of what the caller has left, so the local floor can still start in
+// time for it, but never less than minProviderBudget (an impatient caller
+// must not turn a normal provider into an "outage") and never more than half
+// of the creation's own timeout.
+func providerBudget(ctx context.Context, createTimeout time.Duration) time.Duration {
+	b := createTimeout / 2
+	if dl, ok := ctx.Deadline(); ok {
+		b = min(b, max(time.Until(dl)/2, minProviderBudget))
 	}
-	return max(time.Until(dl)/2, time.Millisecond)
+	return b
 }
+
+const minProviderBudget = 5 * time.Second

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
@@ -43,10 +44,12 @@ var guardPatterns = func() []*fetch.RequestPattern {
 	return ps
 }()
 
-// guardRecord collects what the guard refused during one call.
+// guardRecord is what the guard knows of one tab: what it refused during
+// the current call, and which redirect chains began on a public address.
 type guardRecord struct {
 	mu      sync.Mutex
-	blocked []error // documents refused since the call began
+	blocked []error                  // documents refused since the call began
+	public  map[fetch.RequestID]bool // per paused document: has its chain been public?
 }
 
 func (g *guardRecord) reset() {
@@ -66,6 +69,32 @@ func (g *guardRecord) err() error {
 	defer g.mu.Unlock()
 	return errors.Join(g.blocked...)
 }
+
+// hop records one paused document request and reports whether the redirect
+// chain it belongs to had a public hop before it.
+func (g *guardRecord) hop(ev fetch.EventRequestPaused, c Class) (wasPublic bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.public == nil || len(g.public) > maxTrackedChains {
+		// Finished chains are never removed one by one; a tab that has
+		// made this many document requests starts a fresh table.
+		g.public = make(map[fetch.RequestID]bool)
+	}
+	if ev.RedirectedRequestID != "" {
+		wasPublic = g.public[ev.RedirectedRequestID]
+		delete(g.public, ev.RedirectedRequestID)
+	}
+	g.public[ev.RequestID] = wasPublic || c == ClassPublic
+	return wasPublic
+}
+
+const maxTrackedChains = 256
+
+// guardLookupTimeout bounds the name lookup of one paused request, so one
+// slow name cannot hold a tab's other requests: a name that does not answer
+// in time is treated as one that does not resolve (public), which is what
+// Chromium itself would then meet.
+const guardLookupTimeout = 5 * time.Second
 
 // floorError says whether a page on this route may be at (or load) the URL
 // of verdict v: metadata never; a private address from a remote browser only
@@ -97,21 +126,28 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 	if err := trackLanding(tabCtx, e); err != nil {
 		return nil, err
 	}
-	// Subscribe before enabling, so no paused request is missed.
-	events := chromedp.Events(tabCtx, fetch.RequestPaused)
+	// Subscribe before enabling, so no paused request is missed, on a
+	// context of our own: if enabling fails, cancelling it ends the
+	// subscription without waiting for an event that will never come.
+	sctx, stop := context.WithCancel(tabCtx)
+	events := chromedp.Events(sctx, fetch.RequestPaused)
 	if _, err := chromedp.Call(tabCtx, fetch.Enable, fetch.EnableParams{Patterns: guardPatterns}); err != nil {
-		// Ranging once ends the subscription the iterator holds.
-		for range events {
-			break
+		stop()
+		for range events { // ends at once: the subscription is cancelled
 		}
 		return nil, err
 	}
 	return func() {
+		defer stop()
+		// Each paused request is answered on its own, so a slow lookup
+		// holds up only its own request.
+		var answers sync.WaitGroup
+		defer answers.Wait()
 		for ev, err := range events {
 			if err != nil {
 				return // the tab is gone
 			}
-			r.answer(tabCtx, e, ev)
+			answers.Go(func() { r.answer(tabCtx, e, ev) })
 		}
 	}, nil
 }
@@ -123,11 +159,21 @@ func (r *Router) answer(tabCtx context.Context, e *entry, ev fetch.EventRequestP
 		url = ev.Request.URL
 	}
 	doc := ev.ResourceType == network.ResourceTypeDocument
-	v := r.Verdict(tabCtx, url)
+	vctx, cancel := context.WithTimeout(tabCtx, guardLookupTimeout)
+	v := r.Verdict(vctx, url)
+	cancel()
 	err := r.floorError(v, e.remote())
-	if v.Class == ClassInvalid && doc {
-		// A document URL we cannot parse is not one we can vouch for.
-		err = v.Err
+	if doc {
+		switch {
+		case v.Class == ClassInvalid && err == nil:
+			// A document URL we cannot parse is not one we can vouch for.
+			err = v.Err
+		case e.guard.hop(ev, v.Class) && v.Class == ClassPrivate && err == nil:
+			// A redirect from public to private is refused, not followed,
+			// on every route: it is how a public page reaches a LAN.
+			err = &BlockedError{URL: v.URL, Class: v.Class, Reason: ErrPrivate,
+				Detail: errors.New("redirect from a public address")}
+		}
 	}
 	if err == nil {
 		_, _ = chromedp.Call(tabCtx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})

@@ -147,15 +147,13 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			defer r.sess.wg.Done()
 			// The creation outlives a caller that gives up, so the others
 			// waiting on it are not failed by one caller's deadline; Close
-			// ends it.
-			timeout := r.cfg.createTimeout
-			if dl, ok := ctx.Deadline(); ok {
-				timeout = min(timeout, time.Until(dl))
-			}
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+			// ends it. The first caller's deadline only shapes how long
+			// the provider may take before the floor is tried.
+			budget := providerBudget(ctx, r.cfg.createTimeout)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.createTimeout)
 			defer cancel()
 			defer context.AfterFunc(r.life, cancel)()
-			e, err := r.create(cctx, p)
+			e, err := r.create(cctx, p, budget)
 			if err != nil {
 				return nil, err
 			}
@@ -191,8 +189,8 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 	}
 }
 
-// create makes the session a plan needs.
-func (r *Router) create(ctx context.Context, p Plan) (*entry, error) {
+// create makes the session a plan needs. budget bounds the provider's part.
+func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*entry, error) {
 	switch {
 	case p.Route == RouteLocal:
 		return r.localEntry(ctx, p.CacheKey, RouteLocal)
@@ -203,7 +201,7 @@ func (r *Router) create(ctx context.Context, p Plan) (*entry, error) {
 		}
 		return &entry{key: p.CacheKey, route: RouteCloud, tab: t, release: t.close}, nil
 	}
-	return r.cloudEntry(ctx, p.CacheKey)
+	return r.cloudEntry(ctx, p.CacheKey, budget)
 }
 
 // localEntry is a session on the sidecar. The no-provider path, the hybrid

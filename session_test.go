@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -444,4 +445,90 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 	assert.Equal(t, s.URL+"/after", res.LandedURL)
 	assert.NotEqual(t, proc.pid, currentProc(t, r.side).pid)
 	assert.Contains(t, logs.String(), "browser of cached session is gone")
+}
+
+func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {
+	requireChromium(t)
+	s := newSite(t)
+	r := newBrowserRouter(t, nil, &logBuffer{}) // no provider: everything local
+	ctx := testCtx(t)
+	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/redirect-to/127.0.0.1:"+s.port+"/router-admin"))
+	require.ErrorIs(t, err, ErrPrivate, "a public page must not walk the local browser into the LAN")
+	assert.Contains(t, err.Error(), "redirect from a public address")
+	assert.Equal(t, RouteLocal, res.Route)
+	assert.Empty(t, s.uaOf("/router-admin"))
+
+	// Private to private, and a direct private navigation, are fine.
+	res, err = r.Navigate(ctx, "s", s.url("localhost", "/redirect-to/127.0.0.1:"+s.port+"/lan-page"))
+	require.NoError(t, err)
+	assert.Equal(t, localUA, s.uaOf("/lan-page"))
+	assert.Equal(t, "http://127.0.0.1:"+s.port+"/lan-page", res.LandedURL)
+}
+
+func TestGuardThatCannotStartFailsCleanly(t *testing.T) {
+	requireChromium(t)
+	cloud := cloudtest.LaunchChromium(t)
+	old := guardPatterns
+	guardPatterns = []*fetch.RequestPattern{{URLPattern: "*", RequestStage: "Bogus"}} // Chromium refuses this
+	t.Cleanup(func() { guardPatterns = old })
+	r, err := New(nil, WithCDPURL(cloud.WSURL), WithAllowPrivateURLs(true), WithResolver(testResolver))
+	require.NoError(t, err)
+	_, err = r.Navigate(testCtx(t), "s", "https://example.com/")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "enabling the request guard", "a browser that refuses the guard gets no session")
+	done := make(chan error, 1)
+	go func() { done <- r.Close() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Close hung on the tab whose guard failed")
+	}
+}
+
+// hangResolver never answers for slow.test.
+type hangResolver struct{ staticResolver }
+
+func (h hangResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if host == "slow.test" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return h.staticResolver.LookupNetIP(ctx, network, host)
+}
+
+func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
+	requireChromium(t)
+	s := newSite(t)
+	res := hangResolver{testResolverWith(publicHost, "93.184.215.14")}
+	r := newBrowserRouter(t, nil, &logBuffer{}, WithResolver(res),
+		WithChromiumFlags(map[string]any{"host-resolver-rules": hostRules + ", MAP slow.test 127.0.0.1"}))
+	short, cancel := context.WithTimeout(testCtx(t), 2*time.Second)
+	defer cancel()
+	// The frame's lookup hangs; the call gives up.
+	_, _ = r.Exec(short, "s", "", func(ctx context.Context) error {
+		return chromedp.Do(ctx, chromedp.Navigate(s.URL+"/host"),
+			chromedp.Evaluate[chromedp.Void](`document.body.innerHTML = '<iframe src="http://slow.test:`+s.port+`/x"></iframe>'`))
+	})
+	// The next call on the same tab is not held up behind that lookup.
+	next, cancel2 := context.WithTimeout(testCtx(t), 4*time.Second)
+	defer cancel2()
+	_, err := r.Navigate(next, "s", s.URL+"/plain")
+	require.NoError(t, err)
+	assert.Equal(t, localUA, s.uaOf("/plain"))
+}
+
+func TestImpatientCallerDoesNotFailAPatientOne(t *testing.T) {
+	w := newWorld(t, cloudtest.Browserbase)
+	short, cancel := context.WithTimeout(testCtx(t), 150*time.Millisecond)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = w.r.Navigate(short, "s", w.site.url(publicHost, "/a")) })
+	time.Sleep(20 * time.Millisecond) // the short caller starts the creation
+	res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/b"))
+	wg.Wait()
+	require.NoError(t, err, "the patient caller shares the creation and gets the session")
+	assert.False(t, res.FallbackFromCloud, "a short caller's deadline is not a provider outage")
+	assert.EqualValues(t, 1, w.api.Creates())
+	assert.Zero(t, w.logs.count(fallbackLine))
 }
