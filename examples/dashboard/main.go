@@ -80,7 +80,11 @@ func run(out string) error {
 	fmt.Println("The plans for a few calls:")
 	for _, c := range []string{code, `fetch("http://localhost:3000/api")`, `fetch("http://169.254.169.254/latest/meta-data/")`, `document.title`} {
 		p, err := router.Plan(ctx, "demo-plans", c)
-		fmt.Printf("  %-70.70q route=%s key=%s err=%v\n", c, p.Route, p.CacheKey, err)
+		if err != nil {
+			fmt.Printf("  %-60.60q %v\n", c, err)
+			continue
+		}
+		fmt.Printf("  %-60.60q route=%s key=%s\n", c, p.Route, p.CacheKey)
 	}
 
 	fmt.Println("\nThe morning job:")
