@@ -166,7 +166,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		},
 		provider: p,
 		routes:   make(map[string]routeMemo),
-		sess:     sessions{m: make(map[string]*entry)},
+		sess:     sessions{m: make(map[string]*entry), inFlight: make(map[string]*creation)},
 	}
 	for _, o := range opts {
 		if o != nil {

@@ -95,9 +95,17 @@ type entry struct {
 
 func (e *entry) touch() { e.lastUsed.Store(time.Now().UnixNano()) }
 
+// creation marks a session being created, so a Release that comes before
+// it is stored is not lost.
+type creation struct{ released bool }
+
+// errReleasedWhileCreating is what the callers waiting on a creation get
+// when the session was released before it was ready.
+var errReleasedWhileCreating = errors.New("hybroute: the session was released while it was being created")
+
 // sessions is the cache of live sessions, keyed by cache key.
 type sessions struct {
-	mu       sync.Mutex
+	inFlight map[string]*creation // guarded by Router.mu
 	m        map[string]*entry
 	creating singleflight.Group
 	wg       sync.WaitGroup // background work: the reaper, abandoned creations
@@ -143,8 +151,15 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				return nil, ErrClosed
 			}
 			r.sess.wg.Add(1)
+			mark := &creation{}
+			r.sess.inFlight[p.CacheKey] = mark
 			r.mu.Unlock()
 			defer r.sess.wg.Done()
+			defer func() {
+				r.mu.Lock()
+				delete(r.sess.inFlight, p.CacheKey)
+				r.mu.Unlock()
+			}()
 			// The creation outlives a caller that gives up, so the others
 			// waiting on it are not failed by one caller's deadline; Close
 			// ends it. The first caller's deadline only shapes how long
@@ -163,9 +178,12 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.tab.wrapErr(err))
 			}
 			r.mu.Lock()
-			if r.closed {
+			if r.closed || mark.released {
 				r.mu.Unlock()
 				_ = e.release(cctx)
+				if mark.released {
+					return nil, errReleasedWhileCreating
+				}
 				return nil, ErrClosed
 			}
 			e.touch()
@@ -289,6 +307,9 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 	r.mu.Lock()
 	var es []*entry
 	for _, k := range [...]string{key, key + LocalSuffix} {
+		if c := r.sess.inFlight[k]; c != nil {
+			c.released = true
+		}
 		if e := r.sess.m[k]; e != nil {
 			delete(r.sess.m, k)
 			es = append(es, e)

@@ -532,3 +532,34 @@ func TestImpatientCallerDoesNotFailAPatientOne(t *testing.T) {
 	assert.EqualValues(t, 1, w.api.Creates())
 	assert.Zero(t, w.logs.count(fallbackLine))
 }
+
+// gateProvider fails CreateSession once its gate opens.
+type gateProvider struct {
+	entered, gate chan struct{}
+}
+
+func (g *gateProvider) Name() string { return "Gate" }
+func (g *gateProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+	close(g.entered)
+	<-g.gate
+	return nil, &ProviderError{Provider: "Gate", Op: "create", Status: 500}
+}
+func (g *gateProvider) ReleaseSession(context.Context, *Session) error { return nil }
+
+func TestReleaseDuringCreationIsNotLost(t *testing.T) {
+	requireChromium(t)
+	g := &gateProvider{entered: make(chan struct{}), gate: make(chan struct{})}
+	r := newBrowserRouter(t, g, &logBuffer{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := r.Navigate(testCtx(t), "k", "https://example.com/")
+		done <- err
+	}()
+	<-g.entered
+	require.NoError(t, r.Release(testCtx(t), "k"))
+	close(g.gate) // the creation goes on to the local floor, then finds it was released
+	require.ErrorIs(t, <-done, errReleasedWhileCreating)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	assert.Empty(t, r.sess.m, "the released session was not stored")
+}
