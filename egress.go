@@ -197,8 +197,8 @@ func startEgress(cfg *config, logger *slog.Logger) (*egressProxy, error) {
 		},
 		Transport:     e.tr,
 		FlushInterval: -1,
-		ErrorHandler: e.failRequest,
-		ErrorLog: log.New(io.Discard, "", 0),
+		ErrorHandler:  e.failRequest,
+		ErrorLog:      log.New(io.Discard, "", 0),
 	}
 	e.srv = &http.Server{
 		Handler:           http.HandlerFunc(e.serveHTTP),
