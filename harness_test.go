@@ -8,6 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -150,6 +153,11 @@ func newBrowserRouter(t testing.TB, p Provider, logs *logBuffer, opts ...Option)
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	base := []Option{
 		WithResolver(testResolverWith(publicHost, "93.184.215.14")),
+		// Before any traffic flows: the local Chromium's connections go
+		// through the egress proxy, which dials what the test resolver
+		// says, and that says public addresses. This dialer sends them
+		// to loopback and fails the test on anything else.
+		WithEgressDialer(loopbackDialer(t)),
 		WithLogger(log),
 		WithChromiumFlags(map[string]any{"user-agent": localUA, "host-resolver-rules": hostRules}),
 	}
@@ -171,4 +179,75 @@ func testResolverWith(host, addr string) staticResolver {
 // pageTitle reads the page title of the session's tab.
 func pageTitle(ctx context.Context) (string, error) {
 	return chromedp.Run(ctx, chromedp.Title())
+}
+
+// publicStandIns are the public addresses the test resolvers give names
+// that the tests serve on loopback. No test may send traffic anywhere else
+// than loopback: the egress dialers below send these to 127.0.0.1.
+var publicStandIns = addrs("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c")
+
+// loopbackDialer is the egress dialer of the test routers: a public
+// stand-in goes to 127.0.0.1 on the same port, loopback stays loopback, and
+// any other address fails the test and is not dialled.
+func loopbackDialer(t testing.TB) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		to, err := loopbackFor(addr)
+		if err != nil {
+			t.Errorf("the egress proxy was asked to dial %s: %v", addr, err)
+			return nil, err
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, to)
+	}
+}
+
+// loopbackFor maps addr (ip:port) to the loopback address a test may dial.
+func loopbackFor(addr string) (string, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("not an ip:port: %w", err)
+	}
+	a := ap.Addr().Unmap()
+	switch {
+	case a.IsLoopback():
+		return addr, nil
+	case slices.Contains(publicStandIns, a):
+		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ap.Port()).String(), nil
+	}
+	return "", fmt.Errorf("%s is neither loopback nor a test stand-in: tests send traffic to loopback only", a)
+}
+
+// forbiddenDials records what the default egress dialer was asked for and
+// refused, in tests that build a router without loopbackDialer.
+var forbiddenDials struct {
+	sync.Mutex
+	addrs []string
+}
+
+// TestMain makes the default egress dialer of every router and sidecar in
+// the tests refuse anything but loopback, and fails the run if it was ever
+// asked for more. Routers made with New and no WithResolver still resolve
+// with net.DefaultResolver: such tests load IP literals only.
+func TestMain(m *testing.M) {
+	// A sidecar made without a router asks no real DNS server either (its
+	// tests load IP literals; Chromium's own background names fail).
+	egressDefaultResolver = staticResolver{}
+	egressDialHook = func(network, addr string) error {
+		ap, err := netip.ParseAddrPort(addr)
+		if err == nil && ap.Addr().Unmap().IsLoopback() {
+			return nil
+		}
+		forbiddenDials.Lock()
+		forbiddenDials.addrs = append(forbiddenDials.addrs, addr)
+		forbiddenDials.Unlock()
+		return fmt.Errorf("test egress: refusing %s: tests send traffic to loopback only", addr)
+	}
+	code := m.Run()
+	forbiddenDials.Lock()
+	if len(forbiddenDials.addrs) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the default egress dialer was asked for non-loopback addresses: %v\n", forbiddenDials.addrs)
+		code = 1
+	}
+	forbiddenDials.Unlock()
+	os.Exit(code)
 }

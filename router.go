@@ -82,6 +82,10 @@ type config struct {
 	chromiumPath  string
 	chromiumFlags map[string]any
 
+	// connect-time egress check of the local browser (egress.go)
+	egressDialer  func(ctx context.Context, network, addr string) (net.Conn, error)
+	egressPrivate func() bool // may the local browser reach private addresses; New sets Router.privateAllowed
+
 	// sessions (session.go, fallback.go)
 	idleTimeout   time.Duration
 	reapInterval  time.Duration
@@ -180,6 +184,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		r.cfg.logger = slog.Default()
 	}
 	r.log = r.cfg.logger
+	r.cfg.egressPrivate = r.privateAllowed
 	r.side = newSidecar(&r.cfg)
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.cfg.cdpURL != "" {

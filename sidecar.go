@@ -62,7 +62,10 @@ func WithChromiumPath(path string) Option {
 // sidecar would otherwise set. They apply after the sidecar's own flags, so
 // they win (including no-sandbox, headless and the network-quiet ones). The
 // flags the sidecar manages (remote-debugging-port, remote-debugging-address,
-// remote-debugging-pipe, user-data-dir) make the start fail.
+// remote-debugging-pipe, user-data-dir, and the proxy flags that send every
+// connection through the egress check: proxy-server, proxy-bypass-list,
+// no-proxy-server, proxy-pac-url, proxy-auto-detect, the QUIC switches and
+// force-webrtc-ip-handling-policy) make the start fail.
 func WithChromiumFlags(flags map[string]any) Option {
 	return func(c *config) {
 		if c.chromiumFlags == nil {
@@ -202,6 +205,7 @@ type chromiumProc struct {
 	browser *chromedp.Browser
 	lost    <-chan struct{} // closed when the pipe to Chromium drops
 	dataDir string          // temp user-data-dir, ours: removed by stop
+	egress  *egressProxy    // every connection of this process goes through it; closed by stop
 
 	stopping chan struct{} // closed when the sidecar stops it on purpose
 	died     atomic.Bool   // the pipe dropped before any stop: a death
@@ -251,6 +255,9 @@ func (p *chromiumProc) stop() error {
 		}
 		p.cancel() // kills what is left, waits for the allocation to end
 		p.alloc()  // waits for chromedp's goroutines of this browser
+		if p.egress != nil {
+			p.egress.close() // after the process: nothing is left to connect through it
+		}
 		if rerr := removeProfile(p.dataDir); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
@@ -576,10 +583,15 @@ func (s *sidecar) runStart(sctx context.Context, f *flight[*chromiumProc]) {
 // managedFlags are the flags WithChromiumFlags may not set: a debugging port
 // would let any local process drive the browser (and leave chromedp's pipe
 // transport), and the profile directory is the sidecar's to make and remove.
-var managedFlags = []string{"remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe", "user-data-dir"}
+// The proxy flags are managed too: every connection of the local browser
+// goes through the egress check (egress.go), and no flag may take it away.
+var managedFlags = []string{"remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe", "user-data-dir",
+	"proxy-server", "proxy-bypass-list", "no-proxy-server", "proxy-pac-url", "proxy-auto-detect",
+	"disable-quic", "enable-quic", "origin-to-force-quic-on", "force-webrtc-ip-handling-policy"}
 
-// allocatorOptions are the exec allocator options of the local Chromium.
-func (s *sidecar) allocatorOptions(path string) ([]chromedp.ExecAllocatorOption, error) {
+// allocatorOptions are the exec allocator options of the local Chromium,
+// whose connections all go through the egress proxy at proxyAddr.
+func (s *sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAllocatorOption, error) {
 	opts := slices.Clone(chromedp.DefaultExecAllocatorOptions[:])
 	opts = append(opts,
 		chromedp.ExecPath(path),
@@ -597,11 +609,18 @@ func (s *sidecar) allocatorOptions(path string) ([]chromedp.ExecAllocatorOption,
 		// The sandbox cannot run as root; everywhere else keep it. An
 		// explicit false also stops chromedp from adding it by itself.
 		chromedp.Flag("no-sandbox", os.Geteuid() == 0),
+		// Connect-time enforcement: every connection, localhost included
+		// (<-loopback> removes the implicit bypass), goes through the
+		// egress proxy; nothing over QUIC or non-proxied WebRTC UDP.
+		chromedp.Flag("proxy-server", "http://"+proxyAddr),
+		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
 	)
 	for _, name := range slices.Sorted(maps.Keys(s.cfg.chromiumFlags)) {
 		v := s.cfg.chromiumFlags[name]
 		if slices.Contains(managedFlags, name) {
-			return nil, fmt.Errorf("hybroute: chromium flag %q is managed by the sidecar (pipe transport, temp profile) and cannot be set", name)
+			return nil, fmt.Errorf("hybroute: chromium flag %q is managed by the sidecar (pipe transport, temp profile, egress proxy) and cannot be set", name)
 		}
 		switch v.(type) {
 		case string, bool:
@@ -621,14 +640,21 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 		return nil, err
 	}
 	s.starts.Add(1)
-	opts, err := s.allocatorOptions(path)
+	// The egress proxy is up before Chromium makes its first connection.
+	egress, err := startEgress(s.cfg, s.log)
 	if err != nil {
+		return nil, err
+	}
+	opts, err := s.allocatorOptions(path, egress.addr())
+	if err != nil {
+		egress.close()
 		return nil, err
 	}
 	// Our own temp profile (not chromedp's), so we know its name: stop finds
 	// Chromium's children by it and removes it.
 	dataDir, err := os.MkdirTemp("", "hybroute-chromium-")
 	if err != nil {
+		egress.close()
 		return nil, fmt.Errorf("hybroute: making a temp profile for local Chromium: %w", err)
 	}
 	opts = append(opts, chromedp.UserDataDir(dataDir))
@@ -646,6 +672,7 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 		if rerr := removeProfile(dataDir); rerr != nil {
 			s.log.Warn("hybroute: removing the temp profile of a failed Chromium start", "dir", dataDir, "err", rerr)
 		}
+		egress.close()
 		if serr := sctx.Err(); serr != nil {
 			return nil, serr
 		}
@@ -660,6 +687,7 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 		browser:  b,
 		lost:     b.LostConnection,
 		dataDir:  dataDir,
+		egress:   egress,
 		stopping: make(chan struct{}),
 	}
 	if pr := b.Process(); pr != nil {

@@ -66,6 +66,13 @@ func run(out string) error {
 		hybroute.NewBrowserbase("bb_demo_key", "demo-project", hybroute.WithProviderBaseURL("http://"+provider)),
 		hybroute.WithLogger(logger),
 		hybroute.WithResolver(demoResolver{}),
+		// Local Chromium connects through hybroute's egress check, which
+		// resolves dashboard.example with demoResolver (a public address)
+		// and then dials what it decided on. The demo serves that
+		// "public" dashboard on loopback, so the dialer sends the
+		// stand-in address there, and refuses anything that is not
+		// loopback: the demo sends no traffic off this machine.
+		hybroute.WithEgressDialer(loopbackOnly),
 		hybroute.WithChromiumFlags(map[string]any{"host-resolver-rules": "MAP " + dashboardHost + " 127.0.0.1"}),
 	)
 	if err != nil {
@@ -127,13 +134,33 @@ func serve(h http.Handler) (string, error) {
 	return ln.Addr().String(), nil
 }
 
+// dashboardAddr is the public address demoResolver gives the dashboard.
+var dashboardAddr = netip.MustParseAddr("93.184.215.14")
+
+// loopbackOnly dials the dashboard's stand-in public address on loopback
+// (same port) and any loopback address as it is; it refuses the rest.
+func loopbackOnly(ctx context.Context, network, addr string) (net.Conn, error) {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	switch a := ap.Addr().Unmap(); {
+	case a == dashboardAddr:
+		addr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ap.Port()).String()
+	case !a.IsLoopback():
+		return nil, fmt.Errorf("demo: refusing to dial %s: the demo stays on loopback", addr)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, network, addr)
+}
+
 // demoResolver answers as public DNS would for a public dashboard, and
 // "not found" for everything else.
 type demoResolver struct{}
 
 func (demoResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
 	if host == dashboardHost {
-		return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+		return []netip.Addr{dashboardAddr}, nil
 	}
 	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }

@@ -1,0 +1,465 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Connect-time enforcement on the local browser.
+//
+// URL literals are decided before a call and the guard watches the tab's
+// documents, but a page can build a URL at run time, open a popup, run an
+// out-of-process iframe or a worker, or use a name that resolves to
+// metadata only when it is dialled. So every connection the local Chromium
+// makes goes through an HTTP proxy of our own on 127.0.0.1
+// (--proxy-server, with --proxy-bypass-list=<-loopback> so that even
+// localhost is proxied, and QUIC off so nothing leaves over UDP). The proxy
+// decides each connection when it is made, on the addresses it will
+// actually dial:
+//
+//   - the name is resolved once, with the router's Resolver (an IP literal
+//     is not resolved; localhost and *.localhost are loopback);
+//   - the class is the most restrictive over all the answers (classify, the
+//     same code as every other verdict);
+//   - metadata is refused always; private only where the options let
+//     private URLs run on the local browser (Router.privateAllowed);
+//   - only the addresses that were classified are dialled: no second
+//     lookup, so DNS rebinding cannot swap them.
+//
+// A refusal is a 403 with a short text body (for a tunnel, Chromium turns
+// it into a network error), and one warning per host and minute in the log.
+
+// WithEgressDialer sets the dialer the egress check hands an allowed
+// connection to; default a net.Dialer. It is called with an IP address and
+// port that the check has classified (never a name), so a custom dialer
+// must not resolve or rewrite the address unless it means to: tests use it
+// to send the public stand-in addresses of their fake DNS to loopback.
+func WithEgressDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
+	return func(c *config) { c.egressDialer = dial }
+}
+
+const (
+	// egressWarnEvery is how often one refused host is logged again.
+	egressWarnEvery = time.Minute
+	// egressDialTimeout bounds one dial of the default dialer.
+	egressDialTimeout = 15 * time.Second
+)
+
+// Test hooks (set by the package's tests only, before any router exists):
+// egressDialHook sees every address the default dialer is about to dial and
+// can refuse it; egressDefaultResolver resolves for a sidecar made without
+// a router's config (a Router always has a resolver).
+var (
+	egressDialHook        func(network, addr string) error
+	egressDefaultResolver Resolver = net.DefaultResolver
+)
+
+func defaultEgressDial(ctx context.Context, network, addr string) (net.Conn, error) {
+	if h := egressDialHook; h != nil {
+		if err := h(network, addr); err != nil {
+			return nil, err
+		}
+	}
+	d := net.Dialer{Timeout: egressDialTimeout}
+	return d.DialContext(ctx, network, addr)
+}
+
+// decideEgress is the connect-time verdict on one host:port, as the local
+// Chromium asked for it. On success v.Addrs are the addresses to dial (the
+// ones the class was decided on) and port the port. The error wraps
+// ErrMetadata, ErrPrivate or ErrInvalidURL for a refusal, or says that the
+// name did not resolve (nothing to dial).
+func decideEgress(ctx context.Context, cfg *config, privateOK bool, hostport string) (v Verdict, port uint16, err error) {
+	host, ps, err := net.SplitHostPort(hostport)
+	if err != nil {
+		v = Verdict{URL: hostport, Class: ClassInvalid}
+		return v, 0, &BlockedError{URL: hostport, Class: ClassInvalid, Reason: ErrInvalidURL, Detail: err}
+	}
+	p, perr := strconv.ParseUint(ps, 10, 16)
+	if perr != nil || p == 0 {
+		v = Verdict{URL: hostport, Class: ClassInvalid}
+		return v, 0, &BlockedError{URL: hostport, Class: ClassInvalid, Reason: ErrInvalidURL,
+			Detail: fmt.Errorf("bad port %q", ps)}
+	}
+	res := cfg.resolver
+	if res == nil {
+		res = egressDefaultResolver
+	}
+	// The same classifier as every other verdict: the host as Chromium
+	// wrote it is already canonical, so the URL round-trips.
+	v = classify(ctx, res, cfg, "http://"+net.JoinHostPort(host, ps)+"/")
+	v.URL = hostport
+	var reason error
+	switch v.Class {
+	case ClassPublic:
+	case ClassPrivate:
+		if !privateOK {
+			reason = ErrPrivate
+		}
+	case ClassMetadata:
+		reason = ErrMetadata
+	default:
+		if v.Err != nil {
+			return v, 0, v.Err
+		}
+		reason = ErrInvalidURL
+	}
+	if reason != nil {
+		return v, 0, &BlockedError{URL: hostport, Class: v.Class, Reason: reason}
+	}
+	if len(v.Addrs) == 0 {
+		if c, ok := classifyName(v.Host); ok && c == ClassPrivate {
+			// localhost and *.localhost: loopback, as Chromium itself
+			// would resolve them, without asking DNS.
+			v.Addrs = loopbackAddrs()
+			return v, uint16(p), nil
+		}
+		rerr := v.ResolveErr
+		if rerr == nil {
+			rerr = errNoAnswers
+		}
+		return v, 0, fmt.Errorf("hybroute: egress: %s does not resolve, nothing to dial: %w", v.Host, rerr)
+	}
+	return v, uint16(p), nil
+}
+
+func loopbackAddrs() []netip.Addr {
+	return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}
+}
+
+// egressProxy is the proxy of one local Chromium process: it starts before
+// the process and is closed after it.
+type egressProxy struct {
+	cfg  *config
+	log  *slog.Logger
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	ln     net.Listener
+	srv    *http.Server
+	tr     *http.Transport
+	rp     *httputil.ReverseProxy
+	ctx    context.Context // every request's base; cancelled by close
+	cancel context.CancelFunc
+	served chan struct{} // closed when Serve returns
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[*egressConn]struct{} // open connections, both sides
+	wg     sync.WaitGroup           // requests being handled, tunnels
+
+	warnMu sync.Mutex
+	warned map[string]time.Time
+}
+
+// startEgress starts the proxy on a loopback port.
+func startEgress(cfg *config, logger *slog.Logger) (*egressProxy, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("hybroute: starting the egress proxy: %w", err)
+	}
+	e := &egressProxy{
+		cfg:    cfg,
+		log:    logger,
+		dial:   cfg.egressDialer,
+		conns:  make(map[*egressConn]struct{}),
+		warned: make(map[string]time.Time),
+		served: make(chan struct{}),
+	}
+	if e.dial == nil {
+		e.dial = defaultEgressDial
+	}
+	e.ctx, e.cancel = context.WithCancel(context.Background())
+	e.ln = &egressListener{Listener: ln, e: e}
+	e.tr = &http.Transport{
+		Proxy:               nil,
+		DialContext:         e.dialChecked,
+		DisableCompression:  true, // pass Chromium's Accept-Encoding and the body through untouched
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     30 * time.Second,
+	}
+	e.rp = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			// Absolute-form: the URL is the target. Keep it, the
+			// query and the Host exactly as Chromium sent them.
+			pr.Out.URL.RawQuery = pr.In.URL.RawQuery
+			pr.Out.Host = pr.In.Host
+		},
+		Transport:     e.tr,
+		FlushInterval: -1,
+		ErrorHandler:  e.failRequest,
+		ErrorLog:      log.New(io.Discard, "", 0),
+	}
+	e.srv = &http.Server{
+		Handler:           http.HandlerFunc(e.serveHTTP),
+		BaseContext:       func(net.Listener) context.Context { return e.ctx },
+		ReadHeaderTimeout: 30 * time.Second,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
+	go func() {
+		defer close(e.served)
+		_ = e.srv.Serve(e.ln)
+	}()
+	return e, nil
+}
+
+// addr is the proxy's host:port.
+func (e *egressProxy) addr() string { return e.ln.Addr().String() }
+
+// close stops the proxy: no new connection, every open one closed, and it
+// returns when every goroutine of the proxy is done or on its way out.
+func (e *egressProxy) close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		e.wg.Wait()
+		return
+	}
+	e.closed = true
+	e.mu.Unlock()
+	e.cancel()
+	_ = e.srv.Close()
+	<-e.served
+	e.mu.Lock()
+	conns := make([]*egressConn, 0, len(e.conns))
+	for c := range e.conns {
+		conns = append(conns, c)
+	}
+	e.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+	e.wg.Wait()
+	e.tr.CloseIdleConnections()
+}
+
+// begin counts one piece of work (a request, a tunnel direction) unless the
+// proxy is closed.
+func (e *egressProxy) begin() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return false
+	}
+	e.wg.Add(1)
+	return true
+}
+
+func (e *egressProxy) serveHTTP(w http.ResponseWriter, req *http.Request) {
+	if !e.begin() {
+		http.Error(w, "hybroute: egress proxy closed", http.StatusServiceUnavailable)
+		return
+	}
+	defer e.wg.Done()
+	switch {
+	case req.Method == http.MethodConnect:
+		e.tunnel(w, req)
+	case req.URL.Scheme == "http" && req.URL.Host != "":
+		// Per request: Chromium sends many origins down one proxy
+		// connection; the transport dials (and so decides) per host,
+		// and reuses a connection only for the host it was dialled for.
+		e.rp.ServeHTTP(w, req)
+	default:
+		http.Error(w, "hybroute: egress proxy: only CONNECT and absolute http:// requests", http.StatusBadRequest)
+	}
+}
+
+// dialChecked is the egress check: decide, then dial only the decided
+// addresses.
+func (e *egressProxy) dialChecked(ctx context.Context, network, hostport string) (net.Conn, error) {
+	privateOK := true // a sidecar on its own (no router) is the no-provider case
+	if f := e.cfg.egressPrivate; f != nil {
+		privateOK = f()
+	}
+	v, port, err := decideEgress(ctx, e.cfg, privateOK, hostport)
+	var be *BlockedError
+	switch {
+	case errors.As(err, &be):
+		e.warn(ctx, hostport, v, err)
+		return nil, err
+	case err != nil:
+		// A name that does not resolve: nothing to dial, nothing refused.
+		e.log.LogAttrs(ctx, slog.LevelDebug, "hybroute: egress: no address to dial",
+			slog.String("host", hostport), slog.String("error", err.Error()))
+		return nil, err
+	}
+	if e.log.Enabled(ctx, slog.LevelDebug) {
+		e.log.LogAttrs(ctx, slog.LevelDebug, "hybroute: egress allowed",
+			slog.String("host", hostport), slog.String("class", v.Class.String()), slog.Any("addrs", v.Addrs))
+	}
+	var errs []error
+	for _, a := range v.Addrs {
+		c, err := e.dial(ctx, "tcp", netip.AddrPortFrom(a, port).String())
+		if err == nil {
+			return e.track(c)
+		}
+		errs = append(errs, err)
+	}
+	return nil, fmt.Errorf("hybroute: egress: dialling %s: %w", hostport, errors.Join(errs...))
+}
+
+// warn logs a refusal, once per host and egressWarnEvery.
+func (e *egressProxy) warn(ctx context.Context, hostport string, v Verdict, err error) {
+	now := time.Now()
+	e.warnMu.Lock()
+	if last, ok := e.warned[hostport]; ok && now.Sub(last) < egressWarnEvery {
+		e.warnMu.Unlock()
+		return
+	}
+	if len(e.warned) >= 1024 {
+		clear(e.warned) // bounded: a page cannot grow it without end
+	}
+	e.warned[hostport] = now
+	e.warnMu.Unlock()
+	e.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: egress refused",
+		slog.String("host", hostport), slog.String("class", v.Class.String()),
+		slog.Any("addrs", v.Addrs), slog.String("error", err.Error()))
+}
+
+// failRequest ends a plain-HTTP request the proxy could not carry. Any
+// answer, a 403 too, would be a response the page could read or render as
+// if the server had sent it; a connection closed without an answer is a
+// network error (ERR_EMPTY_RESPONSE), as a direct connection that failed
+// would have been.
+func (e *egressProxy) failRequest(w http.ResponseWriter, req *http.Request, err error) {
+	c, _, herr := http.NewResponseController(w).Hijack()
+	if herr != nil {
+		e.fail(w, req.URL.Host, err)
+		return
+	}
+	_ = c.Close()
+}
+
+// fail answers a CONNECT the proxy will not tunnel: 403 with a short text
+// body for a refusal, 502 for a name that does not resolve or a dial that
+// failed. Chromium turns either into a network error
+// (ERR_TUNNEL_CONNECTION_FAILED) and shows the page nothing of it.
+func (e *egressProxy) fail(w http.ResponseWriter, hostport string, err error) {
+	status, what := http.StatusBadGateway, "could not connect"
+	var be *BlockedError
+	if errors.As(err, &be) {
+		status, what = http.StatusForbidden, be.Reason.Error()
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, "hybroute: egress refused %s: %s\n", hostport, what)
+}
+
+// tunnel answers CONNECT host:port (https, wss, and ws, which Chromium also
+// tunnels): decide, dial, 200, then splice both ways.
+func (e *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
+	up, err := e.dialChecked(req.Context(), "tcp", req.Host)
+	if err != nil {
+		e.fail(w, req.Host, err)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		_ = up.Close()
+		http.Error(w, "hybroute: egress proxy cannot tunnel here", http.StatusInternalServerError)
+		return
+	}
+	cl, brw, err := hj.Hijack()
+	if err != nil {
+		_ = up.Close()
+		return
+	}
+	if _, err := io.WriteString(cl, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		_ = cl.Close()
+		_ = up.Close()
+		return
+	}
+	// Anything Chromium sent after the CONNECT head goes first.
+	var fromClient io.Reader = cl
+	if n := brw.Reader.Buffered(); n > 0 {
+		fromClient = io.MultiReader(io.LimitReader(brw.Reader, int64(n)), cl)
+	}
+	if !e.begin() {
+		_ = cl.Close()
+		_ = up.Close()
+		return
+	}
+	go func() {
+		defer e.wg.Done()
+		_, _ = io.Copy(up, fromClient)
+		closeWrite(up) // the client is done sending; the server may still answer
+	}()
+	_, _ = io.Copy(cl, up)
+	// The server is done: the tunnel is over.
+	_ = cl.Close()
+	_ = up.Close()
+}
+
+func closeWrite(c net.Conn) {
+	if ec, ok := c.(*egressConn); ok {
+		c = ec.Conn
+	}
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+		return
+	}
+	_ = c.Close()
+}
+
+// egressConn is a connection the proxy holds (from Chromium, or dialled
+// upstream), so close can close every one of them.
+type egressConn struct {
+	net.Conn
+	e    *egressProxy
+	once sync.Once
+}
+
+func (c *egressConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.e.mu.Lock()
+		delete(c.e.conns, c)
+		c.e.mu.Unlock()
+	})
+	return err
+}
+
+// track registers c; on a closed proxy it closes c and fails.
+func (e *egressProxy) track(c net.Conn) (net.Conn, error) {
+	ec := &egressConn{Conn: c, e: e}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		_ = c.Close()
+		return nil, errors.New("hybroute: egress proxy closed")
+	}
+	e.conns[ec] = struct{}{}
+	e.mu.Unlock()
+	return ec, nil
+}
+
+// egressListener tracks every connection it accepts.
+type egressListener struct {
+	net.Listener
+	e *egressProxy
+}
+
+func (l *egressListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		if tc, err := l.e.track(c); err == nil {
+			return tc, nil
+		}
+		// Closed meanwhile: Serve sees the listener's error next.
+	}
+}
