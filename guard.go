@@ -30,9 +30,9 @@ import (
 //     IPv4 address). A pattern is only a filter: the verdict decides, so a
 //     false match costs one round trip and nothing else.
 //
-// Names that resolve to metadata at run time, and out-of-process frames and
-// workers, are beyond what URL patterns see: connect-time enforcement on the
-// dialled IP is the layer for those.
+// Names that resolve to metadata at run time, popups, out-of-process frames,
+// workers and WebSockets are beyond what URL patterns see: on the local
+// browser, the connect-time check of egress.go is the layer for those.
 var guardPatterns = func() []*fetch.RequestPattern {
 	ps := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
 	for _, p := range [...]string{

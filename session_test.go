@@ -256,7 +256,8 @@ func TestCloseLeavesNoChromium(t *testing.T) {
 	requireChromium(t)
 	s := newSite(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	r, err := New(nil, WithChromiumFlags(map[string]any{"user-agent": localUA}))
+	r, err := New(nil, WithResolver(testResolver), WithEgressDialer(loopbackDialer(t)),
+		WithChromiumFlags(map[string]any{"user-agent": localUA}))
 	require.NoError(t, err)
 	ctx := testCtx(t)
 	for _, k := range []string{"a", "b"} {
