@@ -86,6 +86,11 @@ func decideEgress(ctx context.Context, cfg *config, privateOK bool, hostport str
 		v = Verdict{URL: hostport, Class: ClassInvalid}
 		return v, 0, &BlockedError{URL: hostport, Class: ClassInvalid, Reason: ErrInvalidURL, Detail: err}
 	}
+	if len(host) > maxLoggedHost+2 { // a DNS name, or an IPv6 literal in brackets
+		v = Verdict{URL: hostport[:maxLoggedHost], Class: ClassInvalid}
+		return v, 0, &BlockedError{URL: v.URL, Class: ClassInvalid, Reason: ErrInvalidURL,
+			Detail: errors.New("host name too long")}
+	}
 	p, perr := strconv.ParseUint(ps, 10, 16)
 	if perr != nil || p == 0 {
 		v = Verdict{URL: hostport, Class: ClassInvalid}
@@ -239,6 +244,7 @@ func (e *egressProxy) close() {
 	for _, c := range conns {
 		_ = c.Close()
 	}
+	e.tr.CloseIdleConnections()
 	e.wg.Wait()
 	e.tr.CloseIdleConnections()
 }
@@ -277,6 +283,12 @@ func (e *egressProxy) serveHTTP(w http.ResponseWriter, req *http.Request) {
 // dialChecked is the egress check: decide, then dial only the decided
 // addresses.
 func (e *egressProxy) dialChecked(ctx context.Context, network, hostport string) (net.Conn, error) {
+	// The HTTP transport dials in the background of a request: count the
+	// dial, so close waits for it and no dial starts after close.
+	if !e.begin() {
+		return nil, errEgressClosed
+	}
+	defer e.wg.Done()
 	privateOK := true // a sidecar on its own (no router) is the no-provider case
 	if f := e.cfg.egressPrivate; f != nil {
 		privateOK = f()
@@ -308,9 +320,19 @@ func (e *egressProxy) dialChecked(ctx context.Context, network, hostport string)
 	return nil, fmt.Errorf("hybroute: egress: dialling %s: %w", hostport, errors.Join(errs...))
 }
 
-// warn logs a refusal, once per host and egressWarnEvery.
+// warn logs a refusal, once per host (whatever the port) and
+// egressWarnEvery. The key and the logged host are cut short, so a hostile
+// name cannot grow the table or the log.
 func (e *egressProxy) warn(ctx context.Context, hostport string, v Verdict, err error) {
 	now := time.Now()
+	host := hostport
+	if h, _, serr := net.SplitHostPort(hostport); serr == nil {
+		host = h
+	}
+	if len(host) > maxLoggedHost {
+		host = host[:maxLoggedHost] + "…"
+	}
+	hostport = host
 	e.warnMu.Lock()
 	if last, ok := e.warned[hostport]; ok && now.Sub(last) < egressWarnEvery {
 		e.warnMu.Unlock()
@@ -321,10 +343,20 @@ func (e *egressProxy) warn(ctx context.Context, hostport string, v Verdict, err 
 	}
 	e.warned[hostport] = now
 	e.warnMu.Unlock()
+	msg := err.Error()
+	if len(msg) > 2*maxLoggedHost {
+		msg = msg[:2*maxLoggedHost] + "…"
+	}
 	e.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: egress refused",
 		slog.String("host", hostport), slog.String("class", v.Class.String()),
-		slog.Any("addrs", v.Addrs), slog.String("error", err.Error()))
+		slog.Any("addrs", v.Addrs), slog.String("error", msg))
 }
+
+// errEgressClosed is the error of a dial asked for after close.
+var errEgressClosed = errors.New("hybroute: egress proxy closed")
+
+// maxLoggedHost is the longest host name DNS allows; longer ones are cut.
+const maxLoggedHost = 253
 
 // failRequest ends a plain-HTTP request the proxy could not carry. Any
 // answer, a 403 too, would be a response the page could read or render as
@@ -394,7 +426,10 @@ func (e *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
 	go func() {
 		defer e.wg.Done()
 		_, _ = io.Copy(up, fromClient)
-		closeWrite(up) // the client is done sending; the server may still answer
+		// Chromium closes a tunnel only when it is done with it: end both
+		// sides, so a server that never closes cannot hold the tunnel.
+		_ = cl.Close()
+		_ = up.Close()
 	}()
 	_, _ = io.Copy(cl, up)
 	// The server is done: the tunnel is over.

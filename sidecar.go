@@ -619,6 +619,12 @@ func (s *sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAlloc
 	)
 	for _, name := range slices.Sorted(maps.Keys(s.cfg.chromiumFlags)) {
 		v := s.cfg.chromiumFlags[name]
+		if !isFlagName(name) {
+			// chromedp writes the key verbatim after "--": a key such as
+			// "proxy-server=direct://" would smuggle a managed flag past
+			// the check below.
+			return nil, fmt.Errorf("hybroute: chromium flag %q: a flag name is lower-case letters, digits and dashes", name)
+		}
 		if slices.Contains(managedFlags, name) {
 			return nil, fmt.Errorf("hybroute: chromium flag %q is managed by the sidecar (pipe transport, temp profile, egress proxy) and cannot be set", name)
 		}
@@ -859,4 +865,18 @@ func hasArg(cmdline, arg []byte) bool {
 		}
 		i = end
 	}
+}
+
+// isFlagName reports whether name is a plain Chromium switch name.
+func isFlagName(name string) bool {
+	if name == "" || name[0] == '-' {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
