@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -54,25 +53,14 @@ func egressResolver() staticResolver {
 	return res
 }
 
-// probeSite serves the pages of the egress tests on 127.0.0.1 and records
-// every request that reaches it, whatever name it came under.
-type probeSite struct {
-	*httptest.Server
-	port string
-	mu   sync.Mutex
-	hits []hit
-}
+// probeSite is the test site with the egress tests' pages: a parent that
+// frames another site, a frame that fetches the metadata name, and a
+// WebSocket endpoint.
+type probeSite = site
 
-func newProbeSite(t testing.TB) *probeSite {
-	s := &probeSite{}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.RawQuery == "close" {
-			w.Header().Set("Connection", "close")
-		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>%s</title><p>page %s`, r.URL.Path, r.URL.Path)
-	})
+func newProbeSite(t testing.TB) *probeSite { return newSite(t, probeRoutes) }
+
+func probeRoutes(mux *http.ServeMux, s *site) {
 	// /parent frames /inner of another site; the frame reports what its
 	// fetch of the metadata name did.
 	mux.HandleFunc("/parent", func(w http.ResponseWriter, r *http.Request) {
@@ -107,42 +95,6 @@ fetch("http://%s/imds-iframe", {mode: "no-cors"}).then(
 		_ = brw.Flush()
 		_, _ = io.Copy(io.Discard, c) // until the browser goes
 	})
-	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.hits = append(s.hits, hit{host: r.Host, path: r.URL.Path, ua: r.UserAgent()})
-		s.mu.Unlock()
-		mux.ServeHTTP(w, r)
-	}))
-	_, s.port, _ = net.SplitHostPort(s.Listener.Addr().String())
-	t.Cleanup(s.Close)
-	return s
-}
-
-func (s *probeSite) url(host, path string) string {
-	return "http://" + net.JoinHostPort(host, s.port) + path
-}
-
-func (s *probeSite) reached(path string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, h := range s.hits {
-		if h.path == path {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *probeSite) hitsFor(host string) []hit {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []hit
-	for _, h := range s.hits {
-		if hn, _, _ := net.SplitHostPort(h.host); hn == host {
-			out = append(out, h)
-		}
-	}
-	return out
 }
 
 // Scripts the page runs. Each settles to "reached"/"open" or to a string
@@ -491,7 +443,7 @@ func TestEgressProxyAnswers(t *testing.T) {
 	}
 	code, body := get(s.url(publicHost, "/via-proxy?q=%zz&x=1"))
 	assert.Equal(t, 200, code)
-	assert.Contains(t, body, "page /via-proxy")
+	assert.Contains(t, body, "<title>/via-proxy</title>")
 	_, err = client.Get(s.url(imdsHost, "/imds-get"))
 	require.Error(t, err, "a refused plain-HTTP request gets no answer: a network error, like a failed connection")
 	_, err = client.Get(s.url("nowhere.test", "/x"))
@@ -537,7 +489,7 @@ func TestEgressProxyAnswers(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	_ = resp.Body.Close()
 	_ = c.Close()
-	assert.Contains(t, string(b), "page /tunnelled")
+	assert.Contains(t, string(b), "<title>/tunnelled</title>")
 
 	// A WebSocket upgrade sent as a plain absolute-form request (not how
 	// Chromium sends one, but a proxy must not let it slip): decided like

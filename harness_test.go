@@ -46,13 +46,12 @@ type site struct {
 
 type hit struct{ host, path, ua string }
 
-func newSite(t testing.TB) *site {
+// newSite serves the test pages: any path is a page titled with its path,
+// /redirect-to/<host:port/path> redirects there, and routes may add more.
+func newSite(t testing.TB, routes ...func(mux *http.ServeMux, s *site)) *site {
 	s := &site{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.mu.Lock()
-		s.hits = append(s.hits, hit{host: r.Host, path: r.URL.Path, ua: r.UserAgent()})
-		s.mu.Unlock()
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/redirect-to/"):
 			http.Redirect(w, r, "http://"+strings.TrimPrefix(r.URL.Path, "/redirect-to/"), http.StatusFound)
@@ -61,13 +60,49 @@ func newSite(t testing.TB) *site {
 			http.NotFound(w, r)
 			return
 		}
+		if r.URL.RawQuery == "close" {
+			w.Header().Set("Connection", "close")
+		}
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprintf(w, `<!doctype html><title>%s</title><h1 style="font:48px sans-serif">Revenue: 42</h1>`, r.URL.Path)
 	})
-	s.Server = httptest.NewServer(mux)
+	for _, add := range routes {
+		add(mux, s)
+	}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.hits = append(s.hits, hit{host: r.Host, path: r.URL.Path, ua: r.UserAgent()})
+		s.mu.Unlock()
+		mux.ServeHTTP(w, r)
+	}))
 	_, s.port, _ = net.SplitHostPort(s.Listener.Addr().String())
 	t.Cleanup(s.Close)
 	return s
+}
+
+// reached reports whether any request for path reached the site.
+func (s *site) reached(path string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.hits {
+		if h.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// hitsFor returns the requests that came under the name host.
+func (s *site) hitsFor(host string) []hit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []hit
+	for _, h := range s.hits {
+		if hn, _, _ := net.SplitHostPort(h.host); hn == host {
+			out = append(out, h)
+		}
+	}
+	return out
 }
 
 // url builds a URL of the site under host (a name the browsers map to it).
