@@ -49,19 +49,15 @@ func newTestSidecar(tb testing.TB, opts ...Option) *sidecar {
 	return s
 }
 
-// testSite serves pages on 127.0.0.1. /echo puts the request's Cookie header
-// in the title, so a test sees the browser's cookie jar from the server side.
-func testSite(tb testing.TB) *httptest.Server {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `<!doctype html><title>hello sidecar</title><p>hi</p>`)
+// testSite is the harness site with /echo, which puts the request's Cookie
+// header in the title, so a test sees the browser's cookie jar from the
+// server side.
+func testSite(tb testing.TB) *site {
+	return newSite(tb, func(mux *http.ServeMux, _ *site) {
+		mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
+			fmt.Fprintf(w, `<!doctype html><title>cookie=%s</title>`, r.Header.Get("Cookie"))
+		})
 	})
-	mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `<!doctype html><title>cookie=%s</title>`, r.Header.Get("Cookie"))
-	})
-	srv := httptest.NewServer(mux)
-	tb.Cleanup(srv.Close)
-	return srv
 }
 
 func testCtx(tb testing.TB) context.Context {
@@ -183,7 +179,7 @@ func TestSidecarNavigatesAndReadsTitle(t *testing.T) {
 	assert.True(t, s.alive())
 
 	navigate(t, ctx, tab, site.URL+"/")
-	assert.Equal(t, "hello sidecar", title(t, ctx, tab))
+	assert.Equal(t, "/", title(t, ctx, tab), "the page's title is its path")
 	loc, err := run(ctx, tab, chromedp.Location())
 	require.NoError(t, err)
 	assert.Equal(t, site.URL+"/", loc)
@@ -374,7 +370,7 @@ func TestSidecarBrowserDeath(t *testing.T) {
 	assert.True(t, s.alive())
 	assert.NotEqual(t, old.pid, currentProc(t, s).pid, "on a fresh Chromium")
 	navigate(t, ctx, a2, site.URL+"/")
-	assert.Equal(t, "hello sidecar", title(t, ctx, a2))
+	assert.Equal(t, "/", title(t, ctx, a2))
 
 	_, err = s.open(ctx, "B")
 	assert.ErrorIs(t, err, ErrBrowserDead, "B's tab died too, and B is told once")

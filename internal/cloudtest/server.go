@@ -246,10 +246,11 @@ const (
 	epVersion
 )
 
-// scripted pops and applies the next scripted answer for the endpoint. It
-// returns the Reply to shape a success answer with, and whether the answer
-// has already been written.
-func (s *Server) scripted(w http.ResponseWriter, r *http.Request, ep endpoint) (Reply, bool) {
+// scripted counts a call of the endpoint, checks the API key in
+// authHeader (none when empty), then pops and applies the next scripted
+// answer. It returns the Reply to shape a success answer with, and whether
+// the answer has already been written.
+func (s *Server) scripted(w http.ResponseWriter, r *http.Request, ep endpoint, authHeader string) (Reply, bool) {
 	switch ep {
 	case epCreate:
 		s.creates.Add(1)
@@ -257,6 +258,9 @@ func (s *Server) scripted(w http.ResponseWriter, r *http.Request, ep endpoint) (
 		s.releases.Add(1)
 	case epVersion:
 		s.versions.Add(1)
+	}
+	if authHeader != "" && !s.authorized(w, r, authHeader) {
+		return Reply{}, true
 	}
 	s.mu.Lock()
 	var rep Reply
@@ -351,6 +355,15 @@ func (s *Server) authorized(w http.ResponseWriter, r *http.Request, header strin
 	return false
 }
 
+// end marks session id released, or answers 404 when it is not live.
+func (s *Server) end(w http.ResponseWriter, id string) bool {
+	if !s.setLive(id, false) {
+		writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Session not found"))
+		return false
+	}
+	return true
+}
+
 func (s *Server) newID() string {
 	return fmt.Sprintf("00000000-0000-4000-8000-%012d", s.nextID.Add(1))
 }
@@ -378,11 +391,7 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 	now := time.Now().UTC().Format(time.RFC3339)
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions":
-		if !s.authorized(w, r, "X-BB-API-Key") {
-			s.creates.Add(1)
-			return
-		}
-		rep, done := s.scripted(w, r, epCreate)
+		rep, done := s.scripted(w, r, epCreate, "X-BB-API-Key")
 		if done {
 			return
 		}
@@ -408,11 +417,7 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 		}
 		writeJSON(w, http.StatusCreated, out)
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/sessions/"):
-		if !s.authorized(w, r, "X-BB-API-Key") {
-			s.releases.Add(1)
-			return
-		}
-		if _, done := s.scripted(w, r, epRelease); done {
+		if _, done := s.scripted(w, r, epRelease, "X-BB-API-Key"); done {
 			return
 		}
 		id := strings.TrimPrefix(r.URL.Path, "/v1/sessions/")
@@ -424,8 +429,7 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "body/status must be equal to one of the allowed values"))
 			return
 		}
-		if !s.setLive(id, false) {
-			writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Session not found"))
+		if !s.end(w, id) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": "COMPLETED", "projectId": s.ProjectID, "updatedAt": now})
@@ -438,11 +442,7 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 	now := time.Now().UTC()
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/api/v2/browsers":
-		if !s.authorized(w, r, "X-Browser-Use-API-Key") {
-			s.creates.Add(1)
-			return
-		}
-		rep, done := s.scripted(w, r, epCreate)
+		rep, done := s.scripted(w, r, epCreate, "X-Browser-Use-API-Key")
 		if done {
 			return
 		}
@@ -463,11 +463,7 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/cdp/") && strings.HasSuffix(r.URL.Path, "/json/version"):
 		s.serveVersion(w, r)
 	case r.Method == http.MethodPatch && strings.HasPrefix(r.URL.Path, "/api/v2/browsers/"):
-		if !s.authorized(w, r, "X-Browser-Use-API-Key") {
-			s.releases.Add(1)
-			return
-		}
-		if _, done := s.scripted(w, r, epRelease); done {
+		if _, done := s.scripted(w, r, epRelease, "X-Browser-Use-API-Key"); done {
 			return
 		}
 		id := strings.TrimPrefix(r.URL.Path, "/api/v2/browsers/")
@@ -478,8 +474,7 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", "action"}, "msg": "Input should be 'stop'", "type": "enum"}}})
 			return
 		}
-		if !s.setLive(id, false) {
-			writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Session not found"))
+		if !s.end(w, id) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": "stopped", "finishedAt": now.Format(time.RFC3339)})
@@ -492,11 +487,7 @@ func (s *Server) serveSteel(w http.ResponseWriter, r *http.Request, _ []byte) {
 	now := time.Now().UTC().Format(time.RFC3339)
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions":
-		if !s.authorized(w, r, "steel-api-key") {
-			s.creates.Add(1)
-			return
-		}
-		rep, done := s.scripted(w, r, epCreate)
+		rep, done := s.scripted(w, r, epCreate, "steel-api-key")
 		if done {
 			return
 		}
@@ -512,16 +503,11 @@ func (s *Server) serveSteel(w http.ResponseWriter, r *http.Request, _ []byte) {
 		}
 		writeJSON(w, http.StatusOK, out)
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/sessions/") && strings.HasSuffix(r.URL.Path, "/release"):
-		if !s.authorized(w, r, "steel-api-key") {
-			s.releases.Add(1)
-			return
-		}
-		if _, done := s.scripted(w, r, epRelease); done {
+		if _, done := s.scripted(w, r, epRelease, "steel-api-key"); done {
 			return
 		}
 		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v1/sessions/"), "/release")
-		if !s.setLive(id, false) {
-			writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Session not found"))
+		if !s.end(w, id) {
 			return
 		}
 		writeJSON(w, http.StatusOK, map[string]any{"id": id, "status": "released", "success": true})
@@ -549,7 +535,7 @@ func (s *Server) serveCDP(w http.ResponseWriter, r *http.Request) {
 // serveVersion answers /json/version as Chromium does, pointing at the real
 // browser's websocket.
 func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
-	if _, done := s.scripted(w, r, epVersion); done {
+	if _, done := s.scripted(w, r, epVersion, ""); done {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
