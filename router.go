@@ -448,9 +448,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		// The page tried to go where the floor does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The
 		// tab leaves the error page for a clean one, as after a landing.
-		if blank := chromedp.Do(cctx, chromedp.Navigate("about:blank")); blank != nil {
-			gerr = errors.Join(gerr, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
-		}
+		gerr = toBlank(cctx, gerr)
 		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", p.Route, p.CacheKey, errors.Join(gerr, runErr))
 	}
 	if err := runErr; err != nil {
@@ -461,7 +459,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		err = fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
 		// A failed run can still leave the tab somewhere it must not stay.
 		if cctx.Err() == nil && !e.tab.dead() {
-			if landed, lerr := r.checkLanding(ctx, cctx, e); errors.Is(lerr, ErrMetadata) || errors.Is(lerr, ErrPrivate) {
+			if landed, lerr := r.checkLanding(ctx, cctx, e); lerr != nil {
 				res.LandedURL = landed
 				err = errors.Join(err, lerr)
 			}
@@ -480,10 +478,15 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, er
 	if blocked == nil {
 		return landed, nil
 	}
-	blank := chromedp.Do(tabCtx, chromedp.Navigate("about:blank"))
-	err := fmt.Errorf("hybroute: the page landed on a blocked address: %w", blocked)
-	if blank != nil {
+	return landed, toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", blocked))
+}
+
+// toBlank sends a tab that was refused a page to about:blank, so it never
+// stays on a blocked page or its error page, and returns err with any
+// failure to do so.
+func toBlank(tabCtx context.Context, err error) error {
+	if blank := chromedp.Do(tabCtx, chromedp.Navigate("about:blank")); blank != nil {
 		err = errors.Join(err, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
 	}
-	return landed, err
+	return err
 }

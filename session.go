@@ -103,14 +103,15 @@ type creation struct{ released bool }
 // when the session was released before it was ready.
 var errReleasedWhileCreating = errors.New("hybroute: the session was released while it was being created")
 
-// sessions is the cache of live sessions, keyed by cache key.
+// sessions is the cache of live sessions, keyed by cache key. Its maps and
+// the reaper's state are guarded by Router.mu.
 type sessions struct {
-	inFlight map[string]*creation // guarded by Router.mu
+	inFlight map[string]*creation // creations not yet stored
 	m        map[string]*entry
 	creating singleflight.Group
-	wg       sync.WaitGroup // background work: the reaper, abandoned creations
-	stop     chan struct{}
-	started  bool
+	wg       sync.WaitGroup // background work: the reaper, creations, guards
+	stop     chan struct{}  // ends the reaper
+	started  bool           // the reaper runs
 }
 
 // acquire returns the live session of the plan's cache key, creating it once
