@@ -54,6 +54,11 @@ const (
 	egressWarnEvery = time.Minute
 	// egressDialTimeout bounds one dial of the default dialer.
 	egressDialTimeout = 15 * time.Second
+	// egressLookupTimeout bounds the name lookup of one connection, as the
+	// guard bounds its own: a resolver that never answers must not hold a
+	// connection (or close) for ever. A lookup that runs out refuses the
+	// connection: nothing unclassified is dialled.
+	egressLookupTimeout = 10 * time.Second
 )
 
 // Test hooks (set by the package's tests only, before any router exists):
@@ -289,11 +294,18 @@ func (e *egressProxy) dialChecked(ctx context.Context, network, hostport string)
 		return nil, errEgressClosed
 	}
 	defer e.wg.Done()
+	// The HTTP transport dials on a context cut off from the request, so
+	// nothing else would end a dial or a lookup when the proxy closes.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(e.ctx, cancel)()
 	privateOK := true // a sidecar on its own (no router) is the no-provider case
 	if f := e.cfg.egressPrivate; f != nil {
 		privateOK = f()
 	}
-	v, port, err := decideEgress(ctx, e.cfg, privateOK, hostport)
+	lctx, lcancel := context.WithTimeout(ctx, egressLookupTimeout)
+	v, port, err := decideEgress(lctx, e.cfg, privateOK, hostport)
+	lcancel()
 	var be *BlockedError
 	switch {
 	case errors.As(err, &be):

@@ -712,7 +712,21 @@ func TestEgressCloseWaitsForDials(t *testing.T) {
 			_ = r.Body.Close()
 		}
 	}()
-	<-br.entered
-	e.close()
-	<-done
+	select {
+	case <-br.entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the proxy never asked the resolver")
+	}
+	closed := make(chan struct{})
+	go func() { e.close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("close did not end the lookup in flight")
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the client's request did not end after close")
+	}
 }
