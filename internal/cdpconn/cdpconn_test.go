@@ -474,4 +474,20 @@ func TestGivingUpLeaksNothing(t *testing.T) {
 	cancelCtx()
 	cancelTab()
 	cancelAlloc()
+
+	// A provider that drops the websocket ends the tab's context (the
+	// session is dead, not hanging), and leaves nothing behind.
+	actx, cancelAlloc = NewAllocator(context.Background(), "wss://cdp.browserless.test?token=x1234", hc)
+	defer cancelAlloc()
+	tctx, cancelTab = chromedp.NewContext(actx)
+	defer cancelTab()
+	require.NoError(t, chromedp.Do(tctx))
+	front.DropConnections()
+	select {
+	case <-tctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tab outlived its connection")
+	}
+	_, err = chromedp.Run(tctx, chromedp.Evaluate[int]("1"))
+	require.Error(t, err)
 }
