@@ -2,16 +2,39 @@ package cloudtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
+
+// What each kind hands out with WithRealShapes follows the providers'
+// documentation (stored copies of their pages, read when this was written):
+//
+//   - Browserbase, "Create a Session" (docs.browserbase.com): the answer's
+//     connectUrl is "WebSocket URL to connect to the Session" and signingKey
+//     the "Signing key to use when connecting"; clients in the wild receive
+//     wss://connect.browserbase.com?signingKey=... (TLS, no port, no path,
+//     the per-session key in the query). Its older Connect API page shows
+//     wss://connect.browserbase.com?apiKey=... for on-the-fly sessions.
+//   - Steel (docs.steel.dev, the Puppeteer guide and cookbook): puppeteer
+//     connects to `${session.websocketUrl}&apiKey=${STEEL_API_KEY}`, so
+//     websocketUrl already carries a query (the session id); the docs'
+//     quick reference gives wss://connect.steel.dev?apiKey=<key>&sessionId=<id>.
+//   - Browser Use (docs.cloud.browser-use.com, "Browser"): a browser session
+//     has a cdpUrl for direct CDP access; Browser Use's own tooling resolves
+//     it as an HTTP discovery endpoint (https://cdpN.browser-use.com, GET
+//     /json/version, then webSocketDebuggerUrl), not as a websocket.
+//   - browserless (docs.browserless.io, "Connection URL Patterns"): every
+//     connection is wss://<region host>/<path>?token=TOKEN.
 
 // Kind names the API a fake server speaks.
 type Kind string
@@ -79,6 +102,7 @@ func NoCDP() Reply { return Reply{NoCDP: true} }
 // Request is one request a fake server received.
 type Request struct {
 	Method string
+	Host   string // the Host header
 	Path   string
 	Query  string
 	Header http.Header
@@ -94,18 +118,24 @@ type Server struct {
 	ProjectID string
 	// URL is the API base URL (for Kind CDP: the endpoint, without token).
 	URL string
-	// WSURL is the browser websocket the server hands out.
+	// WSURL is the websocket of the browser behind the server: without
+	// WithRealShapes, the URL the server hands out (plus the kind's query).
 	WSURL string
+	// Front is the TLS websocket front in front of WSURL, with
+	// WithRealShapes; nil otherwise.
+	Front *Front
 
-	srv     *httptest.Server
-	closing chan struct{}
+	srv        *httptest.Server
+	closing    chan struct{}
+	realShapes bool
 
 	mu       sync.Mutex
-	createQ  []Reply
-	releaseQ []Reply
-	versionQ []Reply
-	requests []Request
+	createQ  replyQueue
+	releaseQ replyQueue
+	versionQ replyQueue
+	requests requestLog
 	live     map[string]bool
+	sigKeys  map[string]string // Browserbase signing key -> session id
 
 	creates, releases, versions atomic.Int64
 	nextID                      atomic.Int64
@@ -120,6 +150,23 @@ func WithAPIKey(key string) ServerOption { return func(s *Server) { s.APIKey = k
 // WithProjectID sets the Browserbase project the server expects.
 func WithProjectID(id string) ServerOption { return func(s *Server) { s.ProjectID = id } }
 
+// WithRealShapes makes the server hand out its kind's real-world CDP URL
+// shape, served by a TLS Front (s.Front) in front of the browser:
+//
+//   - Browserbase: connectUrl wss://connect.browserbase.test?signingKey=K,
+//     K a per-session key with "+", "/" and "=" in it (so its escaped
+//     spellings differ from the raw one); the front checks it.
+//   - Steel: websocketUrl wss://connect.steel.test?sessionId=ID; the front
+//     wants apiKey=APIKey as well, which the Steel client appends.
+//   - Browser Use: cdpUrl https://ID.cdp.browser-use.test, whose
+//     /json/version answers wss://ID.cdp.browser-use.test/devtools/browser/..
+//     (scripted by OnVersion); the front checks that ID is live.
+//   - CDP: EndpointURL is wss://cdp.browserless.test?token=APIKey.
+//
+// Use HTTPClient as the provider's HTTP client: it trusts the front and
+// dials those names on loopback.
+func WithRealShapes() ServerOption { return func(s *Server) { s.realShapes = true } }
+
 // NewServer starts a fake provider of the kind that hands out wsURL (the
 // websocket of a real Chromium, see LaunchChromium) as its sessions' browser.
 // It is closed in t.Cleanup.
@@ -132,6 +179,7 @@ func NewServer(t testing.TB, kind Kind, wsURL string, opts ...ServerOption) *Ser
 		WSURL:     wsURL,
 		closing:   make(chan struct{}),
 		live:      map[string]bool{},
+		sigKeys:   map[string]string{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -144,7 +192,20 @@ func NewServer(t testing.TB, kind Kind, wsURL string, opts ...ServerOption) *Ser
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	t.Cleanup(s.Close)
+	if s.realShapes {
+		s.Front = NewFront(t, wsURL, WithFrontAuth(s.authorizeWS), WithFrontVersion(s.serveFrontVersion))
+	}
 	return s
+}
+
+// HTTPClient is the client to give the provider (WithProviderHTTPClient):
+// with WithRealShapes it trusts the Front's certificate and dials the
+// provider names at the front; either way it dials loopback only.
+func (s *Server) HTTPClient() *http.Client {
+	if s.Front != nil {
+		return s.Front.Client()
+	}
+	return loopbackClient(nil, "", nil)
 }
 
 // Close stops the server, releasing any hanging handler first.
@@ -162,31 +223,25 @@ func (s *Server) Close() {
 }
 
 // EndpointURL is the URL to give hybroute.CDPEndpoint for Kind CDP: the
-// server's http URL with ?token=APIKey.
-func (s *Server) EndpointURL() string { return s.URL + "/?token=" + s.APIKey }
+// server's http URL with ?token=APIKey, or with WithRealShapes
+// wss://cdp.browserless.test?token=APIKey.
+func (s *Server) EndpointURL() string {
+	if s.Front != nil {
+		return "wss://" + BrowserlessHost + "?token=" + url.QueryEscape(s.APIKey)
+	}
+	return s.URL + "/?token=" + s.APIKey
+}
 
 // OnCreate queues scripted answers for the next create calls; when the
 // queue is empty the server answers normally.
-func (s *Server) OnCreate(r ...Reply) {
-	s.mu.Lock()
-	s.createQ = append(s.createQ, r...)
-	s.mu.Unlock()
-}
+func (s *Server) OnCreate(r ...Reply) { s.createQ.push(r...) }
 
 // OnRelease queues scripted answers for the next release calls.
-func (s *Server) OnRelease(r ...Reply) {
-	s.mu.Lock()
-	s.releaseQ = append(s.releaseQ, r...)
-	s.mu.Unlock()
-}
+func (s *Server) OnRelease(r ...Reply) { s.releaseQ.push(r...) }
 
 // OnVersion queues scripted answers for the next GET .../json/version calls
 // (Kind BrowserUse and CDP).
-func (s *Server) OnVersion(r ...Reply) {
-	s.mu.Lock()
-	s.versionQ = append(s.versionQ, r...)
-	s.mu.Unlock()
-}
+func (s *Server) OnVersion(r ...Reply) { s.versionQ.push(r...) }
 
 // Creates counts the create calls received, failed or not.
 func (s *Server) Creates() int64 { return s.creates.Load() }
@@ -198,11 +253,7 @@ func (s *Server) Releases() int64 { return s.releases.Load() }
 func (s *Server) Versions() int64 { return s.versions.Load() }
 
 // Requests returns a copy of every request received, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.requests...)
-}
+func (s *Server) Requests() []Request { return s.requests.all() }
 
 // Live reports whether the session id was created and not yet released.
 func (s *Server) Live(id string) bool {
@@ -211,20 +262,50 @@ func (s *Server) Live(id string) bool {
 	return s.live[id]
 }
 
-func pop(q *[]Reply) (Reply, bool) {
-	if len(*q) == 0 {
+// replyQueue is a queue of scripted answers, safe for concurrent use.
+type replyQueue struct {
+	mu sync.Mutex
+	q  []Reply
+}
+
+func (q *replyQueue) push(r ...Reply) {
+	q.mu.Lock()
+	q.q = append(q.q, r...)
+	q.mu.Unlock()
+}
+
+func (q *replyQueue) pop() (Reply, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.q) == 0 {
 		return Reply{}, false
 	}
-	r := (*q)[0]
-	*q = (*q)[1:]
+	r := q.q[0]
+	q.q = q.q[1:]
 	return r, true
+}
+
+// requestLog records the requests a fake received, safe for concurrent use.
+type requestLog struct {
+	mu   sync.Mutex
+	reqs []Request
+}
+
+func (l *requestLog) add(r *http.Request, body []byte) {
+	l.mu.Lock()
+	l.reqs = append(l.reqs, Request{Method: r.Method, Host: r.Host, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+	l.mu.Unlock()
+}
+
+func (l *requestLog) all() []Request {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Request(nil), l.reqs...)
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
-	s.mu.Unlock()
+	s.requests.add(r, body)
 
 	switch s.Kind {
 	case Browserbase:
@@ -262,18 +343,8 @@ func (s *Server) scripted(w http.ResponseWriter, r *http.Request, ep endpoint, a
 	if authHeader != "" && !s.authorized(w, r, authHeader) {
 		return Reply{}, true
 	}
-	s.mu.Lock()
-	var rep Reply
-	var ok bool
-	switch ep {
-	case epCreate:
-		rep, ok = pop(&s.createQ)
-	case epRelease:
-		rep, ok = pop(&s.releaseQ)
-	case epVersion:
-		rep, ok = pop(&s.versionQ)
-	}
-	s.mu.Unlock()
+	q := map[endpoint]*replyQueue{epCreate: &s.createQ, epRelease: &s.releaseQ, epVersion: &s.versionQ}[ep]
+	rep, ok := q.pop()
 	if !ok {
 		return Reply{}, false
 	}
@@ -411,9 +482,19 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 			"seleniumRemoteUrl": "http://connect.invalid/webdriver",
 			"signingKey":        "sig-" + id,
 		}
+		if s.Front != nil {
+			key := signingKey(id)
+			s.mu.Lock()
+			s.sigKeys[key] = id
+			s.mu.Unlock()
+			out["signingKey"] = key
+		}
 		if !rep.NoCDP {
 			// Browserbase's connectUrl carries a signingKey query.
 			out["connectUrl"] = withQuery(s.WSURL, "signingKey=sig-"+id)
+			if s.Front != nil {
+				out["connectUrl"] = "wss://" + BrowserbaseConnectHost + "?signingKey=" + url.QueryEscape(out["signingKey"].(string))
+			}
 		}
 		writeJSON(w, http.StatusCreated, out)
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/sessions/"):
@@ -458,6 +539,9 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 			// As the real service does, an https-style endpoint that must
 			// be resolved through /json/version.
 			out["cdpUrl"] = s.URL + "/cdp/" + id
+			if s.Front != nil {
+				out["cdpUrl"] = "https://" + id + "." + BrowserUseCDPDomain
+			}
 		}
 		writeJSON(w, http.StatusCreated, out)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/cdp/") && strings.HasSuffix(r.URL.Path, "/json/version"):
@@ -500,6 +584,9 @@ func (s *Server) serveSteel(w http.ResponseWriter, r *http.Request, _ []byte) {
 		}
 		if !rep.NoCDP {
 			out["websocketUrl"] = withQuery(s.WSURL, "sessionId="+id)
+			if s.Front != nil {
+				out["websocketUrl"] = "wss://" + SteelConnectHost + "?sessionId=" + id
+			}
 		}
 		writeJSON(w, http.StatusOK, out)
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/sessions/") && strings.HasSuffix(r.URL.Path, "/release"):
@@ -535,6 +622,12 @@ func (s *Server) serveCDP(w http.ResponseWriter, r *http.Request) {
 // serveVersion answers /json/version as Chromium does, pointing at the real
 // browser's websocket.
 func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
+	s.writeVersion(w, r, s.WSURL)
+}
+
+// writeVersion answers /json/version with the websocket URL ws, unless a
+// scripted answer comes first.
+func (s *Server) writeVersion(w http.ResponseWriter, r *http.Request, ws string) {
 	if _, done := s.scripted(w, r, epVersion, ""); done {
 		return
 	}
@@ -542,6 +635,70 @@ func (s *Server) serveVersion(w http.ResponseWriter, r *http.Request) {
 		"Browser":              "HeadlessChrome/156.0.0.0",
 		"Protocol-Version":     "1.3",
 		"User-Agent":           "Mozilla/5.0 HeadlessChrome",
-		"webSocketDebuggerUrl": s.WSURL,
+		"webSocketDebuggerUrl": ws,
 	})
+}
+
+// signingKey is the per-session Browserbase key of WithRealShapes. It has
+// "+", "/" and "=" in it, so its raw, query-escaped and path-escaped
+// spellings all differ: a redaction that knows only one of them leaks.
+func signingKey(id string) string {
+	return "bbsk+" + strings.ReplaceAll(id, "-", "") + "/sig=="
+}
+
+// serveFrontVersion is the Front's /json/version for Browser Use: the host
+// <id>.cdp.browser-use.test of a live session answers its own wss URL, as
+// a Chromium behind a TLS proxy does (Chromium builds the URL from the
+// Host header).
+func (s *Server) serveFrontVersion(w http.ResponseWriter, r *http.Request) {
+	if _, ok := s.browserUseID(r.Host); s.Kind != BrowserUse || !ok {
+		s.versions.Add(1)
+		writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Not Found"))
+		return
+	}
+	s.writeVersion(w, r, "wss://"+r.Host+s.Front.BrowserPath)
+}
+
+// browserUseID reads the session id of a live session from a Host header
+// <id>.cdp.browser-use.test.
+func (s *Server) browserUseID(host string) (string, bool) {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	id, ok := strings.CutSuffix(strings.ToLower(host), "."+BrowserUseCDPDomain)
+	if !ok || id == "" || strings.Contains(id, ".") || !s.Live(id) {
+		return "", false
+	}
+	return id, true
+}
+
+// authorizeWS is the Front's key check for the kind's URL shape.
+func (s *Server) authorizeWS(r *http.Request) error {
+	host := r.Host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	q := r.URL.Query()
+	switch s.Kind {
+	case Browserbase:
+		s.mu.Lock()
+		id, ok := s.sigKeys[q.Get("signingKey")]
+		s.mu.Unlock()
+		if host != BrowserbaseConnectHost || !ok || !s.Live(id) {
+			return errors.New("invalid signingKey")
+		}
+	case Steel:
+		if host != SteelConnectHost || q.Get("apiKey") != s.APIKey || !s.Live(q.Get("sessionId")) {
+			return errors.New("invalid apiKey or sessionId")
+		}
+	case BrowserUse:
+		if _, ok := s.browserUseID(host); !ok || r.URL.Path != s.Front.BrowserPath {
+			return errors.New("no such browser")
+		}
+	case CDP:
+		if host != BrowserlessHost || q.Get("token") != s.APIKey {
+			return errors.New("bad or missing token")
+		}
+	}
+	return nil
 }
