@@ -146,11 +146,13 @@ func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call) (string
 	if err != nil {
 		return "", err
 	}
-	old := &s.refs
+	old := s.refs
 	if old.doc != doc {
-		old = nil // another document: its nodes are not this one's
+		// Another document: its nodes are not this one's. The numbers go
+		// on, so a ref of the old page never names a node of this one.
+		old.byNode = nil
 	}
-	text, refs := renderSnapshot(ax.Nodes, old, c.target, c.url, t.cfg.snapshotLimit)
+	text, refs := renderSnapshot(ax.Nodes, &old, c.target, c.url, t.cfg.snapshotLimit)
 	refs.doc = doc
 	s.refs = refs
 	return text, nil
@@ -222,7 +224,7 @@ func (sn *snapshotter) build(n *accessibility.Node, depth int) []*item {
 	}
 	role := axString(n.Role)
 	switch role {
-	case "InlineTextBox":
+	case "InlineTextBox", "ListMarker":
 		return nil
 	case "StaticText":
 		if t := collapse(axString(n.Name)); t != "" {
@@ -244,7 +246,9 @@ func (sn *snapshotter) build(n *accessibility.Node, depth int) []*item {
 		case accessibility.PropertyNameFocusable:
 			focusable = v == "true"
 		case accessibility.PropertyNameLevel:
-			attrs = append(attrs, "level="+v)
+			if role == "heading" {
+				attrs = append(attrs, "level="+v)
+			}
 		case accessibility.PropertyNameChecked:
 			switch v {
 			case "true":
