@@ -52,7 +52,10 @@ func watchNav(ctx context.Context, main cdp.FrameID) (*navWatch, context.CancelF
 				w.finish()
 			}
 		case *page.EventNavigatedWithinDocument:
+			// history.pushState or a fragment: the page moved without a
+			// load, and its title may have changed with it.
 			if ev.FrameID == main {
+				w.start()
 				w.finish()
 			}
 		case *page.EventFrameNavigated:

@@ -57,6 +57,7 @@ type call struct {
 	target target.ID // the tab it ran in
 	title  string    // the page title at the end of the call
 	url    string    // the page URL the run saw last (Where uses the Router's)
+	moved  bool      // the tool saw the page navigate
 }
 
 // How a tool uses the page.
@@ -121,7 +122,9 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 			return err
 		}
 	}
-	if u&moves != 0 {
+	// A tool that may move the page reads its URL and title again only if
+	// it saw the page navigate (a navigation tool always does).
+	if u&moves != 0 && (c.moved || u&reads == 0) {
 		pu, title, err := pageInfo(ctx)
 		if err != nil {
 			return err

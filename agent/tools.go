@@ -462,6 +462,7 @@ func withNavFlag(ctx context.Context, c *call, navigated *bool, act func() error
 		return err
 	}
 	*navigated = w.wait(ctx)
+	c.moved = c.moved || *navigated
 	return nil
 }
 

@@ -209,7 +209,9 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "hybroute")
-	cmd := exec.Command("go", "build", "-tags", "hybroutetest", "-o", bin, ".")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "hybroutetest", "-o", bin, ".")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", &buildError{out: string(out), err: err}
 	}
