@@ -10,12 +10,18 @@ import (
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/chromedp"
 
+	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 )
 
 // benchToolset is a toolset on a warm local tab showing path of the site.
 func benchToolset(b *testing.B, path string) (*agent.Toolset, context.Context) {
+	ts, _, ctx := benchToolsetRouter(b, path)
+	return ts, ctx
+}
+
+func benchToolsetRouter(b *testing.B, path string) (*agent.Toolset, *hybroute.Router, context.Context) {
 	b.Helper()
 	site := agenttest.NewSite(b)
 	r := agenttest.NewRouter(b, nil)
@@ -27,7 +33,7 @@ func benchToolset(b *testing.B, path string) (*agent.Toolset, context.Context) {
 	if err != nil || res.IsError {
 		b.Fatalf("navigate: %v %s", err, res.Text)
 	}
-	return ts, ctx
+	return ts, r, ctx
 }
 
 // bareTab is a plain chromedp tab on a Chromium of its own (same binary, no
@@ -55,6 +61,21 @@ func BenchmarkExecBare(b *testing.B) {
 	ctx := bareTab(b, "/")
 	for b.Loop() {
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1")); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkExecRouter is the same evaluation through Router.Exec alone
+// (plan, session lookup, landed-URL check), on the toolset's tab.
+func BenchmarkExecRouter(b *testing.B) {
+	_, r, ctx := benchToolsetRouter(b, "/")
+	run := func(ctx context.Context) error {
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
+		return err
+	}
+	for b.Loop() {
+		if _, err := r.Exec(ctx, "bench", "", run); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -118,6 +139,22 @@ func BenchmarkScreenshotTool(b *testing.B) {
 		res, err := ts.Call(ctx, "bench", agent.ToolScreenshot, nil)
 		if err != nil || res.IsError {
 			b.Fatalf("%v %s", err, res.Text)
+		}
+	}
+}
+
+// BenchmarkSnapshotRouter is the AX tree alone through Router.Exec on the
+// toolset's tab: what the toolset adds to a snapshot is the difference to
+// BenchmarkSnapshotTool.
+func BenchmarkSnapshotRouter(b *testing.B) {
+	_, r, ctx := benchToolsetRouter(b, "/")
+	run := func(ctx context.Context) error {
+		_, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+		return err
+	}
+	for b.Loop() {
+		if _, err := r.Exec(ctx, "bench", "", run); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -136,3 +136,34 @@ func TestPressKeysParsing(t *testing.T) {
 		assert.True(t, ok, k)
 	}
 }
+
+// BenchmarkRenderSnapshot is the toolset's own part of a snapshot: the text
+// of a 300-item list (a link and a button per item) from its AX nodes.
+func BenchmarkRenderSnapshot(b *testing.B) {
+	nodes := []*accessibility.Node{
+		node("1", "", "RootWebArea", "Catalogue", 1, []string{"2"}),
+		node("2", "1", "list", "", 2, nil),
+	}
+	id := 10
+	for i := range 300 {
+		li, a, at, btn, bt := fmt.Sprint(id), fmt.Sprint(id+1), fmt.Sprint(id+2), fmt.Sprint(id+3), fmt.Sprint(id+4)
+		id += 5
+		nodes[1].ChildIDs = append(nodes[1].ChildIDs, accessibility.NodeID(li))
+		nodes = append(nodes,
+			node(li, "2", "listitem", "", id, []string{a, btn}),
+			node(a, li, "link", fmt.Sprintf("Item %d", i), id+1, []string{at}, prop(accessibility.PropertyNameFocusable, "true"), prop(accessibility.PropertyNameURL, fmt.Sprintf("http://shop.test/item/%d", i))),
+			node(at, a, "StaticText", fmt.Sprintf("Item %d", i), id+2, nil),
+			node(btn, li, "button", fmt.Sprintf("Add %d", i), id+3, []string{bt}, prop(accessibility.PropertyNameFocusable, "true")),
+			node(bt, btn, "StaticText", fmt.Sprintf("Add %d", i), id+4, nil),
+		)
+	}
+	var refs refTable
+	b.ReportAllocs()
+	for b.Loop() {
+		text, r := renderSnapshot(nodes, &refs, "tab", "http://shop.test/", DefaultSnapshotLimit)
+		refs = r
+		if len(text) < 1000 {
+			b.Fatal(text)
+		}
+	}
+}

@@ -26,6 +26,9 @@ type session struct {
 	// it is in there. Empty before the first call that ran.
 	pageKey    string
 	pageTarget target.ID
+	// checked is the page URL the Router re-checked and let stand at the
+	// end of the last call, in pageTarget.
+	checked string
 
 	refs refTable
 
@@ -111,7 +114,9 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 			return err
 		}
 		c.url, c.title = pu, title
-		if u&reads != 0 {
+		// A page still at the URL the Router let stand after the last call
+		// in this tab was checked then; anything else is checked now.
+		if u&reads != 0 && (pu != s.checked || c.target != s.pageTarget) {
 			if err := t.checkPage(ctx, pu); err != nil {
 				return err
 			}
@@ -223,7 +228,7 @@ func isLocal(cc *chromedp.Context) bool {
 
 // finish turns a Router result into the tool's Where and, when the page
 // changed browsers, a note for the model.
-func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
+func (s *session) finish(res hybroute.Result, c *call, err error) (Where, string) {
 	if !c.ran {
 		return Where{}, ""
 	}
@@ -250,6 +255,10 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		note = "Note: the session's browser was started afresh (it was idle too long, or its browser ended), so the previous page is gone; navigate again."
 	}
 	s.pageKey, s.pageTarget = res.CacheKey, c.target
+	s.checked = ""
+	if err == nil {
+		s.checked = res.LandedURL
+	}
 	return w, note
 }
 

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -359,12 +360,13 @@ func joinValue(a, b string) string {
 }
 
 func write(b *strings.Builder, it *item, depth int) {
-	indent := strings.Repeat("  ", depth)
+	writeIndent(b, depth)
 	if it.text != "" {
-		fmt.Fprintf(b, "%s- text: %s\n", indent, it.text)
+		b.WriteString("- text: ")
+		b.WriteString(it.text)
+		b.WriteByte('\n')
 		return
 	}
-	b.WriteString(indent)
 	b.WriteString("- ")
 	b.WriteString(it.role)
 	if it.name != "" {
@@ -372,10 +374,14 @@ func write(b *strings.Builder, it *item, depth int) {
 		b.WriteString(quote(it.name, 300))
 	}
 	for _, a := range it.attrs {
-		b.WriteString(" [" + a + "]")
+		b.WriteString(" [")
+		b.WriteString(a)
+		b.WriteByte(']')
 	}
 	if it.ref != "" {
-		b.WriteString(" [ref=" + it.ref + "]")
+		b.WriteString(" [ref=")
+		b.WriteString(it.ref)
+		b.WriteByte(']')
 	}
 	if it.value != "" {
 		b.WriteString(": ")
@@ -390,10 +396,19 @@ func write(b *strings.Builder, it *item, depth int) {
 	}
 	b.WriteByte('\n')
 	if it.url != "" {
-		fmt.Fprintf(b, "%s  - /url: %s\n", indent, cut(it.url, 500))
+		writeIndent(b, depth+1)
+		b.WriteString("- /url: ")
+		b.WriteString(cut(it.url, 500))
+		b.WriteByte('\n')
 	}
 	for _, c := range it.children {
 		write(b, c, depth+1)
+	}
+}
+
+func writeIndent(b *strings.Builder, depth int) {
+	for range depth {
+		b.WriteString("  ")
 	}
 }
 
@@ -416,6 +431,13 @@ func axString(v *accessibility.Value) string {
 	if v == nil || len(v.Value) == 0 {
 		return ""
 	}
+	raw := v.Value
+	switch {
+	case raw[0] == '"' && len(raw) >= 2 && raw[len(raw)-1] == '"' && !bytes.ContainsAny(raw[1:len(raw)-1], "\\\""):
+		return string(raw[1 : len(raw)-1]) // a string without escapes: most names and roles
+	case raw[0] != '"' && raw[0] != '{' && raw[0] != '[' && string(raw) != "null":
+		return string(raw) // true, false, a number
+	}
 	var x any
 	if err := json.Unmarshal(v.Value, &x); err != nil {
 		return string(v.Value)
@@ -435,7 +457,16 @@ func axString(v *accessibility.Value) string {
 
 // collapse folds runs of white space into one space.
 func collapse(s string) string {
-	if s == "" {
+	clean := true
+	for i := 0; i < len(s) && clean; i++ {
+		switch c := s[i]; {
+		case c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c >= 0x80:
+			clean = false // c >= 0x80: Unicode spaces are for Fields to find
+		case c == ' ':
+			clean = i > 0 && i < len(s)-1 && s[i+1] != ' '
+		}
+	}
+	if clean {
 		return s
 	}
 	return strings.Join(strings.Fields(s), " ")

@@ -153,7 +153,7 @@ func decode(args json.RawMessage, v any) error {
 // finishCall is the common end of a tool: describe an error, or render the
 // body, with where the call ran.
 func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *call, err error, body func() string) Result {
-	w, note := s.finish(res, c)
+	w, note := s.finish(res, c, err)
 	if err != nil {
 		return result(w, note, describe(err, c, key), true)
 	}
@@ -198,7 +198,8 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 	}
 	res, err := t.r.Navigate(ctx, key, u)
 	if err != nil {
-		c := &call{ran: res.LandedURL != "" || len(blockedErrors(err)) == 0}
+		// Navigate says where the tab landed only when it ran far enough.
+		c := &call{ran: res.LandedURL != ""}
 		return t.finishCall(s, key, res, c, err, nil)
 	}
 	res, c, err := t.do(ctx, s, key, "", moves, nil)
