@@ -359,3 +359,37 @@ func TestViewportOption(t *testing.T) {
 	require.Len(t, shot.Images, 1)
 	assert.Equal(t, [2]int{800, 600}, [2]int{shot.Images[0].Width, shot.Images[0].Height})
 }
+
+// strictRouter is the test router with a verdict that refuses one path, so
+// a page can wander onto a URL the content tools must not read.
+type strictRouter struct {
+	*hybroute.Router
+	refuse string
+}
+
+func (s strictRouter) Verdict(ctx context.Context, rawURL string) hybroute.Verdict {
+	v := s.Router.Verdict(ctx, rawURL)
+	if strings.HasSuffix(rawURL, s.refuse) {
+		v.Class = hybroute.ClassPrivate
+		v.Err = &hybroute.BlockedError{URL: rawURL, Class: hybroute.ClassPrivate, Reason: hybroute.ErrPrivate}
+	}
+	return v
+}
+
+// TestContentToolsRecheckThePage: a page that moved on its own between two
+// calls is re-checked before a content tool reads it.
+func TestContentToolsRecheckThePage(t *testing.T) {
+	site := agenttest.NewSite(t)
+	ts := newToolset(t, strictRouter{Router: agenttest.NewRouter(t, nil), refuse: "/page2"})
+	mustOK(t, callTool(t, ts, "wander", "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/")}))
+	mustOK(t, callTool(t, ts, "wander", "browser_exec", map[string]string{"code": `setTimeout(() => { location.href = "/page2" }, 100); "later"`}))
+	var last agent.Result
+	require.Eventually(t, func() bool {
+		last = callTool(t, ts, "wander", "browser_snapshot", nil)
+		return last.IsError
+	}, 30*time.Second, 100*time.Millisecond, "the page never moved")
+	t.Log(last.Text)
+	assert.Contains(t, last.Text, "blocked: the page is at "+site.URL("127.0.0.1", "/page2")+", which targets a private or internal address")
+	assert.Contains(t, last.Text, "Nothing was read from it")
+	assert.NotContains(t, last.Text, "Second page", "the page's content is not in the result")
+}

@@ -26,9 +26,10 @@ type session struct {
 	// it is in there. Empty before the first call that ran.
 	pageKey    string
 	pageTarget target.ID
-	// checked is the page URL the Router re-checked and let stand at the
-	// end of the last call, in pageTarget.
-	checked string
+	// checked is the last page URL the toolset's own re-check let stand,
+	// in checkedIn.
+	checked   string
+	checkedIn target.ID
 
 	refs refTable
 
@@ -114,12 +115,14 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 			return err
 		}
 		c.url, c.title = pu, title
-		// A page still at the URL the Router let stand after the last call
-		// in this tab was checked then; anything else is checked now.
-		if u&reads != 0 && (pu != s.checked || c.target != s.pageTarget) {
+		// A page still at the URL this check let stand in this tab was
+		// checked then (and the Router re-checks it after every call);
+		// anything else is checked now.
+		if u&reads != 0 && (pu != s.checked || c.target != s.checkedIn) {
 			if err := t.checkPage(ctx, pu); err != nil {
 				return err
 			}
+			s.checked, s.checkedIn = pu, c.target
 		}
 	}
 	if fn != nil {
@@ -228,7 +231,7 @@ func isLocal(cc *chromedp.Context) bool {
 
 // finish turns a Router result into the tool's Where and, when the page
 // changed browsers, a note for the model.
-func (s *session) finish(res hybroute.Result, c *call, err error) (Where, string) {
+func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 	if !c.ran {
 		return Where{}, ""
 	}
@@ -255,10 +258,6 @@ func (s *session) finish(res hybroute.Result, c *call, err error) (Where, string
 		note = "Note: the session's browser was started afresh (it was idle too long, or its browser ended), so the previous page is gone; navigate again."
 	}
 	s.pageKey, s.pageTarget = res.CacheKey, c.target
-	s.checked = ""
-	if err == nil {
-		s.checked = res.LandedURL
-	}
 	return w, note
 }
 

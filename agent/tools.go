@@ -153,7 +153,7 @@ func decode(args json.RawMessage, v any) error {
 // finishCall is the common end of a tool: describe an error, or render the
 // body, with where the call ran.
 func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *call, err error, body func() string) Result {
-	w, note := s.finish(res, c, err)
+	w, note := s.finish(res, c)
 	if err != nil {
 		return result(w, note, describe(err, c, key), true)
 	}
