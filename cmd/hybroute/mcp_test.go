@@ -340,9 +340,9 @@ func TestMCPOverHTTP(t *testing.T) {
 	hs.Start()
 	t.Cleanup(hs.Close)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	connect := func() *client {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "v0"}, nil).
 			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
 		require.NoError(t, err)
@@ -358,6 +358,8 @@ func TestMCPOverHTTP(t *testing.T) {
 	assert.Contains(t, text, `heading "Second page"`)
 
 	// A request naming another host is refused before the MCP handler.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL, strings.NewReader(`{}`))
 	require.NoError(t, err)
 	req.Host = "rebound.example"
