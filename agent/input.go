@@ -79,6 +79,12 @@ func (w *navWatch) start() {
 	w.mu.Unlock()
 }
 
+func (w *navWatch) isStarted() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.started
+}
+
 func (w *navWatch) finish() {
 	w.mu.Lock()
 	if w.started && !w.closed {

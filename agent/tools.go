@@ -462,9 +462,25 @@ func withNavFlag(ctx context.Context, c *call, navigated *bool, act func() error
 	if err := act(); err != nil {
 		return err
 	}
+	if !w.isStarted() {
+		settle(ctx)
+	}
 	*navigated = w.wait(ctx)
 	c.moved = c.moved || *navigated
 	return nil
+}
+
+// settle lets the page run what the action queued: a form submitted by
+// Enter, or a navigation a click handler starts, is requested in a task of
+// its own, after the input event's reply. One frame and one task later it
+// has been requested (and the browser reports it before it answers). A
+// navigation that tears down the page during the wait ends it early.
+func settle(ctx context.Context) {
+	_, _ = chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{
+		// A hidden page gets no frames: the timer bounds the wait.
+		Expression:   "new Promise(r => { requestAnimationFrame(() => setTimeout(r, 0)); setTimeout(r, 100); })",
+		AwaitPromise: new(true),
+	})
 }
 
 func navNote(navigated bool) string {
