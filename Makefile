@@ -2,7 +2,7 @@
 # runs the tests. Both install Debian's Chromium when none is found.
 GO ?= go
 
-.PHONY: test demo bench fuzz chromium
+.PHONY: test demo agent-demo bench fuzz chromium
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -14,6 +14,10 @@ test: chromium
 
 demo: chromium
 	$(GO) run ./examples/dashboard
+
+# A scripted agent loop using the browser toolset as a model would.
+agent-demo: chromium
+	$(GO) run ./examples/agent
 
 bench: chromium
 	$(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,291 @@
+// Package agent is the browser toolset a model calls, with hybroute's routing
+// and security floor behind every tool: browser_navigate, browser_snapshot,
+// browser_click, browser_type, browser_press, browser_scroll, browser_back,
+// browser_screenshot, browser_console, browser_exec and browser_close.
+//
+// A Toolset plugs into any Go agent loop: Tools lists each tool with a name, a
+// description written for a model and a JSON Schema for its input, and Call
+// runs one tool call for a session and returns text and images. Every call
+// goes through the Router (Exec or Navigate): the same predicate decides the
+// browser, the same floor refuses metadata and private addresses where they
+// are not allowed, and the page URL is re-checked before anything is read
+// from it and after the call.
+//
+// One session, one page: navigation picks the browser (its URL is the only
+// literal the Router sees), and the tools that read or act on the page run
+// with no literal at all, so the session's sticky route keeps them on the
+// page's browser. browser_exec is the exception the floor needs: the URL
+// literals of its code are planned like any call, so a private target still
+// pulls the call to the local browser; the result then says that the page
+// changed browsers.
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hybroute/hybroute"
+)
+
+// Router is what the toolset needs from a router. *hybroute.Router satisfies
+// it; a wrapper (metrics, a fleet-wide router) can stand in its place.
+type Router interface {
+	Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (hybroute.Result, error)
+	Navigate(ctx context.Context, sessionKey, rawURL string) (hybroute.Result, error)
+	Release(ctx context.Context, sessionKey string) error
+}
+
+// verdicter is the optional part of a Router that lets the content tools
+// check the page's URL before they read it. *hybroute.Router has it.
+type verdicter interface {
+	Verdict(ctx context.Context, rawURL string) hybroute.Verdict
+}
+
+// ErrClosed is returned by Call after Close.
+var ErrClosed = errors.New("agent: the toolset is closed")
+
+// Tool is one tool as a model sees it.
+type Tool struct {
+	Name        string
+	Description string
+	// InputSchema is the JSON Schema (an object schema) of the tool's
+	// arguments.
+	InputSchema json.RawMessage
+}
+
+// Image is a picture a tool returns, such as a screenshot.
+type Image struct {
+	MIMEType string // "image/png"
+	Data     []byte
+	Width    int // pixels
+	Height   int
+}
+
+// Result is what one tool call returns to the model.
+type Result struct {
+	// Text is what the model reads: the tool's output and, for every call
+	// that reached a browser, where it ran and which page it is on.
+	Text   string
+	Images []Image
+	// IsError marks a tool error: a refused URL, a stale ref, a page that
+	// did not load. Text says what happened and what the model can do.
+	IsError bool
+	// Where is the structured form of the "where it ran" part of Text.
+	Where Where
+}
+
+// Where is where a call ran and the page it left the session on.
+type Where struct {
+	// Ran is false for a call refused before any browser ran it (a blocked
+	// URL literal, a bad argument); the other fields are then empty.
+	Ran   bool
+	Route hybroute.Route
+	// FallbackFromCloud: the cloud provider could not give this session a
+	// browser, and the call ran on local Chromium in its place.
+	FallbackFromCloud bool
+	// PageChanged: the call ran in another browser than the session's page
+	// was in (the URLs of browser_exec's code decided so, or the previous
+	// page's browser was released). The session now follows the new page.
+	PageChanged bool
+	// URL is the page's URL after the call, as the Router re-checked it.
+	URL   string
+	Title string
+}
+
+// Option configures a Toolset.
+type Option func(*config)
+
+type config struct {
+	viewportW, viewportH int
+	snapshotLimit        int
+	callTimeout          time.Duration
+	consoleLimit         int
+	log                  *slog.Logger
+}
+
+// Defaults of the options.
+const (
+	DefaultViewportWidth  = 1280
+	DefaultViewportHeight = 720
+	DefaultSnapshotLimit  = 40000 // bytes of snapshot text
+	DefaultCallTimeout    = 60 * time.Second
+	DefaultConsoleLimit   = 500 // messages kept per session between reads
+)
+
+// WithViewport sets the viewport of pages on the local browser (default
+// 1280x720). 0, 0 leaves the browser's own window size.
+func WithViewport(width, height int) Option {
+	return func(c *config) { c.viewportW, c.viewportH = max(width, 0), max(height, 0) }
+}
+
+// WithSnapshotLimit sets how many bytes of text browser_snapshot returns
+// before it cuts the tree with a note (default 40,000).
+func WithSnapshotLimit(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.snapshotLimit = n
+		}
+	}
+}
+
+// WithCallTimeout bounds one tool call, session creation included
+// (default 60 s). The caller's context still applies.
+func WithCallTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.callTimeout = d
+		}
+	}
+}
+
+// WithLogger sets the logger for what the toolset cannot tell the model
+// (a console collector that failed to start). Default slog.Default().
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.log = l } }
+
+// Toolset is the browser toolset over a Router. It is safe for concurrent
+// use; calls of one session run one at a time.
+type Toolset struct {
+	r   Router
+	cfg config
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	closed   bool
+	bg       sync.WaitGroup // console collectors
+}
+
+// New returns the toolset over r. Close it before closing r.
+func New(r Router, opts ...Option) *Toolset {
+	t := &Toolset{
+		r: r,
+		cfg: config{
+			viewportW:     DefaultViewportWidth,
+			viewportH:     DefaultViewportHeight,
+			snapshotLimit: DefaultSnapshotLimit,
+			callTimeout:   DefaultCallTimeout,
+			consoleLimit:  DefaultConsoleLimit,
+			log:           slog.Default(),
+		},
+		sessions: make(map[string]*session),
+	}
+	for _, o := range opts {
+		if o != nil {
+			o(&t.cfg)
+		}
+	}
+	if t.cfg.log == nil {
+		t.cfg.log = slog.Default()
+	}
+	return t
+}
+
+// Tools returns the tools, in a stable order.
+func (t *Toolset) Tools() []Tool {
+	out := make([]Tool, len(toolDefs))
+	for i, d := range toolDefs {
+		out[i] = Tool{Name: d.name, Description: d.desc, InputSchema: json.RawMessage(d.schema)}
+	}
+	return out
+}
+
+// Call runs the tool name with the JSON arguments args for session (the
+// Router's session key: one page per session). Whatever the model can act
+// on, a refused URL included, is a Result with IsError set and a nil error.
+// The error is non-nil only when no call was made: ctx ended first, or the
+// toolset is closed.
+func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.RawMessage) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	def, ok := toolByName[name]
+	if !ok {
+		return toolError(fmt.Sprintf("unknown tool %q; the tools are %s", name, toolNames())), nil
+	}
+	var s *session
+	for {
+		var err error
+		if s, err = t.session(sessionKey); err != nil {
+			return Result{}, err
+		}
+		s.mu.Lock()
+		if !s.gone.Load() {
+			break
+		}
+		// Released while this call waited for it: the map has a fresh one.
+		s.mu.Unlock()
+	}
+	defer s.mu.Unlock()
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout)
+	defer cancel()
+	res := def.run(t, cctx, s, sessionKey, args)
+	if ctx.Err() != nil && res.IsError {
+		// The caller gave up: that is not the model's to act on.
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// Release ends the session's browsers (cloud and local) and forgets its
+// page, refs and console. It is what browser_close does.
+func (t *Toolset) Release(ctx context.Context, sessionKey string) error {
+	t.mu.Lock()
+	s := t.sessions[sessionKey]
+	if s != nil {
+		s.gone.Store(true) // before it leaves the map: a waiting call looks again
+		delete(t.sessions, sessionKey)
+	}
+	t.mu.Unlock()
+	if s != nil {
+		s.end()
+	}
+	return t.r.Release(ctx, sessionKey)
+}
+
+// Close stops the toolset's background work (the console collectors) and
+// makes later calls fail with ErrClosed. It does not close the Router, whose
+// owner closes it after the toolset.
+func (t *Toolset) Close() error {
+	t.mu.Lock()
+	if t.closed {
+		t.mu.Unlock()
+		return nil
+	}
+	t.closed = true
+	ss := make([]*session, 0, len(t.sessions))
+	for k, s := range t.sessions {
+		s.gone.Store(true)
+		ss = append(ss, s)
+		delete(t.sessions, k)
+	}
+	t.mu.Unlock()
+	for _, s := range ss {
+		s.end()
+	}
+	t.bg.Wait()
+	return nil
+}
+
+func (t *Toolset) session(key string) (*session, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, ErrClosed
+	}
+	s := t.sessions[key]
+	if s == nil {
+		s = newSession(t.cfg.consoleLimit)
+		t.sessions[key] = s
+	}
+	return s, nil
+}
+
+// toolError is a Result the model reads as a failed tool call.
+func toolError(text string) Result { return Result{Text: text, IsError: true} }

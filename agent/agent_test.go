@@ -1,0 +1,395 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image/png"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// callTool runs one tool call with a deadline and fails the test on a Go
+// error (tool errors are results).
+func callTool(t *testing.T, ts *agent.Toolset, session, name string, args any) agent.Result {
+	t.Helper()
+	raw, err := json.Marshal(args)
+	require.NoError(t, err)
+	if args == nil {
+		raw = nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	start := time.Now()
+	res, err := ts.Call(ctx, session, name, raw)
+	require.NoError(t, err, "%s(%s)", name, raw)
+	t.Logf("%s(%s): %v", name, raw, time.Since(start).Round(time.Millisecond))
+	return res
+}
+
+func mustOK(t *testing.T, r agent.Result) agent.Result {
+	t.Helper()
+	require.False(t, r.IsError, "tool error: %s", r.Text)
+	return r
+}
+
+func newToolset(t *testing.T, r agent.Router, opts ...agent.Option) *agent.Toolset {
+	ts := agent.New(r, opts...)
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	return ts
+}
+
+var refOf = func(line string, snapshot string) string {
+	re := regexp.MustCompile(`(?m)^\s*- ` + regexp.QuoteMeta(line) + `.*\[ref=(e\d+)\]`)
+	m := re.FindStringSubmatch(snapshot)
+	if m == nil {
+		return ""
+	}
+	return m[1]
+}
+
+func TestToolsHaveSchemas(t *testing.T) {
+	ts := agent.New(nil)
+	tools := ts.Tools()
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Name)
+		assert.NotEmpty(t, tool.Description, tool.Name)
+		var schema map[string]any
+		require.NoError(t, json.Unmarshal(tool.InputSchema, &schema), tool.Name)
+		assert.Equal(t, "object", schema["type"], tool.Name)
+		props, ok := schema["properties"].(map[string]any)
+		require.True(t, ok, tool.Name)
+		if req, ok := schema["required"].([]any); ok {
+			for _, r := range req {
+				assert.Contains(t, props, r, "%s requires %v, which it does not define", tool.Name, r)
+			}
+		}
+	}
+	assert.Equal(t, []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press",
+		"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_close"}, names)
+}
+
+func TestCallRejectsBadArgumentsAsToolErrors(t *testing.T) {
+	ts := agent.New(nil)
+	ctx := context.Background()
+	r, err := ts.Call(ctx, "s", "browser_fly", nil)
+	require.NoError(t, err)
+	assert.True(t, r.IsError)
+	assert.Contains(t, r.Text, `unknown tool "browser_fly"`)
+
+	r, err = ts.Call(ctx, "s", "browser_navigate", json.RawMessage(`{"link":"x"}`))
+	require.NoError(t, err)
+	assert.True(t, r.IsError)
+	assert.Contains(t, r.Text, `unknown field "link"`)
+
+	r, err = ts.Call(ctx, "s", "browser_scroll", json.RawMessage(`{"direction":"sideways"}`))
+	require.NoError(t, err)
+	assert.True(t, r.IsError)
+	assert.Contains(t, r.Text, "up, down, left or right")
+
+	require.NoError(t, ts.Close())
+	_, err = ts.Call(ctx, "s", "browser_snapshot", nil)
+	assert.ErrorIs(t, err, agent.ErrClosed)
+}
+
+func TestCompleteURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"localhost:3000":           "http://localhost:3000/",
+		"localhost":                "http://localhost/",
+		"app.localhost:8080/x":     "http://app.localhost:8080/x",
+		"127.0.0.1:8080/app?x=1":   "http://127.0.0.1:8080/app?x=1",
+		"192.168.1.9":              "http://192.168.1.9/",
+		"[::1]:9000":               "http://[::1]:9000/",
+		"0x7f.1":                   "http://0x7f.1/",
+		"2130706433":               "http://2130706433/",
+		"devbox:8080":              "http://devbox:8080/",
+		"example.com":              "https://example.com/",
+		"example.com/docs#top":     "https://example.com/docs#top",
+		"docs.example.com:8443":    "https://docs.example.com:8443/",
+		"  example.com  ":          "https://example.com/",
+		"https://example.com":      "https://example.com",
+		"http://localhost:3000/":   "http://localhost:3000/",
+		"about:blank":              "about:blank",
+		"data:text/html,hi":        "data:text/html,hi",
+		"169.254.169.254/latest":   "http://169.254.169.254/latest",
+		"metadata.google.internal": "https://metadata.google.internal/",
+		"user@example.com":         "https://user@example.com/",
+		"//example.com/x":          "https://example.com/x",
+	} {
+		assert.Equal(t, want, agent.CompleteURL(in), in)
+	}
+}
+
+// TestToolsetOnLocalChromium walks the toolset the way a model does, on a
+// router without a provider (everything local).
+func TestToolsetOnLocalChromium(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	const s = "walk"
+
+	// localhost:PORT as a model writes it: completed to http://.
+	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": "localhost:" + site.Port}))
+	assert.Equal(t, "http://localhost:"+site.Port+"/", nav.Where.URL)
+	assert.Equal(t, "Corner Shop", nav.Where.Title)
+	assert.Equal(t, hybroute.RouteLocal, nav.Where.Route)
+	assert.Contains(t, nav.Text, "completed from")
+	assert.Contains(t, nav.Text, "Browser: the local browser")
+
+	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	assert.Contains(t, snap.Text, `- heading "Corner Shop" [level=1]`)
+	assert.Contains(t, snap.Text, "- paragraph: Cart: 0 items")
+	add := refOf(`button "Add to cart"`, snap.Text)
+	search := refOf(`searchbox "Search products"`, snap.Text)
+	gift := refOf(`checkbox "Gift wrap"`, snap.Text)
+	require.NotEmpty(t, add, snap.Text)
+	require.NotEmpty(t, search, snap.Text)
+	require.NotEmpty(t, gift, snap.Text)
+	assert.Contains(t, snap.Text, "- /url: /page2")
+
+	// A click has its effect on the page, and refs are stable across
+	// snapshots of the same page.
+	click := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": add}))
+	assert.Contains(t, click.Text, `Clicked `+add+` (button "Add to cart")`)
+	mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": gift}))
+	snap2 := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	assert.Contains(t, snap2.Text, "- paragraph: Cart: 1 item\n")
+	assert.Regexp(t, `checkbox "Gift wrap" (\[focused\] )?\[checked\] \[ref=`+gift+`\]`, snap2.Text)
+	assert.Equal(t, add, refOf(`button "Add to cart"`, snap2.Text))
+
+	exec := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "document.getElementById('status').textContent"}))
+	assert.Contains(t, exec.Text, `Result: "Cart: 1 item"`)
+	exec = mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{
+		"code": "const r = await fetch('/api/stock'); const j = await r.json(); return j.items.filter(i => i.left > 0).map(i => i.sku)"}))
+	assert.Contains(t, exec.Text, `Result: ["A1"]`)
+	exec = callTool(t, ts, s, "browser_exec", map[string]string{"code": "null.x"})
+	assert.True(t, exec.IsError)
+	assert.Contains(t, exec.Text, "the code threw: TypeError")
+	assert.Contains(t, exec.Text, "Browser: the local browser", "a failed call still says where it ran")
+
+	con := mustOK(t, callTool(t, ts, s, "browser_console", nil))
+	assert.Contains(t, con.Text, "[log] shop ready")
+	assert.Contains(t, con.Text, "[log] added to cart 1")
+	assert.Contains(t, con.Text, "[uncaught exception] Uncaught Error: late widget failed")
+	con = mustOK(t, callTool(t, ts, s, "browser_console", nil))
+	assert.Contains(t, con.Text, "No console messages since the last read.")
+
+	shot := mustOK(t, callTool(t, ts, s, "browser_screenshot", nil))
+	require.Len(t, shot.Images, 1)
+	img, err := png.Decode(bytes.NewReader(shot.Images[0].Data))
+	require.NoError(t, err)
+	assert.Equal(t, 1280, img.Bounds().Dx())
+	assert.Equal(t, 720, img.Bounds().Dy())
+	full := mustOK(t, callTool(t, ts, s, "browser_screenshot", map[string]bool{"full_page": true}))
+	require.Len(t, full.Images, 1)
+	fimg, err := png.Decode(bytes.NewReader(full.Images[0].Data))
+	require.NoError(t, err)
+	assert.Equal(t, 1280, fimg.Bounds().Dx())
+	assert.Greater(t, fimg.Bounds().Dy(), 2400, "the whole page is taller than its 2400px spacer")
+
+	sc := mustOK(t, callTool(t, ts, s, "browser_scroll", map[string]string{"direction": "down"}))
+	assert.Contains(t, sc.Text, "y 576–1296")
+
+	// Type replaces the field's content; submit presses Enter, which
+	// submits the form and navigates.
+	mustOK(t, callTool(t, ts, s, "browser_type", map[string]any{"ref": search, "text": "old"}))
+	typed := mustOK(t, callTool(t, ts, s, "browser_type", map[string]any{"ref": search, "text": "red shoes", "submit": true}))
+	assert.Contains(t, typed.Text, "The page navigated")
+	assert.Equal(t, "Results for red shoes", typed.Where.Title)
+	assert.Contains(t, typed.Where.URL, "/search?q=red+shoes")
+
+	// The old page's refs do not resolve on the new page.
+	stale := callTool(t, ts, s, "browser_click", map[string]string{"ref": add})
+	assert.True(t, stale.IsError)
+	assert.Contains(t, stale.Text, "call browser_snapshot again")
+
+	back := mustOK(t, callTool(t, ts, s, "browser_back", nil))
+	assert.Equal(t, "Corner Shop", back.Where.Title)
+
+	snap3 := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	more := refOf(`link "More offers"`, snap3.Text)
+	require.NotEmpty(t, more, snap3.Text)
+	clicked := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": more}))
+	assert.Equal(t, "Page two", clicked.Where.Title)
+	assert.Contains(t, clicked.Text, "The page navigated")
+
+	p := mustOK(t, callTool(t, ts, s, "browser_press", map[string]string{"key": "Tab"}))
+	assert.Contains(t, p.Text, "Pressed Tab.")
+	focused := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "document.activeElement.textContent"}))
+	assert.Contains(t, focused.Text, `Result: "Home"`)
+	bad := callTool(t, ts, s, "browser_press", map[string]string{"key": "Hyperdrive"})
+	assert.True(t, bad.IsError)
+	assert.Contains(t, bad.Text, `unknown key "Hyperdrive"`)
+
+	closed := mustOK(t, callTool(t, ts, s, "browser_close", nil))
+	assert.Contains(t, closed.Text, "Closed")
+	after := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	assert.Equal(t, "about:blank", after.Where.URL, "a closed session starts afresh")
+}
+
+// TestRefusedURLsAreToolErrors: what the floor refuses comes back as text
+// the model can act on, without the Router's internals.
+func TestRefusedURLsAreToolErrors(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	const s = "refused"
+
+	res := callTool(t, ts, s, "browser_navigate", map[string]string{"url": "169.254.169.254/latest/meta-data/"})
+	assert.True(t, res.IsError)
+	assert.False(t, res.Where.Ran)
+	assert.Equal(t, "blocked: http://169.254.169.254/latest/meta-data/ targets a cloud metadata endpoint (never opened, by any browser); no browser opened it. Do not retry it; no setting allows it.", res.Text)
+
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/")}))
+	res = callTool(t, ts, s, "browser_exec", map[string]string{"code": `await fetch("http://metadata.google.internal/computeMetadata/v1/")`})
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Text, "blocked: http://metadata.google.internal/computeMetadata/v1/ targets a cloud metadata endpoint")
+	assert.NotContains(t, res.Text, "hybroute:")
+	assert.NotContains(t, res.Text, hybroute.LocalSuffix)
+
+	// A page that sends itself to a metadata address is refused during
+	// the call; the page is left on about:blank.
+	res = callTool(t, ts, s, "browser_exec", map[string]string{"code": `location.href = "http://" + ["169", "254", "169", "254"].join(".") + "/"`})
+	assert.True(t, res.IsError, res.Text)
+	assert.Contains(t, res.Text, "blocked: the page tried to load http://169.254.169.254/")
+	assert.Contains(t, res.Text, "sent to about:blank")
+}
+
+// TestPageChangesBrowsers: with a cloud provider, navigation picks the
+// browser, content tools stay on the page's browser, and code that names a
+// private address pulls the session local, which the result says.
+func TestPageChangesBrowsers(t *testing.T) {
+	site := agenttest.NewSite(t)
+	cloud := agenttest.NewCloud(t)
+	r := agenttest.NewRouter(t, cloud.Provider)
+	ts := newToolset(t, r)
+	const s = "hybrid"
+
+	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/")}))
+	assert.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	assert.Contains(t, nav.Text, "Browser: the cloud browser")
+	hits := site.Hits()
+	require.NotEmpty(t, hits)
+	assert.Equal(t, agenttest.CloudUA, hits[len(hits)-1].UA)
+
+	// A URL-less content call stays where the page is.
+	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	assert.Equal(t, hybroute.RouteCloud, snap.Where.Route)
+	assert.False(t, snap.Where.PageChanged)
+	assert.Contains(t, snap.Text, "Corner Shop")
+
+	// Code naming a private address runs locally: the page changed browsers.
+	ex := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `(await fetch("` + site.URL("127.0.0.1", "/api/stock") + `", {mode: "no-cors"})).type`}))
+	assert.Contains(t, ex.Text, `Result: "opaque"`)
+	hits = site.Hits()
+	assert.Equal(t, "/api/stock", hits[len(hits)-1].Path)
+	assert.NotEqual(t, agenttest.CloudUA, hits[len(hits)-1].UA, "the local browser fetched it")
+	assert.Equal(t, hybroute.RouteLocal, ex.Where.Route)
+	assert.True(t, ex.Where.PageChanged)
+	assert.Contains(t, ex.Text, "the page changed browsers")
+	assert.Equal(t, "about:blank", ex.Where.URL, "the local tab has no page yet")
+
+	// The session follows: the next URL-less call runs locally, no change.
+	snap = mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	assert.Equal(t, hybroute.RouteLocal, snap.Where.Route)
+	assert.False(t, snap.Where.PageChanged)
+
+	// Navigating to a private page stays local; back to public moves again.
+	nav = mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("localhost", "/page2")}))
+	assert.Equal(t, hybroute.RouteLocal, nav.Where.Route)
+	nav = mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/page2")}))
+	assert.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	assert.True(t, nav.Where.PageChanged)
+}
+
+// TestFallbackIsReported: a provider answering 429 gives a local session,
+// and the result tells the model it is a fallback from the cloud.
+func TestFallbackIsReported(t *testing.T) {
+	site := agenttest.NewSite(t)
+	cloud := agenttest.NewCloud(t)
+	cloud.API.OnCreate(cloudtest.RateLimited("17"))
+	r := agenttest.NewRouter(t, cloud.Provider)
+	ts := newToolset(t, r)
+
+	nav := mustOK(t, callTool(t, ts, "rl", "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/")}))
+	assert.True(t, nav.Where.FallbackFromCloud)
+	assert.Equal(t, hybroute.RouteLocal, nav.Where.Route)
+	assert.Contains(t, nav.Text, "fallback from cloud")
+	assert.Equal(t, "Corner Shop", nav.Where.Title)
+	assert.EqualValues(t, 1, cloud.API.Creates())
+
+	shot := mustOK(t, callTool(t, ts, "rl", "browser_screenshot", nil))
+	assert.True(t, shot.Where.FallbackFromCloud)
+	require.Len(t, shot.Images, 1)
+	assert.Equal(t, 1280, shot.Images[0].Width, "the fallback runs on the local browser, with its viewport")
+}
+
+// TestSnapshotIsCutPastTheLimit: a big page's snapshot stops at the limit
+// with a note saying so.
+func TestSnapshotIsCutPastTheLimit(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r, agent.WithSnapshotLimit(4000))
+	mustOK(t, callTool(t, ts, "big", "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/big?n=300")}))
+	snap := mustOK(t, callTool(t, ts, "big", "browser_snapshot", nil))
+	body := snap.Text[strings.Index(snap.Text, "- heading"):]
+	assert.Less(t, len(body), 4400)
+	assert.Regexp(t, `\[snapshot cut at 4000 bytes: \d+ of \d+ lines shown`, body)
+	assert.Contains(t, body, `- link "Item 0" [ref=`)
+	assert.NotContains(t, body, `"Item 299"`)
+}
+
+func TestViewportOption(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r, agent.WithViewport(800, 600))
+	mustOK(t, callTool(t, ts, "vp", "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/page2")}))
+	shot := mustOK(t, callTool(t, ts, "vp", "browser_screenshot", nil))
+	require.Len(t, shot.Images, 1)
+	assert.Equal(t, [2]int{800, 600}, [2]int{shot.Images[0].Width, shot.Images[0].Height})
+}
+
+// strictRouter is the test router with a verdict that refuses one path, so
+// a page can wander onto a URL the content tools must not read.
+type strictRouter struct {
+	*hybroute.Router
+	refuse string
+}
+
+func (s strictRouter) Verdict(ctx context.Context, rawURL string) hybroute.Verdict {
+	v := s.Router.Verdict(ctx, rawURL)
+	if strings.HasSuffix(rawURL, s.refuse) {
+		v.Class = hybroute.ClassPrivate
+		v.Err = &hybroute.BlockedError{URL: rawURL, Class: hybroute.ClassPrivate, Reason: hybroute.ErrPrivate}
+	}
+	return v
+}
+
+// TestContentToolsRecheckThePage: a page that moved on its own between two
+// calls is re-checked before a content tool reads it.
+func TestContentToolsRecheckThePage(t *testing.T) {
+	site := agenttest.NewSite(t)
+	ts := newToolset(t, strictRouter{Router: agenttest.NewRouter(t, nil), refuse: "/page2"})
+	mustOK(t, callTool(t, ts, "wander", "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/")}))
+	mustOK(t, callTool(t, ts, "wander", "browser_exec", map[string]string{"code": `setTimeout(() => { location.href = "/page2" }, 100); "later"`}))
+	var last agent.Result
+	require.Eventually(t, func() bool {
+		last = callTool(t, ts, "wander", "browser_snapshot", nil)
+		return last.IsError
+	}, 30*time.Second, 100*time.Millisecond, "the page never moved")
+	t.Log(last.Text)
+	assert.Contains(t, last.Text, "blocked: the page is at "+site.URL("127.0.0.1", "/page2")+", which targets a private or internal address")
+	assert.Contains(t, last.Text, "Nothing was read from it")
+	assert.NotContains(t, last.Text, "Second page", "the page's content is not in the result")
+}

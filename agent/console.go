@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/chromedp/chromedp"
+)
+
+// consoleBuf keeps a session's console messages and uncaught exceptions
+// between two reads, collected in the background from every tab the
+// session's calls ran in. It keeps the newest limit messages.
+type consoleBuf struct {
+	mu      sync.Mutex
+	limit   int
+	msgs    []consoleMsg
+	dropped int
+}
+
+// consoleMsg is the part of a message the model reads; the protocol's
+// argument objects are not kept.
+type consoleMsg struct {
+	typ  chromedp.ConsoleType
+	text string
+	url  string
+	line int64
+}
+
+func (b *consoleBuf) add(m chromedp.ConsoleMessage) {
+	text := m.Text
+	if len(text) > maxConsoleText {
+		text = text[:maxConsoleText] + "…"
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.limit > 0 && len(b.msgs) >= b.limit {
+		n := len(b.msgs) - b.limit + 1
+		b.msgs = append(b.msgs[:0], b.msgs[n:]...)
+		b.dropped += n
+	}
+	b.msgs = append(b.msgs, consoleMsg{typ: m.Type, text: text, url: m.URL, line: m.Line})
+}
+
+const maxConsoleText = 2000
+
+// read renders the messages since the last read; clear forgets them.
+func (b *consoleBuf) read(clear bool) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.msgs) == 0 && b.dropped == 0 {
+		return "No console messages since the last read."
+	}
+	var sb strings.Builder
+	if b.dropped > 0 {
+		fmt.Fprintf(&sb, "(%d older messages were dropped)\n", b.dropped)
+	}
+	for _, m := range b.msgs {
+		label := string(m.typ)
+		if m.typ == chromedp.ConsoleException {
+			label = "uncaught exception"
+		}
+		fmt.Fprintf(&sb, "[%s] %s", label, m.text)
+		if m.url != "" {
+			fmt.Fprintf(&sb, " (%s:%d)", m.url, m.line+1)
+		}
+		sb.WriteByte('\n')
+	}
+	if clear {
+		b.msgs = b.msgs[:0]
+		b.dropped = 0
+	}
+	return strings.TrimRight(sb.String(), "\n")
+}

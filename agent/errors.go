@@ -1,0 +1,184 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute"
+)
+
+// describe turns the error of a call into text a model can act on: what was
+// refused and why, or what failed, without the chain of wrapped protocol
+// errors or the Router's session keys.
+func describe(err error, c *call, key string) string {
+	var me *modelError
+	if errors.As(err, &me) {
+		return me.msg
+	}
+	if blocked := blockedErrors(err); len(blocked) > 0 {
+		var pb *pageBlockedError
+		var lines []string
+		for _, b := range blocked {
+			switch {
+			case errors.As(err, &pb):
+				lines = append(lines, "blocked: the page is at "+b.URL+", which "+reason(b)+". Nothing was read from it; navigate elsewhere.")
+			case c != nil && c.ran:
+				lines = append(lines, "blocked: the page tried to load "+b.URL+", which "+reason(b)+"; the request was refused and the tab was sent to about:blank. "+advice(b))
+			default:
+				lines = append(lines, "blocked: "+b.URL+" "+reason(b)+"; no browser opened it. "+advice(b))
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	switch {
+	case errors.Is(err, hybroute.ErrNoCDPEndpoint):
+		// The original message, verbatim: it says what to do.
+		return deepest(err, hybroute.ErrNoCDPEndpoint)
+	case errors.Is(err, hybroute.ErrFallbackFailed):
+		msg := "no browser could be started for this session: the cloud provider failed"
+		var pe *hybroute.ProviderError
+		if errors.As(err, &pe) {
+			msg += " (" + pe.Error() + ")"
+		}
+		msg += ", and the local Chromium failed too"
+		if errors.Is(err, hybroute.ErrNoChromium) {
+			msg += " (no Chromium is installed on this machine)"
+		}
+		return msg + ". Retrying later may work; tell the user if it keeps failing."
+	case errors.Is(err, hybroute.ErrNoChromium):
+		return "no local browser is available: Chromium is not installed on this machine. Tell the user."
+	case errors.Is(err, hybroute.ErrBrowserDead):
+		return "the session's browser ended during the call; the next call starts a new one, so navigate again."
+	case errors.Is(err, hybroute.ErrClosed), errors.Is(err, ErrClosed):
+		return "the browser tools are shutting down."
+	case errors.Is(err, context.DeadlineExceeded):
+		return "the call timed out before the browser finished (a page that never finishes loading, or a slow site). Take a snapshot to see where the page is, or try again."
+	case errors.Is(err, chromedp.ErrPageLoad):
+		var le *chromedp.LoadError
+		if errors.As(err, &le) && le.ErrorText != "" {
+			return "the page did not load: " + le.ErrorText + ". Check the URL, or whether the site is up."
+		}
+		return "the page did not load. Check the URL, or whether the site is up."
+	}
+	var pe *hybroute.ProviderError
+	if errors.As(err, &pe) {
+		return pe.Error()
+	}
+	return "the browser call failed: " + scrubKey(innermost(err), key)
+}
+
+// blockedErrors collects every *hybroute.BlockedError in err's tree: a call
+// with several refused URLs joins their errors.
+func blockedErrors(err error) []*hybroute.BlockedError {
+	var out []*hybroute.BlockedError
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		if b, ok := e.(*hybroute.BlockedError); ok {
+			for _, have := range out {
+				if have.URL == b.URL && have.Reason == b.Reason {
+					return
+				}
+			}
+			out = append(out, b)
+			return
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
+// reason says why a URL is blocked, completing "<url> ...".
+func reason(b *hybroute.BlockedError) string {
+	switch {
+	case errors.Is(b.Reason, hybroute.ErrMetadata):
+		return "targets a cloud metadata endpoint (never opened, by any browser)"
+	case errors.Is(b.Reason, hybroute.ErrPrivate):
+		if b.Detail != nil {
+			return "targets a private or internal address (" + b.Detail.Error() + ")"
+		}
+		return "targets a private or internal address that this configuration does not let a browser open"
+	case b.Detail != nil:
+		return "is not a URL the browser can open (" + b.Detail.Error() + ")"
+	}
+	return "is not a URL the browser can open"
+}
+
+// advice says what the model can do about a blocked URL.
+func advice(b *hybroute.BlockedError) string {
+	switch {
+	case errors.Is(b.Reason, hybroute.ErrMetadata):
+		return "Do not retry it; no setting allows it."
+	case errors.Is(b.Reason, hybroute.ErrPrivate):
+		return "Do not retry it; if the user needs this address, they must allow private addresses in the configuration."
+	}
+	return "Check the URL's spelling (scheme, host, port)."
+}
+
+// deepest returns the text of the innermost error in err's chain that still
+// is sentinel, short of the sentinel itself: the error that says it best.
+func deepest(err, sentinel error) string {
+	best := sentinel.Error()
+	for e := err; e != nil; {
+		if e != sentinel && errors.Is(e, sentinel) {
+			best = e.Error()
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			next := error(nil)
+			for _, x := range u.Unwrap() {
+				if errors.Is(x, sentinel) {
+					next = x
+					break
+				}
+			}
+			e = next
+		case interface{ Unwrap() error }:
+			e = u.Unwrap()
+		default:
+			e = nil
+		}
+	}
+	return best
+}
+
+// innermost is the text of the error at the bottom of err's chain (the
+// first branch of a join): what the browser said, without the wrapping.
+func innermost(err error) string {
+	for {
+		switch u := err.(type) {
+		case interface{ Unwrap() []error }:
+			if xs := u.Unwrap(); len(xs) > 0 && xs[0] != nil {
+				err = xs[0]
+				continue
+			}
+		case interface{ Unwrap() error }:
+			if x := u.Unwrap(); x != nil {
+				err = x
+				continue
+			}
+		}
+		return err.Error()
+	}
+}
+
+// scrubKey keeps the Router's sidecar cache key out of what the model reads.
+func scrubKey(s, key string) string {
+	if key == "" {
+		key = hybroute.DefaultSessionKey
+	}
+	return strings.ReplaceAll(s, key+hybroute.LocalSuffix, key)
+}

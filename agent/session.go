@@ -1,0 +1,335 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute"
+)
+
+// session is the toolset's memory of one session key: which browser session
+// its page is in, the refs of its last snapshot, and its console.
+type session struct {
+	mu   sync.Mutex  // one tool call at a time
+	gone atomic.Bool // released: a call that waited for mu takes a fresh session
+
+	// The page: the cache key of the browser session it is in and the tab
+	// it is in there. Empty before the first call that ran.
+	pageKey    string
+	pageTarget target.ID
+	// checked is the last page URL the toolset's own re-check let stand,
+	// in checkedIn.
+	checked   string
+	checkedIn target.ID
+
+	refs refTable
+
+	tmu     sync.Mutex // guards tabs and ended; console has its own lock
+	tabs    map[target.ID]context.CancelFunc
+	ended   bool
+	console consoleBuf
+}
+
+func newSession(consoleLimit int) *session {
+	return &session{tabs: make(map[target.ID]context.CancelFunc), console: consoleBuf{limit: consoleLimit}}
+}
+
+// end stops the session's console collectors. It does not take mu: it runs
+// from browser_close, inside a call.
+func (s *session) end() {
+	s.tmu.Lock()
+	s.ended = true
+	for id, cancel := range s.tabs {
+		cancel()
+		delete(s.tabs, id)
+	}
+	s.tmu.Unlock()
+}
+
+// call is one tool call's run inside the Router's Exec.
+type call struct {
+	ran    bool      // the Router gave the call a browser and ran it
+	target target.ID // the tab it ran in
+	title  string    // the page title at the end of the call
+	url    string    // the page URL the run saw last (Where uses the Router's)
+	moved  bool      // the tool saw the page navigate
+}
+
+// How a tool uses the page.
+type use int
+
+const (
+	// reads: a content tool. The page's URL is re-checked before fn runs.
+	reads use = 1 << iota
+	// moves: the tool may take the page elsewhere; the title is read after.
+	moves
+)
+
+// modelError is an error whose text is written for the model. Run funcs
+// return it for what the model did wrong or can do something about.
+type modelError struct{ msg string }
+
+func (e *modelError) Error() string { return e.msg }
+
+func modelErrorf(format string, args ...any) error {
+	return &modelError{msg: fmt.Sprintf(format, args...)}
+}
+
+// do runs fn on the session's page through the Router. code is what the
+// Router plans the call from: "" keeps the session's sticky route, so the
+// call runs where the page is. check makes the run re-check the page's URL
+// before fn reads anything from it.
+func (t *Toolset) do(ctx context.Context, s *session, key, code string, u use, fn func(ctx context.Context, c *call) error) (hybroute.Result, *call, error) {
+	c := &call{}
+	res, err := t.r.Exec(ctx, key, code, func(ctx context.Context) error {
+		c.ran = true
+		return t.run(ctx, s, c, u, fn)
+	})
+	return res, c, err
+}
+
+// run is the body of every call: set up a tab the first time it is seen,
+// re-check the page's URL, run fn, read the title.
+func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(ctx context.Context, c *call) error) error {
+	cc := chromedp.FromContext(ctx)
+	if cc == nil || cc.Target == nil {
+		if err := chromedp.Do(ctx); err != nil {
+			return err
+		}
+		cc = chromedp.FromContext(ctx)
+	}
+	c.target = cc.Target.TargetID
+	t.prepareTab(ctx, s, cc)
+	if u&reads != 0 || u&moves == 0 {
+		pu, title, err := pageInfo(ctx)
+		if err != nil {
+			return err
+		}
+		c.url, c.title = pu, title
+		// A page still at the URL this check let stand in this tab was
+		// checked then (and the Router re-checks it after every call);
+		// anything else is checked now.
+		if u&reads != 0 && (pu != s.checked || c.target != s.checkedIn) {
+			if err := t.checkPage(ctx, pu); err != nil {
+				return err
+			}
+			s.checked, s.checkedIn = pu, c.target
+		}
+	}
+	if fn != nil {
+		if err := fn(ctx, c); err != nil {
+			return err
+		}
+	}
+	// A tool that may move the page reads its URL and title again only if
+	// it saw the page navigate (a navigation tool always does).
+	if u&moves != 0 && (c.moved || u&reads == 0) {
+		pu, title, err := pageInfo(ctx)
+		if err != nil {
+			return err
+		}
+		c.url, c.title = pu, title
+	}
+	return nil
+}
+
+// checkPage refuses to read a page whose URL the floor blocks. The Router
+// re-checks the URL after the call too, on the route it ran on (a private
+// page on a remote browser); this check comes first, so nothing is read
+// from a page the verdict alone already refuses.
+func (t *Toolset) checkPage(ctx context.Context, pageURL string) error {
+	v, ok := t.r.(verdicter)
+	if !ok || pageURL == "" {
+		return nil
+	}
+	verdict := v.Verdict(ctx, pageURL)
+	if verdict.Err == nil {
+		return nil
+	}
+	return &pageBlockedError{err: verdict.Err}
+}
+
+// pageBlockedError is a content tool refusing to read a blocked page.
+type pageBlockedError struct{ err error }
+
+func (e *pageBlockedError) Error() string {
+	return "the page is at a blocked address: " + e.err.Error()
+}
+func (e *pageBlockedError) Unwrap() error { return e.err }
+
+// pageInfo reads the URL and title of the tab's current history entry in
+// one round trip. The entry's URL is the main frame's, as the Router's
+// landed-URL check sees it (an error page keeps the URL it failed to load).
+func pageInfo(ctx context.Context) (string, string, error) {
+	h, err := chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
+	if err != nil {
+		return "", "", err
+	}
+	if h.CurrentIndex < 0 || int(h.CurrentIndex) >= len(h.Entries) {
+		return "", "", nil
+	}
+	e := h.Entries[h.CurrentIndex]
+	return e.URL, e.Title, nil
+}
+
+// prepareTab sets up a tab the first time a call runs in it: the viewport
+// on the local browser, and the console collector.
+func (t *Toolset) prepareTab(ctx context.Context, s *session, cc *chromedp.Context) {
+	id := cc.Target.TargetID
+	s.tmu.Lock()
+	_, seen := s.tabs[id]
+	if seen || s.ended {
+		s.tmu.Unlock()
+		return
+	}
+	// Subscribe now, before anything of this call runs, so no message of
+	// the page's load is lost. The collector outlives the call: its context
+	// keeps the tab's values without the call's cancellation.
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.tabs[id] = cancel
+	msgs := chromedp.Console(cctx)
+	t.bg.Go(func() {
+		defer cancel()
+		for m, err := range msgs {
+			if err != nil {
+				break
+			}
+			s.console.add(m)
+		}
+		s.tmu.Lock()
+		delete(s.tabs, id)
+		s.tmu.Unlock()
+	})
+	s.tmu.Unlock()
+
+	if t.cfg.viewportW > 0 && t.cfg.viewportH > 0 && isLocal(cc) {
+		if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: int64(t.cfg.viewportW), Height: int64(t.cfg.viewportH), DeviceScaleFactor: 1,
+		}); err != nil {
+			t.cfg.log.Warn("hybroute agent: setting the local viewport", "error", err)
+		}
+	}
+}
+
+// isLocal reports whether the tab is on a browser this process started (the
+// local sidecar) rather than one reached over a websocket (a cloud browser
+// or a CDP endpoint). Only the local browser's viewport is the toolset's to
+// set: a cloud session keeps what its provider was configured with.
+func isLocal(cc *chromedp.Context) bool {
+	_, ok := cc.Allocator.(*chromedp.ExecAllocator)
+	return ok
+}
+
+// finish turns a Router result into the tool's Where and, when the page
+// changed browsers, a note for the model.
+func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
+	if !c.ran {
+		return Where{}, ""
+	}
+	w := Where{
+		Ran:               true,
+		Route:             res.Route,
+		FallbackFromCloud: res.FallbackFromCloud,
+		URL:               res.LandedURL,
+		Title:             c.title,
+	}
+	if w.URL == "" {
+		w.URL = c.url
+	}
+	var note string
+	switch {
+	case s.pageKey == "":
+	case res.CacheKey != s.pageKey:
+		w.PageChanged = true
+		note = "Note: the page changed browsers. This call ran in " + routeName(w) +
+			", not in the browser the session's page was in: the URLs in the call decided the route. " +
+			"The session now follows this page; the previous page was left as it was."
+	case c.target != s.pageTarget:
+		w.PageChanged = true
+		note = "Note: the session's browser was started afresh (it was idle too long, or its browser ended), so the previous page is gone; navigate again."
+	}
+	s.pageKey, s.pageTarget = res.CacheKey, c.target
+	return w, note
+}
+
+// routeName names where a call ran, for the model.
+func routeName(w Where) string {
+	switch {
+	case w.Route == hybroute.RouteLocal && w.FallbackFromCloud:
+		return "the local browser (Chromium on this machine), standing in for the cloud browser"
+	case w.Route == hybroute.RouteLocal:
+		return "the local browser (Chromium on this machine)"
+	}
+	return "the cloud browser"
+}
+
+// whereLine is the line every result that reached a browser carries.
+func whereLine(w Where) string {
+	var b strings.Builder
+	b.WriteString("Browser: ")
+	b.WriteString(routeName(w))
+	if w.FallbackFromCloud {
+		// The Router says that the cloud failed, not yet why.
+		b.WriteString(" — fallback from cloud: the cloud provider could not give this session a browser")
+	}
+	b.WriteString("\nPage: ")
+	if w.Title != "" {
+		b.WriteString(quote(w.Title, 200))
+		b.WriteString(" ")
+	}
+	if w.URL == "" {
+		b.WriteString("(none)")
+	} else {
+		b.WriteString(w.URL)
+	}
+	return b.String()
+}
+
+// result assembles a tool's Result: the where-line, any note, the body.
+func result(w Where, note, body string, isErr bool) Result {
+	var parts []string
+	if isErr && body != "" {
+		parts = append(parts, body)
+	}
+	if w.Ran {
+		parts = append(parts, whereLine(w))
+	}
+	if note != "" {
+		parts = append(parts, note)
+	}
+	if !isErr && body != "" {
+		parts = append(parts, body)
+	}
+	return Result{Text: strings.Join(parts, "\n\n"), IsError: isErr, Where: w}
+}
+
+// quote quotes s for the model on one line, cut to max runes.
+func quote(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "…"
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"':
+			b.WriteString(`\"`)
+		case '\\':
+			b.WriteString(`\\`)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,486 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+)
+
+// A snapshot is the page's accessibility tree as compact text, one node a
+// line, indented by depth, in the form models already know from
+// playwright-mcp's aria snapshots:
+//
+//	- heading "Orders" [level=1]
+//	- textbox "Search" [ref=e3]: shoes
+//	- button "Go" [ref=e4]
+//	- link "Next page" [ref=e5]:
+//	  - /url: /orders?page=2
+//	- paragraph: Showing 20 of 312 orders
+//
+// Every interactive node (a control role, or anything focusable) carries a
+// ref that browser_click and browser_type take. A ref names the node's
+// backend DOM node id, which lives as long as the DOM node does; the same
+// node keeps its ref across snapshots of the same tab.
+
+// refEntry is what a ref stands for.
+type refEntry struct {
+	node cdp.BackendNodeID
+	role string
+	name string
+}
+
+// refTable maps the refs of a session's last snapshot to DOM nodes. It
+// belongs to one tab: refs of another tab's snapshot do not resolve.
+type refTable struct {
+	target target.ID
+	doc    cdp.LoaderID // the document the snapshot was taken of
+	byRef  map[string]refEntry
+	byNode map[cdp.BackendNodeID]string
+	next   int
+}
+
+// resolve resolves a ref of the last snapshot in tab id, if the tab still
+// shows the document the snapshot was taken of: backend node ids are not
+// unique across documents (a new renderer counts afresh, and a page in the
+// back/forward cache keeps its nodes alive), so a ref of another document
+// could name an unrelated node.
+func (t *refTable) resolve(ctx context.Context, ref string, id target.ID) (refEntry, error) {
+	e, err := t.lookup(ref, id)
+	if err != nil {
+		return e, err
+	}
+	doc, err := documentID(ctx)
+	if err != nil {
+		return refEntry{}, err
+	}
+	if doc != t.doc {
+		return refEntry{}, modelErrorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
+	}
+	return e, nil
+}
+
+// documentID names the document the tab's main frame shows.
+func documentID(ctx context.Context) (cdp.LoaderID, error) {
+	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return "", err
+	}
+	if ft.FrameTree == nil || ft.FrameTree.Frame == nil {
+		return "", nil
+	}
+	return ft.FrameTree.Frame.LoaderID, nil
+}
+
+// lookup finds a ref of the last snapshot in tab id.
+func (t *refTable) lookup(ref string, id target.ID) (refEntry, error) {
+	ref = strings.TrimSpace(ref)
+	ref = strings.TrimSuffix(strings.TrimPrefix(ref, "[ref="), "]")
+	ref = strings.TrimPrefix(ref, "ref=")
+	if t.byRef == nil {
+		return refEntry{}, modelErrorf("ref %q: there is no snapshot of this page yet; call browser_snapshot first and use a ref from it", ref)
+	}
+	if t.target != id {
+		return refEntry{}, modelErrorf("ref %q is from a snapshot of another tab (the page changed browsers since); call browser_snapshot again", ref)
+	}
+	e, ok := t.byRef[ref]
+	if !ok {
+		return refEntry{}, modelErrorf("ref %q is not in the last snapshot; call browser_snapshot again and use a ref from it", ref)
+	}
+	return e, nil
+}
+
+// interactiveRoles get a ref whether or not the browser calls them
+// focusable (a disabled button is still worth naming).
+var interactiveRoles = map[string]bool{
+	"button": true, "link": true, "textbox": true, "searchbox": true, "checkbox": true,
+	"radio": true, "combobox": true, "listbox": true, "option": true, "menuitem": true,
+	"menuitemcheckbox": true, "menuitemradio": true, "tab": true, "switch": true,
+	"slider": true, "spinbutton": true, "treeitem": true, "ListBoxOption": true,
+	"DisclosureTriangle": true, "MenuListOption": true,
+}
+
+// transparentRoles are containers that say nothing by themselves: without a
+// name their children take their place.
+var transparentRoles = map[string]bool{
+	"none": true, "generic": true, "presentation": true, "LabelText": true,
+	"GenericContainer": true, "Section": true, "LayoutTable": true, "LayoutTableRow": true,
+	"LayoutTableCell": true, "Pre": true, "Abbr": true, "Ruby": true, "MenuListPopup": true,
+}
+
+// item is one node of the tree as it is printed.
+type item struct {
+	text     string // a text run: printed as "- text: ..." or inline
+	role     string
+	name     string
+	value    string
+	url      string
+	attrs    []string
+	ref      string
+	children []*item
+}
+
+type snapshotter struct {
+	nodes   map[accessibility.NodeID]*accessibility.Node
+	old     *refTable
+	refs    refTable
+	pageURL *url.URL
+}
+
+// takeSnapshot reads the tab's accessibility tree and renders it, giving
+// the session's ref table the refs of this snapshot.
+func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call) (string, error) {
+	doc, err := documentID(ctx)
+	if err != nil {
+		return "", err
+	}
+	ax, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
+	if err != nil {
+		return "", err
+	}
+	old := s.refs
+	if old.doc != doc {
+		// Another document: its nodes are not this one's. The numbers go
+		// on, so a ref of the old page never names a node of this one.
+		old.byNode = nil
+	}
+	text, refs := renderSnapshot(ax.Nodes, &old, c.target, c.url, t.cfg.snapshotLimit)
+	refs.doc = doc
+	s.refs = refs
+	return text, nil
+}
+
+// renderSnapshot renders the nodes of a full AX tree (the first is the
+// root) within limit bytes and returns the text and the refs it named. old
+// is the previous ref table: a node it named in the same tab keeps its ref.
+func renderSnapshot(nodes []*accessibility.Node, old *refTable, tab target.ID, pageURL string, limit int) (string, refTable) {
+	sn := &snapshotter{
+		nodes: make(map[accessibility.NodeID]*accessibility.Node, len(nodes)),
+		old:   old,
+		refs: refTable{
+			target: tab,
+			byRef:  make(map[string]refEntry),
+			byNode: make(map[cdp.BackendNodeID]string),
+			next:   1,
+		},
+	}
+	if old != nil && old.target == tab && old.next > 0 {
+		sn.refs.next = old.next
+	}
+	sn.pageURL, _ = url.Parse(pageURL)
+	var root *accessibility.Node
+	for _, n := range nodes {
+		sn.nodes[n.NodeID] = n
+		if root == nil && n.ParentID == "" {
+			root = n
+		}
+	}
+	if root == nil {
+		return "(the page has no accessibility tree)", sn.refs
+	}
+	var items []*item
+	if axString(root.Role) == "RootWebArea" {
+		items = sn.children(root, 0)
+	} else {
+		items = sn.build(root, 0)
+	}
+	var b strings.Builder
+	for _, it := range items {
+		write(&b, it, 0)
+	}
+	text := strings.TrimRight(b.String(), "\n")
+	if text == "" {
+		return "(the page is empty)", sn.refs
+	}
+	return truncate(text, limit), sn.refs
+}
+
+// maxDepth bounds the recursion on pathological trees.
+const maxDepth = 400
+
+func (sn *snapshotter) children(n *accessibility.Node, depth int) []*item {
+	var out []*item
+	for _, id := range n.ChildIDs {
+		if c := sn.nodes[id]; c != nil {
+			out = append(out, sn.build(c, depth+1)...)
+		}
+	}
+	return mergeText(out)
+}
+
+// build turns a node into the items that print for it: none, itself, or
+// (for an ignored or transparent node) its children.
+func (sn *snapshotter) build(n *accessibility.Node, depth int) []*item {
+	if depth > maxDepth {
+		return nil
+	}
+	role := axString(n.Role)
+	switch role {
+	case "InlineTextBox", "ListMarker":
+		return nil
+	case "StaticText":
+		if t := collapse(axString(n.Name)); t != "" {
+			return []*item{{text: t}}
+		}
+		return nil
+	}
+	kids := sn.children(n, depth)
+	name := collapse(axString(n.Name))
+	focusable := false
+	var attrs []string
+	var linkURL string
+	for _, p := range n.Properties {
+		if p == nil || p.Value == nil {
+			continue
+		}
+		v := axString(p.Value)
+		switch p.Name {
+		case accessibility.PropertyNameFocusable:
+			focusable = v == "true"
+		case accessibility.PropertyNameLevel:
+			if role == "heading" {
+				attrs = append(attrs, "level="+v)
+			}
+		case accessibility.PropertyNameChecked:
+			switch v {
+			case "true":
+				attrs = append(attrs, "checked")
+			case "mixed":
+				attrs = append(attrs, "checked=mixed")
+			}
+		case accessibility.PropertyNamePressed:
+			if v == "true" {
+				attrs = append(attrs, "pressed")
+			}
+		case accessibility.PropertyNameSelected:
+			if v == "true" {
+				attrs = append(attrs, "selected")
+			}
+		case accessibility.PropertyNameExpanded:
+			if v == "true" {
+				attrs = append(attrs, "expanded")
+			}
+		case accessibility.PropertyNameDisabled:
+			if v == "true" {
+				attrs = append(attrs, "disabled")
+			}
+		case accessibility.PropertyNameFocused:
+			if v == "true" && role != "RootWebArea" {
+				attrs = append(attrs, "focused")
+			}
+		case accessibility.PropertyNameURL:
+			if role == "link" {
+				linkURL = sn.shortURL(v)
+			}
+		}
+	}
+	interactive := n.BackendDOMNodeID != 0 && role != "RootWebArea" && (interactiveRoles[role] || focusable)
+	if n.Ignored || (transparentRoles[role] && name == "" && !interactive) {
+		return kids
+	}
+	it := &item{role: role, name: name, attrs: attrs, url: linkURL, value: collapse(axString(n.Value))}
+	if interactive {
+		it.ref = sn.ref(n.BackendDOMNodeID, role, name)
+	}
+	// The text of a button or a link is its name: do not print it twice.
+	if len(kids) == 1 && kids[0].text != "" && (name == "" || kids[0].text == name || kids[0].text == it.value) {
+		if name == "" && kids[0].text != it.value {
+			it.value = joinValue(it.value, kids[0].text)
+		}
+		kids = nil
+	}
+	it.children = kids
+	return []*item{it}
+}
+
+// ref gives the node its ref: the one it had in the previous snapshot of
+// the same tab, or the next number.
+func (sn *snapshotter) ref(node cdp.BackendNodeID, role, name string) string {
+	if r, ok := sn.refs.byNode[node]; ok {
+		return r
+	}
+	r, ok := "", false
+	if sn.old != nil && sn.old.target == sn.refs.target {
+		r, ok = sn.old.byNode[node]
+	}
+	if !ok {
+		r = "e" + strconv.Itoa(sn.refs.next)
+		sn.refs.next++
+	}
+	sn.refs.byRef[r] = refEntry{node: node, role: role, name: name}
+	sn.refs.byNode[node] = r
+	return r
+}
+
+// shortURL writes a link's URL relative to the page when it is on the same
+// origin: shorter, and what the page's author wrote.
+func (sn *snapshotter) shortURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || sn.pageURL == nil || u.Scheme != sn.pageURL.Scheme || u.Host != sn.pageURL.Host || u.Opaque != "" {
+		return raw
+	}
+	u.Scheme, u.Host, u.User = "", "", nil
+	if s := u.String(); s != "" {
+		return s
+	}
+	return raw
+}
+
+// mergeText joins adjacent text runs into one.
+func mergeText(items []*item) []*item {
+	out := items[:0]
+	for _, it := range items {
+		if it.text != "" && len(out) > 0 && out[len(out)-1].text != "" {
+			prev := out[len(out)-1]
+			prev.text = joinValue(prev.text, it.text)
+			continue
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+func joinValue(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + " " + b
+}
+
+func write(b *strings.Builder, it *item, depth int) {
+	writeIndent(b, depth)
+	if it.text != "" {
+		b.WriteString("- text: ")
+		b.WriteString(it.text)
+		b.WriteByte('\n')
+		return
+	}
+	b.WriteString("- ")
+	b.WriteString(it.role)
+	if it.name != "" {
+		b.WriteByte(' ')
+		b.WriteString(quote(it.name, 300))
+	}
+	for _, a := range it.attrs {
+		b.WriteString(" [")
+		b.WriteString(a)
+		b.WriteByte(']')
+	}
+	if it.ref != "" {
+		b.WriteString(" [ref=")
+		b.WriteString(it.ref)
+		b.WriteByte(']')
+	}
+	if it.value != "" {
+		b.WriteString(": ")
+		b.WriteString(cut(it.value, 500))
+	}
+	if len(it.children) == 0 && it.url == "" {
+		b.WriteByte('\n')
+		return
+	}
+	if it.value == "" {
+		b.WriteByte(':')
+	}
+	b.WriteByte('\n')
+	if it.url != "" {
+		writeIndent(b, depth+1)
+		b.WriteString("- /url: ")
+		b.WriteString(cut(it.url, 500))
+		b.WriteByte('\n')
+	}
+	for _, c := range it.children {
+		write(b, c, depth+1)
+	}
+}
+
+func writeIndent(b *strings.Builder, depth int) {
+	for range depth {
+		b.WriteString("  ")
+	}
+}
+
+// truncate cuts text at a line boundary within limit bytes and says so.
+func truncate(text string, limit int) string {
+	if limit <= 0 || len(text) <= limit {
+		return text
+	}
+	total := strings.Count(text, "\n") + 1
+	cutAt := strings.LastIndexByte(text[:limit], '\n')
+	if cutAt <= 0 {
+		cutAt = limit
+	}
+	shown := strings.Count(text[:cutAt], "\n") + 1
+	return text[:cutAt] + fmt.Sprintf("\n\n[snapshot cut at %d bytes: %d of %d lines shown. Scroll with browser_scroll, or read a part of the page with browser_exec (for example document.querySelector(...).innerText).]", limit, shown, total)
+}
+
+// axString is the value of an AX value as text.
+func axString(v *accessibility.Value) string {
+	if v == nil || len(v.Value) == 0 {
+		return ""
+	}
+	raw := v.Value
+	switch {
+	case raw[0] == '"' && len(raw) >= 2 && raw[len(raw)-1] == '"' && !bytes.ContainsAny(raw[1:len(raw)-1], "\\\""):
+		return string(raw[1 : len(raw)-1]) // a string without escapes: most names and roles
+	case raw[0] != '"' && raw[0] != '{' && raw[0] != '[' && string(raw) != "null":
+		return string(raw) // true, false, a number
+	}
+	var x any
+	if err := json.Unmarshal(v.Value, &x); err != nil {
+		return string(v.Value)
+	}
+	switch x := x.(type) {
+	case string:
+		return x
+	case nil:
+		return ""
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	}
+	return string(v.Value)
+}
+
+// collapse folds runs of white space into one space.
+func collapse(s string) string {
+	clean := true
+	for i := 0; i < len(s) && clean; i++ {
+		switch c := s[i]; {
+		case c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c >= 0x80:
+			clean = false // c >= 0x80: Unicode spaces are for Fields to find
+		case c == ' ':
+			clean = i > 0 && i < len(s)-1 && s[i+1] != ' '
+		}
+	}
+	if clean {
+		return s
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// cut shortens s to n bytes at a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8Start(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,575 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"strings"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute"
+)
+
+// toolDef is one tool: what the model reads about it and what runs.
+type toolDef struct {
+	name, desc, schema string
+	run                func(t *Toolset, ctx context.Context, s *session, key string, args json.RawMessage) Result
+}
+
+// Tool names.
+const (
+	ToolNavigate   = "browser_navigate"
+	ToolSnapshot   = "browser_snapshot"
+	ToolClick      = "browser_click"
+	ToolType       = "browser_type"
+	ToolPress      = "browser_press"
+	ToolScroll     = "browser_scroll"
+	ToolBack       = "browser_back"
+	ToolScreenshot = "browser_screenshot"
+	ToolConsole    = "browser_console"
+	ToolExec       = "browser_exec"
+	ToolClose      = "browser_close"
+)
+
+const noArgs = `{"type":"object","properties":{},"additionalProperties":false}`
+
+var toolDefs = []toolDef{
+	{
+		name: ToolNavigate,
+		desc: "Open a URL in the browser tab of this session and wait for it to load. " +
+			"Write it as you would in an address bar: localhost:3000 becomes http://localhost:3000/, example.com becomes https://example.com/. " +
+			"The URL decides which browser opens it: public sites open in the cloud browser, addresses on this machine or its network (localhost, 192.168.x.x) in the local browser; the result says which. " +
+			"Cloud metadata addresses (169.254.169.254 and the like) are always refused. " +
+			"Call browser_snapshot next to read the page.",
+		schema: `{"type":"object","properties":{"url":{"type":"string","description":"The URL to open, e.g. https://example.com/docs or localhost:3000"}},"required":["url"],"additionalProperties":false}`,
+		run:    (*Toolset).navigate,
+	},
+	{
+		name: ToolSnapshot,
+		desc: "Read the current page as an accessibility tree: one line per element, indented, with roles, names and values " +
+			"(- heading \"Orders\" [level=1], - button \"Save\" [ref=e4], - textbox \"Email\" [ref=e7]: a@b.c). " +
+			"Interactive elements carry a ref that browser_click and browser_type take. Prefer this over a screenshot to read or act on a page. " +
+			"Refs stay valid until the page changes; take a new snapshot after a navigation.",
+		schema: noArgs,
+		run:    (*Toolset).snapshot,
+	},
+	{
+		name: ToolClick,
+		desc: "Click an element of the page, by its ref from the last browser_snapshot, with a real mouse click at the center of the element (scrolled into view first). " +
+			"If the click starts a navigation, the tool waits for the new page to load.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The element's ref from the last snapshot, e.g. e12"},"element":{"type":"string","description":"Optional: what the element is, in words, for the log"}},"required":["ref"],"additionalProperties":false}`,
+		run:    (*Toolset).click,
+	},
+	{
+		name: ToolType,
+		desc: "Type text into an editable element (a textbox, a search box, a text area, a contenteditable) by its ref from the last browser_snapshot. " +
+			"The text replaces what the field held. Set submit to true to press Enter afterwards (submits most forms).",
+		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The field's ref from the last snapshot, e.g. e7"},"text":{"type":"string","description":"The text to put in the field"},"submit":{"type":"boolean","description":"Press Enter after typing","default":false}},"required":["ref","text"],"additionalProperties":false}`,
+		run:    (*Toolset).typeText,
+	},
+	{
+		name: ToolPress,
+		desc: "Press a key, or a key combination, in the page (on the focused element): a DOM key name such as Enter, Tab, Escape, Backspace, ArrowDown, PageDown, or one character; " +
+			"combinations as Shift+Tab or Control+a.",
+		schema: `{"type":"object","properties":{"key":{"type":"string","description":"The key, e.g. Enter, ArrowDown, Shift+Tab, a"}},"required":["key"],"additionalProperties":false}`,
+		run:    (*Toolset).press,
+	},
+	{
+		name:   ToolScroll,
+		desc:   "Scroll the page by most of a screen in a direction, and report the scroll position and the page size.",
+		schema: `{"type":"object","properties":{"direction":{"type":"string","enum":["up","down","left","right"],"description":"Which way to scroll"}},"required":["direction"],"additionalProperties":false}`,
+		run:    (*Toolset).scroll,
+	},
+	{
+		name:   ToolBack,
+		desc:   "Go back to the previous page in this tab's history and wait for it to load.",
+		schema: noArgs,
+		run:    (*Toolset).back,
+	},
+	{
+		name: ToolScreenshot,
+		desc: "Take a PNG screenshot of the page as it is shown (the viewport), or of the whole page with full_page. " +
+			"Use it to see layout, images or charts; use browser_snapshot to read text or find elements.",
+		schema: `{"type":"object","properties":{"full_page":{"type":"boolean","description":"Capture the whole scrollable page, not only the visible part","default":false}},"additionalProperties":false}`,
+		run:    (*Toolset).screenshot,
+	},
+	{
+		name: ToolConsole,
+		desc: "Read the page's console messages (console.log, warnings, errors) and uncaught exceptions since the last read. " +
+			"With clear false, the messages are kept and shown again on the next read.",
+		schema: `{"type":"object","properties":{"clear":{"type":"boolean","description":"Forget the messages returned, so the next read shows only newer ones","default":true}},"additionalProperties":false}`,
+		run:    (*Toolset).console,
+	},
+	{
+		name: ToolExec,
+		desc: "Run JavaScript in the page and return its result as JSON. A single expression returns its value (document.title); " +
+			"for several statements use return (const rows = document.querySelectorAll('tr'); return rows.length). " +
+			"await works at the top level (await fetch('/api/items').then(r => r.json())). The result must be JSON-serialisable: return strings, numbers, arrays, plain objects, not DOM nodes. " +
+			"URLs written in the code decide the browser like browser_navigate does: code that names a local or private address runs in the local browser, and the result says when that moved the session away from its page.",
+		schema: `{"type":"object","properties":{"code":{"type":"string","description":"JavaScript to run in the page"}},"required":["code"],"additionalProperties":false}`,
+		run:    (*Toolset).exec,
+	},
+	{
+		name:   ToolClose,
+		desc:   "Close this session's browsers and forget its page. The next browser call starts a fresh session.",
+		schema: noArgs,
+		run:    (*Toolset).closeTool,
+	},
+}
+
+var toolByName = func() map[string]*toolDef {
+	m := make(map[string]*toolDef, len(toolDefs))
+	for i := range toolDefs {
+		m[toolDefs[i].name] = &toolDefs[i]
+	}
+	return m
+}()
+
+func toolNames() string {
+	names := make([]string, len(toolDefs))
+	for i, d := range toolDefs {
+		names[i] = d.name
+	}
+	return strings.Join(names, ", ")
+}
+
+// decode reads the arguments strictly: a misspelt argument is an error the
+// model can fix, not something silently ignored.
+func decode(args json.RawMessage, v any) error {
+	d := json.NewDecoder(bytes.NewReader(args))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return modelErrorf("invalid arguments: %v", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return nil
+}
+
+// finishCall is the common end of a tool: describe an error, or render the
+// body, with where the call ran.
+func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *call, err error, body func() string) Result {
+	w, note := s.finish(res, c)
+	if err != nil {
+		return result(w, note, describe(err, c, key), true)
+	}
+	text := ""
+	if body != nil {
+		text = body()
+	}
+	return result(w, note, text, false)
+}
+
+func argError(err error) Result { return toolError(describe(err, nil, "")) }
+
+func (t *Toolset) navigate(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		URL string `json:"url"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	raw := strings.TrimSpace(a.URL)
+	if raw == "" {
+		return toolError("url is required: the address to open, such as https://example.com/ or localhost:3000")
+	}
+	u := CompleteURL(raw)
+	body := func() string {
+		msg := "Opened " + u + "."
+		if u != raw {
+			msg = "Opened " + u + " (completed from " + quote(raw, 200) + ")."
+		}
+		return msg
+	}
+	nav := func(ctx context.Context, c *call) error {
+		return chromedp.Do(ctx, chromedp.Navigate(u))
+	}
+	// The URL is the call's only literal. Exec plans from the URLs its
+	// scanner reads in code, so the URL goes through Exec (which lets the
+	// tab be set up before the page loads) only when the scanner reads it
+	// back exactly; otherwise Navigate takes it as the literal as it is.
+	if urls := hybroute.ScanURLs(u); len(urls) == 1 && urls[0] == u {
+		res, c, err := t.do(ctx, s, key, u, moves, nav)
+		return t.finishCall(s, key, res, c, err, body)
+	}
+	res, err := t.r.Navigate(ctx, key, u)
+	if err != nil {
+		// Navigate says where the tab landed only when it ran far enough.
+		c := &call{ran: res.LandedURL != ""}
+		return t.finishCall(s, key, res, c, err, nil)
+	}
+	res, c, err := t.do(ctx, s, key, "", moves, nil)
+	return t.finishCall(s, key, res, c, err, body)
+}
+
+func (t *Toolset) snapshot(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	if err := decode(args, &struct{}{}); err != nil {
+		return argError(err)
+	}
+	var text string
+	res, c, err := t.do(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+		var err error
+		text, err = t.takeSnapshot(ctx, s, c)
+		return err
+	})
+	return t.finishCall(s, key, res, c, err, func() string { return text })
+}
+
+func (t *Toolset) click(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Ref     string `json:"ref"`
+		Element string `json:"element"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var what string
+	var navigated bool
+	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		if err != nil {
+			return err
+		}
+		what = describeRef(a.Ref, e)
+		return withNavFlag(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) })
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		return "Clicked " + what + "." + navNote(navigated)
+	})
+}
+
+func (t *Toolset) typeText(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Ref    string `json:"ref"`
+		Text   string `json:"text"`
+		Submit bool   `json:"submit"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var what string
+	var navigated bool
+	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		if err != nil {
+			return err
+		}
+		what = describeRef(a.Ref, e)
+		if err := typeInto(ctx, a.Ref, e.node, a.Text); err != nil {
+			return err
+		}
+		if !a.Submit {
+			return nil
+		}
+		return withNavFlag(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") })
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		msg := fmt.Sprintf("Typed %s into %s.", quote(a.Text, 200), what)
+		if a.Submit {
+			msg += " Pressed Enter."
+		}
+		return msg + navNote(navigated)
+	})
+}
+
+func (t *Toolset) press(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Key string `json:"key"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var navigated bool
+	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+		return withNavFlag(ctx, c, &navigated, func() error { return pressKeys(ctx, a.Key) })
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		return "Pressed " + a.Key + "." + navNote(navigated)
+	})
+}
+
+func (t *Toolset) scroll(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Direction string `json:"direction"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var dx, dy int
+	switch strings.ToLower(a.Direction) {
+	case "up":
+		dy = -1
+	case "down":
+		dy = 1
+	case "left":
+		dx = -1
+	case "right":
+		dx = 1
+	default:
+		return toolError(fmt.Sprintf("direction %q: use up, down, left or right", a.Direction))
+	}
+	var pos []int
+	res, c, err := t.do(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+		var err error
+		pos, err = chromedp.Run(ctx, chromedp.Evaluate[[]int](fmt.Sprintf(scrollJS, dx, dy)))
+		return err
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		if len(pos) != 6 {
+			return "Scrolled " + a.Direction + "."
+		}
+		return fmt.Sprintf("Scrolled %s. The view now shows x %d–%d, y %d–%d of a page %d wide and %d high.",
+			a.Direction, pos[0], pos[0]+pos[4], pos[1], pos[1]+pos[5], pos[2], pos[3])
+	})
+}
+
+func (t *Toolset) back(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	if err := decode(args, &struct{}{}); err != nil {
+		return argError(err)
+	}
+	res, c, err := t.do(ctx, s, key, "", moves, func(ctx context.Context, c *call) error {
+		h, err := chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
+		if err != nil {
+			return err
+		}
+		if h.CurrentIndex <= 0 || int(h.CurrentIndex) >= len(h.Entries) {
+			return modelErrorf("there is no previous page in this tab's history")
+		}
+		prev := h.Entries[h.CurrentIndex-1].ID
+		// Not chromedp.NavigateBack: it waits for a load event, which a
+		// page restored from the back/forward cache never fires.
+		var started bool
+		return withNavFlag(ctx, c, &started, func() error {
+			_, err := chromedp.Call(ctx, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: prev})
+			return err
+		})
+	})
+	return t.finishCall(s, key, res, c, err, func() string { return "Went back." })
+}
+
+func (t *Toolset) screenshot(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		FullPage bool `json:"full_page"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var img Image
+	res, c, err := t.do(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+		p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}
+		if a.FullPage {
+			m, err := chromedp.Call(ctx, page.GetLayoutMetrics, cdp.Empty{})
+			if err != nil {
+				return err
+			}
+			if cs := m.CSSContentSize; cs != nil && cs.Width > 0 && cs.Height > 0 {
+				p.Clip = &page.Viewport{Width: cs.Width, Height: min(cs.Height, maxFullPageHeight), Scale: 1}
+				p.CaptureBeyondViewport = new(true)
+			}
+		}
+		shot, err := chromedp.Call(ctx, page.CaptureScreenshot, p)
+		if err != nil {
+			return err
+		}
+		cfg, err := png.DecodeConfig(bytes.NewReader(shot.Data))
+		if err != nil {
+			return fmt.Errorf("the browser's screenshot is not a PNG: %w", err)
+		}
+		img = Image{MIMEType: "image/png", Data: shot.Data, Width: cfg.Width, Height: cfg.Height}
+		return nil
+	})
+	r := t.finishCall(s, key, res, c, err, func() string {
+		what := "the visible part of the page"
+		if a.FullPage {
+			what = "the whole page"
+		}
+		return fmt.Sprintf("Screenshot of %s: %dx%d PNG.", what, img.Width, img.Height)
+	})
+	if !r.IsError {
+		r.Images = []Image{img}
+	}
+	return r
+}
+
+// maxFullPageHeight bounds a full-page screenshot (CSS pixels): an endless
+// page must not make an image no model can take.
+const maxFullPageHeight = 16384
+
+func (t *Toolset) console(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	a := struct {
+		Clear *bool `json:"clear"`
+	}{}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	clear := a.Clear == nil || *a.Clear
+	var text string
+	res, c, err := t.do(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+		text = s.console.read(clear)
+		return nil
+	})
+	return t.finishCall(s, key, res, c, err, func() string { return text })
+}
+
+func (t *Toolset) exec(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Code string `json:"code"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	if strings.TrimSpace(a.Code) == "" {
+		return toolError("code is required: the JavaScript to run in the page")
+	}
+	var out string
+	var navigated bool
+	// The code is what the Router plans the call from, and what runs.
+	res, c, err := t.do(ctx, s, key, a.Code, reads|moves, func(ctx context.Context, c *call) error {
+		return withNavFlag(ctx, c, &navigated, func() error {
+			var err error
+			out, err = evalJS(ctx, a.Code)
+			return err
+		})
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		return "Result: " + out + navNote(navigated)
+	})
+}
+
+func (t *Toolset) closeTool(ctx context.Context, _ *session, key string, args json.RawMessage) Result {
+	if err := decode(args, &struct{}{}); err != nil {
+		return argError(err)
+	}
+	if err := t.Release(ctx, key); err != nil {
+		// The sessions are gone from the Router whatever their release said.
+		return Result{Text: "Closed the session's browsers (releasing one reported: " + scrubKey(innermost(err), key) + "). The next browser call starts a fresh session."}
+	}
+	return Result{Text: "Closed the session's browsers. The next browser call starts a fresh session."}
+}
+
+// withNavFlag runs act watching for a navigation it starts, and records
+// whether one started.
+func withNavFlag(ctx context.Context, c *call, navigated *bool, act func() error) error {
+	w, stop, err := watchNav(ctx, cdp.FrameID(c.target))
+	if err != nil {
+		return err
+	}
+	defer stop()
+	if err := act(); err != nil {
+		return err
+	}
+	if !w.isStarted() {
+		settle(ctx)
+	}
+	*navigated = w.wait(ctx)
+	c.moved = c.moved || *navigated
+	return nil
+}
+
+// settle lets the page run what the action queued: a form submitted by
+// Enter, or a navigation a click handler starts, is requested in a task of
+// its own, after the input event's reply. One frame and one task later it
+// has been requested (and the browser reports it before it answers). A
+// navigation that tears down the page during the wait ends it early.
+func settle(ctx context.Context) {
+	_, _ = chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{
+		// A hidden page gets no frames: the timer bounds the wait.
+		Expression:   "new Promise(r => { requestAnimationFrame(() => setTimeout(r, 0)); setTimeout(r, 100); })",
+		AwaitPromise: new(true),
+	})
+}
+
+func navNote(navigated bool) string {
+	if navigated {
+		return " The page navigated; take a new snapshot."
+	}
+	return ""
+}
+
+func describeRef(ref string, e refEntry) string {
+	s := ref + " (" + e.role
+	if e.name != "" {
+		s += " " + quote(e.name, 100)
+	}
+	return s + ")"
+}
+
+// maxResultBytes bounds what browser_exec returns.
+const maxResultBytes = 20000
+
+// evalJS runs code in the page's main world, top-level await allowed, and
+// returns its result as JSON text. The code runs as the body of an async
+// arrow function; a single expression is its return value.
+func evalJS(ctx context.Context, code string) (string, error) {
+	expr := "(async () => (\n" + strings.TrimRight(code, " \t\r\n;") + "\n))()"
+	if ok, err := compiles(ctx, expr); err != nil {
+		return "", err
+	} else if !ok {
+		expr = "(async () => {\n" + code + "\n})()"
+	}
+	r, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{
+		Expression:    expr,
+		AwaitPromise:  new(true),
+		ReturnByValue: new(true),
+		UserGesture:   new(true),
+	})
+	if err != nil {
+		if m := err.Error(); strings.Contains(m, "context was destroyed") || strings.Contains(m, "navigated or closed") || strings.Contains(m, "Cannot find context") {
+			return "", modelErrorf("the page navigated away while the code ran, so its result is lost")
+		}
+		return "", err
+	}
+	if d := r.ExceptionDetails; d != nil {
+		return "", modelErrorf("the code threw: %s", exceptionText(d))
+	}
+	return remoteValue(r.Result), nil
+}
+
+// compiles reports whether the browser can parse src, without running it.
+func compiles(ctx context.Context, src string) (bool, error) {
+	r, err := chromedp.Call(ctx, runtime.CompileScript, runtime.CompileScriptParams{Expression: src, SourceURL: "hybroute-exec.js"})
+	if err != nil {
+		return false, err
+	}
+	return r.ExceptionDetails == nil, nil
+}
+
+func exceptionText(d *runtime.ExceptionDetails) string {
+	msg := d.Text
+	if d.Exception != nil && d.Exception.Description != "" {
+		msg = d.Exception.Description
+	} else if d.Exception != nil && len(d.Exception.Value) > 0 {
+		msg = d.Text + " " + string(d.Exception.Value)
+	}
+	return cut(msg, 2000)
+}
+
+// remoteValue renders a by-value result for the model.
+func remoteValue(o *runtime.RemoteObject) string {
+	switch {
+	case o == nil || o.Type == runtime.RemoteObjectTypeUndefined:
+		return "undefined"
+	case o.UnserializableValue != "":
+		return string(o.UnserializableValue)
+	case o.Subtype == runtime.RemoteObjectSubtypeNode:
+		return fmt.Sprintf("(a DOM node, %s: return a property of it instead, such as .innerText or .outerHTML)", o.Description)
+	case len(o.Value) == 0:
+		if o.Description != "" {
+			return "(" + o.Description + ", not JSON-serialisable)"
+		}
+		return "undefined"
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, o.Value); err != nil {
+		return cut(string(o.Value), maxResultBytes)
+	}
+	out := buf.String()
+	if len(out) > maxResultBytes {
+		return cut(out, maxResultBytes) + fmt.Sprintf(" [result cut at %d of %d bytes; return less, e.g. a slice or the fields you need]", maxResultBytes, len(out))
+	}
+	return out
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hybroute/hybroute"
+)
+
+// config is what the flags and the environment say about the router.
+type config struct {
+	provider     string // browserbase, browser-use, steel, cdp, none; "" picks from the environment
+	providerURL  string // the provider API's base URL (self-hosted, or a stand-in)
+	cdpURL       string
+	autoLocal    bool
+	allowPrivate bool
+	chromium     string
+	idle         time.Duration
+	verbose      bool
+}
+
+// Providers the command knows.
+var providerNames = []string{"browserbase", "browser-use", "steel", "cdp", "none"}
+
+func (c *config) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.provider, "provider", "", "cloud browser provider: "+strings.Join(providerNames, ", ")+
+		" (default: the first whose API key is set in the environment, else none)")
+	fs.StringVar(&c.providerURL, "provider-url", "", "the provider API's base URL, for a self-hosted or stand-in API (default: the provider's own)")
+	fs.StringVar(&c.cdpURL, "cdp-url", "", "with --provider cdp: the CDP endpoint of a remote browser service (routing stays hybrid); "+
+		"without it: send every call to this browser (an override: never local, private URLs refused unless --allow-private)")
+	fs.BoolVar(&c.autoLocal, "auto-local", true, "run calls that target private addresses (localhost, LAN) on the local Chromium")
+	fs.BoolVar(&c.allowPrivate, "allow-private", false, "let a remote browser try private addresses it would otherwise refuse")
+	fs.StringVar(&c.chromium, "chromium", "", "the local Chromium binary (default: $CHROMIUM, then chromium, google-chrome… on PATH)")
+	fs.DurationVar(&c.idle, "idle-timeout", 15*time.Minute, "release a browser session after this long unused")
+	fs.BoolVar(&c.verbose, "v", false, "log every routing decision")
+}
+
+// providerEnv is each provider's API key variable, in the order the
+// default provider is picked.
+var providerEnv = []struct{ name, key string }{
+	{"browserbase", "BROWSERBASE_API_KEY"},
+	{"browser-use", "BROWSER_USE_API_KEY"},
+	{"steel", "STEEL_API_KEY"},
+}
+
+// errConfig marks a configuration the command refuses.
+var errConfig = errors.New("configuration")
+
+// newProvider builds the provider the configuration names. strict requires
+// its API key (serving needs it; explaining a decision does not).
+func (c *config) newProvider(getenv func(string) string, strict bool) (hybroute.Provider, string, error) {
+	name := strings.ToLower(strings.TrimSpace(c.provider))
+	if name == "" {
+		name = "none"
+		for _, p := range providerEnv {
+			if getenv(p.key) != "" {
+				name = p.name
+				break
+			}
+		}
+	}
+	var opts []hybroute.ProviderOption
+	if c.providerURL != "" {
+		opts = append(opts, hybroute.WithProviderBaseURL(c.providerURL))
+	}
+	need := func(keys ...string) error {
+		if !strict {
+			return nil
+		}
+		var missing []string
+		for _, k := range keys {
+			if getenv(k) == "" {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) > 0 {
+			return fmt.Errorf("%w: --provider %s needs %s in the environment", errConfig, name, strings.Join(missing, " and "))
+		}
+		return nil
+	}
+	switch name {
+	case "browserbase":
+		if err := need("BROWSERBASE_API_KEY", "BROWSERBASE_PROJECT_ID"); err != nil {
+			return nil, "", err
+		}
+		return hybroute.NewBrowserbase(getenv("BROWSERBASE_API_KEY"), getenv("BROWSERBASE_PROJECT_ID"), opts...), name, nil
+	case "browser-use":
+		if err := need("BROWSER_USE_API_KEY"); err != nil {
+			return nil, "", err
+		}
+		return hybroute.NewBrowserUse(getenv("BROWSER_USE_API_KEY"), opts...), name, nil
+	case "steel":
+		if err := need("STEEL_API_KEY"); err != nil {
+			return nil, "", err
+		}
+		return hybroute.NewSteel(getenv("STEEL_API_KEY"), opts...), name, nil
+	case "cdp":
+		if c.cdpURL == "" {
+			return nil, "", fmt.Errorf("%w: --provider cdp needs --cdp-url", errConfig)
+		}
+		return hybroute.CDPEndpoint(c.cdpURL, opts...), name, nil
+	case "none":
+		return nil, name, nil
+	}
+	return nil, "", fmt.Errorf("%w: unknown --provider %q (want one of %s)", errConfig, c.provider, strings.Join(providerNames, ", "))
+}
+
+// routerOptions are the Router's options from the configuration, with the
+// provider's name (for messages).
+func (c *config) routerOptions(stderr io.Writer) []hybroute.Option {
+	level := slog.LevelInfo
+	if c.verbose {
+		level = slog.LevelDebug
+	}
+	opts := []hybroute.Option{
+		hybroute.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))),
+		hybroute.WithAutoLocalForPrivateURLs(c.autoLocal),
+		hybroute.WithAllowPrivateURLs(c.allowPrivate),
+		hybroute.WithIdleTimeout(c.idle, 0),
+	}
+	if c.cdpURL != "" && !strings.EqualFold(c.provider, "cdp") {
+		opts = append(opts, hybroute.WithCDPURL(c.cdpURL))
+	}
+	if c.chromium != "" {
+		opts = append(opts, hybroute.WithChromiumPath(c.chromium))
+	}
+	if testRouterOptions != nil {
+		opts = append(opts, testRouterOptions(stderr)...)
+	}
+	return opts
+}
+
+// newRouter builds the router the configuration describes.
+func (c *config) newRouter(getenv func(string) string, stderr io.Writer, strict bool, extra ...hybroute.Option) (*hybroute.Router, string, error) {
+	p, name, err := c.newProvider(getenv, strict)
+	if err != nil {
+		return nil, "", err
+	}
+	r, err := hybroute.New(p, append(c.routerOptions(stderr), extra...)...)
+	if err != nil {
+		return nil, "", err
+	}
+	return r, name, nil
+}
+
+// describe is one line on the routing the configuration gives.
+func (c *config) describe(provider string) string {
+	switch {
+	case c.cdpURL != "" && provider != "cdp":
+		return "every call goes to the browser at --cdp-url (not local; private URLs " + allowed(c.allowPrivate) + ")"
+	case provider == "none":
+		return "no cloud provider: every call runs on the local Chromium"
+	case c.autoLocal:
+		return "cloud provider " + provider + "; private addresses run on the local Chromium"
+	}
+	return "cloud provider " + provider + "; private addresses " + allowed(c.allowPrivate)
+}
+
+func allowed(on bool) string {
+	if on {
+		return "allowed on the remote browser"
+	}
+	return "refused"
+}
+
+// parseViewport reads "WIDTHxHEIGHT".
+func parseViewport(s string) (int, int, error) {
+	w, h, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "x")
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: --viewport %q: want WIDTHxHEIGHT, e.g. 1280x720", errConfig, s)
+	}
+	wi, err1 := strconv.Atoi(w)
+	hi, err2 := strconv.Atoi(h)
+	if err1 != nil || err2 != nil || wi < 0 || hi < 0 || wi > 10000 || hi > 10000 {
+		return 0, 0, fmt.Errorf("%w: --viewport %q: want WIDTHxHEIGHT, e.g. 1280x720", errConfig, s)
+	}
+	return wi, hi, nil
+}
+
+// testRouterOptions is nil in a release build. A build with the
+// hybroutetest tag sets it, so the tests of the built binary send traffic
+// to loopback only.
+var testRouterOptions func(stderr io.Writer) []hybroute.Option

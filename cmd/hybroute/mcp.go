@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybroute/hybroute/agent"
+)
+
+const mcpUsage = `Usage: hybroute mcp [flags]
+
+Serves the browser tools (browser_navigate, browser_snapshot, browser_click,
+browser_type, browser_press, browser_scroll, browser_back, browser_screenshot,
+browser_console, browser_exec, browser_close) over MCP: on stdin/stdout by
+default, over streamable HTTP with --http. Each MCP client session has a
+browser session of its own, released when the client session ends.
+
+Environment: BROWSERBASE_API_KEY, BROWSERBASE_PROJECT_ID, BROWSER_USE_API_KEY,
+STEEL_API_KEY (the provider's key), CHROMIUM (the local browser).
+
+Flags:
+`
+
+func runMCP(ctx context.Context, args []string, e env) int {
+	fs := flag.NewFlagSet("hybroute mcp", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var cfg config
+	cfg.register(fs)
+	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
+	var allowHosts stringList
+	fs.Var(&allowHosts, "allow-host", "with --http: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
+	viewport := fs.String("viewport", "1280x720", "the local browser's viewport, WIDTHxHEIGHT (0x0: the browser's own)")
+	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitFailure
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "hybroute mcp: unexpected arguments %q\n", fs.Args())
+		return exitFailure
+	}
+	vw, vh, err := parseViewport(*viewport)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	r, provider, err := cfg.newRouter(e.getenv, e.stderr, true)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	defer r.Close()
+	ts := agent.New(r, agent.WithViewport(vw, vh))
+	defer ts.Close()
+	srv := newMCPServer(ts)
+	defer srv.close()
+	fmt.Fprintf(e.stderr, "hybroute mcp: %s\n", cfg.describe(provider))
+
+	if *httpAddr == "" {
+		err = srv.server.Run(ctx, &mcp.StdioTransport{})
+		if err != nil && !errors.Is(err, context.Canceled) && !isEOF(err) {
+			fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+			return exitFailure
+		}
+		return exitOK
+	}
+	if err := serveHTTP(ctx, srv, *httpAddr, allowHosts, cfg.idle, e); err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func isEOF(err error) bool {
+	return err != nil && (strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "closed"))
+}
+
+// mcpServer is the MCP server over a toolset: every MCP client session
+// gets a browser session key of its own.
+type mcpServer struct {
+	server *mcp.Server
+	ts     *agent.Toolset
+
+	mu   sync.Mutex
+	keys map[*mcp.ServerSession]string
+	wg   sync.WaitGroup // the goroutines that release a session's browsers when it ends
+}
+
+// MetaWhere is the _meta key of a tool result that says where the call ran.
+const MetaWhere = "hybroute/where"
+
+func newMCPServer(ts *agent.Toolset) *mcpServer {
+	s := &mcpServer{
+		ts:   ts,
+		keys: make(map[*mcp.ServerSession]string),
+		server: mcp.NewServer(&mcp.Implementation{Name: "hybroute", Title: "hybroute browser", Version: version()}, &mcp.ServerOptions{
+			Instructions: "Browser tools. browser_navigate opens a page; browser_snapshot reads it with refs for browser_click and browser_type. " +
+				"Public sites run in a cloud browser, local and private addresses in a local one; every result says which, and cloud metadata addresses are always refused.",
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		}),
+	}
+	for _, tool := range ts.Tools() {
+		name := tool.Name
+		s.server.AddTool(&mcp.Tool{Name: name, Description: tool.Description, InputSchema: tool.InputSchema},
+			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				res, err := ts.Call(ctx, s.keyOf(req.Session), name, req.Params.Arguments)
+				if err != nil {
+					return nil, err
+				}
+				return toMCP(res), nil
+			})
+	}
+	return s
+}
+
+// toMCP is a tool result as MCP content: the text, then the images.
+func toMCP(res agent.Result) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: res.IsError, Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}}
+	for _, img := range res.Images {
+		out.Content = append(out.Content, &mcp.ImageContent{Data: img.Data, MIMEType: img.MIMEType})
+	}
+	if w := res.Where; w.Ran {
+		out.Meta = mcp.Meta{MetaWhere: map[string]any{
+			"route":               w.Route.String(),
+			"fallback_from_cloud": w.FallbackFromCloud,
+			"page_changed":        w.PageChanged,
+			"url":                 w.URL,
+			"title":               w.Title,
+		}}
+	}
+	return out
+}
+
+// keyOf is the browser session key of an MCP client session. The first
+// call of a client session makes one, and the session's end releases its
+// browsers.
+func (s *mcpServer) keyOf(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return "mcp"
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k, ok := s.keys[ss]; ok {
+		return k
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	k := "mcp-" + hex.EncodeToString(b[:])
+	s.keys[ss] = k
+	s.wg.Go(func() {
+		_ = ss.Wait()
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = s.ts.Release(ctx, k)
+		s.mu.Lock()
+		delete(s.keys, ss)
+		s.mu.Unlock()
+	})
+	return k
+}
+
+// close ends the client sessions still open and waits until their browsers
+// are released.
+func (s *mcpServer) close() {
+	for ss := range s.server.Sessions() {
+		_ = ss.Close()
+	}
+	s.wg.Wait()
+}
+
+// serveHTTP serves streamable HTTP on addr until ctx ends.
+func serveHTTP(ctx context.Context, s *mcpServer, addr string, allowHosts []string, idle time.Duration, e env) error {
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	bound := ln.Addr().(*net.TCPAddr)
+	if !bound.IP.IsLoopback() {
+		fmt.Fprintf(e.stderr, "hybroute mcp: WARNING: listening on %s, which is not loopback: the MCP server has no authentication, so anyone who can reach it can drive the browsers\n", bound)
+	}
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
+		&mcp.StreamableHTTPOptions{SessionTimeout: idle})
+	hs := &http.Server{
+		Handler:           hostGuard(addr, bound, allowHosts, handler),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	fmt.Fprintf(e.stderr, "hybroute mcp: serving MCP on http://%s/\n", bound)
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// hostGuard refuses requests whose Host or Origin is not the server's own:
+// a web page the user visits can make the browser send requests to a
+// loopback port, and with DNS rebinding its own name can point there too;
+// such requests carry the page's name in Host and its origin in Origin.
+func hostGuard(addr string, bound *net.TCPAddr, extra []string, next http.Handler) http.Handler {
+	port := fmt.Sprint(bound.Port)
+	allowed := map[string]bool{}
+	add := func(h string) {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
+			return
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			h = net.JoinHostPort(strings.Trim(h, "[]"), port)
+		}
+		allowed[h] = true
+	}
+	add(bound.String())
+	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+		add(net.JoinHostPort(host, port))
+	}
+	if bound.IP.IsLoopback() {
+		for _, h := range []string{"127.0.0.1", "localhost", "::1"} {
+			add(net.JoinHostPort(h, port))
+		}
+	}
+	for _, h := range extra {
+		add(h)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowed[strings.ToLower(r.Host)] {
+			http.Error(w, "hybroute: forbidden: the Host header names another server", http.StatusForbidden)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !allowed[strings.ToLower(u.Host)] {
+				http.Error(w, "hybroute: forbidden: cross-origin request", http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }

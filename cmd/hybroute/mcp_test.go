@@ -1,0 +1,370 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+var wantTools = []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press",
+	"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_close"}
+
+// client is an MCP client session with helpers that fail the test.
+type client struct {
+	t  *testing.T
+	cs *mcp.ClientSession
+}
+
+func (c *client) call(name string, args map[string]any) *mcp.CallToolResult {
+	c.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if args == nil {
+		args = map[string]any{}
+	}
+	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	require.NoError(c.t, err, name)
+	return res
+}
+
+func (c *client) ok(name string, args map[string]any) (*mcp.CallToolResult, string) {
+	c.t.Helper()
+	res := c.call(name, args)
+	text := textOf(res)
+	require.False(c.t, res.IsError, "%s: tool error: %s", name, text)
+	return res, text
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+func refIn(t *testing.T, snapshot, line string) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^\s*- ` + regexp.QuoteMeta(line) + `.*\[ref=(e\d+)\]`).FindStringSubmatch(snapshot)
+	require.NotNil(t, m, "no %q with a ref in:\n%s", line, snapshot)
+	return m[1]
+}
+
+// exercise drives the toolset over an MCP client session the way a model
+// does, on the test site, and checks each step's effect.
+func exercise(t *testing.T, c *client, site *agenttest.Site) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lt, err := c.cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range lt.Tools {
+		names = append(names, tool.Name)
+		assert.NotEmpty(t, tool.Description, tool.Name)
+		assert.NotNil(t, tool.InputSchema, tool.Name)
+	}
+	assert.ElementsMatch(t, wantTools, names)
+
+	res, text := c.ok("browser_navigate", map[string]any{"url": "127.0.0.1:" + site.Port})
+	assert.Contains(t, text, `Page: "Corner Shop" http://127.0.0.1:`+site.Port+`/`)
+	assert.Contains(t, text, "Browser: the local browser")
+	where, _ := res.Meta[MetaWhere].(map[string]any)
+	require.NotNil(t, where, "the result's _meta says where it ran")
+	assert.Equal(t, "local", where["route"])
+
+	_, snap := c.ok("browser_snapshot", nil)
+	assert.Contains(t, snap, "- paragraph: Cart: 0 items")
+	add := refIn(t, snap, `button "Add to cart"`)
+	search := refIn(t, snap, `searchbox "Search products"`)
+
+	c.ok("browser_click", map[string]any{"ref": add})
+	_, snap = c.ok("browser_snapshot", nil)
+	assert.Contains(t, snap, "- paragraph: Cart: 1 item", "the click had its effect on the page")
+
+	_, text = c.ok("browser_exec", map[string]any{"code": "await new Promise(r => setTimeout(r, 10)); return cart * 10"})
+	assert.Contains(t, text, "Result: 10")
+
+	res, text = c.ok("browser_screenshot", nil)
+	var img *mcp.ImageContent
+	for _, ct := range res.Content {
+		if i, ok := ct.(*mcp.ImageContent); ok {
+			img = i
+		}
+	}
+	require.NotNil(t, img, text)
+	assert.Equal(t, "image/png", img.MIMEType)
+	decoded, err := png.Decode(bytes.NewReader(img.Data))
+	require.NoError(t, err)
+	assert.Equal(t, [2]int{1280, 720}, [2]int{decoded.Bounds().Dx(), decoded.Bounds().Dy()})
+
+	_, text = c.ok("browser_type", map[string]any{"ref": search, "text": "blue hat", "submit": true})
+	assert.Contains(t, text, `Page: "Results for blue hat"`)
+
+	res = c.call("browser_navigate", map[string]any{"url": "http://169.254.169.254/latest/meta-data/iam/"})
+	assert.True(t, res.IsError)
+	assert.Contains(t, textOf(res), "blocked: http://169.254.169.254/latest/meta-data/iam/ targets a cloud metadata endpoint")
+	assert.NotContains(t, textOf(res), "::local")
+}
+
+func TestMCPInProcess(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := agent.New(r)
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	srv := newMCPServer(ts)
+
+	c := connectInMemory(t, srv)
+	exercise(t, &client{t: t, cs: c}, site)
+
+	// Two client sessions are two browser sessions.
+	c2 := &client{t: t, cs: connectInMemory(t, srv)}
+	_, text := c2.ok("browser_snapshot", nil)
+	assert.Contains(t, text, "Page: about:blank", "a second client session starts on a page of its own")
+
+	// The end of a client session releases its browser session.
+	require.NoError(t, c.Close())
+	require.Eventually(t, func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return len(srv.keys) == 1
+	}, 20*time.Second, 50*time.Millisecond)
+	srv.close()
+}
+
+func connectInMemory(t *testing.T, srv *mcpServer) *mcp.ClientSession {
+	t.Helper()
+	st, ct := mcp.NewInMemoryTransports()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ss, err := srv.server.Connect(ctx, st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v0"}, nil).Connect(ctx, ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// TestMCPReportsTheFallback: a provider answering 429 gives the session a
+// local browser, and the tool result says it is a fallback from the cloud.
+func TestMCPReportsTheFallback(t *testing.T) {
+	site := agenttest.NewSite(t)
+	cloud := agenttest.NewCloud(t)
+	cloud.API.OnCreate(cloudtest.RateLimited("17"))
+	r := agenttest.NewRouter(t, cloud.Provider)
+	ts := agent.New(r)
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	srv := newMCPServer(ts)
+	t.Cleanup(srv.close)
+	c := &client{t: t, cs: connectInMemory(t, srv)}
+
+	res, text := c.ok("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
+	assert.Contains(t, text, "fallback from cloud")
+	assert.Contains(t, text, `Page: "Corner Shop"`)
+	where := res.Meta[MetaWhere].(map[string]any)
+	assert.Equal(t, true, where["fallback_from_cloud"])
+	assert.Equal(t, "local", where["route"])
+	assert.EqualValues(t, 1, cloud.API.Creates())
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built {
+		if bin, err := buildBinary(); err == nil {
+			_ = os.RemoveAll(filepath.Dir(bin))
+		}
+	}
+	os.Exit(code)
+}
+
+// built is set once buildBinary ran, so TestMain knows to remove its output.
+var built bool
+
+// buildBinary builds the command with the test hooks (loopback-only
+// egress, a static resolver) once per test binary.
+var buildBinary = sync.OnceValues(func() (string, error) {
+	built = true
+	dir, err := os.MkdirTemp("", "hybroute-bin-")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "hybroute")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "hybroutetest", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", &buildError{out: string(out), err: err}
+	}
+	return bin, nil
+})
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// syncBuffer is a stderr the test reads while the command writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startBinary runs "hybroute mcp args..." over stdio and connects the SDK's
+// client to it.
+func startBinary(t *testing.T, envv []string, args ...string) (*client, *syncBuffer) {
+	t.Helper()
+	agenttest.RequireChromium(t)
+	bin, err := buildBinary()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
+	cmd.Env = append(os.Environ(), envv...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v0"}, nil).
+		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
+	require.NoError(t, err, "stderr: %s", stderr)
+	t.Cleanup(func() {
+		_ = cs.Close()
+		assert.NotContains(t, stderr.String(), "TEST EGRESS VIOLATION", "the local browser reached beyond loopback")
+	})
+	return &client{t: t, cs: cs}, stderr
+}
+
+func TestMCPOverStdioBinary(t *testing.T) {
+	site := agenttest.NewSite(t)
+	c, stderr := startBinary(t, nil, "--provider", "none")
+	exercise(t, c, site)
+	_, text := c.ok("browser_close", nil)
+	assert.Contains(t, text, "Closed")
+	require.NoError(t, c.cs.Close())
+	assert.Contains(t, stderr.String(), "hybroute mcp: no cloud provider: every call runs on the local Chromium")
+}
+
+func TestMCPOverStdioBinaryReportsTheFallback(t *testing.T) {
+	site := agenttest.NewSite(t)
+	// No cloud browser is needed: every create answers 429.
+	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:9/devtools/browser/none",
+		cloudtest.WithAPIKey("bb_stdio_test_key_0123456789"), cloudtest.WithProjectID("proj-stdio"))
+	api.OnCreate(cloudtest.RateLimited("17"))
+	c, stderr := startBinary(t, []string{"BROWSERBASE_API_KEY=bb_stdio_test_key_0123456789", "BROWSERBASE_PROJECT_ID=proj-stdio"},
+		"--provider", "browserbase", "--provider-url", api.URL)
+	res, text := c.ok("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
+	assert.Contains(t, text, "fallback from cloud")
+	assert.Contains(t, text, `Page: "Corner Shop"`)
+	assert.Equal(t, true, res.Meta[MetaWhere].(map[string]any)["fallback_from_cloud"])
+	assert.EqualValues(t, 1, api.Creates())
+	require.NoError(t, c.cs.Close())
+	logs := stderr.String()
+	assert.Contains(t, logs, "falling back to local Chromium")
+	assert.NotContains(t, logs, "bb_stdio_test_key_0123456789", "the API key never reaches the logs")
+}
+
+func TestHostGuard(t *testing.T) {
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	bound := mustTCPAddr(t, "127.0.0.1:8931")
+	h := hostGuard("127.0.0.1:8931", bound, []string{"mcp.internal.example"}, next)
+	for _, tc := range []struct {
+		host, origin string
+		want         int
+	}{
+		{"127.0.0.1:8931", "", http.StatusTeapot},
+		{"localhost:8931", "http://localhost:8931", http.StatusTeapot},
+		{"[::1]:8931", "", http.StatusTeapot},
+		{"mcp.internal.example:8931", "", http.StatusTeapot},
+		{"evil.example:8931", "", http.StatusForbidden},                 // DNS rebinding: the attacker's name
+		{"localhost:8932", "", http.StatusForbidden},                    // another port
+		{"127.0.0.1:8931", "http://evil.example", http.StatusForbidden}, // a page of another site
+		{"127.0.0.1:8931", "null", http.StatusForbidden},
+		{"127.0.0.1:8931", "http://localhost:3000", http.StatusForbidden},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://"+tc.host+"/", nil)
+		req.Host = tc.host
+		if tc.origin != "" {
+			req.Header.Set("Origin", tc.origin)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		assert.Equal(t, tc.want, w.Code, "Host %s Origin %q", tc.host, tc.origin)
+	}
+}
+
+// TestMCPOverHTTP: the SDK's client over streamable HTTP, through the
+// host guard, each client session with a browser session of its own.
+func TestMCPOverHTTP(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := agent.New(r)
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	srv := newMCPServer(ts)
+	t.Cleanup(srv.close)
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.server }, nil)
+	hs := httptest.NewUnstartedServer(nil)
+	bound := mustTCPAddr(t, hs.Listener.Addr().String())
+	hs.Config.Handler = hostGuard(bound.String(), bound, nil, handler)
+	hs.Start()
+	t.Cleanup(hs.Close)
+
+	connect := func() *client {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "v0"}, nil).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		return &client{t: t, cs: cs}
+	}
+	a, b := connect(), connect()
+	_, text := a.ok("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/page2")})
+	assert.Contains(t, text, `Page: "Page two"`)
+	_, text = b.ok("browser_snapshot", nil)
+	assert.Contains(t, text, "Page: about:blank", "the second client has a browser session of its own")
+	_, text = a.ok("browser_snapshot", nil)
+	assert.Contains(t, text, `heading "Second page"`)
+
+	// A request naming another host is refused before the MCP handler.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL, strings.NewReader(`{}`))
+	require.NoError(t, err)
+	req.Host = "rebound.example"
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+}

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// TestScriptedAgent runs the demo loop and checks that each step had its
+// effect: the click, the search, the exec, the screenshot, the refusal.
+func TestScriptedAgent(t *testing.T) {
+	if cloudtest.ChromiumPath() == "" {
+		t.Skip("no Chromium installed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	shot := filepath.Join(t.TempDir(), "agent.png")
+	var out bytes.Buffer
+	require.NoError(t, run(ctx, &out, shot), out.String())
+	s := out.String()
+	assert.Contains(t, s, "The model is given 11 tools")
+	assert.Contains(t, s, `Opened http://localhost:`)
+	assert.Contains(t, s, `Result: "Cart: 1 item"`)
+	assert.Contains(t, s, `Page: "Results for red shoes"`)
+	assert.Contains(t, s, `Result: ["RUN-42"]`)
+	assert.Contains(t, s, "← tool error:\n  blocked: http://169.254.169.254/latest/meta-data/iam/security-credentials/ targets a cloud metadata endpoint")
+	assert.Contains(t, s, "[warning] 2 results; 1 sold out")
+	data, err := os.ReadFile(shot)
+	require.NoError(t, err)
+	img, err := png.Decode(bytes.NewReader(data))
+	require.NoError(t, err)
+	assert.Equal(t, 1280, img.Bounds().Dx())
+}
