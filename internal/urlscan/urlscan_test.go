@@ -1,4 +1,4 @@
-package hybroute
+package urlscan
 
 import (
 	"fmt"
@@ -149,14 +149,14 @@ var scanCases = []scanCase{
 func TestScanURLsTable(t *testing.T) {
 	for _, tc := range scanCases {
 		t.Run(tc.rule, func(t *testing.T) {
-			assert.Equal(t, tc.want, ScanURLs(tc.code), "code: %s", tc.code)
+			assert.Equal(t, tc.want, Scan(tc.code), "code: %s", tc.code)
 		})
 	}
 }
 
 func TestScanURLsReturnsSubstringsWhenUnchanged(t *testing.T) {
 	code := `fetch("http://localhost:3000/api")`
-	allocs := testing.AllocsPerRun(100, func() { _ = ScanURLs(code) })
+	allocs := testing.AllocsPerRun(100, func() { _ = Scan(code) })
 	assert.Equal(t, 1.0, allocs, "only the result slice should be allocated")
 }
 
@@ -168,7 +168,7 @@ func TestScanURLsManyResultsDedup(t *testing.T) {
 		b.WriteString(u + " ")
 		want = append(want, u)
 	}
-	got := ScanURLs(b.String())
+	got := Scan(b.String())
 	seen := map[string]bool{}
 	var uniq []string
 	for _, u := range want {
@@ -181,13 +181,13 @@ func TestScanURLsManyResultsDedup(t *testing.T) {
 }
 
 func TestScanURLsCorpus(t *testing.T) {
-	code, err := os.ReadFile("testdata/scan-corpus.txt")
+	code, err := os.ReadFile("../../testdata/scan-corpus.txt")
 	require.NoError(t, err)
-	wantText, err := os.ReadFile("testdata/scan-corpus.want.txt")
+	wantText, err := os.ReadFile("../../testdata/scan-corpus.want.txt")
 	require.NoError(t, err)
 	want := strings.Split(strings.TrimSpace(string(wantText)), "\n")
 	require.Greater(t, len(want), 100, "the corpus should plant many distinct URLs")
-	assert.Equal(t, want, ScanURLs(string(code)))
+	assert.Equal(t, want, Scan(string(code)))
 }
 
 // hostOf is the host of a reported URL, enough for the metamorphic check.
@@ -217,7 +217,7 @@ func hostOf(u string) string {
 var scannedSchemes = []string{"http", "https", "ws", "wss", "ftp", "file", "chrome", "chrome-untrusted", "devtools"}
 
 func checkScanInvariants(t *testing.T, code string) {
-	got := ScanURLs(code)
+	got := Scan(code)
 	seen := map[string]bool{}
 	for _, u := range got {
 		require.NotEmpty(t, u)
@@ -240,7 +240,7 @@ func checkScanInvariants(t *testing.T, code string) {
 	for _, w := range [][2]string{{`"`, `"`}, {`'`, `'`}, {`(`, `)`}, {"`", "`"}, {"// ", ""}, {`\`, `\`}, {"", ""}} {
 		wrapped := w[0] + code + w[1]
 		found := false
-		for _, u := range ScanURLs(wrapped) {
+		for _, u := range Scan(wrapped) {
 			if strings.HasPrefix(u, "http://") && hostOf(u) == "127.0.0.1" {
 				found = true
 				break
@@ -289,7 +289,7 @@ func diffURL(n uint64, code string) (host, input string) {
 
 func checkPlantedHost(t *testing.T, n uint64, code string) {
 	host, input := diffURL(n, code)
-	got := ScanURLs(input)
+	got := Scan(input)
 	for _, u := range got {
 		if p, err := whatwg.Parse(u); err == nil && p.Host == host {
 			return
@@ -323,7 +323,7 @@ func TestScanURLsPlantedHosts(t *testing.T) {
 }
 
 func BenchmarkScanURLs(b *testing.B) {
-	corpus, err := os.ReadFile("testdata/scan-corpus.txt")
+	corpus, err := os.ReadFile("../../testdata/scan-corpus.txt")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -338,17 +338,17 @@ func BenchmarkScanURLs(b *testing.B) {
 			b.SetBytes(int64(len(in.code)))
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = ScanURLs(in.code)
+				_ = Scan(in.code)
 			}
 		})
 	}
 }
 
 // BenchmarkScanFloor is the cost of only visiting every colon of the corpus
-// with strings.IndexByte, the floor under ScanURLs: on a loaded machine
+// with strings.IndexByte, the floor under Scan: on a loaded machine
 // compare BenchmarkScanURLs/corpus-1MiB against it, not against a constant.
 func BenchmarkScanFloor(b *testing.B) {
-	corpus, err := os.ReadFile("testdata/scan-corpus.txt")
+	corpus, err := os.ReadFile("../../testdata/scan-corpus.txt")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -391,12 +391,12 @@ func hostileInput(unit string, n int) string {
 	return strings.Repeat(unit, n/len(unit)+1)[:n]
 }
 
-// scanCost is the allocations and bytes one ScanURLs call on code costs.
+// scanCost is the allocations and bytes one Scan call on code costs.
 func scanCost(code string) (allocs float64, bytes uint64) {
-	allocs = testing.AllocsPerRun(1, func() { _ = ScanURLs(code) })
+	allocs = testing.AllocsPerRun(1, func() { _ = Scan(code) })
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_ = ScanURLs(code)
+	_ = Scan(code)
 	runtime.ReadMemStats(&after)
 	return allocs, after.TotalAlloc - before.TotalAlloc
 }

@@ -1,0 +1,542 @@
+// Package urlscan finds the URL literals in the code of a browser call, so
+// that every URL the call names is decided before any browser sees it. The
+// code may be in any language an agent writes (JavaScript, TypeScript,
+// Python, Go, shell, JSON, HTML); the scan knows none of them and looks only
+// at what surrounds each ':' and each "//".
+//
+// The scan runs in front of every browser call, so it is one forward pass
+// that jumps between ':' bytes (and "//" pairs) with strings.IndexByte and
+// strings.Index and inspects only the few bytes around each. There is no
+// regexp and no backtracking: every look-back and look-ahead is bounded, and
+// the one long look-ahead (past the length cap) is memoised so that no byte
+// is read by it twice.
+//
+// Its bias is fail-closed (docs/decisions/2026-12-01-the-scanner-reports-every-reading.md):
+// where the source language is ambiguous (a `\.` means "." in JavaScript but
+// stays a backslash in Python, and Chromium treats that backslash as the end
+// of the host), the scanner reports every reading. Where the bytes in the
+// source are not the bytes the browser gets, it decodes them: string escapes
+// (\xHH, \uHHHH, \u{H…}, \UHHHHHHHH, three-digit octal) anywhere in a URL,
+// HTML character references (&#58;, &#x3a;, &colon;, &commat;, …) in its
+// authority, and ASCII tab and newline, which Chromium strips anywhere in a
+// URL.
+//
+// When a URL stops inside its authority on a byte that does not close the
+// string it sits in (a space, another quote, '<', an escaped quote, a tab),
+// the browser may well receive more: Chromium percent-encodes a space, '"',
+// '<' or '>' in a userinfo and keeps going. The scanner then looks a bounded
+// distance ahead on the same line for the '@' that would end such a
+// userinfo and reports the URL of the host after it as well. A URL that hits
+// the length cap inside its authority is handled the same way with a longer
+// reach, and if no '@' turns up it is reported with an invalid port so that
+// its verdict fails rather than passing a truncated host as public.
+//
+// What a literal scanner cannot see, it does not guess: a URL assembled at
+// run time ("http://" + host, a host in a placeholder, "%s") has no literal
+// host, so nothing is reported for it ("http://" alone included). Those are
+// met by the layers behind the scan: the in-browser guard, the check of the
+// URL the browser landed on, and, on the local browser, the connect-time
+// check of every dialled address.
+//
+// A placeholder that follows a complete literal host ("http://127.0.0.1${p}",
+// f"http://localhost{path}", "http://localhost%s") cuts the URL there and the
+// literal host is reported. A placeholder right after a '.' or '-' of a name
+// ("http://api.${region}.example.com") is a host being assembled and nothing
+// is reported, unless what precedes it is numeric ("http://127.0.0.${n}"
+// reports http://127.0.0, which Chromium reads as 127.0.0.0: still private).
+// A placeholder glued to a label ("http://api${n}.example.com") reports the
+// literal label, "http://api": a harmless public name, kept because the same
+// shape is how "http://169.254.169.254${path}" looks.
+//
+// Without slashes, a scheme glued to an identifier ("useHttp:true") is not
+// a URL to any parser and is not reported; with slashes it is, failing
+// closed. Bare host:port is limited to local-looking hosts, since "name:80"
+// is indistinguishable from an object key, and so are scheme-relative URLs
+// ("//169.254.169.254/x"), since "// comment" and "//example.com" are
+// everywhere in code.
+package urlscan
+
+import (
+	"strings"
+)
+
+// maxToken bounds how far one URL is read past its scheme. It keeps the scan
+// linear on hostile input (a megabyte of "http:" with no terminator would
+// otherwise be read once per colon). Hosts live in the first bytes of a URL,
+// so only the tail of a longer path or query is lost; an authority longer
+// than this is handled by farLook.
+const maxToken = 4096
+
+// maxRebuiltPath bounds the path and query kept in a reading that had to be
+// rebuilt (normalised or decoded) rather than returned as a substring.
+const maxRebuiltPath = 256
+
+// nearLook is how far past an unclean stop in the authority the scan looks
+// for the '@' of a userinfo; farLook is how far past the length cap.
+const (
+	nearLook = 256
+	farLook  = 64 << 10
+)
+
+// schemeKind decides how the bytes after "scheme:" are read.
+type schemeKind uint8
+
+const (
+	// kindHost schemes (http, https, ws, wss, ftp) are WHATWG "special":
+	// Chromium accepts any run of '/' and '\' after the colon, even none.
+	kindHost schemeKind = iota
+	// kindFile is file:, whose slash count is meaningful (file:///etc has
+	// an empty host), so the run is kept rather than folded to "//".
+	kindFile
+	// kindOpaque schemes (chrome, chrome-untrusted, devtools) are refused by
+	// the router; they are reported so it gets the chance, but only with a
+	// slash, because "chrome:" or "devtools:" without one is far more often
+	// an object key than a URL.
+	kindOpaque
+	// kindViewSource wraps another URL, which the scan finds on its own.
+	kindViewSource
+)
+
+// scheme is one scanned scheme: its lower-case name, how the rest of its
+// URL is read, and the "name://" a reading of it starts with.
+type scheme struct {
+	name   string
+	kind   schemeKind
+	prefix string
+}
+
+// schemes are the scanned schemes.
+var schemes = [...]scheme{
+	{"http", kindHost, "http://"},
+	{"https", kindHost, "https://"},
+	{"ws", kindHost, "ws://"},
+	{"wss", kindHost, "wss://"},
+	{"ftp", kindHost, "ftp://"},
+	{"file", kindFile, "file://"},
+	{"chrome", kindOpaque, "chrome://"},
+	{"chrome-untrusted", kindOpaque, "chrome-untrusted://"},
+	{"devtools", kindOpaque, "devtools://"},
+	{"view-source", kindViewSource, "view-source:"},
+}
+
+// endingIn indexes schemes by the last letter of the name, lower-cased, so
+// the common colon (an object key, a type annotation) costs one load.
+var endingIn = func() (t [256][]*scheme) {
+	for i := range schemes {
+		s := &schemes[i]
+		last := s.name[len(s.name)-1]
+		t[last] = append(t[last], s)
+	}
+	return t
+}()
+
+// Byte classes of the forward token scan; cURL is the hot path.
+const (
+	cURL = iota
+	cTerm
+	cBackslash
+	cBrace
+	cDollar
+	cPercent
+	cAuthEnd // '/', '?', '#' while the authority is still being read
+	cAmp     // '&' while the authority is still being read
+)
+
+var tokClass = func() (t [256]uint8) {
+	for b := 0; b < 0x20; b++ {
+		t[b] = cTerm
+	}
+	t[0x7f] = cTerm
+	for _, b := range []byte(" \"'`<>") {
+		t[b] = cTerm
+	}
+	t['\\'] = cBackslash
+	t['{'] = cBrace // {x} f-strings, {{x}} templates, and the tail of ${x}
+	t['$'] = cDollar
+	t['%'] = cPercent
+	return t
+}()
+
+// authClass is tokClass while reading the authority, where the bytes that
+// end it need noticing; once they are seen the scan switches to tokClass.
+// HTML character references are decoded in the authority only: in a path
+// or query "&amp;" is everyday HTML and changes no host.
+var authClass = func() (t [256]uint8) {
+	t = tokClass
+	t['/'], t['?'], t['#'] = cAuthEnd, cAuthEnd, cAuthEnd
+	t['&'] = cAmp
+	return t
+}()
+
+// scanner is one Scan call: the code, what it has reported so far, and what
+// it remembers between URLs so that the look-aheads stay linear in total.
+type scanner struct {
+	code string
+	out  []string
+
+	// noBareUntil is where the authority of the last reported URL ends.
+	// A colon before it that no slash follows is not looked at again: a
+	// port colon would be reported again as a bare host:port, and a
+	// slashless scheme inside an authority ("http:http:…", "http://u:http:p@h")
+	// names either the same host (the one after the last '@') or sits in an
+	// authority Chromium refuses (its port is not a number), which already
+	// blocks the call. Skipping them keeps a megabyte of "http:" from
+	// costing a 4 KiB reading per colon. A colon followed by a slash ends
+	// the outer authority with an empty port ("http:http://127.0.0.1/" is
+	// host "http" to Chromium), so the URL after it is read as usual.
+	noBareUntil int
+
+	// farLo..farHi was read by the last long look-ahead; farDone says it
+	// reached a decision there (farRes: host start after an '@', or -1).
+	farLo, farHi, farRes int
+	farDone              bool
+	// joinedUntil is the end of the last tab/newline-joined reading; a URL
+	// starting inside it was already covered by that reading.
+	joinedUntil int
+	// truncated says an authority longer than the cap was already reported
+	// in a form whose verdict fails.
+	truncated bool
+}
+
+// Scan returns the URL literals in code, in order of first appearance,
+// deduplicated.
+//
+// It reports absolute URLs of the schemes http, https, ws, wss, ftp, file,
+// chrome, chrome-untrusted, devtools and view-source, in any case; bare
+// host:port tokens whose host is localhost, *.localhost, a dotted IPv4
+// literal or a bracketed IPv6 literal (reported as http); and
+// scheme-relative "//host..." URLs whose host is an IPv4 or bracketed IPv6
+// literal, localhost, *.localhost or a metadata name (reported as http).
+// Results are normalised the way Chromium would read them: the scheme is
+// lower-cased, any run of '/' and '\' after it becomes "//", string escapes
+// and (in the authority) HTML character references are decoded, a template
+// placeholder ends the URL, and trailing punctuation is dropped. A URL whose
+// host is itself a placeholder is not reported, because there is no literal
+// host to judge. When the source is ambiguous (a backslash-escaped dot or
+// letter in the host, a tab or newline inside the authority, a userinfo the
+// browser would read past a space or quote) every reading is reported.
+//
+// Results are substrings of code wherever no normalisation was needed. It
+// returns nil when code holds no URL.
+func Scan(code string) []string {
+	s := scanner{code: code}
+	s.run()
+	return dedup(s.out)
+}
+
+func (s *scanner) run() {
+	code := s.code
+	ss := nextSlashSlash(code, 0)
+	for i := 0; ; {
+		j := strings.IndexByte(code[i:], ':')
+		c := len(code)
+		if j >= 0 {
+			c = i + j
+		}
+		for ss >= 0 && ss < c {
+			s.schemeRelative(ss)
+			ss = nextSlashSlash(code, ss+2)
+		}
+		if j < 0 {
+			break
+		}
+		i = c + 1
+		if c == 0 || c < s.noBareUntil && c+1 < len(code) && code[c+1] != '/' && code[c+1] != '\\' {
+			continue
+		}
+		// Most colons in code are object keys, annotations and ternaries;
+		// the byte before dismisses them with one load.
+		if cands := endingIn[code[c-1]|0x20]; cands != nil {
+			if sch := schemeBefore(code, c, cands); sch != nil {
+				if auth, found := s.schemeURL(c, sch); found {
+					s.noBareUntil = max(s.noBareUntil, auth)
+					continue
+				}
+			}
+		}
+		if c+1 < len(code) && isDigit(code[c+1]) {
+			s.bareHostPort(c)
+		}
+	}
+}
+
+// nextSlashSlash is the index of the next "//" at or after i, or -1.
+func nextSlashSlash(code string, i int) int {
+	if i >= len(code) {
+		return -1
+	}
+	j := strings.Index(code[i:], "//")
+	if j < 0 {
+		return -1
+	}
+	return i + j
+}
+
+// schemeBefore returns the scanned scheme among cands that ends just before
+// the colon at c. It matches a suffix of whatever precedes, so "xhttp:"
+// yields http: glued prefixes are the scanner failing closed, not a parse
+// of the word.
+func schemeBefore(code string, c int, cands []*scheme) *scheme {
+	for _, sch := range cands {
+		if endsFold(code, c, sch.name) {
+			return sch
+		}
+	}
+	return nil
+}
+
+// endsFold reports whether code[:c] ends with the lower-case ASCII word w,
+// ignoring the case of letters only (so '\r' never passes for '-').
+func endsFold(code string, c int, w string) bool {
+	if c < len(w) {
+		return false
+	}
+	s := code[c-len(w) : c]
+	for k := 0; k < len(w); k++ {
+		b := s[k]
+		if 'A' <= b && b <= 'Z' {
+			b += 'a' - 'A'
+		}
+		if b != w[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// schemeURL reads the URL whose scheme name ends at the colon c and reports
+// what it finds. auth is where the raw authority ends, so the caller can
+// skip its port colon; found is false when nothing was reported.
+func (s *scanner) schemeURL(c int, sch *scheme) (auth int, found bool) {
+	code := s.code
+	start := c - len(sch.name)
+	q, slashes := c+1, 0
+	if sch.kind != kindViewSource {
+		q, slashes = slashRun(code, c+1)
+	}
+	if slashes == 0 {
+		switch sch.kind {
+		case kindFile, kindOpaque:
+			return 0, false
+		case kindHost:
+			// "http:localhost" is a URL to Chromium, but "fetchHttp:x" in
+			// an object literal is not, so without slashes the scheme must
+			// stand alone. A letter after a backslash is an escape
+			// ("\nhttp:host"), so the word still starts there.
+			if start > 0 && isWordByte(code[start-1]) &&
+				!(isLetter(code[start-1]) && start >= 2 && code[start-2] == '\\') {
+				return 0, false
+			}
+		}
+	}
+
+	hs := q
+	t := s.token(hs)
+	if sch.kind == kindViewSource {
+		end := trimEnd(code, hs, t.end)
+		if end == hs {
+			return 0, false
+		}
+		if !t.esc && code[start:c] == sch.name {
+			s.out = append(s.out, code[start:end])
+		} else {
+			s.out = append(s.out, sch.prefix+decodeToken(code[hs:end], min(t.auth, end)-hs))
+		}
+		return 0, true
+	}
+
+	prefix := schemePrefix(sch, slashes)
+	n0 := len(s.out)
+	if t.cut && t.inAuth {
+		// A placeholder inside the authority: "{user}@host" still has a
+		// literal host after the '@', "host:${port}" and "host${path}"
+		// have one before the placeholder, and "{host}" has none at all.
+		if at := s.userinfoAt(t.end); at >= 0 {
+			hs = at + 1
+			t = s.token(hs)
+		}
+		if t.cut && t.inAuth && !literalHostBefore(code, hs, t.end) {
+			return t.end, false
+		}
+	}
+	exact := hs == q && code[start:q] == prefix
+	s.emit(start, hs, t, prefix, exact)
+
+	if t.inAuth && !t.cut {
+		// The token stopped inside the authority: the browser may see more.
+		qt, qesc := s.openerAt(start)
+		if t.capped {
+			// An authority longer than the cap: find the host after an '@'
+			// beyond it, or make sure the truncated one fails its verdict.
+			if h := s.far(t.end); h >= 0 {
+				s.emit(-1, h, s.token(h), prefix, false)
+			} else if !s.truncated {
+				// One unparseable reading blocks the whole call, so it is
+				// reported once: a megabyte of "http:" must not allocate
+				// a truncated copy per colon.
+				s.truncated = true
+				s.out = append(s.out, prefix+decodeToken(code[hs:t.end], t.end-hs)+":truncated-authority")
+			}
+		} else {
+			if s.isBreakStop(t, qt) && hs >= s.joinedUntil {
+				s.join(hs, t, qt, prefix)
+			}
+			if !s.cleanStop(t.end, qt, qesc) {
+				if h := s.atAhead(t.end, t.end+nearLook, qt, qesc); h >= 0 {
+					s.emit(-1, h, s.token(h), prefix, false)
+				}
+			}
+		}
+	}
+	return t.auth, len(s.out) > n0
+}
+
+// emit reports the reading of the token t that starts at hs, and the cut
+// reading at an ambiguous escape in its host. start is where the scheme
+// starts in the code when exact says code[start:hs] is already prefix, so
+// the result can be a substring.
+func (s *scanner) emit(start, hs int, t token, prefix string, exact bool) {
+	code := s.code
+	end := trimEnd(code, hs, t.end)
+	if end == hs {
+		return
+	}
+	auth := min(t.auth, end)
+	if exact && !t.esc {
+		s.out = append(s.out, code[start:end])
+	} else {
+		if end-auth > maxRebuiltPath {
+			// A rebuilt reading is a copy; its path decides nothing, and
+			// a megabyte of "http:/" must not copy 4 KiB per colon.
+			end = trimEnd(code, hs, auth+maxRebuiltPath)
+		}
+		s.out = append(s.out, prefix+decodeToken(code[hs:end], auth-hs))
+	}
+	if t.ambig >= 0 && t.ambig < auth {
+		// Python keeps "\." as a backslash, which Chromium reads as the
+		// start of the path: http://127.0.0.1\.nip.io is then 127.0.0.1.
+		if e := trimEnd(code, hs, t.ambig); e > hs {
+			if exact && !strings.ContainsAny(code[hs:e], `\&`) {
+				s.out = append(s.out, code[start:e])
+			} else {
+				s.out = append(s.out, prefix+decodeToken(code[hs:e], e-hs))
+			}
+		}
+	}
+}
+
+// literalHostBefore reports whether code[hs:end], the literal text before a
+// placeholder in an authority, is a host worth reporting (see the package
+// documentation for the rules).
+func literalHostBefore(code string, hs, end int) bool {
+	s := code[hs:end]
+	if at := strings.LastIndexByte(s, '@'); at >= 0 {
+		s = s[at+1:]
+	}
+	if s == "" {
+		return false
+	}
+	if strings.IndexByte(s, '[') >= 0 && strings.IndexByte(s, ']') < 0 {
+		return false // the placeholder is inside an IPv6 literal
+	}
+	switch s[len(s)-1] {
+	case '.', '-':
+		// A name being assembled ("api.${region}"): only an address being
+		// assembled ("127.0.0.${n}") says anything about the host.
+		h := strings.TrimRight(s, ".-")
+		if k := strings.LastIndexByte(h, ':'); k >= 0 {
+			h = h[:k]
+		}
+		return endsInNumericLabel(h)
+	}
+	return true
+}
+
+// endsInNumericLabel is the WHATWG "ends in a number" test: the last label
+// is decimal digits or 0x-hex, so the host parses as IPv4 (or fails).
+func endsInNumericLabel(h string) bool {
+	h = strings.TrimSuffix(h, ".")
+	if k := strings.LastIndexByte(h, '.'); k >= 0 {
+		h = h[k+1:]
+	}
+	if h == "" {
+		return false
+	}
+	if len(h) >= 2 && h[0] == '0' && h[1]|0x20 == 'x' {
+		for i := 2; i < len(h); i++ {
+			if !isHex(h[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i < len(h); i++ {
+		if !isDigit(h[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// schemePrefix is the normalised "scheme://" for a URL.
+func schemePrefix(sch *scheme, slashes int) string {
+	if sch.kind != kindFile {
+		return sch.prefix
+	}
+	switch {
+	case slashes >= 3:
+		return "file://" + strings.Repeat("/", slashes-2)
+	case slashes == 2:
+		return "file://"
+	}
+	// file:/etc and file://etc... both mean a path to Chromium only
+	// when the run is short; "file:/x" is file:///x.
+	return "file:///"
+}
+
+// slashRun skips the '/' and '\' Chromium accepts after a special scheme,
+// including JSON, JavaScript and HTML spellings of a slash ("\/", "\u002f",
+// "\x2f", "&#47;"), and returns where the host starts and how many slashes
+// the run means.
+func slashRun(code string, q int) (int, int) {
+	n := 0
+	for q < len(code) {
+		switch code[q] {
+		case '/':
+			q++
+			n++
+		case '&':
+			r, k := entityAt(code, q)
+			if k == 0 || r != '/' && r != '\\' {
+				return q, n
+			}
+			q += k
+			n++
+		case '\\':
+			if r, k := escapeAt(code, q); k > 0 {
+				if r != '/' && r != '\\' {
+					return q, n
+				}
+				q += k
+				n++
+				continue
+			}
+			// A backslash run before '/' escapes it; otherwise the
+			// backslashes are themselves the slashes, doubled when
+			// they sit in a source string literal.
+			r := q
+			for r < len(code) && code[r] == '\\' {
+				r++
+			}
+			if r < len(code) && code[r] == '/' {
+				q = r
+				continue
+			}
+			n += (r - q + 1) / 2
+			q = r
+		default:
+			return q, n
+		}
+	}
+	return q, n
+}
