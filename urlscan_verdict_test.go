@@ -91,3 +91,48 @@ func TestReviewControlsStayOnCloud(t *testing.T) {
 		assert.Equal(t, RouteCloud, p.Route, "code %q: urls %q", code, ScanURLs(code))
 	}
 }
+
+// literalClassInputs are the classes of literals Chromium resolves that
+// the scanner used to miss (issue 6, part 3), through Router.Plan: each
+// must now be blocked (metadata) or routed local (private).
+var literalClassInputs = []struct {
+	class, code string
+	metadata    bool // blocked with ErrMetadata; otherwise routed local
+}{
+	// Scheme-relative hosts without a path or port, and "//" spelled with
+	// backslashes, in strings and attributes.
+	{"scheme-relative", `fetch("//2130706433")`, false}, // the one row the old scanner already caught
+	{"scheme-relative", `fetch("//127.1")`, false},
+	{"scheme-relative", `<img src="\\169.254.169.254/latest/meta-data/">`, true},
+	{"scheme-relative", `<img src="/\169.254.169.254">`, true},
+	{"scheme-relative", `{"url":"\/\/10.0.0.1"}`, false},
+	// \u{…} with any number of leading zeros.
+	{"braced escape", `fetch("http://evil.example\u{0000000040}127.0.0.1/")`, false},
+	{"braced escape", `fetch("http://\u{0000000031}69.254.169.254/latest")`, true},
+	// Character references without ';', zero-padded, named.
+	{"character reference", `<iframe src="http://localhost&#0000000058;3000">`, false},
+	{"character reference", `<a href="http://evil.example&#64metadata.google.internal/">`, true},
+	{"character reference", `<a href="&sol;&sol;169.254.169.254/">`, true},
+	// Inside the scheme name, in any source form.
+	{"spelled scheme", `fetch("\x68ttp://169.254.169.254/")`, true},
+	{"spelled scheme", `fetch("ht\ttp://169.254.169.254/")`, true},
+	{"spelled scheme", `<a href="ht&Tab;tp://10.1/">`, false},
+	{"spelled scheme", `<a href="http&colon;//10.1">`, false},
+}
+
+func TestLiteralClassesThroughPlan(t *testing.T) {
+	ctx := context.Background()
+	for i, tc := range literalClassInputs {
+		t.Run(fmt.Sprintf("%s/%d", tc.class, i), func(t *testing.T) {
+			r := newTestRouter(t, &stubProvider{name: "C"})
+			p, err := r.Plan(ctx, fmt.Sprintf("class-%d", i), tc.code)
+			if tc.metadata {
+				require.Error(t, err, "code %q: urls %q", tc.code, ScanURLs(tc.code))
+				assert.ErrorIs(t, err, ErrMetadata)
+				return
+			}
+			require.NoError(t, err, "code %q", tc.code)
+			assert.Equal(t, RouteLocal, p.Route, "code %q: urls %q", tc.code, ScanURLs(tc.code))
+		})
+	}
+}

@@ -4,30 +4,53 @@ import "strings"
 
 // The URLs without a scheme: scheme-relative "//host" and bare host:port.
 
-// schemeRelative reports "http://host..." for the "//" at ss when what
-// follows is a scheme-relative URL whose host is a local-looking literal:
-// an IPv4 address (in the forms Chromium reads: 127.0.0.1, 0x7f.1,
-// 2130706433), a bracketed IPv6 literal, localhost, *.localhost or a
-// metadata name. Any other "//" is a comment, a path or a public name that
-// must not change where a call runs.
-func (s *scanner) schemeRelative(ss int) {
+// relative reports "http://host..." for the scheme-relative URL whose
+// slash run starts at rs: two or more of '/' and '\' in any spelling
+// ("//", "\\", "/\", JSON's "\/\/", "&sol;&sol;"), which Chromium folds to
+// "//" against an http or https page. Inside a string or an attribute value
+// (a quote or '=' before the run) any host is reported, for the verdict to
+// judge. Elsewhere "//" is mostly a comment or a path, and only a host that
+// is a local-looking literal is reported: an IPv4 address (in the forms
+// Chromium reads: 127.0.0.1, 0x7f.1, 2130706433), a bracketed IPv6
+// literal, localhost, *.localhost or a metadata name.
+//
+// A backslash reads differently in a string literal (an escape) and in an
+// HTML attribute (a slash), so the run is read both ways, and each reading
+// that is a scheme-relative URL is reported.
+func (s *scanner) relative(rs int) {
+	if rs < s.relUntil {
+		return
+	}
 	code := s.code
-	if ss > 0 {
-		switch p := code[ss-1]; {
+	str := false
+	if rs > 0 {
+		switch p := code[rs-1]; {
 		case p == ':' || p == '/' || p == '\\' || p == ')' || p == ']':
 			return
 		case isWordByte(p):
 			return
 		}
+		str = s.inString(rs)
 	}
-	hs := ss + 2
-	for hs < len(code) && code[hs] == '/' {
-		hs++
+	hs, n := relSlashRun(code, rs, str, false)
+	ha, na := relSlashRun(code, rs, str, true)
+	s.relUntil = max(hs, ha)
+	if n >= 2 {
+		s.relativeAt(rs, hs, str)
 	}
+	if na >= 2 && (ha != hs || n < 2) {
+		s.relativeAt(rs, ha, str)
+	}
+}
+
+// relativeAt reports the scheme-relative URL whose slash run code[rs:hs]
+// has been read, if its host is one to report.
+func (s *scanner) relativeAt(rs, hs int, str bool) {
+	code := s.code
 	if hs >= len(code) {
 		return
 	}
-	if b := code[hs]; !isDigit(b) && b != '[' && !isLetter(b) {
+	if b := code[hs]; !str && !isDigit(b) && b != '[' && !isLetter(b) {
 		return
 	}
 	t := s.token(hs)
@@ -40,18 +63,99 @@ func (s *scanner) schemeRelative(ss int) {
 	if at := strings.LastIndexByte(host, '@'); at >= 0 {
 		host = host[at+1:]
 	}
-	var after byte
-	if auth < len(code) {
-		after = code[auth]
+	if str {
+		if host == "" {
+			return
+		}
+	} else {
+		var after byte
+		if auth < len(code) {
+			after = code[auth]
+		}
+		if !localLiteralHost(host, after) {
+			return
+		}
 	}
-	if !localLiteralHost(host, after) {
-		return
-	}
-	if !t.esc {
-		s.out = append(s.out, "http:"+code[ss:end])
+	if !t.esc && strings.Count(code[rs:hs], "/") == hs-rs {
+		s.out = append(s.out, "http:"+code[rs:end])
 		return
 	}
 	s.out = append(s.out, "http://"+decodeToken(code[hs:end], auth-hs))
+}
+
+// inString reports whether the slash run at rs opens a string or an
+// attribute value: a quote (in any spelling), an '=' (an unquoted
+// attribute) or CSS's "url(" right before it.
+func (s *scanner) inString(rs int) bool {
+	code := s.code
+	i := rs
+	switch code[i-1] {
+	case '"', '\'', '`', '=':
+		return true
+	case '(':
+		return i >= 4 && strings.EqualFold(code[i-4:i-1], "url")
+	case ';':
+		var us units
+		unitsBefore(code, i, &us)
+		for _, u := range us.list() {
+			if u.r == '"' || u.r == '\'' {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// relSlashRun reads the slash run of a scheme-relative URL at q and
+// returns where the host starts and how many slashes the run means, read
+// as a string literal (attr false: escapes decoded, "\\" one backslash) or
+// as an HTML attribute (every backslash a slash). Character references
+// count in both. Tabs and newlines are skipped inside a string only;
+// elsewhere they end the run.
+func relSlashRun(code string, q int, str, attr bool) (int, int) {
+	n := 0
+	for q < len(code) {
+		switch b := code[q]; b {
+		case '/':
+			q++
+			n++
+		case '\\':
+			if attr {
+				q++
+				n++
+				continue
+			}
+			r, k := escapeAt(code, q)
+			switch {
+			case k > 0 && (r == '/' || r == '\\'):
+				n++
+			case k > 0 && str && isTabOrNewline(r):
+			case k == 0 && q+1 < len(code) && (code[q+1] == '\\' || code[q+1] == '/'):
+				n, k = n+1, 2
+			default:
+				return q, n
+			}
+			q += k
+		case '&':
+			r, k := entityAt(code, q)
+			switch {
+			case k > 0 && (r == '/' || r == '\\'):
+				n++
+			case k > 0 && str && isTabOrNewline(r):
+			default:
+				return q, n
+			}
+			q += k
+		case '\t', '\n', '\r':
+			if !str {
+				return q, n
+			}
+			q++
+		default:
+			return q, n
+		}
+	}
+	return q, n
 }
 
 // localLiteralHost reports whether host (with an optional port) names a

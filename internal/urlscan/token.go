@@ -66,7 +66,10 @@ func (s *scanner) token(p int) token {
 				// Literal backslashes: a path separator to Chromium.
 				return t.stop(i, false)
 			}
-			if r, n := escapeAt(code, i); n > 0 && i+n <= lim {
+			if r, n := escapeAt(code, i); n > 0 {
+				if r < 0 || i+n > lim {
+					return t.capAt(i)
+				}
 				if isTabOrNewline(r) {
 					t.brk = n
 					return t.stop(i, false)
@@ -92,9 +95,12 @@ func (s *scanner) token(p int) token {
 			return t.stop(i, false)
 		case cAmp:
 			r, n := entityAt(code, i)
-			if n == 0 || i+n > lim {
+			if n == 0 {
 				i++
 				continue
+			}
+			if r < 0 || i+n > lim {
+				return t.capAt(i)
 			}
 			if isTabOrNewline(r) {
 				t.brk = n
@@ -130,6 +136,15 @@ func (s *scanner) token(p int) token {
 	return t
 }
 
+// capAt stops t at an escape or character reference that it cannot read
+// to its end within the cap: what the browser gets from there on is as
+// unknown as past the cap, and is handled the same way.
+func (t token) capAt(end int) token {
+	t = t.stop(end, false)
+	t.capped = true
+	return t
+}
+
 func (t token) stop(end int, cut bool) token {
 	t.end, t.cut = end, cut
 	if t.auth < 0 {
@@ -150,10 +165,18 @@ func isIdentityEscape(b byte) bool {
 	return isLetter(b) || b == '8' || b == '9' || b == '-' || b == '@' || b == ':' || b == '_' || b == '~'
 }
 
+// maxEscape bounds how far one escape or character reference is read.
+// JavaScript allows any number of leading zeros in \u{…} and HTML in
+// &#…;, so one can be made as long as its author likes; a longer one is
+// unreadable (r < 0), which the token reader treats as the length cap, so
+// that the reading fails closed.
+const maxEscape = maxToken
+
 // escapeAt decodes the source-string escape that starts with the single
-// backslash at code[i]: \t \n \r, \xHH, \uHHHH, \u{H…}, \UHHHHHHHH and
-// three-digit octal \ooo (JavaScript, Python, Go, C). n is its length, 0
-// when there is none.
+// backslash at code[i]: \t \n \r, \xHH, \uHHHH, \u{H…} (any number of
+// digits), \UHHHHHHHH and three-digit octal \ooo (JavaScript, Python, Go,
+// C). n is its length, 0 when there is none; r is -1 when it runs past
+// maxEscape.
 func escapeAt(code string, i int) (r rune, n int) {
 	if i+1 >= len(code) {
 		return 0, 0
@@ -172,8 +195,11 @@ func escapeAt(code string, i int) (r rune, n int) {
 	case 'u':
 		if i+2 < len(code) && code[i+2] == '{' {
 			v, k := 0, i+3
-			for k < len(code) && k-(i+3) < 6 && isHex(code[k]) {
-				v = v<<4 | hexVal(code[k])
+			for k < len(code) && isHex(code[k]) {
+				if k-i >= maxEscape {
+					return -1, k - i
+				}
+				v = min(v<<4|hexVal(code[k]), utf8.MaxRune+1)
 				k++
 			}
 			if k > i+3 && k < len(code) && code[k] == '}' && v <= utf8.MaxRune {
@@ -241,9 +267,10 @@ var namedRefs = map[string]rune{
 	"hyphen": '-', "dash": '-', "lowbar": '_', "excl": '!', "dollar": '$',
 }
 
-// entityAt decodes the HTML character reference at code[i] == '&':
-// &#DDD;, &#xHH; or one of namedRefs, with its semicolon. n is its length,
-// 0 when there is none.
+// entityAt decodes the HTML character reference at code[i] == '&' as an
+// HTML parser does: &#DDD; and &#xHH; with any number of digits and with or
+// without the semicolon, or one of namedRefs with its semicolon. n is its
+// length, 0 when there is none; r is -1 when it runs past maxEscape.
 func entityAt(code string, i int) (r rune, n int) {
 	j := i + 1
 	if j < len(code) && code[j] == '#' {
@@ -253,7 +280,7 @@ func entityAt(code string, i int) (r rune, n int) {
 			j++
 		}
 		v, k := 0, j
-		for k < len(code) && k-j < 7 {
+		for k < len(code) {
 			b := code[k]
 			if hex && isHex(b) {
 				v = v<<4 | hexVal(b)
@@ -262,12 +289,19 @@ func entityAt(code string, i int) (r rune, n int) {
 			} else {
 				break
 			}
+			if k-i >= maxEscape {
+				return -1, k - i
+			}
+			v = min(v, utf8.MaxRune+1)
 			k++
 		}
-		if k == j || k >= len(code) || code[k] != ';' || v > utf8.MaxRune {
+		if k == j {
 			return 0, 0
 		}
-		return rune(v), k + 1 - i
+		if k < len(code) && code[k] == ';' {
+			k++
+		}
+		return numericRef(v), k - i
 	}
 	k := j
 	for k < len(code) && k-j < 8 && isLetter(code[k]) {
@@ -280,6 +314,15 @@ func entityAt(code string, i int) (r rune, n int) {
 		return r, k + 1 - i
 	}
 	return 0, 0
+}
+
+// numericRef is the character a numeric reference to v stands for: the
+// replacement character for 0, surrogates and values past Unicode.
+func numericRef(v int) rune {
+	if v == 0 || v > utf8.MaxRune || 0xD800 <= v && v <= 0xDFFF {
+		return utf8.RuneError
+	}
+	return rune(v)
 }
 
 // trimEnd drops the punctuation that ends a sentence or closes the code

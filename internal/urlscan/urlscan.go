@@ -2,24 +2,28 @@
 // that every URL the call names is decided before any browser sees it. The
 // code may be in any language an agent writes (JavaScript, TypeScript,
 // Python, Go, shell, JSON, HTML); the scan knows none of them and looks only
-// at what surrounds each ':' and each "//".
+// at what surrounds each ':' and each "//", and at the '\' and '&' that may
+// spell one.
 //
 // The scan runs in front of every browser call, so it is one forward pass
-// that jumps between ':' bytes (and "//" pairs) with strings.IndexByte and
-// strings.Index and inspects only the few bytes around each. There is no
-// regexp and no backtracking: every look-back and look-ahead is bounded, and
-// the one long look-ahead (past the length cap) is memoised so that no byte
-// is read by it twice.
+// that jumps between those bytes with strings.IndexByte and strings.Index
+// and inspects only the few bytes around each. There is no regexp and no
+// backtracking: every look-back and look-ahead is bounded, and the one long
+// look-ahead (past the length cap) is memoised so that no byte is read by it
+// twice.
 //
 // Its bias is fail-closed (docs/decisions/2026-12-01-the-scanner-reports-every-reading.md):
 // where the source language is ambiguous (a `\.` means "." in JavaScript but
 // stays a backslash in Python, and Chromium treats that backslash as the end
 // of the host), the scanner reports every reading. Where the bytes in the
 // source are not the bytes the browser gets, it decodes them: string escapes
-// (\xHH, \uHHHH, \u{H…}, \UHHHHHHHH, three-digit octal) anywhere in a URL,
-// HTML character references (&#58;, &#x3a;, &colon;, &commat;, …) in its
-// authority, and ASCII tab and newline, which Chromium strips anywhere in a
-// URL.
+// (\xHH, \uHHHH, \u{H…} with any number of digits, \UHHHHHHHH, three-digit
+// octal) anywhere in a URL, HTML character references (&#58;, &#x3a;,
+// &#0000058 without its ';', &colon;, &commat;, …) in its scheme, its slashes
+// and its authority, and ASCII tab and newline, which Chromium strips
+// anywhere in a URL, the scheme name included ("\x68ttp:", "ht&Tab;tp:",
+// "http&colon;" are all http:). An escape too long to read to its end is
+// treated as the length cap.
 //
 // When a URL stops inside its authority on a byte that does not close the
 // string it sits in (a space, another quote, '<', an escaped quote, a tab),
@@ -51,9 +55,11 @@
 // Without slashes, a scheme glued to an identifier ("useHttp:true") is not
 // a URL to any parser and is not reported; with slashes it is, failing
 // closed. Bare host:port is limited to local-looking hosts, since "name:80"
-// is indistinguishable from an object key, and so are scheme-relative URLs
-// ("//169.254.169.254/x"), since "// comment" and "//example.com" are
-// everywhere in code.
+// is indistinguishable from an object key. A scheme-relative URL ("//host",
+// or "\\host", "/\host", "\/\/host", which Chromium folds to it) that opens
+// a string or an attribute value is reported whatever its host; elsewhere
+// only with a local-looking host, since "// comment" and "//example.com"
+// are everywhere in code.
 package urlscan
 
 import (
@@ -185,6 +191,9 @@ type scanner struct {
 	// the outer authority with an empty port ("http:http://127.0.0.1/" is
 	// host "http" to Chromium), so the URL after it is read as usual.
 	noBareUntil int
+	// relUntil is where the host of the last scheme-relative URL looked
+	// at starts: an anchor inside its slash run was already read with it.
+	relUntil int
 
 	// farLo..farHi was read by the last long look-ahead; farDone says it
 	// reached a decision there (farRes: host start after an '@', or -1).
@@ -202,11 +211,13 @@ type scanner struct {
 // deduplicated.
 //
 // It reports absolute URLs of the schemes http, https, ws, wss, ftp, file,
-// chrome, chrome-untrusted, devtools and view-source, in any case; bare
+// chrome, chrome-untrusted, devtools and view-source, in any case and in any
+// spelling of the scheme name and its colon; bare
 // host:port tokens whose host is localhost, *.localhost, a dotted IPv4
 // literal or a bracketed IPv6 literal (reported as http); and
-// scheme-relative "//host..." URLs whose host is an IPv4 or bracketed IPv6
-// literal, localhost, *.localhost or a metadata name (reported as http).
+// scheme-relative URLs (reported as http): any host where the slashes open
+// a string or an attribute value, otherwise a host that is an IPv4 or
+// bracketed IPv6 literal, localhost, *.localhost or a metadata name.
 // Results are normalised the way Chromium would read them: the scheme is
 // lower-cased, any run of '/' and '\' after it becomes "//", string escapes
 // and (in the authority) HTML character references are decoded, a template
@@ -227,37 +238,122 @@ func Scan(code string) []string {
 func (s *scanner) run() {
 	code := s.code
 	ss := nextSlashSlash(code, 0)
+	bs, amp := nextByte(code, 0, '\\'), nextByte(code, 0, '&')
 	for i := 0; ; {
 		j := strings.IndexByte(code[i:], ':')
 		c := len(code)
 		if j >= 0 {
 			c = i + j
 		}
-		for ss >= 0 && ss < c {
-			s.schemeRelative(ss)
-			ss = nextSlashSlash(code, ss+2)
+		// The other anchors before this colon, in order: "//" pairs, and
+		// the '\' and '&' that may spell a colon or a slash.
+		for {
+			e := bs
+			if amp >= 0 && (e < 0 || amp < e) {
+				e = amp
+			}
+			if ss >= 0 && ss < c && (e < 0 || ss < e) {
+				s.relative(ss)
+				ss = nextSlashSlash(code, ss+2)
+				continue
+			}
+			if e < 0 || e >= c {
+				break
+			}
+			s.escape(e)
+			if e == bs {
+				bs = nextByte(code, e+1, '\\')
+			} else {
+				amp = nextByte(code, e+1, '&')
+			}
 		}
 		if j < 0 {
 			break
 		}
 		i = c + 1
-		if c == 0 || c < s.noBareUntil && c+1 < len(code) && code[c+1] != '/' && code[c+1] != '\\' {
+		if s.inReadAuthority(c, c+1) {
 			continue
 		}
-		// Most colons in code are object keys, annotations and ternaries;
-		// the byte before dismisses them with one load.
-		if cands := endingIn[code[c-1]|0x20]; cands != nil {
-			if sch := schemeBefore(code, c, cands); sch != nil {
-				if auth, found := s.schemeURL(c, sch); found {
-					s.noBareUntil = max(s.noBareUntil, auth)
-					continue
-				}
-			}
-		}
-		if c+1 < len(code) && isDigit(code[c+1]) {
+		if !s.colon(c, c+1) && c+1 < len(code) && isDigit(code[c+1]) {
 			s.bareHostPort(c)
 		}
 	}
+}
+
+// colon reads the URL, if any, whose scheme ends at the colon code[c:ce]
+// (a ':' or a spelling of one), and reports whether it found one.
+func (s *scanner) colon(c, ce int) bool {
+	code := s.code
+	if c == 0 {
+		return false
+	}
+	// Most colons in code are object keys, annotations and ternaries: the
+	// byte before dismisses them with one load, or, for the spelled
+	// names, a short look at the letters before.
+	var sch *scheme
+	start := 0
+	if cands := endingIn[code[c-1]|0x20]; cands != nil {
+		if sch = schemeBefore(code, c, cands); sch != nil {
+			start = c - len(sch.name)
+		}
+	}
+	if sch == nil {
+		if sch, start = spelledSchemeBefore(code, c); sch == nil {
+			return false
+		}
+	}
+	auth, found := s.schemeURL(start, c, ce, sch)
+	if found {
+		s.noBareUntil = max(s.noBareUntil, auth)
+	}
+	return found
+}
+
+// inReadAuthority reports whether the colon code[c:ce] sits in the
+// authority of a URL already reported, with no slash after it (see
+// noBareUntil).
+func (s *scanner) inReadAuthority(c, ce int) bool {
+	if c >= s.noBareUntil || ce >= len(s.code) {
+		return false
+	}
+	switch s.code[ce] {
+	case '/':
+		return false
+	case '\\', '&':
+		r, n := decodedAt(s.code, ce)
+		return n > 0 && r != '/' && r != '\\' || n == 0 && s.code[ce] == '&'
+	}
+	return true
+}
+
+// escape looks at the '\\' or '&' at e: a spelled colon may end a scheme
+// name, and a spelled slash may start a scheme-relative URL.
+func (s *scanner) escape(e int) {
+	code := s.code
+	r, n := decodedAt(code, e)
+	switch {
+	case n > 0 && r == ':':
+		if !s.inReadAuthority(e, e+n) {
+			s.colon(e, e+n)
+		}
+	case code[e] == '\\', n > 0 && (r == '/' || r == '\\'):
+		if e > 0 && code[e-1] == '/' {
+			e--
+		}
+		s.relative(e)
+	}
+}
+
+// nextByte is the index of the next b at or after i, or -1.
+func nextByte(code string, i int, b byte) int {
+	if i >= len(code) {
+		return -1
+	}
+	j := strings.IndexByte(code[i:], b)
+	if j < 0 {
+		return -1
+	}
+	return i + j
 }
 
 // nextSlashSlash is the index of the next "//" at or after i, or -1.
@@ -304,15 +400,14 @@ func endsFold(code string, c int, w string) bool {
 	return true
 }
 
-// schemeURL reads the URL whose scheme name ends at the colon c and reports
-// what it finds. auth is where the raw authority ends, so the caller can
+// schemeURL reads the URL whose scheme name, spelled by code[start:c],
+// ends at the colon code[c:ce], and reports what it finds. auth is where the raw authority ends, so the caller can
 // skip its port colon; found is false when nothing was reported.
-func (s *scanner) schemeURL(c int, sch *scheme) (auth int, found bool) {
+func (s *scanner) schemeURL(start, c, ce int, sch *scheme) (auth int, found bool) {
 	code := s.code
-	start := c - len(sch.name)
-	q, slashes := c+1, 0
+	q, slashes := ce, 0
 	if sch.kind != kindViewSource {
-		q, slashes = slashRun(code, c+1)
+		q, slashes = slashRun(code, ce)
 	}
 	if slashes == 0 {
 		switch sch.kind {
@@ -330,6 +425,14 @@ func (s *scanner) schemeURL(c int, sch *scheme) (auth int, found bool) {
 		}
 	}
 
+	if sch.kind == kindHost && q < len(code) && code[q] == '\\' {
+		// "http:\127.0.0.1" is an octal escape ("W.0.0.1") in a string
+		// literal and a slash before the host in an attribute, where
+		// Chromium reads 127.0.0.1: the second reading as well.
+		if q+1 < len(code) && isOctal(code[q+1]) {
+			s.emit(-1, q+1, s.token(q+1), sch.prefix, false)
+		}
+	}
 	hs := q
 	t := s.token(hs)
 	if sch.kind == kindViewSource {
@@ -337,7 +440,7 @@ func (s *scanner) schemeURL(c int, sch *scheme) (auth int, found bool) {
 		if end == hs {
 			return 0, false
 		}
-		if !t.esc && code[start:c] == sch.name {
+		if !t.esc && code[start:hs] == sch.prefix {
 			s.out = append(s.out, code[start:end])
 		} else {
 			s.out = append(s.out, sch.prefix+decodeToken(code[hs:end], min(t.auth, end)-hs))
@@ -496,8 +599,8 @@ func schemePrefix(sch *scheme, slashes int) string {
 
 // slashRun skips the '/' and '\' Chromium accepts after a special scheme,
 // including JSON, JavaScript and HTML spellings of a slash ("\/", "\u002f",
-// "\x2f", "&#47;"), and returns where the host starts and how many slashes
-// the run means.
+// "\x2f", "&#47;") and the tabs and newlines Chromium strips, and returns
+// where the host starts and how many slashes the run means.
 func slashRun(code string, q int) (int, int) {
 	n := 0
 	for q < len(code) {
@@ -505,20 +608,26 @@ func slashRun(code string, q int) (int, int) {
 		case '/':
 			q++
 			n++
+		case '\t', '\n', '\r':
+			q++
 		case '&':
 			r, k := entityAt(code, q)
-			if k == 0 || r != '/' && r != '\\' {
+			if k == 0 || r != '/' && r != '\\' && !isTabOrNewline(r) {
 				return q, n
 			}
 			q += k
-			n++
+			if !isTabOrNewline(r) {
+				n++
+			}
 		case '\\':
 			if r, k := escapeAt(code, q); k > 0 {
-				if r != '/' && r != '\\' {
+				if r != '/' && r != '\\' && !isTabOrNewline(r) {
 					return q, n
 				}
 				q += k
-				n++
+				if !isTabOrNewline(r) {
+					n++
+				}
 				continue
 			}
 			// A backslash run before '/' escapes it; otherwise the
