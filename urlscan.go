@@ -9,7 +9,7 @@ import "github.com/hybroute/hybroute/internal/urlscan"
 // each ':' and each "//", and at the '\' and '&' that may spell one.
 //
 // It reports URLs of the schemes http, https, ws, wss, ftp, file, chrome,
-// chrome-untrusted, devtools and view-source; bare
+// chrome-untrusted, devtools and view-source, and data: URLs; bare
 // host:port tokens and scheme-relative "//host" URLs, as http, where they
 // may name a local host. Each is normalised the way Chromium reads it: the
 // scheme lower-cased, its slashes folded to "//", string escapes, HTML
@@ -18,6 +18,9 @@ import "github.com/hybroute/hybroute/internal/urlscan"
 // punctuation dropped. A URL whose host is a placeholder has no literal
 // host and is not reported. Where the source can be read more than one way,
 // every reading is reported, so that the call fails closed.
+//
+// Plan reads the documents of the data: URLs as well: the URLs they name
+// get verdicts of their own.
 //
 // Results are substrings of code wherever no normalisation was needed. It
 // returns nil when code holds no URL.

@@ -2,7 +2,9 @@ package hybroute
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -118,6 +120,10 @@ var literalClassInputs = []struct {
 	{"spelled scheme", `fetch("ht\ttp://169.254.169.254/")`, true},
 	{"spelled scheme", `<a href="ht&Tab;tp://10.1/">`, false},
 	{"spelled scheme", `<a href="http&colon;//10.1">`, false},
+	// data: documents name their own subresources.
+	{"data:", `page.goto("data:text/html;base64,` + base64.StdEncoding.EncodeToString([]byte(`<img src="http://169.254.169.254/latest/meta-data/">`)) + `")`, true},
+	{"data:", `page.goto("data:text/html;base64,` + base64.StdEncoding.EncodeToString([]byte(`<iframe src="http://127.0.0.1/"></iframe>`)) + `")`, false},
+	{"data:", `<iframe src="data:text/html,` + url.PathEscape(`<script src="http://127.0.0.1:8080/app.js"></script>`) + `">`, false},
 }
 
 func TestLiteralClassesThroughPlan(t *testing.T) {
@@ -135,4 +141,28 @@ func TestLiteralClassesThroughPlan(t *testing.T) {
 			assert.Equal(t, RouteLocal, p.Route, "code %q: urls %q", tc.code, ScanURLs(tc.code))
 		})
 	}
+}
+
+// TestDataURLsThroughNavigate: Navigate takes its URL as the literal, and
+// a data: URL's document is planned like code, before any browser runs.
+func TestDataURLsThroughNavigate(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRouter(t, &stubProvider{name: "C"})
+	meta := "data:text/html;base64," + base64.StdEncoding.EncodeToString([]byte(`<img src="http://169.254.169.254/">`))
+	_, err := r.Navigate(ctx, "nav", meta)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrMetadata)
+
+	_, err = r.Navigate(ctx, "nav", "data:text/html;base64,@@@")
+	require.Error(t, err, "an undecodable data: URL fails closed")
+	assert.ErrorIs(t, err, ErrInvalidURL)
+
+	// The plan the navigation runs on: the data: URL has no route of its
+	// own, the loopback URL inside it sends the call local.
+	p, err := r.plan(ctx, "nav", []string{"data:text/html," + url.PathEscape(`<img src="http://127.0.0.1/">`)})
+	require.NoError(t, err)
+	assert.Equal(t, RouteLocal, p.Route)
+	require.Len(t, p.Verdicts, 2)
+	assert.Equal(t, ClassNoRoute, p.Verdicts[0].Class)
+	assert.Equal(t, ClassPrivate, p.Verdicts[1].Class)
 }

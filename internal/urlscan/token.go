@@ -259,12 +259,13 @@ func hexAt(code string, i, n int) (int, bool) {
 }
 
 // namedRefs are the HTML named character references that spell a byte
-// that matters in an authority.
+// that matters in an authority, or in a data: URL's HTML.
 var namedRefs = map[string]rune{
 	"colon": ':', "period": '.', "commat": '@', "sol": '/', "bsol": '\\',
 	"quest": '?', "num": '#', "percnt": '%', "lsqb": '[', "rsqb": ']',
 	"lbrack": '[', "rbrack": ']', "Tab": '\t', "NewLine": '\n', "amp": '&',
 	"hyphen": '-', "dash": '-', "lowbar": '_', "excl": '!', "dollar": '$',
+	"quot": '"', "apos": '\'', "lt": '<', "gt": '>',
 }
 
 // entityAt decodes the HTML character reference at code[i] == '&' as an

@@ -60,6 +60,9 @@
 // a string or an attribute value is reported whatever its host; elsewhere
 // only with a local-looking host, since "// comment" and "//example.com"
 // are everywhere in code.
+//
+// A data: URL is reported whole: it loads nothing from the network, but the
+// document it holds does. ExpandData decodes it and scans that document.
 package urlscan
 
 import (
@@ -101,6 +104,8 @@ const (
 	kindOpaque
 	// kindViewSource wraps another URL, which the scan finds on its own.
 	kindViewSource
+	// kindData is data:, reported whole for ExpandData to read.
+	kindData
 )
 
 // scheme is one scanned scheme: its lower-case name, how the rest of its
@@ -123,6 +128,7 @@ var schemes = [...]scheme{
 	{"chrome-untrusted", kindOpaque, "chrome-untrusted://"},
 	{"devtools", kindOpaque, "devtools://"},
 	{"view-source", kindViewSource, "view-source:"},
+	{"data", kindData, "data:"},
 }
 
 // endingIn indexes schemes by the last letter of the name, lower-cased, so
@@ -205,6 +211,12 @@ type scanner struct {
 	// truncated says an authority longer than the cap was already reported
 	// in a form whose verdict fails.
 	truncated bool
+
+	// dataUntil is where the last data: URL reported ends; a data: URL
+	// inside it is read by ExpandData, as the browser decodes it.
+	dataUntil int
+	// dataTooLarge says a data: URL longer than maxData was reported.
+	dataTooLarge bool
 }
 
 // Scan returns the URL literals in code, in order of first appearance,
@@ -212,7 +224,7 @@ type scanner struct {
 //
 // It reports absolute URLs of the schemes http, https, ws, wss, ftp, file,
 // chrome, chrome-untrusted, devtools and view-source, in any case and in any
-// spelling of the scheme name and its colon; bare
+// spelling of the scheme name and its colon; data: URLs, whole; bare
 // host:port tokens whose host is localhost, *.localhost, a dotted IPv4
 // literal or a bracketed IPv6 literal (reported as http); and
 // scheme-relative URLs (reported as http): any host where the slashes open
@@ -301,6 +313,9 @@ func (s *scanner) colon(c, ce int) bool {
 		if sch, start = spelledSchemeBefore(code, c); sch == nil {
 			return false
 		}
+	}
+	if sch.kind == kindData {
+		return s.dataURL(start, c, ce)
 	}
 	auth, found := s.schemeURL(start, c, ce, sch)
 	if found {

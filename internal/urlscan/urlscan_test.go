@@ -28,7 +28,8 @@ var scanCases = []scanCase{
 	{rule: "refused schemes are still reported", code: `open("file:///etc/passwd"); go('ftp://files.example/x'); nav("chrome://settings"); nav('chrome-untrusted://terminal/'); nav("devtools://devtools/bundled/inspector.html")`, want: []string{"file:///etc/passwd", "ftp://files.example/x", "chrome://settings", "chrome-untrusted://terminal/", "devtools://devtools/bundled/inspector.html"}},
 	{rule: "view-source is reported with the URL inside", code: `page.goto("view-source:http://localhost:3000/")`, want: []string{"view-source:http://localhost:3000/", "http://localhost:3000/"}},
 	{rule: "file with one slash is file:///", code: `f("file:/etc/hosts")`, want: []string{"file:///etc/hosts"}},
-	{rule: "javascript:, data:, blob:, mailto: are not reported", code: `a.href = "javascript:alert(1)"; img.src = "data:text/html,<b>x</b>"; x = "blob:null/abc"; m = "mailto:ops@example.com"`, want: nil},
+	{rule: "javascript:, blob:, mailto: are not reported", code: `a.href = "javascript:alert(1)"; x = "blob:null/abc"; m = "mailto:ops@example.com"`, want: nil},
+	{rule: "data: is reported whole, for its payload to be read", code: `img.src = "data:text/html,<b>x</b>"; a = {data: x, metadata: "y"}`, want: []string{"data:text/html,<b>x</b>"}},
 	{rule: "http URL inside blob: is found", code: `URL.revokeObjectURL("blob:https://app.example/3f2a-11")`, want: []string{"https://app.example/3f2a-11"}},
 
 	// Slash runs.
@@ -264,6 +265,9 @@ func checkScanInvariants(t *testing.T, code string) {
 		if rest, vs := strings.CutPrefix(u, "view-source:"); vs {
 			ok = rest != ""
 		}
+		if rest, data := strings.CutPrefix(u, "data:"); data {
+			ok = strings.Contains(rest, ",")
+		}
 		for _, s := range scannedSchemes {
 			if rest, has := strings.CutPrefix(u, s+"://"); has && rest != "" {
 				ok = true
@@ -329,6 +333,9 @@ var (
 		},
 		// Scheme-relative, with "//" in the spellings Chromium folds.
 		relSpelling("//"), relSpelling(`\\`), relSpelling(`/\`), relSpelling(`\/\/`), relSpelling(`&sol;&sol;`),
+		// Inside a data: document.
+		func(u string, _ bool) string { return "data:text/html;base64," + b64(`<img src="`+u+`">`) },
+		func(u string, _ bool) string { return "data:text/html," + pct(`<iframe src="`+u+`"></iframe>`) },
 	}
 )
 
@@ -372,10 +379,12 @@ func diffURL(n uint64, code string) (host, input string) {
 // diffCombinations is how many distinct plantings diffURL makes.
 var diffCombinations = uint64(len(diffHosts) * 3 * len(diffPorts) * len(diffPaths) * len(diffContexts) * len(diffSpellings))
 
-// checkPlantedHost fails unless the planted host comes out of the scan.
+// checkPlantedHost fails unless the planted host comes out of the scan
+// (and the data: expansion the router runs after it), or a reading that
+// fails closed does.
 func checkPlantedHost(t *testing.T, n uint64, code string) {
 	host, input := diffURL(n, code)
-	got := Scan(input)
+	got := ExpandData(Scan(input))
 	for _, u := range got {
 		if p, err := whatwg.Parse(u); err == nil && p.Host == host {
 			return
@@ -481,6 +490,16 @@ var hostileUnits = []string{
 	";:",
 }
 
+// hostileDataUnits are hostileUnits for data: URLs; ExpandData is checked
+// on them as well.
+var hostileDataUnits = []string{
+	"data:,",
+	"\"data:,",
+	"data:text/html;base64,PGEg",
+	"data:,data:,%3C",
+	"\"data:,data:,\\\"",
+}
+
 func hostileInput(unit string, n int) string {
 	return strings.Repeat(unit, n/len(unit)+1)[:n]
 }
@@ -503,7 +522,7 @@ func TestScanURLsLinearOnHostileInput(t *testing.T) {
 		t.Skip("hostile megabyte inputs")
 	}
 	const big = 1 << 20
-	for _, unit := range hostileUnits {
+	for _, unit := range append(hostileUnits[:len(hostileUnits):len(hostileUnits)], hostileDataUnits...) {
 		t.Run(fmt.Sprintf("%q", unit), func(t *testing.T) {
 			aHalf, bHalf := scanCost(hostileInput(unit, big/2))
 			aFull, bFull := scanCost(hostileInput(unit, big))
