@@ -342,16 +342,16 @@ func (s *scanner) inReadAuthority(c, ce int) bool {
 }
 
 // escape looks at the '\\' or '&' at e: a spelled colon may end a scheme
-// name, and a spelled slash may start a scheme-relative URL.
+// name, and a spelled slash (or, in an attribute, any backslash) may start
+// a scheme-relative URL. A backslash can be both: "/\u003a@host" is a
+// colon in a string literal and "/\" before a host in an attribute.
 func (s *scanner) escape(e int) {
 	code := s.code
 	r, n := decodedAt(code, e)
-	switch {
-	case n > 0 && r == ':':
-		if !s.inReadAuthority(e, e+n) {
-			s.colon(e, e+n)
-		}
-	case code[e] == '\\', n > 0 && (r == '/' || r == '\\'):
+	if n > 0 && r == ':' && !s.inReadAuthority(e, e+n) {
+		s.colon(e, e+n)
+	}
+	if code[e] == '\\' || n > 0 && (r == '/' || r == '\\') {
 		if e > 0 && code[e-1] == '/' {
 			e--
 		}
