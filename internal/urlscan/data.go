@@ -81,7 +81,9 @@ func (s *scanner) dataURL(start, c, ce int) bool {
 		return false
 	}
 	if isBase64Header(u[:comma]) {
-		u = u[:comma+1] + cutBase64AtPlaceholder(u[comma+1:])
+		if p := cutBase64AtPlaceholder(u[comma+1:]); len(p) < len(u)-comma-1 {
+			u = u[:comma+1] + p
+		}
 	}
 	s.dataUntil = end
 	s.out = append(s.out, u)
