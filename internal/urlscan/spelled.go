@@ -116,18 +116,18 @@ var mayEndSpelling = func() (t [256]bool) {
 	return t
 }()
 
+// maxSpelledTail is how far past the end of its last escape or reference
+// a spelled scheme name can reach its colon: the plain letters of the
+// longest name, with room for tabs and newlines.
+const maxSpelledTail = 48
+
 // spelledSchemeBefore finds a scanned scheme whose name, spelled in any of
 // the ways above, ends at the colon at c, and where that spelling starts.
-// It is only asked when the plain-letter match failed, and first checks
-// cheaply that something other than plain letters sits before c.
+// It is only asked when the plain-letter match failed, and only when a
+// spelling can sit before c: an escape whose name tail ends at c
+// (nameTailEnd), or a raw tab or newline before it or before the plain
+// letters that end a name (schemeBefore).
 func spelledSchemeBefore(code string, c int) (*scheme, int) {
-	k := c
-	for k > 0 && c-k <= len("chrome-untrusted") && (isLetter(code[k-1]) || code[k-1] == '-') {
-		k--
-	}
-	if k == 0 || !mayEndSpelling[code[k-1]] {
-		return nil, -1
-	}
 	i := skipBreaksBack(code, c)
 	var us units
 	unitsBefore(code, i, &us)
@@ -146,6 +146,21 @@ func spelledSchemeBefore(code string, c int) (*scheme, int) {
 	}
 	return nil, -1
 }
+
+// nameTailEnd is where the run of letters, '-', tabs and newlines that
+// starts at i ends: the only place a colon can end a scheme name whose last
+// escape or reference ends at i. A run longer than maxSpelledTail ends
+// nowhere (-1).
+func nameTailEnd(code string, i int) int {
+	for k := i; k < len(code) && k-i <= maxSpelledTail; k++ {
+		if b := code[k]; !isLetter(b) && b != '-' && !isBreak(b) {
+			return k
+		}
+	}
+	return -1
+}
+
+func isBreak(b byte) bool { return b == '\t' || b == '\n' || b == '\r' }
 
 // matchBack returns where a spelling of name that ends at i starts, or -1.
 // Tabs and newlines between its characters are skipped, as Chromium

@@ -142,6 +142,27 @@ var endingIn = func() (t [256][]*scheme) {
 	return t
 }()
 
+// beforeLast holds, for the last letter of each scanned scheme name (in
+// either case), the letters that come before it in a name, as bit l-'a'
+// for letter l. A colon whose two bytes before fit no name is dismissed
+// with two loads, unless a tab, newline or escape sits there.
+var beforeLast = func() (t [256]uint32) {
+	for _, sch := range schemes {
+		n := sch.name
+		last, prev := n[len(n)-1], n[len(n)-2]
+		t[last] |= 1 << (prev - 'a')
+		t[last&^0x20] |= 1 << (prev - 'a')
+	}
+	return t
+}()
+
+// mayEndName reports whether the two bytes before a colon, b and the p
+// before it, can end a scheme name in plain letters or across a raw tab
+// or newline.
+func mayEndName(p, b byte) bool {
+	return isBreak(b) || isBreak(p) || isLetter(p) && beforeLast[b]>>(p|0x20-'a')&1 != 0
+}
+
 // Byte classes of the forward token scan; cURL is the hot path.
 const (
 	cURL = iota
@@ -200,6 +221,10 @@ type scanner struct {
 	// relUntil is where the host of the last scheme-relative URL looked
 	// at starts: an anchor inside its slash run was already read with it.
 	relUntil int
+	// spellColon is the one place after the last escape or character
+	// reference read where a colon can end a scheme name spelled with it
+	// (see nameTailEnd).
+	spellColon int
 
 	// farLo..farHi was read by the last long look-ahead; farDone says it
 	// reached a decision there (farRes: host start after an '@', or -1).
@@ -249,45 +274,63 @@ func Scan(code string) []string {
 
 func (s *scanner) run() {
 	code := s.code
-	ss := nextSlashSlash(code, 0)
-	bs, amp := nextByte(code, 0, '\\'), nextByte(code, 0, '&')
+	a := anchors{ss: nextSlashSlash(code, 0), bs: nextByte(code, 0, '\\'), amp: nextByte(code, 0, '&')}
+	next := a.first()
 	for i := 0; ; {
 		j := strings.IndexByte(code[i:], ':')
 		c := len(code)
 		if j >= 0 {
 			c = i + j
 		}
-		// The other anchors before this colon, in order: "//" pairs, and
-		// the '\' and '&' that may spell a colon or a slash.
-		for {
-			e := bs
-			if amp >= 0 && (e < 0 || amp < e) {
-				e = amp
-			}
-			if ss >= 0 && ss < c && (e < 0 || ss < e) {
-				s.relative(ss)
-				ss = nextSlashSlash(code, ss+2)
-				continue
-			}
-			if e < 0 || e >= c {
-				break
-			}
-			s.escape(e)
-			if e == bs {
-				bs = nextByte(code, e+1, '\\')
-			} else {
-				amp = nextByte(code, e+1, '&')
-			}
+		if next < c {
+			next = s.anchorsBefore(c, &a)
 		}
 		if j < 0 {
 			break
 		}
 		i = c + 1
-		if s.inReadAuthority(c, c+1) {
+		if c == 0 || c < s.noBareUntil && s.inReadAuthority(c, c+1) {
 			continue
 		}
-		if !s.colon(c, c+1) && c+1 < len(code) && isDigit(code[c+1]) {
+		// Most colons in code are object keys, annotations and ternaries:
+		// the two bytes before dismiss them.
+		if c == s.spellColon || c >= 2 && mayEndName(code[c-2], code[c-1]) {
+			if s.colon(c, c+1) {
+				continue
+			}
+		}
+		if c+1 < len(code) && isDigit(code[c+1]) {
 			s.bareHostPort(c)
+		}
+	}
+}
+
+// anchors are the next "//" pair, '\\' and '&' of the scan (noAnchor when
+// there is none).
+type anchors struct{ ss, bs, amp int }
+
+const noAnchor = int(^uint(0) >> 1)
+
+func (a *anchors) first() int { return min(a.ss, a.bs, a.amp) }
+
+// anchorsBefore reads, in order, the anchors before the colon at c: "//"
+// pairs, and the '\\' and '&' that may spell a colon or a slash. It
+// returns the first anchor after them.
+func (s *scanner) anchorsBefore(c int, a *anchors) int {
+	code := s.code
+	for {
+		switch e := a.first(); {
+		case e >= c:
+			return e
+		case e == a.ss:
+			s.relative(e)
+			a.ss = nextSlashSlash(code, e+2)
+		case e == a.bs:
+			s.escape(e)
+			a.bs = nextByte(code, e+1, '\\')
+		default:
+			s.escape(e)
+			a.amp = nextByte(code, e+1, '&')
 		}
 	}
 }
@@ -299,17 +342,19 @@ func (s *scanner) colon(c, ce int) bool {
 	if c == 0 {
 		return false
 	}
-	// Most colons in code are object keys, annotations and ternaries: the
-	// byte before dismisses them with one load, or, for the spelled
-	// names, a short look at the letters before.
 	var sch *scheme
+	brk := false
 	start := 0
-	if cands := endingIn[code[c-1]|0x20]; cands != nil {
-		if sch = schemeBefore(code, c, cands); sch != nil {
+	b := code[c-1]
+	if cands := endingIn[b|0x20]; cands != nil {
+		if sch, brk = schemeBefore(code, c, cands); sch != nil {
 			start = c - len(sch.name)
 		}
 	}
 	if sch == nil {
+		if !brk && !isBreak(b) && c != s.spellColon {
+			return false
+		}
 		if sch, start = spelledSchemeBefore(code, c); sch == nil {
 			return false
 		}
@@ -351,7 +396,16 @@ func (s *scanner) escape(e int) {
 	if n > 0 && r == ':' && !s.inReadAuthority(e, e+n) {
 		s.colon(e, e+n)
 	}
-	if code[e] == '\\' || n > 0 && (r == '/' || r == '\\') {
+	switch {
+	case n > 0 && r >= 0:
+		s.spellColon = nameTailEnd(code, e+n)
+	case code[e] == '\\' && e+1 < len(code) && isLetter(code[e+1]):
+		s.spellColon = nameTailEnd(code, e+2) // an identity escape ("\h")
+	}
+	// A scheme-relative run needs two slashes: this backslash (or what it
+	// spells) and a slash before it or a slash-like byte after it.
+	if code[e] == '\\' && (e > 0 && code[e-1] == '/' || e+1 < len(code) && (code[e+1] == '\\' || code[e+1] == '/' || code[e+1] == '&') || n > 0 && (r == '/' || r == '\\')) ||
+		code[e] == '&' && n > 0 && (r == '/' || r == '\\') {
 		if e > 0 && code[e-1] == '/' {
 			e--
 		}
@@ -359,45 +413,75 @@ func (s *scanner) escape(e int) {
 	}
 }
 
-// nextByte is the index of the next b at or after i, or -1.
+// nextByte is the index of the next b at or after i, or noAnchor.
 func nextByte(code string, i int, b byte) int {
 	if i >= len(code) {
-		return -1
+		return noAnchor
 	}
 	j := strings.IndexByte(code[i:], b)
 	if j < 0 {
-		return -1
+		return noAnchor
 	}
 	return i + j
 }
 
-// nextSlashSlash is the index of the next "//" at or after i, or -1.
+// nextSlashSlash is the index of the next "//" at or after i, or noAnchor.
 func nextSlashSlash(code string, i int) int {
 	if i >= len(code) {
-		return -1
+		return noAnchor
 	}
 	j := strings.Index(code[i:], "//")
 	if j < 0 {
-		return -1
+		return noAnchor
 	}
 	return i + j
 }
 
-// schemeBefore returns the scanned scheme among cands that ends just before
-// the colon at c. It matches a suffix of whatever precedes, so "xhttp:"
-// yields http: glued prefixes are the scanner failing closed, not a parse
-// of the word.
-func schemeBefore(code string, c int, cands []*scheme) *scheme {
-	for _, sch := range cands {
-		if endsFold(code, c, sch.name) {
-			return sch
+// schemeBefore returns the scanned scheme among cands whose name ends just
+// before the colon at c in plain letters, of any case ('\r' never passes
+// for '-'). It matches a suffix of whatever precedes, so "xhttp:" yields
+// http: glued prefixes are the scanner failing closed, not a parse of the
+// word. When none matches, brk says that a raw tab or newline sits before
+// the plain letters that end one of the names: Chromium strips it, so the
+// name may still be spelled across it.
+func schemeBefore(code string, c int, cands []*scheme) (sch *scheme, brk bool) {
+	if c < 2 {
+		return nil, false
+	}
+	// Every name has two letters or more, and most colons fail on the
+	// letter before the last.
+	prev := code[c-2]
+	if 'A' <= prev && prev <= 'Z' {
+		prev += 'a' - 'A'
+	}
+	for _, cand := range cands {
+		name := cand.name
+		if prev != name[len(name)-2] {
+			continue
+		}
+		k := 2
+		for k < len(name) && k < c {
+			b := code[c-1-k]
+			if 'A' <= b && b <= 'Z' {
+				b += 'a' - 'A'
+			}
+			if b != name[len(name)-1-k] {
+				break
+			}
+			k++
+		}
+		if k == len(name) {
+			return cand, false
+		}
+		if k < c && isBreak(code[c-1-k]) {
+			brk = true
 		}
 	}
-	return nil
+	return nil, brk || isBreak(code[c-2])
 }
 
 // endsFold reports whether code[:c] ends with the lower-case ASCII word w,
-// ignoring the case of letters only (so '\r' never passes for '-').
+// ignoring the case of letters only.
 func endsFold(code string, c int, w string) bool {
 	if c < len(w) {
 		return false

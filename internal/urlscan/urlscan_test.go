@@ -170,11 +170,13 @@ var scanCases = []scanCase{
 	// 4: a tab, newline or character reference inside the scheme name.
 	{rule: "hex escape inside the scheme name", code: `fetch("\x68ttp://10.0.0.1/")`, want: []string{"http://10.0.0.1/"}},
 	{rule: "escaped tab inside the scheme name", code: `fetch("ht\ttp://169.254.169.254/")`, want: []string{"http://169.254.169.254/"}},
+	{rule: "escaped newline and carriage return inside the scheme name", code: `fetch("ht\ntp://169.254.169.254/"); fetch("d\revtools://x/"); fetch("http\r://10.0.0.1/")`, want: []string{"http://169.254.169.254/", "devtools://x/", "http://10.0.0.1/"}},
 	{rule: "raw tab and newline inside the scheme name", code: "fetch(`ht\ttp://169.254.169.254/`); <a href=\"ht\ntps://10.0.0.1/\">", want: []string{"http://169.254.169.254/", "https://10.0.0.1/"}},
 	{rule: "spelled colon in a JS string", code: `fetch("http\u003a//169.254.169.254/"); fetch("https\x3a\/\/10.0.0.1")`, want: []string{"http://169.254.169.254/", "https://10.0.0.1"}},
 	{rule: "zero-padded braced escape inside the scheme name", code: `fetch("ht\u{000000074}p://127.0.0.1/")`, want: []string{"http://127.0.0.1/"}},
 	{rule: "character references inside the scheme name", code: `<a href="&#x68;ttp://169.254.169.254/"><a href="h&#116tps://10.0.0.1/"><a href="ht&Tab;tp://127.0.0.1/"><a href="ws&NewLine;s://[::1]/">`, want: []string{"http://169.254.169.254/", "https://10.0.0.1/", "http://127.0.0.1/", "wss://[::1]/"}},
 	{rule: "tab between the scheme and its colon or slashes", code: `fetch("http\t://127.0.0.1/"); fetch("http:\t//10.0.0.1/")`, want: []string{"http://127.0.0.1/", "http://10.0.0.1/"}},
+	{rule: "spelled scheme and spelled colon", code: `fetch("\x68ttp\u003a//169.254.169.254/"); <a href="ht&Tab;tps&colon;10.0.0.1">`, want: []string{"http://169.254.169.254/", "https://10.0.0.1"}},
 	{rule: "spelled scheme without slashes", code: `fetch("\x68ttp:169.254.169.254")`, want: []string{"http://169.254.169.254"}},
 	{rule: "plain identifiers before a colon stay unreported", code: `{name: 1, keys: 2, "data\x20": 3, type: "a"}; x = c ? d : e; case 0x7f: break`, want: nil},
 
@@ -321,12 +323,15 @@ var (
 		func(u string, _ bool) string { return `h\u{0000000074}` + u[2:] },
 		func(u string, _ bool) string { return `ht\t` + u[2:] },
 		func(u string, _ bool) string { return "ht\t" + u[2:] },
+		func(u string, _ bool) string { return `ht\n` + u[2:] },
+		func(u string, _ bool) string { return `h\T` + u[2:] },
 		func(u string, _ bool) string { return `&#104;` + u[1:] },
 		func(u string, _ bool) string { return `ht&Tab;` + u[2:] },
 		// The colon.
 		func(u string, _ bool) string { return `http&colon;` + u[5:] },
 		func(u string, _ bool) string { return `http&#0000000058` + u[5:] },
 		func(u string, _ bool) string { return `http\u003a` + u[5:] },
+		func(u string, _ bool) string { return `\x68ttp\u003a` + u[5:] },
 		// A host byte as a zero-padded braced escape.
 		func(u string, _ bool) string {
 			i := strings.LastIndexByte(u[:strings.IndexAny(u[7:]+"/", "/?#")+7], '@') + 1
