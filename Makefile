@@ -24,4 +24,4 @@ bench: chromium
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzVerdict -fuzztime 30s .
-	$(GO) test -run '^$$' -fuzz FuzzScanURLs -fuzztime 30s .
+	$(GO) test -run '^$$' -fuzz FuzzScanURLs -fuzztime 30s ./internal/urlscan/

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/internal/urlscan"
 )
 
 // Route is where a call runs.
@@ -211,7 +213,7 @@ func checkCDPURL(s string) error {
 type Plan struct {
 	Route    Route
 	CacheKey string    // sessionKey, or sessionKey+"::local" for the sidecar
-	Verdicts []Verdict // one per URL literal, in scan order
+	Verdicts []Verdict // one per URL literal and per URL a data: literal holds, in scan order
 }
 
 // hybrid reports whether private URLs are routed to the local sidecar
@@ -247,6 +249,7 @@ func (r *Router) Plan(ctx context.Context, sessionKey, code string) (Plan, error
 }
 
 func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Plan, error) {
+	urls = urlscan.ExpandData(urls) // a data: document loads what it names
 	key, err := normalizeKey(sessionKey)
 	if err != nil {
 		return Plan{}, err

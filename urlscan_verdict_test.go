@@ -2,7 +2,9 @@ package hybroute
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -53,7 +55,8 @@ var reviewInputs = []struct {
 	// 5. Length cap.
 	{"userinfo longer than the cap", "fetch(\"http://" + strings.Repeat("a", 5000) + "@169.254.169.254/\")", true},
 	{"unquoted userinfo longer than the cap", "http://" + strings.Repeat("a", 5000) + "@169.254.169.254/", true},
-	{"userinfo longer than the far look-ahead", "fetch(\"http://" + strings.Repeat("a", farLook+10) + "@169.254.169.254/\")", false},
+	// 64<<10 is urlscan's far look-ahead: past it the authority fails closed.
+	{"userinfo longer than the far look-ahead", "fetch(\"http://" + strings.Repeat("a", 64<<10+10) + "@169.254.169.254/\")", false},
 }
 
 func TestReviewInputsNeverCleanCloud(t *testing.T) {
@@ -89,4 +92,77 @@ func TestReviewControlsStayOnCloud(t *testing.T) {
 		require.NoError(t, err, "code %q", code)
 		assert.Equal(t, RouteCloud, p.Route, "code %q: urls %q", code, ScanURLs(code))
 	}
+}
+
+// literalClassInputs are the classes of literals Chromium resolves that
+// the scanner used to miss (issue 6, part 3), through Router.Plan: each
+// must now be blocked (metadata) or routed local (private).
+var literalClassInputs = []struct {
+	class, code string
+	metadata    bool // blocked with ErrMetadata; otherwise routed local
+}{
+	// Scheme-relative hosts without a path or port, and "//" spelled with
+	// backslashes, in strings and attributes.
+	{"scheme-relative", `fetch("//2130706433")`, false}, // the one row the old scanner already caught
+	{"scheme-relative", `fetch("//127.1")`, false},
+	{"scheme-relative", `<img src="\\169.254.169.254/latest/meta-data/">`, true},
+	{"scheme-relative", `<img src="/\169.254.169.254">`, true},
+	{"scheme-relative", `{"url":"\/\/10.0.0.1"}`, false},
+	// \u{…} with any number of leading zeros.
+	{"braced escape", `fetch("http://evil.example\u{0000000040}127.0.0.1/")`, false},
+	{"braced escape", `fetch("http://\u{0000000031}69.254.169.254/latest")`, true},
+	// Character references without ';', zero-padded, named.
+	{"character reference", `<iframe src="http://localhost&#0000000058;3000">`, false},
+	{"character reference", `<a href="http://evil.example&#64metadata.google.internal/">`, true},
+	{"character reference", `<a href="&sol;&sol;169.254.169.254/">`, true},
+	// Inside the scheme name, in any source form.
+	{"spelled scheme", `fetch("\x68ttp://169.254.169.254/")`, true},
+	{"spelled scheme", `fetch("ht\ttp://169.254.169.254/")`, true},
+	{"spelled scheme", `<a href="ht&Tab;tp://10.1/">`, false},
+	{"spelled scheme", `<a href="http&colon;//10.1">`, false},
+	// data: documents name their own subresources.
+	{"data:", `page.goto("data:text/html;base64,` + base64.StdEncoding.EncodeToString([]byte(`<img src="http://169.254.169.254/latest/meta-data/">`)) + `")`, true},
+	{"data:", `page.goto("data:text/html;base64,` + base64.StdEncoding.EncodeToString([]byte(`<iframe src="http://127.0.0.1/"></iframe>`)) + `")`, false},
+	{"data:", `<iframe src="data:text/html,` + url.PathEscape(`<script src="http://127.0.0.1:8080/app.js"></script>`) + `">`, false},
+}
+
+func TestLiteralClassesThroughPlan(t *testing.T) {
+	ctx := context.Background()
+	for i, tc := range literalClassInputs {
+		t.Run(fmt.Sprintf("%s/%d", tc.class, i), func(t *testing.T) {
+			r := newTestRouter(t, &stubProvider{name: "C"})
+			p, err := r.Plan(ctx, fmt.Sprintf("class-%d", i), tc.code)
+			if tc.metadata {
+				require.Error(t, err, "code %q: urls %q", tc.code, ScanURLs(tc.code))
+				assert.ErrorIs(t, err, ErrMetadata)
+				return
+			}
+			require.NoError(t, err, "code %q", tc.code)
+			assert.Equal(t, RouteLocal, p.Route, "code %q: urls %q", tc.code, ScanURLs(tc.code))
+		})
+	}
+}
+
+// TestDataURLsThroughNavigate: Navigate takes its URL as the literal, and
+// a data: URL's document is planned like code, before any browser runs.
+func TestDataURLsThroughNavigate(t *testing.T) {
+	ctx := context.Background()
+	r := newTestRouter(t, &stubProvider{name: "C"})
+	meta := "data:text/html;base64," + base64.StdEncoding.EncodeToString([]byte(`<img src="http://169.254.169.254/">`))
+	_, err := r.Navigate(ctx, "nav", meta)
+	require.Error(t, err)
+	assert.ErrorIs(t, err, ErrMetadata)
+
+	_, err = r.Navigate(ctx, "nav", "data:text/html;base64,@@@")
+	require.Error(t, err, "an undecodable data: URL fails closed")
+	assert.ErrorIs(t, err, ErrInvalidURL)
+
+	// The plan the navigation runs on: the data: URL has no route of its
+	// own, the loopback URL inside it sends the call local.
+	p, err := r.plan(ctx, "nav", []string{"data:text/html," + url.PathEscape(`<img src="http://127.0.0.1/">`)})
+	require.NoError(t, err)
+	assert.Equal(t, RouteLocal, p.Route)
+	require.Len(t, p.Verdicts, 2)
+	assert.Equal(t, ClassNoRoute, p.Verdicts[0].Class)
+	assert.Equal(t, ClassPrivate, p.Verdicts[1].Class)
 }

@@ -211,14 +211,15 @@ echo "done at $(date +%H:%M:%S)"
 			return block{fmt.Sprintf(`{"name": "%s-svc", "endpoint": "%s", "port": %d, "enabled": true, "schedule": "0 7 * * 1-5", "tz": "Europe/Berlin"}
 `, g.id(), u, g.n()), []string{u}}
 		},
-		// HTML with href, a script src, mailto and data: that are not reported.
+		// HTML with href, mailto (not reported) and a data: image (reported
+		// whole, for its payload to be read).
 		func() block {
 			u := g.url()
 			return block{fmt.Sprintf(`<div class="card" style="margin: 0; padding: 4px">
   <a href="%s">Open</a> <a href="mailto:ops@example.com">Mail</a>
   <img src="data:image/png;base64,iVBORw0KGgo=" alt="logo">
 </div>
-`, u), []string{u}}
+`, u), []string{u, "data:image/png;base64,iVBORw0KGgo="}}
 		},
 		// CSS colons.
 		func() block {

@@ -1,4 +1,4 @@
-package hybroute
+package urlscan
 
 import (
 	"fmt"
@@ -28,7 +28,8 @@ var scanCases = []scanCase{
 	{rule: "refused schemes are still reported", code: `open("file:///etc/passwd"); go('ftp://files.example/x'); nav("chrome://settings"); nav('chrome-untrusted://terminal/'); nav("devtools://devtools/bundled/inspector.html")`, want: []string{"file:///etc/passwd", "ftp://files.example/x", "chrome://settings", "chrome-untrusted://terminal/", "devtools://devtools/bundled/inspector.html"}},
 	{rule: "view-source is reported with the URL inside", code: `page.goto("view-source:http://localhost:3000/")`, want: []string{"view-source:http://localhost:3000/", "http://localhost:3000/"}},
 	{rule: "file with one slash is file:///", code: `f("file:/etc/hosts")`, want: []string{"file:///etc/hosts"}},
-	{rule: "javascript:, data:, blob:, mailto: are not reported", code: `a.href = "javascript:alert(1)"; img.src = "data:text/html,<b>x</b>"; x = "blob:null/abc"; m = "mailto:ops@example.com"`, want: nil},
+	{rule: "javascript:, blob:, mailto: are not reported", code: `a.href = "javascript:alert(1)"; x = "blob:null/abc"; m = "mailto:ops@example.com"`, want: nil},
+	{rule: "data: is reported whole, for its payload to be read", code: `img.src = "data:text/html,<b>x</b>"; a = {data: x, metadata: "y"}`, want: []string{"data:text/html,<b>x</b>"}},
 	{rule: "http URL inside blob: is found", code: `URL.revokeObjectURL("blob:https://app.example/3f2a-11")`, want: []string{"https://app.example/3f2a-11"}},
 
 	// Slash runs.
@@ -128,7 +129,8 @@ var scanCases = []scanCase{
 	{rule: "scheme-relative localhost with port", code: `<img src="//localhost:3000/x">`, want: []string{"http://localhost:3000/x"}},
 	{rule: "scheme-relative IPv6 literal", code: `u = '//[::1]:8080/'`, want: []string{"http://[::1]:8080/"}},
 	{rule: "scheme-relative numeric IPv4 forms and metadata names", code: `a("//0x7f.1/"); b("//2130706433"); c("//metadata.google.internal/computeMetadata/v1/"); d("//app.localhost/")`, want: []string{"http://0x7f.1/", "http://2130706433", "http://metadata.google.internal/computeMetadata/v1/", "http://app.localhost/"}},
-	{rule: "comments and public scheme-relative names are not reported", code: "// comment text\n//example.com\nx = '//cdn.example.com/a.js' //1.5 seconds\ny = n //2\n/// doc", want: nil},
+	{rule: "comments and public scheme-relative names in comments are not reported", code: "// comment text\n//example.com\nx = 1 //1.5 seconds\ny = n //2\n/// doc", want: nil},
+	{rule: "a scheme-relative name in a string is reported", code: "x = '//cdn.example.com/a.js' //1.5 seconds", want: []string{"http://cdn.example.com/a.js"}},
 	{rule: "slash runs after a scheme are not scheme-relative", code: `file:///169.254.169.254/x`, want: []string{"file:///169.254.169.254/x"}},
 
 	// Length cap (review finding 5).
@@ -140,6 +142,44 @@ var scanCases = []scanCase{
 	{rule: "slashless scheme before a full URL", code: `"http:http://127.0.0.1/"`, want: []string{"http://http://127.0.0.1/", "http://127.0.0.1/"}},
 	{rule: "slashless schemes inside one authority are read once", code: `"http:http:http:127.0.0.1"`, want: []string{"http://http:http:127.0.0.1"}},
 
+	// Classes of literals Chromium resolves that the scanner used to miss
+	// (issue 6, part 3). 1: scheme-relative hosts without a path or port,
+	// and the backslash spellings of "//", in strings and attributes.
+	{rule: "scheme-relative short IPv4 form in a string", code: `fetch("//127.1"); g('//10.1')`, want: []string{"http://127.1", "http://10.1"}},
+	{rule: "scheme-relative name in a string or attribute", code: `fetch('//intranet'); <img src="//db.corp.internal">`, want: []string{"http://intranet", "http://db.corp.internal"}},
+	{rule: "scheme-relative unquoted attribute and CSS url()", code: `<img src=//intranet/x.png> div { background: url(//10.1/a.png) }`, want: []string{"http://intranet/x.png", "http://10.1/a.png"}},
+	{rule: "two backslashes in an attribute", code: `<img src="\\169.254.169.254/latest">`, want: []string{"http://169.254.169.254/latest"}},
+	{rule: "slash and backslash, both orders", code: `<img src="/\169.254.169.254"><img src='\/127.1'>`, want: []string{"http://169.254.169.254", "http://127.1"}},
+	{rule: "JSON-escaped scheme-relative URL", code: `{"u":"\/\/10.0.0.1"}`, want: []string{"http://10.0.0.1"}},
+	{rule: "escaped backslashes in a JS string", code: `fetch("\\\\169.254.169.254/")`, want: []string{"http://169.254.169.254/"}},
+	{rule: "named and numeric references for the slashes", code: `<img src="&sol;&sol;127.1"><img src="&#47;&#x2F;10.1">`, want: []string{"http://127.1", "http://10.1"}},
+	{rule: "escape-spelled slashes in a string", code: `fetch("\x2f\u002f169.254.169.254")`, want: []string{"http://169.254.169.254"}},
+	{rule: "backslash before an octal-looking host", code: `<img src="\\127.0.0.1/"><a href="http:\127.0.0.1/">`, want: []string{"http://127.0.0.1/", "http://W.0.0.1/"}},
+
+	// 2: \u{…} with any number of leading zeros.
+	{rule: "zero-padded braced escape in the host", code: `fetch("http://\u{0000000031}27.0.0.1/")`, want: []string{"http://127.0.0.1/"}},
+	{rule: "zero-padded braced escape for the @", code: `fetch("http://evil.example\u{00000000040}169.254.169.254/")`, want: []string{"http://evil.example@169.254.169.254/"}},
+	{rule: "braced escape longer than the cap fails closed", code: `fetch("http://evil.example\u{` + strings.Repeat("0", 5000) + `40}169.254.169.254/")`, want: []string{"http://evil.example", "http://evil.example:truncated-authority"}},
+
+	// 3: character references without ';', zero-padded, and named ones.
+	{rule: "zero-padded numeric reference", code: `<a href="http://evil.example&#0000000064;169.254.169.254/">`, want: []string{"http://evil.example@169.254.169.254/"}},
+	{rule: "numeric reference without the semicolon", code: `<a href="http://a&#64localhost/"><a href="http://b&#x40metadata/">`, want: []string{"http://a@localhost/", "http://b@metadata/"}},
+	{rule: "named reference for the colon after the scheme", code: `<a href="http&colon;//intranet/"><a href="https&colon;10.0.0.1">`, want: []string{"http://intranet/", "https://10.0.0.1"}},
+	{rule: "zero-padded reference for the colon, without ';'", code: `<a href="http&#0000000058//169.254.169.254/">`, want: []string{"http://169.254.169.254/"}},
+
+	// 4: a tab, newline or character reference inside the scheme name.
+	{rule: "hex escape inside the scheme name", code: `fetch("\x68ttp://10.0.0.1/")`, want: []string{"http://10.0.0.1/"}},
+	{rule: "escaped tab inside the scheme name", code: `fetch("ht\ttp://169.254.169.254/")`, want: []string{"http://169.254.169.254/"}},
+	{rule: "escaped newline and carriage return inside the scheme name", code: `fetch("ht\ntp://169.254.169.254/"); fetch("d\revtools://x/"); fetch("http\r://10.0.0.1/")`, want: []string{"http://169.254.169.254/", "devtools://x/", "http://10.0.0.1/"}},
+	{rule: "raw tab and newline inside the scheme name", code: "fetch(`ht\ttp://169.254.169.254/`); <a href=\"ht\ntps://10.0.0.1/\">", want: []string{"http://169.254.169.254/", "https://10.0.0.1/"}},
+	{rule: "spelled colon in a JS string", code: `fetch("http\u003a//169.254.169.254/"); fetch("https\x3a\/\/10.0.0.1")`, want: []string{"http://169.254.169.254/", "https://10.0.0.1"}},
+	{rule: "zero-padded braced escape inside the scheme name", code: `fetch("ht\u{000000074}p://127.0.0.1/")`, want: []string{"http://127.0.0.1/"}},
+	{rule: "character references inside the scheme name", code: `<a href="&#x68;ttp://169.254.169.254/"><a href="h&#116tps://10.0.0.1/"><a href="ht&Tab;tp://127.0.0.1/"><a href="ws&NewLine;s://[::1]/">`, want: []string{"http://169.254.169.254/", "https://10.0.0.1/", "http://127.0.0.1/", "wss://[::1]/"}},
+	{rule: "tab between the scheme and its colon or slashes", code: `fetch("http\t://127.0.0.1/"); fetch("http:\t//10.0.0.1/")`, want: []string{"http://127.0.0.1/", "http://10.0.0.1/"}},
+	{rule: "spelled scheme and spelled colon", code: `fetch("\x68ttp\u003a//169.254.169.254/"); <a href="ht&Tab;tps&colon;10.0.0.1">`, want: []string{"http://169.254.169.254/", "https://10.0.0.1"}},
+	{rule: "spelled scheme without slashes", code: `fetch("\x68ttp:169.254.169.254")`, want: []string{"http://169.254.169.254"}},
+	{rule: "plain identifiers before a colon stay unreported", code: `{name: 1, keys: 2, "data\x20": 3, type: "a"}; x = c ? d : e; case 0x7f: break`, want: nil},
+
 	// Dedup and empties.
 	{rule: "deduplicated in order of first appearance", code: `a("http://b.example"); a("http://a.example"); a("http://b.example"); a("HTTP://a.example")`, want: []string{"http://b.example", "http://a.example"}},
 	{rule: "empty input", code: ``, want: nil},
@@ -149,15 +189,19 @@ var scanCases = []scanCase{
 func TestScanURLsTable(t *testing.T) {
 	for _, tc := range scanCases {
 		t.Run(tc.rule, func(t *testing.T) {
-			assert.Equal(t, tc.want, ScanURLs(tc.code), "code: %s", tc.code)
+			assert.Equal(t, tc.want, Scan(tc.code), "code: %s", tc.code)
 		})
 	}
 }
 
 func TestScanURLsReturnsSubstringsWhenUnchanged(t *testing.T) {
-	code := `fetch("http://localhost:3000/api")`
-	allocs := testing.AllocsPerRun(100, func() { _ = ScanURLs(code) })
-	assert.Equal(t, 1.0, allocs, "only the result slice should be allocated")
+	for _, code := range []string{
+		`fetch("http://localhost:3000/api")`,
+		`<img src="data:image/png;base64,iVBORw0KGgo=">`,
+	} {
+		allocs := testing.AllocsPerRun(100, func() { _ = Scan(code) })
+		assert.Equal(t, 1.0, allocs, "%s: only the result slice should be allocated", code)
+	}
 }
 
 func TestScanURLsManyResultsDedup(t *testing.T) {
@@ -168,7 +212,7 @@ func TestScanURLsManyResultsDedup(t *testing.T) {
 		b.WriteString(u + " ")
 		want = append(want, u)
 	}
-	got := ScanURLs(b.String())
+	got := Scan(b.String())
 	seen := map[string]bool{}
 	var uniq []string
 	for _, u := range want {
@@ -181,13 +225,13 @@ func TestScanURLsManyResultsDedup(t *testing.T) {
 }
 
 func TestScanURLsCorpus(t *testing.T) {
-	code, err := os.ReadFile("testdata/scan-corpus.txt")
+	code, err := os.ReadFile("../../testdata/scan-corpus.txt")
 	require.NoError(t, err)
-	wantText, err := os.ReadFile("testdata/scan-corpus.want.txt")
+	wantText, err := os.ReadFile("../../testdata/scan-corpus.want.txt")
 	require.NoError(t, err)
 	want := strings.Split(strings.TrimSpace(string(wantText)), "\n")
 	require.Greater(t, len(want), 100, "the corpus should plant many distinct URLs")
-	assert.Equal(t, want, ScanURLs(string(code)))
+	assert.Equal(t, want, Scan(string(code)))
 }
 
 // hostOf is the host of a reported URL, enough for the metamorphic check.
@@ -217,7 +261,7 @@ func hostOf(u string) string {
 var scannedSchemes = []string{"http", "https", "ws", "wss", "ftp", "file", "chrome", "chrome-untrusted", "devtools"}
 
 func checkScanInvariants(t *testing.T, code string) {
-	got := ScanURLs(code)
+	got := Scan(code)
 	seen := map[string]bool{}
 	for _, u := range got {
 		require.NotEmpty(t, u)
@@ -226,6 +270,9 @@ func checkScanInvariants(t *testing.T, code string) {
 		ok := false
 		if rest, vs := strings.CutPrefix(u, "view-source:"); vs {
 			ok = rest != ""
+		}
+		if rest, data := strings.CutPrefix(u, "data:"); data {
+			ok = strings.Contains(rest, ",")
 		}
 		for _, s := range scannedSchemes {
 			if rest, has := strings.CutPrefix(u, s+"://"); has && rest != "" {
@@ -240,7 +287,7 @@ func checkScanInvariants(t *testing.T, code string) {
 	for _, w := range [][2]string{{`"`, `"`}, {`'`, `'`}, {`(`, `)`}, {"`", "`"}, {"// ", ""}, {`\`, `\`}, {"", ""}} {
 		wrapped := w[0] + code + w[1]
 		found := false
-		for _, u := range ScanURLs(wrapped) {
+		for _, u := range Scan(wrapped) {
 			if strings.HasPrefix(u, "http://") && hostOf(u) == "127.0.0.1" {
 				found = true
 				break
@@ -251,9 +298,13 @@ func checkScanInvariants(t *testing.T, code string) {
 }
 
 // Pieces of the differential property: a private or metadata URL planted
-// in a code context must come out with its host intact.
+// in a code context, in any of the spellings Chromium reads, must come out
+// with its host intact (or fail closed).
 var (
-	diffHosts    = []string{"127.0.0.1", "169.254.169.254"}
+	diffHosts = [][2]string{ // as written, as Chromium reads it
+		{"127.0.0.1", "127.0.0.1"}, {"169.254.169.254", "169.254.169.254"},
+		{"2130706433", "127.0.0.1"}, {"0xa9.0xfe.0xa9.0xfe", "169.254.169.254"},
+	}
 	diffPorts    = []string{"", ":8080", ":1", ":65535"}
 	diffPaths    = []string{"", "/", "/latest/meta-data/", "/x?y=1#z", "?q", "#f", "/a\\/b"}
 	diffContexts = [][2]string{
@@ -262,13 +313,57 @@ var (
 		{"fetch(`", "${path}`)"}, {`// see `, ` for details`}, {`url=`, `;`},
 		{`{"u":"`, `","n":1}`}, {`curl -s `, ` | jq .`}, {``, ``}, {`"`, `" % p`},
 	}
+	// diffSpellings rewrite "http://…" as the source may spell it. inStr
+	// says the context opens a string or an attribute value, where a
+	// scheme-relative URL is one.
+	diffSpellings = []func(u string, inStr bool) string{
+		func(u string, _ bool) string { return u },
+		// Inside the scheme name: escapes, references, tabs.
+		func(u string, _ bool) string { return `\x68` + u[1:] },
+		func(u string, _ bool) string { return `h\u{0000000074}` + u[2:] },
+		func(u string, _ bool) string { return `ht\t` + u[2:] },
+		func(u string, _ bool) string { return "ht\t" + u[2:] },
+		func(u string, _ bool) string { return `ht\n` + u[2:] },
+		func(u string, _ bool) string { return `h\T` + u[2:] },
+		func(u string, _ bool) string { return `&#104;` + u[1:] },
+		func(u string, _ bool) string { return `ht&Tab;` + u[2:] },
+		// The colon.
+		func(u string, _ bool) string { return `http&colon;` + u[5:] },
+		func(u string, _ bool) string { return `http&#0000000058` + u[5:] },
+		func(u string, _ bool) string { return `http\u003a` + u[5:] },
+		func(u string, _ bool) string { return `\x68ttp\u003a` + u[5:] },
+		// A host byte as a zero-padded braced escape.
+		func(u string, _ bool) string {
+			i := strings.LastIndexByte(u[:strings.IndexAny(u[7:]+"/", "/?#")+7], '@') + 1
+			if i == 0 {
+				i = 7
+			}
+			return u[:i] + fmt.Sprintf(`\u{00000000%x}`, u[i]) + u[i+1:]
+		},
+		// Scheme-relative, with "//" in the spellings Chromium folds.
+		relSpelling("//"), relSpelling(`\\`), relSpelling(`/\`), relSpelling(`\/\/`), relSpelling(`&sol;&sol;`),
+		// Inside a data: document.
+		func(u string, _ bool) string { return "data:text/html;base64," + b64(`<img src="`+u+`">`) },
+		func(u string, _ bool) string { return "data:text/html," + pct(`<iframe src="`+u+`"></iframe>`) },
+	}
 )
+
+// relSpelling drops the scheme of a URL planted in a string and opens it
+// with slashes; outside a string the URL stays as it is.
+func relSpelling(slashes string) func(string, bool) string {
+	return func(u string, inStr bool) string {
+		if !inStr {
+			return u
+		}
+		return slashes + u[len("http://"):]
+	}
+}
 
 // diffURL builds the planted URL and its context from n and the fuzzed
 // code, whose URL-safe bytes become the userinfo.
 func diffURL(n uint64, code string) (host, input string) {
 	pick := func(k int) int { v := int(n % uint64(k)); n /= uint64(k); return v }
-	host = diffHosts[pick(len(diffHosts))]
+	h := diffHosts[pick(len(diffHosts))]
 	var user []byte
 	for i := 0; i < len(code) && len(user) < 16; i++ {
 		if b := code[i]; isLetter(b) || isDigit(b) || strings.IndexByte("-._~!*+,;=:", b) >= 0 {
@@ -282,14 +377,23 @@ func diffURL(n uint64, code string) (host, input string) {
 	case 2:
 		userinfo = "u:" + string(user) + "@"
 	}
-	u := "http://" + userinfo + host + diffPorts[pick(len(diffPorts))] + diffPaths[pick(len(diffPaths))]
+	u := "http://" + userinfo + h[0] + diffPorts[pick(len(diffPorts))] + diffPaths[pick(len(diffPaths))]
 	ctx := diffContexts[pick(len(diffContexts))]
-	return host, ctx[0] + u + ctx[1]
+	last := ctx[0][max(0, len(ctx[0])-1):]
+	inStr := last == `"` || last == "'" || last == "`" || last == "="
+	u = diffSpellings[pick(len(diffSpellings))](u, inStr)
+	return h[1], ctx[0] + u + ctx[1]
 }
 
+// diffCombinations is how many distinct plantings diffURL makes.
+var diffCombinations = uint64(len(diffHosts) * 3 * len(diffPorts) * len(diffPaths) * len(diffContexts) * len(diffSpellings))
+
+// checkPlantedHost fails unless the planted host comes out of the scan
+// (and the data: expansion the router runs after it), or a reading that
+// fails closed does.
 func checkPlantedHost(t *testing.T, n uint64, code string) {
 	host, input := diffURL(n, code)
-	got := ScanURLs(input)
+	got := ExpandData(Scan(input))
 	for _, u := range got {
 		if p, err := whatwg.Parse(u); err == nil && p.Host == host {
 			return
@@ -314,16 +418,15 @@ func FuzzScanURLs(f *testing.F) {
 // TestScanURLsPlantedHosts runs the differential property of the fuzz
 // target over every combination once, so plain `go test` covers it.
 func TestScanURLsPlantedHosts(t *testing.T) {
-	total := uint64(len(diffHosts) * 3 * len(diffPorts) * len(diffPaths) * len(diffContexts))
 	for _, code := range []string{"", "user", "a:b", "x-y.z~"} {
-		for n := uint64(0); n < total; n++ {
+		for n := uint64(0); n < diffCombinations; n++ {
 			checkPlantedHost(t, n, code)
 		}
 	}
 }
 
 func BenchmarkScanURLs(b *testing.B) {
-	corpus, err := os.ReadFile("testdata/scan-corpus.txt")
+	corpus, err := os.ReadFile("../../testdata/scan-corpus.txt")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -338,17 +441,17 @@ func BenchmarkScanURLs(b *testing.B) {
 			b.SetBytes(int64(len(in.code)))
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = ScanURLs(in.code)
+				_ = Scan(in.code)
 			}
 		})
 	}
 }
 
 // BenchmarkScanFloor is the cost of only visiting every colon of the corpus
-// with strings.IndexByte, the floor under ScanURLs: on a loaded machine
+// with strings.IndexByte, the floor under Scan: on a loaded machine
 // compare BenchmarkScanURLs/corpus-1MiB against it, not against a constant.
 func BenchmarkScanFloor(b *testing.B) {
-	corpus, err := os.ReadFile("testdata/scan-corpus.txt")
+	corpus, err := os.ReadFile("../../testdata/scan-corpus.txt")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -385,18 +488,37 @@ var hostileUnits = []string{
 	"http:/",
 	"'http:\\/a",
 	"\"http://a\\u0040",
+	"\"\\u{0000",
+	"\"&#0000",
+	"\"ht\\ttp:",
+	"\"//a",
+	"\"\\/\\/a",
+	"\\u{0068}ttp:",
+	"http&colon;",
+	"\t:",
+	";:",
+}
+
+// hostileDataUnits are hostileUnits for data: URLs; ExpandData is checked
+// on them as well.
+var hostileDataUnits = []string{
+	"data:,",
+	"\"data:,",
+	"data:text/html;base64,PGEg",
+	"data:,data:,%3C",
+	"\"data:,data:,\\\"",
 }
 
 func hostileInput(unit string, n int) string {
 	return strings.Repeat(unit, n/len(unit)+1)[:n]
 }
 
-// scanCost is the allocations and bytes one ScanURLs call on code costs.
+// scanCost is the allocations and bytes one Scan call on code costs.
 func scanCost(code string) (allocs float64, bytes uint64) {
-	allocs = testing.AllocsPerRun(1, func() { _ = ScanURLs(code) })
+	allocs = testing.AllocsPerRun(1, func() { _ = Scan(code) })
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	_ = ScanURLs(code)
+	_ = Scan(code)
 	runtime.ReadMemStats(&after)
 	return allocs, after.TotalAlloc - before.TotalAlloc
 }
@@ -409,7 +531,7 @@ func TestScanURLsLinearOnHostileInput(t *testing.T) {
 		t.Skip("hostile megabyte inputs")
 	}
 	const big = 1 << 20
-	for _, unit := range hostileUnits {
+	for _, unit := range append(hostileUnits[:len(hostileUnits):len(hostileUnits)], hostileDataUnits...) {
 		t.Run(fmt.Sprintf("%q", unit), func(t *testing.T) {
 			aHalf, bHalf := scanCost(hostileInput(unit, big/2))
 			aFull, bFull := scanCost(hostileInput(unit, big))
