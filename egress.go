@@ -33,7 +33,8 @@ import (
 //   - the class is the most restrictive over all the answers (classify, the
 //     same code as every other verdict);
 //   - metadata is refused always; private only where the options let
-//     private URLs run on the local browser (Router.privateAllowed);
+//     private URLs run on the local browser: the router's policy decides,
+//     as for every other verdict;
 //   - only the addresses that were classified are dialled: no second
 //     lookup, so DNS rebinding cannot swap them.
 //
@@ -61,14 +62,10 @@ const (
 	egressLookupTimeout = 10 * time.Second
 )
 
-// Test hooks (set by the package's tests only, before any router exists):
+// Test hook (set by the package's tests only, before any router exists):
 // egressDialHook sees every address the default dialer is about to dial and
-// can refuse it; egressDefaultResolver resolves for a sidecar made without
-// a router's config (a Router always has a resolver).
-var (
-	egressDialHook        func(network, addr string) error
-	egressDefaultResolver Resolver = net.DefaultResolver
-)
+// can refuse it.
+var egressDialHook func(network, addr string) error
 
 func defaultEgressDial(ctx context.Context, network, addr string) (net.Conn, error) {
 	if h := egressDialHook; h != nil {
@@ -82,51 +79,30 @@ func defaultEgressDial(ctx context.Context, network, addr string) (net.Conn, err
 
 // decideEgress is the connect-time verdict on one host:port, as the local
 // Chromium asked for it. On success v.Addrs are the addresses to dial (the
-// ones the class was decided on) and port the port. The error wraps
-// ErrMetadata, ErrPrivate or ErrInvalidURL for a refusal, or says that the
-// name did not resolve (nothing to dial).
-func decideEgress(ctx context.Context, cfg *config, privateOK bool, hostport string) (v Verdict, port uint16, err error) {
+// ones the class was decided on) and port the port. The error is the
+// policy's refusal (a *BlockedError), or says that the name did not resolve
+// (nothing to dial).
+func decideEgress(ctx context.Context, pol *policy, hostport string) (v Verdict, port uint16, err error) {
 	host, ps, err := net.SplitHostPort(hostport)
 	if err != nil {
-		v = Verdict{URL: hostport, Class: ClassInvalid}
-		return v, 0, &BlockedError{URL: hostport, Class: ClassInvalid, Reason: ErrInvalidURL, Detail: err}
+		v = invalid(Verdict{URL: hostport}, ReasonInvalidURL, err)
+		return v, 0, v.Err
 	}
 	if len(host) > maxLoggedHost+2 { // a DNS name, or an IPv6 literal in brackets
-		v = Verdict{URL: hostport[:maxLoggedHost], Class: ClassInvalid}
-		return v, 0, &BlockedError{URL: v.URL, Class: ClassInvalid, Reason: ErrInvalidURL,
-			Detail: errors.New("host name too long")}
+		v = invalid(Verdict{URL: hostport[:maxLoggedHost]}, ReasonInvalidURL, errors.New("host name too long"))
+		return v, 0, v.Err
 	}
 	p, perr := strconv.ParseUint(ps, 10, 16)
 	if perr != nil || p == 0 {
-		v = Verdict{URL: hostport, Class: ClassInvalid}
-		return v, 0, &BlockedError{URL: hostport, Class: ClassInvalid, Reason: ErrInvalidURL,
-			Detail: fmt.Errorf("bad port %q", ps)}
-	}
-	res := cfg.resolver
-	if res == nil {
-		res = egressDefaultResolver
+		v = invalid(Verdict{URL: hostport}, ReasonInvalidURL, fmt.Errorf("bad port %q", ps))
+		return v, 0, v.Err
 	}
 	// The same classifier as every other verdict: the host as Chromium
 	// wrote it is already canonical, so the URL round-trips.
-	v = classify(ctx, res, cfg, "http://"+net.JoinHostPort(host, ps)+"/")
+	v = pol.classify(ctx, "http://"+net.JoinHostPort(host, ps)+"/")
 	v.URL = hostport
-	var reason error
-	switch v.Class {
-	case ClassPublic:
-	case ClassPrivate:
-		if !privateOK {
-			reason = ErrPrivate
-		}
-	case ClassMetadata:
-		reason = ErrMetadata
-	default:
-		if v.Err != nil {
-			return v, 0, v.Err
-		}
-		reason = ErrInvalidURL
-	}
-	if reason != nil {
-		return v, 0, &BlockedError{URL: hostport, Class: v.Class, Reason: reason}
+	if err := pol.refuse(v, onLocal); err != nil {
+		return v, 0, err
 	}
 	if len(v.Addrs) == 0 {
 		if c, ok := classifyName(v.Host); ok && c == ClassPrivate {
@@ -151,7 +127,7 @@ func loopbackAddrs() []netip.Addr {
 // egressProxy is the proxy of one local Chromium process: it starts before
 // the process and is closed after it.
 type egressProxy struct {
-	cfg  *config
+	pol  *policy
 	log  *slog.Logger
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
@@ -172,16 +148,18 @@ type egressProxy struct {
 	warned map[string]time.Time
 }
 
-// startEgress starts the proxy on a loopback port.
-func startEgress(cfg *config, logger *slog.Logger) (*egressProxy, error) {
+// startEgress starts the proxy on a loopback port. It decides every
+// connection with pol and dials the allowed ones with dial (nil: a
+// net.Dialer).
+func startEgress(pol *policy, dial func(ctx context.Context, network, addr string) (net.Conn, error), logger *slog.Logger) (*egressProxy, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: starting the egress proxy: %w", err)
 	}
 	e := &egressProxy{
-		cfg:    cfg,
+		pol:    pol,
 		log:    logger,
-		dial:   cfg.egressDialer,
+		dial:   dial,
 		conns:  make(map[*egressConn]struct{}),
 		warned: make(map[string]time.Time),
 		served: make(chan struct{}),
@@ -299,12 +277,8 @@ func (e *egressProxy) dialChecked(ctx context.Context, network, hostport string)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(e.ctx, cancel)()
-	privateOK := true // a sidecar on its own (no router) is the no-provider case
-	if f := e.cfg.egressPrivate; f != nil {
-		privateOK = f()
-	}
 	lctx, lcancel := context.WithTimeout(ctx, egressLookupTimeout)
-	v, port, err := decideEgress(lctx, e.cfg, privateOK, hostport)
+	v, port, err := decideEgress(lctx, e.pol, hostport)
 	lcancel()
 	var be *BlockedError
 	switch {
@@ -361,7 +335,7 @@ func (e *egressProxy) warn(ctx context.Context, hostport string, v Verdict, err 
 	}
 	e.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: egress refused",
 		slog.String("host", hostport), slog.String("class", v.Class.String()),
-		slog.Any("addrs", v.Addrs), slog.String("error", msg))
+		slog.String("reason", reasonOf(err)), slog.Any("addrs", v.Addrs), slog.String("error", msg))
 }
 
 // errEgressClosed is the error of a dial asked for after close.
@@ -390,9 +364,8 @@ func (e *egressProxy) failRequest(w http.ResponseWriter, req *http.Request, err 
 // (ERR_TUNNEL_CONNECTION_FAILED) and shows the page nothing of it.
 func (e *egressProxy) fail(w http.ResponseWriter, hostport string, err error) {
 	status, what := http.StatusBadGateway, "could not connect"
-	var be *BlockedError
-	if errors.As(err, &be) {
-		status, what = http.StatusForbidden, be.Reason.Error()
+	if be, ok := errors.AsType[*BlockedError](err); ok {
+		status, what = http.StatusForbidden, be.Reason.phrase()+" ("+be.Reason.String()+")"
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

@@ -292,7 +292,6 @@ func TestDecideEgress(t *testing.T) {
 	res["lan.test"] = addrs("192.168.1.9")
 	res["mixed.test"] = addrs("93.184.215.14", "10.0.0.5")
 	res["v6.test"] = addrs("2606:2800:21f:cb07:6820:80da:af6b:8b2c")
-	cfg := &config{resolver: res}
 	rows := []struct {
 		rule      string
 		hostport  string
@@ -328,7 +327,7 @@ func TestDecideEgress(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.rule, func(t *testing.T) {
-			v, port, err := decideEgress(context.Background(), cfg, row.privateOK, row.hostport)
+			v, port, err := decideEgress(context.Background(), testPolicy(res, row.privateOK), row.hostport)
 			assert.Equal(t, row.want, v.Class)
 			if row.dial != nil {
 				require.NoError(t, err)
@@ -397,8 +396,7 @@ func TestEgressDialsOnlyClassifiedAddrs(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	res := &flipResolver{first: addrs("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"), then: addrs("169.254.169.254")}
 	d := &recordingDialer{fail: map[string]bool{"93.184.215.14:443": true}}
-	cfg := &config{resolver: res, egressDialer: d.dial}
-	e, err := startEgress(cfg, slog.New(slog.DiscardHandler))
+	e, err := startEgress(testPolicy(res, true), d.dial, slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer e.close()
 
@@ -425,8 +423,7 @@ func TestEgressProxyAnswers(t *testing.T) {
 	s := newProbeSite(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	logs := &logBuffer{}
-	cfg := &config{resolver: egressResolver(), egressDialer: loopbackDialer(t)}
-	e, err := startEgress(cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	e, err := startEgress(testPolicy(egressResolver(), true), loopbackDialer(t), slog.New(slog.NewTextHandler(logs, nil)))
 	require.NoError(t, err)
 	defer e.close()
 	pu, _ := url.Parse("http://" + e.addr())
@@ -536,8 +533,7 @@ func BenchmarkEgress(b *testing.B) {
 	requireChromium(b)
 	s := newProbeSite(b)
 	ctx := testCtx(b)
-	cfg := &config{resolver: egressResolver(), egressDialer: loopbackDialer(b)}
-	e, err := startEgress(cfg, slog.New(slog.DiscardHandler))
+	e, err := startEgress(testPolicy(egressResolver(), true), loopbackDialer(b), slog.New(slog.DiscardHandler))
 	require.NoError(b, err)
 	defer e.close()
 
@@ -578,8 +574,7 @@ func BenchmarkEgress(b *testing.B) {
 // tunnel. The name is one the resolver answers at once.
 func BenchmarkEgressConnect(b *testing.B) {
 	s := newProbeSite(b)
-	cfg := &config{resolver: egressResolver(), egressDialer: loopbackDialer(b)}
-	e, err := startEgress(cfg, slog.New(slog.DiscardHandler))
+	e, err := startEgress(testPolicy(egressResolver(), true), loopbackDialer(b), slog.New(slog.DiscardHandler))
 	require.NoError(b, err)
 	defer e.close()
 	pu, _ := url.Parse("http://" + e.addr())
@@ -641,8 +636,7 @@ func TestEgressTunnelEndsWithItsClient(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	cfg := &config{resolver: egressResolver(), egressDialer: loopbackDialer(t)}
-	e, err := startEgress(cfg, slog.New(slog.DiscardHandler))
+	e, err := startEgress(testPolicy(egressResolver(), true), loopbackDialer(t), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer e.close()
 	for range 20 {
@@ -661,8 +655,7 @@ func TestEgressTunnelEndsWithItsClient(t *testing.T) {
 // Hostile host names cannot grow the warning table or the log.
 func TestEgressLongHostsStayBounded(t *testing.T) {
 	logs := &logBuffer{}
-	cfg := &config{resolver: staticResolver{}, egressDialer: loopbackDialer(t), egressPrivate: func() bool { return false }}
-	e, err := startEgress(cfg, slog.New(slog.NewTextHandler(logs, nil)))
+	e, err := startEgress(testPolicy(staticResolver{}, false), loopbackDialer(t), slog.New(slog.NewTextHandler(logs, nil)))
 	require.NoError(t, err)
 	defer e.close()
 	for i := range 10 {
@@ -699,7 +692,7 @@ func (b blockingResolver) LookupNetIP(ctx context.Context, _, _ string) ([]netip
 func TestEgressCloseWaitsForDials(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	br := blockingResolver{entered: make(chan struct{})}
-	e, err := startEgress(&config{resolver: br, egressDialer: loopbackDialer(t)}, slog.New(slog.DiscardHandler))
+	e, err := startEgress(testPolicy(br, true), loopbackDialer(t), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	pu, err := url.Parse("http://" + e.addr())
 	require.NoError(t, err)

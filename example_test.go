@@ -47,5 +47,5 @@ func ExampleRouter_Plan() {
 	fmt.Println(err)
 	// Output:
 	// local s::local <nil>
-	// blocked: URL targets a cloud metadata endpoint: "http://0xa9fea9fe/latest/meta-data/"
+	// hybroute: blocked (metadata): URL targets a cloud metadata endpoint: "http://0xa9fea9fe/latest/meta-data/"
 }

@@ -96,27 +96,6 @@ const maxTrackedChains = 256
 // Chromium itself would then meet.
 const guardLookupTimeout = 5 * time.Second
 
-// floorError says whether a page on this route may be at (or load) the URL
-// of verdict v: metadata never; a private address from a remote browser only
-// when private URLs are explicitly allowed there, and from the local browser
-// only where the options let private URLs run at all (so a cloud session's
-// local fallback under auto-local off still refuses them). The landed-URL
-// check and the guard both ask it, so they cannot disagree.
-func (r *Router) floorError(v Verdict, remote bool) error {
-	var reason error
-	switch {
-	case v.Class == ClassMetadata:
-		reason = ErrMetadata
-	case v.Class == ClassPrivate && remote && !r.cfg.allowPrivate:
-		reason = ErrPrivate
-	case v.Class == ClassPrivate && !remote && !r.privateAllowed():
-		reason = ErrPrivate
-	default:
-		return nil
-	}
-	return &BlockedError{URL: v.URL, Class: v.Class, Reason: reason}
-}
-
 // enableGuard turns interception on in the entry's tab, starts tracking
 // where its main frame is, and returns the loop that answers every paused
 // request until the tab closes. The caller runs the loop in the sessions'
@@ -160,20 +139,13 @@ func (r *Router) answer(tabCtx context.Context, e *entry, ev fetch.EventRequestP
 	}
 	doc := ev.ResourceType == network.ResourceTypeDocument
 	vctx, cancel := context.WithTimeout(tabCtx, guardLookupTimeout)
-	v := r.Verdict(vctx, url)
+	v := r.pol.classify(vctx, url)
 	cancel()
-	err := r.floorError(v, e.remote())
+	var err error
 	if doc {
-		switch {
-		case v.Class == ClassInvalid && err == nil:
-			// A document URL we cannot parse is not one we can vouch for.
-			err = v.Err
-		case e.guard.hop(ev, v.Class) && v.Class == ClassPrivate && err == nil:
-			// A redirect from public to private is refused, not followed,
-			// on every route: it is how a public page reaches a LAN.
-			err = &BlockedError{URL: v.URL, Class: v.Class, Reason: ErrPrivate,
-				Detail: errors.New("redirect from a public address")}
-		}
+		err = r.pol.refuseHop(v, e.where(), e.guard.hop(ev, v.Class))
+	} else {
+		err = r.pol.refuse(v, e.where())
 	}
 	if err == nil {
 		_, _ = chromedp.Call(tabCtx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
@@ -188,7 +160,8 @@ func (r *Router) answer(tabCtx context.Context, e *entry, ev fetch.EventRequestP
 		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 	r.log.LogAttrs(tabCtx, slog.LevelWarn, "hybroute: browser request refused",
 		slog.String("cache_key", e.key), slog.String("route", e.route.String()),
-		slog.String("resource", string(ev.ResourceType)), slog.String("error", err.Error()))
+		slog.String("resource", string(ev.ResourceType)), slog.String("reason", reasonOf(err)),
+		slog.String("error", err.Error()))
 }
 
 // trackLanding keeps the URL of the tab's main frame in e.landed, from the

@@ -264,9 +264,6 @@ var forbiddenDials struct {
 // asked for more. Routers made with New and no WithResolver still resolve
 // with net.DefaultResolver: such tests load IP literals only.
 func TestMain(m *testing.M) {
-	// A sidecar made without a router asks no real DNS server either (its
-	// tests load IP literals; Chromium's own background names fail).
-	egressDefaultResolver = staticResolver{}
 	egressDialHook = func(network, addr string) error {
 		ap, err := netip.ParseAddrPort(addr)
 		if err == nil && ap.Addr().Unmap().IsLoopback() {

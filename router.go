@@ -85,8 +85,7 @@ type config struct {
 	chromiumFlags map[string]any
 
 	// connect-time egress check of the local browser (egress.go)
-	egressDialer  func(ctx context.Context, network, addr string) (net.Conn, error)
-	egressPrivate func() bool // may the local browser reach private addresses; New sets Router.privateAllowed
+	egressDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// sessions (session.go, fallback.go)
 	idleTimeout   time.Duration
@@ -95,13 +94,16 @@ type config struct {
 	createTimeout time.Duration
 }
 
-func (c *config) allowsScheme(s string) bool {
-	for _, a := range c.allowedSchemes {
-		if a == s {
-			return true
-		}
+// defaultConfig is the configuration of a Router no option has touched.
+func defaultConfig() config {
+	return config{
+		autoLocal:     true,
+		resolver:      net.DefaultResolver,
+		idleTimeout:   120 * time.Second,
+		reapInterval:  30 * time.Second,
+		maxBackoff:    5 * time.Minute,
+		createTimeout: 60 * time.Second,
 	}
-	return false
 }
 
 // WithAutoLocalForPrivateURLs sets whether, with a cloud provider, calls that
@@ -140,6 +142,7 @@ func WithAllowedSchemes(schemes ...string) Option {
 // Router routes browser calls. It is safe for concurrent use.
 type Router struct {
 	cfg      config
+	pol      *policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
 	provider Provider
 	log      *slog.Logger
 
@@ -162,14 +165,7 @@ type Router struct {
 // with it: Close stops its background reaper and releases every session.
 func New(p Provider, opts ...Option) (*Router, error) {
 	r := &Router{
-		cfg: config{
-			autoLocal:     true,
-			resolver:      net.DefaultResolver,
-			idleTimeout:   120 * time.Second,
-			reapInterval:  30 * time.Second,
-			maxBackoff:    5 * time.Minute,
-			createTimeout: 60 * time.Second,
-		},
+		cfg:      defaultConfig(),
 		provider: p,
 		routes:   make(map[string]routeMemo),
 		sess:     sessions{m: make(map[string]*entry), inFlight: make(map[string]*creation)},
@@ -186,8 +182,8 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		r.cfg.logger = slog.Default()
 	}
 	r.log = r.cfg.logger
-	r.cfg.egressPrivate = r.privateAllowed
-	r.side = newSidecar(&r.cfg)
+	r.pol = newPolicy(&r.cfg, p != nil)
+	r.side = newSidecar(&r.cfg, r.pol)
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.cfg.cdpURL != "" {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
@@ -216,24 +212,12 @@ type Plan struct {
 	Verdicts []Verdict // one per URL literal and per URL a data: literal holds, in scan order
 }
 
-// hybrid reports whether private URLs are routed to the local sidecar
-// rather than to the cloud: only with a provider, no CDP override, and
-// auto-local on.
-func (r *Router) hybrid() bool {
-	return r.provider != nil && r.cfg.cdpURL == "" && r.cfg.autoLocal
-}
-
-// routesLocally is the predicate on an already computed verdict.
-func (r *Router) routesLocally(v Verdict) bool {
-	return r.hybrid() && v.Class == ClassPrivate && v.Err == nil
-}
-
 // HybridRoutesLocally reports whether hybrid routing sends rawURL to the
 // local sidecar instead of the cloud browser. It is false with no provider
 // (everything is local, no hybrid routing is involved), with a CDP override,
 // with auto-local off, and for any URL that is blocked.
 func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
-	return r.routesLocally(r.Verdict(ctx, rawURL))
+	return r.pol.routesLocally(r.Verdict(ctx, rawURL))
 }
 
 // Plan scans code for URL literals, decides each once, and returns the route
@@ -258,31 +242,20 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
 	}
 	p := Plan{Verdicts: make([]Verdict, len(urls))}
-	var (
-		errs     []error
-		targets  bool // some URL loads from a network
-		anyLocal bool
-	)
+	var errs []error
 	for i, u := range urls {
 		v := r.Verdict(ctx, u)
 		p.Verdicts[i] = v
 		if v.Err != nil {
 			errs = append(errs, v.Err)
-			continue
-		}
-		if v.Class != ClassNoRoute {
-			targets = true
-		}
-		if r.routesLocally(v) {
-			anyLocal = true
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		// A cancelled lookup leaves a verdict we cannot trust.
 		return p, fmt.Errorf("hybroute: plan: %w", err)
 	}
-	p.Route = r.decideRoute(key, targets, anyLocal)
-	p.CacheKey = cacheKey(key, p.Route, r.hybrid())
+	p.Route = r.pol.route(p.Verdicts, func() (Route, bool) { return r.lastRoute(key) })
+	p.CacheKey = r.pol.cacheKey(key, p.Route)
 	if len(errs) > 0 {
 		return p, blockedCall(errs)
 	}
@@ -293,24 +266,12 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 	return p, nil
 }
 
-func (r *Router) decideRoute(key string, targets, anyLocal bool) Route {
-	switch {
-	case r.cfg.cdpURL != "":
-		return RouteCloud
-	case r.provider == nil:
-		return RouteLocal
-	case anyLocal:
-		return RouteLocal
-	case targets:
-		return RouteCloud
-	}
+// lastRoute is the route the session key took last, if it is remembered.
+func (r *Router) lastRoute(key string) (Route, bool) {
 	r.mu.Lock()
 	m, ok := r.routes[key]
 	r.mu.Unlock()
-	if !ok {
-		return RouteCloud // a brand-new session starts on the cloud
-	}
-	return m.route
+	return m.route, ok
 }
 
 // routeMemo is a session's last route and when it was taken (unix nanos),
@@ -318,15 +279,6 @@ func (r *Router) decideRoute(key string, targets, anyLocal bool) Route {
 type routeMemo struct {
 	route Route
 	at    int64
-}
-
-// cacheKey names the session a call runs in: the sidecar of a hybrid
-// router has its own key so it never shares a cache entry with the cloud.
-func cacheKey(key string, route Route, hybrid bool) string {
-	if route == RouteLocal && hybrid {
-		return key + LocalSuffix
-	}
-	return key
 }
 
 func normalizeKey(k string) (string, error) {
@@ -477,11 +429,11 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 // can take a page where no literal said it would go.
 func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, error) {
 	landed := *e.landed.Load()
-	blocked := r.floorError(r.Verdict(ctx, landed), e.remote())
-	if blocked == nil {
+	refused := r.pol.refuse(r.pol.classify(ctx, landed), e.where())
+	if refused == nil {
 		return landed, nil
 	}
-	return landed, toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", blocked))
+	return landed, toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
 }
 
 // toBlank sends a tab that was refused a page to about:blank, so it never

@@ -96,7 +96,7 @@ func TestPlanErrorMessages(t *testing.T) {
 	_, err = r.Plan(context.Background(), "s", `a("http://localhost:1"); b("http://169.254.169.254/")`)
 	require.ErrorIs(t, err, ErrMetadata)
 	require.ErrorIs(t, err, ErrPrivate, "every blocked literal is reported")
-	assert.Regexp(t, `^blocked: URL targets a cloud metadata endpoint`, err.Error(), "the most serious reason leads")
+	assert.Regexp(t, `^hybroute: blocked \(metadata\): URL targets a cloud metadata endpoint`, err.Error(), "the most serious reason leads")
 }
 
 func TestStickyRoute(t *testing.T) {

@@ -417,8 +417,10 @@ func (t *remoteTab) close(context.Context) error {
 	return nil
 }
 
-// remote reports whether the entry's browser is not this machine's sidecar.
-func (e *entry) remote() bool {
-	_, ok := e.tab.(*remoteTab)
-	return ok
+// where is the browser of the entry, as the policy sees it.
+func (e *entry) where() where {
+	if _, ok := e.tab.(*remoteTab); ok {
+		return onRemote
+	}
+	return onLocal
 }

@@ -174,6 +174,7 @@ func await[T any](ctx context.Context, mu *sync.Mutex, f *flight[T], abandon fun
 // ErrBrowserDead and the next open starts a fresh process.
 type sidecar struct {
 	cfg *config
+	pol *policy // the egress check of every connection decides with it
 	log *slog.Logger
 
 	mu       sync.Mutex
@@ -319,13 +320,14 @@ func (t *localTab) close() error {
 }
 
 // newSidecar makes a sidecar. It starts nothing; the first open starts Chromium.
-func newSidecar(cfg *config) *sidecar {
+func newSidecar(cfg *config, pol *policy) *sidecar {
 	log := cfg.logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &sidecar{
 		cfg:      cfg,
+		pol:      pol,
 		log:      log,
 		tabs:     make(map[string]*flight[*localTab]),
 		deadKeys: make(map[string]struct{}),
@@ -647,7 +649,7 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	}
 	s.starts.Add(1)
 	// The egress proxy is up before Chromium makes its first connection.
-	egress, err := startEgress(s.cfg, s.log)
+	egress, err := startEgress(s.pol, s.cfg.egressDialer, s.log)
 	if err != nil {
 		return nil, err
 	}

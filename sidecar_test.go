@@ -33,18 +33,43 @@ func requireChromium(tb testing.TB) {
 	}
 }
 
+// testConfig is the default configuration with opts, warnings logged to
+// the test's output, and a resolver that answers nothing: the sidecar
+// tests load IP literals, and no test asks a real DNS server.
 func testConfig(tb testing.TB, opts ...Option) *config {
-	cfg := &config{logger: slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	cfg := defaultConfig()
+	cfg.resolver = staticResolver{}
+	cfg.logger = slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for _, o := range opts {
-		o(cfg)
+		o(&cfg)
 	}
-	return cfg
+	return &cfg
+}
+
+// testPolicy is the policy of a router that classifies names with res:
+// with no provider (private addresses allowed), or, with privateOK false,
+// a strict one (a provider, auto-local off: private addresses refused).
+func testPolicy(res Resolver, privateOK bool) *policy {
+	cfg := defaultConfig()
+	cfg.resolver = res
+	if privateOK {
+		return newPolicy(&cfg, false)
+	}
+	cfg.autoLocal = false
+	return newPolicy(&cfg, true)
+}
+
+// testSidecar makes the sidecar of a router with no provider; the caller
+// closes it.
+func testSidecar(tb testing.TB, opts ...Option) *sidecar {
+	cfg := testConfig(tb, opts...)
+	return newSidecar(cfg, newPolicy(cfg, false))
 }
 
 // newTestSidecar makes a sidecar that is closed (and checked) when the test ends.
 func newTestSidecar(tb testing.TB, opts ...Option) *sidecar {
 	tb.Helper()
-	s := newSidecar(testConfig(tb, opts...))
+	s := testSidecar(tb, opts...)
 	tb.Cleanup(func() { assert.NoError(tb, s.close()) })
 	return s
 }
@@ -308,7 +333,7 @@ func TestSidecarCloseLeavesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
-	s := newSidecar(&config{})
+	s := testSidecar(t)
 	for _, key := range []string{"a", "b", "c"} {
 		tab, err := s.open(ctx, key)
 		require.NoError(t, err)
@@ -593,7 +618,7 @@ func BenchmarkSidecarColdStart(b *testing.B) {
 	requireChromium(b)
 	ctx := testCtx(b)
 	for b.Loop() {
-		s := newSidecar(&config{})
+		s := testSidecar(b)
 		tab, err := s.open(ctx, "cold")
 		if err != nil {
 			b.Fatal(err)

@@ -5,14 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 
 	"github.com/hybroute/hybroute/internal/whatwg"
 )
 
 // Class is what a URL's target is, as far as routing and safety care.
-// The order matters: a larger Class is more restrictive, so the verdict on a
-// name with several answers is the largest class among them.
+// Among the classes of an address the order matters: ClassPublic <
+// ClassPrivate < ClassMetadata, each more restrictive than the one before,
+// so the verdict on a name with several answers is the largest of their
+// classes. ClassInvalid and ClassNoRoute are not classes of an address and
+// not on that scale (an invalid address, which no resolver answers, still
+// sorts above metadata: fail closed).
 type Class int
 
 const (
@@ -28,8 +33,9 @@ const (
 	ClassMetadata
 	// ClassInvalid is a URL Chromium would refuse, or a scheme we refuse.
 	ClassInvalid
-	// ClassNoRoute is a URL that loads nothing from any network, such as
-	// about:blank or a data: URL: it runs wherever the call runs.
+	// ClassNoRoute is a URL that loads nothing from any network: about:blank,
+	// about:srcdoc, a data: URL, and chrome-error://chromewebdata/ (the page
+	// a tab shows after a failed load). It runs wherever the call runs.
 	ClassNoRoute
 )
 
@@ -54,28 +60,29 @@ var (
 	ErrInvalidURL = errors.New("invalid URL")
 )
 
-// BlockedError is the error of a URL that must not be opened. It wraps one
-// of ErrMetadata, ErrPrivate or ErrInvalidURL.
+// BlockedError is the error of a URL that must not be opened. It wraps the
+// sentinel of its reason: ErrMetadata, ErrPrivate or ErrInvalidURL.
 type BlockedError struct {
 	URL    string
 	Class  Class
-	Reason error // the sentinel
-	Detail error // what the parser or resolver said, if anything
+	Reason Reason // why, by name
+	Detail error  // what the parser or resolver said, if anything
 }
 
 func (e *BlockedError) Error() string {
 	if e.Detail != nil {
-		return fmt.Sprintf("blocked: %v: %q: %v", e.Reason, e.URL, e.Detail)
+		return fmt.Sprintf("hybroute: blocked (%s): %s: %q: %v", e.Reason, e.Reason.phrase(), e.URL, e.Detail)
 	}
-	return fmt.Sprintf("blocked: %v: %q", e.Reason, e.URL)
+	return fmt.Sprintf("hybroute: blocked (%s): %s: %q", e.Reason, e.Reason.phrase(), e.URL)
 }
 
-// Unwrap returns the sentinel and the detail, so errors.Is finds both.
+// Unwrap returns the reason's sentinel and the detail, so errors.Is finds
+// both.
 func (e *BlockedError) Unwrap() []error {
 	if e.Detail != nil {
-		return []error{e.Reason, e.Detail}
+		return []error{e.Reason.sentinel(), e.Detail}
 	}
-	return []error{e.Reason}
+	return []error{e.Reason.sentinel()}
 }
 
 // Verdict is the single decision on one URL literal: both the safety check
@@ -100,59 +107,19 @@ func (v Verdict) Blocked() bool { return v.Err != nil }
 // on, and, given the router's options, whether it is blocked. It never
 // fails: an unparseable URL is ClassInvalid with Err set.
 func (r *Router) Verdict(ctx context.Context, rawURL string) Verdict {
-	v := classify(ctx, r.cfg.resolver, &r.cfg, rawURL)
-	v.Err = r.blockError(v)
+	v := r.pol.classify(ctx, rawURL)
+	v.Err = r.pol.refuse(v, inPlan)
 	return v
 }
 
-// blockError is where the options meet the class. It is the only place the
-// safety floor is decided, so navigate and exec cannot drift apart.
-func (r *Router) blockError(v Verdict) error {
-	var reason error
-	switch v.Class {
-	case ClassMetadata:
-		reason = ErrMetadata
-	case ClassInvalid:
-		if v.Err != nil {
-			return v.Err
-		}
-		reason = ErrInvalidURL
-	case ClassPrivate:
-		if r.privateAllowed() {
-			return nil
-		}
-		reason = ErrPrivate
-	default:
-		return nil
-	}
-	return &BlockedError{URL: v.URL, Class: v.Class, Reason: reason}
-}
-
-// privateAllowed says whether a private URL may be opened at all: with no
-// cloud (it runs locally), with auto-local routing to the sidecar, or when
-// the user explicitly lets the remote browser try.
-func (r *Router) privateAllowed() bool {
-	switch {
-	case r.cfg.allowPrivate:
-		return true
-	case r.cfg.cdpURL != "":
-		return false
-	case r.provider == nil:
-		return true
-	default:
-		return r.cfg.autoLocal
-	}
-}
-
-// classify computes the class of rawURL. It leaves Err set only for
-// ClassInvalid, with the detail of what was wrong.
-func classify(ctx context.Context, res Resolver, cfg *config, rawURL string) Verdict {
+// classify computes the class of rawURL, with the policy's resolver and
+// schemes. It leaves Err set only for ClassInvalid, with the detail of what
+// was wrong.
+func (p *policy) classify(ctx context.Context, rawURL string) Verdict {
 	v := Verdict{URL: rawURL}
 	u, err := whatwg.Parse(rawURL)
 	if err != nil {
-		v.Class = ClassInvalid
-		v.Err = &BlockedError{URL: rawURL, Class: ClassInvalid, Reason: ErrInvalidURL, Detail: err}
-		return v
+		return invalid(v, ReasonInvalidURL, err)
 	}
 	switch u.Scheme {
 	case "http", "https", "ws", "wss":
@@ -165,8 +132,16 @@ func classify(ctx context.Context, res Resolver, cfg *config, rawURL string) Ver
 	case "data":
 		v.Class = ClassNoRoute
 		return v
+	case "chrome-error":
+		if u.Host == "chromewebdata" {
+			// The page Chromium shows after a load failed: a tab lands
+			// there, and it loads nothing.
+			v.Class = ClassNoRoute
+			return v
+		}
+		return invalidScheme(v, u.Scheme)
 	default:
-		if cfg.allowsScheme(u.Scheme) {
+		if slices.Contains(p.allowedSchemes, u.Scheme) {
 			// An allowed non-web scheme (file:, say) reads this machine:
 			// it must never be sent to a remote browser.
 			v.Host = u.Host
@@ -183,15 +158,13 @@ func classify(ctx context.Context, res Resolver, cfg *config, rawURL string) Ver
 		return v
 	case whatwg.HostDomain:
 	default:
-		v.Class = ClassInvalid
-		v.Err = &BlockedError{URL: rawURL, Class: ClassInvalid, Reason: ErrInvalidURL, Detail: errors.New("no host")}
-		return v
+		return invalid(v, ReasonInvalidURL, errors.New("no host"))
 	}
 	if c, ok := classifyName(u.Host); ok {
 		v.Class = c
 		return v
 	}
-	addrs, err := res.LookupNetIP(ctx, "ip", strings.TrimSuffix(u.Host, "."))
+	addrs, err := p.resolver.LookupNetIP(ctx, "ip", strings.TrimSuffix(u.Host, "."))
 	if err != nil || len(addrs) == 0 {
 		if err == nil {
 			err = errNoAnswers
@@ -210,11 +183,15 @@ func classify(ctx context.Context, res Resolver, cfg *config, rawURL string) Ver
 
 var errNoAnswers = errors.New("name has no A or AAAA answers")
 
-func invalidScheme(v Verdict, scheme string) Verdict {
+// invalid makes v a ClassInvalid verdict, refused for reason.
+func invalid(v Verdict, reason Reason, detail error) Verdict {
 	v.Class = ClassInvalid
-	v.Err = &BlockedError{URL: v.URL, Class: ClassInvalid, Reason: ErrInvalidURL,
-		Detail: fmt.Errorf("scheme %q is not allowed", scheme)}
+	v.Err = blocked(v, reason, detail)
 	return v
+}
+
+func invalidScheme(v Verdict, scheme string) Verdict {
+	return invalid(v, ReasonSchemeNotAllowed, fmt.Errorf("scheme %q is not allowed", scheme))
 }
 
 // isNoRouteAbout accepts the two about: URLs Chromium renders without any

@@ -264,7 +264,8 @@ func TestVerdictErrorsAreWrapped(t *testing.T) {
 	require.ErrorAs(t, v.Err, &be)
 	assert.Equal(t, ClassMetadata, be.Class)
 	assert.Equal(t, "http://169.254.169.254/latest/meta-data/", be.URL)
-	assert.True(t, strings.HasPrefix(v.Err.Error(), "blocked: URL targets a cloud metadata endpoint"), v.Err.Error())
+	assert.Equal(t, ReasonMetadata, be.Reason)
+	assert.True(t, strings.HasPrefix(v.Err.Error(), "hybroute: blocked (metadata): URL targets a cloud metadata endpoint"), v.Err.Error())
 }
 
 func TestClassString(t *testing.T) {

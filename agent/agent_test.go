@@ -371,7 +371,7 @@ func (s strictRouter) Verdict(ctx context.Context, rawURL string) hybroute.Verdi
 	v := s.Router.Verdict(ctx, rawURL)
 	if strings.HasSuffix(rawURL, s.refuse) {
 		v.Class = hybroute.ClassPrivate
-		v.Err = &hybroute.BlockedError{URL: rawURL, Class: hybroute.ClassPrivate, Reason: hybroute.ErrPrivate}
+		v.Err = &hybroute.BlockedError{URL: rawURL, Class: hybroute.ClassPrivate, Reason: hybroute.ReasonPrivate}
 	}
 	return v
 }

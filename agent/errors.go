@@ -104,9 +104,9 @@ func blockedErrors(err error) []*hybroute.BlockedError {
 // reason says why a URL is blocked, completing "<url> ...".
 func reason(b *hybroute.BlockedError) string {
 	switch {
-	case errors.Is(b.Reason, hybroute.ErrMetadata):
+	case errors.Is(b, hybroute.ErrMetadata):
 		return "targets a cloud metadata endpoint (never opened, by any browser)"
-	case errors.Is(b.Reason, hybroute.ErrPrivate):
+	case errors.Is(b, hybroute.ErrPrivate):
 		if b.Detail != nil {
 			return "targets a private or internal address (" + b.Detail.Error() + ")"
 		}
@@ -120,9 +120,9 @@ func reason(b *hybroute.BlockedError) string {
 // advice says what the model can do about a blocked URL.
 func advice(b *hybroute.BlockedError) string {
 	switch {
-	case errors.Is(b.Reason, hybroute.ErrMetadata):
+	case errors.Is(b, hybroute.ErrMetadata):
 		return "Do not retry it; no setting allows it."
-	case errors.Is(b.Reason, hybroute.ErrPrivate):
+	case errors.Is(b, hybroute.ErrPrivate):
 		return "Do not retry it; if the user needs this address, they must allow private addresses in the configuration."
 	}
 	return "Check the URL's spelling (scheme, host, port)."

@@ -95,8 +95,8 @@ func TestTruncate(t *testing.T) {
 }
 
 func TestDescribeErrors(t *testing.T) {
-	meta := &hybroute.BlockedError{URL: "http://169.254.169.254/", Class: hybroute.ClassMetadata, Reason: hybroute.ErrMetadata}
-	priv := &hybroute.BlockedError{URL: "http://10.0.0.1/", Class: hybroute.ClassPrivate, Reason: hybroute.ErrPrivate}
+	meta := &hybroute.BlockedError{URL: "http://169.254.169.254/", Class: hybroute.ClassMetadata, Reason: hybroute.ReasonMetadata}
+	priv := &hybroute.BlockedError{URL: "http://10.0.0.1/", Class: hybroute.ClassPrivate, Reason: hybroute.ReasonPrivate}
 	joined := fmt.Errorf("hybroute: call on cloud session %q: %w", "k::local", errors.Join(meta, priv))
 	text := describe(joined, &call{}, "k")
 	assert.Equal(t, "blocked: http://169.254.169.254/ targets a cloud metadata endpoint (never opened, by any browser); no browser opened it. Do not retry it; no setting allows it.\n"+

@@ -127,7 +127,7 @@ func TestCheckCode(t *testing.T) {
 
 	c, out, _ = runCmd(t, nil, `fetch("http://169.254.169.254/latest/")`, "check", "--code", "-")
 	assert.Equal(t, exitBlocked, c)
-	assert.Contains(t, out, "blocked:   blocked: URL targets a cloud metadata endpoint")
+	assert.Contains(t, out, "blocked:   hybroute: blocked (metadata): URL targets a cloud metadata endpoint")
 }
 
 func TestCheckWithCDPOverride(t *testing.T) {

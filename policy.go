@@ -1,0 +1,237 @@
+package hybroute
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// The policy is the one place where a URL's class meets the router's
+// options. The plan asks it for every URL literal, the guard for every
+// request it pauses, the landed-URL check for the URL a tab ended on, and
+// the egress check for every connection of the local browser: they cannot
+// disagree, because they ask the same value the same question.
+
+// Reason names why a URL or a connection was refused. Its String is the
+// name logs and errors use.
+type Reason int
+
+const (
+	// ReasonMetadata is a cloud metadata endpoint: refused on every route,
+	// whatever the options.
+	ReasonMetadata Reason = iota + 1
+	// ReasonPrivate is a private address on the local browser of a router
+	// whose options let no private URL run (auto-local off, so a cloud
+	// session's local fallback refuses them too).
+	ReasonPrivate
+	// ReasonPrivateOnRemote is a private address that would be opened by a
+	// remote browser (a cloud session or a CDP override) without
+	// [WithAllowPrivateURLs].
+	ReasonPrivateOnRemote
+	// ReasonRedirectToPrivate is a redirect from a public address to a
+	// private one: refused, not followed, on every route.
+	ReasonRedirectToPrivate
+	// ReasonInvalidURL is a URL Chromium would refuse to parse, or one with
+	// no host to decide on.
+	ReasonInvalidURL
+	// ReasonSchemeNotAllowed is a URL of a scheme hybroute does not route
+	// (javascript:, chrome:, file: unless [WithAllowedSchemes] names it, …).
+	ReasonSchemeNotAllowed
+)
+
+// reasons are the name of each reason and the sentinel errors.Is finds.
+var reasons = [...]struct {
+	name     string
+	sentinel error
+}{
+	ReasonMetadata:          {"metadata", ErrMetadata},
+	ReasonPrivate:           {"private", ErrPrivate},
+	ReasonPrivateOnRemote:   {"private_on_remote", ErrPrivate},
+	ReasonRedirectToPrivate: {"redirect_to_private", ErrPrivate},
+	ReasonInvalidURL:        {"invalid_url", ErrInvalidURL},
+	ReasonSchemeNotAllowed:  {"scheme_not_allowed", ErrInvalidURL},
+}
+
+func (r Reason) known() bool { return r > 0 && int(r) < len(reasons) }
+
+// String returns the reason's name, as logs and errors print it.
+func (r Reason) String() string {
+	if r.known() {
+		return reasons[r].name
+	}
+	return fmt.Sprintf("Reason(%d)", int(r))
+}
+
+// sentinel is the error errors.Is finds for the reason; an unknown reason
+// is an invalid URL (fail closed).
+func (r Reason) sentinel() error {
+	if r.known() {
+		return reasons[r].sentinel
+	}
+	return ErrInvalidURL
+}
+
+// phrase is what the reason means, in the words of the security floor.
+func (r Reason) phrase() string {
+	return strings.TrimPrefix(r.sentinel().Error(), "hybroute: ")
+}
+
+// blocked is the refusal of v for reason.
+func blocked(v Verdict, reason Reason, detail error) *BlockedError {
+	return &BlockedError{URL: v.URL, Class: v.Class, Reason: reason, Detail: detail}
+}
+
+// reasonOf is the reason of a refusal, for a log attribute.
+func reasonOf(err error) string {
+	if be, ok := errors.AsType[*BlockedError](err); ok {
+		return be.Reason.String()
+	}
+	return ""
+}
+
+// where is the browser a URL would be opened on, as the policy sees it.
+type where int
+
+const (
+	// inPlan is a URL literal of a call being planned: it runs where the
+	// router's routes take a URL of its class.
+	inPlan where = iota
+	// onLocal is the local Chromium: a hybrid ::local session, every
+	// session of a router with no cloud, a cloud session's fallback.
+	onLocal
+	// onRemote is a cloud browser or a CDP override.
+	onRemote
+)
+
+// policy is what the router's options allow, and where its calls run. New
+// builds one; it never changes after that, so it is shared without a lock.
+type policy struct {
+	resolver       Resolver // names are classified with it
+	allowedSchemes []string // extra schemes, local-only (WithAllowedSchemes)
+
+	override     bool // WithCDPURL: every call goes to that browser, none is local
+	local        bool // no provider and no override: every call is local
+	hybrid       bool // a provider, no override, auto-local on: private URLs go to the ::local sidecar
+	localPrivate bool // a private address may be opened on the local browser
+	// remotePrivate: a private address may be opened on a remote browser
+	// (WithAllowPrivateURLs).
+	remotePrivate bool
+}
+
+// newPolicy is the policy of cfg, for a router with a provider or without.
+func newPolicy(cfg *config, hasProvider bool) *policy {
+	p := &policy{
+		resolver:       cfg.resolver,
+		allowedSchemes: cfg.allowedSchemes,
+		override:       cfg.cdpURL != "",
+		remotePrivate:  cfg.allowPrivate,
+	}
+	p.local = !p.override && !hasProvider
+	p.hybrid = !p.override && hasProvider && cfg.autoLocal
+	// With no cloud a private URL runs locally; with auto-local it is
+	// sent to the sidecar; otherwise only an explicit allow lets it run,
+	// on the local fallback too.
+	p.localPrivate = p.local || p.hybrid || cfg.allowPrivate
+	return p
+}
+
+// refuse is the allow/refuse rule: nil when a URL of verdict v may be opened
+// at w, else a *BlockedError that names the reason. Metadata and URLs that
+// cannot be routed are refused everywhere; a private address is refused
+// where the options do not let one run.
+func (p *policy) refuse(v Verdict, w where) error {
+	switch v.Class {
+	case ClassMetadata:
+		return blocked(v, ReasonMetadata, nil)
+	case ClassInvalid:
+		if v.Err != nil {
+			return v.Err // the classifier's refusal, with what was wrong
+		}
+		return blocked(v, ReasonInvalidURL, nil)
+	case ClassPrivate:
+		if w == inPlan {
+			w = p.privateRoute()
+		}
+		switch {
+		case w == onLocal && !p.localPrivate:
+			return blocked(v, ReasonPrivate, nil)
+		case w == onRemote && !p.remotePrivate:
+			return blocked(v, ReasonPrivateOnRemote, nil)
+		}
+	}
+	return nil
+}
+
+// refuseHop is refuse for one document request of a tab, which may be a
+// hop of a redirect chain: a private hop after a public one is refused on
+// every route, as that is how a public page walks a browser into a LAN.
+func (p *policy) refuseHop(v Verdict, w where, afterPublic bool) error {
+	if err := p.refuse(v, w); err != nil {
+		return err
+	}
+	if afterPublic && v.Class == ClassPrivate {
+		return blocked(v, ReasonRedirectToPrivate, errRedirectFromPublic)
+	}
+	return nil
+}
+
+var errRedirectFromPublic = errors.New("redirect from a public address")
+
+// privateRoute is the browser the router's routes send a private URL to.
+func (p *policy) privateRoute() where {
+	if p.local || p.hybrid {
+		return onLocal
+	}
+	return onRemote
+}
+
+// routesLocally is HybridRoutesLocally on a verdict: a private URL that is
+// not refused, on a hybrid router.
+func (p *policy) routesLocally(v Verdict) bool {
+	return p.hybrid && v.Class == ClassPrivate && v.Err == nil
+}
+
+// route is the README's "Which URL goes where" table, for one call whose URL
+// literals have the verdicts vs (already asked of refuse): a CDP override
+// takes everything, no cloud means everything is local, one private URL on
+// a hybrid router takes the whole call local, a URL that loads from a
+// network takes it to the cloud, and a call with none stays where its
+// session went last (last; a new session starts on the cloud). A refused
+// URL does not move the call: the plan still names where it would have run.
+func (p *policy) route(vs []Verdict, last func() (Route, bool)) Route {
+	switch {
+	case p.override:
+		return RouteCloud
+	case p.local:
+		return RouteLocal
+	}
+	targets := false // some URL loads from a network
+	for _, v := range vs {
+		if v.Err != nil {
+			continue
+		}
+		if p.routesLocally(v) {
+			return RouteLocal
+		}
+		if v.Class != ClassNoRoute {
+			targets = true
+		}
+	}
+	if targets {
+		return RouteCloud
+	}
+	if r, ok := last(); ok {
+		return r
+	}
+	return RouteCloud
+}
+
+// cacheKey names the session a call on route runs in: the sidecar of a
+// hybrid router has its own key, so it never shares a cache entry (or a
+// browser) with the cloud.
+func (p *policy) cacheKey(key string, route Route) string {
+	if route == RouteLocal && p.hybrid {
+		return key + LocalSuffix
+	}
+	return key
+}

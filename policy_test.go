@@ -1,0 +1,244 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// policySetups are the option sets of the README, by name.
+var policySetups = map[string]struct {
+	provider bool
+	opts     []Option
+}{
+	"hybrid":                        {true, nil},
+	"no provider":                   {false, nil},
+	"auto-local off":                {true, []Option{WithAutoLocalForPrivateURLs(false)}},
+	"auto-local off, allow-private": {true, []Option{WithAutoLocalForPrivateURLs(false), WithAllowPrivateURLs(true)}},
+	"CDP override":                  {false, []Option{WithCDPURL("ws://127.0.0.1:9222/devtools/browser/x")}},
+	"CDP override, allow-private":   {true, []Option{WithCDPURL("ws://127.0.0.1:9222/devtools/browser/x"), WithAllowPrivateURLs(true)}},
+}
+
+func setupPolicy(t *testing.T, name string) *policy {
+	t.Helper()
+	s, ok := policySetups[name]
+	require.True(t, ok, name)
+	cfg := defaultConfig()
+	cfg.resolver = testResolver
+	for _, o := range s.opts {
+		o(&cfg)
+	}
+	return newPolicy(&cfg, s.provider)
+}
+
+// outcome is what the policy makes of one call: "<route> <cache key>", or
+// "blocked <reason of the first refusal>".
+func outcome(t *testing.T, p *policy, urls ...string) string {
+	t.Helper()
+	vs := make([]Verdict, len(urls))
+	for i, u := range urls {
+		vs[i] = p.classify(context.Background(), u)
+		vs[i].Err = p.refuse(vs[i], inPlan)
+	}
+	for _, v := range vs {
+		if v.Err != nil {
+			return "blocked " + reasonOf(v.Err)
+		}
+	}
+	route := p.route(vs, func() (Route, bool) { return RouteLocal, false })
+	return route.String() + " " + p.cacheKey("s", route)
+}
+
+// TestRoutingTable is the README's "Which URL goes where" table, for every
+// set of options the README names. Its rows are the README's rows.
+func TestRoutingTable(t *testing.T) {
+	t.Parallel()
+	readme := []struct {
+		row  string
+		urls []string
+	}{
+		{"public", []string{"https://example.com"}},
+		{"localhost", []string{"http://localhost:3000"}},
+		{"LAN", []string{"http://192.168.1.9"}},
+		{"metadata", []string{"http://169.254.169.254"}},
+		{"mixed", []string{"https://example.com", "http://localhost:3000"}},
+		{"no URL", nil},
+	}
+	want := map[string][]string{
+		//                               public           localhost                  LAN                        metadata            mixed                      no URL (new session)
+		"hybrid":                        {"cloud s", "local s::local", "local s::local", "blocked metadata", "local s::local", "cloud s"},
+		"no provider":                   {"local s", "local s", "local s", "blocked metadata", "local s", "local s"},
+		"auto-local off":                {"cloud s", "blocked private_on_remote", "blocked private_on_remote", "blocked metadata", "blocked private_on_remote", "cloud s"},
+		"auto-local off, allow-private": {"cloud s", "cloud s", "cloud s", "blocked metadata", "cloud s", "cloud s"},
+		"CDP override":                  {"cloud s", "blocked private_on_remote", "blocked private_on_remote", "blocked metadata", "blocked private_on_remote", "cloud s"},
+		"CDP override, allow-private":   {"cloud s", "cloud s", "cloud s", "blocked metadata", "cloud s", "cloud s"},
+	}
+	for setup, outcomes := range want {
+		p := setupPolicy(t, setup)
+		for i, row := range readme {
+			assert.Equal(t, outcomes[i], outcome(t, p, row.urls...), "%s: %s", setup, row.row)
+		}
+	}
+}
+
+// TestRefuseIsOneRule asks the policy what the plan, the local browser and
+// a remote browser may open, for every class: metadata and URLs that cannot
+// be routed are refused everywhere, private addresses where the options do
+// not let them run.
+func TestRefuseIsOneRule(t *testing.T) {
+	t.Parallel()
+	urls := map[Class]string{
+		ClassPublic:   "https://example.com/",
+		ClassPrivate:  "http://127.0.0.1/",
+		ClassMetadata: "http://169.254.169.254/",
+		ClassInvalid:  "javascript:alert(1)",
+		ClassNoRoute:  "about:blank",
+	}
+	// Per setup: the reason the plan, the local browser and a remote
+	// browser give for a private address ("" where it may be opened).
+	private := map[string][3]string{
+		"hybrid":                        {"", "", "private_on_remote"},
+		"no provider":                   {"", "", "private_on_remote"},
+		"auto-local off":                {"private_on_remote", "private", "private_on_remote"},
+		"auto-local off, allow-private": {"", "", ""},
+		"CDP override":                  {"private_on_remote", "private", "private_on_remote"},
+		"CDP override, allow-private":   {"", "", ""},
+	}
+	for setup, wantPrivate := range private {
+		p := setupPolicy(t, setup)
+		for c, u := range urls {
+			v := p.classify(context.Background(), u)
+			require.Equal(t, c, v.Class, u)
+			for i, w := range []where{inPlan, onLocal, onRemote} {
+				err := p.refuse(v, w)
+				var want string
+				switch c {
+				case ClassMetadata:
+					want = "metadata"
+				case ClassInvalid:
+					want = "scheme_not_allowed"
+				case ClassPrivate:
+					want = wantPrivate[i]
+				}
+				assert.Equal(t, want, reasonOf(err), "%s: %s at %d", setup, u, w)
+				if want != "" {
+					var be *BlockedError
+					require.ErrorAs(t, err, &be)
+					assert.Contains(t, err.Error(), "("+want+")", "the error names the reason")
+				}
+			}
+		}
+		// A private hop after a public one is refused on every route.
+		v := p.classify(context.Background(), "http://127.0.0.1/")
+		for _, w := range []where{onLocal, onRemote} {
+			err := p.refuseHop(v, w, true)
+			require.ErrorIs(t, err, ErrPrivate, setup)
+			if p.refuse(v, w) == nil {
+				assert.Equal(t, "redirect_to_private", reasonOf(err), setup)
+				assert.Contains(t, err.Error(), "redirect from a public address")
+			}
+			assert.Equal(t, p.refuse(v, w), p.refuseHop(v, w, false), "a hop that follows no public one is any request")
+		}
+	}
+}
+
+func TestReasonNames(t *testing.T) {
+	t.Parallel()
+	for r, want := range map[Reason]string{ReasonMetadata: "metadata", ReasonPrivate: "private",
+		ReasonPrivateOnRemote: "private_on_remote", ReasonRedirectToPrivate: "redirect_to_private",
+		ReasonInvalidURL: "invalid_url", ReasonSchemeNotAllowed: "scheme_not_allowed", Reason(0): "Reason(0)", Reason(99): "Reason(99)"} {
+		assert.Equal(t, want, r.String())
+	}
+	for r, want := range map[Reason]error{ReasonMetadata: ErrMetadata, ReasonPrivate: ErrPrivate,
+		ReasonPrivateOnRemote: ErrPrivate, ReasonRedirectToPrivate: ErrPrivate,
+		ReasonInvalidURL: ErrInvalidURL, ReasonSchemeNotAllowed: ErrInvalidURL} {
+		assert.ErrorIs(t, &BlockedError{Reason: r}, want, r.String())
+	}
+}
+
+// The URLs a tab lands on that load nothing are allowed everywhere; the
+// browser's own pages are not URLs hybroute routes, so a tab that lands on
+// one is refused like any other invalid URL.
+func TestLandingsThatLoadNothing(t *testing.T) {
+	t.Parallel()
+	for setup := range policySetups {
+		p := setupPolicy(t, setup)
+		for _, u := range []string{"about:blank", "about:srcdoc", "about:blank#top", "chrome-error://chromewebdata/"} {
+			v := p.classify(context.Background(), u)
+			assert.Equal(t, ClassNoRoute, v.Class, u)
+			for _, w := range []where{inPlan, onLocal, onRemote} {
+				assert.NoError(t, p.refuse(v, w), "%s: %s", setup, u)
+			}
+		}
+		for _, u := range []string{"chrome://version", "devtools://devtools/bundled/inspector.html",
+			"chrome-extension://abcdefghijklmnop/x.html", "chrome-untrusted://print/", "chrome-error://other/", "about:config"} {
+			v := p.classify(context.Background(), u)
+			assert.Equal(t, ClassInvalid, v.Class, u)
+			for _, w := range []where{inPlan, onLocal, onRemote} {
+				err := p.refuse(v, w)
+				require.ErrorIs(t, err, ErrInvalidURL, "%s: %s", setup, u)
+				assert.Equal(t, "scheme_not_allowed", reasonOf(err))
+			}
+		}
+	}
+}
+
+// TestLandingOnABrowserPageIsRefused: run navigates, through CDP, to a page
+// of the browser itself, which no URL literal of the call shows. The
+// landed-URL check refuses it and sends the tab to about:blank, on both
+// routes. A load that fails leaves the tab on Chromium's error page, which
+// loads nothing: that is no refusal.
+func TestLandingOnABrowserPageIsRefused(t *testing.T) {
+	w := newWorld(t, cloudtest.Browserbase)
+	ctx := testCtx(t)
+	dead := "http://127.0.0.1:" + strings.TrimPrefix(closedPort(t), "127.0.0.1:") + "/"
+	for _, route := range []struct {
+		name, page string
+		want       Route
+	}{
+		{"local", w.site.url("localhost", "/local-start"), RouteLocal},
+		{"cloud", w.site.url(publicHost, "/cloud-start"), RouteCloud},
+	} {
+		t.Run(route.name, func(t *testing.T) {
+			res, err := w.r.Exec(ctx, "s", `await page.goto("`+route.page+`")`, func(ctx context.Context) error {
+				if err := chromedp.Do(ctx, chromedp.Navigate(route.page)); err != nil {
+					return err
+				}
+				return chromedp.Do(ctx, chromedp.Navigate("chrome://version"))
+			})
+			require.ErrorIs(t, err, ErrInvalidURL)
+			assert.Contains(t, err.Error(), "(scheme_not_allowed)")
+			assert.Contains(t, err.Error(), "landed")
+			assert.Equal(t, route.want, res.Route)
+			assert.Equal(t, "chrome://version/", res.LandedURL)
+			assert.Equal(t, "about:blank", location(t, w.r, "s"), "the tab was sent to about:blank")
+
+			if route.want == RouteLocal {
+				// A failed load on the local browser: the call fails with
+				// the browser's error, the tab is on its error page.
+				_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+					return chromedp.Do(ctx, chromedp.Navigate(dead))
+				})
+				require.Error(t, err)
+				assert.False(t, errors.As(err, new(*BlockedError)), "a failed load is not a refusal: %v", err)
+				// The error page commits after the failed navigation has
+				// returned: the next call lands there, and is not refused.
+				var loc string
+				res, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) (err error) {
+					loc, err = chromedp.Run(ctx, chromedp.Location())
+					return err
+				})
+				require.NoError(t, err, "the error page is no refusal")
+				assert.Equal(t, "chrome-error://chromewebdata/", loc)
+				assert.Equal(t, loc, res.LandedURL)
+			}
+		})
+	}
+}
