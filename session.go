@@ -195,16 +195,30 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			r.mu.Unlock()
 			return e, nil
 		})
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case res := <-ch:
-			if res.Err != nil {
-				return nil, res.Err
-			}
-			// Loop to take the entry under the lock, which also re-checks
-			// that it did not die or get reaped in between.
+		if _, err := await[*entry](ctx, ch); err != nil {
+			return nil, err
 		}
+		// Loop to take the entry under the lock, which also re-checks
+		// that it did not die or get reaped in between.
+	}
+}
+
+// await waits for the result of a creation shared through singleflight, on
+// behalf of one caller. A caller that gives up returns at once; the
+// creation goes on for the others (its context is not the caller's), and
+// Close ends it. The session cache and the sidecar's Chromium start both
+// create this way.
+func await[T any](ctx context.Context, ch <-chan singleflight.Result) (T, error) {
+	select {
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	case res := <-ch:
+		if res.Err != nil {
+			var zero T
+			return zero, res.Err
+		}
+		return res.Val.(T), nil
 	}
 }
 
@@ -232,7 +246,7 @@ func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entr
 		return nil, err
 	}
 	return &entry{key: key, route: route, tab: lt, release: func(context.Context) error {
-		return r.side.release(key)
+		return lt.close()
 	}}, nil
 }
 

@@ -2,6 +2,8 @@ package hybroute
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -302,9 +305,7 @@ func closedPort(t *testing.T) string {
 // BenchmarkSecondLocalSession is the time to a new session key's first page
 // on an already-warm local Chromium: a browser context, a tab, a load.
 func BenchmarkSecondLocalSession(b *testing.B) {
-	requireChromium(b)
-	s := newSite(b)
-	r := newBrowserRouter(b, nil, &logBuffer{})
+	r, s := newLocalRouter(b, &logBuffer{})
 	ctx := testCtx(b)
 	_, err := r.Navigate(ctx, "warm", s.URL+"/warm")
 	require.NoError(b, err)
@@ -427,25 +428,229 @@ func TestMalformedURLLosesNothing(t *testing.T) {
 }
 
 func TestDeadLocalBrowserIsReplaced(t *testing.T) {
-	requireChromium(t)
-	s := newSite(t)
 	logs := &logBuffer{}
-	r := newBrowserRouter(t, nil, logs)
+	// No sweep of the reaper, which would drop a dead session quietly.
+	r, s := newLocalRouter(t, logs, WithIdleTimeout(time.Hour, time.Hour))
 	ctx := testCtx(t)
 	_, err := r.Navigate(ctx, "s", s.URL+"/before")
 	require.NoError(t, err)
+	_, err = r.Navigate(ctx, "t", s.URL+"/before")
+	require.NoError(t, err)
 	proc := currentProc(t, r.side)
-	require.NoError(t, syscall.Kill(proc.pid, syscall.SIGKILL))
-	require.Eventually(t, proc.dead, 10*time.Second, 10*time.Millisecond)
 
-	// The floor comes back by itself: the next call runs on a fresh
-	// Chromium, and the log says the session's browser (and so its cookies
-	// and tabs) was lost.
-	res, err := r.Navigate(ctx, "s", s.URL+"/after")
+	// The browser dies during a call: the call says so.
+	_, err = r.Exec(ctx, "s", "", func(ctx context.Context) error {
+		if err := syscall.Kill(proc.pid, syscall.SIGKILL); err != nil {
+			return err
+		}
+		for !proc.dead() {
+			if _, err := chromedp.Run(ctx, chromedp.Title()); err != nil {
+				return err
+			}
+		}
+		_, err := chromedp.Run(ctx, chromedp.Title())
+		return err
+	})
+	require.ErrorIs(t, err, ErrBrowserDead, "a call on a tab of a dead browser says so")
+	assert.Contains(t, err.Error(), "died")
+	assert.False(t, r.side.alive())
+
+	// The floor comes back by itself: the next call of each session runs
+	// on a fresh Chromium, and the log says, once per session, that its
+	// browser (and so its cookies and tabs) was lost.
+	res, err := r.Navigate(testCtx(t), "s", s.URL+"/after")
 	require.NoError(t, err)
 	assert.Equal(t, s.URL+"/after", res.LandedURL)
 	assert.NotEqual(t, proc.pid, currentProc(t, r.side).pid)
-	assert.Contains(t, logs.String(), "browser of cached session is gone")
+	_, err = r.Navigate(testCtx(t), "t", s.URL+"/after")
+	require.NoError(t, err)
+	_, err = r.Navigate(testCtx(t), "u", s.URL+"/after")
+	require.NoError(t, err, "a session that had no tab opens directly")
+	assert.Equal(t, 2, logs.count("browser of cached session is gone"), logs.String())
+	assert.EqualValues(t, 2, r.side.starts.Load())
+	assert.Len(t, browserContexts(t, testCtx(t), r.side), 3, "one browser context per live session")
+	assert.True(t, processGone(proc.pid))
+}
+
+// newLocalRouter is a router with no provider, so that every session is on
+// the sidecar, and the test site.
+func newLocalRouter(tb testing.TB, logs *logBuffer, opts ...Option) (*Router, *site) {
+	tb.Helper()
+	requireChromium(tb)
+	return newBrowserRouter(tb, nil, logs, opts...), testSite(tb)
+}
+
+// localTabOf is the tab of the cached session of cacheKey, on the sidecar.
+func localTabOf(t *testing.T, r *Router, cacheKey string) *localTab {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	e := r.sess.m[cacheKey]
+	require.NotNil(t, e, "no session %q is cached", cacheKey)
+	lt, ok := e.tab.(*localTab)
+	require.True(t, ok, "session %q is not on the sidecar", cacheKey)
+	return lt
+}
+
+// evalOn evaluates js in the session's tab, wherever it is.
+func evalOn[T any](t *testing.T, r *Router, key, js string) T {
+	t.Helper()
+	var v T
+	_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context) (err error) {
+		v, err = chromedp.Run(ctx, chromedp.Evaluate[T](js))
+		return err
+	})
+	require.NoError(t, err)
+	return v
+}
+
+// targetIn is the browser target a call's context drives.
+func targetIn(ctx context.Context) target.ID {
+	return chromedp.FromContext(ctx).Target.TargetID
+}
+
+func TestSessionKeysAreIsolated(t *testing.T) {
+	r, site := newLocalRouter(t, &logBuffer{})
+	ctx := testCtx(t)
+
+	_, err := r.Navigate(ctx, "A", site.URL+"/")
+	require.NoError(t, err)
+	evalOn[bool](t, r, "A", `document.cookie = "who=alice; path=/"; localStorage.setItem("who", "alice"); true`)
+	a := localTabOf(t, r, "A")
+
+	_, err = r.Navigate(ctx, "B", site.URL+"/echo")
+	require.NoError(t, err)
+	assert.NotEqual(t, a.bcID, localTabOf(t, r, "B").bcID, "each key has its own browser context")
+	assert.Equal(t, "cookie=", evalOn[string](t, r, "B", `document.title`), "B's requests carry no cookie of A")
+	assert.Equal(t, "", evalOn[string](t, r, "B", `document.cookie`))
+	assert.Nil(t, evalOn[*string](t, r, "B", `localStorage.getItem("who")`), "B sees no storage of A")
+
+	_, err = r.Navigate(ctx, "A", site.URL+"/echo")
+	require.NoError(t, err)
+	assert.Same(t, a, localTabOf(t, r, "A"), "a later call of A runs in A's tab")
+	assert.Equal(t, "cookie=who=alice", evalOn[string](t, r, "A", `document.title`), "A's cookie persists across calls")
+	assert.Equal(t, "alice", evalOn[string](t, r, "A", `localStorage.getItem("who")`))
+}
+
+func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
+	r, _ := newLocalRouter(t, &logBuffer{})
+	ctx := testCtx(t)
+	call := func(key string) target.ID {
+		var id target.ID
+		_, err := r.Exec(ctx, key, "", func(ctx context.Context) error {
+			id = targetIn(ctx)
+			return nil
+		})
+		assert.NoError(t, err)
+		return id
+	}
+
+	// Cold: 8 goroutines race the first call of one key, and 8 more race
+	// the first calls of three other keys; Chromium starts once.
+	keys := []string{"same", "same", "same", "same", "same", "same", "same", "same",
+		"k1", "k2", "k3", "k1", "k2", "k3", "k1", "k2"}
+	ids := make([]target.ID, len(keys))
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i, key := range keys {
+		wg.Go(func() {
+			<-start
+			ids[i] = call(key)
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.NotContains(t, ids, target.ID(""))
+
+	assert.EqualValues(t, 1, r.side.starts.Load(), "Chromium is launched once")
+	byKey := map[string]target.ID{}
+	for i, key := range keys {
+		if prev, ok := byKey[key]; ok {
+			assert.Equal(t, prev, ids[i], "key %s got two tabs", key)
+		}
+		byKey[key] = ids[i]
+	}
+	contexts := browserContexts(t, ctx, r.side)
+	assert.Len(t, contexts, 4, "one browser context per key")
+	seen := map[cdp.BrowserContextID]string{}
+	for key := range byKey {
+		tab := localTabOf(t, r, key)
+		assert.NotContains(t, seen, tab.bcID, "keys %s and %s share a browser context", key, seen[tab.bcID])
+		seen[tab.bcID] = key
+		assert.Contains(t, contexts, tab.bcID)
+		assert.Equal(t, 1, pagesIn(t, ctx, r.side, tab.bcID), "key %s has one tab", key)
+	}
+
+	// Warm: 8 more goroutines race the first call of one new key.
+	warm := make([]target.ID, 8)
+	for i := range warm {
+		wg.Go(func() { warm[i] = call("warm") })
+	}
+	wg.Wait()
+	for _, id := range warm {
+		assert.Equal(t, warm[0], id)
+	}
+	assert.Len(t, browserContexts(t, ctx, r.side), 5)
+}
+
+func TestReleaseFreesTheSession(t *testing.T) {
+	r, site := newLocalRouter(t, &logBuffer{})
+	ctx := testCtx(t)
+
+	_, err := r.Navigate(ctx, "A", site.URL+"/")
+	require.NoError(t, err)
+	evalOn[bool](t, r, "A", `document.cookie = "who=alice; path=/"; true`)
+	a := localTabOf(t, r, "A")
+	require.Len(t, browserContexts(t, ctx, r.side), 1)
+
+	require.NoError(t, r.Release(ctx, "A"))
+	assert.Empty(t, browserContexts(t, ctx, r.side), "release disposes of the session's browser context")
+	_, err = run(ctx, a, chromedp.Title())
+	assert.Error(t, err, "a released tab is unusable")
+	require.NoError(t, r.Release(ctx, "A"), "releasing twice is harmless")
+	require.NoError(t, r.Release(ctx, "never-opened"))
+
+	_, err = r.Navigate(ctx, "A", site.URL+"/echo")
+	require.NoError(t, err)
+	assert.NotEqual(t, a.bcID, localTabOf(t, r, "A").bcID, "the next call makes a new browser context")
+	assert.Equal(t, "cookie=", evalOn[string](t, r, "A", `document.title`), "the new context has none of the old cookies")
+	assert.True(t, r.side.alive(), "release keeps Chromium warm")
+}
+
+// TestConcurrentCallsAndReleases hammers calls and releases of a few keys
+// from many goroutines; run it with -race.
+func TestConcurrentCallsAndReleases(t *testing.T) {
+	r, _ := newLocalRouter(t, &logBuffer{})
+	ctx := testCtx(t)
+	var wg sync.WaitGroup
+	for g := range 12 {
+		wg.Go(func() {
+			for i := range 6 {
+				key := fmt.Sprintf("k%d", (g+i)%4)
+				_, err := r.Exec(ctx, key, "", func(ctx context.Context) error {
+					_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
+					return err
+				})
+				if err != nil {
+					// Another goroutine released the session while it was
+					// being made, or during the call.
+					if !errors.Is(err, errReleasedWhileCreating) {
+						assert.ErrorContains(t, err, "call on local session")
+					}
+					continue
+				}
+				if i%3 == 2 {
+					assert.NoError(t, r.Release(ctx, key))
+				}
+			}
+		})
+	}
+	wg.Wait()
+	assert.EqualValues(t, 1, r.side.starts.Load())
+	r.mu.Lock()
+	n := len(r.sess.m)
+	r.mu.Unlock()
+	assert.Len(t, browserContexts(t, ctx, r.side), n, "exactly one browser context per cached session")
 }
 
 func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+	"golang.org/x/sync/singleflight"
 )
 
 // ErrNoChromium is the errors.Is target for "there is no Chromium to run the
@@ -27,17 +28,13 @@ var ErrNoChromium = errors.New("hybroute: no Chromium for the local sidecar: " +
 	"with WithChromiumPath (or $CHROMIUM)")
 
 // ErrBrowserDead is the errors.Is target for "the local Chromium process died
-// under this tab". The tab, its cookies and its storage are gone; the next open
-// of the key starts a fresh Chromium.
+// under this tab". The tab, its cookies and its storage are gone; the session's
+// next call starts a fresh Chromium.
 var ErrBrowserDead = errors.New("hybroute: the local Chromium died; its tabs, " +
-	"cookies and storage are lost, the next open starts a fresh Chromium")
+	"cookies and storage are lost, the next call starts a fresh Chromium")
 
 // errSidecarClosed is returned by open after close.
 var errSidecarClosed = errors.New("hybroute: the local Chromium sidecar is closed")
-
-// errTabReleased is the error of an open whose key was released (or whose
-// sidecar was closed) while its tab was being made.
-var errTabReleased = errors.New("hybroute: the local tab was released while it was being opened")
 
 // chromiumNames are the programs looked up on PATH, in order, when neither
 // WithChromiumPath nor $CHROMIUM names a binary.
@@ -100,98 +97,39 @@ func findChromium(cfg *config) (string, error) {
 	return "", fmt.Errorf("%w: none of %s is on PATH", ErrNoChromium, strings.Join(chromiumNames, ", "))
 }
 
-// flight is one creation (a Chromium start, or a key's tab) that any number of
-// callers wait for. The last waiter to give up cancels it, so nothing is made
-// for nobody; a finished flight keeps its result for later waiters.
-type flight[T any] struct {
-	done    chan struct{} // closed when val/err are set
-	val     T
-	err     error
-	waiters int                // guarded by sidecar.mu
-	cancel  context.CancelFunc // cancels the creation's own context
-}
-
-func newFlight[T any](cancel context.CancelFunc) *flight[T] {
-	return &flight[T]{done: make(chan struct{}), cancel: cancel}
-}
-
-func (f *flight[T]) finished() bool {
-	select {
-	case <-f.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// await waits for f on behalf of one waiter (already counted in f.waiters).
-// A flight that has finished wins over a ctx that ended at the same moment.
-// When ctx ends first and this was the last waiter of an unfinished flight,
-// it detaches the flight (abandon runs under mu, so no new waiter can join it),
-// cancels it, and waits until the creation has cleaned up after itself.
-func await[T any](ctx context.Context, mu *sync.Mutex, f *flight[T], abandon func()) (T, error) {
-	select {
-	case <-f.done:
-	default:
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			mu.Lock()
-			f.waiters--
-			if f.finished() {
-				// It finished as ctx ended: the result is made and kept
-				// either way, so hand it over rather than waste it.
-				mu.Unlock()
-				return f.val, f.err
-			}
-			last := f.waiters == 0
-			if last {
-				abandon()
-				f.cancel()
-			}
-			mu.Unlock()
-			if last {
-				<-f.done // the creation tears down what it made; see its runner
-			}
-			var zero T
-			return zero, ctx.Err()
-		}
-	}
-	mu.Lock()
-	f.waiters--
-	mu.Unlock()
-	return f.val, f.err
-}
-
-// sidecar is the local Chromium: one warm process started lazily, a browser
-// context per cache key.
+// sidecar is the local Chromium: one warm process, started once however many
+// sessions ask for it at the same time, and a new tab in a browser context of
+// its own for each session. It keeps no sessions: session.go caches them, one
+// per cache key, and closes their tabs.
 //
 // The process is started through chromedp's exec allocator (pipe transport,
-// no port). Each key gets its own CDP browser context (an incognito-like
-// profile: no shared cookies, storage or cache) holding one tab. Concurrent
-// opens of one key share one creation; concurrent first opens share one
-// Chromium start. When the process dies, every tab on it is reported once with
-// ErrBrowserDead and the next open starts a fresh process.
+// no port). Each tab's browser context is an incognito-like profile: no
+// shared cookies, storage or cache. When the process dies every tab on it is
+// dead (ErrBrowserDead), and the next open starts a fresh process.
 type sidecar struct {
 	cfg *config
 	pol *policy // the egress check of every connection decides with it
 	log *slog.Logger
 
-	mu       sync.Mutex
-	closed   bool
-	proc     *chromiumProc                 // the running process, nil before the first start or after a death
-	starting *flight[*chromiumProc]        // the start in progress, if any
-	tabs     map[string]*flight[*localTab] // per key: the tab, or its creation in progress
-	deadKeys map[string]struct{}           // keys whose tab died with its process, not yet reported
+	// life ends at close. A Chromium start runs under it, not under the
+	// caller that asked first: the start outlives a caller that gives up
+	// (others may be waiting for it), and close ends it.
+	life     context.Context
+	endLife  context.CancelFunc
+	starting singleflight.Group
+
+	mu     sync.Mutex
+	closed bool
+	proc   *chromiumProc // the running process, nil before the first start or after a death
 
 	// spare is a ready tab in a fresh browser context, handed to the next
-	// new key so that its open costs no renderer round trip; spareCancel is
-	// set while one is being made, spareDone closes when that ends.
+	// open so that it costs no renderer round trip; spareCancel is set
+	// while one is being made, spareDone closes when that ends.
 	spare       *localTab
 	spareCancel context.CancelFunc
 	spareDone   chan struct{}
 
-	wg sync.WaitGroup // creations, death watchers and background teardowns
+	wg sync.WaitGroup // starts, spare makers, death watchers
 
 	starts atomic.Int32 // Chromium launches attempted, for tests and metrics
 }
@@ -226,6 +164,19 @@ func (p *chromiumProc) dead() bool {
 		default:
 			return true
 		}
+	default:
+		return false
+	}
+}
+
+// ended reports whether the process is gone or going: dead, or being
+// stopped on purpose.
+func (p *chromiumProc) ended() bool {
+	select {
+	case <-p.lost:
+		return true
+	case <-p.stopping:
+		return true
 	default:
 		return false
 	}
@@ -269,10 +220,10 @@ func (p *chromiumProc) stop() error {
 	return p.stopErr
 }
 
-// localTab is one key's tab: a page target in the key's own browser context.
+// localTab is one session's tab: a page target in a browser context of its own.
 type localTab struct {
-	key  string
-	ctx  context.Context    // chromedp context bound to this key's tab
+	key  string             // the session's cache key, for errors
+	ctx  context.Context    // chromedp context bound to the tab
 	stop context.CancelFunc // detaches chromedp from the tab
 	bcID cdp.BrowserContextID
 	proc *chromiumProc
@@ -283,7 +234,7 @@ type localTab struct {
 
 // context returns the chromedp context bound to the tab. Run chromedp actions
 // on it, or on a context derived from it (see bind); never cancel it yourself,
-// release the key instead.
+// close the tab instead.
 func (t *localTab) context() context.Context { return t.ctx }
 
 // bind returns a child of the tab's context that also ends when ctx ends (and
@@ -305,14 +256,14 @@ func (t *localTab) wrapErr(err error) error { return t.proc.wrap(err) }
 func (t *localTab) close() error {
 	t.closeOnce.Do(func() {
 		t.stop()
-		if t.proc.dead() {
-			return
+		if t.proc.ended() {
+			return // the browser context goes with the process
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 		defer cancel()
 		_, err := cdp.Call(ctx, t.proc.browser, target.DisposeBrowserContext,
 			target.DisposeBrowserContextParams{BrowserContextID: t.bcID})
-		if err != nil && !t.proc.dead() {
+		if err != nil && !t.proc.ended() {
 			t.closeErr = fmt.Errorf("hybroute: disposing of the browser context of local tab %q: %w", t.key, err)
 		}
 	})
@@ -325,13 +276,9 @@ func newSidecar(cfg *config, pol *policy) *sidecar {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &sidecar{
-		cfg:      cfg,
-		pol:      pol,
-		log:      log,
-		tabs:     make(map[string]*flight[*localTab]),
-		deadKeys: make(map[string]struct{}),
-	}
+	s := &sidecar{cfg: cfg, pol: pol, log: log}
+	s.life, s.endLife = context.WithCancel(context.Background())
+	return s
 }
 
 // alive reports whether the Chromium process is up.
@@ -341,93 +288,29 @@ func (s *sidecar) alive() bool {
 	return s.proc != nil && !s.proc.dead()
 }
 
-// open returns the tab of key, creating it (in its own browser context, so keys
-// share no cookies/storage) on first use; it starts Chromium on the first open.
-//
-// Concurrent opens of one key share one creation. If ctx ends first, open
-// returns ctx.Err() wrapped; when it was the last caller waiting, the creation
-// is cancelled and cleaned up before open returns. If the Chromium under the
-// key's tab died, open returns ErrBrowserDead once; the next open makes a new
-// tab on a fresh Chromium.
+// open makes a new tab, in a browser context of its own, for the session
+// key (which only names it in errors). It starts Chromium when none runs.
+// The caller owns the tab and closes it. ctx bounds the wait; a tab being
+// made when ctx ends is undone before open returns.
 func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
 	}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, errSidecarClosed)
+	proc, err := s.browser(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
 	}
-	if _, ok := s.deadKeys[key]; ok {
-		delete(s.deadKeys, key)
-		s.mu.Unlock()
-		return nil, fmt.Errorf("hybroute: local tab %q: %w", key, ErrBrowserDead)
-	}
-	f := s.tabs[key]
-	if f != nil && f.finished() && f.err == nil && f.val.dead() {
-		// The process died and its watcher has not run yet.
-		delete(s.tabs, key)
-		tab := f.val
-		s.wg.Go(func() { tab.close() })
-		s.mu.Unlock()
-		return nil, fmt.Errorf("hybroute: local tab %q: %w", key, ErrBrowserDead)
-	}
-	if f == nil {
-		fctx, cancel := context.WithCancel(context.Background())
-		f = newFlight[*localTab](cancel)
-		s.tabs[key] = f
-		s.wg.Go(func() { s.runTab(fctx, key, f) })
-	}
-	f.waiters++
-	s.mu.Unlock()
-
-	tab, err := await(ctx, &s.mu, f, func() {
-		if s.tabs[key] == f {
-			delete(s.tabs, key)
-		}
-	})
+	tab, err := s.newTab(ctx, proc, key)
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
 	}
 	return tab, nil
 }
 
-// runTab makes the tab of one flight and publishes it. A tab made for a flight
-// that was detached meanwhile (abandoned, released, closed) is torn down here.
-func (s *sidecar) runTab(fctx context.Context, key string, f *flight[*localTab]) {
-	tab, err := s.newTab(fctx, key)
-	s.mu.Lock()
-	current := s.tabs[key] == f
-	if err != nil && current {
-		delete(s.tabs, key) // a failure never poisons the key
-	}
-	orphan := err == nil && !current
-	if !current {
-		// Released, closed or abandoned while being made: say so rather
-		// than the internal cancellation.
-		if s.closed {
-			err = errSidecarClosed
-		} else {
-			err = errTabReleased
-		}
-	}
-	s.mu.Unlock()
-	if orphan {
-		tab.close()
-		tab = nil
-	}
-	f.val, f.err = tab, err
-	close(f.done)
-}
-
-// newTab gives the key a tab on the running Chromium, starting Chromium if
-// needed. It takes the pre-made spare tab when there is one (the fast path:
-// a new key costs no round trip to the renderer), and keeps one spare coming.
-func (s *sidecar) newTab(fctx context.Context, key string) (*localTab, error) {
-	proc, err := s.browser(fctx)
-	if err != nil {
-		return nil, err
-	}
+// newTab gives the key a tab on proc. It takes the pre-made spare tab when
+// there is one (the fast path: a new session costs no round trip to the
+// renderer), and keeps one spare coming.
+func (s *sidecar) newTab(fctx context.Context, proc *chromiumProc, key string) (*localTab, error) {
 	waited := false
 	for {
 		s.mu.Lock()
@@ -522,64 +405,61 @@ func makeTab(fctx context.Context, proc *chromiumProc, key string) (*localTab, e
 }
 
 // browser returns the running Chromium, starting it (once, however many
-// callers ask at the same time) when there is none.
+// callers ask at the same time) when there is none. The start outlives a
+// caller that gives up, bounded by the creation timeout; close ends it.
 func (s *sidecar) browser(ctx context.Context) (*chromiumProc, error) {
 	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil, errSidecarClosed
-	}
-	if p := s.proc; p != nil {
-		if !p.dead() {
-			s.mu.Unlock()
-			return p, nil
-		}
-		s.proc = nil // dead; its watcher tears it down
-	}
-	f := s.starting
-	if f == nil {
-		sctx, cancel := context.WithCancel(context.Background())
-		f = newFlight[*chromiumProc](cancel)
-		s.starting = f
-		s.wg.Go(func() { s.runStart(sctx, f) })
-	}
-	f.waiters++
+	p, err := s.running()
 	s.mu.Unlock()
-	return await(ctx, &s.mu, f, func() {
-		if s.starting == f {
-			s.starting = nil
+	if p != nil || err != nil {
+		return p, err
+	}
+	ch := s.starting.DoChan("", func() (any, error) {
+		// Counted under mu after the closed check, so close waits for
+		// every start it did not prevent.
+		s.mu.Lock()
+		if p, err := s.running(); p != nil || err != nil {
+			s.mu.Unlock()
+			return p, err // started by the flight that just ended, or closed
 		}
+		s.proc = nil // dead, if anything: its watcher tears it down
+		s.wg.Add(1)
+		s.mu.Unlock()
+		defer s.wg.Done()
+		sctx, cancel := context.WithTimeout(s.life, s.cfg.createTimeout)
+		defer cancel()
+		proc, err := s.start(sctx)
+		if err != nil {
+			if s.life.Err() != nil {
+				return nil, errSidecarClosed
+			}
+			return nil, err
+		}
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			_ = proc.stop()
+			return nil, errSidecarClosed
+		}
+		s.proc = proc
+		s.fillSpare(proc)
+		s.wg.Go(func() { s.watch(proc) })
+		s.mu.Unlock()
+		return proc, nil
 	})
+	return await[*chromiumProc](ctx, ch)
 }
 
-// runStart starts Chromium for one flight and publishes it.
-func (s *sidecar) runStart(sctx context.Context, f *flight[*chromiumProc]) {
-	proc, err := s.start(sctx)
-	s.mu.Lock()
-	current := s.starting == f
-	if current {
-		s.starting = nil
-		if err == nil {
-			s.proc = proc
-			s.fillSpare(proc)
-		}
+// running is the live Chromium process, nil when there is none, and
+// errSidecarClosed after close. Called with s.mu held.
+func (s *sidecar) running() (*chromiumProc, error) {
+	if s.closed {
+		return nil, errSidecarClosed
 	}
-	orphan := err == nil && !current
-	if orphan {
-		err = errSidecarClosed
-		if !s.closed {
-			err = context.Canceled
-		}
+	if p := s.proc; p != nil && !p.dead() {
+		return p, nil
 	}
-	s.mu.Unlock()
-	if orphan {
-		proc.stop()
-		proc = nil
-	} else if proc != nil {
-		s.wg.Go(func() { s.watch(proc) })
-	}
-	f.val, f.err = proc, err
-	close(f.done)
+	return nil, nil
 }
 
 // managedFlags are the flags WithChromiumFlags may not set: a debugging port
@@ -706,8 +586,8 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 }
 
 // watch waits for the process to die (or to be stopped on purpose). On a
-// death it marks every tab on the process dead, logs once, and reaps the
-// process, its children and its profile, so the next open starts afresh.
+// death it logs once and reaps the process, its children and its profile,
+// so the next open starts afresh; the tabs on it report ErrBrowserDead.
 func (s *sidecar) watch(p *chromiumProc) {
 	select {
 	case <-p.stopping:
@@ -717,56 +597,28 @@ func (s *sidecar) watch(p *chromiumProc) {
 	if !p.dead() {
 		return // stopped on purpose
 	}
-	var tabs []*localTab
 	s.mu.Lock()
 	if s.proc == p {
 		s.proc = nil
 	}
-	if s.spare != nil && s.spare.proc == p {
-		tabs = append(tabs, s.spare)
+	spare := s.spare
+	if spare != nil && spare.proc == p {
 		s.spare = nil
-	}
-	for key, f := range s.tabs {
-		if f.finished() && f.err == nil && f.val.proc == p {
-			delete(s.tabs, key)
-			s.deadKeys[key] = struct{}{}
-			tabs = append(tabs, f.val)
-		}
+	} else {
+		spare = nil
 	}
 	s.mu.Unlock()
 	s.log.Warn("hybroute: local Chromium died; its tabs are lost, the next open starts a new one",
 		"pid", p.pid)
-	for _, t := range tabs {
-		t.close()
+	if spare != nil {
+		spare.close()
 	}
-	p.stop()
+	_ = p.stop()
 }
 
-// release closes that key's browser context and tab. A creation in progress
-// for the key is cancelled (its waiters get an error). Releasing an unknown key
-// is a no-op.
-func (s *sidecar) release(key string) error {
-	s.mu.Lock()
-	delete(s.deadKeys, key)
-	f := s.tabs[key]
-	delete(s.tabs, key)
-	s.mu.Unlock()
-	if f == nil {
-		return nil
-	}
-	f.cancel()
-	<-f.done
-	if f.err != nil {
-		return nil // nothing was made, or runTab already tore it down
-	}
-	if err := f.val.close(); err != nil {
-		return fmt.Errorf("hybroute: releasing local tab %q: %w", key, err)
-	}
-	return nil
-}
-
-// close closes every tab and the Chromium process, and waits until no process,
-// no temp profile and no goroutine of the sidecar is left. Later opens fail.
+// close stops the Chromium process, with every tab still open on it, and
+// waits until no process, no temp profile and no goroutine of the sidecar is
+// left. A start in flight is ended. Later opens fail.
 func (s *sidecar) close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -775,51 +627,25 @@ func (s *sidecar) close() error {
 		return nil
 	}
 	s.closed = true
-	tabs := s.tabs
-	s.tabs = make(map[string]*flight[*localTab])
-	clear(s.deadKeys)
-	proc, starting := s.proc, s.starting
-	s.proc, s.starting = nil, nil
+	proc := s.proc
+	s.proc = nil
 	spare, spareCancel := s.spare, s.spareCancel
 	s.spare = nil
 	s.mu.Unlock()
 
-	if starting != nil {
-		starting.cancel()
-	}
+	s.endLife() // a start in flight kills what it launched
 	if spareCancel != nil {
 		spareCancel() // the maker sees closed and undoes its tab
 	}
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	for key, f := range tabs {
-		f.cancel()
-		wg.Go(func() {
-			<-f.done
-			if f.err != nil {
-				return
-			}
-			if err := f.val.close(); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("local tab %q: %w", key, err))
-				mu.Unlock()
-			}
-		})
-	}
 	if spare != nil {
-		wg.Go(func() { spare.close() })
+		spare.close()
 	}
-	wg.Wait()
+	var err error
 	if proc != nil {
-		if err := proc.stop(); err != nil {
-			errs = append(errs, err)
-		}
+		err = proc.stop()
 	}
 	s.wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err != nil {
 		return fmt.Errorf("hybroute: closing the local sidecar: %w", err)
 	}
 	return nil

@@ -210,49 +210,22 @@ func TestSidecarNavigatesAndReadsTitle(t *testing.T) {
 	assert.Equal(t, site.URL+"/", loc)
 }
 
-func TestSidecarKeysAreIsolated(t *testing.T) {
+// TestSidecarConcurrentOpensShareOneStart: opens that race on a cold
+// sidecar share one Chromium start, and each gets a tab of its own, alone
+// in a browser context of its own.
+func TestSidecarConcurrentOpensShareOneStart(t *testing.T) {
 	requireChromium(t)
 	s := newTestSidecar(t)
 	site := testSite(t)
 	ctx := testCtx(t)
 
-	a, err := s.open(ctx, "A::local")
-	require.NoError(t, err)
-	navigate(t, ctx, a, site.URL+"/")
-	eval[bool](t, ctx, a, `document.cookie = "who=alice; path=/"; localStorage.setItem("who", "alice"); true`)
-
-	b, err := s.open(ctx, "B::local")
-	require.NoError(t, err)
-	assert.NotEqual(t, a.bcID, b.bcID, "each key has its own browser context")
-	navigate(t, ctx, b, site.URL+"/echo")
-	assert.Equal(t, "cookie=", title(t, ctx, b), "B's requests carry no cookie of A")
-	assert.Equal(t, "", eval[string](t, ctx, b, `document.cookie`))
-	assert.Nil(t, eval[*string](t, ctx, b, `localStorage.getItem("who")`), "B sees no storage of A")
-
-	a2, err := s.open(ctx, "A::local")
-	require.NoError(t, err)
-	assert.Same(t, a, a2, "a second open of A returns A's tab")
-	navigate(t, ctx, a2, site.URL+"/echo")
-	assert.Equal(t, "cookie=who=alice", title(t, ctx, a2), "A's cookie persists across opens")
-	assert.Equal(t, "alice", eval[string](t, ctx, a2, `localStorage.getItem("who")`))
-}
-
-func TestSidecarConcurrentOpensShareOneContext(t *testing.T) {
-	requireChromium(t)
-	s := newTestSidecar(t)
-	ctx := testCtx(t)
-
-	// Cold: 8 goroutines race the first open of one key, and 8 more race
-	// the first open of three other keys; Chromium starts once.
-	keys := []string{"same", "same", "same", "same", "same", "same", "same", "same",
-		"k1", "k2", "k3", "k1", "k2", "k3", "k1", "k2"}
-	tabs := make([]*localTab, len(keys))
+	tabs := make([]*localTab, 8)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
-	for i, key := range keys {
+	for i := range tabs {
 		wg.Go(func() {
 			<-start
-			tab, err := s.open(ctx, key)
+			tab, err := s.open(ctx, "k"+strconv.Itoa(i))
 			assert.NoError(t, err)
 			tabs[i] = tab
 		})
@@ -260,42 +233,31 @@ func TestSidecarConcurrentOpensShareOneContext(t *testing.T) {
 	close(start)
 	wg.Wait()
 	require.NotContains(t, tabs, (*localTab)(nil))
-
 	assert.EqualValues(t, 1, s.starts.Load(), "Chromium is launched once")
-	byKey := map[string]*localTab{}
-	for i, key := range keys {
-		if prev, ok := byKey[key]; ok {
-			assert.Same(t, prev, tabs[i], "key %s got two tabs", key)
-		}
-		byKey[key] = tabs[i]
-	}
+
 	ids := browserContexts(t, ctx, s)
-	assert.Len(t, ids, 4, "one browser context per key")
-	seen := map[cdp.BrowserContextID]string{}
-	for key, tab := range byKey {
-		assert.NotContains(t, seen, tab.bcID, "keys %s and %s share a browser context", key, seen[tab.bcID])
-		seen[tab.bcID] = key
+	assert.Len(t, ids, len(tabs), "one browser context per tab")
+	seen := map[cdp.BrowserContextID]bool{}
+	for _, tab := range tabs {
+		assert.False(t, seen[tab.bcID], "two tabs share a browser context")
+		seen[tab.bcID] = true
 		assert.Contains(t, ids, tab.bcID)
-		assert.Equal(t, 1, pagesIn(t, ctx, s, tab.bcID), "key %s has one tab", key)
+		assert.Equal(t, 1, pagesIn(t, ctx, s, tab.bcID), "a browser context holds one tab")
 	}
 
-	// Warm: 8 more goroutines open one new key.
-	warm := make([]*localTab, 8)
-	for i := range warm {
-		wg.Go(func() {
-			tab, err := s.open(ctx, "warm")
-			assert.NoError(t, err)
-			warm[i] = tab
-		})
-	}
-	wg.Wait()
-	for _, tab := range warm {
-		assert.Same(t, warm[0], tab)
-	}
-	assert.Len(t, browserContexts(t, ctx, s), 5)
+	// Contexts share nothing: a cookie and storage set in one are not seen
+	// by another.
+	a, b := tabs[0], tabs[1]
+	navigate(t, ctx, a, site.URL+"/")
+	eval[bool](t, ctx, a, `document.cookie = "who=alice; path=/"; localStorage.setItem("who", "alice"); true`)
+	navigate(t, ctx, b, site.URL+"/echo")
+	assert.Equal(t, "cookie=", title(t, ctx, b), "b's requests carry no cookie of a")
+	assert.Nil(t, eval[*string](t, ctx, b, `localStorage.getItem("who")`), "b sees no storage of a")
 }
 
-func TestSidecarReleaseFreesTheKey(t *testing.T) {
+// TestSidecarTabCloseDisposesItsContext: closing a tab disposes of its
+// browser context, cookies and all, and keeps Chromium warm.
+func TestSidecarTabCloseDisposesItsContext(t *testing.T) {
 	requireChromium(t)
 	s := newTestSidecar(t)
 	site := testSite(t)
@@ -307,19 +269,19 @@ func TestSidecarReleaseFreesTheKey(t *testing.T) {
 	eval[bool](t, ctx, a, `document.cookie = "who=alice; path=/"; true`)
 	require.Len(t, browserContexts(t, ctx, s), 1)
 
-	require.NoError(t, s.release("A"))
-	assert.Empty(t, browserContexts(t, ctx, s), "release disposes of the key's browser context")
+	require.NoError(t, a.close())
+	assert.Empty(t, browserContexts(t, ctx, s), "close disposes of the tab's browser context")
 	_, err = run(ctx, a, chromedp.Title())
-	assert.Error(t, err, "a released tab is unusable")
-	require.NoError(t, s.release("A"), "releasing twice is harmless")
-	require.NoError(t, s.release("never-opened"))
+	assert.Error(t, err, "a closed tab is unusable")
+	require.NoError(t, a.close(), "closing twice is harmless")
 
 	a2, err := s.open(ctx, "A")
 	require.NoError(t, err)
 	assert.NotEqual(t, a.bcID, a2.bcID, "the next open makes a new browser context")
 	navigate(t, ctx, a2, site.URL+"/echo")
 	assert.Equal(t, "cookie=", title(t, ctx, a2), "the new context has none of the old cookies")
-	assert.True(t, s.alive(), "release keeps Chromium warm")
+	assert.True(t, s.alive(), "closing a tab keeps Chromium warm")
+	assert.EqualValues(t, 1, s.starts.Load())
 }
 
 func TestSidecarCloseLeavesNothing(t *testing.T) {
@@ -374,7 +336,7 @@ func TestSidecarBrowserDeath(t *testing.T) {
 
 	a, err := s.open(ctx, "A")
 	require.NoError(t, err)
-	_, err = s.open(ctx, "B")
+	b, err := s.open(ctx, "B")
 	require.NoError(t, err)
 	navigate(t, ctx, a, site.URL+"/")
 	old := currentProc(t, s)
@@ -384,27 +346,19 @@ func TestSidecarBrowserDeath(t *testing.T) {
 	require.Error(t, err)
 	require.Eventually(t, a.dead, 30*time.Second, 10*time.Millisecond)
 	assert.ErrorIs(t, a.wrapErr(err), ErrBrowserDead, "a call on a tab of a dead browser says so")
+	assert.Contains(t, a.wrapErr(err).Error(), "died")
+	assert.True(t, b.dead(), "every tab of the process died with it")
 	assert.False(t, s.alive())
-
-	_, err = s.open(ctx, "A")
-	require.ErrorIs(t, err, ErrBrowserDead, "the next open of A reports the death")
-	assert.Contains(t, err.Error(), "died")
+	assert.NoError(t, a.close(), "closing a dead tab is harmless")
 
 	a2, err := s.open(ctx, "A")
-	require.NoError(t, err, "the open after that recovers")
+	require.NoError(t, err, "the next open recovers")
 	assert.True(t, s.alive())
 	assert.NotEqual(t, old.pid, currentProc(t, s).pid, "on a fresh Chromium")
 	navigate(t, ctx, a2, site.URL+"/")
 	assert.Equal(t, "/", title(t, ctx, a2))
-
-	_, err = s.open(ctx, "B")
-	assert.ErrorIs(t, err, ErrBrowserDead, "B's tab died too, and B is told once")
-	_, err = s.open(ctx, "B")
-	assert.NoError(t, err)
-	_, err = s.open(ctx, "C")
-	assert.NoError(t, err, "a key that had no tab opens directly")
 	assert.EqualValues(t, 2, s.starts.Load())
-	assert.Len(t, browserContexts(t, ctx, s), 3)
+	assert.Len(t, browserContexts(t, ctx, s), 1, "nothing of the dead process is left in the new one")
 	assert.True(t, processGone(old.pid))
 }
 
@@ -438,8 +392,9 @@ func TestSidecarCancelledOpen(t *testing.T) {
 	assert.False(t, s.alive())
 	assert.EqualValues(t, 0, s.starts.Load())
 
-	// A cancel in the middle of the Chromium start kills the half-started
-	// process before open returns. The "Chromium" here never answers on its
+	// A caller that gives up in the middle of the Chromium start does not
+	// end it (other sessions may be waiting for it); close does, and kills
+	// the half-started process. The "Chromium" here never answers on its
 	// pipe, so the start cannot win the race.
 	dir := t.TempDir()
 	mark := filepath.Join(dir, "pid")
@@ -459,14 +414,24 @@ func TestSidecarCancelledOpen(t *testing.T) {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	require.NoError(t, err)
 	cancel()
-	err = <-errc
+	select {
+	case err = <-errc:
+	case <-time.After(10 * time.Second):
+		t.Fatal("open did not return when its caller gave up")
+	}
 	require.ErrorIs(t, err, context.Canceled)
-	assert.True(t, processGone(pid), "the half-started process is gone when open returns")
+	assert.False(t, processGone(pid), "the start goes on without the caller that asked for it")
+	short, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel2()
+	_, err = s2.open(short, "k2")
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a later open waits for the same start")
+	assert.EqualValues(t, 1, s2.starts.Load(), "and launches nothing of its own")
+
+	require.NoError(t, s2.close())
+	assert.True(t, processGone(pid), "close ends the start and kills the half-started process")
 	assert.False(t, s2.alive())
-	s2.mu.Lock()
-	assert.Empty(t, s2.tabs)
-	assert.Nil(t, s2.starting)
-	s2.mu.Unlock()
+	_, err = s2.open(context.Background(), "k")
+	assert.ErrorIs(t, err, errSidecarClosed)
 }
 
 func TestSidecarCancelledOpenOnWarmBrowser(t *testing.T) {
@@ -483,7 +448,7 @@ func TestSidecarCancelledOpenOnWarmBrowser(t *testing.T) {
 	assert.Len(t, browserContexts(t, ctx, s), 1, "no browser context is made for a cancelled open")
 
 	// Cancel while the tab is being made: whatever the timing, open either
-	// returns the tab or an error with nothing left behind.
+	// returns the tab (closed here) or an error with nothing left behind.
 	for i := range 5 {
 		key := fmt.Sprintf("racy%d", i)
 		cctx, cancel := context.WithCancel(ctx)
@@ -491,16 +456,12 @@ func TestSidecarCancelledOpenOnWarmBrowser(t *testing.T) {
 		tab, err := s.open(cctx, key)
 		if err != nil {
 			require.ErrorIs(t, err, context.Canceled)
-			s.mu.Lock()
-			_, ok := s.tabs[key]
-			s.mu.Unlock()
-			assert.False(t, ok, "no half-made tab stays cached")
 		} else {
-			require.NoError(t, s.release(key), "tab %v", tab.bcID)
+			require.NoError(t, tab.close(), "tab %v", tab.bcID)
 		}
 		cancel()
+		assert.Len(t, browserContexts(t, ctx, s), 1, "no half-made tab is left behind")
 	}
-	assert.Len(t, browserContexts(t, ctx, s), 1, "every browser context of a cancelled open is disposed of")
 }
 
 func TestSidecarFlags(t *testing.T) {
@@ -532,42 +493,43 @@ func TestSidecarFlags(t *testing.T) {
 	assert.False(t, port.alive())
 }
 
-// TestSidecarConcurrentOpenRelease hammers open/release/use of a few keys from
-// many goroutines; run it with -race.
-func TestSidecarConcurrentOpenRelease(t *testing.T) {
+// TestSidecarConcurrentOpenClose hammers open/use/close of tabs from many
+// goroutines; run it with -race.
+func TestSidecarConcurrentOpenClose(t *testing.T) {
 	requireChromium(t)
 	s := newTestSidecar(t)
 	ctx := testCtx(t)
-	var wg sync.WaitGroup
-	for g := range 12 {
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		kept []*localTab
+	)
+	for g := range 6 {
 		wg.Go(func() {
-			for i := range 6 {
-				key := fmt.Sprintf("k%d", (g+i)%4)
-				tab, err := s.open(ctx, key)
-				if err != nil {
-					assert.ErrorIs(t, err, errTabReleased)
+			for i := range 4 {
+				tab, err := s.open(ctx, fmt.Sprintf("k%d-%d", g, i))
+				if !assert.NoError(t, err) {
 					continue
 				}
-				if _, err := run(ctx, tab, chromedp.Evaluate[int]("1+1")); err != nil {
-					// The tab can be released by another goroutine mid-call.
+				_, err = run(ctx, tab, chromedp.Evaluate[int]("1+1"))
+				assert.NoError(t, err)
+				if i%4 == 3 {
+					mu.Lock()
+					kept = append(kept, tab)
+					mu.Unlock()
 					continue
 				}
-				if i%3 == 2 {
-					assert.NoError(t, s.release(key))
-				}
+				assert.NoError(t, tab.close())
 			}
 		})
 	}
 	wg.Wait()
 	assert.EqualValues(t, 1, s.starts.Load())
-	s.mu.Lock()
-	n := len(s.tabs)
-	s.mu.Unlock()
-	assert.Len(t, browserContexts(t, ctx, s), n, "exactly one browser context per cached key")
+	assert.Len(t, browserContexts(t, ctx, s), len(kept), "exactly one browser context per open tab")
 }
 
-// BenchmarkSidecarSecondSession times a new key's tab on a warm Chromium:
-// open + a trivial evaluate, then release. "spare-ready" lets the sidecar's
+// BenchmarkSidecarSecondSession times a new session's tab on a warm Chromium:
+// open + a trivial evaluate, then close. "spare-ready" lets the sidecar's
 // spare tab be made between sessions (outside the timer), as between real
 // sessions; "back-to-back" opens the next key at once, so the spare is
 // usually still being made and the open waits for it.
@@ -605,7 +567,7 @@ func BenchmarkSidecarSecondSession(b *testing.B) {
 					b.Fatal(err)
 				}
 				openDur += time.Since(t0)
-				if err := s.release(key); err != nil {
+				if err := tab.close(); err != nil {
 					b.Fatal(err)
 				}
 			}
