@@ -41,15 +41,6 @@ import (
 // A refusal is a 403 with a short text body (for a tunnel, Chromium turns
 // it into a network error), and one warning per host and minute in the log.
 
-// WithEgressDialer sets the dialer the egress check hands an allowed
-// connection to; default a net.Dialer. It is called with an IP address and
-// port that the check has classified (never a name), so a custom dialer
-// must not resolve or rewrite the address unless it means to: tests use it
-// to send the public stand-in addresses of their fake DNS to loopback.
-func WithEgressDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
-	return func(c *config) { c.egressDialer = dial }
-}
-
 const (
 	// egressWarnEvery is how often one refused host is logged again.
 	egressWarnEvery = time.Minute

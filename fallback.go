@@ -9,33 +9,9 @@ import (
 	"time"
 )
 
-// ErrNoCDPEndpoint is wrapped by the error of a cloud session that has no
-// CDP endpoint and no fallback: nothing pretends the call ran.
-var ErrNoCDPEndpoint = errors.New("returned no CDP endpoint")
-
-// noCDPError is the exact message of SPEC.md failure 1, kept verbatim so
-// the people who met it in the original tool recognise it.
-type noCDPError struct{ provider string }
-
-func (e *noCDPError) Error() string {
-	return fmt.Sprintf("Cloud browser provider %s returned no CDP endpoint, so Browser Use mode cannot drive it. Switch to the built-in browser tools for this provider.", e.provider)
-}
-
-func (e *noCDPError) Unwrap() error { return ErrNoCDPEndpoint }
-
-// ErrFallbackFailed is wrapped when the cloud failed and the local floor
-// failed too; the error wraps both causes.
-var ErrFallbackFailed = errors.New("hybroute: cloud session failed and the local fallback failed too")
-
-// WithProviderBackoffCap caps how long one advertised Retry-After keeps new
-// sessions off the provider (default 5 minutes).
-func WithProviderBackoffCap(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.maxBackoff = d
-		}
-	}
-}
+// When the cloud fails: the window a provider's Retry-After opens for every
+// session key, the one log line per outage, and the local floor that takes
+// a cloud session's place. The successful path is cloud.go's.
 
 // backoff is the provider's health as the router has seen it: the window a
 // Retry-After opened, and whether the current outage was already logged. One
@@ -147,64 +123,26 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 	r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: cloud provider failed, falling back to local Chromium", attrs...)
 }
 
-// cloudEntry makes a cloud session for key, or the local floor when the
-// provider cannot give one. It never caches a failed cloud session: either
-// it returns a working entry (cloud or fallback) or nothing at all.
-func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duration) (*entry, error) {
-	if skip, cause := r.back.skip(time.Now()); skip {
-		// The provider asked us to stay away: no API call, no log line.
-		return r.fallbackEntry(ctx, key, cause)
+// providerFellBack is a session the provider's own layer already fell back
+// to local: it has no CDP URL until a local Chromium starts, so the local
+// endpoint is resolved exactly as the no-provider path does, and the
+// provider's session is released with it.
+func (r *Router) providerFellBack(ctx context.Context, key string, s *Session) (*entry, error) {
+	reason := s.FallbackReason
+	if reason == "" {
+		reason = "no reason given"
 	}
-	started := time.Now()
-	pctx, cancel := context.WithTimeout(ctx, budget)
-	s, err := r.provider.CreateSession(pctx, key)
-	cancel()
+	e, err := r.providerFailed(ctx, key, fmt.Errorf("%w: %s", errProviderFellBack, reason))
 	if err != nil {
-		return r.providerFailed(ctx, key, err)
+		_ = r.provider.ReleaseSession(context.WithoutCancel(ctx), s)
+		return nil, err
 	}
-	if s == nil {
-		return r.providerFailed(ctx, key, fmt.Errorf("provider %s returned no session", r.provider.Name()))
+	local := e.release
+	e.sess = s
+	e.release = func(ctx context.Context) error {
+		return errors.Join(local(ctx), r.provider.ReleaseSession(ctx, s))
 	}
-	if s.FallbackFromCloud {
-		// The provider's own session layer fell back already. A local
-		// session has no CDP URL until its Chromium starts, so resolve the
-		// local endpoint exactly as the no-provider path does.
-		reason := s.FallbackReason
-		if reason == "" {
-			reason = "no reason given"
-		}
-		e, err := r.providerFailed(ctx, key, fmt.Errorf("%w: %s", errProviderFellBack, reason))
-		if err != nil {
-			_ = r.provider.ReleaseSession(context.WithoutCancel(ctx), s)
-			return nil, err
-		}
-		local := e.release
-		e.sess = s
-		e.release = func(ctx context.Context) error {
-			return errors.Join(local(ctx), r.provider.ReleaseSession(ctx, s))
-		}
-		return e, nil
-	}
-	if s.CDPURL == "" {
-		// Nothing pretends to work: the exact message of the original
-		// failure, and the session is given back, not cached.
-		_ = r.provider.ReleaseSession(ctx, s)
-		return nil, &noCDPError{provider: r.provider.Name()}
-	}
-	t, err := connectRemote(ctx, s.CDPURL)
-	if err != nil {
-		_ = r.provider.ReleaseSession(ctx, s)
-		return r.providerFailed(ctx, key, fmt.Errorf("connecting to session %s of %s at %s: %w",
-			s.ID, r.provider.Name(), redactURL(s.CDPURL), err))
-	}
-	if r.back.succeeded(started) {
-		r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: cloud provider recovered",
-			slog.String("provider", r.provider.Name()))
-	}
-	return &entry{key: key, route: RouteCloud, sess: s, tab: t, release: func(ctx context.Context) error {
-		_ = t.close(ctx)
-		return r.provider.ReleaseSession(ctx, s)
-	}}, nil
+	return e, nil
 }
 
 // providerFailed records the failure (one log line per outage) and falls

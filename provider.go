@@ -72,24 +72,6 @@ type Session struct {
 //     (the DevTools HTTP endpoint, also what chromedp's remote allocator
 //     does), keeping the original query (e.g. browserless's ?token=).
 
-var (
-	// ErrRateLimited is matched (errors.Is) by a *ProviderError for HTTP 429.
-	// Its RetryAfter and Limit carry the window and limit the provider
-	// advertised, when it did.
-	ErrRateLimited = errors.New("cloud browser provider rate limit exceeded")
-	// ErrUnauthorized is matched by a *ProviderError for HTTP 401 and 403:
-	// the API key (or project) was refused.
-	ErrUnauthorized = errors.New("cloud browser provider refused the credentials")
-	// ErrPaymentRequired is matched by a *ProviderError for HTTP 402: the
-	// account is out of credits or its plan does not allow the request.
-	ErrPaymentRequired = errors.New("cloud browser provider requires payment")
-	// ErrProviderUnavailable is matched by a *ProviderError for HTTP 5xx and
-	// 408, and for failures with no usable answer: network errors, timeouts
-	// and context deadlines, a malformed or oversized answer body. The cause
-	// is wrapped, so errors.Is(err, context.DeadlineExceeded) also works.
-	ErrProviderUnavailable = errors.New("cloud browser provider unavailable")
-)
-
 // ProviderError is the error of a provider call that did not succeed: every
 // non-2xx answer, and every failure to get or read one.
 type ProviderError struct {

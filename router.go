@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -53,91 +52,6 @@ const LocalSuffix = "::local"
 
 // DefaultSessionKey stands in for an empty session key.
 const DefaultSessionKey = "default"
-
-var (
-	// ErrClosed is returned by calls on a Router after Close.
-	ErrClosed = errors.New("hybroute: router is closed")
-	// ErrInvalidSessionKey is returned for a session key that would collide
-	// with a sidecar key (it ends in LocalSuffix).
-	ErrInvalidSessionKey = errors.New("hybroute: invalid session key")
-)
-
-// Resolver looks up the addresses of a name. *net.Resolver satisfies it.
-type Resolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
-
-// Option configures a Router.
-type Option func(*config)
-
-// config is everything the options set. Each part of the library reads the
-// fields it owns; New fills the defaults.
-type config struct {
-	autoLocal      bool
-	allowPrivate   bool
-	cdpURL         string
-	resolver       Resolver
-	logger         *slog.Logger
-	allowedSchemes []string
-
-	// sidecar (sidecar.go)
-	chromiumPath  string
-	chromiumFlags map[string]any
-
-	// connect-time egress check of the local browser (egress.go)
-	egressDialer func(ctx context.Context, network, addr string) (net.Conn, error)
-
-	// sessions (session.go, fallback.go)
-	idleTimeout   time.Duration
-	reapInterval  time.Duration
-	maxBackoff    time.Duration
-	createTimeout time.Duration
-}
-
-// defaultConfig is the configuration of a Router no option has touched.
-func defaultConfig() config {
-	return config{
-		autoLocal:     true,
-		resolver:      net.DefaultResolver,
-		idleTimeout:   120 * time.Second,
-		reapInterval:  30 * time.Second,
-		maxBackoff:    5 * time.Minute,
-		createTimeout: 60 * time.Second,
-	}
-}
-
-// WithAutoLocalForPrivateURLs sets whether, with a cloud provider, calls that
-// target a private address run on the local sidecar (default true). Off,
-// private URLs are rejected unless WithAllowPrivateURLs is also on.
-func WithAutoLocalForPrivateURLs(on bool) Option { return func(c *config) { c.autoLocal = on } }
-
-// WithAllowPrivateURLs lets private URLs go to the remote browser when they
-// would otherwise be rejected (auto-local off, or a CDP override). The
-// remote browser usually cannot reach your LAN. Metadata stays blocked.
-func WithAllowPrivateURLs(on bool) Option { return func(c *config) { c.allowPrivate = on } }
-
-// WithCDPURL sends every call to an existing browser at url. Such a browser
-// is not local: hybrid routing is off and private URLs are rejected unless
-// WithAllowPrivateURLs is on.
-func WithCDPURL(url string) Option { return func(c *config) { c.cdpURL = url } }
-
-// WithResolver sets the resolver names are classified with
-// (default net.DefaultResolver).
-func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
-
-// WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
-
-// WithAllowedSchemes lets URLs of these extra schemes (for example "file")
-// through. Such URLs read this machine, so they are private: they only ever
-// run on the local browser, and are rejected where private URLs are.
-func WithAllowedSchemes(schemes ...string) Option {
-	return func(c *config) {
-		for _, s := range schemes {
-			c.allowedSchemes = append(c.allowedSchemes, strings.ToLower(strings.TrimSuffix(s, ":")))
-		}
-	}
-}
 
 // Router routes browser calls. It is safe for concurrent use.
 type Router struct {
@@ -193,23 +107,19 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	return r, nil
 }
 
-func checkCDPURL(s string) error {
-	i := strings.Index(s, "://")
-	if i <= 0 {
-		return fmt.Errorf("hybroute: CDP URL %q: %w", redactURL(s), ErrInvalidURL)
-	}
-	switch strings.ToLower(s[:i]) {
-	case "ws", "wss", "http", "https":
-		return nil
-	}
-	return fmt.Errorf("hybroute: CDP URL %q: want a ws, wss, http or https URL: %w", redactURL(s), ErrInvalidURL)
-}
-
 // Plan is how one call runs.
 type Plan struct {
 	Route    Route
 	CacheKey string    // sessionKey, or sessionKey+"::local" for the sidecar
 	Verdicts []Verdict // one per URL literal and per URL a data: literal holds, in scan order
+}
+
+// Result is what one call did.
+type Result struct {
+	Route             Route  // where it ran: RouteLocal for a fallback too
+	CacheKey          string // sessionKey or sessionKey+"::local"
+	FallbackFromCloud bool   // the cloud session failed and the call ran on local Chromium under sessionKey
+	LandedURL         string // the page URL after the call, re-checked
 }
 
 // HybridRoutesLocally reports whether hybrid routing sends rawURL to the

@@ -5,46 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/remote"
 	"golang.org/x/sync/singleflight"
 )
-
-// Result is what one call did.
-type Result struct {
-	Route             Route  // where it ran: RouteLocal for a fallback too
-	CacheKey          string // sessionKey or sessionKey+"::local"
-	FallbackFromCloud bool   // the cloud session failed and the call ran on local Chromium under sessionKey
-	LandedURL         string // the page URL after the call, re-checked
-}
-
-// WithIdleTimeout sets how long a session may sit unused before the reaper
-// releases it (default 120 s), and how often the reaper sweeps (default 30 s).
-func WithIdleTimeout(idle, sweep time.Duration) Option {
-	return func(c *config) {
-		if idle > 0 {
-			c.idleTimeout = idle
-		}
-		if sweep > 0 {
-			c.reapInterval = sweep
-		}
-	}
-}
-
-// WithCreateTimeout bounds one session creation: the provider's API call and
-// the CDP connect (default 60 s). A caller's own deadline still applies.
-func WithCreateTimeout(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.createTimeout = d
-		}
-	}
-}
 
 // tab is a browser tab a session drives: on the sidecar or on a remote
 // browser. Both kinds answer the same questions so Exec need not care.
@@ -228,11 +194,7 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 	case p.Route == RouteLocal:
 		return r.localEntry(ctx, p.CacheKey, RouteLocal)
 	case r.cfg.cdpURL != "":
-		t, err := connectRemote(ctx, r.cfg.cdpURL)
-		if err != nil {
-			return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.cdpURL), err)
-		}
-		return &entry{key: p.CacheKey, route: RouteCloud, tab: t, release: t.close}, nil
+		return r.overrideEntry(ctx, p.CacheKey)
 	}
 	return r.cloudEntry(ctx, p.CacheKey, budget)
 }
@@ -362,73 +324,6 @@ func (r *Router) closeSessions() error {
 	// The guards end with their tabs, the reaper with stop: wait for all.
 	r.sess.wg.Wait()
 	return errors.Join(errs...)
-}
-
-// remoteTab is a tab on a browser reached over CDP: a cloud session or the
-// CDP override.
-type remoteTab struct {
-	ctx         context.Context
-	cancelTab   context.CancelFunc
-	cancelAlloc context.CancelFunc
-	once        sync.Once
-}
-
-// connectRemote opens a new tab on the browser at the CDP URL. chromedp ties
-// the browser connection to the context of its first action, so that action
-// runs on the tab's own context and the caller's ctx only bounds the wait.
-func connectRemote(ctx context.Context, cdpURL string) (*remoteTab, error) {
-	actx, cancelAlloc := remote.NewAllocator(context.Background(), cdpURL)
-	tctx, cancelTab := chromedp.NewContext(actx)
-	t := &remoteTab{ctx: tctx, cancelTab: cancelTab, cancelAlloc: cancelAlloc}
-	done := make(chan error, 1)
-	go func() { done <- chromedp.Do(tctx) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			_ = t.close(ctx)
-			return nil, redactURLErr(err, cdpURL)
-		}
-		return t, nil
-	case <-ctx.Done():
-		_ = t.close(ctx)
-		<-done
-		return nil, ctx.Err()
-	}
-}
-
-// redactURLErr removes the CDP URL and its credentials from err's text:
-// chromedp's dial errors quote the whole URL, and cloud URLs carry API keys,
-// signing keys and tokens.
-func redactURLErr(err error, rawURL string) error {
-	secrets := []string{rawURL}
-	if u, perr := url.Parse(rawURL); perr == nil {
-		secrets = append(secrets, urlSecrets(u)...)
-	}
-	return &redactedError{msg: scrub(err.Error(), secrets), err: err}
-}
-
-func (t *remoteTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return bindTab(t.ctx, ctx)
-}
-
-func (t *remoteTab) context() context.Context { return t.ctx }
-
-func (t *remoteTab) dead() bool { return t.ctx.Err() != nil }
-
-func (t *remoteTab) wrapErr(err error) error {
-	if err != nil && t.dead() {
-		return fmt.Errorf("%w: %w", ErrBrowserDead, err)
-	}
-	return err
-}
-
-// close closes the tab and the connection; the remote browser lives on.
-func (t *remoteTab) close(context.Context) error {
-	t.once.Do(func() {
-		t.cancelTab()
-		t.cancelAlloc()
-	})
-	return nil
 }
 
 // where is the browser of the entry, as the policy sees it.

@@ -21,18 +21,6 @@ import (
 	"golang.org/x/sync/singleflight"
 )
 
-// ErrNoChromium is the errors.Is target for "there is no Chromium to run the
-// local sidecar on". Its text names the fix.
-var ErrNoChromium = errors.New("hybroute: no Chromium for the local sidecar: " +
-	"install one (apt-get install -y chromium) or point hybroute at a binary " +
-	"with WithChromiumPath (or $CHROMIUM)")
-
-// ErrBrowserDead is the errors.Is target for "the local Chromium process died
-// under this tab". The tab, its cookies and its storage are gone; the session's
-// next call starts a fresh Chromium.
-var ErrBrowserDead = errors.New("hybroute: the local Chromium died; its tabs, " +
-	"cookies and storage are lost, the next call starts a fresh Chromium")
-
 // errSidecarClosed is returned by open after close.
 var errSidecarClosed = errors.New("hybroute: the local Chromium sidecar is closed")
 
@@ -47,30 +35,6 @@ const (
 	// (that would leave half-made state in Chromium).
 	controlTimeout = 10 * time.Second
 )
-
-// WithChromiumPath makes the local sidecar run this Chromium binary (an
-// absolute path, or a name looked up on PATH) instead of searching for one.
-func WithChromiumPath(path string) Option {
-	return func(c *config) { c.chromiumPath = path }
-}
-
-// WithChromiumFlags adds command-line flags to the local Chromium. A string
-// value passes --name=value, true passes --name, false removes a flag the
-// sidecar would otherwise set. They apply after the sidecar's own flags, so
-// they win (including no-sandbox, headless and the network-quiet ones). The
-// flags the sidecar manages (remote-debugging-port, remote-debugging-address,
-// remote-debugging-pipe, user-data-dir, and the proxy flags that send every
-// connection through the egress check: proxy-server, proxy-bypass-list,
-// no-proxy-server, proxy-pac-url, proxy-auto-detect, the QUIC switches and
-// force-webrtc-ip-handling-policy) make the start fail.
-func WithChromiumFlags(flags map[string]any) Option {
-	return func(c *config) {
-		if c.chromiumFlags == nil {
-			c.chromiumFlags = make(map[string]any, len(flags))
-		}
-		maps.Copy(c.chromiumFlags, flags)
-	}
-}
 
 // findChromium resolves the Chromium binary: WithChromiumPath, then $CHROMIUM,
 // then the usual names on PATH.

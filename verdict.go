@@ -49,42 +49,6 @@ func (c Class) String() string {
 	return fmt.Sprintf("Class(%d)", int(c))
 }
 
-var (
-	// ErrMetadata is wrapped by the error of a URL that targets a cloud
-	// metadata endpoint.
-	ErrMetadata = errors.New("URL targets a cloud metadata endpoint")
-	// ErrPrivate is wrapped by the error of a private URL that the options
-	// do not let through.
-	ErrPrivate = errors.New("URL targets a private or internal address")
-	// ErrInvalidURL is wrapped by the error of a URL that cannot be routed.
-	ErrInvalidURL = errors.New("invalid URL")
-)
-
-// BlockedError is the error of a URL that must not be opened. It wraps the
-// sentinel of its reason: ErrMetadata, ErrPrivate or ErrInvalidURL.
-type BlockedError struct {
-	URL    string
-	Class  Class
-	Reason Reason // why, by name
-	Detail error  // what the parser or resolver said, if anything
-}
-
-func (e *BlockedError) Error() string {
-	if e.Detail != nil {
-		return fmt.Sprintf("hybroute: blocked (%s): %s: %q: %v", e.Reason, e.Reason.phrase(), e.URL, e.Detail)
-	}
-	return fmt.Sprintf("hybroute: blocked (%s): %s: %q", e.Reason, e.Reason.phrase(), e.URL)
-}
-
-// Unwrap returns the reason's sentinel and the detail, so errors.Is finds
-// both.
-func (e *BlockedError) Unwrap() []error {
-	if e.Detail != nil {
-		return []error{e.Reason.sentinel(), e.Detail}
-	}
-	return []error{e.Reason.sentinel()}
-}
-
 // Verdict is the single decision on one URL literal: both the safety check
 // and the route are read from it, never recomputed.
 type Verdict struct {

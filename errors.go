@@ -1,0 +1,114 @@
+package hybroute
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Every error of the package a caller can test for: the sentinels, matched
+// with errors.Is, and the types that carry the details, matched with
+// errors.As. Each message starts with "hybroute: ", but for the one the
+// seed story made famous (see noCDPError).
+
+// The router.
+var (
+	// ErrClosed is returned by calls on a Router after [Router.Close].
+	ErrClosed = errors.New("hybroute: router is closed")
+	// ErrInvalidSessionKey is returned for a session key that would collide
+	// with a sidecar key (it ends in [LocalSuffix]).
+	ErrInvalidSessionKey = errors.New("hybroute: invalid session key")
+)
+
+// The security floor. A refused URL's error is a [*BlockedError], which
+// wraps one of these.
+var (
+	// ErrMetadata is wrapped by the error of a URL that targets a cloud
+	// metadata endpoint.
+	ErrMetadata = errors.New("hybroute: URL targets a cloud metadata endpoint")
+	// ErrPrivate is wrapped by the error of a private URL that the options
+	// do not let through.
+	ErrPrivate = errors.New("hybroute: URL targets a private or internal address")
+	// ErrInvalidURL is wrapped by the error of a URL that cannot be routed.
+	ErrInvalidURL = errors.New("hybroute: invalid URL")
+)
+
+// The cloud and its fallback.
+var (
+	// ErrNoCDPEndpoint is wrapped by the error of a cloud session that has
+	// no CDP endpoint and no fallback: nothing pretends the call ran.
+	ErrNoCDPEndpoint = errors.New("hybroute: the cloud provider returned no CDP endpoint")
+	// ErrFallbackFailed is wrapped when the cloud failed and the local
+	// floor failed too; the error wraps both causes.
+	ErrFallbackFailed = errors.New("hybroute: cloud session failed and the local fallback failed too")
+)
+
+// The provider clients. A failed provider call is a [*ProviderError],
+// which matches the sentinel of its status.
+var (
+	// ErrRateLimited is matched by a [*ProviderError] for HTTP 429. Its
+	// RetryAfter and Limit carry the window and limit the provider
+	// advertised, when it did.
+	ErrRateLimited = errors.New("hybroute: cloud browser provider rate limit exceeded")
+	// ErrUnauthorized is matched by a [*ProviderError] for HTTP 401 and
+	// 403: the API key (or project) was refused.
+	ErrUnauthorized = errors.New("hybroute: cloud browser provider refused the credentials")
+	// ErrPaymentRequired is matched by a [*ProviderError] for HTTP 402: the
+	// account is out of credits or its plan does not allow the request.
+	ErrPaymentRequired = errors.New("hybroute: cloud browser provider requires payment")
+	// ErrProviderUnavailable is matched by a [*ProviderError] for HTTP 5xx
+	// and 408, and for failures with no usable answer: network errors,
+	// timeouts and context deadlines, a malformed or oversized answer body.
+	// The cause is wrapped, so errors.Is(err, context.DeadlineExceeded)
+	// also works.
+	ErrProviderUnavailable = errors.New("hybroute: cloud browser provider unavailable")
+)
+
+// The local Chromium.
+var (
+	// ErrNoChromium is the errors.Is target for "there is no Chromium to run
+	// the local sidecar on". Its text names the fix.
+	ErrNoChromium = errors.New("hybroute: no Chromium for the local sidecar: " +
+		"install one (apt-get install -y chromium) or point hybroute at a binary " +
+		"with WithChromiumPath (or $CHROMIUM)")
+	// ErrBrowserDead is the errors.Is target for "the local Chromium process
+	// died under this tab". The tab, its cookies and its storage are gone;
+	// the session's next call starts a fresh Chromium.
+	ErrBrowserDead = errors.New("hybroute: the local Chromium died; its tabs, " +
+		"cookies and storage are lost, the next call starts a fresh Chromium")
+)
+
+// BlockedError is the error of a URL that must not be opened. It wraps the
+// sentinel of its reason: [ErrMetadata], [ErrPrivate] or [ErrInvalidURL].
+type BlockedError struct {
+	URL    string
+	Class  Class
+	Reason Reason // why, by name
+	Detail error  // what the parser or resolver said, if anything
+}
+
+func (e *BlockedError) Error() string {
+	if e.Detail != nil {
+		return fmt.Sprintf("hybroute: blocked (%s): %s: %q: %v", e.Reason, e.Reason.phrase(), e.URL, e.Detail)
+	}
+	return fmt.Sprintf("hybroute: blocked (%s): %s: %q", e.Reason, e.Reason.phrase(), e.URL)
+}
+
+// Unwrap returns the reason's sentinel and the detail, so errors.Is finds
+// both.
+func (e *BlockedError) Unwrap() []error {
+	if e.Detail != nil {
+		return []error{e.Reason.sentinel(), e.Detail}
+	}
+	return []error{e.Reason.sentinel()}
+}
+
+// noCDPError is the exact message of the seed story's first failure (see
+// the README), kept verbatim, without the package prefix, so that the
+// people who met it in the original tool recognise it.
+type noCDPError struct{ provider string }
+
+func (e *noCDPError) Error() string {
+	return fmt.Sprintf("Cloud browser provider %s returned no CDP endpoint, so Browser Use mode cannot drive it. Switch to the built-in browser tools for this provider.", e.provider)
+}
+
+func (e *noCDPError) Unwrap() error { return ErrNoCDPEndpoint }

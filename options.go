@@ -1,0 +1,157 @@
+package hybroute
+
+import (
+	"context"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Resolver looks up the addresses of a name. *net.Resolver satisfies it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Option configures a Router.
+type Option func(*config)
+
+// config is everything the options set; defaultConfig has the defaults. New
+// turns the routing part into the router's policy (policy.go); each other
+// part of the library reads the fields it owns.
+type config struct {
+	// routing and the security floor (policy.go)
+	autoLocal      bool
+	allowPrivate   bool
+	cdpURL         string
+	resolver       Resolver
+	logger         *slog.Logger
+	allowedSchemes []string
+
+	// the local Chromium (sidecar.go)
+	chromiumPath  string
+	chromiumFlags map[string]any
+
+	// connect-time egress check of the local browser (egress.go)
+	egressDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+	// sessions (session.go, fallback.go)
+	idleTimeout   time.Duration
+	reapInterval  time.Duration
+	maxBackoff    time.Duration
+	createTimeout time.Duration
+}
+
+// defaultConfig is the configuration of a Router no option has touched.
+func defaultConfig() config {
+	return config{
+		autoLocal:     true,
+		resolver:      net.DefaultResolver,
+		idleTimeout:   120 * time.Second,
+		reapInterval:  30 * time.Second,
+		maxBackoff:    5 * time.Minute,
+		createTimeout: 60 * time.Second,
+	}
+}
+
+// WithAutoLocalForPrivateURLs sets whether, with a cloud provider, calls that
+// target a private address run on the local sidecar (default true). Off,
+// private URLs are rejected unless WithAllowPrivateURLs is also on.
+func WithAutoLocalForPrivateURLs(on bool) Option { return func(c *config) { c.autoLocal = on } }
+
+// WithAllowPrivateURLs lets private URLs go to the remote browser when they
+// would otherwise be rejected (auto-local off, or a CDP override). The
+// remote browser usually cannot reach your LAN. Metadata stays blocked.
+func WithAllowPrivateURLs(on bool) Option { return func(c *config) { c.allowPrivate = on } }
+
+// WithCDPURL sends every call to an existing browser at url. Such a browser
+// is not local: hybrid routing is off and private URLs are rejected unless
+// WithAllowPrivateURLs is on.
+func WithCDPURL(url string) Option { return func(c *config) { c.cdpURL = url } }
+
+// WithResolver sets the resolver names are classified with
+// (default net.DefaultResolver).
+func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// WithAllowedSchemes lets URLs of these extra schemes (for example "file")
+// through. Such URLs read this machine, so they are private: they only ever
+// run on the local browser, and are rejected where private URLs are.
+func WithAllowedSchemes(schemes ...string) Option {
+	return func(c *config) {
+		for _, s := range schemes {
+			c.allowedSchemes = append(c.allowedSchemes, strings.ToLower(strings.TrimSuffix(s, ":")))
+		}
+	}
+}
+
+// WithEgressDialer sets the dialer the egress check hands an allowed
+// connection to; default a net.Dialer. It is called with an IP address and
+// port that the check has classified (never a name), so a custom dialer
+// must not resolve or rewrite the address unless it means to: tests use it
+// to send the public stand-in addresses of their fake DNS to loopback.
+func WithEgressDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
+	return func(c *config) { c.egressDialer = dial }
+}
+
+// WithChromiumPath makes the local sidecar run this Chromium binary (an
+// absolute path, or a name looked up on PATH) instead of searching for one.
+func WithChromiumPath(path string) Option {
+	return func(c *config) { c.chromiumPath = path }
+}
+
+// WithChromiumFlags adds command-line flags to the local Chromium. A string
+// value passes --name=value, true passes --name, false removes a flag the
+// sidecar would otherwise set. They apply after the sidecar's own flags, so
+// they win (including no-sandbox, headless and the network-quiet ones). The
+// flags the sidecar manages (remote-debugging-port, remote-debugging-address,
+// remote-debugging-pipe, user-data-dir, and the proxy flags that send every
+// connection through the egress check: proxy-server, proxy-bypass-list,
+// no-proxy-server, proxy-pac-url, proxy-auto-detect, the QUIC switches and
+// force-webrtc-ip-handling-policy) make the start fail.
+func WithChromiumFlags(flags map[string]any) Option {
+	return func(c *config) {
+		if c.chromiumFlags == nil {
+			c.chromiumFlags = make(map[string]any, len(flags))
+		}
+		maps.Copy(c.chromiumFlags, flags)
+	}
+}
+
+// WithIdleTimeout sets how long a session may sit unused before the reaper
+// releases it (default 120 s), and how often the reaper sweeps (default 30 s).
+func WithIdleTimeout(idle, sweep time.Duration) Option {
+	return func(c *config) {
+		if idle > 0 {
+			c.idleTimeout = idle
+		}
+		if sweep > 0 {
+			c.reapInterval = sweep
+		}
+	}
+}
+
+// WithCreateTimeout bounds one session creation: the provider's API call and
+// the CDP connect, or the local Chromium's start and tab (default 60 s). A
+// caller's own deadline still applies.
+func WithCreateTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.createTimeout = d
+		}
+	}
+}
+
+// WithProviderBackoffCap caps how long one advertised Retry-After keeps new
+// sessions off the provider (default 5 minutes).
+func WithProviderBackoffCap(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.maxBackoff = d
+		}
+	}
+}
