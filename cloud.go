@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -113,17 +112,6 @@ func connectRemote(ctx context.Context, cdpURL string) (*remoteTab, error) {
 		<-done
 		return nil, ctx.Err()
 	}
-}
-
-// redactURLErr removes the CDP URL and its credentials from err's text:
-// chromedp's dial errors quote the whole URL, and cloud URLs carry API keys,
-// signing keys and tokens.
-func redactURLErr(err error, rawURL string) error {
-	secrets := []string{rawURL}
-	if u, perr := url.Parse(rawURL); perr == nil {
-		secrets = append(secrets, urlSecrets(u)...)
-	}
-	return &redactedError{msg: scrub(err.Error(), secrets), err: err}
 }
 
 func (t *remoteTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {

@@ -3,8 +3,10 @@ package hybroute
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -150,12 +152,25 @@ func TestProviderFailuresFallBack(t *testing.T) {
 	}
 }
 
+// restOnlyProvider is a browser service that exposes only a REST API and
+// no CDP: its sessions come back with an ID and an empty CDPURL.
+type restOnlyProvider struct {
+	name string
+	n    atomic.Int64
+}
+
+func (r *restOnlyProvider) Name() string { return r.name }
+func (r *restOnlyProvider) CreateSession(_ context.Context, key string) (*Session, error) {
+	return &Session{Key: key, ID: fmt.Sprintf("rest-%d", r.n.Add(1))}, nil
+}
+func (r *restOnlyProvider) ReleaseSession(context.Context, *Session) error { return nil }
+
 func TestNoCDPEndpointFailsWithTheExactMessage(t *testing.T) {
 	const want = "Cloud browser provider %s returned no CDP endpoint, so Browser Use mode cannot drive it. Switch to the built-in browser tools for this provider."
 	ctx := testCtx(t)
 	requireChromium(t)
 
-	r := newBrowserRouter(t, RESTOnly("AcmeREST"), &logBuffer{})
+	r := newBrowserRouter(t, &restOnlyProvider{name: "AcmeREST"}, &logBuffer{})
 	for range 2 { // a failed session never poisons its key, nor fakes success
 		_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/")
 		require.ErrorIs(t, err, ErrNoCDPEndpoint)

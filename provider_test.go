@@ -646,22 +646,6 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-// TestRESTOnly proves the example REST-only provider hands out sessions with
-// no CDP URL (the router's "returned no CDP endpoint" case).
-func TestRESTOnly(t *testing.T) {
-	p := RESTOnly("Acme REST Browser")
-	assert.Equal(t, "Acme REST Browser", p.Name())
-	s1, err := p.CreateSession(context.Background(), "a")
-	require.NoError(t, err)
-	s2, err := p.CreateSession(context.Background(), "b")
-	require.NoError(t, err)
-	assert.Empty(t, s1.CDPURL)
-	assert.Equal(t, "a", s1.Key)
-	assert.NotEmpty(t, s1.ID)
-	assert.NotEqual(t, s1.ID, s2.ID)
-	assert.NoError(t, p.ReleaseSession(context.Background(), s1))
-}
-
 func TestRedactURL(t *testing.T) {
 	rows := []struct{ in, want, proves string }{
 		{"wss://connect.browserbase.com?signingKey=abc123", "wss://connect.browserbase.com?signingKey=REDACTED", "query values are replaced"},

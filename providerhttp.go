@@ -1,0 +1,311 @@
+package hybroute
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// The HTTP plumbing the provider clients share: one JSON call, the reading
+// of an error answer (and its Retry-After), the resolution of an http(s)
+// CDP URL, and the redaction of the key from every error.
+
+// maxAnswerBytes bounds how much of any answer body a client reads.
+const maxAnswerBytes = 1 << 20
+
+// apiClient is what every provider client embeds: its options (name, base
+// URL, HTTP client, session params), its API key and the header that
+// carries it, and the plumbing.
+type apiClient struct {
+	providerConfig
+	keyHeader string
+	key       string
+}
+
+func newAPIClient(defaultBase, defaultName, keyHeader, key string, opts []ProviderOption) apiClient {
+	return apiClient{providerConfig: newProviderConfig(defaultBase, defaultName, opts), keyHeader: keyHeader, key: key}
+}
+
+// Name implements Provider.
+func (c *apiClient) Name() string { return c.name }
+
+// createBody merges the configured session params with the fields the client
+// must set.
+func (c *apiClient) createBody(fields map[string]any) map[string]any {
+	body := make(map[string]any, len(c.params)+len(fields))
+	maps.Copy(body, c.params)
+	maps.Copy(body, fields)
+	return body
+}
+
+// call sends one JSON request and decodes a 2xx answer into out (when out is
+// not nil). It returns a *ProviderError for every failure.
+func (c *apiClient) call(ctx context.Context, op, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return c.fail(op, 0, fmt.Errorf("encoding the request: %w", err), nil)
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, body)
+	if err != nil {
+		return c.fail(op, 0, err, nil)
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "hybroute")
+	if c.keyHeader != "" {
+		req.Header.Set(c.keyHeader, c.key)
+	}
+	return c.send(req, op, out, nil)
+}
+
+// send runs req and decodes the answer. extra lists secrets beyond the API
+// key that must not reach an error string (URL tokens).
+func (c *apiClient) send(req *http.Request, op string, out any, extra []string) error {
+	resp, err := c.client.Do(req)
+	if err != nil {
+		return c.fail(op, 0, err, extra)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	if err != nil {
+		return c.fail(op, resp.StatusCode, fmt.Errorf("reading the answer: %w", err), extra)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return c.answerError(op, resp, data, extra)
+	}
+	if len(data) > maxAnswerBytes {
+		return c.fail(op, resp.StatusCode, fmt.Errorf("answer larger than %d bytes", maxAnswerBytes), extra)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return c.fail(op, resp.StatusCode, fmt.Errorf("decoding the answer: %w", err), extra)
+	}
+	return nil
+}
+
+// fail builds the *ProviderError of a failure without a usable answer.
+func (c *apiClient) fail(op string, status int, cause error, extra []string) *ProviderError {
+	return &ProviderError{Provider: c.name, Op: op, Status: status, Err: redactErr(cause, c.secrets(extra))}
+}
+
+// secrets are the API key and extra, for redaction.
+func (c *apiClient) secrets(extra []string) []string {
+	s := make([]string, 0, len(extra)+1)
+	if c.key != "" {
+		s = append(s, c.key)
+	}
+	return append(s, extra...)
+}
+
+// answerError turns a non-2xx answer into a *ProviderError, reading the
+// shapes the providers use: {"error":"RATE_LIMIT_EXCEEDED","retryAfter":17,
+// "limit":200}, {"statusCode":429,"error":"Too Many Requests","message":...},
+// {"error":{"code":...,"message":...}}, {"code":...,"message":...},
+// {"detail":"..."} and {"detail":[{"msg":...}]}.
+func (c *apiClient) answerError(op string, resp *http.Response, data []byte, extra []string) *ProviderError {
+	e := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode}
+	if len(data) > maxAnswerBytes {
+		data = data[:maxAnswerBytes]
+	}
+	now := time.Now()
+	e.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), now)
+	if n, err := strconv.Atoi(strings.TrimSpace(resp.Header.Get("X-RateLimit-Limit"))); err == nil && n > 0 {
+		e.Limit = n
+	}
+
+	var obj map[string]any
+	if json.Unmarshal(data, &obj) == nil && obj != nil {
+		nested, _ := obj["error"].(map[string]any)
+		e.Code = firstString(obj["errorCode"], obj["error_code"], obj["code"], obj["error"], nested["code"], nested["type"])
+		e.Message = firstString(obj["message"], detailMessage(obj["detail"]), nested["message"], obj["msg"], obj["error_description"])
+		if d, ok := seconds(firstPresent(obj["retryAfter"], obj["retry_after"], nested["retryAfter"], nested["retry_after"])); ok && d > e.RetryAfter {
+			e.RetryAfter = d
+		}
+		if n, ok := number(firstPresent(obj["limit"], nested["limit"])); ok && n > 0 {
+			e.Limit = int(n)
+		}
+	} else if text := strings.TrimSpace(string(data)); text != "" && !strings.HasPrefix(text, "<") {
+		// A plain-text answer: keep its first line, briefly.
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			text = text[:i]
+		}
+		e.Message = truncate(strings.TrimSpace(text), 200)
+	}
+	if e.Code == "" && e.Message == "" {
+		e.Message = http.StatusText(resp.StatusCode)
+	}
+	sec := c.secrets(extra)
+	e.Code = truncate(scrub(e.Code, sec), 100)
+	e.Message = truncate(scrub(e.Message, sec), 500)
+	return e
+}
+
+// parseRetryAfter reads a Retry-After header: delta-seconds or an HTTP-date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if d, ok := seconds(v); ok {
+		return d
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		if d := t.Sub(now); d > 0 {
+			return d.Round(time.Second)
+		}
+	}
+	return 0
+}
+
+// seconds reads a number of seconds from a JSON number or a numeric string.
+func seconds(v any) (time.Duration, bool) {
+	f, ok := number(v)
+	if !ok || f < 0 || f > 1e9 {
+		return 0, false
+	}
+	return time.Duration(f * float64(time.Second)), true
+}
+
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, !math.IsNaN(n) && !math.IsInf(n, 0)
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(n), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, false
+		}
+		return f, true
+	}
+	return 0, false
+}
+
+func firstPresent(vs ...any) any {
+	for _, v := range vs {
+		if v != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+func firstString(vs ...any) string {
+	for _, v := range vs {
+		if s, ok := v.(string); ok && strings.TrimSpace(s) != "" {
+			return strings.TrimSpace(s)
+		}
+	}
+	return ""
+}
+
+// detailMessage reads FastAPI's "detail": a string, or a list of
+// {"loc","msg","type"} objects.
+func detailMessage(v any) any {
+	list, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	var msgs []string
+	for _, item := range list {
+		if m, ok := item.(map[string]any); ok {
+			if s, ok := m["msg"].(string); ok && s != "" {
+				msgs = append(msgs, s)
+			}
+		}
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// resolveCDP turns a CDP endpoint into a websocket URL: ws(s) URLs are used
+// as given, http(s) URLs are resolved through GET {url}/json/version, whose
+// webSocketDebuggerUrl is returned with the original query (a token) added
+// where it lacks it. The API key is not sent to the endpoint.
+func (c *apiClient) resolveCDP(ctx context.Context, op, raw string) (string, error) {
+	if raw == "" {
+		return "", nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "", c.fail(op, 0, fmt.Errorf("invalid CDP URL %s", redactURL(raw)), nil)
+	}
+	extra := urlSecrets(u)
+	switch strings.ToLower(u.Scheme) {
+	case "ws", "wss":
+		return raw, nil
+	case "http", "https":
+	default:
+		return "", c.fail(op, 0, fmt.Errorf("CDP URL %s has scheme %q, want ws, wss, http or https", redactURL(raw), u.Scheme), extra)
+	}
+	vu := *u
+	vu.Path = strings.TrimRight(u.Path, "/") + "/json/version"
+	vu.RawPath = ""
+	vu.Fragment = ""
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, vu.String(), nil)
+	if err != nil {
+		return "", c.fail(op, 0, err, extra)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "hybroute")
+	var version struct {
+		WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
+	}
+	if err := c.send(req, op, &version, extra); err != nil {
+		return "", err
+	}
+	ws, err := url.Parse(version.WebSocketDebuggerURL)
+	if err != nil || (ws.Scheme != "ws" && ws.Scheme != "wss") || ws.Host == "" {
+		return "", c.fail(op, http.StatusOK, fmt.Errorf("%s/json/version gave no websocket URL", redactURL(raw)), extra)
+	}
+	if len(u.Query()) > 0 {
+		q := ws.Query()
+		for k, vs := range u.Query() {
+			if !q.Has(k) {
+				q[k] = vs
+			}
+		}
+		ws.RawQuery = q.Encode()
+	}
+	return ws.String(), nil
+}
+
+// session builds the Session of a create answer, resolving an http(s) CDP URL.
+// A 2xx answer without a session id is a malformed answer.
+func (c *apiClient) session(ctx context.Context, key, id, cdp string) (*Session, error) {
+	if id == "" {
+		return nil, c.fail("create", http.StatusOK, errors.New("the answer has no session id"), nil)
+	}
+	ws, err := c.resolveCDP(ctx, "create", cdp)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Key: key, ID: id, CDPURL: ws}, nil
+}

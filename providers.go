@@ -1,0 +1,197 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+)
+
+// The clients of the cloud browser providers. What each client sends was
+// checked against the providers' public API references (stored copies of
+// their documentation pages):
+//
+//   - Browserbase (docs.browserbase.com, "Create a Session" and "Update a
+//     Session"): base https://api.browserbase.com; POST /v1/sessions with the
+//     header X-BB-API-Key and the JSON body {"projectId": ...}; the answer
+//     (201) carries "id" and "connectUrl" (a wss URL) among other fields.
+//     Release is POST /v1/sessions/{id} with {"status":"REQUEST_RELEASE"};
+//     older references mark "projectId" required there, newer ones optional,
+//     so the client sends both. The concurrency guide says both limits (max
+//     concurrent browsers, session creations per minute) answer 429.
+//   - Browser Use (docs.cloud.browser-use.com, API v2 "Create Browser
+//     Session" and "Update Browser Session"): base https://api.browser-use.com;
+//     POST /api/v2/browsers with X-Browser-Use-API-Key; the answer carries
+//     "id", "status" ("active"/"stopped"), "cdpUrl" and "liveUrl". Release is
+//     PATCH /api/v2/browsers/{id} with {"action":"stop"}. Errors are FastAPI
+//     shaped: {"detail": "Session not found"}, or for 422 a list of
+//     {"loc","msg","type"}. Its rate-limit 429s are documented without a
+//     Retry-After header, so the session layer must bring its own window.
+//   - Steel (docs.steel.dev, SDK references and session lifecycle): base
+//     https://api.steel.dev; POST /v1/sessions with the header steel-api-key;
+//     the answer carries "id", "websocketUrl" and "sessionViewerUrl". Its
+//     Puppeteer/Playwright guides connect to websocketUrl with the API key
+//     appended as the "apiKey" query parameter, so the CDP URL this client
+//     returns carries it (see redactURL before logging one). Release is POST
+//     /v1/sessions/{id}/release.
+//   - A plain CDP endpoint (browserless and self-hosted grids): a ws(s) URL is
+//     used as given; an http(s) URL is resolved through GET /json/version
+//     (the DevTools HTTP endpoint, also what chromedp's remote allocator
+//     does), keeping the original query (e.g. browserless's ?token=).
+
+// Default API base URLs of the providers.
+const (
+	DefaultBrowserbaseBaseURL = "https://api.browserbase.com"
+	DefaultBrowserUseBaseURL  = "https://api.browser-use.com"
+	DefaultSteelBaseURL       = "https://api.steel.dev"
+)
+
+// Browserbase is the client of Browserbase's session API.
+type Browserbase struct {
+	apiClient
+	projectID string
+}
+
+// NewBrowserbase returns a Browserbase client for the project.
+func NewBrowserbase(apiKey, projectID string, opts ...ProviderOption) *Browserbase {
+	return &Browserbase{
+		apiClient: newAPIClient(DefaultBrowserbaseBaseURL, "Browserbase", "X-BB-API-Key", apiKey, opts),
+		projectID: projectID,
+	}
+}
+
+// CreateSession implements Provider: POST /v1/sessions.
+func (b *Browserbase) CreateSession(ctx context.Context, key string) (*Session, error) {
+	var out struct {
+		ID         string `json:"id"`
+		ConnectURL string `json:"connectUrl"`
+	}
+	body := b.createBody(map[string]any{"projectId": b.projectID})
+	if err := b.call(ctx, "create", http.MethodPost, "/v1/sessions", body, &out); err != nil {
+		return nil, err
+	}
+	return b.session(ctx, key, out.ID, out.ConnectURL)
+}
+
+// ReleaseSession implements Provider: POST /v1/sessions/{id} with
+// {"status":"REQUEST_RELEASE"}.
+func (b *Browserbase) ReleaseSession(ctx context.Context, s *Session) error {
+	if s == nil || s.ID == "" {
+		return nil
+	}
+	body := map[string]any{"status": "REQUEST_RELEASE"}
+	if b.projectID != "" {
+		body["projectId"] = b.projectID
+	}
+	return b.call(ctx, "release", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.ID), body, nil)
+}
+
+// BrowserUse is the client of Browser Use's cloud API v2 browser sessions.
+type BrowserUse struct{ apiClient }
+
+// NewBrowserUse returns a Browser Use client.
+func NewBrowserUse(apiKey string, opts ...ProviderOption) *BrowserUse {
+	return &BrowserUse{newAPIClient(DefaultBrowserUseBaseURL, "Browser Use", "X-Browser-Use-API-Key", apiKey, opts)}
+}
+
+// CreateSession implements Provider: POST /api/v2/browsers, then the cdpUrl
+// (usually https) is resolved to its websocket through /json/version.
+func (b *BrowserUse) CreateSession(ctx context.Context, key string) (*Session, error) {
+	var out struct {
+		ID     string `json:"id"`
+		CDPURL string `json:"cdpUrl"`
+	}
+	if err := b.call(ctx, "create", http.MethodPost, "/api/v2/browsers", b.createBody(nil), &out); err != nil {
+		return nil, err
+	}
+	return b.session(ctx, key, out.ID, out.CDPURL)
+}
+
+// ReleaseSession implements Provider: PATCH /api/v2/browsers/{id} with
+// {"action":"stop"}.
+func (b *BrowserUse) ReleaseSession(ctx context.Context, s *Session) error {
+	if s == nil || s.ID == "" {
+		return nil
+	}
+	return b.call(ctx, "release", http.MethodPatch, "/api/v2/browsers/"+url.PathEscape(s.ID), map[string]any{"action": "stop"}, nil)
+}
+
+// Steel is the client of Steel's sessions API.
+type Steel struct{ apiClient }
+
+// NewSteel returns a Steel client.
+func NewSteel(apiKey string, opts ...ProviderOption) *Steel {
+	return &Steel{newAPIClient(DefaultSteelBaseURL, "Steel", "steel-api-key", apiKey, opts)}
+}
+
+// CreateSession implements Provider: POST /v1/sessions. The returned CDPURL
+// is the answer's websocketUrl with the "apiKey" query parameter Steel's
+// websocket requires, so it is a credential: log it only through redactURL.
+func (s *Steel) CreateSession(ctx context.Context, key string) (*Session, error) {
+	var out struct {
+		ID           string `json:"id"`
+		WebsocketURL string `json:"websocketUrl"`
+	}
+	if err := s.call(ctx, "create", http.MethodPost, "/v1/sessions", s.createBody(nil), &out); err != nil {
+		return nil, err
+	}
+	sess, err := s.session(ctx, key, out.ID, out.WebsocketURL)
+	if err != nil || sess.CDPURL == "" {
+		return sess, err
+	}
+	if u, perr := url.Parse(sess.CDPURL); perr == nil && s.key != "" {
+		q := u.Query()
+		if !q.Has("apiKey") {
+			q.Set("apiKey", s.key)
+			u.RawQuery = q.Encode()
+			sess.CDPURL = u.String()
+		}
+	}
+	return sess, nil
+}
+
+// ReleaseSession implements Provider: POST /v1/sessions/{id}/release.
+func (s *Steel) ReleaseSession(ctx context.Context, sess *Session) error {
+	if sess == nil || sess.ID == "" {
+		return nil
+	}
+	return s.call(ctx, "release", http.MethodPost, "/v1/sessions/"+url.PathEscape(sess.ID)+"/release", nil, nil)
+}
+
+// CDPEndpointProvider is a browser that is already running behind a CDP
+// endpoint (browserless, a self-hosted grid): nothing to create or release.
+type CDPEndpointProvider struct {
+	apiClient
+	raw string
+}
+
+// CDPEndpoint returns a provider for a plain CDP endpoint: a ws(s) URL used
+// as given, or an http(s) URL (possibly with ?token=) resolved through
+// /json/version at each CreateSession, keeping the token. Only the
+// WithProviderHTTPClient and WithProviderName options apply.
+func CDPEndpoint(rawURL string, opts ...ProviderOption) *CDPEndpointProvider {
+	return &CDPEndpointProvider{apiClient: newAPIClient("", "CDP endpoint", "", "", opts), raw: rawURL}
+}
+
+// CreateSession implements Provider. The session has no ID: there is nothing
+// to release.
+func (p *CDPEndpointProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+	if p.raw == "" {
+		return nil, p.fail("create", 0, errors.New("no CDP URL configured"), nil)
+	}
+	ws, err := p.resolveCDP(ctx, "create", p.raw)
+	if err != nil {
+		return nil, err
+	}
+	return &Session{Key: key, CDPURL: ws}, nil
+}
+
+// ReleaseSession implements Provider; a CDP endpoint has nothing to release.
+func (p *CDPEndpointProvider) ReleaseSession(context.Context, *Session) error { return nil }
+
+var (
+	_ Provider = (*Browserbase)(nil)
+	_ Provider = (*BrowserUse)(nil)
+	_ Provider = (*Steel)(nil)
+	_ Provider = (*CDPEndpointProvider)(nil)
+)
