@@ -53,7 +53,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 		r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: cloud provider recovered",
 			slog.String("provider", r.provider.Name()))
 	}
-	return &entry{key: key, route: RouteCloud, sess: s, tab: t, release: func(ctx context.Context) error {
+	return &entry{key: key, route: RouteCloud, tab: t, release: func(ctx context.Context) error {
 		_ = t.close(ctx)
 		return r.provider.ReleaseSession(ctx, s)
 	}}, nil

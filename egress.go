@@ -413,17 +413,6 @@ func (e *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
 	_ = up.Close()
 }
 
-func closeWrite(c net.Conn) {
-	if ec, ok := c.(*egressConn); ok {
-		c = ec.Conn
-	}
-	if cw, ok := c.(interface{ CloseWrite() error }); ok {
-		_ = cw.CloseWrite()
-		return
-	}
-	_ = c.Close()
-}
-
 // egressConn is a connection the proxy holds (from Chromium, or dialled
 // upstream), so close can close every one of them.
 type egressConn struct {

@@ -12,14 +12,14 @@ import (
 
 // The router.
 var (
-	// ErrClosed is returned by calls on a Router after [Router.Close].
+	// ErrClosed is returned by calls on a [Router] after [Router.Close].
 	ErrClosed = errors.New("hybroute: router is closed")
 	// ErrInvalidSessionKey is returned for a session key that would collide
 	// with a sidecar key (it ends in [LocalSuffix]).
 	ErrInvalidSessionKey = errors.New("hybroute: invalid session key")
 )
 
-// The security floor. A refused URL's error is a [*BlockedError], which
+// The security rules. A refused URL's error is a [*BlockedError], which
 // wraps one of these.
 var (
 	// ErrMetadata is wrapped by the error of a URL that targets a cloud

@@ -138,7 +138,6 @@ func (r *Router) providerFellBack(ctx context.Context, key string, s *Session) (
 		return nil, err
 	}
 	local := e.release
-	e.sess = s
 	e.release = func(ctx context.Context) error {
 		return errors.Join(local(ctx), r.provider.ReleaseSession(ctx, s))
 	}
@@ -173,7 +172,6 @@ func (r *Router) fallbackEntry(ctx context.Context, key string, cause error) (*e
 		return nil, err
 	}
 	e.fallback = true
-	e.reason = cause.Error()
 	return e, nil
 }
 

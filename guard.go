@@ -4,19 +4,22 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
-
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/internal/metadata"
 )
 
-// The guard is the in-browser half of the security floor. URL literals are
+// The guard is the in-browser half of the security rules. URL literals are
 // decided before a call; the guard decides what the page does during it: a
 // redirect from public to private is refused, not followed, and a request
 // to a metadata address is refused on every route, whoever makes it.
@@ -36,10 +39,17 @@ import (
 var guardPatterns = func() []*fetch.RequestPattern {
 	ps := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
 	for _, p := range [...]string{
-		"*169.254.*", "*100.100.100.200*", "*192.0.0.192*", "*168.63.129.16*",
-		"*metadata*", "*instance-data*", "*://[*", "*@[*",
+		"*169.254.*", "*100.100.100.200*", "*192.0.0.192*", "*168.63.129.16*", "*://[*", "*@[*",
 	} {
 		ps = append(ps, &fetch.RequestPattern{URLPattern: p})
+	}
+	names := metadata.Names()
+	for _, n := range names {
+		// A name that holds another listed name is matched by that one's
+		// pattern already (metadata.goog by *metadata*).
+		if !slices.ContainsFunc(names, func(m string) bool { return m != n && strings.Contains(n, m) }) {
+			ps = append(ps, &fetch.RequestPattern{URLPattern: "*" + n + "*"})
+		}
 	}
 	return ps
 }()

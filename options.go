@@ -15,14 +15,14 @@ type Resolver interface {
 	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 }
 
-// Option configures a Router.
+// Option configures a [Router].
 type Option func(*config)
 
 // config is everything the options set; defaultConfig has the defaults. New
 // turns the routing part into the router's policy (policy.go); each other
 // part of the library reads the fields it owns.
 type config struct {
-	// routing and the security floor (policy.go)
+	// routing and the security rules (policy.go)
 	autoLocal      bool
 	allowPrivate   bool
 	cdpURL         string
@@ -58,7 +58,7 @@ func defaultConfig() config {
 
 // WithAutoLocalForPrivateURLs sets whether, with a cloud provider, calls that
 // target a private address run on the local sidecar (default true). Off,
-// private URLs are rejected unless WithAllowPrivateURLs is also on.
+// private URLs are rejected unless [WithAllowPrivateURLs] is also on.
 func WithAutoLocalForPrivateURLs(on bool) Option { return func(c *config) { c.autoLocal = on } }
 
 // WithAllowPrivateURLs lets private URLs go to the remote browser when they
@@ -68,7 +68,7 @@ func WithAllowPrivateURLs(on bool) Option { return func(c *config) { c.allowPriv
 
 // WithCDPURL sends every call to an existing browser at url. Such a browser
 // is not local: hybrid routing is off and private URLs are rejected unless
-// WithAllowPrivateURLs is on.
+// [WithAllowPrivateURLs] is on.
 func WithCDPURL(url string) Option { return func(c *config) { c.cdpURL = url } }
 
 // WithResolver sets the resolver names are classified with

@@ -71,7 +71,8 @@ func (r Reason) sentinel() error {
 	return ErrInvalidURL
 }
 
-// phrase is what the reason means, in the words of the security floor.
+// phrase is what the reason means, in the words of the README's security
+// rules.
 func (r Reason) phrase() string {
 	return strings.TrimPrefix(r.sentinel().Error(), "hybroute: ")
 }

@@ -107,9 +107,9 @@ func (e *ProviderError) Error() string {
 // Unwrap returns the cause, if any.
 func (e *ProviderError) Unwrap() error { return e.Err }
 
-// Is matches the sentinels by status: ErrRateLimited (429), ErrUnauthorized
-// (401, 403), ErrPaymentRequired (402), ErrProviderUnavailable (5xx, 408, or
-// no usable answer).
+// Is matches the sentinels by status: [ErrRateLimited] (429),
+// [ErrUnauthorized] (401, 403), [ErrPaymentRequired] (402),
+// [ErrProviderUnavailable] (5xx, 408, or no usable answer).
 func (e *ProviderError) Is(target error) bool {
 	switch target {
 	case ErrRateLimited:

@@ -37,7 +37,7 @@ func newAPIClient(defaultBase, defaultName, keyHeader, key string, opts []Provid
 	return apiClient{providerConfig: newProviderConfig(defaultBase, defaultName, opts), keyHeader: keyHeader, key: key}
 }
 
-// Name implements Provider.
+// Name implements [Provider].
 func (c *apiClient) Name() string { return c.name }
 
 // createBody merges the configured session params with the fields the client

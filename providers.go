@@ -52,7 +52,7 @@ type Browserbase struct {
 	projectID string
 }
 
-// NewBrowserbase returns a Browserbase client for the project.
+// NewBrowserbase returns a [Browserbase] client for the project.
 func NewBrowserbase(apiKey, projectID string, opts ...ProviderOption) *Browserbase {
 	return &Browserbase{
 		apiClient: newAPIClient(DefaultBrowserbaseBaseURL, "Browserbase", "X-BB-API-Key", apiKey, opts),
@@ -60,7 +60,7 @@ func NewBrowserbase(apiKey, projectID string, opts ...ProviderOption) *Browserba
 	}
 }
 
-// CreateSession implements Provider: POST /v1/sessions.
+// CreateSession implements [Provider]: POST /v1/sessions.
 func (b *Browserbase) CreateSession(ctx context.Context, key string) (*Session, error) {
 	var out struct {
 		ID         string `json:"id"`
@@ -73,7 +73,7 @@ func (b *Browserbase) CreateSession(ctx context.Context, key string) (*Session, 
 	return b.session(ctx, key, out.ID, out.ConnectURL)
 }
 
-// ReleaseSession implements Provider: POST /v1/sessions/{id} with
+// ReleaseSession implements [Provider]: POST /v1/sessions/{id} with
 // {"status":"REQUEST_RELEASE"}.
 func (b *Browserbase) ReleaseSession(ctx context.Context, s *Session) error {
 	if s == nil || s.ID == "" {
@@ -89,12 +89,12 @@ func (b *Browserbase) ReleaseSession(ctx context.Context, s *Session) error {
 // BrowserUse is the client of Browser Use's cloud API v2 browser sessions.
 type BrowserUse struct{ apiClient }
 
-// NewBrowserUse returns a Browser Use client.
+// NewBrowserUse returns a [BrowserUse] client.
 func NewBrowserUse(apiKey string, opts ...ProviderOption) *BrowserUse {
 	return &BrowserUse{newAPIClient(DefaultBrowserUseBaseURL, "Browser Use", "X-Browser-Use-API-Key", apiKey, opts)}
 }
 
-// CreateSession implements Provider: POST /api/v2/browsers, then the cdpUrl
+// CreateSession implements [Provider]: POST /api/v2/browsers, then the cdpUrl
 // (usually https) is resolved to its websocket through /json/version.
 func (b *BrowserUse) CreateSession(ctx context.Context, key string) (*Session, error) {
 	var out struct {
@@ -107,7 +107,7 @@ func (b *BrowserUse) CreateSession(ctx context.Context, key string) (*Session, e
 	return b.session(ctx, key, out.ID, out.CDPURL)
 }
 
-// ReleaseSession implements Provider: PATCH /api/v2/browsers/{id} with
+// ReleaseSession implements [Provider]: PATCH /api/v2/browsers/{id} with
 // {"action":"stop"}.
 func (b *BrowserUse) ReleaseSession(ctx context.Context, s *Session) error {
 	if s == nil || s.ID == "" {
@@ -119,12 +119,12 @@ func (b *BrowserUse) ReleaseSession(ctx context.Context, s *Session) error {
 // Steel is the client of Steel's sessions API.
 type Steel struct{ apiClient }
 
-// NewSteel returns a Steel client.
+// NewSteel returns a [Steel] client.
 func NewSteel(apiKey string, opts ...ProviderOption) *Steel {
 	return &Steel{newAPIClient(DefaultSteelBaseURL, "Steel", "steel-api-key", apiKey, opts)}
 }
 
-// CreateSession implements Provider: POST /v1/sessions. The returned CDPURL
+// CreateSession implements [Provider]: POST /v1/sessions. The returned CDPURL
 // is the answer's websocketUrl with the "apiKey" query parameter Steel's
 // websocket requires, so it is a credential: log it only through redactURL.
 func (s *Steel) CreateSession(ctx context.Context, key string) (*Session, error) {
@@ -150,7 +150,7 @@ func (s *Steel) CreateSession(ctx context.Context, key string) (*Session, error)
 	return sess, nil
 }
 
-// ReleaseSession implements Provider: POST /v1/sessions/{id}/release.
+// ReleaseSession implements [Provider]: POST /v1/sessions/{id}/release.
 func (s *Steel) ReleaseSession(ctx context.Context, sess *Session) error {
 	if sess == nil || sess.ID == "" {
 		return nil
@@ -168,12 +168,12 @@ type CDPEndpointProvider struct {
 // CDPEndpoint returns a provider for a plain CDP endpoint: a ws(s) URL used
 // as given, or an http(s) URL (possibly with ?token=) resolved through
 // /json/version at each CreateSession, keeping the token. Only the
-// WithProviderHTTPClient and WithProviderName options apply.
+// [WithProviderHTTPClient] and [WithProviderName] options apply.
 func CDPEndpoint(rawURL string, opts ...ProviderOption) *CDPEndpointProvider {
 	return &CDPEndpointProvider{apiClient: newAPIClient("", "CDP endpoint", "", "", opts), raw: rawURL}
 }
 
-// CreateSession implements Provider. The session has no ID: there is nothing
+// CreateSession implements [Provider]. The session has no ID: there is nothing
 // to release.
 func (p *CDPEndpointProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
 	if p.raw == "" {
@@ -186,7 +186,7 @@ func (p *CDPEndpointProvider) CreateSession(ctx context.Context, key string) (*S
 	return &Session{Key: key, CDPURL: ws}, nil
 }
 
-// ReleaseSession implements Provider; a CDP endpoint has nothing to release.
+// ReleaseSession implements [Provider]; a CDP endpoint has nothing to release.
 func (p *CDPEndpointProvider) ReleaseSession(context.Context, *Session) error { return nil }
 
 var (

@@ -3,11 +3,11 @@
 // machine. Cloud first, local as the floor, and sensitive addresses never
 // leave the machine.
 //
-// A Router scans the call's code for URL literals (ScanURLs), computes one
-// Verdict per URL, and turns the verdicts into a Plan: the route (cloud or
-// local) and the session cache key. The same predicate,
-// HybridRoutesLocally, decides both navigate and exec calls, so the two can
-// never drift apart.
+// A [Router] scans the call's code for URL literals ([ScanURLs]), computes
+// one [Verdict] per URL, and turns the verdicts into a [Plan]: the route
+// (cloud or local) and the session cache key. The same predicate,
+// [Router.HybridRoutesLocally], decides both navigate and exec calls, so the
+// two can never drift apart.
 package hybroute
 
 import (
@@ -74,7 +74,7 @@ type Router struct {
 	closed bool
 }
 
-// New returns a Router for the cloud provider p. With p == nil there is no
+// New returns a [Router] for the cloud provider p. With p == nil there is no
 // cloud: everything runs on the local Chromium. Close the Router when done
 // with it: Close stops its background reaper and releases every session.
 func New(p Provider, opts ...Option) (*Router, error) {
@@ -131,10 +131,10 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 }
 
 // Plan scans code for URL literals, decides each once, and returns the route
-// the call takes. A metadata literal blocks the whole call (ErrMetadata); a
+// the call takes. A metadata literal blocks the whole call ([ErrMetadata]); a
 // private literal sends the whole call to the sidecar when hybrid routing is
-// on, and is rejected (ErrPrivate) where it is not allowed; a call with no
-// URL literal stays on the route its session took last. On error the Plan
+// on, and is rejected ([ErrPrivate]) where it is not allowed; a call with no
+// URL literal stays on the route its session took last. On error the [Plan]
 // still holds the verdicts, so the caller can see which URL failed.
 //
 // A successful Plan is remembered as the session's route.
@@ -243,7 +243,7 @@ func (r *Router) logPlan(ctx context.Context, key string, p Plan) {
 // Close releases every session (cloud sessions through the provider, local
 // ones with their browser contexts), stops the local Chromium and waits for
 // it: no goroutine and no Chromium process outlives Close. Calls after Close
-// fail with ErrClosed. Close is idempotent.
+// fail with [ErrClosed]. Close is idempotent.
 func (r *Router) Close() error {
 	r.mu.Lock()
 	if r.closed {
@@ -276,9 +276,9 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 	return r.execPlan(ctx, p, run)
 }
 
-// Navigate opens rawURL in the session's tab. It is Exec whose only literal
-// is the URL (the URL is not scanned, it is the literal) and whose run
-// navigates to it: the same Plan, the same predicate.
+// Navigate opens rawURL in the session's tab. It is [Router.Exec] whose only
+// literal is the URL (the URL is not scanned, it is the literal) and whose
+// run navigates to it: the same [Plan], the same predicate.
 func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string) (Result, error) {
 	p, err := r.plan(ctx, sessionKey, []string{rawURL})
 	if err != nil {
@@ -310,7 +310,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	defer cancel()
 	runErr := run(cctx)
 	if gerr := e.guard.err(); gerr != nil {
-		// The page tried to go where the floor does not let it: that is
+		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The
 		// tab leaves the error page for a clean one, as after a landing.
 		gerr = toBlank(cctx, gerr)

@@ -46,9 +46,7 @@ func bindTab(tabCtx, ctx context.Context) (context.Context, context.CancelFunc) 
 type entry struct {
 	key      string
 	route    Route
-	sess     *Session // the provider's session, nil for sidecar sessions
 	fallback bool
-	reason   string
 	tab      tab
 	release  func(context.Context) error // ends the session, exactly once
 	guard    guardRecord                 // what the guard refused during the current call

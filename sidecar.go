@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,14 +18,12 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/hybroute/hybroute/internal/chromium"
 )
 
 // errSidecarClosed is returned by open after close.
 var errSidecarClosed = errors.New("hybroute: the local Chromium sidecar is closed")
-
-// chromiumNames are the programs looked up on PATH, in order, when neither
-// WithChromiumPath nor $CHROMIUM names a binary.
-var chromiumNames = []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "headless-shell"}
 
 const (
 	// controlTimeout bounds the protocol calls the sidecar makes on its own
@@ -46,19 +43,11 @@ func findChromium(cfg *config) (string, error) {
 		}
 		return full, nil
 	}
-	if p := os.Getenv("CHROMIUM"); p != "" {
-		full, err := exec.LookPath(p)
-		if err != nil {
-			return "", fmt.Errorf("%w: $CHROMIUM=%q: %w", ErrNoChromium, p, err)
-		}
-		return full, nil
+	full, err := chromium.Find()
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoChromium, err)
 	}
-	for _, name := range chromiumNames {
-		if full, err := exec.LookPath(name); err == nil {
-			return full, nil
-		}
-	}
-	return "", fmt.Errorf("%w: none of %s is on PATH", ErrNoChromium, strings.Join(chromiumNames, ", "))
+	return full, nil
 }
 
 // sidecar is the local Chromium: one warm process, started once however many

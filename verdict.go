@@ -8,16 +8,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hybroute/hybroute/internal/metadata"
 	"github.com/hybroute/hybroute/internal/whatwg"
 )
 
 // Class is what a URL's target is, as far as routing and safety care.
-// Among the classes of an address the order matters: ClassPublic <
-// ClassPrivate < ClassMetadata, each more restrictive than the one before,
-// so the verdict on a name with several answers is the largest of their
-// classes. ClassInvalid and ClassNoRoute are not classes of an address and
-// not on that scale (an invalid address, which no resolver answers, still
-// sorts above metadata: fail closed).
+// Among the classes of an address the order matters: [ClassPublic] <
+// [ClassPrivate] < [ClassMetadata], each more restrictive than the one
+// before, so the verdict on a name with several answers is the largest of
+// their classes. [ClassInvalid] and [ClassNoRoute] are not classes of an
+// address and not on that scale (an invalid address, which no resolver
+// answers, still sorts above metadata: fail closed).
 type Class int
 
 const (
@@ -58,7 +59,7 @@ type Verdict struct {
 	Class Class
 	Err   error // non-nil when this URL must be blocked
 
-	// ResolveErr is what the Resolver said when a name did not resolve.
+	// ResolveErr is what the [Resolver] said when a name did not resolve.
 	// Such a name is public (the cloud browser does its own DNS) unless its
 	// suffix is reserved for private use; the error is kept for callers.
 	ResolveErr error
@@ -69,7 +70,7 @@ func (v Verdict) Blocked() bool { return v.Err != nil }
 
 // Verdict decides on one URL: its class, the addresses the class was decided
 // on, and, given the router's options, whether it is blocked. It never
-// fails: an unparseable URL is ClassInvalid with Err set.
+// fails: an unparseable URL is [ClassInvalid] with Err set.
 func (r *Router) Verdict(ctx context.Context, rawURL string) Verdict {
 	v := r.pol.classify(ctx, rawURL)
 	v.Err = r.pol.refuse(v, inPlan)
@@ -188,11 +189,11 @@ func classifyAddrs(addrs []netip.Addr) Class {
 // classifyName decides the names that are decided without DNS: the metadata
 // names and localhost. Host is already lower-case ASCII (the parser mapped it).
 func classifyName(host string) (Class, bool) {
-	h := strings.TrimRight(host, ".")
-	switch h {
-	case "metadata.google.internal", "metadata.goog", "metadata", "instance-data":
+	if metadata.IsName(host) {
 		return ClassMetadata, true
-	case "localhost":
+	}
+	h := strings.TrimRight(host, ".")
+	if h == "localhost" {
 		return ClassPrivate, true
 	}
 	if strings.HasSuffix(h, ".localhost") {

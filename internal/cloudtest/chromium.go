@@ -17,24 +17,19 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hybroute/hybroute/internal/chromium"
 )
 
-// ChromiumPath returns the Chromium binary the helpers launch: $CHROMIUM when
-// set, otherwise the first of /usr/bin/chromium, chromium, chromium-browser,
-// google-chrome on the PATH. It returns "" when there is none.
+// ChromiumPath returns the Chromium binary the helpers launch, found as the
+// library finds its own: $CHROMIUM when set, otherwise the first of the
+// usual names on PATH. It returns "" when there is none.
 func ChromiumPath() string {
-	if p := os.Getenv("CHROMIUM"); p != "" {
-		if lp, err := exec.LookPath(p); err == nil {
-			return lp
-		}
+	p, err := chromium.Find()
+	if err != nil {
 		return ""
 	}
-	for _, name := range []string{"/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if lp, err := exec.LookPath(name); err == nil {
-			return lp
-		}
-	}
-	return ""
+	return p
 }
 
 // Chromium is a running headless Chromium with a DevTools websocket on
