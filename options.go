@@ -136,8 +136,9 @@ func WithIdleTimeout(idle, sweep time.Duration) Option {
 }
 
 // WithCreateTimeout bounds one session creation: the provider's API call and
-// the CDP connect, or the local Chromium's start and tab (default 60 s). A
-// caller's own deadline still applies.
+// the CDP connect, or the local tab, waiting for the local Chromium to start
+// included (default 60 s). A start a creation gave up on goes on for the
+// next one. A caller's own deadline still applies.
 func WithCreateTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

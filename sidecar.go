@@ -31,6 +31,11 @@ const (
 	// hang on a wedged browser and must not be cut short by a caller's ctx
 	// (that would leave half-made state in Chromium).
 	controlTimeout = 10 * time.Second
+	// startTimeout bounds one Chromium start. The start is shared by every
+	// session waiting for it and outlives the one that asked first, so it
+	// has a bound of its own rather than a session's creation timeout: a
+	// slow start that one creation gave up on serves the next.
+	startTimeout = 60 * time.Second
 )
 
 // findChromium resolves the Chromium binary: WithChromiumPath, then $CHROMIUM,
@@ -359,7 +364,7 @@ func makeTab(fctx context.Context, proc *chromiumProc, key string) (*localTab, e
 
 // browser returns the running Chromium, starting it (once, however many
 // callers ask at the same time) when there is none. The start outlives a
-// caller that gives up, bounded by the creation timeout; close ends it.
+// caller that gives up, bounded by startTimeout; close ends it.
 func (s *sidecar) browser(ctx context.Context) (*chromiumProc, error) {
 	s.mu.Lock()
 	p, err := s.running()
@@ -379,7 +384,7 @@ func (s *sidecar) browser(ctx context.Context) (*chromiumProc, error) {
 		s.wg.Add(1)
 		s.mu.Unlock()
 		defer s.wg.Done()
-		sctx, cancel := context.WithTimeout(s.life, s.cfg.createTimeout)
+		sctx, cancel := context.WithTimeout(s.life, startTimeout)
 		defer cancel()
 		proc, err := s.start(sctx)
 		if err != nil {
