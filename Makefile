@@ -1,15 +1,23 @@
 # The two commands of the README: `make demo` runs the main job, `make test`
-# runs the tests. Both install Debian's Chromium when none is found.
+# runs the checks and the tests. Both install Debian's Chromium when none is
+# found.
 GO ?= go
+# staticcheck runs from its module at a fixed version, so that the library's
+# go.mod needs no tool dependency.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test demo agent-demo bench fuzz chromium
+.PHONY: test lint demo agent-demo bench fuzz chromium
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
 		{ echo "installing Debian's chromium"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
 
-test: chromium
+lint:
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+# The checks first: the tests run only when vet and staticcheck are clean.
+test: chromium lint
 	$(GO) test -race -count=1 -timeout 15m ./...
 
 demo: chromium

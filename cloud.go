@@ -20,11 +20,11 @@ import (
 // session: either it returns a working entry (cloud or fallback) or nothing
 // at all.
 func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duration) (*entry, error) {
-	if skip, cause := r.back.skip(time.Now()); skip {
+	if skip, cause := r.back.skip(r.now()); skip {
 		// The provider asked us to stay away: no API call, no log line.
 		return r.fallbackEntry(ctx, key, cause)
 	}
-	started := time.Now()
+	started := r.now()
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	s, err := r.provider.CreateSession(pctx, key)
 	cancel()

@@ -53,17 +53,7 @@ const (
 	egressLookupTimeout = 10 * time.Second
 )
 
-// Test hook (set by the package's tests only, before any router exists):
-// egressDialHook sees every address the default dialer is about to dial and
-// can refuse it.
-var egressDialHook func(network, addr string) error
-
 func defaultEgressDial(ctx context.Context, network, addr string) (net.Conn, error) {
-	if h := egressDialHook; h != nil {
-		if err := h(network, addr); err != nil {
-			return nil, err
-		}
-	}
 	d := net.Dialer{Timeout: egressDialTimeout}
 	return d.DialContext(ctx, network, addr)
 }

@@ -135,6 +135,7 @@ func evalIn(t *testing.T, r *Router, session, page, js string) string {
 // connect time: the server never sees the request and the page sees a
 // network error.
 func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newProbeSite(t)
 	logs := &logBuffer{}
@@ -191,6 +192,7 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 // TestEgressCarriesAllowedTraffic: public and private (localhost) loads
 // and a WebSocket all work through the proxy.
 func TestEgressCarriesAllowedTraffic(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newProbeSite(t)
 	logs := &logBuffer{}
@@ -218,6 +220,7 @@ func TestEgressCarriesAllowedTraffic(t *testing.T) {
 // addresses are not allowed there, and a URL built at run time does not
 // get around it: the connection is refused when it is made.
 func TestEgressStrictFallbackRefusesPrivate(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase, WithAutoLocalForPrivateURLs(false))
 	w.api.OnCreate(cloudtest.RateLimited("17"))
 	page := w.site.url(publicHost, "/strict-page")
@@ -242,6 +245,7 @@ func TestEgressStrictFallbackRefusesPrivate(t *testing.T) {
 // TestEgressProxyCannotBeRemoved: no flag takes the proxy away, and the
 // running Chromium has it.
 func TestEgressProxyCannotBeRemoved(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	for _, f := range []map[string]any{
 		{"proxy-server": false},
@@ -288,6 +292,7 @@ func TestEgressProxyCannotBeRemoved(t *testing.T) {
 
 // The decision itself, without a browser.
 func TestDecideEgress(t *testing.T) {
+	t.Parallel()
 	res := egressResolver()
 	res["lan.test"] = addrs("192.168.1.9")
 	res["mixed.test"] = addrs("93.184.215.14", "10.0.0.5")
@@ -393,6 +398,7 @@ func (d *recordingDialer) got() []string {
 // once per connection, so a rebinding answer cannot slip in between the
 // check and the dial; and a later connection is decided afresh.
 func TestEgressDialsOnlyClassifiedAddrs(t *testing.T) {
+	// Not parallel: goleak sees every goroutine of the process.
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	res := &flipResolver{first: addrs("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"), then: addrs("169.254.169.254")}
 	d := &recordingDialer{fail: map[string]bool{"93.184.215.14:443": true}}
@@ -420,6 +426,7 @@ func TestEgressDialsOnlyClassifiedAddrs(t *testing.T) {
 // Chromium would: absolute-form requests and CONNECT tunnels, refusals as
 // 403 with a short body, and Close leaving no goroutine behind.
 func TestEgressProxyAnswers(t *testing.T) {
+	// Not parallel: goleak sees every goroutine of the process.
 	s := newProbeSite(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	logs := &logBuffer{}
@@ -624,6 +631,7 @@ func BenchmarkEgressConnect(b *testing.B) {
 // A tunnel whose client has gone is ended, even when the server never
 // closes: a page cannot pile up held connections.
 func TestEgressTunnelEndsWithItsClient(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer ln.Close()
@@ -654,6 +662,7 @@ func TestEgressTunnelEndsWithItsClient(t *testing.T) {
 
 // Hostile host names cannot grow the warning table or the log.
 func TestEgressLongHostsStayBounded(t *testing.T) {
+	t.Parallel()
 	logs := &logBuffer{}
 	e, err := startEgress(testPolicy(staticResolver{}, false), loopbackDialer(t), slog.New(slog.NewTextHandler(logs, nil)))
 	require.NoError(t, err)
@@ -690,6 +699,7 @@ func (b blockingResolver) LookupNetIP(ctx context.Context, _, _ string) ([]netip
 
 // close waits for dials in flight: nothing of the proxy outlives it.
 func TestEgressCloseWaitsForDials(t *testing.T) {
+	// Not parallel: goleak sees every goroutine of the process.
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	br := blockingResolver{entered: make(chan struct{})}
 	e, err := startEgress(testPolicy(br, true), loopbackDialer(t), slog.New(slog.DiscardHandler))

@@ -147,7 +147,7 @@ func (r *Router) providerFellBack(ctx context.Context, key string, s *Session) (
 // providerFailed records the failure (one log line per outage) and falls
 // back to local Chromium.
 func (r *Router) providerFailed(ctx context.Context, key string, err error) (*entry, error) {
-	first, window := r.back.failed(time.Now(), err, r.cfg.maxBackoff)
+	first, window := r.back.failed(r.now(), err, r.cfg.maxBackoff)
 	if first {
 		r.logProviderFailure(ctx, key, err, window)
 	}

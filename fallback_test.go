@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,7 +23,9 @@ const fallbackLine = "falling back to local Chromium"
 // The seed's story: the provider answers 429 RATE_LIMIT_EXCEEDED, and the
 // morning screenshot is taken anyway, on local Chromium, with one log line.
 func TestSeedStoryRateLimitFallsBackToLocal(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
+	withClock(w.r) // the advertised window stays open however slow the machine
 	w.api.OnCreate(cloudtest.RateLimited("17"))
 	ctx := testCtx(t)
 	dash := w.site.url(publicHost, "/dashboard")
@@ -65,8 +68,37 @@ func TestSeedStoryRateLimitFallsBackToLocal(t *testing.T) {
 	assert.Equal(t, 1, w.logs.count(fallbackLine), "the outage is logged once")
 }
 
+// testClock is the fallback's clock in the tests that move time instead of
+// sleeping through a Retry-After window.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *testClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// withClock gives r's fallback a test clock, set to now. Call it before
+// r's first call.
+func withClock(r *Router) *testClock {
+	c := &testClock{t: time.Now()}
+	r.now = c.now
+	return c
+}
+
 func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
-	w := newWorld(t, cloudtest.Steel, WithProviderBackoffCap(time.Millisecond))
+	t.Parallel()
+	w := newWorld(t, cloudtest.Steel)
+	clock := withClock(w.r)
 	w.api.OnCreate(cloudtest.RateLimited("17"))
 	ctx := testCtx(t)
 	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/a"))
@@ -75,7 +107,7 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 		return chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`localStorage.setItem("k", "kept")`))
 	})
 	require.NoError(t, err)
-	time.Sleep(5 * time.Millisecond) // let the capped window close
+	clock.advance(18 * time.Second) // past the 429's window
 
 	// The provider is healthy again, but the session on the fallback
 	// keeps its browser (its storage) until it is released.
@@ -100,7 +132,7 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 	// A new outage after the recovery is logged again, once.
 	w.api.OnCreate(cloudtest.RateLimited("17"), cloudtest.RateLimited("17"))
 	for _, k := range []string{"u", "v"} {
-		time.Sleep(5 * time.Millisecond) // past the capped window: both ask the provider
+		clock.advance(18 * time.Second) // past the window: both ask the provider
 		res, err = w.r.Navigate(ctx, k, w.site.url(publicHost, "/"+k))
 		require.NoError(t, err)
 		assert.True(t, res.FallbackFromCloud)
@@ -108,7 +140,9 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 	assert.EqualValues(t, 4, w.api.Creates())
 	assert.Equal(t, 2, w.logs.count(fallbackLine), "one line for the first outage, one for the second")
 
-	// Releasing the fallback session gives a fresh start on the cloud.
+	// Releasing the fallback session gives a fresh start on the cloud,
+	// once the second outage's window has passed.
+	clock.advance(18 * time.Second)
 	require.NoError(t, w.r.Release(ctx, "s"))
 	res, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/back"))
 	require.NoError(t, err)
@@ -117,6 +151,7 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 }
 
 func TestProviderFailuresFallBack(t *testing.T) {
+	// Not parallel: its creation timeout is sized for a machine to itself.
 	rows := []struct {
 		rule     string
 		kind     cloudtest.Kind
@@ -135,8 +170,13 @@ func TestProviderFailuresFallBack(t *testing.T) {
 	for _, row := range rows {
 		t.Run(row.rule, func(t *testing.T) {
 			w := newWorld(t, row.kind, WithCreateTimeout(8*time.Second))
-			w.api.OnCreate(row.reply)
 			ctx := testCtx(t)
+			// The local Chromium is warm, so that the creation timeout
+			// bounds the provider's part and a tab, not a cold start.
+			warm, err := w.r.side.open(ctx, "warm")
+			require.NoError(t, err)
+			require.NoError(t, warm.close())
+			w.api.OnCreate(row.reply)
 			res, err := w.r.Navigate(ctx, "k", w.site.url(publicHost, "/page"))
 			require.NoError(t, err)
 			assert.True(t, res.FallbackFromCloud)
@@ -166,6 +206,7 @@ func (r *restOnlyProvider) CreateSession(_ context.Context, key string) (*Sessio
 func (r *restOnlyProvider) ReleaseSession(context.Context, *Session) error { return nil }
 
 func TestNoCDPEndpointFailsWithTheExactMessage(t *testing.T) {
+	t.Parallel()
 	const want = "Cloud browser provider %s returned no CDP endpoint, so Browser Use mode cannot drive it. Switch to the built-in browser tools for this provider."
 	ctx := testCtx(t)
 	requireChromium(t)
@@ -214,11 +255,13 @@ func (p *fallbackProvider) ReleaseSession(ctx context.Context, s *Session) error
 }
 
 func TestProviderMarkedFallbackResolvesLocalEndpoint(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
 	logs := &logBuffer{}
 	p := &fallbackProvider{}
 	r := newBrowserRouter(t, p, logs)
+	withClock(r) // the provider's window stays open however slow the machine
 	ctx := testCtx(t)
 	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/seed"))
 	require.NoError(t, err, "a fallback session without a CDP URL runs on local Chromium, not the no-endpoint error")
@@ -238,6 +281,7 @@ func TestProviderMarkedFallbackResolvesLocalEndpoint(t *testing.T) {
 }
 
 func TestCloudAndLocalBothFail(t *testing.T) {
+	t.Parallel()
 	logs := &logBuffer{}
 	site := newSite(t)
 	requireChromium(t)
@@ -261,6 +305,7 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 }
 
 func TestRetryWindow(t *testing.T) {
+	t.Parallel()
 	pe := &ProviderError{Status: 429, RetryAfter: 17 * time.Second}
 	assert.Equal(t, 17*time.Second, retryWindow(pe, 5*time.Minute))
 	assert.Equal(t, time.Minute, retryWindow(&ProviderError{Status: 429, RetryAfter: time.Hour}, time.Minute), "capped")
@@ -300,6 +345,7 @@ func BenchmarkRateLimitToLoadedLocalPage(b *testing.B) {
 }
 
 func TestBackoffIgnoresSuccessOlderThanTheFailure(t *testing.T) {
+	t.Parallel()
 	var b backoff
 	t0 := time.Now()
 	first, window := b.failed(t0, &ProviderError{Status: 429, RetryAfter: 17 * time.Second}, time.Minute)
@@ -322,6 +368,7 @@ func TestBackoffIgnoresSuccessOlderThanTheFailure(t *testing.T) {
 }
 
 func TestStrictFallbackStillRefusesPrivate(t *testing.T) {
+	t.Parallel()
 	// Auto-local off: private URLs are rejected. A cloud session that fell
 	// back to local Chromium must not become a way around that.
 	w := newWorld(t, cloudtest.Browserbase, WithAutoLocalForPrivateURLs(false))

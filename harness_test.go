@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -250,36 +249,4 @@ func loopbackFor(addr string) (string, error) {
 		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ap.Port()).String(), nil
 	}
 	return "", fmt.Errorf("%s is neither loopback nor a test stand-in: tests send traffic to loopback only", a)
-}
-
-// forbiddenDials records what the default egress dialer was asked for and
-// refused, in tests that build a router without loopbackDialer.
-var forbiddenDials struct {
-	sync.Mutex
-	addrs []string
-}
-
-// TestMain makes the default egress dialer of every router and sidecar in
-// the tests refuse anything but loopback, and fails the run if it was ever
-// asked for more. Routers made with New and no WithResolver still resolve
-// with net.DefaultResolver: such tests load IP literals only.
-func TestMain(m *testing.M) {
-	egressDialHook = func(network, addr string) error {
-		ap, err := netip.ParseAddrPort(addr)
-		if err == nil && ap.Addr().Unmap().IsLoopback() {
-			return nil
-		}
-		forbiddenDials.Lock()
-		forbiddenDials.addrs = append(forbiddenDials.addrs, addr)
-		forbiddenDials.Unlock()
-		return fmt.Errorf("test egress: refusing %s: tests send traffic to loopback only", addr)
-	}
-	code := m.Run()
-	forbiddenDials.Lock()
-	if len(forbiddenDials.addrs) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: the default egress dialer was asked for non-loopback addresses: %v\n", forbiddenDials.addrs)
-		code = 1
-	}
-	forbiddenDials.Unlock()
-	os.Exit(code)
 }

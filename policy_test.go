@@ -198,6 +198,7 @@ func TestLandingsThatLoadNothing(t *testing.T) {
 // routes. A load that fails leaves the tab on Chromium's error page, which
 // loads nothing: that is no refusal.
 func TestLandingOnABrowserPageIsRefused(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 	dead := "http://127.0.0.1:" + strings.TrimPrefix(closedPort(t), "127.0.0.1:") + "/"

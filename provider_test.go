@@ -73,6 +73,7 @@ func driveTitle(t *testing.T, cdpURL, page string) string {
 // carries a CDP URL that really drives a browser, and that release hits the
 // right call.
 func TestProviderSessionsDriveARealBrowser(t *testing.T) {
+	t.Parallel()
 	chrome := cloudtest.LaunchChromium(t)
 	page := titlePage(t, "hybroute provider test")
 
@@ -170,6 +171,7 @@ func TestProviderSessionsDriveARealBrowser(t *testing.T) {
 // TestProviderReleaseCalls proves each release sends the method, path and
 // body the real API expects, with the key header.
 func TestProviderReleaseCalls(t *testing.T) {
+	t.Parallel()
 	rows := []struct {
 		kind       cloudtest.Kind
 		method     string
@@ -237,6 +239,7 @@ func TestProviderReleaseCalls(t *testing.T) {
 // TestProviderCreateErrors proves every scripted failure of create comes back
 // as the right *ProviderError, for every provider.
 func TestProviderCreateErrors(t *testing.T) {
+	t.Parallel()
 	date := time.Now().Add(2 * time.Minute).UTC().Format(http.TimeFormat)
 	rows := []struct {
 		name   string
@@ -380,6 +383,7 @@ func TestProviderCreateErrors(t *testing.T) {
 // oversized answers and dead servers are ErrProviderUnavailable, wrapping
 // the cause.
 func TestProviderCreateFailuresWithoutAnswer(t *testing.T) {
+	// Not parallel: it times how promptly a hang is given up.
 	for _, kind := range apiKinds {
 		t.Run(string(kind)+"/hang past the deadline returns promptly", func(t *testing.T) {
 			srv := cloudtest.NewServer(t, kind, deadWS)
@@ -448,6 +452,7 @@ func TestProviderCreateFailuresWithoutAnswer(t *testing.T) {
 // through /json/version (Browser Use, plain endpoints) are reported as create
 // failures.
 func TestProviderCDPResolution(t *testing.T) {
+	// Not parallel: it times how promptly a hang is given up.
 	for _, kind := range []cloudtest.Kind{cloudtest.BrowserUse, cloudtest.CDP} {
 		t.Run(string(kind)+"/json/version 500", func(t *testing.T) {
 			srv := cloudtest.NewServer(t, kind, deadWS)
@@ -505,6 +510,7 @@ func TestProviderCDPResolution(t *testing.T) {
 // server that echoes the key back, and proves the key is absent from the
 // error text.
 func TestProviderKeyNeverLeaks(t *testing.T) {
+	t.Parallel()
 	const key = "sk-live-SUPERSECRET-0123456789"
 	echo := func(status int) cloudtest.Reply {
 		return cloudtest.Status(status, `{"error":"bad key `+key+`","message":"key `+key+` refused","detail":"`+key+`"}`)
@@ -594,6 +600,7 @@ func TestProviderKeyNeverLeaks(t *testing.T) {
 // TestProviderDefaultClientDoesNotFollowRedirects proves the API key header
 // is never carried to another host by a redirect.
 func TestProviderDefaultClientDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
 	var stolen atomic.Int64
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get("X-BB-API-Key") != "" {
@@ -615,6 +622,7 @@ func TestProviderDefaultClientDoesNotFollowRedirects(t *testing.T) {
 // TestProviderOptions proves the options: session params merge into the
 // create body (the client's own fields win), a custom name and HTTP client.
 func TestProviderOptions(t *testing.T) {
+	t.Parallel()
 	srv := cloudtest.NewServer(t, cloudtest.Browserbase, deadWS)
 	var used atomic.Int64
 	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -647,6 +655,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestRedactURL(t *testing.T) {
+	t.Parallel()
 	rows := []struct{ in, want, proves string }{
 		{"wss://connect.browserbase.com?signingKey=abc123", "wss://connect.browserbase.com?signingKey=REDACTED", "query values are replaced"},
 		{"wss://chrome.browserless.io/?token=t0k3n&stealth=true", "wss://chrome.browserless.io/?stealth=REDACTED&token=REDACTED", "every query value goes"},
@@ -664,6 +673,7 @@ func TestRedactURL(t *testing.T) {
 }
 
 func TestParseRetryAfter(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	rows := []struct {
 		in   string
@@ -685,6 +695,7 @@ func TestParseRetryAfter(t *testing.T) {
 }
 
 func TestProviderErrorText(t *testing.T) {
+	t.Parallel()
 	e := &ProviderError{Provider: "Browserbase", Op: "create", Status: 429, Code: "RATE_LIMIT_EXCEEDED", RetryAfter: 17 * time.Second, Limit: 200}
 	assert.Equal(t, "cloud browser provider Browserbase: create session failed: HTTP 429 RATE_LIMIT_EXCEEDED (retry after 17s, limit 200)", e.Error())
 	cause := errors.New("dial tcp: connection refused")

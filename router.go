@@ -62,6 +62,7 @@ type Router struct {
 
 	side *sidecar
 	back backoff
+	now  func() time.Time // the fallback's clock; tests move it instead of sleeping
 
 	// life ends at Close: work that outlives its caller (session
 	// creation) runs under it.
@@ -81,6 +82,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	r := &Router{
 		cfg:      defaultConfig(),
 		provider: p,
+		now:      time.Now,
 		routes:   make(map[string]routeMemo),
 		sess:     sessions{m: make(map[string]*entry), inFlight: make(map[string]*creation)},
 	}

@@ -24,6 +24,7 @@ func (s *stubProvider) CreateSession(ctx context.Context, key string) (*Session,
 func (s *stubProvider) ReleaseSession(ctx context.Context, sess *Session) error { return nil }
 
 func TestPlan(t *testing.T) {
+	t.Parallel()
 	cloud := &stubProvider{name: "Cloud"}
 	type setup struct {
 		name string
@@ -87,6 +88,7 @@ func TestPlan(t *testing.T) {
 }
 
 func TestPlanErrorMessages(t *testing.T) {
+	t.Parallel()
 	r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithAutoLocalForPrivateURLs(false))
 	_, err := r.Plan(context.Background(), "s", `goto("http://localhost:3000/x")`)
 	require.Error(t, err)
@@ -100,6 +102,7 @@ func TestPlanErrorMessages(t *testing.T) {
 }
 
 func TestStickyRoute(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	r := newTestRouter(t, &stubProvider{name: "Cloud"})
 
@@ -131,6 +134,7 @@ func TestStickyRoute(t *testing.T) {
 }
 
 func TestHybridRoutesLocally(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cloud := &stubProvider{name: "Cloud"}
 	hybrid := newTestRouter(t, cloud)
@@ -151,6 +155,7 @@ func TestHybridRoutesLocally(t *testing.T) {
 }
 
 func TestNavigateAndExecShareTheVerdict(t *testing.T) {
+	t.Parallel()
 	// The predicate answers exactly what Plan does for a call whose only
 	// literal is the URL, for every URL of the verdict table.
 	ctx := context.Background()
@@ -198,6 +203,7 @@ func (r *rebindingResolver) LookupNetIP(ctx context.Context, network, host strin
 }
 
 func TestOneVerdictPerURL(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cr := &countingResolver{n: map[string]int{}, staticResolver: testResolver}
 	r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(cr))
@@ -219,6 +225,7 @@ func TestOneVerdictPerURL(t *testing.T) {
 }
 
 func TestPlanBadInput(t *testing.T) {
+	t.Parallel()
 	r := newTestRouter(t, &stubProvider{name: "Cloud"})
 	_, err := r.Plan(context.Background(), "x::local", `goto("https://example.com")`)
 	assert.ErrorIs(t, err, ErrInvalidSessionKey, "a key must not collide with a sidecar key")
@@ -239,6 +246,7 @@ func TestPlanBadInput(t *testing.T) {
 }
 
 func TestPlanLogsDecisionNames(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithLogger(log))

@@ -26,8 +26,10 @@ import (
 )
 
 func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
+	t.Parallel()
 	for _, kind := range []cloudtest.Kind{cloudtest.Browserbase, cloudtest.BrowserUse, cloudtest.Steel, cloudtest.CDP} {
 		t.Run(string(kind), func(t *testing.T) {
+			t.Parallel()
 			w := newWorld(t, kind)
 			ctx := testCtx(t)
 
@@ -79,6 +81,7 @@ func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
 }
 
 func TestMixedCallRunsWhollyLocal(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 	pub, priv := w.site.url(publicHost, "/mixed-public"), w.site.url("127.0.0.1", "/mixed-private")
@@ -94,6 +97,7 @@ func TestMixedCallRunsWhollyLocal(t *testing.T) {
 }
 
 func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 
@@ -107,10 +111,14 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 	assert.Empty(t, w.site.uaOf("/inside"), "the redirect was not followed")
 	assert.Equal(t, "about:blank", location(t, w.r, "s"))
 
-	// Script-built navigation (no literal in the code) is refused the same way.
+	// Script-built navigation (no literal in the code) is refused the same
+	// way. The call waits until the refused navigation has left its mark:
+	// the error page the tab shows instead of about:blank.
 	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
-		return chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.href = "http://" + "127.0.0.1:`+w.site.port+`/scripted"`),
-			chromedp.Sleep(300*time.Millisecond))
+		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.href = "http://" + "127.0.0.1:`+w.site.port+`/scripted"`)); err != nil {
+			return err
+		}
+		return waitLocationLeaves(ctx, "about:blank")
 	})
 	require.ErrorIs(t, err, ErrPrivate)
 	assert.Empty(t, w.site.uaOf("/scripted"))
@@ -137,6 +145,7 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 }
 
 func TestLandedURLIsRechecked(t *testing.T) {
+	t.Parallel()
 	// The landing check is the layer under the guard: switch the guard off
 	// in the tab (as a frame or a worker outside its reach would be) and
 	// land on a private page from the cloud route.
@@ -158,6 +167,21 @@ func TestLandedURLIsRechecked(t *testing.T) {
 	assert.Equal(t, "about:blank", location(t, w.r, "s"), "the tab was sent to about:blank")
 }
 
+// waitLocationLeaves waits, within ctx, until the tab is no longer at from.
+func waitLocationLeaves(ctx context.Context, from string) error {
+	for {
+		loc, err := chromedp.Run(ctx, chromedp.Location())
+		if err != nil || loc != from {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 func location(t *testing.T, r *Router, key string) string {
 	t.Helper()
 	var loc string
@@ -170,6 +194,7 @@ func location(t *testing.T, r *Router, key string) string {
 }
 
 func TestConcurrentCallsShareOneCreation(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 	var wg sync.WaitGroup
@@ -187,6 +212,7 @@ func TestConcurrentCallsShareOneCreation(t *testing.T) {
 }
 
 func TestReaperReleasesIdleSessions(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase, WithIdleTimeout(100*time.Millisecond, 20*time.Millisecond))
 	ctx := testCtx(t)
 	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/idle"))
@@ -208,6 +234,7 @@ func TestReaperReleasesIdleSessions(t *testing.T) {
 }
 
 func TestCancelledCallLosesNothing(t *testing.T) {
+	// Not parallel: its deadlines are sized for a machine to itself.
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()
@@ -233,6 +260,7 @@ func TestCancelledCallLosesNothing(t *testing.T) {
 }
 
 func TestDeadCloudBrowserIsReplaced(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/a"))
@@ -256,6 +284,8 @@ func TestDeadCloudBrowserIsReplaced(t *testing.T) {
 }
 
 func TestCloseLeavesNoChromium(t *testing.T) {
+	// Not parallel: goleak sees every goroutine of the process, and the
+	// process scan every Chromium of the other tests.
 	requireChromium(t)
 	s := newSite(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -277,6 +307,7 @@ func TestCloseLeavesNoChromium(t *testing.T) {
 }
 
 func TestCDPURLNeverLeaksInErrors(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	// A provider whose endpoint refuses connections: the dial error must
 	// not carry the token of the URL.
@@ -375,9 +406,11 @@ func (p *patientProvider) CreateSession(ctx context.Context, key string) (*Sessi
 func (p *patientProvider) ReleaseSession(context.Context, *Session) error { return nil }
 
 func TestCloseEndsCreationsInFlight(t *testing.T) {
+	t.Parallel()
 	p := &patientProvider{entered: make(chan struct{})}
 	logs := &logBuffer{}
-	r, err := New(p, WithResolver(testResolver), WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	r, err := New(p, WithResolver(testResolver), WithEgressDialer(loopbackDialer(t)),
+		WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -394,6 +427,7 @@ func TestCloseEndsCreationsInFlight(t *testing.T) {
 }
 
 func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
+	t.Parallel()
 	r := newTestRouter(t, &stubProvider{name: "Cloud"})
 	ctx := context.Background()
 	_, err := r.Plan(ctx, "s", `goto("http://localhost:3000")`)
@@ -413,6 +447,7 @@ func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
 }
 
 func TestMalformedURLLosesNothing(t *testing.T) {
+	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 	for _, bad := range []string{"http://1.2.3.256/", "http://[::1/", "javascript:alert(1)", "http://exa<mple.com/"} {
@@ -428,6 +463,7 @@ func TestMalformedURLLosesNothing(t *testing.T) {
 }
 
 func TestDeadLocalBrowserIsReplaced(t *testing.T) {
+	t.Parallel()
 	logs := &logBuffer{}
 	// No sweep of the reaper, which would drop a dead session quietly.
 	r, s := newLocalRouter(t, logs, WithIdleTimeout(time.Hour, time.Hour))
@@ -510,6 +546,7 @@ func targetIn(ctx context.Context) target.ID {
 }
 
 func TestSessionKeysAreIsolated(t *testing.T) {
+	t.Parallel()
 	r, site := newLocalRouter(t, &logBuffer{})
 	ctx := testCtx(t)
 
@@ -533,6 +570,7 @@ func TestSessionKeysAreIsolated(t *testing.T) {
 }
 
 func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
+	t.Parallel()
 	r, _ := newLocalRouter(t, &logBuffer{})
 	ctx := testCtx(t)
 	call := func(key string) target.ID {
@@ -594,6 +632,7 @@ func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
 }
 
 func TestReleaseFreesTheSession(t *testing.T) {
+	t.Parallel()
 	r, site := newLocalRouter(t, &logBuffer{})
 	ctx := testCtx(t)
 
@@ -620,14 +659,14 @@ func TestReleaseFreesTheSession(t *testing.T) {
 // TestConcurrentCallsAndReleases hammers calls and releases of a few keys
 // from many goroutines; run it with -race.
 func TestConcurrentCallsAndReleases(t *testing.T) {
+	t.Parallel()
 	r, _ := newLocalRouter(t, &logBuffer{})
-	ctx := testCtx(t)
 	var wg sync.WaitGroup
-	for g := range 12 {
+	for g := range 8 {
 		wg.Go(func() {
 			for i := range 6 {
 				key := fmt.Sprintf("k%d", (g+i)%4)
-				_, err := r.Exec(ctx, key, "", func(ctx context.Context) error {
+				_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context) error {
 					_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
 					return err
 				})
@@ -640,7 +679,7 @@ func TestConcurrentCallsAndReleases(t *testing.T) {
 					continue
 				}
 				if i%3 == 2 {
-					assert.NoError(t, r.Release(ctx, key))
+					assert.NoError(t, r.Release(testCtx(t), key))
 				}
 			}
 		})
@@ -650,10 +689,11 @@ func TestConcurrentCallsAndReleases(t *testing.T) {
 	r.mu.Lock()
 	n := len(r.sess.m)
 	r.mu.Unlock()
-	assert.Len(t, browserContexts(t, ctx, r.side), n, "exactly one browser context per cached session")
+	assert.Len(t, browserContexts(t, testCtx(t), r.side), n, "exactly one browser context per cached session")
 }
 
 func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
 	r := newBrowserRouter(t, nil, &logBuffer{}) // no provider: everything local
@@ -672,6 +712,7 @@ func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {
 }
 
 func TestGuardThatCannotStartFailsCleanly(t *testing.T) {
+	// Not parallel: it swaps the package's guard patterns.
 	requireChromium(t)
 	cloud := cloudtest.LaunchChromium(t)
 	old := guardPatterns
@@ -704,11 +745,16 @@ func (h hangResolver) LookupNetIP(ctx context.Context, network, host string) ([]
 }
 
 func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
+	// Not parallel: its deadlines are sized for a machine to itself.
 	requireChromium(t)
 	s := newSite(t)
 	res := hangResolver{testResolverWith(publicHost, "93.184.215.14")}
 	r := newBrowserRouter(t, nil, &logBuffer{}, WithResolver(res),
 		WithChromiumFlags(map[string]any{"host-resolver-rules": hostRules + ", MAP slow.test 127.0.0.1"}))
+	// The session exists first, so that the deadlines below bound the
+	// calls on its tab, not a cold start of Chromium.
+	_, err := r.Navigate(testCtx(t), "s", s.URL+"/warm")
+	require.NoError(t, err)
 	short, cancel := context.WithTimeout(testCtx(t), 2*time.Second)
 	defer cancel()
 	// The frame's lookup hangs; the call gives up.
@@ -719,12 +765,13 @@ func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
 	// The next call on the same tab is not held up behind that lookup.
 	next, cancel2 := context.WithTimeout(testCtx(t), 4*time.Second)
 	defer cancel2()
-	_, err := r.Navigate(next, "s", s.URL+"/plain")
+	_, err = r.Navigate(next, "s", s.URL+"/plain")
 	require.NoError(t, err)
 	assert.Equal(t, localUA, s.uaOf("/plain"))
 }
 
 func TestImpatientCallerDoesNotFailAPatientOne(t *testing.T) {
+	// Not parallel: its deadlines are sized for a machine to itself.
 	w := newWorld(t, cloudtest.Browserbase)
 	short, cancel := context.WithTimeout(testCtx(t), 150*time.Millisecond)
 	defer cancel()
@@ -753,6 +800,7 @@ func (g *gateProvider) CreateSession(ctx context.Context, key string) (*Session,
 func (g *gateProvider) ReleaseSession(context.Context, *Session) error { return nil }
 
 func TestReleaseDuringCreationIsNotLost(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	g := &gateProvider{entered: make(chan struct{}), gate: make(chan struct{})}
 	r := newBrowserRouter(t, g, &logBuffer{})

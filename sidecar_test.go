@@ -25,20 +25,26 @@ import (
 	"go.uber.org/goleak"
 )
 
-// requireChromium skips a browser test when no Chromium is installed.
+// requireChromium skips a browser test under -short, and when no Chromium
+// is installed.
 func requireChromium(tb testing.TB) {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("skipping: this test drives a real Chromium (-short)")
+	}
 	if _, err := findChromium(&config{}); err != nil {
 		tb.Skipf("skipping: this test drives a real Chromium and none is installed (%v)", err)
 	}
 }
 
 // testConfig is the default configuration with opts, warnings logged to
-// the test's output, and a resolver that answers nothing: the sidecar
-// tests load IP literals, and no test asks a real DNS server.
+// the test's output, a resolver that answers nothing (the sidecar tests
+// load IP literals, and no test asks a real DNS server), and the egress
+// dialer that dials loopback only.
 func testConfig(tb testing.TB, opts ...Option) *config {
 	cfg := defaultConfig()
 	cfg.resolver = staticResolver{}
+	cfg.egressDialer = loopbackDialer(tb)
 	cfg.logger = slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for _, o := range opts {
 		o(&cfg)
@@ -193,6 +199,7 @@ func processGone(pid int) bool {
 }
 
 func TestSidecarNavigatesAndReadsTitle(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newTestSidecar(t)
 	site := testSite(t)
@@ -214,6 +221,7 @@ func TestSidecarNavigatesAndReadsTitle(t *testing.T) {
 // sidecar share one Chromium start, and each gets a tab of its own, alone
 // in a browser context of its own.
 func TestSidecarConcurrentOpensShareOneStart(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newTestSidecar(t)
 	site := testSite(t)
@@ -258,6 +266,7 @@ func TestSidecarConcurrentOpensShareOneStart(t *testing.T) {
 // TestSidecarTabCloseDisposesItsContext: closing a tab disposes of its
 // browser context, cookies and all, and keeps Chromium warm.
 func TestSidecarTabCloseDisposesItsContext(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newTestSidecar(t)
 	site := testSite(t)
@@ -285,6 +294,7 @@ func TestSidecarTabCloseDisposesItsContext(t *testing.T) {
 }
 
 func TestSidecarCloseLeavesNothing(t *testing.T) {
+	// Not parallel: goleak sees every goroutine of the process.
 	requireChromium(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 
@@ -329,6 +339,7 @@ func TestSidecarCloseLeavesNothing(t *testing.T) {
 }
 
 func TestSidecarBrowserDeath(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newTestSidecar(t)
 	site := testSite(t)
@@ -363,6 +374,7 @@ func TestSidecarBrowserDeath(t *testing.T) {
 }
 
 func TestSidecarNoChromium(t *testing.T) {
+	// Not parallel: it sets $PATH and $CHROMIUM.
 	s := newTestSidecar(t, WithChromiumPath("/nonexistent"))
 	_, err := s.open(context.Background(), "k")
 	require.ErrorIs(t, err, ErrNoChromium)
@@ -383,6 +395,7 @@ func TestSidecarNoChromium(t *testing.T) {
 }
 
 func TestSidecarCancelledOpen(t *testing.T) {
+	t.Parallel()
 	// A ctx that is already done starts nothing.
 	s := newTestSidecar(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -435,6 +448,7 @@ func TestSidecarCancelledOpen(t *testing.T) {
 }
 
 func TestSidecarCancelledOpenOnWarmBrowser(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newTestSidecar(t)
 	ctx := testCtx(t)
@@ -465,6 +479,7 @@ func TestSidecarCancelledOpenOnWarmBrowser(t *testing.T) {
 }
 
 func TestSidecarFlags(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newTestSidecar(t, WithChromiumFlags(map[string]any{"user-agent": "hybroute-test/1"}))
 	ctx := testCtx(t)
@@ -496,9 +511,9 @@ func TestSidecarFlags(t *testing.T) {
 // TestSidecarConcurrentOpenClose hammers open/use/close of tabs from many
 // goroutines; run it with -race.
 func TestSidecarConcurrentOpenClose(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newTestSidecar(t)
-	ctx := testCtx(t)
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -507,11 +522,11 @@ func TestSidecarConcurrentOpenClose(t *testing.T) {
 	for g := range 6 {
 		wg.Go(func() {
 			for i := range 4 {
-				tab, err := s.open(ctx, fmt.Sprintf("k%d-%d", g, i))
+				tab, err := s.open(testCtx(t), fmt.Sprintf("k%d-%d", g, i))
 				if !assert.NoError(t, err) {
 					continue
 				}
-				_, err = run(ctx, tab, chromedp.Evaluate[int]("1+1"))
+				_, err = run(testCtx(t), tab, chromedp.Evaluate[int]("1+1"))
 				assert.NoError(t, err)
 				if i%4 == 3 {
 					mu.Lock()
@@ -525,7 +540,7 @@ func TestSidecarConcurrentOpenClose(t *testing.T) {
 	}
 	wg.Wait()
 	assert.EqualValues(t, 1, s.starts.Load())
-	assert.Len(t, browserContexts(t, ctx, s), len(kept), "exactly one browser context per open tab")
+	assert.Len(t, browserContexts(t, testCtx(t), s), len(kept), "exactly one browser context per open tab")
 }
 
 // BenchmarkSidecarSecondSession times a new session's tab on a warm Chromium:

@@ -49,6 +49,7 @@ var testResolver = staticResolver{
 }
 
 func TestClassifyAddr(t *testing.T) {
+	t.Parallel()
 	rows := []struct {
 		rule string
 		addr string
@@ -144,7 +145,7 @@ func TestClassifyAddr(t *testing.T) {
 
 func newTestRouter(t testing.TB, p Provider, opts ...Option) *Router {
 	t.Helper()
-	opts = append([]Option{WithResolver(testResolver)}, opts...)
+	opts = append([]Option{WithResolver(testResolver), WithEgressDialer(loopbackDialer(t))}, opts...)
 	r, err := New(p, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
@@ -152,6 +153,7 @@ func newTestRouter(t testing.TB, p Provider, opts ...Option) *Router {
 }
 
 func TestVerdictClassifiesAsChromiumParses(t *testing.T) {
+	t.Parallel()
 	r := newTestRouter(t, nil)
 	rows := []struct {
 		rule, url, host string
@@ -233,6 +235,7 @@ func TestVerdictClassifiesAsChromiumParses(t *testing.T) {
 }
 
 func TestVerdictKeepsResolveError(t *testing.T) {
+	t.Parallel()
 	r := newTestRouter(t, nil)
 	v := r.Verdict(context.Background(), "https://nx.example/")
 	assert.Equal(t, ClassPublic, v.Class)
@@ -245,6 +248,7 @@ func TestVerdictKeepsResolveError(t *testing.T) {
 }
 
 func TestVerdictAllowedScheme(t *testing.T) {
+	t.Parallel()
 	p := &stubProvider{name: "Cloud"}
 	r := newTestRouter(t, p, WithAllowedSchemes("file:"))
 	v := r.Verdict(context.Background(), "file:///etc/hostname")
@@ -258,6 +262,7 @@ func TestVerdictAllowedScheme(t *testing.T) {
 }
 
 func TestVerdictErrorsAreWrapped(t *testing.T) {
+	t.Parallel()
 	r := newTestRouter(t, nil)
 	v := r.Verdict(context.Background(), "http://169.254.169.254/latest/meta-data/")
 	var be *BlockedError
@@ -269,6 +274,7 @@ func TestVerdictErrorsAreWrapped(t *testing.T) {
 }
 
 func TestClassString(t *testing.T) {
+	t.Parallel()
 	for c, want := range map[Class]string{ClassPublic: "public", ClassPrivate: "private",
 		ClassMetadata: "metadata", ClassInvalid: "invalid", ClassNoRoute: "noroute", Class(99): "Class(99)"} {
 		assert.Equal(t, want, c.String())
@@ -333,6 +339,7 @@ func BenchmarkVerdict(b *testing.B) {
 }
 
 func TestVerdictAllocations(t *testing.T) {
+	// Not parallel: AllocsPerRun counts the allocations of every goroutine.
 	// Allocation counts are deterministic, unlike timings: the IP-literal
 	// verdict in front of every call stays within two allocations.
 	r := newTestRouter(t, &stubProvider{name: "Cloud"})

@@ -18,6 +18,9 @@ import (
 // TestScriptedAgent runs the demo loop and checks that each step had its
 // effect: the click, the search, the exec, the screenshot, the refusal.
 func TestScriptedAgent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping: this test drives a real Chromium (-short)")
+	}
 	if cloudtest.ChromiumPath() == "" {
 		t.Skip("no Chromium installed")
 	}

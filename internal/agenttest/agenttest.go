@@ -112,9 +112,13 @@ func NewRouter(t testing.TB, p hybroute.Provider, opts ...hybroute.Option) *hybr
 	return r
 }
 
-// RequireChromium skips the test when no Chromium is installed.
+// RequireChromium skips the test under -short, and when no Chromium is
+// installed.
 func RequireChromium(t testing.TB) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping: this test drives a real Chromium (-short)")
+	}
 	if cloudtest.ChromiumPath() == "" {
 		t.Skip("no Chromium installed (install the chromium package or set $CHROMIUM)")
 	}

@@ -8,6 +8,7 @@ import (
 )
 
 func TestFind(t *testing.T) {
+	// Not parallel: it sets $PATH and $CHROMIUM.
 	dir := t.TempDir()
 	t.Setenv("PATH", dir)
 	t.Setenv("CHROMIUM", "")

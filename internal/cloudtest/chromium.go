@@ -55,11 +55,15 @@ const startTimeout = 30 * time.Second
 
 // LaunchChromium launches a real headless Chromium for the test: the
 // stand-in cloud browser. The process (and its process group) is killed and
-// reaped in t.Cleanup. The test is skipped, with the reason, when no Chromium
-// is installed. Extra flags (such as --user-agent=cloud, to tell the browsers
-// apart in a test, or --host-resolver-rules) are added to Flags.
+// reaped in t.Cleanup. The test is skipped, with the reason, under -short
+// and when no Chromium is installed. Extra flags (such as
+// --user-agent=cloud, to tell the browsers apart in a test, or
+// --host-resolver-rules) are added to Flags.
 func LaunchChromium(t testing.TB, extra ...string) *Chromium {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("cloudtest: skipping the test that needs a real browser (-short)")
+	}
 	path := ChromiumPath()
 	if path == "" {
 		t.Skip("cloudtest: no Chromium installed (set $CHROMIUM or install the chromium package); skipping the test that needs a real browser")

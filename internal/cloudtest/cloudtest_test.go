@@ -16,6 +16,7 @@ import (
 // TestChromiumCloseReapsTheProcess proves the launched Chromium answers on
 // its DevTools port and is gone after Close.
 func TestChromiumCloseReapsTheProcess(t *testing.T) {
+	t.Parallel()
 	c := LaunchChromium(t)
 	require.True(t, strings.HasPrefix(c.WSURL, "ws://127.0.0.1:"), c.WSURL)
 	resp, err := http.Get(c.HTTPURL + "/json/version")
@@ -38,6 +39,7 @@ func TestChromiumCloseReapsTheProcess(t *testing.T) {
 // provider's shape and still counts the call, and that scripted answers are
 // used once, in order.
 func TestServerChecksTheKeyAndCounts(t *testing.T) {
+	t.Parallel()
 	s := NewServer(t, BrowserUse, "ws://127.0.0.1:9/devtools/browser/x")
 	post := func(key string) (int, string, http.Header) {
 		req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/v2/browsers", strings.NewReader(`{}`))
@@ -69,6 +71,7 @@ func TestServerChecksTheKeyAndCounts(t *testing.T) {
 // TestServerHangEndsWithTheClient proves a hanging answer ends when the
 // client gives up, so tests never wait on it.
 func TestServerHangEndsWithTheClient(t *testing.T) {
+	t.Parallel()
 	s := NewServer(t, Steel, "ws://127.0.0.1:9/devtools/browser/x")
 	s.OnCreate(Hang())
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
