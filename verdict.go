@@ -304,10 +304,11 @@ func classifyV4(w uint32) Class {
 
 var (
 	v6Metadata = [...]netip.Prefix{
-		netip.MustParsePrefix("fd00:ec2::/32"),       // AWS IMDS over IPv6
-		netip.MustParsePrefix("fd20:ce::254/128"),    // GCP
-		netip.MustParsePrefix("fd00:42::42/128"),     // metadata on some platforms
-		netip.MustParsePrefix("fe80::a9fe:a9fe/128"), // link-local form of 169.254.169.254
+		netip.MustParsePrefix("fd00:ec2::/32"),         // AWS IMDS over IPv6
+		netip.MustParsePrefix("fd20:ce::254/128"),      // GCP
+		netip.MustParsePrefix("fd00:42::42/128"),       // metadata on some platforms
+		netip.MustParsePrefix("fe80::a9fe:a9fe/128"),   // link-local form of 169.254.169.254
+		netip.MustParsePrefix("fd00:a9fe:a9fe::1/128"), // Akamai (Linode)
 	}
 	// v6Private lists the blocks inside 2000::/3 that are not globally
 	// reachable; everything outside 2000::/3 is private without a list.
