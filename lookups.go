@@ -96,6 +96,7 @@ func (r *Router) decideAll(ctx context.Context, urls []string, vs []Verdict) (*c
 	var (
 		pending []int32 // per URL: the index of the answer it waits on, or -1
 		look    *callLookups
+		few     [8]int32 // pending's room in a call of a few URLs
 	)
 	for i, u := range urls {
 		v, name := r.pol.classifyParsed(u)
@@ -109,7 +110,11 @@ func (r *Router) decideAll(ctx context.Context, urls []string, vs []Verdict) (*c
 		if pending == nil {
 			// The first name of the call: from here on every URL says
 			// which answer it waits on.
-			pending = make([]int32, len(urls))
+			if len(urls) <= len(few) {
+				pending = few[:len(urls)]
+			} else {
+				pending = make([]int32, len(urls))
+			}
 			for j := range i {
 				pending[j] = -1
 			}

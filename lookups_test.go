@@ -97,6 +97,7 @@ func BenchmarkPlanSlowDNS(b *testing.B) {
 		{"100Hosts", 100, false},
 		{"1000URLsOneHost", 1000, true},
 		{"1000Hosts", 1000, false},
+		{"4000Hosts", 4000, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			code := manyURLsCode(bc.n, bc.oneHost)

@@ -173,11 +173,6 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 	if errors.Is(err, ErrTooManyHosts) {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
 	}
-	if err != nil {
-		// A cancelled lookup leaves a verdict we cannot trust.
-		return p, fmt.Errorf("hybroute: plan: %w", err)
-	}
-	p.lookups = look
 	var errs []error
 	for i := range p.Verdicts {
 		v := &p.Verdicts[i]
@@ -185,6 +180,11 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 			errs = append(errs, v.Err)
 		}
 	}
+	if err != nil {
+		// A cancelled lookup leaves a verdict we cannot trust.
+		return p, fmt.Errorf("hybroute: plan: %w", err)
+	}
+	p.lookups = look
 	p.Route = r.pol.route(p.Verdicts, func() (Route, bool) { return r.lastRoute(key) })
 	p.CacheKey = r.pol.cacheKey(key, p.Route)
 	if len(errs) > 0 {
