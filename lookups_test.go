@@ -191,8 +191,10 @@ func TestPlanEndsWithItsContext(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
 			done := make(chan error, 1)
+			var p Plan
 			go func() {
-				_, err := r.Plan(ctx, "s", manyURLsCode(n, false))
+				var err error
+				p, err = r.Plan(ctx, "s", `fetch("http://169.254.169.254/");`+manyURLsCode(n, false))
 				done <- err
 			}()
 			select {
@@ -201,10 +203,12 @@ func TestPlanEndsWithItsContext(t *testing.T) {
 				t.Fatal("the plan outlived its deadline by far")
 			}
 			require.ErrorIs(t, err, context.DeadlineExceeded)
+			require.NotEmpty(t, p.Verdicts)
+			assert.ErrorIs(t, p.Verdicts[0].Err, ErrMetadata, "a cancelled plan's verdicts still say what is refused")
 			_, inFlight, _ := res.counts("")
 			assert.LessOrEqual(t, inFlight, DefaultLookupConcurrency)
 
-			p, err := r.Plan(context.Background(), "s", `document.title`)
+			p, err = r.Plan(context.Background(), "s", `document.title`)
 			require.NoError(t, err)
 			assert.Equal(t, RouteLocal, p.Route, "the failed call routed nothing")
 		})
