@@ -311,6 +311,7 @@ func TestDecideEgress(t *testing.T) {
 		{"metadata IP literal: refused always", "169.254.169.254:80", true, ClassMetadata, nil, ErrMetadata},
 		{"metadata: Alibaba literal", "100.100.100.200:80", true, ClassMetadata, nil, ErrMetadata},
 		{"metadata: IPv6 literal", "[fd00:ec2::254]:80", true, ClassMetadata, nil, ErrMetadata},
+		{"metadata: Akamai (Linode) IPv6 literal", "[fd00:a9fe:a9fe::1]:80", true, ClassMetadata, nil, ErrMetadata},
 		{"metadata: IPv4-mapped IPv6 literal", "[::ffff:169.254.169.254]:80", true, ClassMetadata, nil, ErrMetadata},
 		{"metadata name: refused without a lookup", "metadata.google.internal:80", true, ClassMetadata, nil, ErrMetadata},
 		{"name that resolves to metadata", imdsHost + ":80", true, ClassMetadata, nil, ErrMetadata},

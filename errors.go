@@ -17,6 +17,11 @@ var (
 	// ErrInvalidSessionKey is returned for a session key that would collide
 	// with a sidecar key (it ends in [LocalSuffix]).
 	ErrInvalidSessionKey = errors.New("hybroute: invalid session key")
+	// ErrTooManyHosts is returned by a call that names more distinct host
+	// names to resolve than [WithMaxHostsPerCall] allows. The call fails
+	// closed: nothing is routed, no name is resolved. Its message names the
+	// limit and the count.
+	ErrTooManyHosts = errors.New("hybroute: too many hosts in one call")
 )
 
 // The security rules. A refused URL's error is a [*BlockedError], which

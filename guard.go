@@ -149,7 +149,7 @@ func (r *Router) answer(tabCtx context.Context, e *entry, ev fetch.EventRequestP
 	}
 	doc := ev.ResourceType == network.ResourceTypeDocument
 	vctx, cancel := context.WithTimeout(tabCtx, guardLookupTimeout)
-	v := r.pol.classify(vctx, url)
+	v := r.pol.classifyWith(vctx, url, r.callLookupsOf(e))
 	cancel()
 	var err error
 	if doc {

@@ -30,6 +30,10 @@ type config struct {
 	logger         *slog.Logger
 	allowedSchemes []string
 
+	// the name lookups of a call's plan (lookups.go)
+	lookupConcurrency int
+	maxHostsPerCall   int
+
 	// the local Chromium (sidecar.go)
 	chromiumPath  string
 	chromiumFlags map[string]any
@@ -47,12 +51,14 @@ type config struct {
 // defaultConfig is the configuration of a Router no option has touched.
 func defaultConfig() config {
 	return config{
-		autoLocal:     true,
-		resolver:      net.DefaultResolver,
-		idleTimeout:   120 * time.Second,
-		reapInterval:  30 * time.Second,
-		maxBackoff:    5 * time.Minute,
-		createTimeout: 60 * time.Second,
+		autoLocal:         true,
+		resolver:          net.DefaultResolver,
+		lookupConcurrency: DefaultLookupConcurrency,
+		maxHostsPerCall:   DefaultMaxHostsPerCall,
+		idleTimeout:       120 * time.Second,
+		reapInterval:      30 * time.Second,
+		maxBackoff:        5 * time.Minute,
+		createTimeout:     60 * time.Second,
 	}
 }
 
@@ -74,6 +80,32 @@ func WithCDPURL(url string) Option { return func(c *config) { c.cdpURL = url } }
 // WithResolver sets the resolver names are classified with
 // (default net.DefaultResolver).
 func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
+
+// WithLookupConcurrency sets how many host names one call's plan resolves at
+// the same time (default [DefaultLookupConcurrency], 16). Each distinct name
+// of a call is resolved once, whatever the number of its literals. n < 1
+// keeps the default.
+func WithLookupConcurrency(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.lookupConcurrency = n
+		}
+	}
+}
+
+// WithMaxHostsPerCall sets how many distinct host names one call may name
+// (default [DefaultMaxHostsPerCall], 4,096). IP literals and names decided
+// without DNS (localhost, the metadata names) do not count. A call with
+// more fails with [ErrTooManyHosts] before any lookup: closed, because on
+// the cloud route no connect-time check would stand behind a literal left
+// unchecked. n < 1 keeps the default.
+func WithMaxHostsPerCall(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxHostsPerCall = n
+		}
+	}
+}
 
 // WithLogger sets the logger (default slog.Default()).
 func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }

@@ -69,6 +69,12 @@ type Router struct {
 	life    context.Context
 	endLife context.CancelFunc
 
+	// inCall holds, for each entry running a call, the name lookups of
+	// that call's plan (*entry → *callLookups), so the guard and the
+	// landed-URL check decide the names the plan resolved on the same
+	// answers, without asking DNS again.
+	inCall sync.Map
+
 	mu     sync.Mutex
 	routes map[string]routeMemo // the last route each session key took
 	sess   sessions             // guarded by mu, but for its own WaitGroup and singleflight
@@ -114,6 +120,8 @@ type Plan struct {
 	Route    Route
 	CacheKey string    // sessionKey, or sessionKey+"::local" for the sidecar
 	Verdicts []Verdict // one per URL literal and per URL a data: literal holds, in scan order
+
+	lookups *callLookups // the names the plan resolved, for the rest of the call
 }
 
 // Result is what one call did.
@@ -139,6 +147,13 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 // URL literal stays on the route its session took last. On error the [Plan]
 // still holds the verdicts, so the caller can see which URL failed.
 //
+// Each distinct host name is resolved once, and every literal of that name
+// is decided on that one answer; names are resolved concurrently, at most
+// [WithLookupConcurrency] at a time. When ctx ends before the lookups do,
+// Plan fails with ctx's error and routes nothing. A call that names more
+// host names than [WithMaxHostsPerCall] fails with [ErrTooManyHosts]
+// before any lookup.
+//
 // A successful Plan is remembered as the session's route.
 func (r *Router) Plan(ctx context.Context, sessionKey, code string) (Plan, error) {
 	return r.plan(ctx, sessionKey, ScanURLs(code))
@@ -154,18 +169,22 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
 	}
 	p := Plan{Verdicts: make([]Verdict, len(urls))}
+	look, err := r.decideAll(ctx, urls, p.Verdicts)
+	if errors.Is(err, ErrTooManyHosts) {
+		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
+	}
 	var errs []error
-	for i, u := range urls {
-		v := r.Verdict(ctx, u)
-		p.Verdicts[i] = v
-		if v.Err != nil {
+	for i := range p.Verdicts {
+		v := &p.Verdicts[i]
+		if v.Err = r.pol.refuse(*v, inPlan); v.Err != nil {
 			errs = append(errs, v.Err)
 		}
 	}
-	if err := ctx.Err(); err != nil {
+	if err != nil {
 		// A cancelled lookup leaves a verdict we cannot trust.
 		return p, fmt.Errorf("hybroute: plan: %w", err)
 	}
+	p.lookups = look
 	p.Route = r.pol.route(p.Verdicts, func() (Route, bool) { return r.lastRoute(key) })
 	p.CacheKey = r.pol.cacheKey(key, p.Route)
 	if len(errs) > 0 {
@@ -307,6 +326,10 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 
 	e.callMu.Lock()
 	defer e.callMu.Unlock()
+	if p.lookups != nil {
+		r.inCall.Store(e, p.lookups)
+		defer r.inCall.Delete(e)
+	}
 	e.guard.reset()
 	cctx, cancel := e.tab.bind(ctx)
 	defer cancel()
@@ -341,7 +364,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 // can take a page where no literal said it would go.
 func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, error) {
 	landed := *e.landed.Load()
-	refused := r.pol.refuse(r.pol.classify(ctx, landed), e.where())
+	refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, r.callLookupsOf(e)), e.where())
 	if refused == nil {
 		return landed, nil
 	}

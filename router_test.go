@@ -57,6 +57,7 @@ func TestPlan(t *testing.T) {
 		{"metadata blocks even a local call", hybrid, "s", `fetch("http://localhost/"); fetch("http://metadata.google.internal/")`, RouteLocal, "s::local", ErrMetadata, 2},
 		{"metadata blocked with no provider", noCloud, "s", `fetch("http://169.254.169.254/")`, RouteLocal, "s", ErrMetadata, 1},
 		{"metadata blocked with allow-private", strictAllow, "s", `fetch("http://[fd00:ec2::254]/")`, RouteCloud, "s", ErrMetadata, 1},
+		{"Akamai metadata blocked with no provider", noCloud, "s", `fetch("http://[fd00:a9fe:a9fe::1]/v1/token")`, RouteLocal, "s", ErrMetadata, 1},
 		{"auto-local off rejects private", strict, "s", `goto("http://localhost:3000")`, RouteCloud, "s", ErrPrivate, 1},
 		{"auto-local off keeps public on the cloud", strict, "s", `goto("https://example.com")`, RouteCloud, "s", nil, 1},
 		{"allow-private lets the cloud try", strictAllow, "s", `goto("http://localhost:3000")`, RouteCloud, "s", nil, 1},

@@ -81,62 +81,93 @@ func (r *Router) Verdict(ctx context.Context, rawURL string) Verdict {
 // schemes. It leaves Err set only for ClassInvalid, with the detail of what
 // was wrong.
 func (p *policy) classify(ctx context.Context, rawURL string) Verdict {
-	v := Verdict{URL: rawURL}
+	return p.classifyWith(ctx, rawURL, nil)
+}
+
+// classifyWith is classify that takes a name's answers from the call's
+// lookups when they hold it, instead of asking the resolver again.
+func (p *policy) classifyWith(ctx context.Context, rawURL string, known *callLookups) Verdict {
+	v, name := p.classifyParsed(rawURL)
+	if name == "" {
+		return v
+	}
+	if a, ok := known.get(name); ok {
+		return resolved(v, a.addrs, a.err)
+	}
+	addrs, err := p.resolver.LookupNetIP(ctx, "ip", name)
+	return resolved(v, addrs, err)
+}
+
+// classifyParsed is the part of classify that needs no DNS. When the class
+// depends on what a name resolves to, it returns that name (as the
+// resolver is asked it) and a verdict for [resolved] to finish; otherwise
+// name is empty and the verdict is final.
+func (p *policy) classifyParsed(rawURL string) (v Verdict, name string) {
+	v = Verdict{URL: rawURL}
 	u, err := whatwg.Parse(rawURL)
 	if err != nil {
-		return invalid(v, ReasonInvalidURL, err)
+		return invalid(v, ReasonInvalidURL, err), ""
 	}
 	switch u.Scheme {
 	case "http", "https", "ws", "wss":
 	case "about":
 		if isNoRouteAbout(rawURL) {
 			v.Class = ClassNoRoute
-			return v
+			return v, ""
 		}
-		return invalidScheme(v, u.Scheme)
+		return invalidScheme(v, u.Scheme), ""
 	case "data":
 		v.Class = ClassNoRoute
-		return v
+		return v, ""
 	case "chrome-error":
 		if u.Host == "chromewebdata" {
 			// The page Chromium shows after a load failed: a tab lands
 			// there, and it loads nothing.
 			v.Class = ClassNoRoute
-			return v
+			return v, ""
 		}
-		return invalidScheme(v, u.Scheme)
+		return invalidScheme(v, u.Scheme), ""
 	default:
 		if slices.Contains(p.allowedSchemes, u.Scheme) {
 			// An allowed non-web scheme (file:, say) reads this machine:
 			// it must never be sent to a remote browser.
 			v.Host = u.Host
 			v.Class = ClassPrivate
-			return v
+			return v, ""
 		}
-		return invalidScheme(v, u.Scheme)
+		return invalidScheme(v, u.Scheme), ""
 	}
 	v.Host = u.Host
 	switch u.Kind {
 	case whatwg.HostIPv4, whatwg.HostIPv6:
 		v.Addrs = []netip.Addr{u.Addr}
 		v.Class = ClassifyAddr(u.Addr)
-		return v
+		return v, ""
 	case whatwg.HostDomain:
 	default:
-		return invalid(v, ReasonInvalidURL, errors.New("no host"))
+		return invalid(v, ReasonInvalidURL, errors.New("no host")), ""
 	}
 	if c, ok := classifyName(u.Host); ok {
 		v.Class = c
-		return v
+		return v, ""
 	}
-	addrs, err := p.resolver.LookupNetIP(ctx, "ip", strings.TrimSuffix(u.Host, "."))
+	return v, lookupName(u.Host)
+}
+
+// lookupName is the name the resolver is asked for host: one trailing dot
+// (an absolute name) is the same name without it.
+func lookupName(host string) string { return strings.TrimSuffix(host, ".") }
+
+// resolved finishes a verdict of classifyParsed with the resolver's answer
+// for its name.
+func resolved(v Verdict, addrs []netip.Addr, err error) Verdict {
 	if err != nil || len(addrs) == 0 {
 		if err == nil {
 			err = errNoAnswers
 		}
 		v.ResolveErr = err
 		v.Class = ClassPublic
-		if privateUseSuffix(u.Host) {
+		if privateUseSuffix(v.Host) {
 			v.Class = ClassPrivate
 		}
 		return v
@@ -304,10 +335,11 @@ func classifyV4(w uint32) Class {
 
 var (
 	v6Metadata = [...]netip.Prefix{
-		netip.MustParsePrefix("fd00:ec2::/32"),       // AWS IMDS over IPv6
-		netip.MustParsePrefix("fd20:ce::254/128"),    // GCP
-		netip.MustParsePrefix("fd00:42::42/128"),     // metadata on some platforms
-		netip.MustParsePrefix("fe80::a9fe:a9fe/128"), // link-local form of 169.254.169.254
+		netip.MustParsePrefix("fd00:ec2::/32"),         // AWS IMDS over IPv6
+		netip.MustParsePrefix("fd20:ce::254/128"),      // GCP
+		netip.MustParsePrefix("fd00:42::42/128"),       // metadata on some platforms
+		netip.MustParsePrefix("fe80::a9fe:a9fe/128"),   // link-local form of 169.254.169.254
+		netip.MustParsePrefix("fd00:a9fe:a9fe::1/128"), // Akamai (Linode)
 	}
 	// v6Private lists the blocks inside 2000::/3 that are not globally
 	// reachable; everything outside 2000::/3 is private without a list.

@@ -67,6 +67,8 @@ func TestClassifyAddr(t *testing.T) {
 		{"metadata: fd00:42::42", "fd00:42::42", ClassMetadata},
 		{"metadata: link-local form of 169.254.169.254", "fe80::a9fe:a9fe", ClassMetadata},
 		{"metadata: link-local form with a zone", "fe80::a9fe:a9fe%eth0", ClassMetadata},
+		{"metadata: Akamai (Linode) IPv6", "fd00:a9fe:a9fe::1", ClassMetadata},
+		{"ULA next to Akamai's metadata: private", "fd00:a9fe:a9fe::2", ClassPrivate},
 		// IPv6 that embeds IPv4, judged by the IPv4 inside
 		{"embedded: IPv4-mapped metadata", "::ffff:169.254.169.254", ClassMetadata},
 		{"embedded: IPv4-mapped loopback", "::ffff:127.0.0.1", ClassPrivate},
@@ -173,6 +175,7 @@ func TestVerdictClassifiesAsChromiumParses(t *testing.T) {
 		{"upper-case scheme", "HTTP://LOCALHOST:3000/", "localhost", ClassPrivate},
 		{"IPv6 loopback", "http://[::1]:8080/", "[::1]", ClassPrivate},
 		{"IPv4-mapped metadata", "http://[::ffff:169.254.169.254]/", "[::ffff:a9fe:a9fe]", ClassMetadata},
+		{"Akamai (Linode) IPv6 metadata", "http://[fd00:a9fe:a9fe:0::1]/v1/token", "[fd00:a9fe:a9fe::1]", ClassMetadata},
 		{"localhost with trailing dot", "http://localhost./", "localhost.", ClassPrivate},
 		{"subdomain of localhost", "http://app.localhost:5173/", "app.localhost", ClassPrivate},
 		{"metadata name", "http://metadata.google.internal/computeMetadata/v1/", "metadata.google.internal", ClassMetadata},

@@ -48,6 +48,9 @@ func describe(err error, c *call, key string) string {
 			msg += " (no Chromium is installed on this machine)"
 		}
 		return msg + ". Retrying later may work; tell the user if it keeps failing."
+	case errors.Is(err, hybroute.ErrTooManyHosts):
+		return strings.TrimPrefix(deepest(err, hybroute.ErrTooManyHosts), "hybroute: ") +
+			". Nothing ran and no page was opened: split the work into calls that each name fewer hosts."
 	case errors.Is(err, hybroute.ErrNoChromium):
 		return "no local browser is available: Chromium is not installed on this machine. Tell the user."
 	case errors.Is(err, hybroute.ErrBrowserDead):

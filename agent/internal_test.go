@@ -112,6 +112,10 @@ func TestDescribeErrors(t *testing.T) {
 	assert.Contains(t, text, "no Chromium is installed")
 	assert.NotContains(t, text, `session "k"`)
 
+	many := fmt.Errorf("hybroute: plan: %w", fmt.Errorf("%w: the call names 5000 hosts to resolve, the limit is 4096 (WithMaxHostsPerCall)", hybroute.ErrTooManyHosts))
+	assert.Equal(t, "too many hosts in one call: the call names 5000 hosts to resolve, the limit is 4096 (WithMaxHostsPerCall). "+
+		"Nothing ran and no page was opened: split the work into calls that each name fewer hosts.", describe(many, &call{}, "k"))
+
 	nocdp := fmt.Errorf("hybroute: session %q: %w", "k", fmt.Errorf("wrapped: %w", &fakeNoCDP{}))
 	assert.Equal(t, (&fakeNoCDP{}).Error(), describe(nocdp, &call{}, "k"))
 
