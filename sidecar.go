@@ -143,7 +143,7 @@ func (p *chromiumProc) ended() bool {
 // wrap marks err as a death of the browser when the process is gone.
 func (p *chromiumProc) wrap(err error) error {
 	if err != nil && p.dead() && !errors.Is(err, ErrBrowserDead) {
-		return fmt.Errorf("%w: %w", ErrBrowserDead, err)
+		return fmt.Errorf("%w (the local Chromium, pid %d): %w", ErrBrowserDead, p.pid, err)
 	}
 	return err
 }
@@ -406,6 +406,17 @@ func (s *sidecar) browser(ctx context.Context) (*chromiumProc, error) {
 		return proc, nil
 	})
 	return await[*chromiumProc](ctx, ch)
+}
+
+// prewarm starts Chromium in the background when none runs, without
+// waiting: the floor is ready by the time a failing provider answers.
+func (s *sidecar) prewarm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, err := s.running(); p != nil || err != nil {
+		return
+	}
+	s.wg.Go(func() { _, _ = s.browser(s.life) })
 }
 
 // running is the live Chromium process, nil when there is none, and
