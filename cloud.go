@@ -93,7 +93,16 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 		r.releaseProviderSession(s)
 		return nil, nil, &noCDPError{provider: r.provider.Name()}
 	}
-	t, err := connectRemote(ctx, s.CDPURL)
+	// The connect is not cut short by Close (only by the creation's
+	// deadline): a tab half made on the cloud browser when its connection
+	// is dropped would stay open there.
+	connCtx := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		connCtx, cancel = context.WithDeadline(connCtx, dl)
+		defer cancel()
+	}
+	t, err := connectRemote(connCtx, s.CDPURL)
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("connecting to session %s of %s at %s: %w",

@@ -37,6 +37,10 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 			attrs = append(attrs, slog.String("code", pe.Code))
 		}
 	}
+	if !r.cfg.fallback {
+		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider failed and the fallback is off", attrs...)
+		return
+	}
 	if l, ok := r.provider.(SessionParamLister); ok {
 		if keys := l.SessionParamKeys(); len(keys) > 0 {
 			attrs = append(attrs, slog.String("dropped_params", fmt.Sprint(slices.Sorted(slices.Values(keys)))))

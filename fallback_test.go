@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -68,6 +69,74 @@ func TestSeedStoryRateLimitFallsBackToLocal(t *testing.T) {
 	assert.Equal(t, localUA, w.site.uaOf("/other"))
 	assert.EqualValues(t, 1, w.api.Creates(), "no provider call while the Retry-After window is open")
 	assert.Equal(t, 1, w.logs.count(fallbackLine), "the outage is logged once")
+	assert.Equal(t, "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED (retry after 17s)", res.FallbackReason)
+
+	// A fallback is a local session in its errors.
+	_, err = w.r.Exec(ctx, "morning", "", func(context.Context) error { return errors.New("boom") })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `call on local session "morning"`)
+}
+
+// With the fallback off, the call fails with the provider's error, wrapped,
+// during the window too, and no local Chromium starts.
+func TestFallbackOffFailsWithTheProvidersError(t *testing.T) {
+	t.Parallel()
+	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
+		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
+	api.OnCreate(cloudtest.RateLimited("17"))
+	logs := &logBuffer{}
+	r := newTestRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)),
+		WithFallback(false), WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	withClock(r)
+	ctx := testCtx(t)
+	for _, key := range []string{"a", "b"} {
+		_, err := r.Navigate(ctx, key, "https://"+publicHost+"/")
+		require.ErrorIs(t, err, ErrRateLimited, key)
+		assert.Contains(t, err.Error(), "fallback is off")
+		assert.NotContains(t, err.Error(), testAPIKey)
+	}
+	assert.EqualValues(t, 1, api.Creates(), "the window holds with the fallback off too")
+	assert.False(t, r.side.alive(), "no local Chromium")
+	assert.Equal(t, 0, logs.count(fallbackLine))
+	assert.Equal(t, 1, logs.count("fallback is off"))
+}
+
+// The outage's log line names the session params the local floor does
+// without; a configuration error says what to fix, at ERROR.
+func TestFallbackLogNamesDroppedParamsAndTheFix(t *testing.T) {
+	t.Parallel()
+	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
+		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
+	api.OnCreate(cloudtest.Status(http.StatusUnauthorized, ""))
+	logs := &logBuffer{}
+	p := NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
+		WithSessionParams(map[string]any{"keepAlive": true, "region": "eu-central-1"}))
+	r := newTestRouter(t, p, WithChromiumPath("/nonexistent/chromium"),
+		WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	_, err := r.Navigate(testCtx(t), "s", "https://"+publicHost+"/")
+	require.ErrorIs(t, err, ErrFallbackFailed)
+	require.ErrorIs(t, err, ErrUnauthorized)
+	assert.Contains(t, logs.String(), "level=ERROR")
+	assert.Contains(t, logs.String(), `dropped_params="[keepAlive region]"`)
+	assert.Contains(t, logs.String(), "check the API key")
+	assert.NotContains(t, logs.String(), testAPIKey)
+}
+
+// Warm starts the local Chromium before the first call, and reports what
+// stops it at once.
+func TestWarm(t *testing.T) {
+	t.Parallel()
+	r := newTestRouter(t, nil, WithChromiumPath("/nonexistent/chromium"))
+	require.ErrorIs(t, r.Warm(testCtx(t)), ErrNoChromium)
+	if _, err := findChromium(&config{}); err == nil {
+		// The flags are checked before anything is launched.
+		r = newTestRouter(t, nil, WithChromiumFlags(map[string]any{"proxy-server": "direct://"}))
+		err := r.Warm(testCtx(t))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "managed by the sidecar")
+	}
+	require.NoError(t, r.Close())
+	require.ErrorIs(t, r.Warm(testCtx(t)), ErrClosed)
 }
 
 // testClock is the fallback's clock in the tests that move time instead of

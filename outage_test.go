@@ -51,6 +51,13 @@ func (c *countingProvider) CreateSession(ctx context.Context, key string) (*Sess
 	return c.Provider.CreateSession(ctx, key)
 }
 
+// CloseIdleConnections passes Close's call on to the wrapped client.
+func (c *countingProvider) CloseIdleConnections() {
+	if ic, ok := c.Provider.(idleCloser); ok {
+		ic.CloseIdleConnections()
+	}
+}
+
 func (c *countingProvider) times() []time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -193,7 +200,9 @@ func cloudPages(t *testing.T, c *cloudtest.Chromium) int {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.HTTPURL+"/json/list", nil)
 	require.NoError(t, err)
-	resp, err := http.DefaultClient.Do(req)
+	// No keep-alive: the test's own connections must not look like the
+	// router's leftovers.
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	var targets []struct{ Type string }

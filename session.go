@@ -111,10 +111,12 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			// The browser died under a cached session: drop it so this
 			// call makes a new one instead of failing on it forever.
 			delete(r.sess.m, p.CacheKey)
+			r.sess.wg.Add(1) // Close waits for this release too
 			r.mu.Unlock()
 			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser of cached session is gone; recreating",
 				slog.String("cache_key", p.CacheKey), slog.String("route", e.route.String()))
 			_ = e.end()
+			r.sess.wg.Done()
 			continue
 		}
 		r.mu.Unlock()
@@ -316,10 +318,14 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 		}
 	}
 	r.routes.delete(key)
+	// Counted under mu while the entries were still in the map, so a
+	// Close that comes now waits for these releases too.
+	r.sess.wg.Add(len(es))
 	r.mu.Unlock()
 	var errs []error
 	for _, e := range es {
 		errs = append(errs, e.end())
+		r.sess.wg.Done()
 	}
 	return errors.Join(errs...)
 }

@@ -522,6 +522,11 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	bctx, bcancel := chromedp.NewContext(allocCtx, chromedp.WithBrowserOption(
 		chromedp.WithBrowserLogf(logf), chromedp.WithBrowserErrorf(logf)))
 	unhook := context.AfterFunc(sctx, bcancel)
+	// A start cut short waits in chromedp for Chromium's output pipe to
+	// close, which its children hold open: kill them while it waits.
+	started := make(chan struct{})
+	defer close(started)
+	defer context.AfterFunc(sctx, func() { killUntil(dataDir, started) })()
 	err = chromedp.Do(bctx) // launches Chromium; its life is bound to bctx
 	if !unhook() || err != nil {
 		bcancel()
@@ -646,6 +651,22 @@ func removeProfile(dir string) error {
 		return fmt.Errorf("removing the temp profile %s: %w", dir, err)
 	}
 	return nil
+}
+
+// killUntil kills the processes running with the temp profile dir every
+// 50 ms until done closes.
+func killUntil(dir string, done <-chan struct{}) {
+	arg := []byte("--user-data-dir=" + dir)
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		killProcessesWith(arg)
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // hasArg reports whether cmdline holds arg followed by a separator or the end.
