@@ -38,4 +38,4 @@ fuzz:
 # 1,000-call outage, every kind of provider failure, a hanging provider,
 # Release and Close during creation. Each test prints its figures.
 proof: chromium
-	HYBROUTE_PROOF=1 $(GO) test -count=1 -timeout 30m -v -run 'TestOutage|TestHangingProvider|TestEveryFailure|TestReleaseAndClose|TestCloseReleases|TestOneProbe' .
+	HYBROUTE_PROOF=1 $(GO) test -count=1 -timeout 30m -v -run 'TestOutage|TestHangingProvider|TestEveryFailure|TestReleaseAndClose|TestCloseReleases|TestOneProbe|TestBrowsersKilled|TestCancellationStorm' .

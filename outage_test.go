@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -348,4 +349,96 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 	assert.EqualValues(t, n, api.Ended(), "every session is released")
 	assert.Greater(t, api.MaxConcurrentReleases(), int64(1), "Close releases side by side")
 	assert.LessOrEqual(t, api.MaxConcurrentReleases(), int64(closeParallel), "and bounded")
+}
+
+// SIGKILL of the local Chromium, then of the cloud Chromium, while calls
+// run: a call that lost its browser fails with ErrBrowserDead naming which
+// one, and the next calls go on (a fresh local Chromium; the cloud's death
+// opens a window and the keys fall back).
+func TestBrowsersKilledUnderLoad(t *testing.T) {
+	if os.Getenv("HYBROUTE_PROOF") == "" {
+		t.Skip("the long suite: HYBROUTE_PROOF=1 (make proof)")
+	}
+	w, _ := outageWorld(t)
+	ctx := testCtx(t)
+	// Half the keys on the cloud, half on the local sidecar.
+	keys := 10
+	for k := range keys {
+		u := w.site.url(publicHost, "/warm")
+		if k%2 == 1 {
+			u = w.site.url("127.0.0.1", "/warm")
+		}
+		_, err := w.r.Navigate(ctx, "k"+strconv.Itoa(k), u)
+		require.NoError(t, err)
+	}
+	call := func(k int) error {
+		_, err := w.r.Exec(ctx, "k"+strconv.Itoa(k), "", func(ctx context.Context) error {
+			_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
+			return err
+		})
+		return err
+	}
+	require.NoError(t, syscall.Kill(currentProc(t, w.r.side).pid, syscall.SIGKILL))
+	w.cloud.Close()
+	var dead, other []error
+	for k := range keys {
+		if err := call(k); err != nil {
+			if errors.Is(err, ErrBrowserDead) {
+				dead = append(dead, err)
+			} else {
+				other = append(other, err)
+			}
+		}
+	}
+	var failedAfter int
+	for k := range keys {
+		if err := call(k); err != nil {
+			failedAfter++
+			t.Logf("after: %v", err)
+		}
+	}
+	t.Logf("kill: %d keys; first calls after the kills: %d ErrBrowserDead, %d other errors; second calls failed: %d",
+		keys, len(dead), len(other), failedAfter)
+	assert.Empty(t, other, "a call that lost its browser says so with ErrBrowserDead")
+	for _, err := range dead {
+		assert.Regexp(t, `the cloud browser|the local Chromium`, err.Error(), "the error names the browser")
+	}
+	assert.Zero(t, failedAfter, "the next calls go on")
+}
+
+// A cancellation storm: callers that give up at random moments of their
+// sessions' creation fail with their own context's error and nothing else;
+// nothing is left behind.
+func TestCancellationStorm(t *testing.T) {
+	if os.Getenv("HYBROUTE_PROOF") == "" {
+		t.Skip("the long suite: HYBROUTE_PROOF=1 (make proof)")
+	}
+	w, _ := outageWorld(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var wrong []error
+	var ok, cancelled int
+	for i := range 60 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%12)*50*time.Millisecond)
+			defer cancel()
+			_, err := w.r.Navigate(ctx, "s"+strconv.Itoa(i%20), w.site.url(publicHost, "/c"))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+				cancelled++
+			default:
+				wrong = append(wrong, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, w.r.Close())
+	t.Logf("storm: 60 callers over 20 keys: %d ok, %d gave up, %d other errors; provider made %d sessions and ended %d",
+		ok, cancelled, len(wrong), w.api.Made(), w.api.Ended())
+	assert.Empty(t, wrong)
+	assert.Equal(t, w.api.Made(), w.api.Ended())
 }
