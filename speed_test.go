@@ -21,7 +21,8 @@ import (
 // session (the spare tab, or a new one), the guard's enabling, the page.
 func BenchmarkNewKeySideBySide(b *testing.B) {
 	r, s := newLocalRouter(b, &logBuffer{})
-	ctx := testCtx(b)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // a loaded machine
+	defer cancel()
 	require.NoError(b, r.Warm(ctx))
 	_, err := r.Navigate(ctx, "warm", s.URL+"/warm")
 	require.NoError(b, err)
