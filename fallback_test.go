@@ -30,7 +30,9 @@ func TestSeedStoryRateLimitFallsBackToLocal(t *testing.T) {
 	w := newWorld(t, cloudtest.Browserbase)
 	withClock(w.r) // the advertised window stays open however slow the machine
 	w.api.OnCreate(cloudtest.RateLimited("17"))
-	ctx := testCtx(t)
+	// Generous: a cold Chromium start on a loaded machine, with -race.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	dash := w.site.url(publicHost, "/dashboard")
 
 	var png []byte
