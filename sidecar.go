@@ -529,8 +529,17 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	defer context.AfterFunc(sctx, func() { killUntil(dataDir, started) })()
 	err = chromedp.Do(bctx) // launches Chromium; its life is bound to bctx
 	if !unhook() || err != nil {
-		bcancel()
-		allocCancel()
+		// chromedp's cancel waits for the browser to stop, and a start cut
+		// short can leave it waiting for good: wait a bounded time, so a
+		// failed start never hangs Close. What is left is killed by
+		// removeProfile below.
+		undone := make(chan struct{})
+		go func() { bcancel(); allocCancel(); close(undone) }()
+		select {
+		case <-undone:
+		case <-time.After(controlTimeout):
+			s.log.Warn("hybroute: a cut-short Chromium start did not stop in time; killing what it left", "dir", dataDir)
+		}
 		if rerr := removeProfile(dataDir); rerr != nil {
 			s.log.Warn("hybroute: removing the temp profile of a failed Chromium start", "dir", dataDir, "err", rerr)
 		}
