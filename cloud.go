@@ -28,11 +28,6 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 		// The provider asked us to stay away: no API call, no log line.
 		return r.fallbackEntry(ctx, key, reason, r.health.last(), nil)
 	}
-	if adm == admitProbe && r.cfg.fallback {
-		// The floor starts while the provider is asked: an outage then
-		// costs the floor a tab, not a Chromium start.
-		r.side.prewarm()
-	}
 	started := r.now()
 	s, t, err := r.askProvider(ctx, key, budget)
 	var nc *noCDPError

@@ -195,6 +195,12 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 	if err := ctx.Err(); err != nil {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
 	}
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return Plan{}, ErrClosed
+	}
 	p := Plan{Verdicts: make([]Verdict, len(urls))}
 	look, err := r.decideAll(ctx, urls, p.Verdicts)
 	if errors.Is(err, ErrTooManyHosts) {

@@ -408,17 +408,6 @@ func (s *sidecar) browser(ctx context.Context) (*chromiumProc, error) {
 	return await[*chromiumProc](ctx, ch)
 }
 
-// prewarm starts Chromium in the background when none runs, without
-// waiting: the floor is ready by the time a failing provider answers.
-func (s *sidecar) prewarm() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if p, err := s.running(); p != nil || err != nil {
-		return
-	}
-	s.wg.Go(func() { _, _ = s.browser(s.life) })
-}
-
 // running is the live Chromium process, nil when there is none, and
 // errSidecarClosed after close. Called with s.mu held.
 func (s *sidecar) running() (*chromiumProc, error) {
