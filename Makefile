@@ -6,7 +6,7 @@ GO ?= go
 # go.mod needs no tool dependency.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test lint demo agent-demo bench fuzz chromium
+.PHONY: test lint demo agent-demo bench fuzz chromium proof
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -33,3 +33,9 @@ bench: chromium
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzVerdict -fuzztime 30s .
 	$(GO) test -run '^$$' -fuzz FuzzScanURLs -fuzztime 30s ./internal/urlscan/
+
+# The load and fault suite of provider outages (README, "Proof"): the
+# 1,000-call outage, every kind of provider failure, a hanging provider,
+# Release and Close during creation. Each test prints its figures.
+proof: chromium
+	HYBROUTE_PROOF=1 $(GO) test -count=1 -timeout 30m -v -run 'TestOutage|TestHangingProvider|TestEveryFailure|TestReleaseAndClose|TestCloseReleases|TestOneProbe|TestBrowsersKilled|TestCancellationStorm' .

@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -18,45 +19,91 @@ import (
 // cloudEntry makes a cloud session for key, or the local floor when the
 // provider cannot give one (fallback.go). It never caches a failed cloud
 // session: either it returns a working entry (cloud or fallback) or nothing
-// at all.
+// at all. health.go decides whether it asks the provider at all: not while
+// a window is open, and only one creation (the probe) while the provider's
+// health is unknown.
 func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duration) (*entry, error) {
-	if skip, cause := r.back.skip(r.now()); skip {
+	adm, reason := r.health.admit(ctx, budget)
+	if adm == admitLocal {
 		// The provider asked us to stay away: no API call, no log line.
-		return r.fallbackEntry(ctx, key, cause)
+		return r.fallbackEntry(ctx, key, reason, r.health.last(), nil)
 	}
 	started := r.now()
+	s, t, err := r.askProvider(ctx, key, budget)
+	var nc *noCDPError
+	switch {
+	case err == nil || errors.As(err, &nc):
+		// The provider answered: it is up, whatever its answer lacks.
+		if r.health.succeeded(ctx, started) {
+			r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: cloud provider recovered",
+				slog.String("provider", r.provider.Name()))
+		}
+		if adm == admitProbe {
+			r.health.probeDone()
+		}
+		if err != nil {
+			return nil, err
+		}
+		return &entry{key: key, route: RouteCloud, tab: t, release: func(ctx context.Context) error {
+			_ = t.close(ctx)
+			return r.provider.ReleaseSession(ctx, s)
+		}}, nil
+	}
+	var fellBack *Session
+	if errors.Is(err, errProviderFellBack) {
+		fellBack = s
+	}
+	first, window, reason := r.health.failed(ctx, err)
+	if adm == admitProbe {
+		r.health.probeDone() // after the window opened: the waiters go local
+	}
+	if first {
+		r.logProviderFailure(ctx, key, err, window)
+	}
+	return r.fallbackEntry(ctx, key, reason, err, fellBack)
+}
+
+// askProvider creates the provider's session and connects to it. A session
+// the provider created and we cannot use is released here, on a context of
+// its own, but for one the provider marked fallback (returned with
+// errProviderFellBack), which the floor's entry releases.
+func (r *Router) askProvider(ctx context.Context, key string, budget time.Duration) (*Session, *remoteTab, error) {
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	s, err := r.provider.CreateSession(pctx, key)
 	cancel()
-	if err != nil {
-		return r.providerFailed(ctx, key, err)
-	}
-	if s == nil {
-		return r.providerFailed(ctx, key, fmt.Errorf("provider %s returned no session", r.provider.Name()))
-	}
-	if s.FallbackFromCloud {
-		return r.providerFellBack(ctx, key, s)
-	}
-	if s.CDPURL == "" {
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case s == nil:
+		return nil, nil, fmt.Errorf("provider %s returned no session", r.provider.Name())
+	case s.FallbackFromCloud:
+		reason := s.FallbackReason
+		if reason == "" {
+			reason = "no reason given"
+		}
+		return s, nil, fmt.Errorf("%w: %s", errProviderFellBack, reason)
+	case s.CDPURL == "":
 		// Nothing pretends to work: the exact message of the original
 		// failure, and the session is given back, not cached.
-		_ = r.provider.ReleaseSession(ctx, s)
-		return nil, &noCDPError{provider: r.provider.Name()}
+		r.releaseProviderSession(s)
+		return nil, nil, &noCDPError{provider: r.provider.Name()}
 	}
-	t, err := connectRemote(ctx, s.CDPURL)
+	// The connect is not cut short by Close (only by the creation's
+	// deadline): a tab half made on the cloud browser when its connection
+	// is dropped would stay open there.
+	connCtx := context.WithoutCancel(ctx)
+	if dl, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		connCtx, cancel = context.WithDeadline(connCtx, dl)
+		defer cancel()
+	}
+	t, err := connectRemote(connCtx, s.CDPURL)
 	if err != nil {
-		_ = r.provider.ReleaseSession(ctx, s)
-		return r.providerFailed(ctx, key, fmt.Errorf("connecting to session %s of %s at %s: %w",
-			s.ID, r.provider.Name(), redactURL(s.CDPURL), err))
+		r.releaseProviderSession(s)
+		return nil, nil, fmt.Errorf("connecting to session %s of %s at %s: %w",
+			s.ID, r.provider.Name(), redactURL(s.CDPURL), err)
 	}
-	if r.back.succeeded(started) {
-		r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: cloud provider recovered",
-			slog.String("provider", r.provider.Name()))
-	}
-	return &entry{key: key, route: RouteCloud, tab: t, release: func(ctx context.Context) error {
-		_ = t.close(ctx)
-		return r.provider.ReleaseSession(ctx, s)
-	}}, nil
+	return s, t, nil
 }
 
 // overrideEntry is a session on the CDP override's browser: a new tab on it.
@@ -123,8 +170,8 @@ func (t *remoteTab) context() context.Context { return t.ctx }
 func (t *remoteTab) dead() bool { return t.ctx.Err() != nil }
 
 func (t *remoteTab) wrapErr(err error) error {
-	if err != nil && t.dead() {
-		return fmt.Errorf("%w: %w", ErrBrowserDead, err)
+	if err != nil && t.dead() && !errors.Is(err, ErrBrowserDead) {
+		return fmt.Errorf("%w (the cloud browser): %w", ErrBrowserDead, err)
 	}
 	return err
 }

@@ -22,6 +22,10 @@ var (
 	// closed: nothing is routed, no name is resolved. Its message names the
 	// limit and the count.
 	ErrTooManyHosts = errors.New("hybroute: too many hosts in one call")
+	// ErrReleased is wrapped by the error of a call whose session was
+	// released under it ([Router.Release], the idle reaper, Close) or
+	// while it was being created. The session's next call starts afresh.
+	ErrReleased = errors.New("hybroute: the session was released")
 )
 
 // The security rules. A refused URL's error is a [*BlockedError], which
@@ -75,11 +79,12 @@ var (
 	ErrNoChromium = errors.New("hybroute: no Chromium for the local sidecar: " +
 		"install one (apt-get install -y chromium) or point hybroute at a binary " +
 		"with WithChromiumPath (or $CHROMIUM)")
-	// ErrBrowserDead is the errors.Is target for "the local Chromium process
-	// died under this tab". The tab, its cookies and its storage are gone;
-	// the session's next call starts a fresh Chromium.
-	ErrBrowserDead = errors.New("hybroute: the local Chromium died; its tabs, " +
-		"cookies and storage are lost, the next call starts a fresh Chromium")
+	// ErrBrowserDead is the errors.Is target for "the browser under this
+	// session died": the local Chromium process, or the connection to the
+	// cloud browser. The error's text says which. The tab, its cookies and
+	// its storage are gone; the session's next call starts a fresh one.
+	ErrBrowserDead = errors.New("hybroute: the session's browser died; its tabs, " +
+		"cookies and storage are lost, the next call starts a fresh one")
 )
 
 // BlockedError is the error of a URL that must not be opened. It wraps the

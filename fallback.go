@@ -5,107 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+	"slices"
 	"time"
 )
 
-// When the cloud fails: the window a provider's Retry-After opens for every
-// session key, the one log line per outage, and the local floor that takes
-// a cloud session's place. The successful path is cloud.go's.
-
-// backoff is the provider's health as the router has seen it: the window a
-// Retry-After opened, and whether the current outage was already logged. One
-// backoff is shared by every session key, so one 429 keeps all new sessions
-// off the provider for the advertised window, with one log line.
-type backoff struct {
-	mu          sync.Mutex
-	until       time.Time // new sessions skip the provider before this
-	outage      bool      // a failure was logged and no success seen since
-	floorLogged bool      // the double failure of this outage was logged
-	lastErr     error     // the failure that opened the outage
-	failedAt    time.Time // the latest failure
-}
-
-// skip reports whether a new session goes straight to local, and why.
-func (b *backoff) skip(now time.Time) (bool, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if now.Before(b.until) {
-		return true, b.lastErr
-	}
-	return false, nil
-}
-
-// failed records a provider failure and reports whether it is the first of
-// this outage (the one to log).
-func (b *backoff) failed(now time.Time, err error, maxWindow time.Duration) (first bool, window time.Duration) {
-	window = retryWindow(err, maxWindow)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if until := now.Add(window); until.After(b.until) {
-		b.until = until
-	}
-	b.lastErr = err
-	b.failedAt = now
-	first = !b.outage
-	b.outage = true
-	return first, window
-}
-
-// floorFailed reports whether the double failure is the first of this
-// outage (the one to log).
-func (b *backoff) floorFailed() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	first := !b.floorLogged
-	b.floorLogged = true
-	return first
-}
-
-// succeeded ends an outage and reports whether one was open. A success
-// whose attempt began before the latest failure says nothing about the
-// provider now (a slow creation finishing after a 429), so it changes
-// nothing.
-func (b *backoff) succeeded(started time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if started.Before(b.failedAt) {
-		return false
-	}
-	was := b.outage
-	b.outage, b.floorLogged, b.until, b.lastErr = false, false, time.Time{}, nil
-	return was
-}
-
-// defaultRateLimitWindow is the window of a 429 that names none (Browser
-// Use's do not): a rate limit is a request to stay away, even unquantified.
-// A provider whose own layer fell back gets the same: it has told us the
-// cloud is not there, without saying for how long.
-const defaultRateLimitWindow = 30 * time.Second
+// When the cloud fails: the window every provider failure opens for every
+// session key (health.go keeps it, with the single probe), the one log
+// line per outage, and the local floor that takes a cloud session's place.
+// The successful path is cloud.go's.
 
 // errProviderFellBack is the cause of a session the provider returned
-// already marked FallbackFromCloud.
+// already marked FallbackFromCloud: it has told us the cloud is not there.
 var errProviderFellBack = errors.New("provider session came back marked fallback from cloud")
 
-// retryWindow is how long the provider asked us to stay away, capped. Other
-// failures open no window: the next new session tries the cloud again.
-func retryWindow(err error, maxWindow time.Duration) time.Duration {
-	if errors.Is(err, errProviderFellBack) {
-		return min(defaultRateLimitWindow, maxWindow)
-	}
-	var pe *ProviderError
-	if !errors.As(err, &pe) {
-		return 0
-	}
-	w := pe.RetryAfter
-	if w <= 0 && errors.Is(err, ErrRateLimited) {
-		w = defaultRateLimitWindow
-	}
-	return min(max(w, 0), maxWindow)
-}
-
-// logProviderFailure is the single warning of an outage: provider, status,
-// and the window, so an operator can confirm the fallback engaged.
+// logProviderFailure is the single line of an outage: provider, status,
+// the window, and the session params the local floor does without, so an
+// operator can confirm the fallback engaged. A configuration error (the
+// key, the project, the plan) is logged at ERROR with what to fix: it does
+// not heal by waiting.
 func (r *Router) logProviderFailure(ctx context.Context, key string, err error, window time.Duration) {
 	attrs := []slog.Attr{
 		slog.String("provider", r.provider.Name()),
@@ -120,68 +37,88 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 			attrs = append(attrs, slog.String("code", pe.Code))
 		}
 	}
+	if !r.cfg.fallback {
+		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider failed and the fallback is off", attrs...)
+		return
+	}
+	if l, ok := r.provider.(SessionParamLister); ok {
+		if keys := l.SessionParamKeys(); len(keys) > 0 {
+			attrs = append(attrs, slog.String("dropped_params", fmt.Sprint(slices.Sorted(slices.Values(keys)))))
+		}
+	}
+	if isConfigError(err) {
+		attrs = append(attrs, slog.String("fix", configFix(err)))
+		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider refused the configuration, falling back to local Chromium", attrs...)
+		return
+	}
 	r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: cloud provider failed, falling back to local Chromium", attrs...)
 }
 
-// providerFellBack is a session the provider's own layer already fell back
-// to local: it has no CDP URL until a local Chromium starts, so the local
-// endpoint is resolved exactly as the no-provider path does, and the
-// provider's session is released with it.
-func (r *Router) providerFellBack(ctx context.Context, key string, s *Session) (*entry, error) {
-	reason := s.FallbackReason
-	if reason == "" {
-		reason = "no reason given"
+// fallbackEntry is the local floor under a cloud session key: the plain key
+// (the hybrid ::local sidecar stays separate), the local route, and the
+// reason. It has a budget of its own, so the provider's time never eats the
+// floor's. With the fallback off, the call fails with the provider's error.
+func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause error, fellBack *Session) (*entry, error) {
+	if cause == nil {
+		cause = fmt.Errorf("%w: %s", ErrProviderUnavailable, reason)
 	}
-	e, err := r.providerFailed(ctx, key, fmt.Errorf("%w: %s", errProviderFellBack, reason))
+	if !r.cfg.fallback {
+		if fellBack != nil {
+			r.releaseProviderSession(fellBack)
+		}
+		return nil, fmt.Errorf("hybroute: cloud session failed and the fallback is off (%s): %w", reason, cause)
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.localTimeout)
+	defer cancel()
+	defer context.AfterFunc(r.life, cancel)()
+	e, err := r.localEntry(fctx, key, RouteLocal)
 	if err != nil {
-		_ = r.provider.ReleaseSession(context.WithoutCancel(ctx), s)
-		return nil, err
-	}
-	local := e.release
-	e.release = func(ctx context.Context) error {
-		return errors.Join(local(ctx), r.provider.ReleaseSession(ctx, s))
-	}
-	return e, nil
-}
-
-// providerFailed records the failure (one log line per outage) and falls
-// back to local Chromium.
-func (r *Router) providerFailed(ctx context.Context, key string, err error) (*entry, error) {
-	first, window := r.back.failed(r.now(), err, r.cfg.maxBackoff)
-	if first {
-		r.logProviderFailure(ctx, key, err, window)
-	}
-	return r.fallbackEntry(ctx, key, err)
-}
-
-// fallbackEntry is the local floor under a cloud session key. Its entry
-// keeps the cloud route (the session is a cloud session standing on local
-// Chromium) and the plain key, so the hybrid ::local sidecar stays separate.
-func (r *Router) fallbackEntry(ctx context.Context, key string, cause error) (*entry, error) {
-	e, err := r.localEntry(ctx, key, RouteCloud)
-	if err != nil {
+		if fellBack != nil {
+			r.releaseProviderSession(fellBack)
+		}
 		err = fmt.Errorf("%w: cloud: %w; local: %w", ErrFallbackFailed, cause, err)
 		if r.life.Err() != nil {
 			return nil, ErrClosed // Close ended it: not an outage to report
 		}
-		if r.back.floorFailed() {
+		if r.health.floorFailed() {
 			r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider and local Chromium both failed",
 				slog.String("provider", r.provider.Name()), slog.String("session", key),
 				slog.String("error", err.Error()))
 		}
 		return nil, err
 	}
-	e.fallback = true
+	e.fallback, e.reason = true, reason
+	if fellBack != nil {
+		local := e.release
+		e.release = func(ctx context.Context) error {
+			return errors.Join(local(ctx), r.provider.ReleaseSession(ctx, fellBack))
+		}
+	}
 	return e, nil
 }
 
+// releaseProviderSession gives a session back to the provider on a context
+// of its own: the creation's may be over (Close, a deadline), and a session
+// left open costs the user money and a slot of their concurrency cap.
+func (r *Router) releaseProviderSession(s *Session) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := r.provider.ReleaseSession(ctx, s); err != nil {
+		r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: releasing a provider session",
+			slog.String("provider", r.provider.Name()), slog.String("error", err.Error()))
+	}
+}
+
+// releaseTimeout bounds one release: the provider's API call, a tab's close.
+const releaseTimeout = 10 * time.Second
+
 // providerBudget is how long the provider may take to create a session:
-// half of what the caller has left, so the local floor can still start in
-// time for it, but never less than minProviderBudget (an impatient caller
-// must not turn a normal provider into an "outage") and never more than half
-// of the creation's own timeout.
+// the creation timeout, or half of what the caller has left when that is
+// less, so the local floor can still start in time for it; never less than
+// minProviderBudget (an impatient caller must not turn a normal provider
+// into an "outage").
 func providerBudget(ctx context.Context, createTimeout time.Duration) time.Duration {
-	b := createTimeout / 2
+	b := createTimeout
 	if dl, ok := ctx.Deadline(); ok {
 		b = min(b, max(time.Until(dl)/2, minProviderBudget))
 	}

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
@@ -27,7 +30,9 @@ func TestSeedStoryRateLimitFallsBackToLocal(t *testing.T) {
 	w := newWorld(t, cloudtest.Browserbase)
 	withClock(w.r) // the advertised window stays open however slow the machine
 	w.api.OnCreate(cloudtest.RateLimited("17"))
-	ctx := testCtx(t)
+	// Generous: a cold Chromium start on a loaded machine, with -race.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
 	dash := w.site.url(publicHost, "/dashboard")
 
 	var png []byte
@@ -66,6 +71,74 @@ func TestSeedStoryRateLimitFallsBackToLocal(t *testing.T) {
 	assert.Equal(t, localUA, w.site.uaOf("/other"))
 	assert.EqualValues(t, 1, w.api.Creates(), "no provider call while the Retry-After window is open")
 	assert.Equal(t, 1, w.logs.count(fallbackLine), "the outage is logged once")
+	assert.Equal(t, "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED (retry after 17s)", res.FallbackReason)
+
+	// A fallback is a local session in its errors.
+	_, err = w.r.Exec(ctx, "morning", "", func(context.Context) error { return errors.New("boom") })
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `call on local session "morning"`)
+}
+
+// With the fallback off, the call fails with the provider's error, wrapped,
+// during the window too, and no local Chromium starts.
+func TestFallbackOffFailsWithTheProvidersError(t *testing.T) {
+	t.Parallel()
+	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
+		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
+	api.OnCreate(cloudtest.RateLimited("17"))
+	logs := &logBuffer{}
+	r := newTestRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)),
+		WithFallback(false), WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	withClock(r)
+	ctx := testCtx(t)
+	for _, key := range []string{"a", "b"} {
+		_, err := r.Navigate(ctx, key, "https://"+publicHost+"/")
+		require.ErrorIs(t, err, ErrRateLimited, key)
+		assert.Contains(t, err.Error(), "fallback is off")
+		assert.NotContains(t, err.Error(), testAPIKey)
+	}
+	assert.EqualValues(t, 1, api.Creates(), "the window holds with the fallback off too")
+	assert.False(t, r.side.alive(), "no local Chromium")
+	assert.Equal(t, 0, logs.count(fallbackLine))
+	assert.Equal(t, 1, logs.count("fallback is off"))
+}
+
+// The outage's log line names the session params the local floor does
+// without; a configuration error says what to fix, at ERROR.
+func TestFallbackLogNamesDroppedParamsAndTheFix(t *testing.T) {
+	t.Parallel()
+	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
+		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
+	api.OnCreate(cloudtest.Status(http.StatusUnauthorized, ""))
+	logs := &logBuffer{}
+	p := NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
+		WithSessionParams(map[string]any{"keepAlive": true, "region": "eu-central-1"}))
+	r := newTestRouter(t, p, WithChromiumPath("/nonexistent/chromium"),
+		WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	_, err := r.Navigate(testCtx(t), "s", "https://"+publicHost+"/")
+	require.ErrorIs(t, err, ErrFallbackFailed)
+	require.ErrorIs(t, err, ErrUnauthorized)
+	assert.Contains(t, logs.String(), "level=ERROR")
+	assert.Contains(t, logs.String(), `dropped_params="[keepAlive region]"`)
+	assert.Contains(t, logs.String(), "check the API key")
+	assert.NotContains(t, logs.String(), testAPIKey)
+}
+
+// Warm starts the local Chromium before the first call, and reports what
+// stops it at once.
+func TestWarm(t *testing.T) {
+	t.Parallel()
+	r := newTestRouter(t, nil, WithChromiumPath("/nonexistent/chromium"))
+	require.ErrorIs(t, r.Warm(testCtx(t)), ErrNoChromium)
+	if _, err := findChromium(&config{}); err == nil {
+		// The flags are checked before anything is launched.
+		r = newTestRouter(t, nil, WithChromiumFlags(map[string]any{"proxy-server": "direct://"}))
+		err := r.Warm(testCtx(t))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "managed by the sidecar")
+	}
+	require.NoError(t, r.Close())
+	require.ErrorIs(t, r.Warm(testCtx(t)), ErrClosed)
 }
 
 // testClock is the fallback's clock in the tests that move time instead of
@@ -151,43 +224,61 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 }
 
 func TestProviderFailuresFallBack(t *testing.T) {
-	// Not parallel: its creation timeout is sized for a machine to itself.
+	// Not parallel: each row runs two Chromiums. The floor has a budget of
+	// its own (WithLocalTimeout, default 60 s), so the short creation
+	// timeout that bounds the hanging provider cannot starve the local tab
+	// on a loaded machine; the caller's deadline is generous.
 	rows := []struct {
 		rule     string
 		kind     cloudtest.Kind
 		reply    cloudtest.Reply
 		sentinel error
 		status   string
+		reason   string
 	}{
-		{"401 unauthorized", cloudtest.Browserbase, cloudtest.Status(http.StatusUnauthorized, ""), ErrUnauthorized, "status=401"},
-		{"402 payment required", cloudtest.BrowserUse, cloudtest.Status(http.StatusPaymentRequired, ""), ErrPaymentRequired, "status=402"},
-		{"500 server error", cloudtest.Steel, cloudtest.Status(http.StatusInternalServerError, ""), ErrProviderUnavailable, "status=500"},
+		{"401 unauthorized", cloudtest.Browserbase, cloudtest.Status(http.StatusUnauthorized, ""), ErrUnauthorized, "status=401", "HTTP 401"},
+		{"402 payment required", cloudtest.BrowserUse, cloudtest.Status(http.StatusPaymentRequired, ""), ErrPaymentRequired, "status=402", "HTTP 402"},
+		{"500 server error", cloudtest.Steel, cloudtest.Status(http.StatusInternalServerError, ""), ErrProviderUnavailable, "status=500", "HTTP 500"},
 		{"429 with a date Retry-After", cloudtest.Browserbase,
-			cloudtest.RateLimited(time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)), ErrRateLimited, "status=429"},
-		{"malformed JSON", cloudtest.Browserbase, cloudtest.Malformed(), ErrProviderUnavailable, "create session failed"},
-		{"hang past the deadline", cloudtest.Steel, cloudtest.Hang(), ErrProviderUnavailable, "create session failed"},
+			cloudtest.RateLimited(time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)), ErrRateLimited, "status=429", "HTTP 429 RATE_LIMIT_EXCEEDED (retry after"},
+		{"malformed JSON", cloudtest.Browserbase, cloudtest.Malformed(), ErrProviderUnavailable, "create session failed", "provider Browserbase: HTTP 201"},
+		{"hang past the deadline", cloudtest.Steel, cloudtest.Hang(), ErrProviderUnavailable, "create session failed", "no answer in time"},
 	}
 	for _, row := range rows {
 		t.Run(row.rule, func(t *testing.T) {
-			w := newWorld(t, row.kind, WithCreateTimeout(8*time.Second))
-			ctx := testCtx(t)
-			// The local Chromium is warm, so that the creation timeout
-			// bounds the provider's part and a tab, not a cold start.
-			warm, err := w.r.side.open(ctx, "warm")
-			require.NoError(t, err)
-			require.NoError(t, warm.close())
+			timeout := 30 * time.Second // a loaded machine answers slowly
+			if row.reply.Hang {
+				timeout = 3 * time.Second
+			}
+			w := newWorld(t, row.kind, WithCreateTimeout(timeout))
+			withClock(w.r) // the windows stay open however slow the machine
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			require.NoError(t, w.r.Warm(ctx))
 			w.api.OnCreate(row.reply)
 			res, err := w.r.Navigate(ctx, "k", w.site.url(publicHost, "/page"))
 			require.NoError(t, err)
 			assert.True(t, res.FallbackFromCloud)
+			assert.Equal(t, RouteLocal, res.Route)
+			assert.Contains(t, res.FallbackReason, row.reason)
+			assert.NotContains(t, res.FallbackReason, testAPIKey)
 			assert.Equal(t, localUA, w.site.uaOf("/page"))
 			assert.Equal(t, 1, w.logs.count(fallbackLine))
 			assert.Contains(t, w.logs.String(), row.status)
 			assert.NotContains(t, w.logs.String(), testAPIKey)
-			w.r.back.mu.Lock()
-			lastErr := w.r.back.lastErr
-			w.r.back.mu.Unlock()
-			assert.ErrorIs(t, lastErr, row.sentinel)
+			assert.ErrorIs(t, w.r.health.last(), row.sentinel)
+			if isConfigError(row.sentinel) {
+				assert.Contains(t, w.logs.String(), "level=ERROR", "a configuration error is an ERROR")
+				assert.Contains(t, w.logs.String(), "fix=")
+			}
+
+			// Every failure opens a window: a new key goes local without
+			// asking the provider.
+			res, err = w.r.Navigate(ctx, "k2", w.site.url(publicHost, "/page2"))
+			require.NoError(t, err)
+			assert.True(t, res.FallbackFromCloud)
+			assert.Contains(t, res.FallbackReason, row.reason)
+			assert.EqualValues(t, 1, w.api.Creates(), "the window keeps new keys off the provider")
 		})
 	}
 }
@@ -304,15 +395,71 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 	r.mu.Unlock()
 }
 
-func TestRetryWindow(t *testing.T) {
+// testHealth is a health over the in-process store with a clock the test
+// moves.
+func testHealth(capW time.Duration) (*health, *testClock) {
+	c := &testClock{t: time.Now()}
+	return &health{store: newMemHealth(), provider: "P", cap: capW, now: c.now}, c
+}
+
+func TestEveryFailureOpensAWindow(t *testing.T) {
 	t.Parallel()
-	pe := &ProviderError{Status: 429, RetryAfter: 17 * time.Second}
-	assert.Equal(t, 17*time.Second, retryWindow(pe, 5*time.Minute))
-	assert.Equal(t, time.Minute, retryWindow(&ProviderError{Status: 429, RetryAfter: time.Hour}, time.Minute), "capped")
-	assert.Equal(t, time.Duration(0), retryWindow(errors.New("x"), time.Minute))
-	assert.Equal(t, time.Duration(0), retryWindow(&ProviderError{Status: 500, Err: ErrProviderUnavailable}, time.Minute))
-	assert.Equal(t, defaultRateLimitWindow, retryWindow(&ProviderError{Status: 429, Err: ErrRateLimited}, time.Hour),
-		"a 429 without Retry-After still keeps new sessions away")
+	ctx := context.Background()
+	rows := []struct {
+		name string
+		errs []error
+		want []time.Duration
+	}{
+		{"429 with Retry-After", []error{&ProviderError{Status: 429, RetryAfter: 17 * time.Second}}, []time.Duration{17 * time.Second}},
+		{"Retry-After capped", []error{&ProviderError{Status: 429, RetryAfter: time.Hour}}, []time.Duration{time.Minute}},
+		{"429 without Retry-After grows", []error{&ProviderError{Status: 429}, &ProviderError{Status: 429}}, []time.Duration{5 * time.Second, 10 * time.Second}},
+		{"5xx, hang, malformed, unreachable, marked grow to the cap", []error{
+			&ProviderError{Status: 500},
+			&ProviderError{Err: context.DeadlineExceeded},
+			&ProviderError{Status: 201, Err: errors.New("unexpected EOF")},
+			errors.New("connecting to session s of P: connection refused"),
+			fmt.Errorf("%w: x", errProviderFellBack),
+			&ProviderError{Status: 503},
+		}, []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute}},
+		{"401 stays at the cap", []error{&ProviderError{Status: 401}, &ProviderError{Status: 429, RetryAfter: time.Second}}, []time.Duration{time.Minute, time.Minute}},
+		{"402 stays at the cap", []error{&ProviderError{Status: 402}}, []time.Duration{time.Minute}},
+		{"403 stays at the cap", []error{&ProviderError{Status: 403}}, []time.Duration{time.Minute}},
+	}
+	for _, row := range rows {
+		h, clock := testHealth(time.Minute)
+		for i, err := range row.errs {
+			first, w, reason := h.failed(ctx, err)
+			assert.Equal(t, i == 0, first, "%s: one log line per outage", row.name)
+			assert.Equal(t, row.want[i], w, "%s: failure %d", row.name, i)
+			assert.NotEmpty(t, reason)
+			until, got, _ := h.store.Window(ctx, "P")
+			if i == 0 {
+				assert.Equal(t, reason, got, "the window carries its reason")
+			}
+			assert.True(t, until.After(clock.now()), "%s: the window is open", row.name)
+		}
+		// A success that began after the failures ends the outage and the
+		// growth: the next failure opens the shortest window again.
+		clock.advance(time.Second)
+		assert.True(t, h.succeeded(ctx, clock.now()), row.name)
+		until, _, _ := h.store.Window(ctx, "P")
+		assert.True(t, until.IsZero(), "%s: a success closes the window", row.name)
+		_, w, _ := h.failed(ctx, &ProviderError{Status: 500})
+		assert.Equal(t, 5*time.Second, w, row.name)
+	}
+}
+
+func TestFallbackReasonIsShortAndKeyFree(t *testing.T) {
+	t.Parallel()
+	pe := &ProviderError{Provider: "Browserbase", Op: "create", Status: 429, Code: "RATE_LIMIT_EXCEEDED",
+		Message: "slow down", RetryAfter: 17 * time.Second, Limit: 200}
+	assert.Equal(t, "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED (retry after 17s)", fallbackReason("Browserbase", pe))
+	assert.Equal(t, "provider Steel: HTTP 500", fallbackReason("Steel", &ProviderError{Status: 500}))
+	assert.Equal(t, "provider Steel: no answer in time",
+		fallbackReason("Steel", &ProviderError{Err: fmt.Errorf("post: %w", context.DeadlineExceeded)}))
+	long := fallbackReason("X", errors.New(strings.Repeat("é", 500)))
+	assert.Less(t, len(long), 200)
+	assert.True(t, utf8.ValidString(long))
 }
 
 // BenchmarkRateLimitToLoadedLocalPage is the seed's morning: from the
@@ -344,27 +491,90 @@ func BenchmarkRateLimitToLoadedLocalPage(b *testing.B) {
 	}
 }
 
-func TestBackoffIgnoresSuccessOlderThanTheFailure(t *testing.T) {
+func TestHealthIgnoresSuccessOlderThanTheFailure(t *testing.T) {
 	t.Parallel()
-	var b backoff
-	t0 := time.Now()
-	first, window := b.failed(t0, &ProviderError{Status: 429, RetryAfter: 17 * time.Second}, time.Minute)
+	ctx := context.Background()
+	h, clock := testHealth(time.Minute)
+	t0 := clock.now()
+	first, window, _ := h.failed(ctx, &ProviderError{Status: 429, RetryAfter: 17 * time.Second})
 	assert.True(t, first)
 	assert.Equal(t, 17*time.Second, window)
-	first, _ = b.failed(t0.Add(time.Second), &ProviderError{Status: 429, RetryAfter: time.Second}, time.Minute)
+	clock.advance(time.Second)
+	first, _, _ = h.failed(ctx, &ProviderError{Status: 429, RetryAfter: time.Second})
 	assert.False(t, first, "one outage, one log line")
-	skip, _ := b.skip(t0.Add(10 * time.Second))
-	assert.True(t, skip, "a shorter later window does not shorten the open one")
+	clock.advance(9 * time.Second)
+	adm, _ := h.admit(ctx, time.Second)
+	assert.Equal(t, admitLocal, adm, "a shorter later window does not shorten the open one")
 
-	assert.False(t, b.succeeded(t0.Add(-time.Second)), "a creation that began before the 429 proves nothing")
-	skip, _ = b.skip(t0.Add(10 * time.Second))
-	assert.True(t, skip)
+	assert.False(t, h.succeeded(ctx, t0), "a creation that began before the 429 proves nothing")
+	adm, _ = h.admit(ctx, time.Second)
+	assert.Equal(t, admitLocal, adm)
 
-	assert.True(t, b.succeeded(t0.Add(2*time.Second)), "a creation that began after it ends the outage")
-	skip, _ = b.skip(t0.Add(10 * time.Second))
-	assert.False(t, skip)
-	first, _ = b.failed(t0.Add(20*time.Second), errors.New("x"), time.Minute)
+	assert.True(t, h.succeeded(ctx, clock.now()), "a creation that began after it ends the outage")
+	adm, _ = h.admit(ctx, time.Second)
+	assert.Equal(t, admitCloud, adm, "healthy: no probe needed")
+	first, _, _ = h.failed(ctx, errors.New("x"))
 	assert.True(t, first, "the next outage is logged again")
+}
+
+// While the health is unknown, one creation probes and the others wait for
+// its answer: a failure sends them local, a success to the cloud.
+func TestOneProbeTheOthersWait(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	for _, ok := range []bool{false, true} {
+		h, _ := testHealth(time.Minute)
+		adm, _ := h.admit(ctx, time.Second)
+		require.Equal(t, admitProbe, adm, "unknown: the first creation probes")
+		const waiters = 20
+		got := make(chan admission, waiters)
+		for range waiters {
+			go func() { a, _ := h.admit(ctx, 30*time.Second); got <- a }()
+		}
+		select {
+		case a := <-got:
+			t.Fatalf("a waiter went on (%v) before the probe answered", a)
+		case <-time.After(50 * time.Millisecond):
+		}
+		if ok {
+			h.succeeded(ctx, h.now())
+		} else {
+			h.failed(ctx, &ProviderError{Status: 429, RetryAfter: 17 * time.Second})
+		}
+		h.probeDone()
+		want := admitLocal
+		if ok {
+			want = admitCloud
+		}
+		for range waiters {
+			select {
+			case a := <-got:
+				assert.Equal(t, want, a, "probe ok=%v", ok)
+			case <-time.After(10 * time.Second):
+				t.Fatal("a waiter did not wake up")
+			}
+		}
+	}
+
+	// A waiter whose budget runs short goes local without calling the
+	// provider.
+	h, _ := testHealth(time.Minute)
+	adm, _ := h.admit(ctx, time.Second)
+	require.Equal(t, admitProbe, adm)
+	adm, reason := h.admit(ctx, 20*time.Millisecond)
+	assert.Equal(t, admitLocal, adm)
+	assert.Contains(t, reason, "probe")
+	h.probeDone()
+
+	// The window ends: the next creation probes again, once.
+	h2, clock := testHealth(time.Minute)
+	h2.failed(ctx, &ProviderError{Status: 429, RetryAfter: 2 * time.Second})
+	clock.advance(3 * time.Second)
+	adm, _ = h2.admit(ctx, time.Second)
+	assert.Equal(t, admitProbe, adm)
+	adm, _ = h2.admit(ctx, 10*time.Millisecond)
+	assert.Equal(t, admitLocal, adm, "one probe per window end")
+	h2.probeDone()
 }
 
 func TestStrictFallbackStillRefusesPrivate(t *testing.T) {

@@ -46,6 +46,8 @@ type config struct {
 	reapInterval  time.Duration
 	maxBackoff    time.Duration
 	createTimeout time.Duration
+	localTimeout  time.Duration
+	fallback      bool
 }
 
 // defaultConfig is the configuration of a Router no option has touched.
@@ -59,6 +61,8 @@ func defaultConfig() config {
 		reapInterval:      30 * time.Second,
 		maxBackoff:        5 * time.Minute,
 		createTimeout:     60 * time.Second,
+		localTimeout:      60 * time.Second,
+		fallback:          true,
 	}
 }
 
@@ -167,10 +171,12 @@ func WithIdleTimeout(idle, sweep time.Duration) Option {
 	}
 }
 
-// WithCreateTimeout bounds one session creation: the provider's API call and
-// the CDP connect, or the local tab, waiting for the local Chromium to start
-// included (default 60 s). A start a creation gave up on goes on for the
-// next one. A caller's own deadline still applies.
+// WithCreateTimeout bounds the cloud part of one session creation: the
+// provider's API call and the CDP connect (default 60 s). The local floor
+// that takes over when the provider fails has its own budget
+// ([WithLocalTimeout]), so a hanging provider never eats it. A caller's own
+// deadline still applies: the provider then gets at most half of what is
+// left (but at least 5 s).
 func WithCreateTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
@@ -179,8 +185,30 @@ func WithCreateTimeout(d time.Duration) Option {
 	}
 }
 
-// WithProviderBackoffCap caps how long one advertised Retry-After keeps new
-// sessions off the provider (default 5 minutes).
+// WithLocalTimeout bounds the creation of a local session, a fallback
+// included: waiting for the local Chromium to start and opening its tab
+// (default 60 s). A start a creation gave up on goes on for the next one. A
+// caller's own deadline still applies.
+func WithLocalTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.localTimeout = d
+		}
+	}
+}
+
+// WithFallback sets whether a cloud session the provider cannot give falls
+// back to local Chromium (default true). Off, for users who must never
+// leave the cloud, the call fails with the provider's error, wrapped (so
+// errors.Is(err, [ErrRateLimited]) and the like work); during a back-off
+// window it fails without asking the provider.
+func WithFallback(on bool) Option { return func(c *config) { c.fallback = on } }
+
+// WithProviderBackoffCap caps the back-off window a provider failure opens
+// (default 5 minutes): an advertised Retry-After, the growing window of
+// failures that advertise none (5 s, doubling), and the window of a
+// configuration error (401, 402, 403), which stays at the cap until a
+// probe succeeds.
 func WithProviderBackoffCap(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {

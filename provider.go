@@ -23,6 +23,15 @@ type Provider interface {
 	ReleaseSession(ctx context.Context, s *Session) error
 }
 
+// SessionParamLister is implemented by a [Provider] that takes session
+// params (the clients of this package, with [WithSessionParams]): the
+// router names the params a fallback to local Chromium does without in the
+// outage's log line.
+type SessionParamLister interface {
+	// SessionParamKeys lists the names of the params sent with each create.
+	SessionParamKeys() []string
+}
+
 // Session is one browser session, cloud or local, under one cache key.
 type Session struct {
 	// Key is the cache key the session was created for (CreateSession's
@@ -135,6 +144,7 @@ type ProviderOption func(*providerConfig)
 type providerConfig struct {
 	baseURL string
 	client  *http.Client
+	own     bool // client is the default one, ours to close
 	name    string
 	params  map[string]any
 }
@@ -174,8 +184,12 @@ func newProviderConfig(defaultBase, defaultName string, opts []ProviderOption) p
 	}
 	c.baseURL = strings.TrimRight(c.baseURL, "/")
 	if c.client == nil {
+		c.own = true
 		c.client = &http.Client{
-			Timeout: defaultProviderTimeout,
+			// A transport of its own, so that Router.Close can close its
+			// idle connections without touching anyone else's.
+			Transport: http.DefaultTransport.(*http.Transport).Clone(),
+			Timeout:   defaultProviderTimeout,
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
 			},

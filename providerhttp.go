@@ -11,6 +11,7 @@ import (
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,19 @@ func newAPIClient(defaultBase, defaultName, keyHeader, key string, opts []Provid
 
 // Name implements [Provider].
 func (c *apiClient) Name() string { return c.name }
+
+// SessionParamKeys implements [SessionParamLister].
+func (c *apiClient) SessionParamKeys() []string { return slices.Sorted(maps.Keys(c.params)) }
+
+// CloseIdleConnections closes the idle connections of the default HTTP
+// client, so nothing of the client outlives [Router.Close], which calls
+// it. A client given with [WithProviderHTTPClient] is the caller's, and is
+// left alone.
+func (c *apiClient) CloseIdleConnections() {
+	if c.own {
+		c.client.CloseIdleConnections()
+	}
+}
 
 // createBody merges the configured session params with the fields the client
 // must set.

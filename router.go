@@ -60,9 +60,9 @@ type Router struct {
 	provider Provider
 	log      *slog.Logger
 
-	side *sidecar
-	back backoff
-	now  func() time.Time // the fallback's clock; tests move it instead of sleeping
+	side   *sidecar
+	health *health          // the provider's health: its window and its single probe (health.go)
+	now    func() time.Time // the fallback's clock; tests move it instead of sleeping
 
 	// life ends at Close: work that outlives its caller (session
 	// creation) runs under it.
@@ -76,8 +76,8 @@ type Router struct {
 	inCall sync.Map
 
 	mu     sync.Mutex
-	routes map[string]routeMemo // the last route each session key took
-	sess   sessions             // guarded by mu, but for its own WaitGroup and singleflight
+	routes routeMemory // the last route each session key's calls took
+	sess   sessions    // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 }
 
@@ -89,7 +89,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		cfg:      defaultConfig(),
 		provider: p,
 		now:      time.Now,
-		routes:   make(map[string]routeMemo),
+		routes:   newRouteMemory(maxRoutes),
 		sess:     sessions{m: make(map[string]*entry), inFlight: make(map[string]*creation)},
 	}
 	for _, o := range opts {
@@ -106,6 +106,10 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	r.log = r.cfg.logger
 	r.pol = newPolicy(&r.cfg, p != nil)
 	r.side = newSidecar(&r.cfg, r.pol)
+	if p != nil {
+		r.health = &health{store: newMemHealth(), provider: p.Name(), cap: r.cfg.maxBackoff,
+			now: func() time.Time { return r.now() }}
+	}
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.cfg.cdpURL != "" {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
@@ -113,6 +117,24 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		}
 	}
 	return r, nil
+}
+
+// Warm starts the local Chromium now, ahead of the first call that needs
+// it (a local route, or the floor under a failing provider), and reports a
+// missing binary or a refused flag ([WithChromiumFlags]) at once. New never
+// starts anything: it returns at once. ctx bounds the wait, not the start,
+// which goes on for the first call.
+func (r *Router) Warm(ctx context.Context) error {
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	if _, err := r.side.browser(ctx); err != nil {
+		return fmt.Errorf("hybroute: warming the local Chromium: %w", err)
+	}
+	return nil
 }
 
 // Plan is how one call runs.
@@ -129,7 +151,11 @@ type Result struct {
 	Route             Route  // where it ran: RouteLocal for a fallback too
 	CacheKey          string // sessionKey or sessionKey+"::local"
 	FallbackFromCloud bool   // the cloud session failed and the call ran on local Chromium under sessionKey
-	LandedURL         string // the page URL after the call, re-checked
+	// FallbackReason says why a fallback is one: the provider's failure,
+	// short and free of keys, e.g. "provider Browserbase: HTTP 429
+	// RATE_LIMIT_EXCEEDED (retry after 17s)". An agent can tell its model.
+	FallbackReason string
+	LandedURL      string // the page URL after the call, re-checked
 }
 
 // HybridRoutesLocally reports whether hybrid routing sends rawURL to the
@@ -144,8 +170,8 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 // the call takes. A metadata literal blocks the whole call ([ErrMetadata]); a
 // private literal sends the whole call to the sidecar when hybrid routing is
 // on, and is rejected ([ErrPrivate]) where it is not allowed; a call with no
-// URL literal stays on the route its session took last. On error the [Plan]
-// still holds the verdicts, so the caller can see which URL failed.
+// URL literal stays on the route its session's last call took. On error the
+// [Plan] still holds the verdicts, so the caller can see which URL failed.
 //
 // Each distinct host name is resolved once, and every literal of that name
 // is decided on that one answer; names are resolved concurrently, at most
@@ -154,7 +180,8 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 // host names than [WithMaxHostsPerCall] fails with [ErrTooManyHosts]
 // before any lookup.
 //
-// A successful Plan is remembered as the session's route.
+// Plan is a dry run: it remembers nothing. Only a call that ran
+// ([Router.Exec], [Router.Navigate]) sets the session's route.
 func (r *Router) Plan(ctx context.Context, sessionKey, code string) (Plan, error) {
 	return r.plan(ctx, sessionKey, ScanURLs(code))
 }
@@ -167,6 +194,12 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 	}
 	if err := ctx.Err(); err != nil {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
+	}
+	r.mu.Lock()
+	closed := r.closed
+	r.mu.Unlock()
+	if closed {
+		return Plan{}, ErrClosed
 	}
 	p := Plan{Verdicts: make([]Verdict, len(urls))}
 	look, err := r.decideAll(ctx, urls, p.Verdicts)
@@ -190,9 +223,6 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 	if len(errs) > 0 {
 		return p, blockedCall(errs)
 	}
-	if err := r.remember(key, p.Route); err != nil {
-		return p, err
-	}
 	r.logPlan(ctx, key, p)
 	return p, nil
 }
@@ -200,16 +230,8 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 // lastRoute is the route the session key took last, if it is remembered.
 func (r *Router) lastRoute(key string) (Route, bool) {
 	r.mu.Lock()
-	m, ok := r.routes[key]
-	r.mu.Unlock()
-	return m.route, ok
-}
-
-// routeMemo is a session's last route and when it was taken (unix nanos),
-// so the reaper can forget keys nobody uses any more.
-type routeMemo struct {
-	route Route
-	at    int64
+	defer r.mu.Unlock()
+	return r.routes.get(key)
 }
 
 func normalizeKey(k string) (string, error) {
@@ -239,15 +261,16 @@ func blockedCall(errs []error) error {
 	return errors.Join(sorted...)
 }
 
-func (r *Router) remember(key string, route Route) error {
+// remember sets the route of the session key's last call.
+func (r *Router) remember(key string, route Route) {
+	now := time.Now().UnixNano()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
-		return ErrClosed
+		return
 	}
 	r.startReaper()
-	r.routes[key] = routeMemo{route: route, at: time.Now().UnixNano()}
-	return nil
+	r.routes.put(key, route, now)
 }
 
 func (r *Router) logPlan(ctx context.Context, key string, p Plan) {
@@ -272,7 +295,7 @@ func (r *Router) Close() error {
 		return nil
 	}
 	r.closed = true
-	clear(r.routes)
+	r.routes.clear()
 	r.mu.Unlock()
 	return r.closeSessions()
 }
@@ -317,12 +340,13 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
 	}
 	defer func() { e.touch(); e.inUse.Add(-1) }()
-	res.FallbackFromCloud = e.fallback
-	if e.fallback {
-		// It runs on local Chromium, in the cloud session's place: the
-		// cache key stays the cloud key, the route says where it ran.
-		res.Route = RouteLocal
-	}
+	// The call runs: its route is the session's route now. The plan's
+	// route is remembered, not the fallback's: a fallback stands in for
+	// the cloud session, under its key.
+	r.remember(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.Route)
+	// A fallback runs on local Chromium, in the cloud session's place: the
+	// cache key stays the cloud key, the route says where it ran.
+	res.Route, res.FallbackFromCloud, res.FallbackReason = e.route, e.fallback, e.reason
 
 	e.callMu.Lock()
 	defer e.callMu.Unlock()
@@ -339,14 +363,20 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		// the call's outcome, whatever run made of the refused load. The
 		// tab leaves the error page for a clean one, as after a landing.
 		gerr = toBlank(cctx, gerr)
-		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", p.Route, p.CacheKey, errors.Join(gerr, runErr))
+		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", e.route, p.CacheKey, errors.Join(gerr, runErr))
 	}
 	if err := runErr; err != nil {
-		err = e.tab.wrapErr(err)
+		if e.released.Load() && ctx.Err() == nil {
+			// The session was ended under the call: that, not the
+			// context the release cancelled, is what the caller hears.
+			err = fmt.Errorf("%w: %w", ErrReleased, err)
+		} else {
+			err = e.tab.wrapErr(err)
+		}
 		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 			err = fmt.Errorf("%w (%w)", err, ctxErr)
 		}
-		err = fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
+		err = fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
 		// A failed run can still leave the tab somewhere it must not stay.
 		if cctx.Err() == nil && !e.tab.dead() {
 			if landed, lerr := r.checkLanding(ctx, cctx, e); lerr != nil {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -106,32 +108,88 @@ func TestStickyRoute(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	// plan plans a call and, as Exec does once the call runs, remembers
+	// its route.
+	plan := func(key, code string) (Plan, error) {
+		p, err := r.Plan(ctx, key, code)
+		if err == nil {
+			r.remember(key, p.Route)
+		}
+		return p, err
+	}
 
-	p, err := r.Plan(ctx, "s", `page.goto("http://localhost:3000")`)
+	p, err := plan("s", `page.goto("http://localhost:3000")`)
 	require.NoError(t, err)
 	require.Equal(t, RouteLocal, p.Route)
 
-	p, err = r.Plan(ctx, "s", `return document.title`)
+	p, err = plan("s", `return document.title`)
 	require.NoError(t, err)
 	assert.Equal(t, RouteLocal, p.Route, "a URL-less follow-up stays on the route the session took")
 	assert.Equal(t, "s::local", p.CacheKey)
 
-	p, err = r.Plan(ctx, "other", `return document.title`)
+	p, err = plan("other", `return document.title`)
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, p.Route, "another session is not affected")
 
-	p, err = r.Plan(ctx, "s", `page.goto("https://example.com")`)
+	p, err = plan("s", `page.goto("https://example.com")`)
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, p.Route)
-	p, err = r.Plan(ctx, "s", `return document.title`)
+	p, err = plan("s", `return document.title`)
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, p.Route, "the last route wins")
 
-	_, err = r.Plan(ctx, "s", `goto("http://localhost"); goto("http://169.254.169.254")`)
+	_, err = plan("s", `goto("http://localhost"); goto("http://169.254.169.254")`)
 	require.ErrorIs(t, err, ErrMetadata)
-	p, err = r.Plan(ctx, "s", `return 1`)
+	p, err = plan("s", `return 1`)
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, p.Route, "a blocked call does not move the session")
+}
+
+// Plan is a dry run: planning a private URL does not move the session's
+// next URL-less call, and planning many keys holds no memory.
+func TestPlanIsADryRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	_, err := r.Plan(ctx, "s", `page.goto("http://localhost:3000")`)
+	require.NoError(t, err)
+	p, err := r.Plan(ctx, "s", `return document.title`)
+	require.NoError(t, err)
+	assert.Equal(t, RouteCloud, p.Route, "a planned route is not remembered")
+
+	for i := range 200_000 {
+		_, err := r.Plan(ctx, "k"+strconv.Itoa(i), `return 1`)
+		require.NoError(t, err)
+	}
+	r.mu.Lock()
+	assert.Zero(t, r.routes.len(), "planned keys leave the route memory empty")
+	r.mu.Unlock()
+}
+
+// The route memory of calls that ran is bounded (the oldest key goes) and
+// reaped when idle.
+func TestRouteMemoryIsBoundedAndReaped(t *testing.T) {
+	t.Parallel()
+	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	for i := range 200_000 {
+		r.remember("k"+strconv.Itoa(i), RouteLocal)
+	}
+	r.mu.Lock()
+	assert.Equal(t, maxRoutes, r.routes.len(), "the memory is capped")
+	_, newest := r.routes.get("k199999")
+	_, oldest := r.routes.get("k0")
+	r.mu.Unlock()
+	assert.True(t, newest, "the newest key is kept")
+	assert.False(t, oldest, "the oldest key was evicted")
+
+	r.remember("k199999", RouteCloud) // a known key is updated in place
+	route, _ := r.lastRoute("k199999")
+	assert.Equal(t, RouteCloud, route)
+
+	r.reapIdle(time.Now().Add(r.cfg.idleTimeout + time.Second))
+	r.mu.Lock()
+	assert.Zero(t, r.routes.len(), "idle keys are reaped")
+	r.mu.Unlock()
 }
 
 func TestHybridRoutesLocally(t *testing.T) {

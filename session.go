@@ -45,9 +45,11 @@ func bindTab(tabCtx, ctx context.Context) (context.Context, context.CancelFunc) 
 // entry is one cached session: one cache key, one tab.
 type entry struct {
 	key      string
-	route    Route
+	route    Route // where it runs: RouteLocal for a fallback
 	fallback bool
+	reason   string // why a fallback is one (Result.FallbackReason)
 	tab      tab
+	released atomic.Bool                 // Release, the reaper or Close ended it; calls on it get ErrReleased
 	release  func(context.Context) error // ends the session, exactly once
 	guard    guardRecord                 // what the guard refused during the current call
 	landed   atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
@@ -60,12 +62,22 @@ type entry struct {
 func (e *entry) touch() { e.lastUsed.Store(time.Now().UnixNano()) }
 
 // creation marks a session being created, so a Release that comes before
-// it is stored is not lost.
+// it is stored is not lost. released is guarded by Router.mu.
 type creation struct{ released bool }
 
 // errReleasedWhileCreating is what the callers waiting on a creation get
 // when the session was released before it was ready.
-var errReleasedWhileCreating = errors.New("hybroute: the session was released while it was being created")
+var errReleasedWhileCreating = fmt.Errorf("%w while it was being created", ErrReleased)
+
+// end releases the session for good on a context of its own (the caller's
+// may be over: Close, a deadline), so what a provider made is always given
+// back. Calls still on it fail with ErrReleased.
+func (e *entry) end() error {
+	e.released.Store(true)
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	return e.release(ctx)
+}
 
 // sessions is the cache of live sessions, keyed by cache key. Its maps and
 // the reaper's state are guarded by Router.mu.
@@ -99,10 +111,12 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			// The browser died under a cached session: drop it so this
 			// call makes a new one instead of failing on it forever.
 			delete(r.sess.m, p.CacheKey)
+			r.sess.wg.Add(1) // Close waits for this release too
 			r.mu.Unlock()
 			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser of cached session is gone; recreating",
 				slog.String("cache_key", p.CacheKey), slog.String("route", e.route.String()))
-			_ = e.release(context.WithoutCancel(ctx))
+			_ = e.end()
+			r.sess.wg.Done()
 			continue
 		}
 		r.mu.Unlock()
@@ -127,26 +141,40 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			}()
 			// The creation outlives a caller that gives up, so the others
 			// waiting on it are not failed by one caller's deadline; Close
-			// ends it. The first caller's deadline only shapes how long
-			// the provider may take before the floor is tried.
-			budget := providerBudget(ctx, r.cfg.createTimeout)
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.createTimeout)
+			// ends it, after a grace that lets a provider's answer arrive
+			// (a session it made is then released, not left running). The
+			// first caller's deadline only shapes how long the provider may
+			// take before the floor is tried.
+			timeout := r.cfg.createTimeout
+			if p.Route == RouteLocal {
+				timeout = r.cfg.localTimeout
+			}
+			budget := providerBudget(ctx, timeout)
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
 			defer cancel()
-			defer context.AfterFunc(r.life, cancel)()
+			grace := time.Duration(0)
+			if p.Route == RouteCloud && r.cfg.cdpURL == "" {
+				grace = closeGrace
+			}
+			defer context.AfterFunc(r.life, func() {
+				t := time.AfterFunc(grace, cancel)
+				context.AfterFunc(cctx, func() { t.Stop() })
+			})()
 			e, err := r.create(cctx, p, budget)
 			if err != nil {
 				return nil, err
 			}
 			guard, err := r.enableGuard(e)
 			if err != nil {
-				_ = e.release(cctx)
+				_ = e.end()
 				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.tab.wrapErr(err))
 			}
 			r.mu.Lock()
-			if r.closed || mark.released {
+			closed, released := r.closed, mark.released
+			if closed || released {
 				r.mu.Unlock()
-				_ = e.release(cctx)
-				if mark.released {
+				_ = e.end()
+				if released {
 					return nil, errReleasedWhileCreating
 				}
 				return nil, ErrClosed
@@ -240,13 +268,11 @@ func (r *Router) reap(stop <-chan struct{}) {
 func (r *Router) reapIdle(now time.Time) int {
 	var idle []*entry
 	r.mu.Lock()
-	for k, m := range r.routes {
-		// A sticky route outlives its sessions only as long as a session
-		// would: after that, the key starts afresh, and memory stays bound.
-		if now.Sub(time.Unix(0, m.at)) > r.cfg.idleTimeout && r.sess.m[k] == nil && r.sess.m[k+LocalSuffix] == nil {
-			delete(r.routes, k)
-		}
-	}
+	// A sticky route outlives its sessions only as long as a session
+	// would: after that, the key starts afresh, and memory stays bound.
+	r.routes.forgetIdle(now.Add(-r.cfg.idleTimeout).UnixNano(), func(k string) bool {
+		return r.sess.m[k] != nil || r.sess.m[k+LocalSuffix] != nil
+	})
 	for k, e := range r.sess.m {
 		if e.inUse.Load() > 0 {
 			continue
@@ -258,22 +284,23 @@ func (r *Router) reapIdle(now time.Time) int {
 	}
 	r.mu.Unlock()
 	for _, e := range idle {
-		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.createTimeout)
-		if err := e.release(ctx); err != nil {
-			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: releasing idle session",
-				slog.String("cache_key", e.key), slog.String("error", err.Error()))
+		if err := e.end(); err != nil {
+			r.log.LogAttrs(context.Background(), slog.LevelWarn, "hybroute: releasing idle session",
+				slog.String("cache_key", e.key), slog.String("route", e.route.String()), slog.String("error", err.Error()))
 		} else {
-			r.log.LogAttrs(ctx, slog.LevelDebug, "hybroute: released idle session",
+			r.log.LogAttrs(context.Background(), slog.LevelDebug, "hybroute: released idle session",
 				slog.String("cache_key", e.key), slog.String("route", e.route.String()))
 		}
-		cancel()
 	}
 	return len(idle)
 }
 
 // Release ends the sessions of sessionKey (its cloud session and its
 // sidecar session) now, rather than waiting for the reaper. Its next call
-// starts fresh sessions.
+// starts fresh sessions; a call still running on them fails with
+// [ErrReleased]. A session being created is released as soon as it is
+// made. The release runs on a context of its own, bounded, so a session a
+// provider made is given back even when ctx is already over.
 func (r *Router) Release(ctx context.Context, sessionKey string) error {
 	key, err := normalizeKey(sessionKey)
 	if err != nil {
@@ -290,16 +317,22 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 			es = append(es, e)
 		}
 	}
-	delete(r.routes, key)
+	r.routes.delete(key)
+	// Counted under mu while the entries were still in the map, so a
+	// Close that comes now waits for these releases too.
+	r.sess.wg.Add(len(es))
 	r.mu.Unlock()
 	var errs []error
 	for _, e := range es {
-		errs = append(errs, e.release(ctx))
+		errs = append(errs, e.end())
+		r.sess.wg.Done()
 	}
 	return errors.Join(errs...)
 }
 
 // closeSessions releases every session and waits for the background work.
+// The releases run side by side (bounded): Close takes about one release's
+// time, not one per session.
 func (r *Router) closeSessions() error {
 	r.mu.Lock()
 	es := make([]*entry, 0, len(r.sess.m))
@@ -312,17 +345,37 @@ func (r *Router) closeSessions() error {
 	}
 	r.mu.Unlock()
 	r.endLife() // creations in flight stop and give back what they made
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.createTimeout)
-	defer cancel()
-	var errs []error
-	for _, e := range es {
-		errs = append(errs, e.release(ctx))
+	errs := make([]error, len(es))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, closeParallel)
+	for i, e := range es {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			errs[i] = e.end()
+		})
 	}
+	wg.Wait()
+	// The guards end with their tabs, the reaper with stop, the creations
+	// with life: wait for all, then for the sidecar.
 	errs = append(errs, r.side.close())
-	// The guards end with their tabs, the reaper with stop: wait for all.
 	r.sess.wg.Wait()
+	if c, ok := r.provider.(idleCloser); ok {
+		c.CloseIdleConnections()
+	}
 	return errors.Join(errs...)
 }
+
+// closeParallel bounds the releases Close runs at once.
+const closeParallel = 16
+
+// closeGrace is how long Close lets a provider call in flight finish, so
+// the session it makes is released rather than left running unseen.
+const closeGrace = 2 * time.Second
+
+// idleCloser is a provider whose HTTP client keeps idle connections: Close
+// closes them, so nothing of the router outlives it.
+type idleCloser interface{ CloseIdleConnections() }
 
 // where is the browser of the entry, as the policy sees it.
 func (e *entry) where() where {

@@ -143,7 +143,7 @@ func (p *chromiumProc) ended() bool {
 // wrap marks err as a death of the browser when the process is gone.
 func (p *chromiumProc) wrap(err error) error {
 	if err != nil && p.dead() && !errors.Is(err, ErrBrowserDead) {
-		return fmt.Errorf("%w: %w", ErrBrowserDead, err)
+		return fmt.Errorf("%w (the local Chromium, pid %d): %w", ErrBrowserDead, p.pid, err)
 	}
 	return err
 }
@@ -511,10 +511,24 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	bctx, bcancel := chromedp.NewContext(allocCtx, chromedp.WithBrowserOption(
 		chromedp.WithBrowserLogf(logf), chromedp.WithBrowserErrorf(logf)))
 	unhook := context.AfterFunc(sctx, bcancel)
+	// A start cut short waits in chromedp for Chromium's output pipe to
+	// close, which its children hold open: kill them while it waits.
+	started := make(chan struct{})
+	defer close(started)
+	defer context.AfterFunc(sctx, func() { killUntil(dataDir, started) })()
 	err = chromedp.Do(bctx) // launches Chromium; its life is bound to bctx
 	if !unhook() || err != nil {
-		bcancel()
-		allocCancel()
+		// chromedp's cancel waits for the browser to stop, and a start cut
+		// short can leave it waiting for good: wait a bounded time, so a
+		// failed start never hangs Close. What is left is killed by
+		// removeProfile below.
+		undone := make(chan struct{})
+		go func() { bcancel(); allocCancel(); close(undone) }()
+		select {
+		case <-undone:
+		case <-time.After(controlTimeout):
+			s.log.Warn("hybroute: a cut-short Chromium start did not stop in time; killing what it left", "dir", dataDir)
+		}
 		if rerr := removeProfile(dataDir); rerr != nil {
 			s.log.Warn("hybroute: removing the temp profile of a failed Chromium start", "dir", dataDir, "err", rerr)
 		}
@@ -635,6 +649,22 @@ func removeProfile(dir string) error {
 		return fmt.Errorf("removing the temp profile %s: %w", dir, err)
 	}
 	return nil
+}
+
+// killUntil kills the processes running with the temp profile dir every
+// 50 ms until done closes.
+func killUntil(dir string, done <-chan struct{}) {
+	arg := []byte("--user-data-dir=" + dir)
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		killProcessesWith(arg)
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // hasArg reports whether cmdline holds arg followed by a separator or the end.

@@ -139,6 +139,9 @@ type Server struct {
 
 	creates, releases, versions atomic.Int64
 	nextID                      atomic.Int64
+	made, ended                 atomic.Int64
+	releaseDelay                atomic.Int64 // time.Duration
+	releasing, maxReleasing     atomic.Int64
 }
 
 // ServerOption configures NewServer.
@@ -243,6 +246,36 @@ func (s *Server) OnRelease(r ...Reply) { s.releaseQ.push(r...) }
 // (Kind BrowserUse and CDP).
 func (s *Server) OnVersion(r ...Reply) { s.versionQ.push(r...) }
 
+// AlwaysOnCreate makes r the answer of every create call with no queued
+// answer (nil: back to the normal answer): an outage that lasts.
+func (s *Server) AlwaysOnCreate(r *Reply) { s.createQ.setDefault(r) }
+
+// SetReleaseDelay makes every release call take d before it answers.
+func (s *Server) SetReleaseDelay(d time.Duration) { s.releaseDelay.Store(int64(d)) }
+
+// MaxConcurrentReleases is the most release calls the server has had in
+// progress at once.
+func (s *Server) MaxConcurrentReleases() int64 { return s.maxReleasing.Load() }
+
+// Made counts the sessions the server created (and handed out).
+func (s *Server) Made() int64 { return s.made.Load() }
+
+// Ended counts the sessions the server ended on a release.
+func (s *Server) Ended() int64 { return s.ended.Load() }
+
+// LiveCount counts the sessions created and not yet released.
+func (s *Server) LiveCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, l := range s.live {
+		if l {
+			n++
+		}
+	}
+	return n
+}
+
 // Creates counts the create calls received, failed or not.
 func (s *Server) Creates() int64 { return s.creates.Load() }
 
@@ -264,8 +297,17 @@ func (s *Server) Live(id string) bool {
 
 // replyQueue is a queue of scripted answers, safe for concurrent use.
 type replyQueue struct {
-	mu sync.Mutex
-	q  []Reply
+	mu  sync.Mutex
+	q   []Reply
+	def *Reply // answered when q is empty
+}
+
+// setDefault makes r the answer of every call with nothing queued (nil: the
+// normal answer).
+func (q *replyQueue) setDefault(r *Reply) {
+	q.mu.Lock()
+	q.def = r
+	q.mu.Unlock()
 }
 
 func (q *replyQueue) push(r ...Reply) {
@@ -278,6 +320,9 @@ func (q *replyQueue) pop() (Reply, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if len(q.q) == 0 {
+		if q.def != nil {
+			return *q.def, true
+		}
 		return Reply{}, false
 	}
 	r := q.q[0]
@@ -337,6 +382,17 @@ func (s *Server) scripted(w http.ResponseWriter, r *http.Request, ep endpoint, a
 		s.creates.Add(1)
 	case epRelease:
 		s.releases.Add(1)
+		n := s.releasing.Add(1)
+		defer s.releasing.Add(-1)
+		for m := s.maxReleasing.Load(); n > m && !s.maxReleasing.CompareAndSwap(m, n); m = s.maxReleasing.Load() {
+		}
+		if d := time.Duration(s.releaseDelay.Load()); d > 0 {
+			select {
+			case <-time.After(d):
+			case <-r.Context().Done():
+			case <-s.closing:
+			}
+		}
 	case epVersion:
 		s.versions.Add(1)
 	}
@@ -445,8 +501,10 @@ func (s *Server) setLive(id string, live bool) bool {
 	was := s.live[id]
 	if live {
 		s.live[id] = true
-	} else {
+		s.made.Add(1)
+	} else if was {
 		delete(s.live, id)
+		s.ended.Add(1)
 	}
 	return was
 }

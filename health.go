@@ -1,0 +1,334 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unicode/utf8"
+)
+
+// The provider's health: unknown (first use, or a window just ended),
+// healthy (a creation succeeded since), or down (a back-off window is open).
+// While it is unknown, one creation probes the provider and the others wait
+// for its answer; while it is healthy, creations go to the provider at
+// once; while it is down, they go straight to local Chromium.
+//
+// What replicas of a fleet must agree on (the window and the one probe)
+// lives behind healthStore; what only this process needs (the log-once
+// flags, the doubling of windows without Retry-After, the channel its own
+// waiters sleep on) lives in health.
+
+// healthStore holds the provider's back-off window and its single probe.
+// memHealth is the in-process one; a fleet backs it with a shared store.
+// Times are the router's clock's.
+type healthStore interface {
+	// Window reports the open back-off window of provider (zero until if none) and its reason.
+	Window(ctx context.Context, provider string) (until time.Time, reason string, err error)
+	OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error
+	CloseWindow(ctx context.Context, provider string) error
+	// TryProbe claims the one probe of provider for ttl; true if the caller owns it. DoneProbe gives it up.
+	TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error)
+	DoneProbe(ctx context.Context, provider string) error
+}
+
+// memHealth is the in-process healthStore. Its probe claims expire by the
+// wall clock (a claim is a lease: an owner that never gives it back must
+// not block the provider forever).
+type memHealth struct {
+	mu      sync.Mutex
+	windows map[string]memWindow
+	probes  map[string]time.Time // provider -> claim expiry
+}
+
+type memWindow struct {
+	until  time.Time
+	reason string
+}
+
+func newMemHealth() *memHealth {
+	return &memHealth{windows: make(map[string]memWindow), probes: make(map[string]time.Time)}
+}
+
+func (m *memHealth) Window(_ context.Context, provider string) (time.Time, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.windows[provider]
+	return w.until, w.reason, nil
+}
+
+func (m *memHealth) OpenWindow(_ context.Context, provider string, until time.Time, reason string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// A shorter later window never shortens the open one.
+	if w := m.windows[provider]; until.After(w.until) || w.until.IsZero() {
+		m.windows[provider] = memWindow{until: until, reason: reason}
+	}
+	return nil
+}
+
+func (m *memHealth) CloseWindow(_ context.Context, provider string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.windows, provider)
+	return nil
+}
+
+func (m *memHealth) TryProbe(_ context.Context, provider string, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := time.Now()
+	if exp, ok := m.probes[provider]; ok && now.Before(exp) {
+		return false, nil
+	}
+	m.probes[provider] = now.Add(ttl)
+	return true, nil
+}
+
+func (m *memHealth) DoneProbe(_ context.Context, provider string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.probes, provider)
+	return nil
+}
+
+// health is the router's view of its provider's health, over a store.
+type health struct {
+	store    healthStore
+	provider string
+	cap      time.Duration    // WithProviderBackoffCap
+	now      func() time.Time // the router's clock
+
+	mu          sync.Mutex
+	healthy     bool          // a creation succeeded and no failure came since
+	probing     chan struct{} // closed when this process's probe ends; nil when none runs
+	streak      int           // failures without Retry-After since the last success: the window doubles
+	outage      bool          // a failure was logged and no success seen since
+	floorLogged bool          // the double failure of this outage was logged
+	configErr   bool          // the outage is a configuration error (401/402/403): windows stay at the cap
+	lastErr     error         // the latest failure
+	failedAt    time.Time     // the latest failure
+}
+
+// admission is what health tells a creation to do.
+type admission int
+
+const (
+	admitCloud admission = iota // ask the provider alongside the others
+	admitProbe                  // ask the provider as the probe; call probeDone after
+	admitLocal                  // go local: the window is open (or the probe did not answer in time)
+)
+
+// errProbePending is the fallback reason of a creation that waited for the
+// probe longer than its budget allowed.
+var errProbePending = errors.New("the provider's health probe did not answer in time")
+
+// admit decides where a new cloud session goes. A creation that must wait
+// for another's probe waits at most budget. On admitLocal, reason says why.
+func (h *health) admit(ctx context.Context, budget time.Duration) (admission, string) {
+	deadline := time.Now().Add(budget)
+	for {
+		until, reason, err := h.store.Window(ctx, h.provider)
+		if err == nil && h.now().Before(until) {
+			h.mu.Lock()
+			h.healthy = false
+			h.mu.Unlock()
+			return admitLocal, reason
+		}
+		h.mu.Lock()
+		if h.healthy {
+			h.mu.Unlock()
+			return admitCloud, ""
+		}
+		wait := h.probing
+		if wait == nil {
+			ok, err := h.store.TryProbe(ctx, h.provider, budget+probeSlack)
+			if err != nil || ok {
+				// A store that cannot answer must not stop the cloud:
+				// this creation probes on its own.
+				h.probing = make(chan struct{})
+				h.mu.Unlock()
+				return admitProbe, ""
+			}
+		}
+		h.mu.Unlock()
+		// Another creation (here or in another process) is probing: wait
+		// for its answer, but not past this creation's budget.
+		left := time.Until(deadline)
+		if left <= 0 {
+			return admitLocal, errProbePending.Error()
+		}
+		var poll <-chan time.Time
+		if wait == nil {
+			// The probe is another process's: look again shortly.
+			poll = time.After(min(left, 100*time.Millisecond))
+		}
+		t := time.NewTimer(left)
+		select {
+		case <-wait:
+		case <-poll:
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return admitLocal, errProbePending.Error()
+		}
+		t.Stop()
+	}
+}
+
+// probeSlack is how long a probe's claim outlives its budget: the CDP
+// connect after the provider's answer belongs to the probe too.
+const probeSlack = 5 * time.Second
+
+// probeDone ends this process's probe: the waiters look again and find the
+// provider healthy or the window open.
+func (h *health) probeDone() {
+	h.mu.Lock()
+	ch := h.probing
+	h.probing = nil
+	h.mu.Unlock()
+	_ = h.store.DoneProbe(context.Background(), h.provider)
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// succeeded records a working cloud session and reports whether it ended an
+// outage (the one "recovered" line). A success whose attempt began before
+// the latest failure says nothing about the provider now (a slow creation
+// finishing after a 429), so it changes nothing.
+func (h *health) succeeded(ctx context.Context, started time.Time) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if started.Before(h.failedAt) {
+		return false
+	}
+	was := h.outage
+	h.healthy = true
+	h.outage, h.floorLogged, h.configErr, h.streak, h.lastErr = false, false, false, 0, nil
+	if was {
+		_ = h.store.CloseWindow(ctx, h.provider)
+	}
+	return was
+}
+
+// failed records a provider failure, opens its window, and reports whether
+// it is the first of this outage (the one to log) and the window.
+func (h *health) failed(ctx context.Context, err error) (first bool, window time.Duration, reason string) {
+	now := h.now()
+	h.mu.Lock()
+	h.healthy = false
+	if isConfigError(err) {
+		h.configErr = true
+	}
+	window = h.window(err)
+	h.lastErr, h.failedAt = err, now
+	first = !h.outage
+	h.outage = true
+	h.mu.Unlock()
+	reason = fallbackReason(h.provider, err)
+	_ = h.store.OpenWindow(ctx, h.provider, now.Add(window), reason)
+	return first, window, reason
+}
+
+// window is how long new sessions stay off the provider after err. Called
+// with h.mu held.
+func (h *health) window(err error) time.Duration {
+	if h.configErr {
+		// A wrong key or an empty account does not heal by itself: stay
+		// away as long as allowed, until a probe succeeds.
+		return h.cap
+	}
+	var pe *ProviderError
+	if errors.As(err, &pe) && pe.RetryAfter > 0 {
+		return min(pe.RetryAfter, h.cap)
+	}
+	// No advertised window: short, and doubling while the failures last.
+	w := firstWindow << min(h.streak, 30)
+	h.streak++
+	return min(w, h.cap)
+}
+
+// firstWindow is the window of the first failure that names none; each
+// further one doubles it, up to the cap.
+const firstWindow = 5 * time.Second
+
+// floorFailed reports whether the double failure is the first of this
+// outage (the one to log).
+func (h *health) floorFailed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	first := !h.floorLogged
+	h.floorLogged = true
+	return first
+}
+
+// last is the failure that opened the current window, if this process saw it.
+func (h *health) last() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.lastErr
+}
+
+// isConfigError reports a failure that is the configuration's, not an outage:
+// the key, the project or the plan was refused.
+func isConfigError(err error) bool {
+	return errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrPaymentRequired)
+}
+
+// configFix says what to fix for a configuration error.
+func configFix(err error) string {
+	if errors.Is(err, ErrPaymentRequired) {
+		return "the provider's account is out of credits or its plan does not allow the session: check the plan and billing, or the session params"
+	}
+	return "the provider refused the credentials: check the API key (and the project id, for Browserbase) given to the provider client"
+}
+
+// fallbackReason is the short, key-free account of a provider failure that
+// a Result carries, e.g. "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED
+// (retry after 17s)".
+func fallbackReason(provider string, err error) string {
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		s := "provider " + provider + ":"
+		if pe.Status != 0 {
+			s += fmt.Sprintf(" HTTP %d", pe.Status)
+		}
+		if pe.Code != "" {
+			s += " " + pe.Code
+		}
+		if pe.Status == 0 || (pe.Status < 300 && pe.Err != nil) {
+			s += " " + shortCause(pe.Err)
+		}
+		if pe.RetryAfter > 0 {
+			s += " (retry after " + pe.RetryAfter.String() + ")"
+		}
+		return s
+	}
+	return "provider " + provider + ": " + shortCause(err)
+}
+
+// shortCause is the last part of an error chain's text, bounded: the part
+// that says what went wrong, without the URL and the path to it.
+func shortCause(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "no answer in time"
+	case errors.Is(err, errProviderFellBack):
+		return err.Error()
+	}
+	s := err.Error()
+	const limit = 160
+	if len(s) > limit {
+		i := limit
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s = s[:i] + "…"
+	}
+	return s
+}

@@ -1,0 +1,445 @@
+package hybroute
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// The load and fault suite of the outage issue. The quick part runs with
+// the package's tests; the long part (1,000 calls, 50 keys, 50 at once)
+// runs under HYBROUTE_PROOF=1, which `make proof` sets. Each test prints
+// its figures and asserts counts, never timings.
+
+// proof reports whether the long suite runs, and scales a figure: the
+// quick run uses quick, the proof run full.
+func proof(quick, full int) int {
+	if os.Getenv("HYBROUTE_PROOF") != "" {
+		return full
+	}
+	return quick
+}
+
+// countingProvider records when each create call began.
+type countingProvider struct {
+	Provider
+	mu    sync.Mutex
+	calls []time.Time
+}
+
+func (c *countingProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+	c.mu.Lock()
+	c.calls = append(c.calls, time.Now())
+	c.mu.Unlock()
+	return c.Provider.CreateSession(ctx, key)
+}
+
+// CloseIdleConnections passes Close's call on to the wrapped client.
+func (c *countingProvider) CloseIdleConnections() {
+	if ic, ok := c.Provider.(idleCloser); ok {
+		ic.CloseIdleConnections()
+	}
+}
+
+func (c *countingProvider) times() []time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.calls)
+}
+
+// outageWorld is a world whose provider counts its create calls.
+func outageWorld(t *testing.T, opts ...Option) (*world, *countingProvider) {
+	t.Helper()
+	requireChromium(t)
+	w := &world{t: t, site: newSite(t), logs: &logBuffer{}}
+	w.cloud = cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
+	w.api = cloudtest.NewServer(t, cloudtest.Browserbase, w.cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
+	cp := &countingProvider{Provider: NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(w.api.URL))}
+	// The floor's budget is sized for a machine shared with many others:
+	// the counts are what these tests assert, not how fast the floor is.
+	w.r = newBrowserRouter(t, cp, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
+	return w, cp
+}
+
+// storm runs calls calls over keys keys, workers at once, each opening one
+// page; every releaseEvery-th call of a worker releases its key after (0:
+// never). It returns the errors.
+func storm(t *testing.T, w *world, calls, keys, workers, releaseEvery int) []error {
+	t.Helper()
+	var (
+		next atomic.Int64
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	for g := range workers {
+		wg.Go(func() {
+			for n := 1; ; n++ {
+				i := int(next.Add(1)) - 1
+				if i >= calls {
+					return
+				}
+				key := "key" + strconv.Itoa(g%keys) // a worker's own key: its releases fail no other call
+				res, err := w.r.Navigate(ctx, key, w.site.url(publicHost, "/p"+strconv.Itoa(i)))
+				if err == nil && res.FallbackFromCloud && res.FallbackReason == "" {
+					err = errors.New("a fallback without its reason")
+				}
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("call %d on %s: %w", i, key, err))
+					mu.Unlock()
+				}
+				if releaseEvery > 0 && n%releaseEvery == 0 {
+					_ = w.r.Release(ctx, key)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// The 1,000-call outage: a provider that answers every create with 429
+// and a Retry-After. At most one create call per window, one probe when a
+// window ends, no failed call, one warning for the whole outage.
+func TestOutageOneProbePerWindow(t *testing.T) {
+	const retryAfter = 2 * time.Second
+	w, cp := outageWorld(t)
+	secs := strconv.Itoa(int(retryAfter / time.Second))
+	rl := cloudtest.Reply{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {secs}},
+		Body: `{"error":"RATE_LIMIT_EXCEEDED","retryAfter":` + secs + `,"limit":200}`}
+	w.api.AlwaysOnCreate(&rl)
+	calls, keys := proof(16, 1000), proof(4, 50)
+	start := time.Now()
+	errs := storm(t, w, calls, keys, keys, proof(2, 5))
+	took := time.Since(start)
+	creates := cp.times()
+	t.Logf("outage: %d calls over %d keys in %v: %d failed, %d provider creates (%d windows of %v), %d warning lines",
+		calls, keys, took.Round(time.Millisecond), len(errs), len(creates), int(took/retryAfter)+1, retryAfter, w.logs.count(fallbackLine))
+	assert.Empty(t, errs, "no call fails while the provider is down")
+	require.NotEmpty(t, creates)
+	for i := 1; i < len(creates); i++ {
+		// A window opens when the 429 arrives, after the call began: the
+		// next probe comes a window after that, never sooner.
+		assert.GreaterOrEqual(t, creates[i].Sub(creates[i-1]), retryAfter,
+			"create %d came %v after the one before: more than one per window", i, creates[i].Sub(creates[i-1]))
+	}
+	assert.LessOrEqual(t, len(creates), int(took/retryAfter)+1, "at most one create per window")
+	assert.Equal(t, 1, w.logs.count(fallbackLine), "one warning for the outage")
+}
+
+// The floor's own budget: with a short creation timeout and a provider
+// that hangs, new keys all land on local Chromium: no call fails, and only
+// the probe asks the provider.
+func TestHangingProviderFailsNoCall(t *testing.T) {
+	w, cp := outageWorld(t, WithCreateTimeout(4*time.Second))
+	hang := cloudtest.Hang()
+	w.api.AlwaysOnCreate(&hang)
+	keys := proof(6, 50)
+	errs := storm(t, w, keys, keys, keys, 0)
+	t.Logf("hang: %d new keys: %d failed, %d provider creates", keys, len(errs), len(cp.times()))
+	assert.Empty(t, errs)
+	assert.Len(t, cp.times(), 1, "one probe; the others waited for it and went local")
+}
+
+// Every kind of provider failure is met by one probe: N new keys at once,
+// one create call, no failed call, one log line.
+func TestEveryFailureOneProbe(t *testing.T) {
+	if os.Getenv("HYBROUTE_PROOF") == "" {
+		t.Skip("the long suite: HYBROUTE_PROOF=1 (make proof)")
+	}
+	rows := []struct {
+		name  string
+		reply cloudtest.Reply
+	}{
+		{"429 with Retry-After", cloudtest.RateLimited("17")},
+		{"429 without Retry-After", cloudtest.RateLimited("")},
+		{"500", cloudtest.Status(http.StatusInternalServerError, "")},
+		{"malformed", cloudtest.Malformed()},
+		{"401", cloudtest.Status(http.StatusUnauthorized, "")},
+	}
+	for _, row := range rows {
+		t.Run(row.name, func(t *testing.T) {
+			w, cp := outageWorld(t)
+			withClock(w.r)
+			w.api.AlwaysOnCreate(&row.reply)
+			errs := storm(t, w, 40, 20, 20, 0)
+			t.Logf("%s: 40 calls over 20 keys: %d failed, %d provider creates, %d log lines",
+				row.name, len(errs), len(cp.times()), w.logs.count(fallbackLine))
+			assert.Empty(t, errs)
+			assert.Len(t, cp.times(), 1)
+			assert.Equal(t, 1, w.logs.count(fallbackLine))
+		})
+	}
+}
+
+// cloudPages lists the page targets of the cloud Chromium through its
+// DevTools HTTP endpoint.
+func cloudPages(t *testing.T, c *cloudtest.Chromium) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.HTTPURL+"/json/list", nil)
+	require.NoError(t, err)
+	// No keep-alive: the test's own connections must not look like the
+	// router's leftovers.
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var targets []struct{ Type string }
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&targets))
+	n := 0
+	for _, tg := range targets {
+		if tg.Type == "page" {
+			n++
+		}
+	}
+	return n
+}
+
+// Releases every 20 ms while callers create sessions, then Close with calls
+// in flight: every session the provider made is released through it, the
+// cloud browser keeps no page of ours, and a call that lost its session
+// says so with a sentinel.
+func TestReleaseAndCloseDuringCreationLeakNothing(t *testing.T) {
+	w, _ := outageWorld(t)
+	baseline := cloudPages(t, w.cloud)
+	// Nothing of the router outlives Close; the test's own servers keep
+	// their connections until the test ends.
+	before := runtime.NumGoroutine()
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), goleak.IgnoreAnyFunction("net/http.(*conn).serve"))
+	callers := proof(6, 50)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var (
+		mu    sync.Mutex
+		errs  []error
+		calls atomic.Int64
+		wg    sync.WaitGroup
+	)
+	stop := make(chan struct{})
+	for g := range callers {
+		wg.Go(func() {
+			key := "c" + strconv.Itoa(g)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := w.r.Exec(ctx, key, "", func(ctx context.Context) error {
+					_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
+					return err
+				})
+				calls.Add(1)
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			_ = w.r.Release(ctx, "c"+strconv.Itoa(i%callers))
+		}
+	})
+	// Close comes once the calls are under way, however slow the machine.
+	for until := time.Now().Add(time.Duration(proof(4, 15)) * time.Second); time.Now().Before(until) ||
+		calls.Load() < int64(2*callers) && time.Now().Before(until.Add(90*time.Second)); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	require.NoError(t, w.r.Close())
+	closeTook := time.Since(start)
+	close(stop)
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("callers still running a minute after Close")
+	}
+
+	deadline := time.Now().Add(20 * time.Second)
+	for cloudPages(t, w.cloud) > baseline && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	left := cloudPages(t, w.cloud) - baseline
+	t.Logf("release/close: %d callers, %d calls, %d failed, provider made %d sessions and ended %d, %d live, %d cloud pages left, Chromium left: %v, goroutines %d before and %d after, Close took %v",
+		callers, calls.Load(), len(errs), w.api.Made(), w.api.Ended(), w.api.LiveCount(), left, w.r.side.alive(),
+		before, runtime.NumGoroutine(), closeTook.Round(time.Millisecond))
+	assert.False(t, w.r.side.alive(), "no local Chromium outlives Close")
+	assert.Equal(t, w.api.Made(), w.api.Ended(), "every session the provider made is released through it")
+	assert.Zero(t, w.api.LiveCount())
+	assert.LessOrEqual(t, left, 0, "the cloud browser has no page of ours left")
+	for _, err := range errs {
+		if !errors.Is(err, ErrReleased) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrBrowserDead) {
+			t.Errorf("a call that lost its session must say why with a sentinel: %v", err)
+		}
+	}
+}
+
+// fakeTab is a tab with no browser under it, for the tests of the session
+// cache that need none.
+type fakeTab struct{}
+
+func (fakeTab) context() context.Context { return context.Background() }
+func (fakeTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithCancel(ctx)
+}
+func (fakeTab) dead() bool              { return false }
+func (fakeTab) wrapErr(err error) error { return err }
+
+// Close releases sessions side by side, and the provider's own HTTP client
+// leaves no connection and no goroutine behind.
+func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
+	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
+		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	p := NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL))
+	r, err := New(p, WithResolver(testResolver), WithEgressDialer(loopbackDialer(t)))
+	require.NoError(t, err)
+	ctx := testCtx(t)
+	const n = 100
+	r.mu.Lock()
+	for i := range n {
+		key := "s" + strconv.Itoa(i)
+		s, err := p.CreateSession(ctx, key)
+		require.NoError(t, err)
+		r.sess.m[key] = &entry{key: key, route: RouteCloud, tab: fakeTab{}, release: func(ctx context.Context) error {
+			return p.ReleaseSession(ctx, s)
+		}}
+	}
+	r.mu.Unlock()
+	api.SetReleaseDelay(200 * time.Millisecond)
+	start := time.Now()
+	require.NoError(t, r.Close())
+	t.Logf("close: %d sessions, releases at once at most %d, Close took %v",
+		n, api.MaxConcurrentReleases(), time.Since(start).Round(time.Millisecond))
+	assert.EqualValues(t, n, api.Ended(), "every session is released")
+	assert.Greater(t, api.MaxConcurrentReleases(), int64(1), "Close releases side by side")
+	assert.LessOrEqual(t, api.MaxConcurrentReleases(), int64(closeParallel), "and bounded")
+}
+
+// SIGKILL of the local Chromium, then of the cloud Chromium, while calls
+// run: a call that lost its browser fails with ErrBrowserDead naming which
+// one, and the next calls go on (a fresh local Chromium; the cloud's death
+// opens a window and the keys fall back).
+func TestBrowsersKilledUnderLoad(t *testing.T) {
+	if os.Getenv("HYBROUTE_PROOF") == "" {
+		t.Skip("the long suite: HYBROUTE_PROOF=1 (make proof)")
+	}
+	w, _ := outageWorld(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a loaded machine
+	defer cancel()
+	// Half the keys on the cloud, half on the local sidecar.
+	keys := 10
+	for k := range keys {
+		u := w.site.url(publicHost, "/warm")
+		if k%2 == 1 {
+			u = w.site.url("127.0.0.1", "/warm")
+		}
+		_, err := w.r.Navigate(ctx, "k"+strconv.Itoa(k), u)
+		require.NoError(t, err)
+	}
+	call := func(k int) error {
+		_, err := w.r.Exec(ctx, "k"+strconv.Itoa(k), "", func(ctx context.Context) error {
+			_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
+			return err
+		})
+		return err
+	}
+	require.NoError(t, syscall.Kill(currentProc(t, w.r.side).pid, syscall.SIGKILL))
+	w.cloud.Close()
+	var dead, other []error
+	for k := range keys {
+		if err := call(k); err != nil {
+			if errors.Is(err, ErrBrowserDead) {
+				dead = append(dead, err)
+			} else {
+				other = append(other, err)
+			}
+		}
+	}
+	var failedAfter int
+	for k := range keys {
+		if err := call(k); err != nil {
+			failedAfter++
+			t.Logf("after: %v", err)
+		}
+	}
+	t.Logf("kill: %d keys; first calls after the kills: %d ErrBrowserDead, %d other errors; second calls failed: %d",
+		keys, len(dead), len(other), failedAfter)
+	assert.Empty(t, other, "a call that lost its browser says so with ErrBrowserDead")
+	for _, err := range dead {
+		assert.Regexp(t, `the cloud browser|the local Chromium`, err.Error(), "the error names the browser")
+	}
+	assert.Zero(t, failedAfter, "the next calls go on")
+}
+
+// A cancellation storm: callers that give up at random moments of their
+// sessions' creation fail with their own context's error and nothing else;
+// nothing is left behind.
+func TestCancellationStorm(t *testing.T) {
+	if os.Getenv("HYBROUTE_PROOF") == "" {
+		t.Skip("the long suite: HYBROUTE_PROOF=1 (make proof)")
+	}
+	w, _ := outageWorld(t)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var wrong []error
+	var ok, cancelled int
+	for i := range 60 {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%12)*50*time.Millisecond)
+			defer cancel()
+			_, err := w.r.Navigate(ctx, "s"+strconv.Itoa(i%20), w.site.url(publicHost, "/c"))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+				cancelled++
+			default:
+				wrong = append(wrong, err)
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, w.r.Close())
+	t.Logf("storm: 60 callers over 20 keys: %d ok, %d gave up, %d other errors; provider made %d sessions and ended %d",
+		ok, cancelled, len(wrong), w.api.Made(), w.api.Ended())
+	assert.Empty(t, wrong)
+	assert.Equal(t, w.api.Made(), w.api.Ended())
+}

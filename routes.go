@@ -1,0 +1,85 @@
+package hybroute
+
+import "container/list"
+
+// routeMemory is the sticky route of each session key: the route its last
+// call took, for the next call with no URL literal. It is bounded: past
+// maxRoutes keys the one used longest ago is forgotten (its next URL-less
+// call takes the default route), and the reaper forgets keys idle longer
+// than a session would live. Guarded by Router.mu.
+type routeMemory struct {
+	max   int
+	m     map[string]*list.Element // of *routeMemo
+	order list.List                // front: used most recently
+}
+
+// routeMemo is a session's last route and when it was taken (unix nanos).
+type routeMemo struct {
+	key   string
+	route Route
+	at    int64
+}
+
+// maxRoutes bounds the route memory: a few MB at most, far more keys than
+// sessions a router holds open.
+const maxRoutes = 1 << 16
+
+func newRouteMemory(max int) routeMemory {
+	return routeMemory{max: max, m: make(map[string]*list.Element)}
+}
+
+func (rm *routeMemory) get(key string) (Route, bool) {
+	if el, ok := rm.m[key]; ok {
+		return el.Value.(*routeMemo).route, true
+	}
+	return 0, false
+}
+
+// put records key's route at time at; an existing key is updated in place
+// (no allocation on the hot path of a known key).
+func (rm *routeMemory) put(key string, route Route, at int64) {
+	if el, ok := rm.m[key]; ok {
+		m := el.Value.(*routeMemo)
+		m.route, m.at = route, at
+		rm.order.MoveToFront(el)
+		return
+	}
+	if rm.order.Len() >= rm.max {
+		oldest := rm.order.Back()
+		delete(rm.m, oldest.Value.(*routeMemo).key)
+		rm.order.Remove(oldest)
+	}
+	rm.m[key] = rm.order.PushFront(&routeMemo{key: key, route: route, at: at})
+}
+
+func (rm *routeMemory) delete(key string) {
+	if el, ok := rm.m[key]; ok {
+		delete(rm.m, key)
+		rm.order.Remove(el)
+	}
+}
+
+// forgetIdle forgets the keys last used before cutoff (unix nanos) for which
+// keep says no. The oldest are at the back, so it stops at the first key
+// used after cutoff.
+func (rm *routeMemory) forgetIdle(cutoff int64, keep func(key string) bool) {
+	for el := rm.order.Back(); el != nil; {
+		m := el.Value.(*routeMemo)
+		if m.at >= cutoff {
+			return
+		}
+		prev := el.Prev()
+		if !keep(m.key) {
+			delete(rm.m, m.key)
+			rm.order.Remove(el)
+		}
+		el = prev
+	}
+}
+
+func (rm *routeMemory) len() int { return len(rm.m) }
+
+func (rm *routeMemory) clear() {
+	clear(rm.m)
+	rm.order.Init()
+}
