@@ -38,6 +38,10 @@ type config struct {
 	chromiumPath  string
 	chromiumFlags map[string]any
 
+	// the in-browser guard (guard.go): how long one paused request's
+	// lookup may take before the request is refused
+	guardLookup time.Duration
+
 	// connect-time egress check of the local browser (egress.go)
 	egressDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
@@ -59,6 +63,7 @@ func defaultConfig() config {
 		reapInterval:      30 * time.Second,
 		maxBackoff:        5 * time.Minute,
 		createTimeout:     60 * time.Second,
+		guardLookup:       guardLookupTimeout,
 	}
 }
 

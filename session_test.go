@@ -155,7 +155,7 @@ func TestLandedURLIsRechecked(t *testing.T) {
 	require.NoError(t, err)
 	inside := "http://127.0.0.1:" + w.site.port + "/inside"
 	res, err := w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
-		if _, err := chromedp.Call(ctx, fetch.Disable, cdp.Empty{}); err != nil {
+		if _, err := chromedp.CallBrowser(ctx, fetch.Disable, cdp.Empty{}); err != nil {
 			return err
 		}
 		return chromedp.Do(ctx, chromedp.Navigate(inside))
