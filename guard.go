@@ -220,10 +220,28 @@ func (g *browserGuard) start(ctx context.Context, m *cdpmux.Mux) error {
 		return fmt.Errorf("hybroute: enabling the request guard: %w", err)
 	}
 	if _, err := m.Call(ctx, "", target.CommandSetAutoAttach, target.SetAutoAttachParams{
-		AutoAttach: true, WaitForDebuggerOnStart: true, Flatten: new(true)}); err != nil {
+		AutoAttach: true, WaitForDebuggerOnStart: true, Flatten: new(true), Filter: autoAttachFilter}); err != nil {
 		return fmt.Errorf("hybroute: enabling the request guard: auto-attach: %w", err)
 	}
 	return nil
+}
+
+// autoAttachFilter is Chromium's default filter plus browser_ui: the
+// browser's own UI pages (the omnibox popup of each new window) load no
+// web content, answer neither Fetch nor Network, and when paused they held
+// each new tab up for seconds until their resume was answered.
+var autoAttachFilter = target.Filter{
+	{Type: "browser", Exclude: true}, {Type: "tab", Exclude: true}, {Type: "browser_ui", Exclude: true}, {},
+}
+
+// guarded reports whether a target of type typ gets the guard's
+// per-target measures (and fails its session's call when they fail).
+func guarded(typ string) bool {
+	switch typ {
+	case "page", "iframe", "worker", "shared_worker", "service_worker":
+		return true
+	}
+	return false
 }
 
 // wait ends the guard's work once its browser connection is gone.
@@ -447,6 +465,11 @@ func (g *browserGuard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 		}
 	}
 	if ev.WaitingForDebugger {
+		if !guarded(ti.Type) {
+			// Resumed and left: nothing of it is ours to cover.
+			_ = m.Go(ctx, s, "Runtime.runIfWaitingForDebugger", nil)
+			return
+		}
 		_, err := m.Call(ctx, s, "Runtime.runIfWaitingForDebugger", nil)
 		note(err)
 	}
@@ -463,7 +486,7 @@ func (g *browserGuard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 	if debugGuard {
 		fmt.Fprintf(os.Stderr, "%p setup %s %s wait=%v took %v errs=%v\n", g, ti.Type, ti.URL, ev.WaitingForDebugger, time.Since(at), errs)
 	}
-	if len(errs) == 0 || g.life.Err() != nil {
+	if len(errs) == 0 || g.life.Err() != nil || !guarded(ti.Type) {
 		return
 	}
 	g.mu.Lock()

