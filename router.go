@@ -286,8 +286,10 @@ func (r *Router) Close() error {
 // on metadata from any route, or on a private address from a remote
 // browser, is reported as blocked and the tab is sent to about:blank.
 //
-// run must leave the tab's Fetch domain alone: the router's guard lives
-// there. LandedURL is where the main frame was when run returned; a
+// run must leave the browser's Fetch domain and its auto-attach settings
+// alone: the router's guard lives there. Navigation commands run sends to
+// a browser page (chrome://, devtools://, …) are refused before they reach
+// the browser, and fail the call. LandedURL is where the main frame was when run returned; a
 // navigation run started but did not wait for is checked by the guard as it
 // happens and by the next call's landing check.
 func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (Result, error) {
