@@ -489,6 +489,11 @@ func (g *browserGuard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 	if len(errs) == 0 || g.life.Err() != nil || !guarded(ti.Type) {
 		return
 	}
+	select {
+	case <-m.Done():
+		return // the browser went: nothing is left to cover
+	default:
+	}
 	g.mu.Lock()
 	_, live := g.sess[s]
 	e := g.ownerOf(ti.TargetID)

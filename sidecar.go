@@ -567,7 +567,7 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 }
 
 // startGuard turns the guard on for the whole browser, through the Mux
-// the splice made, bounded by controlTimeout.
+// the splice made.
 func startGuard(sctx context.Context, g *browserGuard, sp *cdpmux.Splice) error {
 	if err := sp.Err(); err != nil {
 		return fmt.Errorf("hybroute: enabling the request guard: %w", err)
@@ -576,9 +576,8 @@ func startGuard(sctx context.Context, g *browserGuard, sp *cdpmux.Splice) error 
 	if m == nil {
 		return errors.New("hybroute: enabling the request guard: no Mux on the browser's pipe")
 	}
-	ctx, cancel := context.WithTimeout(sctx, controlTimeout)
-	defer cancel()
-	return g.start(ctx, m)
+	// Bounded by the start's own bound: it is part of the start.
+	return g.start(sctx, m)
 }
 
 // watch waits for the process to die (or to be stopped on purpose). On a
