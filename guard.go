@@ -169,17 +169,21 @@ type browserGuard struct {
 	// the guard reuses (one lookup per host per call); nil: none.
 	lookupsOf func(*entry) *callLookups
 
-	mu      sync.Mutex
-	public  map[fetch.RequestID]bool // per paused document: has its chain been public?
-	info    map[target.ID]*target.Info
-	parent  map[target.ID]target.ID // a frame's or worker's target: the target it was attached under
-	sess    map[target.SessionID]target.ID
-	frames  map[cdp.FrameID]target.ID // frames that are not targets: the target whose tree holds them
-	owners  map[target.ID]*entry      // each session's tab
-	byCtx   map[cdp.BrowserContextID]*entry
-	landed  map[target.ID]string // main-frame URL of each page we hold a session of
-	ourSess map[target.ID]target.SessionID
+	mu     sync.Mutex
+	public map[fetch.RequestID]bool // per paused document: has its chain been public?
+	info   map[target.ID]*target.Info
+	parent map[target.ID]target.ID // a frame's or worker's target: the target it was attached under
+	sess   map[target.SessionID]target.ID
+	frames map[cdp.FrameID]target.ID // frames that are not targets: the target whose tree holds them
+	owners map[target.ID]*entry      // each session's tab
+	byCtx  map[cdp.BrowserContextID]*entry
+	landed map[target.ID]string // main-frame URL of each page, from our sessions' events
+	refs   map[target.ID]int    // our live sessions of each target
 }
+
+// maxFrames bounds the frame table: a frame it has forgotten is still
+// refused by the verdict, only not named as precisely.
+const maxFrames = 4096
 
 func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w where) *browserGuard {
 	if log == nil {
@@ -194,7 +198,7 @@ func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w where) *brows
 		parent: map[target.ID]target.ID{}, sess: map[target.SessionID]target.ID{},
 		frames: map[cdp.FrameID]target.ID{}, owners: map[target.ID]*entry{},
 		byCtx: map[cdp.BrowserContextID]*entry{}, landed: map[target.ID]string{},
-		ourSess: map[target.ID]target.SessionID{}}
+		refs: map[target.ID]int{}}
 	g.life, g.end = context.WithCancel(context.Background())
 	return g
 }
@@ -360,9 +364,7 @@ func (g *browserGuard) onAttach(parent target.SessionID, ev *target.EventAttache
 	if p, ok := g.sess[parent]; ok && parent != "" {
 		g.parent[ti.TargetID] = p
 	}
-	if ti.Type == "page" {
-		g.ourSess[ti.TargetID] = ev.SessionID
-	}
+	g.refs[ti.TargetID]++
 	g.mu.Unlock()
 	at := time.Now()
 	g.wg.Go(func() { g.setup(ev, at) })
@@ -374,11 +376,14 @@ func (g *browserGuard) onDetach(s target.SessionID) {
 	defer g.mu.Unlock()
 	id, ok := g.sess[s]
 	delete(g.sess, s)
-	if !ok || g.ourSess[id] != s {
+	if !ok {
+		return
+	}
+	if g.refs[id]--; g.refs[id] > 0 {
 		return
 	}
 	// The target is gone: forget it and every frame of it.
-	delete(g.ourSess, id)
+	delete(g.refs, id)
 	delete(g.landed, id)
 	delete(g.info, id)
 	delete(g.parent, id)
@@ -408,6 +413,9 @@ func (g *browserGuard) onEvent(s target.SessionID, msg *cdproto.Message) bool {
 		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) == nil {
 			g.mu.Lock()
 			if id, ok := g.sess[s]; ok {
+				if len(g.frames) >= maxFrames {
+					clear(g.frames)
+				}
 				g.frames[ev.FrameID] = id
 			}
 			g.mu.Unlock()
@@ -416,7 +424,7 @@ func (g *browserGuard) onEvent(s target.SessionID, msg *cdproto.Message) bool {
 		ev := new(page.EventFrameNavigated)
 		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) == nil && ev.Frame != nil && ev.Frame.ParentID == "" {
 			g.mu.Lock()
-			if id, ok := g.sess[s]; ok && g.ourSess[id] == s {
+			if id, ok := g.sess[s]; ok && g.refs[id] > 0 {
 				g.landed[id] = ev.Frame.URL + ev.Frame.URLFragment
 			}
 			g.mu.Unlock()
