@@ -121,8 +121,10 @@ var privateWSPatterns = []string{
 // ends it, and an address we cannot see is one we cannot allow.
 const guardLookupTimeout = 5 * time.Second
 
-// targetSetupTimeout bounds the setup of one paused target.
-const targetSetupTimeout = 15 * time.Second
+// targetSetupTimeout bounds the setup of one paused target; past it the
+// target is closed. A paused target sends nothing, so waiting is safe, and
+// on a loaded machine (load 100 on 2 cores) 15 s closed healthy new tabs.
+const targetSetupTimeout = 60 * time.Second
 
 // guardRecord is what the guard refused during the current call of one
 // session, in any of its targets.
