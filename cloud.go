@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/remote"
+
+	"github.com/hybroute/hybroute/internal/cdpconn"
+	"github.com/hybroute/hybroute/internal/cdpmux"
 )
 
 // Connecting to a remote browser: a cloud provider's session, or the CDP
@@ -97,7 +99,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 		connCtx, cancel = context.WithDeadline(connCtx, dl)
 		defer cancel()
 	}
-	t, err := connectRemote(connCtx, s.CDPURL)
+	t, err := connectRemote(connCtx, s.CDPURL, r.newRemoteGuard())
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("connecting to session %s of %s at %s: %w",
@@ -108,7 +110,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 
 // overrideEntry is a session on the CDP override's browser: a new tab on it.
 func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) {
-	t, err := connectRemote(ctx, r.cfg.cdpURL)
+	t, err := connectRemote(ctx, r.cfg.cdpURL, r.newRemoteGuard())
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.cdpURL), err)
 	}
@@ -135,16 +137,28 @@ type remoteTab struct {
 	ctx         context.Context
 	cancelTab   context.CancelFunc
 	cancelAlloc context.CancelFunc
+	guard       *browserGuard // the guard of this connection's browser
 	once        sync.Once
 }
 
-// connectRemote opens a new tab on the browser at the CDP URL. chromedp ties
-// the browser connection to the context of its first action, so that action
-// runs on the tab's own context and the caller's ctx only bounds the wait.
-func connectRemote(ctx context.Context, cdpURL string) (*remoteTab, error) {
-	actx, cancelAlloc := remote.NewAllocator(context.Background(), cdpURL)
+// newRemoteGuard is the guard of one remote browser connection.
+func (r *Router) newRemoteGuard() *browserGuard {
+	g := newBrowserGuard(&r.cfg, r.pol, r.log, onRemote)
+	g.lookupsOf = r.callLookupsOf
+	return g
+}
+
+// connectRemote opens a new tab on the browser at the CDP URL, with the
+// guard g's Mux under the connection (guardedRemote; nil g: no guard, for
+// benchmarks only). chromedp ties the browser connection to the context of
+// its first action, so that action runs on the tab's own context and the
+// caller's ctx only bounds the wait.
+func connectRemote(ctx context.Context, cdpURL string, g *browserGuard) (*remoteTab, error) {
+	actx, cancelAlloc := guardedRemote(g, func(ctx context.Context) (chromedp.Transport, error) {
+		return dialCDP(ctx, cdpURL)
+	})
 	tctx, cancelTab := chromedp.NewContext(actx)
-	t := &remoteTab{ctx: tctx, cancelTab: cancelTab, cancelAlloc: cancelAlloc}
+	t := &remoteTab{ctx: tctx, cancelTab: cancelTab, cancelAlloc: cancelAlloc, guard: g}
 	done := make(chan error, 1)
 	go func() { done <- chromedp.Do(tctx) }()
 	select {
@@ -159,6 +173,29 @@ func connectRemote(ctx context.Context, cdpURL string) (*remoteTab, error) {
 		<-done
 		return nil, ctx.Err()
 	}
+}
+
+// dialCDP opens the connection to the browser at a CDP URL.
+func dialCDP(ctx context.Context, cdpURL string) (chromedp.Transport, error) {
+	ws, err := cdpconn.Resolve(ctx, nil, cdpURL, nil)
+	if err != nil {
+		return nil, err
+	}
+	return cdpconn.Dial(ctx, ws, nil)
+}
+
+// guardedRemote is the seam between the cloud connection and the guard: an
+// allocator context for chromedp.NewContext whose connection, made by dial,
+// runs through the guard's Mux, with the guard on before chromedp opens its
+// tab. However the connection is dialled (TLS, a provider's URL shape), it
+// must be made through here: a connection without the Mux has no guard on
+// popups, frames, workers or WebSockets, and no refusal of chrome:// URLs.
+func guardedRemote(g *browserGuard, dial func(ctx context.Context) (chromedp.Transport, error)) (context.Context, context.CancelFunc) {
+	a := &cdpmux.Allocator{Dial: dial}
+	if g != nil {
+		a.Hooks, a.Start = g.hooks(), g.start
+	}
+	return chromedp.NewAllocatorContext(context.Background(), a)
 }
 
 func (t *remoteTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -181,6 +218,9 @@ func (t *remoteTab) close(context.Context) error {
 	t.once.Do(func() {
 		t.cancelTab()
 		t.cancelAlloc()
+		if t.guard != nil {
+			t.guard.wait()
+		}
 	})
 	return nil
 }

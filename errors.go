@@ -37,6 +37,10 @@ var (
 	// ErrPrivate is wrapped by the error of a private URL that the options
 	// do not let through.
 	ErrPrivate = errors.New("hybroute: URL targets a private or internal address")
+	// ErrLookupTimeout is wrapped by the error of a request the browser's
+	// guard refused because the lookup of its host name timed out: an
+	// address it cannot see is one it cannot allow.
+	ErrLookupTimeout = errors.New("hybroute: the lookup of the URL's host timed out")
 	// ErrInvalidURL is wrapped by the error of a URL that cannot be routed.
 	ErrInvalidURL = errors.New("hybroute: invalid URL")
 )

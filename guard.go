@@ -3,39 +3,56 @@ package hybroute
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp"
+	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/hybroute/hybroute/internal/cdpmux"
 	"github.com/hybroute/hybroute/internal/metadata"
 )
 
 // The guard is the in-browser half of the security rules. URL literals are
-// decided before a call; the guard decides what the page does during it: a
-// redirect from public to private is refused, not followed, and a request
-// to a metadata address is refused on every route, whoever makes it.
+// decided before a call; the guard decides what the pages of a browser do
+// during it, in every target: tabs, popups, frames in or out of process,
+// dedicated, shared and service workers. There is one guard per browser
+// connection (one per cloud session, one for the sidecar's Chromium, whose
+// keys it tells apart by browser context). It sits in a Mux under chromedp
+// (internal/cdpmux) and has three layers:
 //
-// It pauses, through the Fetch domain of the tab:
-//   - every document request (top-level navigations, redirect hops, frames
-//     in the tab's process), so the route rule holds for each hop;
-//   - any request whose canonical URL could name a metadata endpoint: the
-//     patterns below match the forms Chromium's canonical URL takes for the
-//     metadata ranges and names, and for IPv6 literals (which can embed an
-//     IPv4 address). A pattern is only a filter: the verdict decides, so a
-//     false match costs one round trip and nothing else.
+//  1. Fetch on the browser session pauses the HTTP(S) requests of every
+//     target of the browser from each target's first request: every
+//     document request (each hop of a redirect chain, popups and frames
+//     included) and any request whose canonical URL could name a metadata
+//     endpoint (guardPatterns). The verdict decides each one; a pattern is
+//     only a filter.
+//  2. What Fetch cannot pause (WebSocket handshakes) is stopped per target
+//     by offline rules for IP-literal hosts (offlineRules). They exist only
+//     on target sessions, so every target is auto-attached paused
+//     (Target.setAutoAttach waitForDebuggerOnStart, flat), gets its rules,
+//     and only then runs. A target whose setup fails is closed and its
+//     session's call fails.
+//  3. Navigation commands chromedp sends (the caller's run code included)
+//     to a scheme a literal would refuse are answered with an error and
+//     never reach the browser: Fetch never sees chrome:// or devtools://,
+//     and chrome://settings crashes headless Chromium.
 //
-// Names that resolve to metadata at run time, popups, out-of-process frames,
-// workers and WebSockets are beyond what URL patterns see: on the local
-// browser, the connect-time check of egress.go is the layer for those.
+// Names that resolve to private addresses are beyond what a WebSocket rule
+// can see: on the local browser the connect-time check of egress.go covers
+// them; on a cloud browser they are a known limit (README).
 var guardPatterns = func() []*fetch.RequestPattern {
 	ps := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
 	for _, p := range [...]string{
@@ -54,12 +71,66 @@ var guardPatterns = func() []*fetch.RequestPattern {
 	return ps
 }()
 
-// guardRecord is what the guard knows of one tab: what it refused during
-// the current call, and which redirect chains began on a public address.
+// metadataLiterals are the metadata endpoints that are single addresses:
+// the offline rules name each one (Chromium's rule matcher only honours
+// whole canonical hosts, so 169.254.0.0/16 cannot be written as a pattern).
+var metadataLiterals = []string{
+	"169.254.169.254", "169.254.170.2", "100.100.100.200", "192.0.0.192", "168.63.129.16",
+	"[fd20:ce::254]", "[fd00:42::42]", "[fe80::a9fe:a9fe]",
+}
+
+// offlineRules are the URL patterns whose requests fail as if offline in
+// every target: what stops a WebSocket handshake, which Fetch never
+// pauses. Every metadata address that is a single address, on both
+// routes. On a remote browser that may not open private addresses, also
+// every WebSocket to an IPv6 literal (one can embed any IPv4 address) and
+// to the loopback names the matcher can hold (privateWSPatterns). HTTP is
+// Fetch's: the IPv6 and loopback rules name ws and wss only, so an HTTP
+// request to such a host still meets the verdict rather than a rule.
+func offlineRules(w where, remotePrivate bool) []*network.Conditions {
+	var pats []string
+	for _, h := range metadataLiterals {
+		pats = append(pats, "*://"+h+":*/*")
+	}
+	if w == onRemote && !remotePrivate {
+		pats = append(pats, privateWSPatterns...)
+	}
+	conds := make([]*network.Conditions, 0, len(pats))
+	for _, p := range pats {
+		conds = append(conds, &network.Conditions{URLPattern: p, Offline: true, DownloadThroughput: -1, UploadThroughput: -1})
+	}
+	return conds
+}
+
+// privateWSPatterns are the private hosts a WebSocket rule can name on a
+// remote browser. Chromium 156's matcher canonicalises the fixed text of a
+// hostname pattern as a host, so a partly-fixed pattern (127.:b.:c.:d,
+// 10.:b.:c.:d, 169.254.:c.:d) never matches (TestOfflineRulePatterns), and
+// :a.:b.:c.:d would also match every four-label name: private IPv4 ranges
+// cannot be written as a rule, only single hosts.
+var privateWSPatterns = []string{
+	"ws{s}?://[*]:*/*",
+	"ws{s}?://127.0.0.1:*/*",
+	"ws{s}?://0.0.0.0:*/*",
+	"ws{s}?://localhost:*/*",
+}
+
+// guardLookupTimeout bounds the name lookup of one paused request. A name
+// that does not answer in time is refused (fail closed): Chromium would
+// hold the request for as long as we do not answer, so only our own bound
+// ends it, and an address we cannot see is one we cannot allow.
+const guardLookupTimeout = 5 * time.Second
+
+// targetSetupTimeout bounds the setup of one paused target; past it the
+// target is closed. A paused target sends nothing, so waiting is safe, and
+// on a loaded machine (load 100 on 2 cores) 15 s closed healthy new tabs.
+const targetSetupTimeout = 60 * time.Second
+
+// guardRecord is what the guard refused during the current call of one
+// session, in any of its targets.
 type guardRecord struct {
 	mu      sync.Mutex
-	blocked []error                  // documents refused since the call began
-	public  map[fetch.RequestID]bool // per paused document: has its chain been public?
+	blocked []error
 }
 
 func (g *guardRecord) reset() {
@@ -80,15 +151,400 @@ func (g *guardRecord) err() error {
 	return errors.Join(g.blocked...)
 }
 
-// hop records one paused document request and reports whether the redirect
-// chain it belongs to had a public hop before it.
-func (g *guardRecord) hop(ev fetch.EventRequestPaused, c Class) (wasPublic bool) {
+const maxTrackedChains = 256
+
+// browserGuard is the guard of one browser connection.
+type browserGuard struct {
+	pol     *policy
+	w       where
+	log     *slog.Logger
+	lookup  time.Duration
+	offline []*network.Conditions
+
+	life context.Context // ends when the browser's connection ends
+	end  context.CancelFunc
+	wg   sync.WaitGroup // answers and target setups
+
+	mux atomic.Pointer[cdpmux.Mux]
+
+	// lookupsOf gives the name answers of a session's current call, which
+	// the guard reuses (one lookup per host per call); nil: none.
+	lookupsOf func(*entry) *callLookups
+
+	mu     sync.Mutex
+	public map[fetch.RequestID]bool // per paused document: has its chain been public?
+	info   map[target.ID]*target.Info
+	parent map[target.ID]target.ID // a frame's or worker's target: the target it was attached under
+	sess   map[target.SessionID]target.ID
+	frames map[cdp.FrameID]target.ID // frames that are not targets: the target whose tree holds them
+	owners map[target.ID]*entry      // each session's tab
+	byCtx  map[cdp.BrowserContextID]*entry
+	landed map[target.ID]string // main-frame URL of each page, from our sessions' events
+	refs   map[target.ID]int    // our live sessions of each target
+}
+
+// maxFrames bounds the frame table: a frame it has forgotten is still
+// refused by the verdict, only not named as precisely.
+const maxFrames = 4096
+
+func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w where) *browserGuard {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	lookup := cfg.guardLookup
+	if lookup <= 0 {
+		lookup = guardLookupTimeout
+	}
+	g := &browserGuard{pol: pol, w: w, log: log, lookup: lookup, offline: offlineRules(w, pol.remotePrivate),
+		public: map[fetch.RequestID]bool{}, info: map[target.ID]*target.Info{},
+		parent: map[target.ID]target.ID{}, sess: map[target.SessionID]target.ID{},
+		frames: map[cdp.FrameID]target.ID{}, owners: map[target.ID]*entry{},
+		byCtx: map[cdp.BrowserContextID]*entry{}, landed: map[target.ID]string{},
+		refs: map[target.ID]int{}}
+	g.life, g.end = context.WithCancel(context.Background())
+	return g
+}
+
+// hooks are the guard's part of the Mux.
+func (g *browserGuard) hooks() cdpmux.Hooks {
+	return cdpmux.Hooks{OnAttach: g.onAttach, OnEvent: g.onEvent, OnDetach: g.onDetach, Refuse: g.refuseCommand}
+}
+
+// start turns the guard on for the whole browser: Fetch on the browser
+// session, then auto-attach with every new target paused. Run it before
+// chromedp opens the tabs the sessions use.
+func (g *browserGuard) start(ctx context.Context, m *cdpmux.Mux) error {
+	g.mux.Store(m)
+	go func() {
+		select {
+		case <-m.Done():
+			g.end()
+		case <-g.life.Done():
+		}
+	}()
+	if _, err := m.Call(ctx, "", fetch.CommandEnable, fetch.EnableParams{Patterns: guardPatterns}); err != nil {
+		return fmt.Errorf("hybroute: enabling the request guard: %w", err)
+	}
+	if _, err := m.Call(ctx, "", target.CommandSetAutoAttach, target.SetAutoAttachParams{
+		AutoAttach: true, WaitForDebuggerOnStart: true, Flatten: new(true), Filter: autoAttachFilter}); err != nil {
+		return fmt.Errorf("hybroute: enabling the request guard: auto-attach: %w", err)
+	}
+	return nil
+}
+
+// autoAttachFilter is Chromium's default filter plus browser_ui: the
+// browser's own UI pages (the omnibox popup of each new window) load no
+// web content, answer neither Fetch nor Network, and when paused they held
+// each new tab up for seconds until their resume was answered.
+var autoAttachFilter = target.Filter{
+	{Type: "browser", Exclude: true}, {Type: "tab", Exclude: true}, {Type: "browser_ui", Exclude: true}, {},
+}
+
+// guarded reports whether a target of type typ gets the guard's
+// per-target measures (and fails its session's call when they fail).
+func guarded(typ string) bool {
+	switch typ {
+	case "page", "iframe", "worker", "shared_worker", "service_worker":
+		return true
+	}
+	return false
+}
+
+// wait ends the guard's work once its browser connection is gone.
+func (g *browserGuard) wait() {
+	if m := g.mux.Load(); m != nil {
+		<-m.Done()
+	}
+	g.end()
+	g.wg.Wait()
+}
+
+// register makes the guard attribute what happens in the tab of e (and in
+// the targets it opens) to e. bcID is the tab's browser context on the
+// sidecar, "" on a remote browser.
+func (g *browserGuard) register(e *entry, tabCtx context.Context, bcID cdp.BrowserContextID) error {
+	c := chromedp.FromContext(tabCtx)
+	if c == nil || c.Target == nil {
+		return errors.New("hybroute: the guard found no tab to watch")
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.public == nil || len(g.public) > maxTrackedChains {
-		// Finished chains are never removed one by one; a tab that has
-		// made this many document requests starts a fresh table.
-		g.public = make(map[fetch.RequestID]bool)
+	g.owners[c.Target.TargetID] = e
+	g.sess[c.Target.SessionID] = c.Target.TargetID
+	if bcID != "" {
+		g.byCtx[bcID] = e
+	}
+	e.tabID = c.Target.TargetID
+	return nil
+}
+
+// unregister forgets e once its tab is closed.
+func (g *browserGuard) unregister(e *entry) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, o := range g.owners {
+		if o == e {
+			delete(g.owners, id)
+		}
+	}
+	for id, o := range g.byCtx {
+		if o == e {
+			delete(g.byCtx, id)
+		}
+	}
+}
+
+// ownerOf is the session a target belongs to: its browser context's (on
+// the sidecar), or that of the target it was attached under, or that of
+// the page that opened it. Called with g.mu held.
+func (g *browserGuard) ownerOf(id target.ID) *entry {
+	for range 16 { // a chain of frames and openers, bounded
+		if e := g.owners[id]; e != nil {
+			return e
+		}
+		ti := g.info[id]
+		if ti != nil {
+			if e := g.byCtx[ti.BrowserContextID]; e != nil {
+				return e
+			}
+		}
+		switch {
+		case g.parent[id] != "":
+			id = g.parent[id]
+		case ti != nil && ti.OpenerID != "":
+			id = ti.OpenerID
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+// frameTarget is the target a frame id names: the target itself for a
+// page, an out-of-process frame or a worker, else the target whose frame
+// tree holds it. Called with g.mu held.
+func (g *browserGuard) frameTarget(f cdp.FrameID) target.ID {
+	if _, ok := g.info[target.ID(f)]; ok {
+		return target.ID(f)
+	}
+	if id, ok := g.frames[f]; ok {
+		return id
+	}
+	return target.ID(f)
+}
+
+// kind names a target for an error: the session's tab, a popup, an
+// iframe, a worker, or a frame inside one of them. Called with g.mu held.
+func (g *browserGuard) kind(id target.ID, frame cdp.FrameID, e *entry) string {
+	k := "frame"
+	if ti := g.info[id]; ti != nil {
+		switch ti.Type {
+		case "page":
+			k = "popup"
+			if e != nil && id == e.tabID {
+				k = "tab"
+			}
+		case "iframe":
+			k = "iframe"
+		default:
+			k = strings.ReplaceAll(ti.Type, "_", " ")
+		}
+	} else if e != nil && id == e.tabID {
+		k = "tab"
+	}
+	if frame != "" && target.ID(frame) != id && k != "frame" {
+		k = "frame in " + k
+	}
+	return k
+}
+
+func (g *browserGuard) onAttach(parent target.SessionID, ev *target.EventAttachedToTarget) bool {
+	ti := ev.TargetInfo
+	g.mu.Lock()
+	g.info[ti.TargetID] = ti
+	g.sess[ev.SessionID] = ti.TargetID
+	if p, ok := g.sess[parent]; ok && parent != "" {
+		g.parent[ti.TargetID] = p
+	}
+	g.refs[ti.TargetID]++
+	g.mu.Unlock()
+	at := time.Now()
+	g.wg.Go(func() { g.setup(ev, at) })
+	return true
+}
+
+func (g *browserGuard) onDetach(s target.SessionID) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id, ok := g.sess[s]
+	delete(g.sess, s)
+	if !ok {
+		return
+	}
+	if g.refs[id]--; g.refs[id] > 0 {
+		return
+	}
+	// The target is gone: forget it and every frame of it.
+	delete(g.refs, id)
+	delete(g.landed, id)
+	delete(g.info, id)
+	delete(g.parent, id)
+	for f, t := range g.frames {
+		if t == id {
+			delete(g.frames, f)
+		}
+	}
+}
+
+// onEvent runs on the Mux's reader: it only records, and hands paused
+// requests to goroutines of their own.
+func (g *browserGuard) onEvent(s target.SessionID, msg *cdproto.Message) bool {
+	switch msg.Method {
+	case cdproto.MethodType(fetch.RequestPaused.Method):
+		if s != "" {
+			return false
+		}
+		ev := new(fetch.EventRequestPaused)
+		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) != nil {
+			return true // nothing to answer with: it fails when its page goes
+		}
+		g.wg.Go(func() { g.answer(ev) })
+		return true
+	case cdproto.MethodType(page.FrameAttached.Method):
+		ev := new(page.EventFrameAttached)
+		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) == nil {
+			g.mu.Lock()
+			if id, ok := g.sess[s]; ok {
+				if len(g.frames) >= maxFrames {
+					clear(g.frames)
+				}
+				g.frames[ev.FrameID] = id
+			}
+			g.mu.Unlock()
+		}
+	case cdproto.MethodType(page.FrameNavigated.Method):
+		ev := new(page.EventFrameNavigated)
+		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) == nil && ev.Frame != nil && ev.Frame.ParentID == "" {
+			g.mu.Lock()
+			if id, ok := g.sess[s]; ok && g.refs[id] > 0 {
+				g.landed[id] = ev.Frame.URL + ev.Frame.URLFragment
+			}
+			g.mu.Unlock()
+		}
+	}
+	return false
+}
+
+// setup puts the per-target measures on a target that was just attached,
+// then lets it run. What a paused target answers only after it runs is
+// pipelined; the rest is awaited, so the rules are in force before its
+// first request.
+func (g *browserGuard) setup(ev *target.EventAttachedToTarget, at time.Time) {
+	m := g.mux.Load()
+	ti, s := ev.TargetInfo, ev.SessionID
+	ctx, cancel := context.WithTimeout(g.life, targetSetupTimeout)
+	defer cancel()
+	var errs []error
+	note := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	var later []<-chan error
+	switch ti.Type {
+	case "page", "iframe", "worker", "shared_worker", "service_worker":
+		// A paused page, frame or service worker answers Network.enable
+		// only once it runs; a worker or shared worker answers it at once,
+		// and its first WebSocket beat the rules when it was not awaited.
+		enable := m.Go(ctx, s, network.CommandEnable, network.EnableParams{})
+		if ti.Type == "worker" || ti.Type == "shared_worker" {
+			note(<-enable)
+		} else {
+			later = append(later, enable)
+		}
+		_, err := m.Call(ctx, s, network.CommandEmulateNetworkConditionsByRule,
+			network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: g.offline})
+		note(err)
+		if ti.Type == "page" || ti.Type == "iframe" {
+			// Their own frames and workers, paused in turn. Its answer can
+			// wait on the renderer (seconds on a loaded machine), while it
+			// is in force once the browser has read it: pipelined, as the
+			// commands of one session are acted on in order.
+			later = append(later, m.Go(ctx, s, target.CommandSetAutoAttach, target.SetAutoAttachParams{
+				AutoAttach: true, WaitForDebuggerOnStart: true, Flatten: new(true)}))
+		}
+	}
+	if ev.WaitingForDebugger {
+		if !guarded(ti.Type) {
+			// Resumed and left: nothing of it is ours to cover.
+			_ = m.Go(ctx, s, "Runtime.runIfWaitingForDebugger", nil)
+			return
+		}
+		_, err := m.Call(ctx, s, "Runtime.runIfWaitingForDebugger", nil)
+		note(err)
+	}
+	if ti.Type == "page" {
+		// Its main frame's URL, for the landed-URL check. A paused page
+		// answers Page.enable only once it runs; its first navigation
+		// commits long after (the guard pauses its request), and the
+		// check asks the browser for a page whose URL it never saw.
+		later = append(later, m.Go(ctx, s, page.CommandEnable, page.EnableParams{}))
+	}
+	for _, ch := range later {
+		note(<-ch)
+	}
+	if debugGuard {
+		fmt.Fprintf(os.Stderr, "%p setup %s %s wait=%v took %v errs=%v\n", g, ti.Type, ti.URL, ev.WaitingForDebugger, time.Since(at), errs)
+	}
+	if len(errs) == 0 || g.life.Err() != nil || !guarded(ti.Type) {
+		return
+	}
+	select {
+	case <-m.Done():
+		return // the browser went: nothing is left to cover
+	default:
+	}
+	g.mu.Lock()
+	_, live := g.sess[s]
+	e := g.ownerOf(ti.TargetID)
+	kind := g.kind(ti.TargetID, "", e)
+	g.mu.Unlock()
+	if !live {
+		return // it went away while being set up: nothing to cover
+	}
+	err := fmt.Errorf("hybroute: the guard could not cover %s %s, so it was closed: %w", kind, redactURL(clipURL(ti.URL)), errors.Join(errs...))
+	if e != nil {
+		e.guard.add(err)
+	}
+	_, _ = m.Call(ctx, "", target.CommandCloseTarget, target.CloseTargetParams{TargetID: ti.TargetID})
+	g.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: target the guard could not cover was closed",
+		slog.String("target", kind), slog.String("error", err.Error()))
+}
+
+// classify is the verdict on a paused request's URL, its lookup bounded by
+// the guard's limit: timedOut says the limit ran out before the resolver
+// answered.
+func (g *browserGuard) classify(url string, e *entry) (v Verdict, timedOut bool) {
+	vctx, cancel := context.WithTimeout(g.life, g.lookup)
+	defer cancel()
+	var known *callLookups // the answers of the current call's plan, reused
+	if e != nil && g.lookupsOf != nil {
+		known = g.lookupsOf(e)
+	}
+	v = g.pol.classifyWith(vctx, url, known)
+	timedOut = v.ResolveErr != nil && errors.Is(vctx.Err(), context.DeadlineExceeded)
+	return v, timedOut
+}
+
+// hop records one paused document request and reports whether the
+// redirect chain it belongs to had a public hop before it.
+func (g *browserGuard) hop(ev *fetch.EventRequestPaused, c Class) (wasPublic bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.public) > maxTrackedChains {
+		// Finished chains are never removed one by one; a browser that
+		// has made this many document requests starts a fresh table.
+		clear(g.public)
 	}
 	if ev.RedirectedRequestID != "" {
 		wasPublic = g.public[ev.RedirectedRequestID]
@@ -98,80 +554,234 @@ func (g *guardRecord) hop(ev fetch.EventRequestPaused, c Class) (wasPublic bool)
 	return wasPublic
 }
 
-const maxTrackedChains = 256
-
-// guardLookupTimeout bounds the name lookup of one paused request, so one
-// slow name cannot hold a tab's other requests: a name that does not answer
-// in time is treated as one that does not resolve (public), which is what
-// Chromium itself would then meet.
-const guardLookupTimeout = 5 * time.Second
-
-// enableGuard turns interception on in the entry's tab, starts tracking
-// where its main frame is, and returns the loop that answers every paused
-// request until the tab closes. The caller runs the loop in the sessions'
-// WaitGroup, so Close waits for it.
-func (r *Router) enableGuard(e *entry) (func(), error) {
-	tabCtx := e.tab.context()
-	if err := trackLanding(tabCtx, e); err != nil {
-		return nil, err
-	}
-	// Subscribe before enabling, so no paused request is missed, on a
-	// context of our own: if enabling fails, cancelling it ends the
-	// subscription without waiting for an event that will never come.
-	sctx, stop := context.WithCancel(tabCtx)
-	events := chromedp.Events(sctx, fetch.RequestPaused)
-	if _, err := chromedp.Call(tabCtx, fetch.Enable, fetch.EnableParams{Patterns: guardPatterns}); err != nil {
-		stop()
-		for range events { // ends at once: the subscription is cancelled
-		}
-		return nil, err
-	}
-	return func() {
-		defer stop()
-		// Each paused request is answered on its own, so a slow lookup
-		// holds up only its own request.
-		var answers sync.WaitGroup
-		defer answers.Wait()
-		for ev, err := range events {
-			if err != nil {
-				return // the tab is gone
-			}
-			answers.Go(func() { r.answer(tabCtx, e, ev) })
-		}
-	}, nil
-}
-
-// answer lets one paused request go on or fails it.
-func (r *Router) answer(tabCtx context.Context, e *entry, ev fetch.EventRequestPaused) {
+// answer lets one paused request go on or fails it. A refused document
+// fails the call of the session it belongs to, naming the target; a
+// refused popup is closed.
+func (g *browserGuard) answer(ev *fetch.EventRequestPaused) {
+	m := g.mux.Load()
 	url := ""
 	if ev.Request != nil {
 		url = ev.Request.URL
 	}
 	doc := ev.ResourceType == network.ResourceTypeDocument
-	vctx, cancel := context.WithTimeout(tabCtx, guardLookupTimeout)
-	v := r.pol.classifyWith(vctx, url, r.callLookupsOf(e))
-	cancel()
+	if debugGuard {
+		t0 := time.Now()
+		fmt.Fprintf(os.Stderr, "%p paused %s %s\n", g, ev.ResourceType, url)
+		defer func() { fmt.Fprintf(os.Stderr, "%p answered %s %s in %v\n", g, ev.ResourceType, url, time.Since(t0)) }()
+	}
+	g.mu.Lock()
+	id := g.frameTarget(ev.FrameID)
+	e := g.ownerOf(id)
+	g.mu.Unlock()
+	v, timedOut := g.classify(url, e)
 	var err error
-	if doc {
-		err = r.pol.refuseHop(v, e.where(), e.guard.hop(ev, v.Class))
-	} else {
-		err = r.pol.refuse(v, e.where())
+	switch {
+	case timedOut:
+		err = blocked(v, ReasonLookupTimeout, fmt.Errorf("the lookup timed out after %v", g.lookup))
+		if doc {
+			g.hop(ev, ClassInvalid)
+		}
+	case doc:
+		err = g.pol.refuseHop(v, g.w, g.hop(ev, v.Class))
+	default:
+		err = g.pol.refuse(v, g.w)
 	}
 	if err == nil {
-		_, _ = chromedp.Call(tabCtx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		_, _ = m.Call(g.life, "", fetch.CommandContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 		return
 	}
-	if doc {
+	g.mu.Lock()
+	kind := g.kind(id, ev.FrameID, e)
+	g.mu.Unlock()
+	if kind != "tab" {
+		err = fmt.Errorf("hybroute: %s %s: %w", kind, redactURL(clipURL(url)), err)
+	}
+	if doc && e != nil {
 		// Recorded before the request fails, so the call that is waiting
 		// on this navigation sees why it failed.
 		e.guard.add(err)
 	}
-	_, _ = chromedp.Call(tabCtx, fetch.FailRequest, fetch.FailRequestParams{
+	_, _ = m.Call(g.life, "", fetch.CommandFailRequest, fetch.FailRequestParams{
 		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
-	r.log.LogAttrs(tabCtx, slog.LevelWarn, "hybroute: browser request refused",
-		slog.String("cache_key", e.key), slog.String("route", e.route.String()),
+	if doc && kind == "popup" {
+		_ = g.closeTarget(g.life, id)
+	}
+	attrs := []slog.Attr{slog.String("route", g.w.String()), slog.String("target", kind),
 		slog.String("resource", string(ev.ResourceType)), slog.String("reason", reasonOf(err)),
-		slog.String("error", err.Error()))
+		slog.String("error", err.Error())}
+	if e != nil {
+		attrs = append(attrs, slog.String("cache_key", e.key))
+	}
+	g.log.LogAttrs(g.life, slog.LevelWarn, "hybroute: browser request refused", attrs...)
+}
+
+// popups are the pages of e's session other than its tab, with the URL
+// each one's main frame is on.
+func (g *browserGuard) popups(e *entry) map[target.ID]string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out map[target.ID]string
+	for id, ti := range g.info {
+		if ti.Type != "page" || id == e.tabID || g.ownerOf(id) != e {
+			continue
+		}
+		if out == nil {
+			out = map[target.ID]string{}
+		}
+		out[id] = g.landed[id]
+	}
+	return out
+}
+
+// targetURL is the URL the browser reports for a target.
+func (g *browserGuard) targetURL(ctx context.Context, id target.ID) (string, error) {
+	m := g.mux.Load()
+	if m == nil {
+		return "", cdpmux.ErrClosed
+	}
+	b, err := m.Call(ctx, "", target.CommandGetTargetInfo, target.GetTargetInfoParams{TargetID: id})
+	if err != nil {
+		return "", err
+	}
+	var res target.GetTargetInfoResult
+	if err := jsonv2.Unmarshal(b, &res, chromedp.DefaultUnmarshalOptions); err != nil {
+		return "", err
+	}
+	if res.TargetInfo == nil {
+		return "", nil
+	}
+	return res.TargetInfo.URL, nil
+}
+
+// closeTarget closes a target of the browser.
+func (g *browserGuard) closeTarget(ctx context.Context, id target.ID) error {
+	m := g.mux.Load()
+	if m == nil {
+		return cdpmux.ErrClosed
+	}
+	_, err := m.Call(ctx, "", target.CommandCloseTarget, target.CloseTargetParams{TargetID: id})
+	if err == nil {
+		// It is going (its detach comes later): no landing check of it.
+		g.mu.Lock()
+		delete(g.info, id)
+		delete(g.landed, id)
+		g.mu.Unlock()
+	}
+	return err
+}
+
+// refuseCommand stops, before it is sent, a navigation command to a scheme
+// a literal would refuse. It sees every command chromedp sends, so the
+// caller's run code cannot send one either. Page.navigateToHistoryEntry
+// can only reach an entry a navigation made, and those went through here.
+func (g *browserGuard) refuseCommand(msg *cdproto.Message) error {
+	switch msg.Method {
+	case page.CommandNavigate, target.CommandCreateTarget:
+	default:
+		return nil
+	}
+	var p struct {
+		URL string `json:"url"`
+	}
+	if err := jsonv2.Unmarshal(msg.Params, &p, chromedp.DefaultUnmarshalOptions); err != nil {
+		return fmt.Errorf("hybroute: %s with unreadable parameters: %w", msg.Method, err)
+	}
+	if p.URL == "" && msg.Method == target.CommandCreateTarget {
+		return nil // about:blank
+	}
+	scheme, ok := g.navigable(p.URL)
+	if ok {
+		return nil
+	}
+	err := blocked(Verdict{URL: clipURL(p.URL), Class: ClassInvalid}, ReasonSchemeNotAllowed,
+		fmt.Errorf("%s to scheme %q is refused before it reaches the browser", msg.Method, scheme))
+	g.mu.Lock()
+	e := g.ownerOf(g.sess[msg.SessionID])
+	g.mu.Unlock()
+	if e != nil {
+		e.guard.add(err)
+	}
+	return err
+}
+
+// navigable reports whether a navigation command may take a page to raw:
+// http, https, ws, wss, about:blank and about:srcdoc, data:, and on the
+// local browser the schemes WithAllowedSchemes names. It reads the scheme
+// as Chromium does (C0 controls and spaces trimmed, tabs and newlines
+// removed) and fails closed.
+func (g *browserGuard) navigable(raw string) (scheme string, ok bool) {
+	s := strings.TrimFunc(raw, func(r rune) bool { return r <= ' ' })
+	s = strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return -1
+		}
+		return r
+	}, s)
+	i := strings.IndexByte(s, ':')
+	if i <= 0 {
+		return "", false
+	}
+	scheme = strings.ToLower(s[:i])
+	switch scheme {
+	case "http", "https", "ws", "wss", "data":
+		return scheme, true
+	case "about":
+		return scheme, isNoRouteAbout(s)
+	}
+	return scheme, g.w == onLocal && slices.Contains(g.pol.allowedSchemes, scheme)
+}
+
+// clipURL bounds a URL for a message.
+func clipURL(s string) string {
+	const max = 200
+	if len(s) <= max {
+		return s
+	}
+	return s[:max] + fmt.Sprintf("…(%d bytes)", len(s))
+}
+
+// String names the browser for logs.
+func (w where) String() string {
+	switch w {
+	case onLocal:
+		return "local"
+	case onRemote:
+		return "cloud"
+	}
+	return "plan"
+}
+
+// enableGuard makes the browser's guard watch the entry's tab and starts
+// tracking where its main frame is. It returns what the sessions'
+// WaitGroup runs until the tab closes: the guard then forgets the entry.
+func (r *Router) enableGuard(e *entry) (func(), error) {
+	tabCtx := e.tab.context()
+	var g *browserGuard
+	var bcID cdp.BrowserContextID
+	switch t := e.tab.(type) {
+	case *remoteTab:
+		g = t.guard
+	case *localTab:
+		g, bcID = t.proc.guard, t.bcID
+	}
+	if g == nil {
+		return nil, errors.New("hybroute: the tab's browser has no guard")
+	}
+	if err := g.register(e, tabCtx, bcID); err != nil {
+		return nil, err
+	}
+	e.bg = g
+	if err := trackLanding(tabCtx, e); err != nil {
+		g.unregister(e)
+		return nil, err
+	}
+	return func() {
+		select {
+		case <-tabCtx.Done():
+		case <-g.life.Done():
+		}
+		g.unregister(e)
+	}, nil
 }
 
 // trackLanding keeps the URL of the tab's main frame in e.landed, from the
@@ -200,3 +810,5 @@ func trackLanding(tabCtx context.Context, e *entry) error {
 		}
 	})
 }
+
+var debugGuard = os.Getenv("GUARD_DEBUG") != ""

@@ -33,6 +33,14 @@ const (
 	// metadataHost is a metadata name both browsers map to the site, so a
 	// page can really land on it.
 	metadataHost = "metadata.google.internal"
+	// widgetsHost is a second public site, so a frame of it in a page of
+	// publicHost runs out of process.
+	widgetsHost = "widgets.test"
+	// slowPrivateHost and slowMetadataHost are names whose lookup is
+	// slower than the guard's limit (delayResolver), answering a private
+	// and a metadata address.
+	slowPrivateHost  = "slow-private.test"
+	slowMetadataHost = "slow-metadata.test"
 )
 
 // site serves the pages and records who fetched them.
@@ -121,7 +129,8 @@ func (s *site) uaOf(path string) string {
 	return ""
 }
 
-var hostRules = "MAP " + publicHost + " 127.0.0.1, MAP " + metadataHost + " 127.0.0.1"
+var hostRules = "MAP " + publicHost + " 127.0.0.1, MAP " + metadataHost + " 127.0.0.1, MAP " + widgetsHost +
+	" 127.0.0.1, MAP " + slowPrivateHost + " 127.0.0.1, MAP " + slowMetadataHost + " 127.0.0.1"
 
 // logBuffer collects log lines for assertions.
 type logBuffer struct {
@@ -162,8 +171,18 @@ const testAPIKey = "bb_live_test_key_do_not_log_0123456789"
 
 func newWorld(t testing.TB, kind cloudtest.Kind, opts ...Option) *world {
 	t.Helper()
+	return newWorldServing(t, kind, nil, opts...)
+}
+
+// newWorldServing is newWorld whose site also serves routes.
+func newWorldServing(t testing.TB, kind cloudtest.Kind, routes func(*http.ServeMux, *site), opts ...Option) *world {
+	t.Helper()
 	requireChromium(t)
-	w := &world{t: t, site: newSite(t), logs: &logBuffer{}}
+	var add []func(*http.ServeMux, *site)
+	if routes != nil {
+		add = append(add, routes)
+	}
+	w := &world{t: t, site: newSite(t, add...), logs: &logBuffer{}}
 	w.cloud = cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
 	w.api = cloudtest.NewServer(t, kind, w.cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	var p Provider

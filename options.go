@@ -38,6 +38,10 @@ type config struct {
 	chromiumPath  string
 	chromiumFlags map[string]any
 
+	// the in-browser guard (guard.go): how long one paused request's
+	// lookup may take before the request is refused
+	guardLookup time.Duration
+
 	// connect-time egress check of the local browser (egress.go)
 	egressDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
@@ -63,6 +67,7 @@ func defaultConfig() config {
 		createTimeout:     60 * time.Second,
 		localTimeout:      60 * time.Second,
 		fallback:          true,
+		guardLookup:       guardLookupTimeout,
 	}
 }
 

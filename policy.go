@@ -37,6 +37,10 @@ const (
 	// ReasonSchemeNotAllowed is a URL of a scheme hybroute does not route
 	// (javascript:, chrome:, file: unless [WithAllowedSchemes] names it, …).
 	ReasonSchemeNotAllowed
+	// ReasonLookupTimeout is a request the browser's guard paused whose
+	// host name did not resolve within the guard's limit: refused (fail
+	// closed), since its address, and so its class, is unknown.
+	ReasonLookupTimeout
 )
 
 // reasons are the name of each reason and the sentinel errors.Is finds.
@@ -50,6 +54,7 @@ var reasons = [...]struct {
 	ReasonRedirectToPrivate: {"redirect_to_private", ErrPrivate},
 	ReasonInvalidURL:        {"invalid_url", ErrInvalidURL},
 	ReasonSchemeNotAllowed:  {"scheme_not_allowed", ErrInvalidURL},
+	ReasonLookupTimeout:     {"lookup_timeout", ErrLookupTimeout},
 }
 
 func (r Reason) known() bool { return r > 0 && int(r) < len(reasons) }

@@ -110,6 +110,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		r.health = &health{store: newMemHealth(), provider: p.Name(), cap: r.cfg.maxBackoff,
 			now: func() time.Time { return r.now() }}
 	}
+	r.side.lookupsOf = r.callLookupsOf
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.cfg.cdpURL != "" {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
@@ -308,8 +309,10 @@ func (r *Router) Close() error {
 // on metadata from any route, or on a private address from a remote
 // browser, is reported as blocked and the tab is sent to about:blank.
 //
-// run must leave the tab's Fetch domain alone: the router's guard lives
-// there. LandedURL is where the main frame was when run returned; a
+// run must leave the browser's Fetch domain and its auto-attach settings
+// alone: the router's guard lives there. Navigation commands run sends to
+// a browser page (chrome://, devtools://, …) are refused before they reach
+// the browser, and fail the call. LandedURL is where the main frame was when run returned; a
 // navigation run started but did not wait for is checked by the guard as it
 // happens and by the next call's landing check.
 func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (Result, error) {
@@ -392,13 +395,43 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 
 // checkLanding re-checks the URL the tab landed on: redirects and scripts
 // can take a page where no literal said it would go.
+// Every page of the session is checked: the tab, and the popups its pages
+// opened (a refused popup is closed). chrome-error://chromewebdata/ is
+// where a failed load leaves a page: it ran nothing, so it passes.
 func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, error) {
 	landed := *e.landed.Load()
-	refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, r.callLookupsOf(e)), e.where())
-	if refused == nil {
-		return landed, nil
+	var err error
+	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, r.callLookupsOf(e)), e.where()); refused != nil {
+		err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
 	}
-	return landed, toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
+	if e.bg == nil {
+		return landed, err
+	}
+	for id, u := range e.bg.popups(e) {
+		if u == "" {
+			// Its navigation was not seen: ask the browser, which names
+			// the URL it is loading or has loaded.
+			qctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+			u, _ = e.bg.targetURL(qctx, id)
+			cancel()
+			if u == "" {
+				continue // gone, or about:blank
+			}
+		}
+		refused := r.pol.refuse(r.pol.classifyWith(ctx, u, r.callLookupsOf(e)), e.where())
+		if refused == nil {
+			continue
+		}
+		perr := fmt.Errorf("hybroute: popup %s landed on a blocked address, so it was closed: %w", redactURL(clipURL(u)), refused)
+		cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+		cerr := e.bg.closeTarget(cctx, id)
+		cancel()
+		if cerr != nil {
+			perr = errors.Join(perr, fmt.Errorf("hybroute: closing the popup: %w", cerr))
+		}
+		err = errors.Join(err, perr)
+	}
+	return landed, err
 }
 
 // toBlank sends a tab that was refused a page to about:blank, so it never

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chromedp/cdproto/target"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -53,6 +54,8 @@ type entry struct {
 	release  func(context.Context) error // ends the session, exactly once
 	guard    guardRecord                 // what the guard refused during the current call
 	landed   atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
+	tabID    target.ID                   // the tab's target, set by the guard
+	bg       *browserGuard               // the guard of the tab's browser (guard.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it

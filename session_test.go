@@ -155,7 +155,7 @@ func TestLandedURLIsRechecked(t *testing.T) {
 	require.NoError(t, err)
 	inside := "http://127.0.0.1:" + w.site.port + "/inside"
 	res, err := w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
-		if _, err := chromedp.Call(ctx, fetch.Disable, cdp.Empty{}); err != nil {
+		if _, err := chromedp.CallBrowser(ctx, fetch.Disable, cdp.Empty{}); err != nil {
 			return err
 		}
 		return chromedp.Do(ctx, chromedp.Navigate(inside))
@@ -746,29 +746,47 @@ func (h hangResolver) LookupNetIP(ctx context.Context, network, host string) ([]
 }
 
 func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
-	// Not parallel: its deadlines are sized for a machine to itself.
+	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
 	res := hangResolver{testResolverWith(publicHost, "93.184.215.14")}
-	r := newBrowserRouter(t, nil, &logBuffer{}, WithResolver(res),
+	r := newBrowserRouter(t, nil, &logBuffer{}, WithResolver(res), withGuardLookup(500*time.Millisecond),
 		WithChromiumFlags(map[string]any{"host-resolver-rules": hostRules + ", MAP slow.test 127.0.0.1"}))
-	// The session exists first, so that the deadlines below bound the
-	// calls on its tab, not a cold start of Chromium.
 	_, err := r.Navigate(testCtx(t), "s", s.URL+"/warm")
 	require.NoError(t, err)
-	short, cancel := context.WithTimeout(testCtx(t), 2*time.Second)
-	defer cancel()
-	// The frame's lookup hangs; the call gives up.
-	_, _ = r.Exec(short, "s", "", func(ctx context.Context) error {
-		return chromedp.Do(ctx, chromedp.Navigate(s.URL+"/host"),
+	// A frame whose lookup never answers: the guard refuses it once its
+	// limit runs out (fail closed), and the call says why.
+	_, err = r.Exec(testCtx(t), "s", "", func(ctx context.Context) error {
+		err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/host"),
 			chromedp.Evaluate[chromedp.Void](`document.body.innerHTML = '<iframe src="http://slow.test:`+s.port+`/x"></iframe>'`))
+		if err != nil {
+			return err
+		}
+		return awaitRefusal(ctx, r, "s")
 	})
+	require.ErrorIs(t, err, ErrLookupTimeout)
+	assert.Contains(t, err.Error(), "lookup timed out")
+	assert.False(t, s.reached("/x"), "the frame whose name did not resolve in time was not loaded")
 	// The next call on the same tab is not held up behind that lookup.
-	next, cancel2 := context.WithTimeout(testCtx(t), 4*time.Second)
-	defer cancel2()
-	_, err = r.Navigate(next, "s", s.URL+"/plain")
+	_, err = r.Navigate(testCtx(t), "s", s.URL+"/plain")
 	require.NoError(t, err)
 	assert.Equal(t, localUA, s.uaOf("/plain"))
+}
+
+// awaitRefusal waits, within ctx, until the guard has refused a load in
+// the session of key during the current call.
+func awaitRefusal(ctx context.Context, r *Router, key string) error {
+	r.mu.Lock()
+	e := r.sess.m[key]
+	r.mu.Unlock()
+	for e.guard.err() == nil {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the guard's refusal: %w", ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return nil
 }
 
 func TestImpatientCallerDoesNotFailAPatientOne(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/hybroute/hybroute/internal/cdpmux"
 	"github.com/hybroute/hybroute/internal/chromium"
 )
 
@@ -89,6 +90,9 @@ type sidecar struct {
 
 	wg sync.WaitGroup // starts, spare makers, death watchers
 
+	// lookupsOf is the router's: the guard reuses a call's name answers.
+	lookupsOf func(*entry) *callLookups
+
 	starts atomic.Int32 // Chromium launches attempted, for tests and metrics
 }
 
@@ -103,6 +107,8 @@ type chromiumProc struct {
 	lost    <-chan struct{} // closed when the pipe to Chromium drops
 	dataDir string          // temp user-data-dir, ours: removed by stop
 	egress  *egressProxy    // every connection of this process goes through it; closed by stop
+	guard   *browserGuard   // the guard of every tab of this process (guard.go)
+	splice  *cdpmux.Splice  // the guard's Mux on the pipe; its goroutines end with the process
 
 	stopping chan struct{} // closed when the sidecar stops it on purpose
 	died     atomic.Bool   // the pipe dropped before any stop: a death
@@ -165,6 +171,12 @@ func (p *chromiumProc) stop() error {
 		}
 		p.cancel() // kills what is left, waits for the allocation to end
 		p.alloc()  // waits for chromedp's goroutines of this browser
+		if p.splice != nil {
+			p.splice.Wait()
+		}
+		if p.guard != nil {
+			p.guard.wait()
+		}
 		if p.egress != nil {
 			p.egress.close() // after the process: nothing is left to connect through it
 		}
@@ -503,7 +515,11 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 		egress.close()
 		return nil, fmt.Errorf("hybroute: making a temp profile for local Chromium: %w", err)
 	}
-	opts = append(opts, chromedp.UserDataDir(dataDir))
+	// The guard's Mux sits on the pipe between chromedp and Chromium.
+	guard := newBrowserGuard(s.cfg, s.pol, s.log, onLocal)
+	guard.lookupsOf = s.lookupsOf
+	splice := cdpmux.NewSplice(guard.hooks())
+	opts = append(opts, chromedp.UserDataDir(dataDir), splice.Option())
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	logf := func(format string, args ...any) {
 		s.log.Debug("hybroute: local chromium: " + fmt.Sprintf(format, args...))
@@ -517,13 +533,16 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	defer close(started)
 	defer context.AfterFunc(sctx, func() { killUntil(dataDir, started) })()
 	err = chromedp.Do(bctx) // launches Chromium; its life is bound to bctx
+	if err == nil {
+		err = startGuard(sctx, guard, splice)
+	}
 	if !unhook() || err != nil {
 		// chromedp's cancel waits for the browser to stop, and a start cut
 		// short can leave it waiting for good: wait a bounded time, so a
 		// failed start never hangs Close. What is left is killed by
 		// removeProfile below.
 		undone := make(chan struct{})
-		go func() { bcancel(); allocCancel(); close(undone) }()
+		go func() { bcancel(); allocCancel(); splice.Wait(); guard.wait(); close(undone) }()
 		select {
 		case <-undone:
 		case <-time.After(controlTimeout):
@@ -548,6 +567,8 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 		lost:     b.LostConnection,
 		dataDir:  dataDir,
 		egress:   egress,
+		guard:    guard,
+		splice:   splice,
 		stopping: make(chan struct{}),
 	}
 	if pr := b.Process(); pr != nil {
@@ -555,6 +576,20 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	}
 	s.log.Debug("hybroute: local Chromium started", "path", path, "pid", p.pid)
 	return p, nil
+}
+
+// startGuard turns the guard on for the whole browser, through the Mux
+// the splice made.
+func startGuard(sctx context.Context, g *browserGuard, sp *cdpmux.Splice) error {
+	if err := sp.Err(); err != nil {
+		return fmt.Errorf("hybroute: enabling the request guard: %w", err)
+	}
+	m := sp.Mux()
+	if m == nil {
+		return errors.New("hybroute: enabling the request guard: no Mux on the browser's pipe")
+	}
+	// Bounded by the start's own bound: it is part of the start.
+	return g.start(sctx, m)
 }
 
 // watch waits for the process to die (or to be stopped on purpose). On a

@@ -1,0 +1,76 @@
+package hybroute
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// TestOfflineRulePatterns records which URL patterns Chromium's offline
+// rule matcher (Network.emulateNetworkConditionsByRule) honours for IPv4
+// literal hosts: a WebSocket to 127.0.0.2 is tried under each pattern and
+// a recorder on 127.0.0.2 counts the handshakes that got through. Only the
+// exact host is expected to hold; partly-fixed patterns such as
+// 127.:b.:c.:d are logged, and the guard uses only what holds here.
+func TestOfflineRulePatterns(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	ln, err := net.Listen("tcp", "127.0.0.2:0")
+	if err != nil {
+		t.Skipf("no 127.0.0.2 on this machine: %v", err)
+	}
+	var hits atomic.Int32
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		http.Error(w, "no", http.StatusBadRequest)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	cloud := cloudtest.LaunchChromium(t)
+	ctx := testCtx(t)
+	actx, cancelA := chromedpRemote(ctx, cloud.WSURL)
+	defer cancelA()
+	tab, cancelT := chromedp.NewContext(actx)
+	defer cancelT()
+	_, err = chromedp.Call(tab, network.Enable, network.EnableParams{})
+	require.NoError(t, err)
+	try := func(pattern string) bool {
+		var conds []*network.Conditions
+		if pattern != "" {
+			conds = []*network.Conditions{{URLPattern: pattern, Offline: true, DownloadThroughput: -1, UploadThroughput: -1}}
+		}
+		_, err := chromedp.Call(tab, network.EmulateNetworkConditionsByRule, network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: conds})
+		require.NoError(t, err, pattern)
+		before := hits.Load()
+		_, err = chromedp.Run(tab, chromedp.Evaluate[string](fmt.Sprintf(`new Promise(r => {
+			const ws = new WebSocket("ws://127.0.0.2:%d/ws");
+			ws.onerror = () => r("error"); ws.onclose = () => r("closed"); setTimeout(() => r("timeout"), 5000);
+		})`, port), chromedp.EvalAwaitPromise))
+		require.NoError(t, err)
+		time.Sleep(100 * time.Millisecond)
+		return hits.Load() == before
+	}
+	require.False(t, try(""), "with no rule the WebSocket reaches the recorder")
+	require.True(t, try("*://127.0.0.2:*/*"), "the exact host holds")
+	for _, p := range []string{"*://127.:b.:c.:d:*/*", "*://127.0.:c.:d:*/*", "*://127.0.0.:d:*/*", "ws{s}?://127.0.0.2:*/*"} {
+		t.Logf("offline rule %-24s holds a WebSocket to 127.0.0.2: %v", p, try(p))
+	}
+}
+
+// chromedpRemote is chromedp's allocator on a remote browser, no guard.
+func chromedpRemote(ctx context.Context, wsURL string) (context.Context, context.CancelFunc) {
+	return guardedRemote(nil, func(ctx context.Context) (chromedp.Transport, error) {
+		return dialCDP(ctx, wsURL)
+	})
+}

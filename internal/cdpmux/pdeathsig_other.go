@@ -1,0 +1,7 @@
+//go:build !linux
+
+package cdpmux
+
+import "syscall"
+
+func setPdeathsig(*syscall.SysProcAttr) {}
