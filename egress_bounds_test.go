@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"runtime"
 	"sync"
 	"testing"
@@ -292,4 +293,29 @@ func TestEgressBusyTunnelIsNotCut(t *testing.T) {
 		}
 		assert.GreaterOrEqual(t, n, 3, "messages went both ways past the idle timeout")
 	})
+}
+
+// hangingResolver answers only when its context ends.
+type hangingResolver struct{}
+
+func (hangingResolver) LookupNetIP(ctx context.Context, _, _ string) ([]netip.Addr, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestEgressLookupHasItsOwnTimeout: a resolver that never answers does not
+// hold a connection: the lookup runs out (here after a shortened timeout)
+// and the connection is refused, with nothing dialled.
+func TestEgressLookupHasItsOwnTimeout(t *testing.T) {
+	t.Parallel()
+	lim := defaultEgressLimits()
+	lim.lookupTimeout = 200 * time.Millisecond
+	d := &recordingDialer{}
+	e, err := startEgressWith(testPolicy(hangingResolver{}, true), d.dial, slog.New(slog.DiscardHandler), lim)
+	require.NoError(t, err)
+	defer e.close()
+	code, c := connectThrough(t, e.addr(), "slow.test:443")
+	assert.Nil(t, c)
+	assert.Equal(t, http.StatusBadGateway, code, "nothing to dial: the lookup ran out")
+	assert.Empty(t, d.got())
 }
