@@ -458,14 +458,17 @@ func (s *sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAlloc
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
 		// Network-quiet: no traffic of Chromium's own (updates, sync,
-		// metrics, field trials, safe browsing lists).
+		// metrics, field trials, safe browsing lists, the secure-time
+		// query to clients2.google.com that NetworkTimeServiceQuerying
+		// makes at start). What these do not stop is in the README's
+		// Known limits.
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-first-run", true),
 		chromedp.Flag("disable-domain-reliability", true),
 		chromedp.Flag("no-pings", true),
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,CertificateTransparencyComponentUpdater"),
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,CertificateTransparencyComponentUpdater,NetworkTimeServiceQuerying"),
 		chromedp.Flag("disable-gpu", true),
 		// The sandbox cannot run as root; everywhere else keep it. An
 		// explicit false also stops chromedp from adding it by itself.

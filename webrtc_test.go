@@ -262,7 +262,8 @@ func TestLocalWebRTCStrictRefusesTURNOverTCP(t *testing.T) {
 
 // TestLocalWebRTCPolicyIsManaged: the WebRTC switches cannot be set by
 // WithChromiumFlags, the running Chromium has both, and the temp profile
-// holds the same policy as a preference.
+// holds the same policy as a preference. (It also checks, while it has the
+// command line, that the secure-time query is off.)
 func TestLocalWebRTCPolicyIsManaged(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
@@ -285,6 +286,13 @@ func TestLocalWebRTCPolicyIsManaged(t *testing.T) {
 	args := cmdline(p.pid)
 	assert.Contains(t, args, "--webrtc-ip-handling-policy=disable_non_proxied_udp", "the switch Chrome reads")
 	assert.Contains(t, args, "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "the switch headless shells read")
+	var features string
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, "--disable-features="); ok {
+			features = v
+		}
+	}
+	assert.Contains(t, strings.Split(features, ","), "NetworkTimeServiceQuerying", "no secure-time query of Chromium's own at start")
 	b, err := os.ReadFile(filepath.Join(p.dataDir, "Default", "Preferences"))
 	require.NoError(t, err)
 	var prefs struct {
