@@ -184,8 +184,22 @@ func startEgress(pol *policy, dial func(ctx context.Context, network, addr strin
 	return startEgressWith(pol, dial, logger, defaultEgressLimits())
 }
 
-// startEgressWith is startEgress with limits of the caller's.
+// startEgressWith is startEgress with limits of the caller's; a zero field
+// takes the default (zero would refuse every connection or end every
+// tunnel at once).
 func startEgressWith(pol *policy, dial func(ctx context.Context, network, addr string) (net.Conn, error), logger *slog.Logger, lim egressLimits) (*egressProxy, error) {
+	def := defaultEgressLimits()
+	for _, f := range []struct{ v, d *time.Duration }{
+		{&lim.tunnelIdle, &def.tunnelIdle}, {&lim.keepAliveIdle, &def.keepAliveIdle},
+		{&lim.upstreamIdle, &def.upstreamIdle}, {&lim.lookupTimeout, &def.lookupTimeout},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	if lim.maxConns <= 0 {
+		lim.maxConns = def.maxConns
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: starting the egress proxy: %w", err)
