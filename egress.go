@@ -495,27 +495,51 @@ func (t *tunnel) touch() { t.last.Store(time.Now().UnixNano()) }
 // nothing either way for t.idle: a read that waits longer than that ends
 // only if the other direction was quiet too, and a write that makes no
 // progress for that long ends it.
+//
+// It takes a buffer only once src has bytes to read (where the platform
+// can wait for that), so an idle tunnel holds two goroutines and no
+// buffer.
 func (t *tunnel) pipe(dst, src net.Conn) {
-	buf := make([]byte, 16<<10)
+	wait := readableWaiter(src)
 	for {
 		quiet := time.Since(time.Unix(0, t.last.Load()))
 		if quiet >= t.idle {
 			return
 		}
 		_ = src.SetReadDeadline(time.Now().Add(t.idle - quiet))
-		n, err := src.Read(buf)
-		if n > 0 {
-			t.touch()
-			_ = dst.SetWriteDeadline(time.Now().Add(t.idle))
-			if _, werr := dst.Write(buf[:n]); werr != nil {
+		if wait != nil {
+			if err := wait(); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					continue
+				}
 				return
 			}
-			t.touch()
 		}
-		if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+		if !t.copyOnce(dst, src) {
 			return
 		}
 	}
+}
+
+// tunnelBufs are the buffers tunnels copy through, taken per read.
+var tunnelBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyOnce reads once from src and writes what came to dst. It reports
+// whether the tunnel goes on: false on an end or an error of either side,
+// true after data or a read deadline.
+func (t *tunnel) copyOnce(dst, src net.Conn) bool {
+	bp := tunnelBufs.Get().(*[]byte)
+	defer tunnelBufs.Put(bp)
+	n, err := src.Read(*bp)
+	if n > 0 {
+		t.touch()
+		_ = dst.SetWriteDeadline(time.Now().Add(t.idle))
+		if _, werr := dst.Write((*bp)[:n]); werr != nil {
+			return false
+		}
+		t.touch()
+	}
+	return err == nil || errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // egressConn is a connection the proxy holds (from Chromium, or dialled
