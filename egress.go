@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -40,18 +42,61 @@ import (
 //
 // A refusal is a 403 with a short text body (for a tunnel, Chromium turns
 // it into a network error), and one warning per host and minute in the log.
+//
+// The proxy bounds what it holds (egressLimits): a cap on the connections
+// from the browser, past which new ones are closed at once, and idle
+// timeouts on tunnels, kept-alive proxy connections and pooled upstream
+// connections, so a page (or another local process) cannot pile up
+// connections that carry nothing.
 
 const (
 	// egressWarnEvery is how often one refused host is logged again.
 	egressWarnEvery = time.Minute
 	// egressDialTimeout bounds one dial of the default dialer.
 	egressDialTimeout = 15 * time.Second
-	// egressLookupTimeout bounds the name lookup of one connection, as the
+	// egressFullWarnEvery is how often a proxy at its connection cap says
+	// so again.
+	egressFullWarnEvery = time.Minute
+)
+
+// egressLimits are the bounds of one egress proxy. They are fields, not
+// constants, so tests can shorten them.
+type egressLimits struct {
+	// maxConns caps the connections from the browser held at once. Past
+	// it a new connection is closed as soon as it is accepted: the
+	// browser sees a failed proxy connection for that one request.
+	maxConns int
+	// tunnelIdle ends a CONNECT tunnel that moved no byte either way for
+	// that long. A tunnel that carries traffic in either direction (a
+	// download, a WebSocket exchanging messages) is never cut.
+	tunnelIdle time.Duration
+	// keepAliveIdle closes a kept-alive proxy connection that waits that
+	// long for its next request (the http.Server's IdleTimeout), and
+	// bounds the wait for an upstream's response header.
+	keepAliveIdle time.Duration
+	// upstreamIdle closes a pooled upstream connection unused that long.
+	upstreamIdle time.Duration
+	// lookupTimeout bounds the name lookup of one connection, as the
 	// guard bounds its own: a resolver that never answers must not hold a
 	// connection (or close) for ever. A lookup that runs out refuses the
 	// connection: nothing unclassified is dialled.
-	egressLookupTimeout = 10 * time.Second
-)
+	lookupTimeout time.Duration
+}
+
+// defaultEgressLimits are the bounds of the sidecar's proxy. 512
+// connections is 16 times what Chromium opens to one proxy for its own
+// HTTP traffic (32 sockets per proxy), leaving room for WebSockets and
+// WebRTC over TCP, which Chromium pools apart; at the cap a flood holds
+// about 1,000 goroutines.
+func defaultEgressLimits() egressLimits {
+	return egressLimits{
+		maxConns:      512,
+		tunnelIdle:    2 * time.Minute,
+		keepAliveIdle: 2 * time.Minute,
+		upstreamIdle:  30 * time.Second,
+		lookupTimeout: 10 * time.Second,
+	}
+}
 
 func defaultEgressDial(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := net.Dialer{Timeout: egressDialTimeout}
@@ -112,6 +157,7 @@ type egressProxy struct {
 	log  *slog.Logger
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
+	lim    egressLimits
 	ln     net.Listener
 	srv    *http.Server
 	tr     *http.Transport
@@ -120,19 +166,40 @@ type egressProxy struct {
 	cancel context.CancelFunc
 	served chan struct{} // closed when Serve returns
 
-	mu     sync.Mutex
-	closed bool
-	conns  map[*egressConn]struct{} // open connections, both sides
-	wg     sync.WaitGroup           // requests being handled, tunnels
+	mu       sync.Mutex
+	closed   bool
+	conns    map[*egressConn]struct{} // open connections, both sides
+	clients  int                      // of conns, those from the browser
+	fullWarn time.Time                // when the cap was last logged
+	wg       sync.WaitGroup           // requests being handled, tunnels
 
 	warnMu sync.Mutex
 	warned map[string]time.Time
 }
 
-// startEgress starts the proxy on a loopback port. It decides every
-// connection with pol and dials the allowed ones with dial (nil: a
-// net.Dialer).
+// startEgress starts the proxy on a loopback port, with the default
+// limits. It decides every connection with pol and dials the allowed ones
+// with dial (nil: a net.Dialer).
 func startEgress(pol *policy, dial func(ctx context.Context, network, addr string) (net.Conn, error), logger *slog.Logger) (*egressProxy, error) {
+	return startEgressWith(pol, dial, logger, defaultEgressLimits())
+}
+
+// startEgressWith is startEgress with limits of the caller's; a zero field
+// takes the default (zero would refuse every connection or end every
+// tunnel at once).
+func startEgressWith(pol *policy, dial func(ctx context.Context, network, addr string) (net.Conn, error), logger *slog.Logger, lim egressLimits) (*egressProxy, error) {
+	def := defaultEgressLimits()
+	for _, f := range []struct{ v, d *time.Duration }{
+		{&lim.tunnelIdle, &def.tunnelIdle}, {&lim.keepAliveIdle, &def.keepAliveIdle},
+		{&lim.upstreamIdle, &def.upstreamIdle}, {&lim.lookupTimeout, &def.lookupTimeout},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.d
+		}
+	}
+	if lim.maxConns <= 0 {
+		lim.maxConns = def.maxConns
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: starting the egress proxy: %w", err)
@@ -141,6 +208,7 @@ func startEgress(pol *policy, dial func(ctx context.Context, network, addr strin
 		pol:    pol,
 		log:    logger,
 		dial:   dial,
+		lim:    lim,
 		conns:  make(map[*egressConn]struct{}),
 		warned: make(map[string]time.Time),
 		served: make(chan struct{}),
@@ -155,7 +223,10 @@ func startEgress(pol *policy, dial func(ctx context.Context, network, addr strin
 		DialContext:         e.dialChecked,
 		DisableCompression:  true, // pass Chromium's Accept-Encoding and the body through untouched
 		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     30 * time.Second,
+		MaxIdleConns:        64,
+		IdleConnTimeout:     lim.upstreamIdle,
+		// A request whose server sends nothing is idle too.
+		ResponseHeaderTimeout: lim.keepAliveIdle,
 	}
 	e.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -173,6 +244,7 @@ func startEgress(pol *policy, dial func(ctx context.Context, network, addr strin
 		Handler:           http.HandlerFunc(e.serveHTTP),
 		BaseContext:       func(net.Listener) context.Context { return e.ctx },
 		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       lim.keepAliveIdle,
 		ErrorLog:          log.New(io.Discard, "", 0),
 	}
 	go func() {
@@ -258,7 +330,7 @@ func (e *egressProxy) dialChecked(ctx context.Context, network, hostport string)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(e.ctx, cancel)()
-	lctx, lcancel := context.WithTimeout(ctx, egressLookupTimeout)
+	lctx, lcancel := context.WithTimeout(ctx, e.lim.lookupTimeout)
 	v, port, err := decideEgress(lctx, e.pol, hostport)
 	lcancel()
 	var be *BlockedError
@@ -380,35 +452,103 @@ func (e *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	// Anything Chromium sent after the CONNECT head goes first.
-	var fromClient io.Reader = cl
 	if n := brw.Reader.Buffered(); n > 0 {
-		fromClient = io.MultiReader(io.LimitReader(brw.Reader, int64(n)), cl)
+		b, _ := brw.Reader.Peek(n)
+		_ = up.SetWriteDeadline(time.Now().Add(e.lim.tunnelIdle))
+		if _, err := up.Write(b); err != nil {
+			_ = cl.Close()
+			_ = up.Close()
+			return
+		}
 	}
 	if !e.begin() {
 		_ = cl.Close()
 		_ = up.Close()
 		return
 	}
+	t := &tunnel{idle: e.lim.tunnelIdle}
+	t.touch()
 	go func() {
 		defer e.wg.Done()
-		_, _ = io.Copy(up, fromClient)
+		t.pipe(up, cl)
 		// Chromium closes a tunnel only when it is done with it: end both
 		// sides, so a server that never closes cannot hold the tunnel.
 		_ = cl.Close()
 		_ = up.Close()
 	}()
-	_, _ = io.Copy(cl, up)
-	// The server is done: the tunnel is over.
+	t.pipe(cl, up)
+	// The server is done, or the tunnel idled out: it is over.
 	_ = cl.Close()
 	_ = up.Close()
+}
+
+// tunnel is one CONNECT tunnel's two directions and when either last moved
+// a byte.
+type tunnel struct {
+	idle time.Duration
+	last atomic.Int64 // unix nanoseconds
+}
+
+func (t *tunnel) touch() { t.last.Store(time.Now().UnixNano()) }
+
+// pipe copies src to dst until either fails, or until the tunnel has moved
+// nothing either way for t.idle: a read that waits longer than that ends
+// only if the other direction was quiet too, and a write that makes no
+// progress for that long ends it.
+//
+// It takes a buffer only once src has bytes to read (where the platform
+// can wait for that), so an idle tunnel holds two goroutines and no
+// buffer.
+func (t *tunnel) pipe(dst, src net.Conn) {
+	wait := readableWaiter(src)
+	for {
+		quiet := time.Since(time.Unix(0, t.last.Load()))
+		if quiet >= t.idle {
+			return
+		}
+		_ = src.SetReadDeadline(time.Now().Add(t.idle - quiet))
+		if wait != nil {
+			if err := wait(); err != nil {
+				if errors.Is(err, os.ErrDeadlineExceeded) {
+					continue
+				}
+				return
+			}
+		}
+		if !t.copyOnce(dst, src) {
+			return
+		}
+	}
+}
+
+// tunnelBufs are the buffers tunnels copy through, taken per read.
+var tunnelBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyOnce reads once from src and writes what came to dst. It reports
+// whether the tunnel goes on: false on an end or an error of either side,
+// true after data or a read deadline.
+func (t *tunnel) copyOnce(dst, src net.Conn) bool {
+	bp := tunnelBufs.Get().(*[]byte)
+	defer tunnelBufs.Put(bp)
+	n, err := src.Read(*bp)
+	if n > 0 {
+		t.touch()
+		_ = dst.SetWriteDeadline(time.Now().Add(t.idle))
+		if _, werr := dst.Write((*bp)[:n]); werr != nil {
+			return false
+		}
+		t.touch()
+	}
+	return err == nil || errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // egressConn is a connection the proxy holds (from Chromium, or dialled
 // upstream), so close can close every one of them.
 type egressConn struct {
 	net.Conn
-	e    *egressProxy
-	once sync.Once
+	e      *egressProxy
+	client bool // accepted from the browser: counted against the cap
+	once   sync.Once
 }
 
 func (c *egressConn) Close() error {
@@ -416,24 +556,62 @@ func (c *egressConn) Close() error {
 	c.once.Do(func() {
 		c.e.mu.Lock()
 		delete(c.e.conns, c)
+		if c.client {
+			c.e.clients--
+		}
 		c.e.mu.Unlock()
 	})
 	return err
 }
 
-// track registers c; on a closed proxy it closes c and fails.
+// track registers an upstream connection; on a closed proxy it closes c
+// and fails.
 func (e *egressProxy) track(c net.Conn) (net.Conn, error) {
 	ec := &egressConn{Conn: c, e: e}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
 		_ = c.Close()
-		return nil, errors.New("hybroute: egress proxy closed")
+		return nil, errEgressClosed
 	}
 	e.conns[ec] = struct{}{}
 	e.mu.Unlock()
 	return ec, nil
 }
+
+// admit registers a connection from the browser. It closes c and fails on
+// a closed proxy, and at the cap (with a warning at most once per
+// egressFullWarnEvery).
+func (e *egressProxy) admit(c net.Conn) (net.Conn, error) {
+	ec := &egressConn{Conn: c, e: e, client: true}
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		_ = c.Close()
+		return nil, errEgressClosed
+	}
+	if e.clients >= e.lim.maxConns {
+		now := time.Now()
+		warn := now.Sub(e.fullWarn) >= egressFullWarnEvery
+		if warn {
+			e.fullWarn = now
+		}
+		e.mu.Unlock()
+		_ = c.Close()
+		if warn {
+			e.log.LogAttrs(e.ctx, slog.LevelWarn, "hybroute: egress proxy at its connection cap; closing new connections until some end",
+				slog.Int("max_conns", e.lim.maxConns))
+		}
+		return nil, errEgressFull
+	}
+	e.clients++
+	e.conns[ec] = struct{}{}
+	e.mu.Unlock()
+	return ec, nil
+}
+
+// errEgressFull is the error of a connection refused at the cap.
+var errEgressFull = errors.New("hybroute: egress proxy at its connection cap")
 
 // egressListener tracks every connection it accepts.
 type egressListener struct {
@@ -447,9 +625,11 @@ func (l *egressListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if tc, err := l.e.track(c); err == nil {
+		tc, err := l.e.admit(c)
+		if err == nil {
 			return tc, nil
 		}
-		// Closed meanwhile: Serve sees the listener's error next.
+		// At the cap: c is closed, take the next. Closed meanwhile:
+		// Serve sees the listener's error next.
 	}
 }

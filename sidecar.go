@@ -9,6 +9,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -439,7 +440,27 @@ func (s *sidecar) running() (*chromiumProc, error) {
 // goes through the egress check (egress.go), and no flag may take it away.
 var managedFlags = []string{"remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe", "user-data-dir",
 	"proxy-server", "proxy-bypass-list", "no-proxy-server", "proxy-pac-url", "proxy-auto-detect",
-	"disable-quic", "enable-quic", "origin-to-force-quic-on", "force-webrtc-ip-handling-policy"}
+	"disable-quic", "enable-quic", "origin-to-force-quic-on", "webrtc-ip-handling-policy", "force-webrtc-ip-handling-policy"}
+
+// webRTCPolicy is the WebRTC IP handling policy of the local Chromium: UDP
+// only through a proxy, which for an HTTP proxy means no UDP at all.
+const webRTCPolicy = "disable_non_proxied_udp"
+
+// profilePrefs holds the WebRTC policy in the profile as well, a second
+// layer under the switch (which outranks it): it still holds on a binary
+// that ignores the switch. ip_handling_url is pinned empty because a
+// per-URL entry there overrides the global policy, the switch included.
+const profilePrefs = `{"webrtc":{"ip_handling_policy":"` + webRTCPolicy + `","ip_handling_url":[]}}`
+
+// writeProfilePrefs writes the Preferences file of the temp profile's
+// Default profile before Chromium first reads it.
+func writeProfilePrefs(dataDir string) error {
+	d := filepath.Join(dataDir, "Default")
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(d, "Preferences"), []byte(profilePrefs), 0o600)
+}
 
 // allocatorOptions are the exec allocator options of the local Chromium,
 // whose connections all go through the egress proxy at proxyAddr.
@@ -449,14 +470,17 @@ func (s *sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAlloc
 		chromedp.ExecPath(path),
 		chromedp.Flag("headless", true),
 		// Network-quiet: no traffic of Chromium's own (updates, sync,
-		// metrics, field trials, safe browsing lists).
+		// metrics, field trials, safe browsing lists, the secure-time
+		// query to clients2.google.com that NetworkTimeServiceQuerying
+		// makes at start). What these do not stop is in the README's
+		// Known limits.
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("no-first-run", true),
 		chromedp.Flag("disable-domain-reliability", true),
 		chromedp.Flag("no-pings", true),
-		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,CertificateTransparencyComponentUpdater"),
+		chromedp.Flag("disable-features", "Translate,BlinkGenPropertyTrees,OptimizationHints,MediaRouter,DialMediaRouteProvider,AutofillServerCommunication,CertificateTransparencyComponentUpdater,NetworkTimeServiceQuerying"),
 		chromedp.Flag("disable-gpu", true),
 		// The sandbox cannot run as root; everywhere else keep it. An
 		// explicit false also stops chromedp from adding it by itself.
@@ -467,7 +491,16 @@ func (s *sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAlloc
 		chromedp.Flag("proxy-server", "http://"+proxyAddr),
 		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
 		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("force-webrtc-ip-handling-policy", "disable_non_proxied_udp"),
+		// WebRTC may use no UDP that does not go through the proxy (an
+		// HTTP proxy carries none): no STUN, no TURN over UDP, no UDP
+		// checks to a remote candidate, no host candidates and so no mDNS
+		// announcements. TURN over TCP and ICE-TCP still work, as CONNECTs
+		// through the egress check. Chrome reads only the first switch
+		// (into the profile pref webrtc.ip_handling_policy); content-based
+		// shells such as the old headless shell read only the second. The
+		// value is exact: any other spelling silently means "default".
+		chromedp.Flag("webrtc-ip-handling-policy", webRTCPolicy),
+		chromedp.Flag("force-webrtc-ip-handling-policy", webRTCPolicy),
 	)
 	for _, name := range slices.Sorted(maps.Keys(s.cfg.chromiumFlags)) {
 		v := s.cfg.chromiumFlags[name]
@@ -514,6 +547,13 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	if err != nil {
 		egress.close()
 		return nil, fmt.Errorf("hybroute: making a temp profile for local Chromium: %w", err)
+	}
+	if err := writeProfilePrefs(dataDir); err != nil {
+		egress.close()
+		if rerr := removeProfile(dataDir); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return nil, fmt.Errorf("hybroute: preparing the temp profile of local Chromium: %w", err)
 	}
 	// The guard's Mux sits on the pipe between chromedp and Chromium.
 	guard := newBrowserGuard(s.cfg, s.pol, s.log, onLocal)

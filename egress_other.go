@@ -1,0 +1,8 @@
+//go:build !unix
+
+package hybroute
+
+import "net"
+
+// readableWaiter: elsewhere a tunnel reads with its buffer in hand.
+func readableWaiter(net.Conn) func() error { return nil }
