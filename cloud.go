@@ -2,14 +2,17 @@ package hybroute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/chromedp/chromedp/remote"
+
+	"github.com/hybroute/hybroute/internal/cdpconn"
 )
 
 // Connecting to a remote browser: a cloud provider's session, or the CDP
@@ -43,7 +46,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 		_ = r.provider.ReleaseSession(ctx, s)
 		return nil, &noCDPError{provider: r.provider.Name()}
 	}
-	t, err := connectRemote(ctx, s.CDPURL)
+	t, err := connectRemote(ctx, s.CDPURL, s.client, "the cloud browser of "+r.provider.Name())
 	if err != nil {
 		_ = r.provider.ReleaseSession(ctx, s)
 		return r.providerFailed(ctx, key, fmt.Errorf("connecting to session %s of %s at %s: %w",
@@ -61,11 +64,14 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 
 // overrideEntry is a session on the CDP override's browser: a new tab on it.
 func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) {
-	t, err := connectRemote(ctx, r.cfg.cdpURL)
-	if err != nil {
-		return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.cdpURL), err)
+	ws, err := cdpconn.Resolve(ctx, r.cfg.cdpClient, r.cfg.cdpURL, nil)
+	if err == nil {
+		var t *remoteTab
+		if t, err = connectRemote(ctx, ws, r.cfg.cdpClient, "the browser of the CDP override"); err == nil {
+			return &entry{key: key, route: RouteCloud, tab: t, release: t.close}, nil
+		}
 	}
-	return &entry{key: key, route: RouteCloud, tab: t, release: t.close}, nil
+	return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.cdpURL), err)
 }
 
 // checkCDPURL checks the CDP override's URL when the Router is made, so that
@@ -89,22 +95,35 @@ type remoteTab struct {
 	cancelTab   context.CancelFunc
 	cancelAlloc context.CancelFunc
 	once        sync.Once
+	browser     string // names the browser in errors: "the cloud browser of Steel"
 }
 
-// connectRemote opens a new tab on the browser at the CDP URL. chromedp ties
-// the browser connection to the context of its first action, so that action
-// runs on the tab's own context and the caller's ctx only bounds the wait.
-func connectRemote(ctx context.Context, cdpURL string) (*remoteTab, error) {
-	actx, cancelAlloc := remote.NewAllocator(context.Background(), cdpURL)
+// remoteAllocator is the one place a remote browser is dialled: the
+// websocket URL exactly as the provider handed it out (TLS when it says
+// wss, no port needed, the key left in its query), with the provider's
+// HTTP client, and never a /json/version on a websocket URL. It returns the
+// chromedp allocator context each tab of the browser is made from; wrap
+// the transport here to see every CDP message of a cloud session.
+func remoteAllocator(wsURL string, hc *http.Client) (context.Context, context.CancelFunc) {
+	return cdpconn.NewAllocator(context.Background(), wsURL, hc)
+}
+
+// connectRemote opens a new tab on the browser at the websocket URL wsURL
+// (an http(s) endpoint is resolved first: cdpconn.Resolve). chromedp ties
+// the browser connection to the context of its first action, so that
+// action runs on the tab's own context and the caller's ctx only bounds the
+// wait. browser names the browser in the errors of a dead tab.
+func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser string) (*remoteTab, error) {
+	actx, cancelAlloc := remoteAllocator(wsURL, hc)
 	tctx, cancelTab := chromedp.NewContext(actx)
-	t := &remoteTab{ctx: tctx, cancelTab: cancelTab, cancelAlloc: cancelAlloc}
+	t := &remoteTab{ctx: tctx, cancelTab: cancelTab, cancelAlloc: cancelAlloc, browser: browser}
 	done := make(chan error, 1)
 	go func() { done <- chromedp.Do(tctx) }()
 	select {
 	case err := <-done:
 		if err != nil {
 			_ = t.close(ctx)
-			return nil, redactURLErr(err, cdpURL)
+			return nil, err // cdpconn's errors carry no credential
 		}
 		return t, nil
 	case <-ctx.Done():
@@ -123,8 +142,8 @@ func (t *remoteTab) context() context.Context { return t.ctx }
 func (t *remoteTab) dead() bool { return t.ctx.Err() != nil }
 
 func (t *remoteTab) wrapErr(err error) error {
-	if err != nil && t.dead() {
-		return fmt.Errorf("%w: %w", ErrBrowserDead, err)
+	if err != nil && t.dead() && !errors.Is(err, ErrBrowserDead) {
+		return fmt.Errorf("%w: %w", remoteDead(t.browser), err)
 	}
 	return err
 }

@@ -143,7 +143,7 @@ func (p *chromiumProc) ended() bool {
 // wrap marks err as a death of the browser when the process is gone.
 func (p *chromiumProc) wrap(err error) error {
 	if err != nil && p.dead() && !errors.Is(err, ErrBrowserDead) {
-		return fmt.Errorf("%w: %w", ErrBrowserDead, err)
+		return fmt.Errorf("%w: %w", errLocalDead, err)
 	}
 	return err
 }
