@@ -178,6 +178,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 	var errs []error
 	for i := range p.Verdicts {
 		v := &p.Verdicts[i]
+		markCredential(v)
 		if v.Err = r.pol.refuse(*v, inPlan); v.Err != nil {
 			errs = append(errs, v.Err)
 		}

@@ -82,11 +82,18 @@ func (v Verdict) Blocked() bool { return v.Err != nil }
 // fails: an unparseable URL is [ClassInvalid] with Err set.
 func (r *Router) Verdict(ctx context.Context, rawURL string) Verdict {
 	v := r.pol.classify(ctx, rawURL)
-	if v.Class == ClassPublic || v.Class == ClassPrivate {
-		v.Credential, _ = redact.Credential(rawURL)
-	}
+	markCredential(&v)
 	v.Err = r.pol.refuse(v, inPlan)
 	return v
+}
+
+// markCredential sets v.Credential for a URL literal that loads from a
+// network. Only literals are marked: the guard and the landed-URL check
+// classify without it, so a redirect to a URL with a token is not refused.
+func markCredential(v *Verdict) {
+	if v.Class == ClassPublic || v.Class == ClassPrivate {
+		v.Credential, _ = redact.Credential(v.URL)
+	}
 }
 
 // classify computes the class of rawURL, with the policy's resolver and
