@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -99,7 +100,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 		connCtx, cancel = context.WithDeadline(connCtx, dl)
 		defer cancel()
 	}
-	t, err := connectRemote(connCtx, s.CDPURL, r.newRemoteGuard())
+	t, err := connectRemote(connCtx, s.CDPURL, s.client, "the cloud browser of "+r.provider.Name(), r.newRemoteGuard())
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("connecting to session %s of %s at %s: %w",
@@ -110,11 +111,14 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 
 // overrideEntry is a session on the CDP override's browser: a new tab on it.
 func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) {
-	t, err := connectRemote(ctx, r.cfg.cdpURL, r.newRemoteGuard())
-	if err != nil {
-		return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.cdpURL), err)
+	ws, err := cdpconn.Resolve(ctx, r.cfg.cdpClient, r.cfg.cdpURL, nil)
+	if err == nil {
+		var t *remoteTab
+		if t, err = connectRemote(ctx, ws, r.cfg.cdpClient, "the browser of the CDP override", r.newRemoteGuard()); err == nil {
+			return &entry{key: key, route: RouteCloud, tab: t, release: t.close}, nil
+		}
 	}
-	return &entry{key: key, route: RouteCloud, tab: t, release: t.close}, nil
+	return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.cdpURL), err)
 }
 
 // checkCDPURL checks the CDP override's URL when the Router is made, so that
@@ -139,6 +143,7 @@ type remoteTab struct {
 	cancelAlloc context.CancelFunc
 	guard       *browserGuard // the guard of this connection's browser
 	once        sync.Once
+	browser     string // names the browser in errors: "the cloud browser of Steel"
 }
 
 // newRemoteGuard is the guard of one remote browser connection.
@@ -148,24 +153,39 @@ func (r *Router) newRemoteGuard() *browserGuard {
 	return g
 }
 
-// connectRemote opens a new tab on the browser at the CDP URL, with the
-// guard g's Mux under the connection (guardedRemote; nil g: no guard, for
-// benchmarks only). chromedp ties the browser connection to the context of
-// its first action, so that action runs on the tab's own context and the
-// caller's ctx only bounds the wait.
-func connectRemote(ctx context.Context, cdpURL string, g *browserGuard) (*remoteTab, error) {
-	actx, cancelAlloc := guardedRemote(g, func(ctx context.Context) (chromedp.Transport, error) {
-		return dialCDP(ctx, cdpURL)
+// remoteAllocator is the one place a remote browser is dialled: the
+// websocket URL exactly as the provider handed it out (TLS when it says
+// wss, no port needed, the key left in its query), with the provider's
+// HTTP client, and never a /json/version on a websocket URL (an http(s)
+// endpoint is resolved by cdpconn.Resolve, with its checks). The
+// connection runs through the guard g's Mux (guardedRemote; nil g: no
+// guard, for benchmarks only).
+func remoteAllocator(wsURL string, hc *http.Client, g *browserGuard) (context.Context, context.CancelFunc) {
+	return guardedRemote(g, func(ctx context.Context) (chromedp.Transport, error) {
+		ws, err := cdpconn.Resolve(ctx, hc, wsURL, nil)
+		if err != nil {
+			return nil, err
+		}
+		return cdpconn.Dial(ctx, ws, hc)
 	})
+}
+
+// connectRemote opens a new tab on the browser at wsURL through
+// remoteAllocator. chromedp ties the browser connection to the context of
+// its first action, so that action runs on the tab's own context and the
+// caller's ctx only bounds the wait. browser names the browser in the
+// errors of a dead tab.
+func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser string, g *browserGuard) (*remoteTab, error) {
+	actx, cancelAlloc := remoteAllocator(wsURL, hc, g)
 	tctx, cancelTab := chromedp.NewContext(actx)
-	t := &remoteTab{ctx: tctx, cancelTab: cancelTab, cancelAlloc: cancelAlloc, guard: g}
+	t := &remoteTab{ctx: tctx, cancelTab: cancelTab, cancelAlloc: cancelAlloc, guard: g, browser: browser}
 	done := make(chan error, 1)
 	go func() { done <- chromedp.Do(tctx) }()
 	select {
 	case err := <-done:
 		if err != nil {
 			_ = t.close(ctx)
-			return nil, redactURLErr(err, cdpURL)
+			return nil, err // cdpconn's errors carry no credential
 		}
 		return t, nil
 	case <-ctx.Done():
@@ -173,15 +193,6 @@ func connectRemote(ctx context.Context, cdpURL string, g *browserGuard) (*remote
 		<-done
 		return nil, ctx.Err()
 	}
-}
-
-// dialCDP opens the connection to the browser at a CDP URL.
-func dialCDP(ctx context.Context, cdpURL string) (chromedp.Transport, error) {
-	ws, err := cdpconn.Resolve(ctx, nil, cdpURL, nil)
-	if err != nil {
-		return nil, err
-	}
-	return cdpconn.Dial(ctx, ws, nil)
 }
 
 // guardedRemote is the seam between the cloud connection and the guard: an
@@ -208,7 +219,7 @@ func (t *remoteTab) dead() bool { return t.ctx.Err() != nil }
 
 func (t *remoteTab) wrapErr(err error) error {
 	if err != nil && t.dead() && !errors.Is(err, ErrBrowserDead) {
-		return fmt.Errorf("%w (the cloud browser): %w", ErrBrowserDead, err)
+		return fmt.Errorf("%w: %w", remoteDead(t.browser), err)
 	}
 	return err
 }

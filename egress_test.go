@@ -551,7 +551,7 @@ func BenchmarkEgress(b *testing.B) {
 			flags = []string{"--proxy-server=http://" + e.addr(), "--proxy-bypass-list=<-loopback>", "--disable-quic"}
 		}
 		c := cloudtest.LaunchChromium(b, flags...)
-		rt, err := connectRemote(ctx, c.WSURL, nil)
+		rt, err := connectRemote(ctx, c.WSURL, nil, "the benchmark browser", nil)
 		require.NoError(b, err)
 		for _, conn := range []string{"keep-alive", "new-conn"} {
 			page := s.url(publicHost, "/bench")

@@ -43,6 +43,13 @@ var (
 	ErrLookupTimeout = errors.New("hybroute: the lookup of the URL's host timed out")
 	// ErrInvalidURL is wrapped by the error of a URL that cannot be routed.
 	ErrInvalidURL = errors.New("hybroute: invalid URL")
+	// ErrSecretInURL is wrapped by the error of a URL literal that carries a
+	// credential (a credential-named query parameter with a value, or a
+	// userinfo password) and would be opened by a remote browser: with
+	// hybrid routing such a call runs on the local browser instead; with
+	// auto-local off or a CDP override it is refused, unless
+	// [WithAllowSecretsInURLs] is on.
+	ErrSecretInURL = errors.New("hybroute: URL carries a credential; it is not sent to a cloud browser")
 )
 
 // The cloud and its fallback.
@@ -84,15 +91,36 @@ var (
 		"install one (apt-get install -y chromium) or point hybroute at a binary " +
 		"with WithChromiumPath (or $CHROMIUM)")
 	// ErrBrowserDead is the errors.Is target for "the browser under this
-	// session died": the local Chromium process, or the connection to the
-	// cloud browser. The error's text says which. The tab, its cookies and
-	// its storage are gone; the session's next call starts a fresh one.
-	ErrBrowserDead = errors.New("hybroute: the session's browser died; its tabs, " +
-		"cookies and storage are lost, the next call starts a fresh one")
+	// session died": the local Chromium process, or the connection to a
+	// cloud browser (or a CDP override). The error's own text names which.
+	// The tab, its cookies and its storage are gone; the session's next
+	// call starts a fresh browser (a fresh Chromium, a new cloud session).
+	ErrBrowserDead = errors.New("hybroute: the browser under the session died")
 )
 
+// deadBrowserError is the error of a call whose browser died: its text
+// names the browser, errors.Is finds ErrBrowserDead.
+type deadBrowserError struct{ msg string }
+
+func (e *deadBrowserError) Error() string { return e.msg }
+
+func (e *deadBrowserError) Is(target error) bool { return target == ErrBrowserDead }
+
+// errLocalDead is the death of the local Chromium.
+var errLocalDead error = &deadBrowserError{"hybroute: the local Chromium died; its tabs, " +
+	"cookies and storage are lost, the next call starts a fresh Chromium"}
+
+// remoteDead is the death of a remote browser: browser names it ("the
+// cloud browser of Browserbase", "the browser of the CDP override").
+func remoteDead(browser string) error {
+	return &deadBrowserError{"hybroute: " + browser + " died (its CDP connection ended); " +
+		"the session is gone with its tabs, cookies and storage, the next call starts a new one"}
+}
+
 // BlockedError is the error of a URL that must not be opened. It wraps the
-// sentinel of its reason: [ErrMetadata], [ErrPrivate] or [ErrInvalidURL].
+// sentinel of its reason: [ErrMetadata], [ErrPrivate], [ErrInvalidURL] or
+// [ErrSecretInURL]. Its text shows the URL with its credentials redacted
+// and cut to a bounded length; the URL field holds it as given.
 type BlockedError struct {
 	URL    string
 	Class  Class
@@ -102,9 +130,9 @@ type BlockedError struct {
 
 func (e *BlockedError) Error() string {
 	if e.Detail != nil {
-		return fmt.Sprintf("hybroute: blocked (%s): %s: %q: %v", e.Reason, e.Reason.phrase(), e.URL, e.Detail)
+		return fmt.Sprintf("hybroute: blocked (%s): %s: %q: %s", e.Reason, e.Reason.phrase(), shownURL(e.URL), shownDetail(e.Detail))
 	}
-	return fmt.Sprintf("hybroute: blocked (%s): %s: %q", e.Reason, e.Reason.phrase(), e.URL)
+	return fmt.Sprintf("hybroute: blocked (%s): %s: %q", e.Reason, e.Reason.phrase(), shownURL(e.URL))
 }
 
 // Unwrap returns the reason's sentinel and the detail, so errors.Is finds

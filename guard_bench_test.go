@@ -38,7 +38,7 @@ func BenchmarkGuardCost(b *testing.B) {
 			g = newBrowserGuard(&cfg, pol, nil, onRemote)
 		}
 		ctx := testCtx(b)
-		rt, err := connectRemote(ctx, cloud.WSURL, g)
+		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the benchmark browser", g)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 )
 
@@ -71,6 +72,6 @@ func TestOfflineRulePatterns(t *testing.T) {
 // chromedpRemote is chromedp's allocator on a remote browser, no guard.
 func chromedpRemote(ctx context.Context, wsURL string) (context.Context, context.CancelFunc) {
 	return guardedRemote(nil, func(ctx context.Context) (chromedp.Transport, error) {
-		return dialCDP(ctx, wsURL)
+		return cdpconn.Dial(ctx, wsURL, nil)
 	})
 }

@@ -167,15 +167,34 @@ type world struct {
 	r     *Router
 }
 
-const testAPIKey = "bb_live_test_key_do_not_log_0123456789"
+// testAPIKey is the worlds' API key. Its "+", "/" and "=" make its raw,
+// query-escaped and path-escaped spellings all differ, so a test that greps
+// logs and errors for each spelling tells them apart.
+const testAPIKey = "bb_live+test/key=do_not_log_0123456789=="
 
+// newWorld is a world whose provider hands out its real URL shape (TLS
+// through a cloudtest.Front, no port, the key in the query), dialled with
+// the fake's HTTP client, which trusts the front and stays on loopback.
 func newWorld(t testing.TB, kind cloudtest.Kind, opts ...Option) *world {
 	t.Helper()
-	return newWorldServing(t, kind, nil, opts...)
+	return buildWorld(t, kind, true, nil, opts...)
 }
 
 // newWorldServing is newWorld whose site also serves routes.
 func newWorldServing(t testing.TB, kind cloudtest.Kind, routes func(*http.ServeMux, *site), opts ...Option) *world {
+	t.Helper()
+	return buildWorld(t, kind, true, routes, opts...)
+}
+
+// newWorldOldShape is a world whose provider hands out the Chromium's own
+// ws://127.0.0.1:PORT/devtools/browser/ID (plus the kind's query), the
+// shape self-hosted browsers give.
+func newWorldOldShape(t testing.TB, kind cloudtest.Kind, opts ...Option) *world {
+	t.Helper()
+	return buildWorld(t, kind, false, nil, opts...)
+}
+
+func buildWorld(t testing.TB, kind cloudtest.Kind, realShapes bool, routes func(*http.ServeMux, *site), opts ...Option) *world {
 	t.Helper()
 	requireChromium(t)
 	var add []func(*http.ServeMux, *site)
@@ -184,20 +203,33 @@ func newWorldServing(t testing.TB, kind cloudtest.Kind, routes func(*http.ServeM
 	}
 	w := &world{t: t, site: newSite(t, add...), logs: &logBuffer{}}
 	w.cloud = cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	w.api = cloudtest.NewServer(t, kind, w.cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
-	var p Provider
+	sopts := []cloudtest.ServerOption{cloudtest.WithAPIKey(w.key()), cloudtest.WithProjectID("proj-1")}
+	if realShapes {
+		sopts = append(sopts, cloudtest.WithRealShapes())
+	}
+	w.api = cloudtest.NewServer(t, kind, w.cloud.WSURL, sopts...)
+	w.r = newBrowserRouter(t, w.provider(kind), w.logs, opts...)
+	return w
+}
+
+// key is the API key of the world's provider.
+func (w *world) key() string { return testAPIKey }
+
+// provider is the client of the world's fake, with its HTTP client.
+func (w *world) provider(kind cloudtest.Kind) Provider {
+	popts := []ProviderOption{WithProviderBaseURL(w.api.URL), WithProviderHTTPClient(w.api.HTTPClient())}
 	switch kind {
 	case cloudtest.Browserbase:
-		p = NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(w.api.URL))
+		return NewBrowserbase(w.key(), "proj-1", popts...)
 	case cloudtest.BrowserUse:
-		p = NewBrowserUse(testAPIKey, WithProviderBaseURL(w.api.URL))
+		return NewBrowserUse(w.key(), popts...)
 	case cloudtest.Steel:
-		p = NewSteel(testAPIKey, WithProviderBaseURL(w.api.URL))
+		return NewSteel(w.key(), popts...)
 	case cloudtest.CDP:
-		p = CDPEndpoint(w.api.EndpointURL())
+		return CDPEndpoint(w.api.EndpointURL(), popts[1:]...)
 	}
-	w.r = newBrowserRouter(t, p, w.logs, opts...)
-	return w
+	w.t.Fatalf("unknown provider kind %q", kind)
+	return nil
 }
 
 // newBrowserRouter is a router whose sidecar has the test flags.

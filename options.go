@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"maps"
 	"net"
+	"net/http"
 	"net/netip"
 	"strings"
 	"time"
@@ -25,7 +26,9 @@ type config struct {
 	// routing and the security rules (policy.go)
 	autoLocal      bool
 	allowPrivate   bool
+	allowSecrets   bool
 	cdpURL         string
+	cdpClient      *http.Client // dials the CDP override (WithCDPHTTPClient)
 	resolver       Resolver
 	logger         *slog.Logger
 	allowedSchemes []string
@@ -81,10 +84,26 @@ func WithAutoLocalForPrivateURLs(on bool) Option { return func(c *config) { c.au
 // remote browser usually cannot reach your LAN. Metadata stays blocked.
 func WithAllowPrivateURLs(on bool) Option { return func(c *config) { c.allowPrivate = on } }
 
+// WithAllowSecretsInURLs lets URL literals that carry a credential (a
+// credential-named query parameter such as token=, api_key= or
+// X-Amz-Signature= with a value, or a userinfo password) go to a remote
+// browser. Off (the default), with hybrid routing such a call runs on the
+// local browser, and elsewhere (auto-local off, a CDP override) it is
+// refused with [ErrSecretInURL]: the system hybroute replaces keeps such
+// URLs off cloud browsers, whose providers record the URLs they load.
+func WithAllowSecretsInURLs(on bool) Option { return func(c *config) { c.allowSecrets = on } }
+
 // WithCDPURL sends every call to an existing browser at url. Such a browser
 // is not local: hybrid routing is off and private URLs are rejected unless
 // [WithAllowPrivateURLs] is on.
 func WithCDPURL(url string) Option { return func(c *config) { c.cdpURL = url } }
+
+// WithCDPHTTPClient sets the HTTP client the CDP override ([WithCDPURL]) is
+// dialled with: its transport, proxy and trusted roots (a private CA, a
+// self-signed test front). Default http.DefaultClient. A provider's
+// sessions are dialled with the provider's own client
+// ([WithProviderHTTPClient]).
+func WithCDPHTTPClient(hc *http.Client) Option { return func(c *config) { c.cdpClient = hc } }
 
 // WithResolver sets the resolver names are classified with
 // (default net.DefaultResolver).

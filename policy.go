@@ -41,6 +41,13 @@ const (
 	// host name did not resolve within the guard's limit: refused (fail
 	// closed), since its address, and so its class, is unknown.
 	ReasonLookupTimeout
+	// ReasonSecretInURL is a URL literal that carries a credential (see
+	// [Verdict].Credential) and would be opened by a remote browser. With
+	// hybrid routing such a URL does not meet it: it takes the call local,
+	// as a private one does. Only literals are held to it: a page that
+	// redirects to a URL with a token (an OAuth flow) is normal web
+	// behaviour, and neither the guard nor the landed-URL check refuses it.
+	ReasonSecretInURL
 )
 
 // reasons are the name of each reason and the sentinel errors.Is finds.
@@ -55,6 +62,7 @@ var reasons = [...]struct {
 	ReasonInvalidURL:        {"invalid_url", ErrInvalidURL},
 	ReasonSchemeNotAllowed:  {"scheme_not_allowed", ErrInvalidURL},
 	ReasonLookupTimeout:     {"lookup_timeout", ErrLookupTimeout},
+	ReasonSecretInURL:       {"secret_in_url", ErrSecretInURL},
 }
 
 func (r Reason) known() bool { return r > 0 && int(r) < len(reasons) }
@@ -122,6 +130,9 @@ type policy struct {
 	// remotePrivate: a private address may be opened on a remote browser
 	// (WithAllowPrivateURLs).
 	remotePrivate bool
+	// remoteSecrets: a URL literal that carries a credential may be opened
+	// on a remote browser (WithAllowSecretsInURLs).
+	remoteSecrets bool
 }
 
 // newPolicy is the policy of cfg, for a router with a provider or without.
@@ -131,6 +142,7 @@ func newPolicy(cfg *config, hasProvider bool) *policy {
 		allowedSchemes: cfg.allowedSchemes,
 		override:       cfg.cdpURL != "",
 		remotePrivate:  cfg.allowPrivate,
+		remoteSecrets:  cfg.allowSecrets,
 	}
 	p.local = !p.override && !hasProvider
 	p.hybrid = !p.override && hasProvider && cfg.autoLocal
@@ -165,7 +177,25 @@ func (p *policy) refuse(v Verdict, w where) error {
 			return blocked(v, ReasonPrivateOnRemote, nil)
 		}
 	}
+	if w == inPlan && p.keepsOffRemote(v) && !p.local && !p.hybrid {
+		// Nothing takes it local: a CDP override, or auto-local off.
+		return blocked(v, ReasonSecretInURL, secretDetail(v.Credential))
+	}
 	return nil
+}
+
+// keepsOffRemote reports whether the secrets rule keeps v, a URL literal,
+// off remote browsers: it carries a credential, and no option allows it.
+func (p *policy) keepsOffRemote(v Verdict) bool {
+	return v.Credential != "" && !p.remoteSecrets && (v.Class == ClassPublic || v.Class == ClassPrivate)
+}
+
+// secretDetail names the credential a URL carries, for its refusal.
+func secretDetail(name string) error {
+	if name == "password" {
+		return errors.New("a userinfo password; WithAllowSecretsInURLs(true) lets it through")
+	}
+	return fmt.Errorf("query parameter %q; WithAllowSecretsInURLs(true) lets it through", name)
 }
 
 // refuseHop is refuse for one document request of a tab, which may be a
@@ -191,16 +221,18 @@ func (p *policy) privateRoute() where {
 	return onRemote
 }
 
-// routesLocally is HybridRoutesLocally on a verdict: a private URL that is
-// not refused, on a hybrid router.
+// routesLocally is HybridRoutesLocally on a verdict: on a hybrid router, a
+// private URL that is not refused, or a URL literal that carries a
+// credential (the secret_in_url rule: kept off the cloud browser).
 func (p *policy) routesLocally(v Verdict) bool {
-	return p.hybrid && v.Class == ClassPrivate && v.Err == nil
+	return p.hybrid && v.Err == nil && (v.Class == ClassPrivate || p.keepsOffRemote(v))
 }
 
 // route is the README's "Which URL goes where" table, for one call whose URL
 // literals have the verdicts vs (already asked of refuse): a CDP override
-// takes everything, no cloud means everything is local, one private URL on
-// a hybrid router takes the whole call local, a URL that loads from a
+// takes everything, no cloud means everything is local, one private URL (or
+// one that carries a credential) on a hybrid router takes the whole call
+// local, a URL that loads from a
 // network takes it to the cloud, and a call with none stays where its
 // session went last (last; a new session starts on the cloud). A refused
 // URL does not move the call: the plan still names where it would have run.

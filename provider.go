@@ -47,6 +47,12 @@ type Session struct {
 	// session the provider could not create; FallbackReason says why.
 	FallbackFromCloud bool
 	FallbackReason    string
+
+	// client is the HTTP client the provider's own client was configured
+	// with (WithProviderHTTPClient): the CDP websocket is dialled with it,
+	// so its transport, proxy and trusted roots govern the session too.
+	// A third-party Provider leaves it nil: http.DefaultClient.
+	client *http.Client
 }
 
 // ProviderError is the error of a provider call that did not succeed: every

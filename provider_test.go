@@ -462,7 +462,8 @@ func TestProviderCDPResolution(t *testing.T) {
 			var pe *ProviderError
 			require.ErrorAs(t, err, &pe)
 			assert.Equal(t, "create", pe.Op)
-			assert.Equal(t, "browser crashed", pe.Message)
+			assert.Equal(t, 500, pe.Status)
+			assert.Contains(t, err.Error(), "/json/version answered HTTP 500")
 		})
 		t.Run(string(kind)+"/json/version malformed", func(t *testing.T) {
 			srv := cloudtest.NewServer(t, kind, deadWS)
@@ -475,7 +476,7 @@ func TestProviderCDPResolution(t *testing.T) {
 			srv.OnVersion(cloudtest.Reply{Body: `{"Browser":"Chrome"}`})
 			_, err := clientFor(srv).CreateSession(context.Background(), "k")
 			assert.ErrorIs(t, err, ErrProviderUnavailable)
-			assert.Contains(t, err.Error(), "no websocket URL")
+			assert.Contains(t, err.Error(), "/json/version has no webSocketDebuggerUrl")
 		})
 		t.Run(string(kind)+"/json/version hangs", func(t *testing.T) {
 			srv := cloudtest.NewServer(t, kind, deadWS)
@@ -493,7 +494,7 @@ func TestProviderCDPResolution(t *testing.T) {
 		_, err := CDPEndpoint(srv.URL+"?token=wrong-token-123").CreateSession(context.Background(), "k")
 		assert.ErrorIs(t, err, ErrUnauthorized)
 		assert.NotContains(t, err.Error(), "wrong-token-123")
-		assert.Contains(t, err.Error(), "Bad or missing authentication.")
+		assert.Contains(t, err.Error(), "answered HTTP 401")
 	})
 	t.Run("cdp endpoint with a bad scheme", func(t *testing.T) {
 		_, err := CDPEndpoint("ftp://host/x?token=s3cr3t-token").CreateSession(context.Background(), "k")
@@ -658,7 +659,7 @@ func TestRedactURL(t *testing.T) {
 	t.Parallel()
 	rows := []struct{ in, want, proves string }{
 		{"wss://connect.browserbase.com?signingKey=abc123", "wss://connect.browserbase.com?signingKey=REDACTED", "query values are replaced"},
-		{"wss://chrome.browserless.io/?token=t0k3n&stealth=true", "wss://chrome.browserless.io/?stealth=REDACTED&token=REDACTED", "every query value goes"},
+		{"wss://chrome.browserless.io/?token=t0k3n&stealth=true", "wss://chrome.browserless.io/?token=REDACTED&stealth=REDACTED", "every query value goes, in place"},
 		{"ws://user:pass@127.0.0.1:9222/devtools/browser/x", "ws://127.0.0.1:9222/devtools/browser/x", "userinfo is dropped"},
 		{"ws://127.0.0.1:9222/devtools/browser/x", "ws://127.0.0.1:9222/devtools/browser/x", "a URL without secrets is unchanged"},
 		{"https://x.example/#frag", "https://x.example/", "the fragment is dropped"},

@@ -10,12 +10,14 @@ import (
 	"maps"
 	"math"
 	"net/http"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hybroute/hybroute/internal/cdpconn"
+	"github.com/hybroute/hybroute/internal/redact"
 )
 
 // The HTTP plumbing the provider clients share: one JSON call, the reading
@@ -70,13 +72,13 @@ func (c *apiClient) call(ctx context.Context, op, method, path string, in, out a
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return c.fail(op, 0, fmt.Errorf("encoding the request: %w", err), nil)
+			return c.fail(op, 0, fmt.Errorf("encoding the request: %w", err))
 		}
 		body = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, body)
 	if err != nil {
-		return c.fail(op, 0, err, nil)
+		return c.fail(op, 0, err)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -86,56 +88,49 @@ func (c *apiClient) call(ctx context.Context, op, method, path string, in, out a
 	if c.keyHeader != "" {
 		req.Header.Set(c.keyHeader, c.key)
 	}
-	return c.send(req, op, out, nil)
+	return c.send(req, op, out)
 }
 
-// send runs req and decodes the answer. extra lists secrets beyond the API
-// key that must not reach an error string (URL tokens).
-func (c *apiClient) send(req *http.Request, op string, out any, extra []string) error {
+// send runs req and decodes the answer.
+func (c *apiClient) send(req *http.Request, op string, out any) error {
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return c.fail(op, 0, err, extra)
+		return c.fail(op, 0, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
-		return c.fail(op, resp.StatusCode, fmt.Errorf("reading the answer: %w", err), extra)
+		return c.fail(op, resp.StatusCode, fmt.Errorf("reading the answer: %w", err))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return c.answerError(op, resp, data, extra)
+		return c.answerError(op, resp, data)
 	}
 	if len(data) > maxAnswerBytes {
-		return c.fail(op, resp.StatusCode, fmt.Errorf("answer larger than %d bytes", maxAnswerBytes), extra)
+		return c.fail(op, resp.StatusCode, fmt.Errorf("answer larger than %d bytes", maxAnswerBytes))
 	}
 	if out == nil {
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return c.fail(op, resp.StatusCode, fmt.Errorf("decoding the answer: %w", err), extra)
+		return c.fail(op, resp.StatusCode, fmt.Errorf("decoding the answer: %w", err))
 	}
 	return nil
 }
 
 // fail builds the *ProviderError of a failure without a usable answer.
-func (c *apiClient) fail(op string, status int, cause error, extra []string) *ProviderError {
-	return &ProviderError{Provider: c.name, Op: op, Status: status, Err: redactErr(cause, c.secrets(extra))}
+func (c *apiClient) fail(op string, status int, cause error) *ProviderError {
+	return &ProviderError{Provider: c.name, Op: op, Status: status, Err: redactErr(cause, c.secrets())}
 }
 
-// secrets are the API key and extra, for redaction.
-func (c *apiClient) secrets(extra []string) []string {
-	s := make([]string, 0, len(extra)+1)
-	if c.key != "" {
-		s = append(s, c.key)
-	}
-	return append(s, extra...)
-}
+// secrets is the API key in every spelling, for redaction.
+func (c *apiClient) secrets() redact.Secrets { return redact.Values(c.key) }
 
 // answerError turns a non-2xx answer into a *ProviderError, reading the
 // shapes the providers use: {"error":"RATE_LIMIT_EXCEEDED","retryAfter":17,
 // "limit":200}, {"statusCode":429,"error":"Too Many Requests","message":...},
 // {"error":{"code":...,"message":...}}, {"code":...,"message":...},
 // {"detail":"..."} and {"detail":[{"msg":...}]}.
-func (c *apiClient) answerError(op string, resp *http.Response, data []byte, extra []string) *ProviderError {
+func (c *apiClient) answerError(op string, resp *http.Response, data []byte) *ProviderError {
 	e := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode}
 	if len(data) > maxAnswerBytes {
 		data = data[:maxAnswerBytes]
@@ -167,9 +162,9 @@ func (c *apiClient) answerError(op string, resp *http.Response, data []byte, ext
 	if e.Code == "" && e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
 	}
-	sec := c.secrets(extra)
-	e.Code = truncate(scrub(e.Code, sec), 100)
-	e.Message = truncate(scrub(e.Message, sec), 500)
+	sec := c.secrets()
+	e.Code = truncate(sec.Scrub(e.Code), 100)
+	e.Message = truncate(sec.Scrub(e.Message), 500)
 	return e
 }
 
@@ -259,67 +254,33 @@ func truncate(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// resolveCDP turns a CDP endpoint into a websocket URL: ws(s) URLs are used
-// as given, http(s) URLs are resolved through GET {url}/json/version, whose
-// webSocketDebuggerUrl is returned with the original query (a token) added
-// where it lacks it. The API key is not sent to the endpoint.
+// resolveCDP turns a provider's CDP endpoint into the websocket URL to dial,
+// through cdpconn.Resolve: a ws(s) URL as given, an http(s) URL through its
+// /json/version (Browser Use's documented discovery), whose answer is
+// checked before it is used. No answer, however malformed, gets further
+// than a *ProviderError; one with an HTTP status keeps it (401 is
+// ErrUnauthorized), every other is ErrProviderUnavailable. The API key is
+// not sent to the endpoint.
 func (c *apiClient) resolveCDP(ctx context.Context, op, raw string) (string, error) {
 	if raw == "" {
 		return "", nil
 	}
-	u, err := url.Parse(raw)
+	ws, err := cdpconn.Resolve(ctx, c.client, raw, nil)
 	if err != nil {
-		return "", c.fail(op, 0, fmt.Errorf("invalid CDP URL %s", redactURL(raw)), nil)
+		return "", c.fail(op, cdpconn.HTTPStatus(err), err)
 	}
-	extra := urlSecrets(u)
-	switch strings.ToLower(u.Scheme) {
-	case "ws", "wss":
-		return raw, nil
-	case "http", "https":
-	default:
-		return "", c.fail(op, 0, fmt.Errorf("CDP URL %s has scheme %q, want ws, wss, http or https", redactURL(raw), u.Scheme), extra)
-	}
-	vu := *u
-	vu.Path = strings.TrimRight(u.Path, "/") + "/json/version"
-	vu.RawPath = ""
-	vu.Fragment = ""
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, vu.String(), nil)
-	if err != nil {
-		return "", c.fail(op, 0, err, extra)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", "hybroute")
-	var version struct {
-		WebSocketDebuggerURL string `json:"webSocketDebuggerUrl"`
-	}
-	if err := c.send(req, op, &version, extra); err != nil {
-		return "", err
-	}
-	ws, err := url.Parse(version.WebSocketDebuggerURL)
-	if err != nil || (ws.Scheme != "ws" && ws.Scheme != "wss") || ws.Host == "" {
-		return "", c.fail(op, http.StatusOK, fmt.Errorf("%s/json/version gave no websocket URL", redactURL(raw)), extra)
-	}
-	if len(u.Query()) > 0 {
-		q := ws.Query()
-		for k, vs := range u.Query() {
-			if !q.Has(k) {
-				q[k] = vs
-			}
-		}
-		ws.RawQuery = q.Encode()
-	}
-	return ws.String(), nil
+	return ws, nil
 }
 
 // session builds the Session of a create answer, resolving an http(s) CDP URL.
 // A 2xx answer without a session id is a malformed answer.
 func (c *apiClient) session(ctx context.Context, key, id, cdp string) (*Session, error) {
 	if id == "" {
-		return nil, c.fail("create", http.StatusOK, errors.New("the answer has no session id"), nil)
+		return nil, c.fail("create", http.StatusOK, errors.New("the answer has no session id"))
 	}
 	ws, err := c.resolveCDP(ctx, "create", cdp)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Key: key, ID: id, CDPURL: ws}, nil
+	return &Session{Key: key, ID: id, CDPURL: ws, client: c.client}, nil
 }

@@ -35,9 +35,14 @@ import (
 //     returns carries it (see redactURL before logging one). Release is POST
 //     /v1/sessions/{id}/release.
 //   - A plain CDP endpoint (browserless and self-hosted grids): a ws(s) URL is
-//     used as given; an http(s) URL is resolved through GET /json/version
-//     (the DevTools HTTP endpoint, also what chromedp's remote allocator
-//     does), keeping the original query (e.g. browserless's ?token=).
+//     dialled as given; an http(s) URL is resolved through GET /json/version
+//     (the DevTools HTTP endpoint), whose webSocketDebuggerUrl must be on the
+//     endpoint's host (and wss after https), keeping the original query
+//     (e.g. browserless's ?token=) on that host only.
+//
+// Every session carries the client's HTTP client, which dials its CDP
+// websocket too (internal/cdpconn), so WithProviderHTTPClient governs the
+// whole session.
 
 // Default API base URLs of the providers.
 const (
@@ -177,13 +182,13 @@ func CDPEndpoint(rawURL string, opts ...ProviderOption) *CDPEndpointProvider {
 // to release.
 func (p *CDPEndpointProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
 	if p.raw == "" {
-		return nil, p.fail("create", 0, errors.New("no CDP URL configured"), nil)
+		return nil, p.fail("create", 0, errors.New("no CDP URL configured"))
 	}
 	ws, err := p.resolveCDP(ctx, "create", p.raw)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Key: key, CDPURL: ws}, nil
+	return &Session{Key: key, CDPURL: ws, client: p.client}, nil
 }
 
 // ReleaseSession implements [Provider]; a CDP endpoint has nothing to release.

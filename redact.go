@@ -3,16 +3,19 @@ package hybroute
 import (
 	"errors"
 	"net/url"
-	"strings"
+
+	"github.com/hybroute/hybroute/internal/redact"
 )
 
 // Redaction: API keys, signing keys and URL tokens never appear in an error
-// or a log line, in any of the forms a URL or an error quotes them.
+// or a log line, in any of the forms a URL or an error quotes them
+// (internal/redact lists the spellings), and a URL is printed only through
+// shownURL or, for a provider's CDP URL, redactURL.
 
 // redactErr returns err with every secret removed from its text, and the
 // URL of a *url.Error in its redacted form, still unwrapping to err (so
 // errors.Is finds context.DeadlineExceeded).
-func redactErr(err error, secrets []string) error {
+func redactErr(err error, secrets redact.Secrets) error {
 	if err == nil {
 		return nil
 	}
@@ -25,18 +28,7 @@ func redactErr(err error, secrets []string) error {
 	} else {
 		msg = err.Error()
 	}
-	return &redactedError{msg: scrub(msg, secrets), err: err}
-}
-
-// redactURLErr removes a CDP URL and its credentials from err's text:
-// chromedp's dial errors quote the whole URL, and cloud URLs carry API keys,
-// signing keys and tokens.
-func redactURLErr(err error, rawURL string) error {
-	secrets := []string{rawURL}
-	if u, perr := url.Parse(rawURL); perr == nil {
-		secrets = append(secrets, urlSecrets(u)...)
-	}
-	return redactErr(err, secrets)
+	return &redactedError{msg: secrets.Scrub(msg), err: err}
 }
 
 // redactedError is an error whose text had its secrets removed.
@@ -48,60 +40,21 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// scrub replaces every secret in s.
-func scrub(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, "[REDACTED]")
-		}
-	}
-	return s
-}
+// redactURL returns a provider's CDP URL fit for a log line: userinfo and
+// fragment dropped, every query value (tokens, API keys, signing keys,
+// session ids) replaced by REDACTED. A string that does not parse as a URL
+// comes back as "[unparseable URL]".
+func redactURL(s string) string { return redact.URL(s) }
 
-// urlSecrets lists the credentials a URL carries: the userinfo password and
-// every query value.
-func urlSecrets(u *url.URL) []string {
-	var s []string
-	if u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			s = append(s, p)
-		}
-	}
-	for _, vs := range u.Query() {
-		for _, v := range vs {
-			if len(v) >= 4 {
-				s = append(s, v)
-			}
-		}
-	}
-	return s
-}
+// shownURL is every other URL as errors and logs print it (a refused URL,
+// the page a tab landed on, a guard's refusal): its userinfo password and
+// credential-named query values redacted, and cut to a bounded length with
+// the real length noted, so a 1 MiB URL does not make a 1 MiB error.
+func shownURL(s string) string { return redact.Display(s) }
 
-// redactURL returns s fit for a log line: userinfo dropped, every query value
-// (tokens, API keys, signing keys, session ids) replaced by REDACTED, the
-// fragment dropped. A string that does not parse as a URL comes back as
-// "[unparseable URL]".
-func redactURL(s string) string {
-	if s == "" {
-		return ""
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "[unparseable URL]"
-	}
-	u.User = nil
-	u.Fragment = ""
-	u.RawFragment = ""
-	if u.RawQuery != "" {
-		q, _ := url.ParseQuery(u.RawQuery)
-		for k := range q {
-			q[k] = []string{"REDACTED"}
-		}
-		if len(q) == 0 {
-			u.RawQuery = "REDACTED"
-		} else {
-			u.RawQuery = q.Encode()
-		}
-	}
-	return u.String()
+// shownDetail is the text of a refusal's detail, bounded: a parser's error
+// may quote the whole input.
+func shownDetail(err error) string {
+	msg := err.Error()
+	return redact.Cut(msg, 2*redact.MaxDisplay, len(msg))
 }

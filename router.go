@@ -160,7 +160,9 @@ type Result struct {
 }
 
 // HybridRoutesLocally reports whether hybrid routing sends rawURL to the
-// local sidecar instead of the cloud browser. It is false with no provider
+// local sidecar instead of the cloud browser: a private URL, or one that
+// carries a credential ([ReasonSecretInURL], unless
+// [WithAllowSecretsInURLs]). It is false with no provider
 // (everything is local, no hybrid routing is involved), with a CDP override,
 // with auto-local off, and for any URL that is blocked.
 func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
@@ -210,6 +212,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 	var errs []error
 	for i := range p.Verdicts {
 		v := &p.Verdicts[i]
+		markCredential(v)
 		if v.Err = r.pol.refuse(*v, inPlan); v.Err != nil {
 			errs = append(errs, v.Err)
 		}

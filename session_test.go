@@ -489,7 +489,8 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 		return err
 	})
 	require.ErrorIs(t, err, ErrBrowserDead, "a call on a tab of a dead browser says so")
-	assert.Contains(t, err.Error(), "died")
+	assert.Contains(t, err.Error(), "the local Chromium died", "and names the browser that died")
+	assert.NotContains(t, err.Error(), "cloud")
 	assert.False(t, r.side.alive())
 
 	// The floor comes back by itself: the next call of each session runs

@@ -150,7 +150,7 @@ func (p *chromiumProc) ended() bool {
 // wrap marks err as a death of the browser when the process is gone.
 func (p *chromiumProc) wrap(err error) error {
 	if err != nil && p.dead() && !errors.Is(err, ErrBrowserDead) {
-		return fmt.Errorf("%w (the local Chromium, pid %d): %w", ErrBrowserDead, p.pid, err)
+		return fmt.Errorf("%w (pid %d): %w", errLocalDead, p.pid, err)
 	}
 	return err
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hybroute/hybroute/internal/metadata"
+	"github.com/hybroute/hybroute/internal/redact"
 	"github.com/hybroute/hybroute/internal/whatwg"
 )
 
@@ -59,6 +60,14 @@ type Verdict struct {
 	Class Class
 	Err   error // non-nil when this URL must be blocked
 
+	// Credential names the credential the URL carries, if any: the first
+	// credential-named query parameter with a value (token, api_key,
+	// X-Amz-Signature, …, as written), or "password" for a userinfo
+	// password. Set for the literals a call is planned on, where it keeps
+	// the URL off cloud browsers ([ReasonSecretInURL]); empty for a URL
+	// that loads nothing, cannot be routed, or is refused anyway.
+	Credential string
+
 	// ResolveErr is what the [Resolver] said when a name did not resolve.
 	// Such a name is public (the cloud browser does its own DNS) unless its
 	// suffix is reserved for private use; the error is kept for callers.
@@ -73,8 +82,18 @@ func (v Verdict) Blocked() bool { return v.Err != nil }
 // fails: an unparseable URL is [ClassInvalid] with Err set.
 func (r *Router) Verdict(ctx context.Context, rawURL string) Verdict {
 	v := r.pol.classify(ctx, rawURL)
+	markCredential(&v)
 	v.Err = r.pol.refuse(v, inPlan)
 	return v
+}
+
+// markCredential sets v.Credential for a URL literal that loads from a
+// network. Only literals are marked: the guard and the landed-URL check
+// classify without it, so a redirect to a URL with a token is not refused.
+func markCredential(v *Verdict) {
+	if v.Class == ClassPublic || v.Class == ClassPrivate {
+		v.Credential, _ = redact.Credential(v.URL)
+	}
 }
 
 // classify computes the class of rawURL, with the policy's resolver and

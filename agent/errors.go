@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/internal/redact"
 )
 
 // describe turns the error of a call into text a model can act on: what was
@@ -22,13 +23,15 @@ func describe(err error, c *call, key string) string {
 		var pb *pageBlockedError
 		var lines []string
 		for _, b := range blocked {
+			// As the Router's own messages show it: no credential, bounded.
+			shown := redact.Display(b.URL)
 			switch {
 			case errors.As(err, &pb):
-				lines = append(lines, "blocked: the page is at "+b.URL+", which "+reason(b)+". Nothing was read from it; navigate elsewhere.")
+				lines = append(lines, "blocked: the page is at "+shown+", which "+reason(b)+". Nothing was read from it; navigate elsewhere.")
 			case c != nil && c.ran:
-				lines = append(lines, "blocked: the page tried to load "+b.URL+", which "+reason(b)+"; the request was refused and the tab was sent to about:blank. "+advice(b))
+				lines = append(lines, "blocked: the page tried to load "+shown+", which "+reason(b)+"; the request was refused and the tab was sent to about:blank. "+advice(b))
 			default:
-				lines = append(lines, "blocked: "+b.URL+" "+reason(b)+"; no browser opened it. "+advice(b))
+				lines = append(lines, "blocked: "+shown+" "+reason(b)+"; no browser opened it. "+advice(b))
 			}
 		}
 		return strings.Join(lines, "\n")
@@ -109,6 +112,8 @@ func reason(b *hybroute.BlockedError) string {
 	switch {
 	case errors.Is(b, hybroute.ErrMetadata):
 		return "targets a cloud metadata endpoint (never opened, by any browser)"
+	case errors.Is(b, hybroute.ErrSecretInURL):
+		return "carries a credential in the URL, and this configuration has no local browser to open such a URL on (it is never sent to a cloud browser)"
 	case errors.Is(b, hybroute.ErrPrivate):
 		if b.Detail != nil {
 			return "targets a private or internal address (" + b.Detail.Error() + ")"
@@ -127,6 +132,8 @@ func advice(b *hybroute.BlockedError) string {
 		return "Do not retry it; no setting allows it."
 	case errors.Is(b, hybroute.ErrPrivate):
 		return "Do not retry it; if the user needs this address, they must allow private addresses in the configuration."
+	case errors.Is(b, hybroute.ErrSecretInURL):
+		return "Do not retry it with the credential in the URL; if the user needs it, they must allow secrets in URLs in the configuration."
 	}
 	return "Check the URL's spelling (scheme, host, port)."
 }

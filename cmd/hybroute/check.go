@@ -45,6 +45,7 @@ type urlReport struct {
 	Resolve   string       `json:"resolve_error,omitempty"`
 	Class     string       `json:"class"`
 	Rule      string       `json:"rule"`
+	Secret    string       `json:"secret_in_url,omitempty"`
 	Blocked   bool         `json:"blocked"`
 	Error     string       `json:"error,omitempty"`
 	Route     string       `json:"route,omitempty"`
@@ -182,6 +183,7 @@ func explain(ctx context.Context, r *hybroute.Router, cfg *config, provider, inp
 		rep.Resolve = v.ResolveErr.Error()
 	}
 	rep.Rule = rule(v)
+	rep.Secret = secretRule(v, cfg)
 	if v.Err != nil {
 		rep.Error = v.Err.Error()
 	}
@@ -255,6 +257,23 @@ func rule(v hybroute.Verdict) string {
 	return "the name does not resolve here: public, the cloud browser resolves it itself"
 }
 
+// secretRule explains the secret_in_url rule for a URL that carries a
+// credential, "" for one that does not.
+func secretRule(v hybroute.Verdict, cfg *config) string {
+	if v.Credential == "" {
+		return ""
+	}
+	what := fmt.Sprintf("query parameter %q", v.Credential)
+	if v.Credential == "password" {
+		what = "a userinfo password"
+	}
+	if cfg.allowSecrets {
+		return "the URL carries a credential (" + what + "); --allow-secrets-in-urls lets remote browsers open it"
+	}
+	return "the URL carries a credential (" + what + "), so it is kept off cloud browsers (rule secret_in_url): " +
+		"with auto-local routing it runs on the local Chromium, elsewhere it is refused"
+}
+
 // decision says what happens and which option would change it.
 func decision(v hybroute.Verdict, rep urlReport, cfg *config, provider string) (string, string) {
 	override := cfg.cdpURL != "" && provider != "cdp"
@@ -265,6 +284,12 @@ func decision(v hybroute.Verdict, rep urlReport, cfg *config, provider string) (
 		return "blocked", "none: fix the URL"
 	case v.Class == hybroute.ClassNoRoute:
 		return "runs wherever the session's page is (no route of its own)", "none needed"
+	case errors.Is(v.Err, hybroute.ErrSecretInURL):
+		return "blocked: the URL carries a credential (secret_in_url) and the browser that would open it is remote",
+			"--allow-secrets-in-urls lets it through; with a provider, --auto-local and no --cdp-url it would run on the local Chromium"
+	case v.Credential != "" && !cfg.allowSecrets && rep.Route == "local" && provider != "none" && !override && v.Class == hybroute.ClassPublic:
+		return "runs on the local Chromium: the URL carries a credential (secret_in_url), kept off the cloud browser",
+			"--allow-secrets-in-urls would send it to the cloud browser"
 	}
 	where := map[string]string{"local": "the local Chromium", "cloud": "the cloud browser"}[rep.Route]
 	if override && rep.Route == "cloud" {
@@ -370,6 +395,9 @@ func printReport(w io.Writer, rep *checkReport) {
 		}
 		fmt.Fprintf(w, "  class:     %s\n", u.Class)
 		fmt.Fprintf(w, "  rule:      %s\n", u.Rule)
+		if u.Secret != "" {
+			fmt.Fprintf(w, "  secret:    %s\n", u.Secret)
+		}
 		if u.Route != "" {
 			key := u.CacheKey
 			if key == "" {

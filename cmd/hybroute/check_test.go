@@ -184,3 +184,29 @@ func TestProviderFromEnvironment(t *testing.T) {
 		assert.Equal(t, tc.want, name, "%v %q", tc.vars, tc.flag)
 	}
 }
+
+func TestCheckExplainsTheSecretsRule(t *testing.T) {
+	withCheckResolver(t, agenttest.StaticResolver{"shop.example": {netip.MustParseAddr("93.184.215.14")}})
+	vars := map[string]string{"BROWSERBASE_API_KEY": "k", "BROWSERBASE_PROJECT_ID": "p"}
+	const u = "https://shop.example/export?token=abc123"
+
+	code, out, errOut := runCmd(t, vars, "", "check", u)
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, `secret:    the URL carries a credential (query parameter "token"), so it is kept off cloud browsers (rule secret_in_url)`)
+	assert.Contains(t, out, "route:     local (cache key <session>::local)")
+	assert.Contains(t, out, "decision:  runs on the local Chromium: the URL carries a credential (secret_in_url), kept off the cloud browser")
+	assert.Contains(t, out, "change:    --allow-secrets-in-urls would send it to the cloud browser")
+
+	code, out, _ = runCmd(t, vars, "", "check", "--auto-local=false", u)
+	assert.Equal(t, exitBlocked, code)
+	assert.Contains(t, out, "blocked: the URL carries a credential (secret_in_url)")
+	assert.NotContains(t, out, "error:    abc123")
+
+	code, out, _ = runCmd(t, vars, "", "check", "--allow-secrets-in-urls", u)
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "route:     cloud")
+
+	code, out, _ = runCmd(t, vars, "", "check", "https://shop.example/export?page=2")
+	assert.Equal(t, exitOK, code)
+	assert.NotContains(t, out, "secret:")
+}

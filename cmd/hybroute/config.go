@@ -20,6 +20,7 @@ type config struct {
 	cdpURL       string
 	autoLocal    bool
 	allowPrivate bool
+	allowSecrets bool
 	chromium     string
 	idle         time.Duration
 	verbose      bool
@@ -36,6 +37,7 @@ func (c *config) register(fs *flag.FlagSet) {
 		"without it: send every call to this browser (an override: never local, private URLs refused unless --allow-private)")
 	fs.BoolVar(&c.autoLocal, "auto-local", true, "run calls that target private addresses (localhost, LAN) on the local Chromium")
 	fs.BoolVar(&c.allowPrivate, "allow-private", false, "let a remote browser try private addresses it would otherwise refuse")
+	fs.BoolVar(&c.allowSecrets, "allow-secrets-in-urls", false, "let a remote browser open URLs that carry a credential (token=, api_key=, a password…), which otherwise run locally or are refused")
 	fs.StringVar(&c.chromium, "chromium", "", "the local Chromium binary (default: $CHROMIUM, then chromium, google-chrome… on PATH)")
 	fs.DurationVar(&c.idle, "idle-timeout", 15*time.Minute, "release a browser session after this long unused")
 	fs.BoolVar(&c.verbose, "v", false, "log every routing decision")
@@ -122,6 +124,7 @@ func (c *config) routerOptions(stderr io.Writer) []hybroute.Option {
 		hybroute.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))),
 		hybroute.WithAutoLocalForPrivateURLs(c.autoLocal),
 		hybroute.WithAllowPrivateURLs(c.allowPrivate),
+		hybroute.WithAllowSecretsInURLs(c.allowSecrets),
 		hybroute.WithIdleTimeout(c.idle, 0),
 	}
 	if c.cdpURL != "" && !strings.EqualFold(c.provider, "cdp") {

@@ -33,6 +33,8 @@ import (
 	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/chromedp"
 	"github.com/coder/websocket"
+
+	"github.com/hybroute/hybroute/internal/redact"
 )
 
 var (
@@ -135,13 +137,13 @@ var _ chromedp.Transport = (*Conn)(nil)
 // userinfo is refused (ErrCleartext) unless its host is loopback.
 func Dial(ctx context.Context, wsURL string, client *http.Client, opts ...Option) (*Conn, error) {
 	o := newOptions(opts)
-	sec := urlSecrets(wsURL)
+	sec := redact.FromURL(wsURL)
 	u, err := parseEndpoint(wsURL, "ws", "wss")
 	if err != nil {
-		return nil, sec.fail(ErrInvalidURL, "cdpconn: websocket URL "+redactURL(wsURL), err)
+		return nil, fail(sec, ErrInvalidURL, "cdpconn: websocket URL "+redact.URL(wsURL), err)
 	}
 	if err := checkCleartext(u); err != nil {
-		return nil, sec.fail(ErrCleartext, "cdpconn: websocket URL "+redactURL(wsURL), err)
+		return nil, fail(sec, ErrCleartext, "cdpconn: websocket URL "+redact.URL(wsURL), err)
 	}
 	hc, timeout := handshakeClient(client)
 	if o.dialTimeout > 0 && (timeout <= 0 || o.dialTimeout < timeout) {
@@ -154,11 +156,13 @@ func Dial(ctx context.Context, wsURL string, client *http.Client, opts ...Option
 	}
 	ws, resp, err := websocket.Dial(ctx, wsURL, &websocket.DialOptions{HTTPClient: hc, HTTPHeader: o.header})
 	if err != nil {
-		msg := "cdpconn: opening the websocket " + redactURL(wsURL)
+		msg := "cdpconn: opening the websocket " + redact.URL(wsURL)
+		status := 0
 		if resp != nil {
-			msg += fmt.Sprintf(" (HTTP %d)", resp.StatusCode)
+			status = resp.StatusCode
+			msg += fmt.Sprintf(" (HTTP %d)", status)
 		}
-		return nil, sec.fail(ErrDial, msg, err)
+		return nil, withStatus(fail(sec, ErrDial, msg, err), status)
 	}
 	ws.SetReadLimit(MaxMessageSize)
 	return &Conn{ws: ws}, nil

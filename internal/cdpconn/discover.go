@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/hybroute/hybroute/internal/redact"
 )
 
 // maxVersionBytes bounds the /json/version answer Discover reads; Chromium's
@@ -24,7 +26,7 @@ func Resolve(ctx context.Context, client *http.Client, rawURL string, allowedHos
 		return Discover(ctx, client, rawURL, allowedHosts)
 	}
 	if _, err := parseEndpoint(rawURL, "ws", "wss", "http", "https"); err != nil {
-		return "", urlSecrets(rawURL).fail(ErrInvalidURL, "cdpconn: CDP URL "+redactURL(rawURL), err)
+		return "", fail(redact.FromURL(rawURL), ErrInvalidURL, "cdpconn: CDP URL "+redact.URL(rawURL), err)
 	}
 	return rawURL, nil
 }
@@ -45,14 +47,14 @@ func Resolve(ctx context.Context, client *http.Client, rawURL string, allowedHos
 // httpURL that it lacks are added to it (a token the endpoint needs on the
 // websocket too); they are never handed to another host.
 func Discover(ctx context.Context, client *http.Client, httpURL string, allowedHosts []string) (string, error) {
-	sec := urlSecrets(httpURL)
-	name := "cdpconn: CDP endpoint " + redactURL(httpURL)
+	sec := redact.FromURL(httpURL)
+	name := "cdpconn: CDP endpoint " + redact.URL(httpURL)
 	base, err := parseEndpoint(httpURL, "http", "https")
 	if err != nil {
-		return "", sec.fail(ErrInvalidURL, name, err)
+		return "", fail(sec, ErrInvalidURL, name, err)
 	}
 	if err := checkCleartext(base); err != nil {
-		return "", sec.fail(ErrCleartext, name, err)
+		return "", fail(sec, ErrCleartext, name, err)
 	}
 	vu := *base
 	vu.Path = strings.TrimRight(base.Path, "/") + "/json/version"
@@ -60,7 +62,7 @@ func Discover(ctx context.Context, client *http.Client, httpURL string, allowedH
 	vu.Fragment, vu.RawFragment = "", ""
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, vu.String(), nil)
 	if err != nil {
-		return "", sec.fail(ErrDiscovery, name, err)
+		return "", fail(sec, ErrDiscovery, name, err)
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "hybroute")
@@ -71,47 +73,47 @@ func Discover(ctx context.Context, client *http.Client, httpURL string, allowedH
 	hc.CheckRedirect = refuseRedirect
 	resp, err := hc.Do(req)
 	if err != nil {
-		return "", sec.fail(ErrDiscovery, name+": GET /json/version", err)
+		return "", fail(sec, ErrDiscovery, name+": GET /json/version", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxVersionBytes+1))
 	if err != nil {
-		return "", sec.fail(ErrDiscovery, name+": reading /json/version", err)
+		return "", fail(sec, ErrDiscovery, name+": reading /json/version", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return "", sec.fail(ErrDiscovery, fmt.Sprintf("%s: /json/version answered HTTP %d", name, resp.StatusCode), nil)
+		return "", withStatus(fail(sec, ErrDiscovery, fmt.Sprintf("%s: /json/version answered HTTP %d", name, resp.StatusCode), nil), resp.StatusCode)
 	}
 	if len(body) > maxVersionBytes {
-		return "", sec.fail(ErrDiscovery, fmt.Sprintf("%s: /json/version answer larger than %d bytes", name, maxVersionBytes), nil)
+		return "", fail(sec, ErrDiscovery, fmt.Sprintf("%s: /json/version answer larger than %d bytes", name, maxVersionBytes), nil)
 	}
 	var v struct {
 		WebSocketDebuggerURL *string `json:"webSocketDebuggerUrl"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
-		return "", sec.fail(ErrDiscovery, name+": decoding /json/version", err)
+		return "", fail(sec, ErrDiscovery, name+": decoding /json/version", err)
 	}
 	if v.WebSocketDebuggerURL == nil || *v.WebSocketDebuggerURL == "" {
-		return "", sec.fail(ErrDiscovery, name+": /json/version has no webSocketDebuggerUrl", nil)
+		return "", fail(sec, ErrDiscovery, name+": /json/version has no webSocketDebuggerUrl", nil)
 	}
 	return checkDiscovered(base, *v.WebSocketDebuggerURL, allowedHosts, sec, name)
 }
 
 // checkDiscovered vets the webSocketDebuggerUrl raw that base's
 // /json/version answered, and adds base's query where it belongs.
-func checkDiscovered(base *url.URL, raw string, allowedHosts []string, sec secrets, name string) (string, error) {
+func checkDiscovered(base *url.URL, raw string, allowedHosts []string, sec redact.Secrets, name string) (string, error) {
 	// The answer is the provider's text: it may echo the token, so it is
 	// scrubbed of base's secrets and named only in redacted form.
-	sec = sec.with(urlSecrets(raw))
+	sec = sec.With(redact.FromURL(raw))
 	ws, err := parseEndpoint(raw, "ws", "wss")
 	if err != nil {
-		return "", sec.fail(ErrDiscovery, fmt.Sprintf("%s: webSocketDebuggerUrl %s", name, redactURL(raw)), err)
+		return "", fail(sec, ErrDiscovery, fmt.Sprintf("%s: webSocketDebuggerUrl %s", name, redact.URL(raw)), err)
 	}
 	if base.Scheme == "https" && ws.Scheme != "wss" {
-		return "", sec.fail(ErrUntrustedURL, fmt.Sprintf("%s: webSocketDebuggerUrl %s downgrades https to %s", name, redactURL(raw), ws.Scheme), nil)
+		return "", fail(sec, ErrUntrustedURL, fmt.Sprintf("%s: webSocketDebuggerUrl %s downgrades https to %s", name, redact.URL(raw), ws.Scheme), nil)
 	}
 	same := sameHost(ws.Hostname(), base.Hostname())
 	if !same && !hostAllowed(ws.Hostname(), allowedHosts) {
-		return "", sec.fail(ErrUntrustedURL, fmt.Sprintf("%s: webSocketDebuggerUrl %s names host %q, not the endpoint's", name, redactURL(raw), ws.Hostname()), nil)
+		return "", fail(sec, ErrUntrustedURL, fmt.Sprintf("%s: webSocketDebuggerUrl %s names host %q, not the endpoint's", name, redact.URL(raw), ws.Hostname()), nil)
 	}
 	if !same || base.RawQuery == "" {
 		return raw, nil
@@ -161,20 +163,4 @@ func hostAllowed(host string, allowed []string) bool {
 		}
 	}
 	return false
-}
-
-// with returns the secrets of s and o together, longest first.
-func (s secrets) with(o secrets) secrets {
-	if len(o.pairs) == 0 {
-		return s
-	}
-	var m secrets
-	for _, p := range s.pairs {
-		m.add(p.old, p.new)
-	}
-	for _, p := range o.pairs {
-		m.add(p.old, p.new)
-	}
-	m.sort()
-	return m
 }
