@@ -54,7 +54,7 @@ func outcome(t *testing.T, p *policy, urls ...string) string {
 			return "blocked " + reasonOf(v.Err)
 		}
 	}
-	route := p.route(vs, func() (Route, bool) { return RouteLocal, false })
+	route := p.route(vs, RouteLocal, false, true)
 	return route.String() + " " + p.cacheKey("s", route)
 }
 

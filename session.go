@@ -50,6 +50,7 @@ type entry struct {
 	tab      tab
 	release  func(context.Context) error // ends the session, exactly once
 	guard    guardRecord                 // what the guard refused during the current call
+	dialogs  dialogRecord                // the dialogs answered since the last call took them
 	landed   atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
 
 	callMu   sync.Mutex   // one call at a time drives a tab
@@ -142,6 +143,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				_ = e.release(cctx)
 				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.tab.wrapErr(err))
 			}
+			dialogs := r.watchDialogs(e, e.tab.context())
 			r.mu.Lock()
 			if r.closed || mark.released {
 				r.mu.Unlock()
@@ -154,8 +156,9 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			e.touch()
 			r.sess.m[p.CacheKey] = e
 			// Added under mu after the closed check, so Close's Wait
-			// cannot miss it.
+			// cannot miss them.
 			r.sess.wg.Go(guard)
+			r.sess.wg.Go(dialogs)
 			r.mu.Unlock()
 			return e, nil
 		})

@@ -294,7 +294,7 @@ func (s *sidecar) newTab(fctx context.Context, proc *chromiumProc, key string) (
 			return nil, fctx.Err()
 		}
 	}
-	tab, err := makeTab(fctx, proc, key)
+	tab, err := makeTab(fctx, proc, key, s.cfg)
 	if err == nil {
 		s.mu.Lock()
 		s.fillSpare(proc)
@@ -317,7 +317,7 @@ func (s *sidecar) fillSpare(proc *chromiumProc) {
 	s.wg.Go(func() {
 		defer close(done)
 		defer cancel()
-		tab, err := makeTab(ctx, proc, "")
+		tab, err := makeTab(ctx, proc, "", s.cfg)
 		s.mu.Lock()
 		s.spareCancel = nil
 		keep := err == nil && !s.closed && s.proc == proc && !proc.dead() && s.spare == nil
@@ -333,7 +333,7 @@ func (s *sidecar) fillSpare(proc *chromiumProc) {
 
 // makeTab makes a browser context and a tab in it on proc. A cancelled fctx
 // undoes whatever was made before makeTab returns.
-func makeTab(fctx context.Context, proc *chromiumProc, key string) (*localTab, error) {
+func makeTab(fctx context.Context, proc *chromiumProc, key string, cfg *config) (*localTab, error) {
 	// Not under fctx: a cancel after Chromium made the context would leak it.
 	cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	res, err := cdp.Call(cctx, proc.browser, target.CreateBrowserContext,
@@ -350,6 +350,9 @@ func makeTab(fctx context.Context, proc *chromiumProc, key string) (*localTab, e
 	tab := &localTab{key: key, ctx: tctx, stop: stop, bcID: res.BrowserContextID, proc: proc}
 	unhook := context.AfterFunc(fctx, stop)
 	err = chromedp.Do(tctx) // creates and attaches the page; binds it to tctx
+	if err == nil {
+		err = setViewport(tctx, cfg)
+	}
 	if !unhook() || err != nil {
 		// Best effort: if the dispose fails the browser is going away, and
 		// the context goes with it.

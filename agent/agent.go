@@ -36,7 +36,7 @@ import (
 // it; a wrapper (metrics, a fleet-wide router) can stand in its place.
 type Router interface {
 	Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (hybroute.Result, error)
-	Navigate(ctx context.Context, sessionKey, rawURL string) (hybroute.Result, error)
+	NavigateWith(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context) error) (hybroute.Result, error)
 	Release(ctx context.Context, sessionKey string) error
 }
 
@@ -101,27 +101,18 @@ type Where struct {
 type Option func(*config)
 
 type config struct {
-	viewportW, viewportH int
-	snapshotLimit        int
-	callTimeout          time.Duration
-	consoleLimit         int
-	log                  *slog.Logger
+	snapshotLimit int
+	callTimeout   time.Duration
+	consoleLimit  int
+	log           *slog.Logger
 }
 
 // Defaults of the options.
 const (
-	DefaultViewportWidth  = 1280
-	DefaultViewportHeight = 720
-	DefaultSnapshotLimit  = 40000 // bytes of snapshot text
-	DefaultCallTimeout    = 60 * time.Second
-	DefaultConsoleLimit   = 500 // messages kept per session between reads
+	DefaultSnapshotLimit = 40000 // bytes of snapshot text
+	DefaultCallTimeout   = 60 * time.Second
+	DefaultConsoleLimit  = 500 // messages kept per session between reads
 )
-
-// WithViewport sets the viewport of pages on the local browser (default
-// 1280x720). 0, 0 leaves the browser's own window size.
-func WithViewport(width, height int) Option {
-	return func(c *config) { c.viewportW, c.viewportH = max(width, 0), max(height, 0) }
-}
 
 // WithSnapshotLimit sets how many bytes of text browser_snapshot returns
 // before it cuts the tree with a note (default 40,000).
@@ -164,8 +155,6 @@ func New(r Router, opts ...Option) *Toolset {
 	t := &Toolset{
 		r: r,
 		cfg: config{
-			viewportW:     DefaultViewportWidth,
-			viewportH:     DefaultViewportHeight,
 			snapshotLimit: DefaultSnapshotLimit,
 			callTimeout:   DefaultCallTimeout,
 			consoleLimit:  DefaultConsoleLimit,

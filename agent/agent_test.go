@@ -352,8 +352,8 @@ func TestSnapshotIsCutPastTheLimit(t *testing.T) {
 
 func TestViewportOption(t *testing.T) {
 	site := agenttest.NewSite(t)
-	r := agenttest.NewRouter(t, nil)
-	ts := newToolset(t, r, agent.WithViewport(800, 600))
+	r := agenttest.NewRouter(t, nil, hybroute.WithLocalViewport(800, 600))
+	ts := newToolset(t, r)
 	mustOK(t, callTool(t, ts, "vp", "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/page2")}))
 	shot := mustOK(t, callTool(t, ts, "vp", "browser_screenshot", nil))
 	require.Len(t, shot.Images, 1)

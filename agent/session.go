@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -181,8 +180,8 @@ func pageInfo(ctx context.Context) (string, string, error) {
 	return e.URL, e.Title, nil
 }
 
-// prepareTab sets up a tab the first time a call runs in it: the viewport
-// on the local browser, and the console collector.
+// prepareTab sets up a tab the first time a call runs in it: the console
+// collector. (The local viewport is the Router's: hybroute.WithLocalViewport.)
 func (t *Toolset) prepareTab(ctx context.Context, s *session, cc *chromedp.Context) {
 	id := cc.Target.TargetID
 	s.tmu.Lock()
@@ -210,23 +209,6 @@ func (t *Toolset) prepareTab(ctx context.Context, s *session, cc *chromedp.Conte
 		s.tmu.Unlock()
 	})
 	s.tmu.Unlock()
-
-	if t.cfg.viewportW > 0 && t.cfg.viewportH > 0 && isLocal(cc) {
-		if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-			Width: int64(t.cfg.viewportW), Height: int64(t.cfg.viewportH), DeviceScaleFactor: 1,
-		}); err != nil {
-			t.cfg.log.Warn("hybroute agent: setting the local viewport", "error", err)
-		}
-	}
-}
-
-// isLocal reports whether the tab is on a browser this process started (the
-// local sidecar) rather than one reached over a websocket (a cloud browser
-// or a CDP endpoint). Only the local browser's viewport is the toolset's to
-// set: a cloud session keeps what its provider was configured with.
-func isLocal(cc *chromedp.Context) bool {
-	_, ok := cc.Allocator.(*chromedp.ExecAllocator)
-	return ok
 }
 
 // finish turns a Router result into the tool's Where and, when the page
@@ -248,7 +230,7 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 	var note string
 	switch {
 	case s.pageKey == "":
-	case res.CacheKey != s.pageKey:
+	case res.PageChanged:
 		w.PageChanged = true
 		note = "Note: the page changed browsers. This call ran in " + routeName(w) +
 			", not in the browser the session's page was in: the URLs in the call decided the route. " +

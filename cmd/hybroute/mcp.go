@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 )
 
@@ -58,13 +59,13 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}
-	r, provider, err := cfg.newRouter(e.getenv, e.stderr, true)
+	r, provider, err := cfg.newRouter(e.getenv, e.stderr, true, hybroute.WithLocalViewport(vw, vh))
 	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}
 	defer r.Close()
-	ts := agent.New(r, agent.WithViewport(vw, vh))
+	ts := agent.New(r)
 	defer ts.Close()
 	srv := newMCPServer(ts)
 	defer srv.close()
