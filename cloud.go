@@ -85,8 +85,9 @@ func checkCDPURL(s string) error {
 // remoteTab is a tab on a browser reached over CDP: a cloud session or the
 // CDP override.
 type remoteTab struct {
-	ctx         context.Context
+	ctx         context.Context // the first tab's: it holds the connection to the browser
 	cancelTab   context.CancelFunc
+	page        replacedPage // the tab calls run in, when a wedged first tab was replaced (tabs.go)
 	cancelAlloc context.CancelFunc
 	once        sync.Once
 }
@@ -115,10 +116,15 @@ func connectRemote(ctx context.Context, cdpURL string) (*remoteTab, error) {
 }
 
 func (t *remoteTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return bindTab(t.ctx, ctx)
+	return bindTab(t.context(), ctx)
 }
 
-func (t *remoteTab) context() context.Context { return t.ctx }
+func (t *remoteTab) context() context.Context {
+	if c := t.page.get(); c != nil {
+		return c
+	}
+	return t.ctx
+}
 
 func (t *remoteTab) dead() bool { return t.ctx.Err() != nil }
 

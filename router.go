@@ -147,6 +147,12 @@ type Result struct {
 	// Dialogs are the JavaScript dialogs the page opened during the call
 	// (or since the last call), answered by the [DialogPolicy].
 	Dialogs []Dialog
+
+	// TabReplaced: the session's tab did not answer after the previous
+	// call's deadline (a script in an endless loop, say), so this call
+	// ran in a fresh tab in the same browser context: cookies and
+	// storage are kept, the page is not (the new tab starts blank).
+	TabReplaced bool
 }
 
 // HybridRoutesLocally reports whether hybrid routing sends rawURL to the
@@ -177,6 +183,14 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 // A successful Plan is remembered as the session's route.
 func (r *Router) Plan(ctx context.Context, sessionKey, code string) (Plan, error) {
 	return r.plan(ctx, sessionKey, ScanURLs(code), false)
+}
+
+// PlanNavigate is the [Plan] of [Router.Navigate] to rawURL: the URL is the
+// call's only literal (not scanned; a data: URL's document is, as the
+// browser loads what it names), and navigation picks the browser. Like
+// Plan, a successful one is remembered as the session's route.
+func (r *Router) PlanNavigate(ctx context.Context, sessionKey, rawURL string) (Plan, error) {
+	return r.plan(ctx, sessionKey, []string{rawURL}, true)
 }
 
 // plan decides a call on urls. navigates says the call is a navigation to
@@ -336,7 +350,7 @@ func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string) (Resul
 // is planned as a navigation to rawURL, and run as [Router.Exec] runs its
 // run. The guard and the landed-URL check hold for whatever run does.
 func (r *Router) NavigateWith(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context) error) (Result, error) {
-	p, err := r.plan(ctx, sessionKey, []string{rawURL}, true)
+	p, err := r.PlanNavigate(ctx, sessionKey, rawURL)
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
@@ -369,10 +383,18 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	}
 
 	defer func() { res.Dialogs = e.dialogs.take() }() // however the call ends, before the next one starts
+	if res.TabReplaced, err = r.recoverTab(ctx, e); err != nil {
+		return res, fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
+	}
 	e.guard.reset()
 	cctx, cancel := e.tab.bind(ctx)
 	defer cancel()
 	runErr := run(cctx)
+	if runErr != nil && ctx.Err() != nil {
+		// The call's deadline (or its caller) ended it: the page may be
+		// wedged. The next call asks the tab before it relies on it.
+		e.suspect.Store(true)
+	}
 	if gerr := e.guard.err(); gerr != nil {
 		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The

@@ -25,6 +25,9 @@ type tab interface {
 	dead() bool
 	// wrapErr turns a call's error into one that names a dead browser.
 	wrapErr(err error) error
+	// replace swaps in a fresh tab in the same browser context, for a tab
+	// that stopped answering (tabs.go).
+	replace(ctx context.Context, cfg *config) error
 }
 
 // bindTab returns a child of the tab's chromedp context that also ends when
@@ -52,6 +55,7 @@ type entry struct {
 	guard    guardRecord                 // what the guard refused during the current call
 	dialogs  dialogRecord                // the dialogs answered since the last call took them
 	landed   atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
+	suspect  atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it

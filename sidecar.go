@@ -180,9 +180,10 @@ func (p *chromiumProc) stop() error {
 
 // localTab is one session's tab: a page target in a browser context of its own.
 type localTab struct {
-	key  string             // the session's cache key, for errors
-	ctx  context.Context    // chromedp context bound to the tab
-	stop context.CancelFunc // detaches chromedp from the tab
+	key  string // the session's cache key, for errors
+	mu   sync.Mutex
+	ctx  context.Context    // chromedp context bound to the tab; guarded by mu (a wedged tab is replaced, tabs.go)
+	stop context.CancelFunc // detaches chromedp from the tab; guarded by mu
 	bcID cdp.BrowserContextID
 	proc *chromiumProc
 
@@ -193,13 +194,17 @@ type localTab struct {
 // context returns the chromedp context bound to the tab. Run chromedp actions
 // on it, or on a context derived from it (see bind); never cancel it yourself,
 // close the tab instead.
-func (t *localTab) context() context.Context { return t.ctx }
+func (t *localTab) context() context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ctx
+}
 
 // bind returns a child of the tab's context that also ends when ctx ends (and
 // has ctx's deadline): the context a caller's chromedp calls should run with,
 // so the caller's deadline bounds the call without closing the tab.
 func (t *localTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return bindTab(t.ctx, ctx)
+	return bindTab(t.context(), ctx)
 }
 
 // dead reports whether the Chromium process under the tab has died.
@@ -213,7 +218,10 @@ func (t *localTab) wrapErr(err error) error { return t.proc.wrap(err) }
 // closes the page and drops its cookies and storage).
 func (t *localTab) close() error {
 	t.closeOnce.Do(func() {
-		t.stop()
+		t.mu.Lock()
+		stop := t.stop
+		t.mu.Unlock()
+		stop()
 		if t.proc.ended() {
 			return // the browser context goes with the process
 		}

@@ -92,6 +92,13 @@ type Where struct {
 	// was in (the URLs of browser_exec's code decided so, or the previous
 	// page's browser was released). The session now follows the new page.
 	PageChanged bool
+	// TabReplaced: the session's tab did not answer after the previous
+	// call's deadline, so the call ran in a fresh tab of the same browser
+	// (cookies and storage kept, the page not).
+	TabReplaced bool
+	// Dialogs are the JavaScript dialogs the page opened, as the Router
+	// answered them.
+	Dialogs []hybroute.Dialog
 	// URL is the page's URL after the call, as the Router re-checked it.
 	URL   string
 	Title string

@@ -393,3 +393,32 @@ func TestContentToolsRecheckThePage(t *testing.T) {
 	assert.Contains(t, last.Text, "Nothing was read from it")
 	assert.NotContains(t, last.Text, "Second page", "the page's content is not in the result")
 }
+
+// TestDialogsAndAWedgedTab: the model reads which dialogs the page opened
+// and how they were answered, and a tab that a never-ending script wedged
+// is replaced on the next call, which says so.
+func TestDialogsAndAWedgedTab(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	const s = "wedge"
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/")}))
+	ex := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `[alert("saved"), confirm("delete all?")]`}))
+	assert.Contains(t, ex.Text, `Result: [null,false]`)
+	assert.Contains(t, ex.Text, `- alert "saved": closed`)
+	assert.Contains(t, ex.Text, `- confirm "delete all?": dismissed`)
+	require.Len(t, ex.Where.Dialogs, 2)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	wedge, err := ts.Call(ctx, s, "browser_exec", json.RawMessage(`{"code": "while (true) {}"}`))
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the caller's deadline ended the call")
+	require.True(t, wedge.IsError)
+
+	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/page2")}))
+	assert.True(t, nav.Where.TabReplaced)
+	assert.Contains(t, nav.Text, "fresh tab of the same browser")
+	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	assert.False(t, snap.Where.TabReplaced)
+	assert.Contains(t, snap.Text, "Second page")
+}

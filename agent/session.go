@@ -221,6 +221,8 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		Ran:               true,
 		Route:             res.Route,
 		FallbackFromCloud: res.FallbackFromCloud,
+		TabReplaced:       res.TabReplaced,
+		Dialogs:           res.Dialogs,
 		URL:               res.LandedURL,
 		Title:             c.title,
 	}
@@ -235,12 +237,56 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		note = "Note: the page changed browsers. This call ran in " + routeName(w) +
 			", not in the browser the session's page was in: the URLs in the call decided the route. " +
 			"The session now follows this page; the previous page was left as it was."
+	case res.TabReplaced:
+		w.PageChanged = true
+		note = "Note: the tab did not answer after the previous call timed out (a script that never ends, say), so this call ran in a fresh tab of the same browser: cookies and logins are kept, the previous page is gone; navigate again if you need it."
 	case c.target != s.pageTarget:
 		w.PageChanged = true
 		note = "Note: the session's browser was started afresh (it was idle too long, or its browser ended), so the previous page is gone; navigate again."
 	}
 	s.pageKey, s.pageTarget = res.CacheKey, c.target
+	if d := dialogLines(res.Dialogs); d != "" {
+		if note != "" {
+			note += "\n\n"
+		}
+		note += d
+	}
 	return w, note
+}
+
+// dialogLines tells the model which JavaScript dialogs the page opened and
+// how they were answered: the page went on as if a user had.
+func dialogLines(ds []hybroute.Dialog) string {
+	if len(ds) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("The page opened JavaScript dialogs, answered automatically:")
+	for _, d := range ds {
+		b.WriteString("\n- ")
+		if d.Type == "dropped" {
+			b.WriteString(d.Message)
+			continue
+		}
+		b.WriteString(d.Type)
+		if d.Message != "" {
+			b.WriteString(" ")
+			b.WriteString(quote(d.Message, 300))
+		}
+		switch {
+		case d.Type == "beforeunload" && d.Accepted:
+			b.WriteString(": left the page")
+		case d.Type == "beforeunload":
+			b.WriteString(": stayed on the page (the navigation was cancelled)")
+		case d.Type == "alert":
+			b.WriteString(": closed")
+		case d.Accepted:
+			b.WriteString(": accepted")
+		default:
+			b.WriteString(": dismissed")
+		}
+	}
+	return b.String()
 }
 
 // routeName names where a call ran, for the model.
