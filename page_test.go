@@ -102,3 +102,24 @@ func TestLocalViewport(t *testing.T) {
 		assert.Equal(t, [2]int{tc.w, tc.h}, [2]int{cfg.Width, cfg.Height})
 	}
 }
+
+// CheckPage applies the landing rule from inside a run, and only there.
+func TestCheckPage(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newSite(t)
+	r := newBrowserRouter(t, nil, &logBuffer{})
+	_, err := r.CheckPage(context.Background())
+	require.ErrorIs(t, err, errNotInRun)
+	ctx := testCtx(t)
+	var got string
+	_, err = r.Exec(ctx, "cp", "", func(ctx context.Context) (err error) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/here")); err != nil {
+			return err
+		}
+		got, err = r.CheckPage(ctx)
+		return err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, s.URL+"/here", got)
+}

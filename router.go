@@ -389,7 +389,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	e.guard.reset()
 	cctx, cancel := e.tab.bind(ctx)
 	defer cancel()
-	runErr := run(cctx)
+	runErr := run(context.WithValue(cctx, runKey{}, e))
 	if runErr != nil && ctx.Err() != nil {
 		// The call's deadline (or its caller) ended it: the page may be
 		// wedged. The next call asks the tab before it relies on it.

@@ -6,18 +6,17 @@
 // A Toolset plugs into any Go agent loop: Tools lists each tool with a name, a
 // description written for a model and a JSON Schema for its input, and Call
 // runs one tool call for a session and returns text and images. Every call
-// goes through the Router (Exec or Navigate): the same predicate decides the
-// browser, the same floor refuses metadata and private addresses where they
-// are not allowed, and the page URL is re-checked before anything is read
-// from it and after the call.
+// goes through the Router (Exec or NavigateWith): the same predicate decides
+// the browser, the same floor refuses metadata and private addresses where
+// they are not allowed, and the page URL is re-checked (Router.CheckPage)
+// before anything is read from it and after the call.
 //
 // One session, one page: navigation picks the browser (its URL is the only
-// literal the Router sees), and the tools that read or act on the page run
-// with no literal at all, so the session's sticky route keeps them on the
-// page's browser. browser_exec is the exception the floor needs: the URL
-// literals of its code are planned like any call, so a private target still
-// pulls the call to the local browser; the result then says that the page
-// changed browsers.
+// literal the Router sees), and every other tool runs where the session's
+// page is. browser_exec's code is planned like any call: a public URL in it
+// runs where the page is, a private target still pulls the call to the
+// local browser; the result then says that the page changed browsers (the
+// Router's Result.PageChanged).
 package agent
 
 import (
@@ -40,10 +39,11 @@ type Router interface {
 	Release(ctx context.Context, sessionKey string) error
 }
 
-// verdicter is the optional part of a Router that lets the content tools
-// check the page's URL before they read it. *hybroute.Router has it.
-type verdicter interface {
-	Verdict(ctx context.Context, rawURL string) hybroute.Verdict
+// pageChecker is the optional part of a Router that lets the content tools
+// check the page's URL before they read it, by the Router's landed-URL
+// rule for the browser the page is in. *hybroute.Router has it.
+type pageChecker interface {
+	CheckPage(ctx context.Context) (string, error)
 }
 
 // ErrClosed is returned by Call after Close.

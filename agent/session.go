@@ -118,7 +118,7 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 		// checked then (and the Router re-checks it after every call);
 		// anything else is checked now.
 		if u&reads != 0 && (pu != s.checked || c.target != s.checkedIn) {
-			if err := t.checkPage(ctx, pu); err != nil {
+			if err := t.checkPage(ctx); err != nil {
 				return err
 			}
 			s.checked, s.checkedIn = pu, c.target
@@ -141,20 +141,18 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 	return nil
 }
 
-// checkPage refuses to read a page whose URL the floor blocks. The Router
-// re-checks the URL after the call too, on the route it ran on (a private
-// page on a remote browser); this check comes first, so nothing is read
-// from a page the verdict alone already refuses.
-func (t *Toolset) checkPage(ctx context.Context, pageURL string) error {
-	v, ok := t.r.(verdicter)
-	if !ok || pageURL == "" {
+// checkPage refuses to read a page whose URL the floor blocks where the
+// page is (the Router's landed-URL rule, which the Router applies after
+// the call too): this check comes first, so nothing is read from it.
+func (t *Toolset) checkPage(ctx context.Context) error {
+	pc, ok := t.r.(pageChecker)
+	if !ok {
 		return nil
 	}
-	verdict := v.Verdict(ctx, pageURL)
-	if verdict.Err == nil {
-		return nil
+	if _, err := pc.CheckPage(ctx); err != nil {
+		return &pageBlockedError{err: err}
 	}
-	return &pageBlockedError{err: verdict.Err}
+	return nil
 }
 
 // pageBlockedError is a content tool refusing to read a blocked page.
