@@ -126,7 +126,8 @@ func (t *remoteTab) context() context.Context {
 	return t.ctx
 }
 
-func (t *remoteTab) dead() bool { return t.ctx.Err() != nil }
+// dead covers a replacement tab too: it is a child of the first.
+func (t *remoteTab) dead() bool { return t.context().Err() != nil }
 
 func (t *remoteTab) wrapErr(err error) error {
 	if err != nil && t.dead() {

@@ -26,8 +26,9 @@ type tab interface {
 	// wrapErr turns a call's error into one that names a dead browser.
 	wrapErr(err error) error
 	// replace swaps in a fresh tab in the same browser context, for a tab
-	// that stopped answering (tabs.go).
-	replace(ctx context.Context, cfg *config) error
+	// that stopped answering (tabs.go). retire lets go of the old one,
+	// after abandonTab is done with it.
+	replace(ctx context.Context, cfg *config) (retire func(), err error)
 }
 
 // bindTab returns a child of the tab's chromedp context that also ends when

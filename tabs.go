@@ -47,20 +47,23 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 		return false, err // the caller gave up, not the tab: ask again next time
 	}
 	old := e.tab.context()
-	if err := e.tab.replace(ctx, &r.cfg); err != nil {
+	// First stop the script that holds the renderer: Chromium may put the
+	// new tab in the same renderer process (same site, a process limit).
+	terminate(old)
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.createTimeout)
+	retire, err := e.tab.replace(rctx, &r.cfg)
+	cancel()
+	if err != nil {
+		// No fresh tab in this browser context: drop the session, so the
+		// next call starts a fresh one rather than meet this tab again.
+		r.drop(ctx, e)
 		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", e.tab.wrapErr(err))
 	}
 	e.suspect.Store(false)
 	guard, err := r.enableGuard(e)
 	if err != nil {
-		// A tab with no guard must not run a call: drop the session, so
-		// the next call starts a fresh one.
-		r.mu.Lock()
-		if r.sess.m[e.key] == e {
-			delete(r.sess.m, e.key)
-		}
-		r.mu.Unlock()
-		_ = e.release(context.WithoutCancel(ctx))
+		// A tab with no guard must not run a call.
+		r.drop(ctx, e)
 		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.tab.wrapErr(err))
 	}
 	dialogs := r.watchDialogs(e, e.tab.context())
@@ -69,15 +72,30 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 		r.mu.Unlock()
 		go guard() // they end at once: Close ends the tab
 		go dialogs()
+		abandonTab(old)
+		retire()
 		return false, ErrClosed
 	}
 	r.sess.wg.Go(guard)
 	r.sess.wg.Go(dialogs)
+	r.sess.wg.Go(func() {
+		abandonTab(old)
+		retire()
+	})
 	r.mu.Unlock()
-	r.sess.wg.Go(func() { abandonTab(old) })
 	r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: a tab did not answer after its call's deadline; replaced it in the same browser context",
 		slog.String("cache_key", e.key), slog.String("route", e.route.String()))
 	return true, nil
+}
+
+// drop ends the session of e and forgets it.
+func (r *Router) drop(ctx context.Context, e *entry) {
+	r.mu.Lock()
+	if r.sess.m[e.key] == e {
+		delete(r.sess.m, e.key)
+	}
+	r.mu.Unlock()
+	_ = e.release(context.WithoutCancel(ctx))
 }
 
 // probeTab asks the tab for 1 and waits tabProbeTimeout at most.
@@ -109,8 +127,20 @@ func openTab(ctx, parent context.Context, opts ...chromedp.ContextOption) (conte
 	return tctx, stop, nil
 }
 
-// abandonTab stops the script that wedged a replaced tab, so its renderer
-// stops spinning, and closes it. Best effort and bounded: the browser
+// terminate stops the script running in a wedged tab (Chromium answers
+// Runtime.terminateExecution off the page's main thread), so its renderer
+// stops spinning. Best effort, bounded by tabProbeTimeout.
+func terminate(tabCtx context.Context) {
+	c := chromedp.FromContext(tabCtx)
+	if c == nil || c.Target == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tabProbeTimeout)
+	defer cancel()
+	_, _ = cdp.Call(ctx, c.Target, runtime.TerminateExecution, cdp.Empty{})
+}
+
+// abandonTab closes a replaced tab. Best effort and bounded: the browser
 // context's end takes whatever is left.
 func abandonTab(old context.Context) {
 	c := chromedp.FromContext(old)
@@ -119,31 +149,27 @@ func abandonTab(old context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
-	_, _ = cdp.Call(ctx, c.Target, runtime.TerminateExecution, cdp.Empty{})
 	_, _ = cdp.Call(ctx, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: c.Target.TargetID})
 }
 
 // replace opens a fresh tab in the local tab's browser context (its
 // cookies and storage stay), with the router's viewport, and makes it the
-// tab. The old one is detached; abandonTab closes it.
-func (t *localTab) replace(ctx context.Context, cfg *config) error {
+// tab. retire detaches from the old one.
+func (t *localTab) replace(ctx context.Context, cfg *config) (func(), error) {
 	tctx, stop, err := openTab(ctx, t.proc.ctx,
 		chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := setViewport(tctx, cfg); err != nil {
 		stop()
-		return err
+		return nil, err
 	}
 	t.mu.Lock()
 	oldStop := t.stop
 	t.ctx, t.stop = tctx, stop
 	t.mu.Unlock()
-	// Detaching only cancels the old context: its Target (which
-	// abandonTab closes) stays readable.
-	oldStop()
-	return nil
+	return oldStop, nil
 }
 
 // replacedPage is the tab a remote session's calls run in once its first
@@ -162,20 +188,20 @@ func (p *replacedPage) get() context.Context {
 }
 
 // replace opens a fresh tab on the remote browser, in the browser context
-// of the first, and makes it the tab.
-func (t *remoteTab) replace(ctx context.Context, _ *config) error {
+// of the first, and makes it the tab. Its retire closes a replacement
+// that is itself replaced (chromedp closes a child tab when its context
+// ends); the first tab's context stays, as it holds the connection.
+func (t *remoteTab) replace(ctx context.Context, _ *config) (func(), error) {
 	tctx, stop, err := openTab(ctx, t.ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t.page.mu.Lock()
 	oldStop := t.page.stop
 	t.page.ctx, t.page.stop = tctx, stop
 	t.page.mu.Unlock()
-	if oldStop != nil {
-		// A replacement replaced: chromedp closes a child tab when its
-		// context ends, in the background.
-		go oldStop()
+	if oldStop == nil {
+		oldStop = func() {}
 	}
-	return nil
+	return oldStop, nil
 }
