@@ -135,13 +135,22 @@ func toMCP(res agent.Result) *mcp.CallToolResult {
 		out.Content = append(out.Content, &mcp.ImageContent{Data: img.Data, MIMEType: img.MIMEType})
 	}
 	if w := res.Where; w.Ran {
-		out.Meta = mcp.Meta{MetaWhere: map[string]any{
+		where := map[string]any{
 			"route":               w.Route.String(),
 			"fallback_from_cloud": w.FallbackFromCloud,
 			"page_changed":        w.PageChanged,
+			"tab_replaced":        w.TabReplaced,
 			"url":                 w.URL,
 			"title":               w.Title,
-		}}
+		}
+		if len(w.Dialogs) > 0 {
+			ds := make([]map[string]any, len(w.Dialogs))
+			for i, d := range w.Dialogs {
+				ds[i] = map[string]any{"type": d.Type, "message": d.Message, "accepted": d.Accepted}
+			}
+			where["dialogs"] = ds
+		}
+		out.Meta = mcp.Meta{MetaWhere: where}
 	}
 	return out
 }
