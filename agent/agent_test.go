@@ -415,7 +415,7 @@ func TestDialogsAndAWedgedTab(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	wedge, err := ts.Call(ctx, s, "browser_exec", json.RawMessage(`{"code": "while (true) {}"}`))
 	cancel()
-	require.ErrorIs(t, err, context.DeadlineExceeded, "the caller's deadline ended the call")
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the caller's deadline ended the call: %s", wedge.Text)
 	require.True(t, wedge.IsError)
 
 	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/page2")}))
