@@ -138,8 +138,9 @@ func checkCDPURL(s string) error {
 // remoteTab is a tab on a browser reached over CDP: a cloud session or the
 // CDP override.
 type remoteTab struct {
-	ctx         context.Context
+	ctx         context.Context // the first tab's: it holds the connection to the browser
 	cancelTab   context.CancelFunc
+	page        replacedPage // the tab calls run in, when a wedged first tab was replaced (tabs.go)
 	cancelAlloc context.CancelFunc
 	guard       *browserGuard // the guard of this connection's browser
 	once        sync.Once
@@ -210,12 +211,18 @@ func guardedRemote(g *browserGuard, dial func(ctx context.Context) (chromedp.Tra
 }
 
 func (t *remoteTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return bindTab(t.ctx, ctx)
+	return bindTab(t.context(), ctx)
 }
 
-func (t *remoteTab) context() context.Context { return t.ctx }
+func (t *remoteTab) context() context.Context {
+	if c := t.page.get(); c != nil {
+		return c
+	}
+	return t.ctx
+}
 
-func (t *remoteTab) dead() bool { return t.ctx.Err() != nil }
+// dead covers a replacement tab too: it is a child of the first.
+func (t *remoteTab) dead() bool { return t.context().Err() != nil }
 
 func (t *remoteTab) wrapErr(err error) error {
 	if err != nil && t.dead() && !errors.Is(err, ErrBrowserDead) {

@@ -278,10 +278,14 @@ func (g *browserGuard) register(e *entry, tabCtx context.Context, bcID cdp.Brows
 	return nil
 }
 
-// unregister forgets e once its tab is closed.
-func (g *browserGuard) unregister(e *entry) {
+// unregister forgets e once its tab (the target tab) is closed. A tab that
+// was replaced (tabs.go) leaves the replacement's registration standing.
+func (g *browserGuard) unregister(e *entry, tab target.ID) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if e.tabID != tab {
+		return
+	}
 	for id, o := range g.owners {
 		if o == e {
 			delete(g.owners, id)
@@ -771,8 +775,9 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 		return nil, err
 	}
 	e.bg = g
+	tab := e.tabID // set by register; read by the waiter below under g.mu
 	if err := trackLanding(tabCtx, e); err != nil {
-		g.unregister(e)
+		g.unregister(e, tab)
 		return nil, err
 	}
 	return func() {
@@ -780,7 +785,7 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 		case <-tabCtx.Done():
 		case <-g.life.Done():
 		}
-		g.unregister(e)
+		g.unregister(e, tab)
 	}, nil
 }
 

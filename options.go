@@ -40,6 +40,11 @@ type config struct {
 	// the local Chromium (sidecar.go)
 	chromiumPath  string
 	chromiumFlags map[string]any
+	viewportW     int // every local tab's viewport (viewport.go); 0 leaves Chromium's own
+	viewportH     int
+
+	// the JavaScript dialogs of every tab (dialog.go)
+	dialogs DialogPolicy
 
 	// the in-browser guard (guard.go): how long one paused request's
 	// lookup may take before the request is refused
@@ -71,6 +76,8 @@ func defaultConfig() config {
 		localTimeout:      60 * time.Second,
 		fallback:          true,
 		guardLookup:       guardLookupTimeout,
+		viewportW:         DefaultViewportWidth,
+		viewportH:         DefaultViewportHeight,
 	}
 }
 
@@ -181,6 +188,26 @@ func WithChromiumFlags(flags map[string]any) Option {
 		maps.Copy(c.chromiumFlags, flags)
 	}
 }
+
+// WithLocalViewport sets the viewport of every tab of the local browser, in
+// CSS pixels at a device scale factor of 1 (default 1280x720), so a
+// screenshot of the page as shown is width x height pixels. 0, 0 leaves
+// headless Chromium's own (780x437 from its 800x600 window). Cloud
+// sessions keep the viewport their provider gives them.
+func WithLocalViewport(width, height int) Option {
+	return func(c *config) {
+		if width <= 0 || height <= 0 {
+			width, height = 0, 0
+		}
+		c.viewportW, c.viewportH = width, height
+	}
+}
+
+// WithDialogPolicy sets how JavaScript dialogs (alert, confirm, prompt,
+// beforeunload) are answered on every route; the default dismisses alert,
+// confirm and prompt, and lets a page that asks before it is left go.
+// Every dialog is answered as it opens and reported in [Result.Dialogs].
+func WithDialogPolicy(p DialogPolicy) Option { return func(c *config) { c.dialogs = p } }
 
 // WithIdleTimeout sets how long a session may sit unused before the reaper
 // releases it (default 120 s), and how often the reaper sweeps (default 30 s).

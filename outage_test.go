@@ -319,6 +319,9 @@ func (fakeTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 func (fakeTab) dead() bool              { return false }
 func (fakeTab) wrapErr(err error) error { return err }
+func (fakeTab) replace(context.Context, *config) (func(), error) {
+	return nil, errors.New("a fake tab cannot be replaced")
+}
 
 // Close releases sessions side by side, and the provider's own HTTP client
 // leaves no connection and no goroutine behind.

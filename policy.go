@@ -230,13 +230,16 @@ func (p *policy) routesLocally(v Verdict) bool {
 
 // route is the README's "Which URL goes where" table, for one call whose URL
 // literals have the verdicts vs (already asked of refuse): a CDP override
-// takes everything, no cloud means everything is local, one private URL (or
-// one that carries a credential) on a hybrid router takes the whole call
-// local, a URL that loads from a
-// network takes it to the cloud, and a call with none stays where its
-// session went last (last; a new session starts on the cloud). A refused
-// URL does not move the call: the plan still names where it would have run.
-func (p *policy) route(vs []Verdict, last func() (Route, bool)) Route {
+// takes everything, no cloud means everything is local, and one private URL
+// (or one that carries a credential) on a hybrid router takes the whole
+// call local. Otherwise navigation picks
+// the browser: a navigation to a URL that loads from a network goes to the
+// cloud. Any other call runs where the session's page is (last, the route
+// its session took last), so a public URL in code (a comment, a fetch)
+// does not move it away from its page; a new session starts on the cloud.
+// A refused URL does not move the call: the plan still names where it
+// would have run.
+func (p *policy) route(vs []Verdict, last Route, hasLast, navigates bool) Route {
 	switch {
 	case p.override:
 		return RouteCloud
@@ -255,11 +258,8 @@ func (p *policy) route(vs []Verdict, last func() (Route, bool)) Route {
 			targets = true
 		}
 	}
-	if targets {
-		return RouteCloud
-	}
-	if r, ok := last(); ok {
-		return r
+	if hasLast && !(targets && navigates) {
+		return last
 	}
 	return RouteCloud
 }

@@ -54,7 +54,7 @@ func outcome(t *testing.T, p *policy, urls ...string) string {
 			return "blocked " + reasonOf(v.Err)
 		}
 	}
-	route := p.route(vs, func() (Route, bool) { return RouteLocal, false })
+	route := p.route(vs, RouteLocal, false, true)
 	return route.String() + " " + p.cacheKey("s", route)
 }
 
@@ -210,7 +210,8 @@ func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 		{"cloud", w.site.url(publicHost, "/cloud-start"), RouteCloud},
 	} {
 		t.Run(route.name, func(t *testing.T) {
-			res, err := w.r.Exec(ctx, "s", `await page.goto("`+route.page+`")`, func(ctx context.Context) error {
+			// A navigation picks the browser, whichever the page was in.
+			res, err := w.r.NavigateWith(ctx, "s", route.page, func(ctx context.Context) error {
 				if err := chromedp.Do(ctx, chromedp.Navigate(route.page)); err != nil {
 					return err
 				}

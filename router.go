@@ -145,6 +145,11 @@ type Plan struct {
 	Verdicts []Verdict // one per URL literal and per URL a data: literal holds, in scan order
 
 	lookups *callLookups // the names the plan resolved, for the rest of the call
+
+	// prev is the route the session's page was on before this call, when
+	// the session had one: a call on another route changes browsers.
+	prev    Route
+	hasPrev bool
 }
 
 // Result is what one call did.
@@ -157,6 +162,24 @@ type Result struct {
 	// RATE_LIMIT_EXCEEDED (retry after 17s)". An agent can tell its model.
 	FallbackReason string
 	LandedURL      string // the page URL after the call, re-checked
+
+	// PageChanged: the call ran in another browser than the session's
+	// page was in (a navigation chose another route, or a private URL
+	// pulled the call local), so the page the session had is not the
+	// one this call saw. PreviousCacheKey names the browser session the
+	// page was in; that session and its page are left as they were.
+	PageChanged      bool
+	PreviousCacheKey string
+
+	// Dialogs are the JavaScript dialogs the page opened during the call
+	// (or since the last call), answered by the [DialogPolicy].
+	Dialogs []Dialog
+
+	// TabReplaced: the session's tab did not answer after the previous
+	// call's deadline (a script in an endless loop, say), so this call
+	// ran in a fresh tab in the same browser context: cookies and
+	// storage are kept, the page is not (the new tab starts blank).
+	TabReplaced bool
 }
 
 // HybridRoutesLocally reports whether hybrid routing sends rawURL to the
@@ -172,9 +195,12 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 // Plan scans code for URL literals, decides each once, and returns the route
 // the call takes. A metadata literal blocks the whole call ([ErrMetadata]); a
 // private literal sends the whole call to the sidecar when hybrid routing is
-// on, and is rejected ([ErrPrivate]) where it is not allowed; a call with no
-// URL literal stays on the route its session's last call took. On error the
-// [Plan] still holds the verdicts, so the caller can see which URL failed.
+// on, and is rejected ([ErrPrivate]) where it is not allowed; any other
+// call (no URL literal, or only public ones) runs where the session's page
+// is: on the route its session took last, the cloud for a new session. A
+// URL in a comment or a fetch does not move a session away from its page;
+// [Router.Navigate] does, as navigation picks the browser. On error the [Plan]
+// still holds the verdicts, so the caller can see which URL failed.
 //
 // Each distinct host name is resolved once, and every literal of that name
 // is decided on that one answer; names are resolved concurrently, at most
@@ -186,10 +212,21 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 // Plan is a dry run: it remembers nothing. Only a call that ran
 // ([Router.Exec], [Router.Navigate]) sets the session's route.
 func (r *Router) Plan(ctx context.Context, sessionKey, code string) (Plan, error) {
-	return r.plan(ctx, sessionKey, ScanURLs(code))
+	return r.plan(ctx, sessionKey, ScanURLs(code), false)
 }
 
-func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Plan, error) {
+// PlanNavigate is the [Plan] of [Router.Navigate] to rawURL: the URL is the
+// call's only literal (not scanned; a data: URL's document is, as the
+// browser loads what it names), and navigation picks the browser. Like
+// Plan, a successful one is remembered as the session's route.
+func (r *Router) PlanNavigate(ctx context.Context, sessionKey, rawURL string) (Plan, error) {
+	return r.plan(ctx, sessionKey, []string{rawURL}, true)
+}
+
+// plan decides a call on urls. navigates says the call is a navigation to
+// its one URL, which picks the browser; any other call runs where the
+// session's page is unless a private URL pulls it local.
+func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, navigates bool) (Plan, error) {
 	urls = urlscan.ExpandData(urls) // a data: document loads what it names
 	key, err := normalizeKey(sessionKey)
 	if err != nil {
@@ -222,7 +259,8 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 		return p, fmt.Errorf("hybroute: plan: %w", err)
 	}
 	p.lookups = look
-	p.Route = r.pol.route(p.Verdicts, func() (Route, bool) { return r.lastRoute(key) })
+	p.prev, p.hasPrev = r.lastRoute(key)
+	p.Route = r.pol.route(p.Verdicts, p.prev, p.hasPrev, navigates)
 	p.CacheKey = r.pol.cacheKey(key, p.Route)
 	if len(errs) > 0 {
 		return p, blockedCall(errs)
@@ -326,21 +364,34 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 	return r.execPlan(ctx, p, run)
 }
 
-// Navigate opens rawURL in the session's tab. It is [Router.Exec] whose only
-// literal is the URL (the URL is not scanned, it is the literal) and whose
-// run navigates to it: the same [Plan], the same predicate.
+// Navigate opens rawURL in the session's tab. Navigation picks the browser:
+// the URL is the call's only literal (it is not scanned, it is the literal),
+// decided by the same verdict and predicate as [Router.Exec], and a public
+// URL takes the session to the cloud browser even when its page was local.
 func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string) (Result, error) {
-	p, err := r.plan(ctx, sessionKey, []string{rawURL})
-	if err != nil {
-		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
-	}
-	return r.execPlan(ctx, p, func(ctx context.Context) error {
+	return r.NavigateWith(ctx, sessionKey, rawURL, func(ctx context.Context) error {
 		return chromedp.Do(ctx, chromedp.Navigate(rawURL))
 	})
 }
 
-func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Context) error) (Result, error) {
-	res := Result{Route: p.Route, CacheKey: p.CacheKey}
+// NavigateWith is [Router.Navigate] with the caller's own run, which is
+// expected to navigate to rawURL (after setting up the tab, say): the call
+// is planned as a navigation to rawURL, and run as [Router.Exec] runs its
+// run. The guard and the landed-URL check hold for whatever run does.
+func (r *Router) NavigateWith(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context) error) (Result, error) {
+	p, err := r.PlanNavigate(ctx, sessionKey, rawURL)
+	if err != nil {
+		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
+	}
+	return r.execPlan(ctx, p, run)
+}
+
+func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Context) error) (res Result, err error) {
+	res = Result{Route: p.Route, CacheKey: p.CacheKey}
+	if p.hasPrev && p.prev != p.Route {
+		res.PageChanged = true
+		res.PreviousCacheKey = r.pol.cacheKey(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.prev)
+	}
 	e, err := r.acquire(ctx, p)
 	if err != nil {
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
@@ -360,10 +411,20 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		r.inCall.Store(e, p.lookups)
 		defer r.inCall.Delete(e)
 	}
+
+	defer func() { res.Dialogs = e.dialogs.take() }() // however the call ends, before the next one starts
+	if res.TabReplaced, err = r.recoverTab(ctx, e); err != nil {
+		return res, fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
+	}
 	e.guard.reset()
 	cctx, cancel := e.tab.bind(ctx)
 	defer cancel()
-	runErr := run(cctx)
+	runErr := run(context.WithValue(cctx, runKey{}, e))
+	if runErr != nil && ctx.Err() != nil {
+		// The call's deadline (or its caller) ended it: the page may be
+		// wedged. The next call asks the tab before it relies on it.
+		e.suspect.Store(true)
+	}
 	if gerr := e.guard.err(); gerr != nil {
 		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The

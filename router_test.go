@@ -131,9 +131,15 @@ func TestStickyRoute(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, p.Route, "another session is not affected")
 
-	p, err = plan("s", `page.goto("https://example.com")`)
+	p, err = plan("s", `// see https://example.com/docs
+return document.title`)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, p.Route)
+	assert.Equal(t, RouteLocal, p.Route, "a public URL in code (here a comment) does not move the session off its page")
+
+	p, err = r.plan(ctx, "s", []string{"https://example.com"}, true)
+	require.NoError(t, err)
+	assert.Equal(t, RouteCloud, p.Route, "navigation picks the browser")
+	r.remember("s", p.Route)
 	p, err = plan("s", `return document.title`)
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, p.Route, "the last route wins")
@@ -221,7 +227,7 @@ func TestNavigateAndExecShareTheVerdict(t *testing.T) {
 	r := newTestRouter(t, &stubProvider{name: "Cloud"})
 	for _, u := range []string{"http://localhost:3000", "https://example.com", "http://lan.example/",
 		"http://mixed.example/", "http://[::1]/", "http://0x7f.1/", "http://169.254.169.254/", "wss://example.com/"} {
-		p, err := r.Plan(ctx, "k", `goto("`+u+`")`)
+		p, err := r.Plan(ctx, "k "+u, `goto("`+u+`")`) // a new session each: no page to stay with
 		if err != nil {
 			assert.False(t, r.HybridRoutesLocally(ctx, u), u)
 			continue

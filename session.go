@@ -26,6 +26,10 @@ type tab interface {
 	dead() bool
 	// wrapErr turns a call's error into one that names a dead browser.
 	wrapErr(err error) error
+	// replace swaps in a fresh tab in the same browser context, for a tab
+	// that stopped answering (tabs.go). retire lets go of the old one,
+	// after abandonTab is done with it.
+	replace(ctx context.Context, cfg *config) (retire func(), err error)
 }
 
 // bindTab returns a child of the tab's chromedp context that also ends when
@@ -53,9 +57,11 @@ type entry struct {
 	released atomic.Bool                 // Release, the reaper or Close ended it; calls on it get ErrReleased
 	release  func(context.Context) error // ends the session, exactly once
 	guard    guardRecord                 // what the guard refused during the current call
+	dialogs  dialogRecord                // the dialogs answered since the last call took them
 	landed   atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
 	tabID    target.ID                   // the tab's target, set by the guard
 	bg       *browserGuard               // the guard of the tab's browser (guard.go)
+	suspect  atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -172,6 +178,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				_ = e.end()
 				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.tab.wrapErr(err))
 			}
+			dialogs := r.watchDialogs(e, e.tab.context())
 			r.mu.Lock()
 			closed, released := r.closed, mark.released
 			if closed || released {
@@ -185,8 +192,9 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			e.touch()
 			r.sess.m[p.CacheKey] = e
 			// Added under mu after the closed check, so Close's Wait
-			// cannot miss it.
+			// cannot miss them.
 			r.sess.wg.Go(guard)
+			r.sess.wg.Go(dialogs)
 			r.mu.Unlock()
 			return e, nil
 		})

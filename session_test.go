@@ -65,8 +65,9 @@ func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
 			assert.Equal(t, "/api", got, "the follow-up ran in the same local tab")
 			assert.Equal(t, w.site.URL+"/api", res.LandedURL)
 
-			// and back to the cloud tab, which kept its page
-			res, err = w.r.Exec(ctx, "s", `go("`+w.site.url(publicHost, "/public")+`")`, func(ctx context.Context) (err error) {
+			// and back to the cloud tab, which kept its page: a navigation
+			// picks the browser
+			res, err = w.r.NavigateWith(ctx, "s", w.site.url(publicHost, "/public"), func(ctx context.Context) (err error) {
 				got, err = pageTitle(ctx)
 				return err
 			})

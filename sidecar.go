@@ -193,9 +193,10 @@ func (p *chromiumProc) stop() error {
 
 // localTab is one session's tab: a page target in a browser context of its own.
 type localTab struct {
-	key  string             // the session's cache key, for errors
-	ctx  context.Context    // chromedp context bound to the tab
-	stop context.CancelFunc // detaches chromedp from the tab
+	key  string // the session's cache key, for errors
+	mu   sync.Mutex
+	ctx  context.Context    // chromedp context bound to the tab; guarded by mu (a wedged tab is replaced, tabs.go)
+	stop context.CancelFunc // detaches chromedp from the tab; guarded by mu
 	bcID cdp.BrowserContextID
 	proc *chromiumProc
 
@@ -206,13 +207,17 @@ type localTab struct {
 // context returns the chromedp context bound to the tab. Run chromedp actions
 // on it, or on a context derived from it (see bind); never cancel it yourself,
 // close the tab instead.
-func (t *localTab) context() context.Context { return t.ctx }
+func (t *localTab) context() context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.ctx
+}
 
 // bind returns a child of the tab's context that also ends when ctx ends (and
 // has ctx's deadline): the context a caller's chromedp calls should run with,
 // so the caller's deadline bounds the call without closing the tab.
 func (t *localTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return bindTab(t.ctx, ctx)
+	return bindTab(t.context(), ctx)
 }
 
 // dead reports whether the Chromium process under the tab has died.
@@ -226,7 +231,10 @@ func (t *localTab) wrapErr(err error) error { return t.proc.wrap(err) }
 // closes the page and drops its cookies and storage).
 func (t *localTab) close() error {
 	t.closeOnce.Do(func() {
-		t.stop()
+		t.mu.Lock()
+		stop := t.stop
+		t.mu.Unlock()
+		stop()
 		if t.proc.ended() {
 			return // the browser context goes with the process
 		}
@@ -307,7 +315,7 @@ func (s *sidecar) newTab(fctx context.Context, proc *chromiumProc, key string) (
 			return nil, fctx.Err()
 		}
 	}
-	tab, err := makeTab(fctx, proc, key)
+	tab, err := makeTab(fctx, proc, key, s.cfg)
 	if err == nil {
 		s.mu.Lock()
 		s.fillSpare(proc)
@@ -330,7 +338,7 @@ func (s *sidecar) fillSpare(proc *chromiumProc) {
 	s.wg.Go(func() {
 		defer close(done)
 		defer cancel()
-		tab, err := makeTab(ctx, proc, "")
+		tab, err := makeTab(ctx, proc, "", s.cfg)
 		s.mu.Lock()
 		s.spareCancel = nil
 		keep := err == nil && !s.closed && s.proc == proc && !proc.dead() && s.spare == nil
@@ -346,7 +354,7 @@ func (s *sidecar) fillSpare(proc *chromiumProc) {
 
 // makeTab makes a browser context and a tab in it on proc. A cancelled fctx
 // undoes whatever was made before makeTab returns.
-func makeTab(fctx context.Context, proc *chromiumProc, key string) (*localTab, error) {
+func makeTab(fctx context.Context, proc *chromiumProc, key string, cfg *config) (*localTab, error) {
 	// Not under fctx: a cancel after Chromium made the context would leak it.
 	cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	res, err := cdp.Call(cctx, proc.browser, target.CreateBrowserContext,
@@ -363,6 +371,9 @@ func makeTab(fctx context.Context, proc *chromiumProc, key string) (*localTab, e
 	tab := &localTab{key: key, ctx: tctx, stop: stop, bcID: res.BrowserContextID, proc: proc}
 	unhook := context.AfterFunc(fctx, stop)
 	err = chromedp.Do(tctx) // creates and attaches the page; binds it to tctx
+	if err == nil {
+		err = setViewport(tctx, cfg)
+	}
 	if !unhook() || err != nil {
 		// Best effort: if the dispose fails the browser is going away, and
 		// the context goes with it.

@@ -159,7 +159,7 @@ func TestDataURLsThroughNavigate(t *testing.T) {
 
 	// The plan the navigation runs on: the data: URL has no route of its
 	// own, the loopback URL inside it sends the call local.
-	p, err := r.plan(ctx, "nav", []string{"data:text/html," + url.PathEscape(`<img src="http://127.0.0.1/">`)})
+	p, err := r.plan(ctx, "nav", []string{"data:text/html," + url.PathEscape(`<img src="http://127.0.0.1/">`)}, true)
 	require.NoError(t, err)
 	assert.Equal(t, RouteLocal, p.Route)
 	require.Len(t, p.Verdicts, 2)

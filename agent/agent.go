@@ -6,18 +6,17 @@
 // A Toolset plugs into any Go agent loop: Tools lists each tool with a name, a
 // description written for a model and a JSON Schema for its input, and Call
 // runs one tool call for a session and returns text and images. Every call
-// goes through the Router (Exec or Navigate): the same predicate decides the
-// browser, the same floor refuses metadata and private addresses where they
-// are not allowed, and the page URL is re-checked before anything is read
-// from it and after the call.
+// goes through the Router (Exec or NavigateWith): the same predicate decides
+// the browser, the same floor refuses metadata and private addresses where
+// they are not allowed, and the page URL is re-checked (Router.CheckPage)
+// before anything is read from it and after the call.
 //
 // One session, one page: navigation picks the browser (its URL is the only
-// literal the Router sees), and the tools that read or act on the page run
-// with no literal at all, so the session's sticky route keeps them on the
-// page's browser. browser_exec is the exception the floor needs: the URL
-// literals of its code are planned like any call, so a private target still
-// pulls the call to the local browser; the result then says that the page
-// changed browsers.
+// literal the Router sees), and every other tool runs where the session's
+// page is. browser_exec's code is planned like any call: a public URL in it
+// runs where the page is, a private target still pulls the call to the
+// local browser; the result then says that the page changed browsers (the
+// Router's Result.PageChanged).
 package agent
 
 import (
@@ -36,14 +35,15 @@ import (
 // it; a wrapper (metrics, a fleet-wide router) can stand in its place.
 type Router interface {
 	Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (hybroute.Result, error)
-	Navigate(ctx context.Context, sessionKey, rawURL string) (hybroute.Result, error)
+	NavigateWith(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context) error) (hybroute.Result, error)
 	Release(ctx context.Context, sessionKey string) error
 }
 
-// verdicter is the optional part of a Router that lets the content tools
-// check the page's URL before they read it. *hybroute.Router has it.
-type verdicter interface {
-	Verdict(ctx context.Context, rawURL string) hybroute.Verdict
+// pageChecker is the optional part of a Router that lets the content tools
+// check the page's URL before they read it, by the Router's landed-URL
+// rule for the browser the page is in. *hybroute.Router has it.
+type pageChecker interface {
+	CheckPage(ctx context.Context) (string, error)
 }
 
 // ErrClosed is returned by Call after Close.
@@ -92,6 +92,13 @@ type Where struct {
 	// was in (the URLs of browser_exec's code decided so, or the previous
 	// page's browser was released). The session now follows the new page.
 	PageChanged bool
+	// TabReplaced: the session's tab did not answer after the previous
+	// call's deadline, so the call ran in a fresh tab of the same browser
+	// (cookies and storage kept, the page not).
+	TabReplaced bool
+	// Dialogs are the JavaScript dialogs the page opened, as the Router
+	// answered them.
+	Dialogs []hybroute.Dialog
 	// URL is the page's URL after the call, as the Router re-checked it.
 	URL   string
 	Title string
@@ -101,27 +108,18 @@ type Where struct {
 type Option func(*config)
 
 type config struct {
-	viewportW, viewportH int
-	snapshotLimit        int
-	callTimeout          time.Duration
-	consoleLimit         int
-	log                  *slog.Logger
+	snapshotLimit int
+	callTimeout   time.Duration
+	consoleLimit  int
+	log           *slog.Logger
 }
 
 // Defaults of the options.
 const (
-	DefaultViewportWidth  = 1280
-	DefaultViewportHeight = 720
-	DefaultSnapshotLimit  = 40000 // bytes of snapshot text
-	DefaultCallTimeout    = 60 * time.Second
-	DefaultConsoleLimit   = 500 // messages kept per session between reads
+	DefaultSnapshotLimit = 40000 // bytes of snapshot text
+	DefaultCallTimeout   = 60 * time.Second
+	DefaultConsoleLimit  = 500 // messages kept per session between reads
 )
-
-// WithViewport sets the viewport of pages on the local browser (default
-// 1280x720). 0, 0 leaves the browser's own window size.
-func WithViewport(width, height int) Option {
-	return func(c *config) { c.viewportW, c.viewportH = max(width, 0), max(height, 0) }
-}
 
 // WithSnapshotLimit sets how many bytes of text browser_snapshot returns
 // before it cuts the tree with a note (default 40,000).
@@ -164,8 +162,6 @@ func New(r Router, opts ...Option) *Toolset {
 	t := &Toolset{
 		r: r,
 		cfg: config{
-			viewportW:     DefaultViewportWidth,
-			viewportH:     DefaultViewportHeight,
 			snapshotLimit: DefaultSnapshotLimit,
 			callTimeout:   DefaultCallTimeout,
 			consoleLimit:  DefaultConsoleLimit,

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image/png"
 	"regexp"
 	"strings"
@@ -352,28 +353,28 @@ func TestSnapshotIsCutPastTheLimit(t *testing.T) {
 
 func TestViewportOption(t *testing.T) {
 	site := agenttest.NewSite(t)
-	r := agenttest.NewRouter(t, nil)
-	ts := newToolset(t, r, agent.WithViewport(800, 600))
+	r := agenttest.NewRouter(t, nil, hybroute.WithLocalViewport(800, 600))
+	ts := newToolset(t, r)
 	mustOK(t, callTool(t, ts, "vp", "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/page2")}))
 	shot := mustOK(t, callTool(t, ts, "vp", "browser_screenshot", nil))
 	require.Len(t, shot.Images, 1)
 	assert.Equal(t, [2]int{800, 600}, [2]int{shot.Images[0].Width, shot.Images[0].Height})
 }
 
-// strictRouter is the test router with a verdict that refuses one path, so
-// a page can wander onto a URL the content tools must not read.
+// strictRouter is the test router with a page check that refuses one path
+// too, so a page can wander onto a URL the content tools must not read.
 type strictRouter struct {
 	*hybroute.Router
 	refuse string
 }
 
-func (s strictRouter) Verdict(ctx context.Context, rawURL string) hybroute.Verdict {
-	v := s.Router.Verdict(ctx, rawURL)
-	if strings.HasSuffix(rawURL, s.refuse) {
-		v.Class = hybroute.ClassPrivate
-		v.Err = &hybroute.BlockedError{URL: rawURL, Class: hybroute.ClassPrivate, Reason: hybroute.ReasonPrivate}
+func (s strictRouter) CheckPage(ctx context.Context) (string, error) {
+	u, err := s.Router.CheckPage(ctx)
+	if err == nil && strings.HasSuffix(u, s.refuse) {
+		err = fmt.Errorf("the page is at a blocked address: %w",
+			&hybroute.BlockedError{URL: u, Class: hybroute.ClassPrivate, Reason: hybroute.ReasonPrivate})
 	}
-	return v
+	return u, err
 }
 
 // TestContentToolsRecheckThePage: a page that moved on its own between two
@@ -385,11 +386,42 @@ func TestContentToolsRecheckThePage(t *testing.T) {
 	mustOK(t, callTool(t, ts, "wander", "browser_exec", map[string]string{"code": `setTimeout(() => { location.href = "/page2" }, 100); "later"`}))
 	var last agent.Result
 	require.Eventually(t, func() bool {
+		// A snapshot taken while the page is between documents can fail
+		// on its own; the refusal is what this waits for.
 		last = callTool(t, ts, "wander", "browser_snapshot", nil)
-		return last.IsError
+		return last.IsError && strings.Contains(last.Text, "blocked:")
 	}, 30*time.Second, 100*time.Millisecond, "the page never moved")
 	t.Log(last.Text)
 	assert.Contains(t, last.Text, "blocked: the page is at "+site.URL("127.0.0.1", "/page2")+", which targets a private or internal address")
 	assert.Contains(t, last.Text, "Nothing was read from it")
 	assert.NotContains(t, last.Text, "Second page", "the page's content is not in the result")
+}
+
+// TestDialogsAndAWedgedTab: the model reads which dialogs the page opened
+// and how they were answered, and a tab that a never-ending script wedged
+// is replaced on the next call, which says so.
+func TestDialogsAndAWedgedTab(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	const s = "wedge"
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/")}))
+	ex := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `[alert("saved"), confirm("delete all?")]`}))
+	assert.Contains(t, ex.Text, `Result: [null,false]`)
+	assert.Contains(t, ex.Text, `- alert "saved": closed`)
+	assert.Contains(t, ex.Text, `- confirm "delete all?": dismissed`)
+	require.Len(t, ex.Where.Dialogs, 2)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	wedge, err := ts.Call(ctx, s, "browser_exec", json.RawMessage(`{"code": "while (true) {}"}`))
+	cancel()
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the caller's deadline ended the call: %s", wedge.Text)
+	require.True(t, wedge.IsError)
+
+	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/page2")}))
+	assert.True(t, nav.Where.TabReplaced)
+	assert.Contains(t, nav.Text, "fresh tab of the same browser")
+	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	assert.False(t, snap.Where.TabReplaced)
+	assert.Contains(t, snap.Text, "Second page")
 }

@@ -8,7 +8,6 @@ import (
 	"sync/atomic"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -119,7 +118,7 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 		// checked then (and the Router re-checks it after every call);
 		// anything else is checked now.
 		if u&reads != 0 && (pu != s.checked || c.target != s.checkedIn) {
-			if err := t.checkPage(ctx, pu); err != nil {
+			if err := t.checkPage(ctx); err != nil {
 				return err
 			}
 			s.checked, s.checkedIn = pu, c.target
@@ -142,20 +141,18 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 	return nil
 }
 
-// checkPage refuses to read a page whose URL the floor blocks. The Router
-// re-checks the URL after the call too, on the route it ran on (a private
-// page on a remote browser); this check comes first, so nothing is read
-// from a page the verdict alone already refuses.
-func (t *Toolset) checkPage(ctx context.Context, pageURL string) error {
-	v, ok := t.r.(verdicter)
-	if !ok || pageURL == "" {
+// checkPage refuses to read a page whose URL the floor blocks where the
+// page is (the Router's landed-URL rule, which the Router applies after
+// the call too): this check comes first, so nothing is read from it.
+func (t *Toolset) checkPage(ctx context.Context) error {
+	pc, ok := t.r.(pageChecker)
+	if !ok {
 		return nil
 	}
-	verdict := v.Verdict(ctx, pageURL)
-	if verdict.Err == nil {
-		return nil
+	if _, err := pc.CheckPage(ctx); err != nil {
+		return &pageBlockedError{err: err}
 	}
-	return &pageBlockedError{err: verdict.Err}
+	return nil
 }
 
 // pageBlockedError is a content tool refusing to read a blocked page.
@@ -181,8 +178,8 @@ func pageInfo(ctx context.Context) (string, string, error) {
 	return e.URL, e.Title, nil
 }
 
-// prepareTab sets up a tab the first time a call runs in it: the viewport
-// on the local browser, and the console collector.
+// prepareTab sets up a tab the first time a call runs in it: the console
+// collector. (The local viewport is the Router's: hybroute.WithLocalViewport.)
 func (t *Toolset) prepareTab(ctx context.Context, s *session, cc *chromedp.Context) {
 	id := cc.Target.TargetID
 	s.tmu.Lock()
@@ -210,23 +207,6 @@ func (t *Toolset) prepareTab(ctx context.Context, s *session, cc *chromedp.Conte
 		s.tmu.Unlock()
 	})
 	s.tmu.Unlock()
-
-	if t.cfg.viewportW > 0 && t.cfg.viewportH > 0 && isLocal(cc) {
-		if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-			Width: int64(t.cfg.viewportW), Height: int64(t.cfg.viewportH), DeviceScaleFactor: 1,
-		}); err != nil {
-			t.cfg.log.Warn("hybroute agent: setting the local viewport", "error", err)
-		}
-	}
-}
-
-// isLocal reports whether the tab is on a browser this process started (the
-// local sidecar) rather than one reached over a websocket (a cloud browser
-// or a CDP endpoint). Only the local browser's viewport is the toolset's to
-// set: a cloud session keeps what its provider was configured with.
-func isLocal(cc *chromedp.Context) bool {
-	_, ok := cc.Allocator.(*chromedp.ExecAllocator)
-	return ok
 }
 
 // finish turns a Router result into the tool's Where and, when the page
@@ -239,6 +219,8 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		Ran:               true,
 		Route:             res.Route,
 		FallbackFromCloud: res.FallbackFromCloud,
+		TabReplaced:       res.TabReplaced,
+		Dialogs:           res.Dialogs,
 		URL:               res.LandedURL,
 		Title:             c.title,
 	}
@@ -248,17 +230,61 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 	var note string
 	switch {
 	case s.pageKey == "":
-	case res.CacheKey != s.pageKey:
+	case res.PageChanged:
 		w.PageChanged = true
 		note = "Note: the page changed browsers. This call ran in " + routeName(w) +
 			", not in the browser the session's page was in: the URLs in the call decided the route. " +
 			"The session now follows this page; the previous page was left as it was."
+	case res.TabReplaced:
+		w.PageChanged = true
+		note = "Note: the tab did not answer after the previous call timed out (a script that never ends, say), so this call ran in a fresh tab of the same browser: cookies and logins are kept, the previous page is gone; navigate again if you need it."
 	case c.target != s.pageTarget:
 		w.PageChanged = true
 		note = "Note: the session's browser was started afresh (it was idle too long, or its browser ended), so the previous page is gone; navigate again."
 	}
 	s.pageKey, s.pageTarget = res.CacheKey, c.target
+	if d := dialogLines(res.Dialogs); d != "" {
+		if note != "" {
+			note += "\n\n"
+		}
+		note += d
+	}
 	return w, note
+}
+
+// dialogLines tells the model which JavaScript dialogs the page opened and
+// how they were answered: the page went on as if a user had.
+func dialogLines(ds []hybroute.Dialog) string {
+	if len(ds) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("The page opened JavaScript dialogs, answered automatically:")
+	for _, d := range ds {
+		b.WriteString("\n- ")
+		if d.Type == "dropped" {
+			b.WriteString(d.Message)
+			continue
+		}
+		b.WriteString(d.Type)
+		if d.Message != "" {
+			b.WriteString(" ")
+			b.WriteString(quote(d.Message, 300))
+		}
+		switch {
+		case d.Type == "beforeunload" && d.Accepted:
+			b.WriteString(": left the page")
+		case d.Type == "beforeunload":
+			b.WriteString(": stayed on the page (the navigation was cancelled)")
+		case d.Type == "alert":
+			b.WriteString(": closed")
+		case d.Accepted:
+			b.WriteString(": accepted")
+		default:
+			b.WriteString(": dismissed")
+		}
+	}
+	return b.String()
 }
 
 // routeName names where a call ran, for the model.

@@ -185,24 +185,14 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 		}
 		return msg
 	}
-	nav := func(ctx context.Context, c *call) error {
-		return chromedp.Do(ctx, chromedp.Navigate(u))
-	}
-	// The URL is the call's only literal. Exec plans from the URLs its
-	// scanner reads in code, so the URL goes through Exec (which lets the
-	// tab be set up before the page loads) only when the scanner reads it
-	// back exactly; otherwise Navigate takes it as the literal as it is.
-	if urls := hybroute.ScanURLs(u); len(urls) == 1 && urls[0] == u {
-		res, c, err := t.do(ctx, s, key, u, moves, nav)
-		return t.finishCall(s, key, res, c, err, body)
-	}
-	res, err := t.r.Navigate(ctx, key, u)
-	if err != nil {
-		// Navigate says where the tab landed only when it ran far enough.
-		c := &call{ran: res.LandedURL != ""}
-		return t.finishCall(s, key, res, c, err, nil)
-	}
-	res, c, err := t.do(ctx, s, key, "", moves, nil)
+	// Navigation picks the browser: the URL is the call's only literal.
+	c := &call{}
+	res, err := t.r.NavigateWith(ctx, key, u, func(ctx context.Context) error {
+		c.ran = true
+		return t.run(ctx, s, c, moves, func(ctx context.Context, c *call) error {
+			return chromedp.Do(ctx, chromedp.Navigate(u))
+		})
+	})
 	return t.finishCall(s, key, res, c, err, body)
 }
 

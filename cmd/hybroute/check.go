@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -53,6 +54,9 @@ type urlReport struct {
 	Decision  string       `json:"decision"`
 	Change    string       `json:"change"`
 	ScanNote  string       `json:"scan_note,omitempty"`
+	// Inside names the data: URL whose document holds this URL: the
+	// browser loads what a data: document names, so the plan decides it.
+	Inside string `json:"inside,omitempty"`
 }
 
 type addrReport struct {
@@ -152,29 +156,63 @@ func explainAll(ctx context.Context, r *hybroute.Router, cfg *config, provider, 
 	rep := &checkReport{Routing: cfg.describe(provider)}
 	if code != "" {
 		lits := hybroute.ScanURLs(code)
+		// The plan's verdicts: one per literal and one per URL that a
+		// data: literal's document names, as the call is decided.
 		p, err := r.Plan(ctx, checkSession, code)
-		cr := &callReport{URLs: len(lits)}
+		cr := &callReport{URLs: len(p.Verdicts)}
 		if err != nil {
 			cr.Blocked, cr.Error = true, err.Error()
 		} else {
 			cr.Route, cr.CacheKey = p.Route.String(), "<session>"+strings.TrimPrefix(p.CacheKey, checkSession)
 		}
 		rep.Call = cr
-		for i, u := range lits {
-			rep.URLs = append(rep.URLs, explain(ctx, r, cfg, provider, u, u, i))
+		for i, v := range p.Verdicts {
+			ur := explain(ctx, r, cfg, provider, v.URL, v, i)
+			if !slices.Contains(lits, v.URL) {
+				ur.Inside = "a data: URL of the call"
+			}
+			rep.URLs = append(rep.URLs, ur)
 		}
 	}
 	for _, in := range urls {
-		rep.URLs = append(rep.URLs, explain(ctx, r, cfg, provider, in, agent.CompleteURL(in), len(rep.URLs)))
+		u := agent.CompleteURL(in)
+		ur := explain(ctx, r, cfg, provider, in, r.Verdict(ctx, u), len(rep.URLs))
+		rep.URLs = append(rep.URLs, ur)
+		if !strings.HasPrefix(strings.ToLower(u), "data:") {
+			continue
+		}
+		// A data: URL opens a document: explain what it names as the
+		// plan of opening it decides it.
+		at := len(rep.URLs) - 1
+		key := fmt.Sprintf("%s-%d", checkSession, at)
+		p, err := r.PlanNavigate(ctx, key, u)
+		for _, v := range p.Verdicts {
+			if v.URL == u {
+				continue
+			}
+			inner := explain(ctx, r, cfg, provider, v.URL, v, len(rep.URLs))
+			inner.Inside = u
+			rep.URLs = append(rep.URLs, inner)
+		}
+		last := &rep.URLs[at]
+		if err != nil {
+			last.Blocked, last.Error = true, err.Error()
+			last.Decision = "blocked: its document names a URL that is blocked"
+			last.Change = "none: change what the data: document loads"
+		} else if len(p.Verdicts) > 1 {
+			last.Route = p.Route.String()
+			last.CacheKey = "<session>" + strings.TrimPrefix(p.CacheKey, key)
+			last.Decision = "runs on the route of the URLs its document names"
+		}
 	}
 	return rep
 }
 
-// explain builds the report of one URL. Its route is the Plan of a call
-// whose only literal is the URL, on a session of its own, so no URL's
-// route leans on another's.
-func explain(ctx context.Context, r *hybroute.Router, cfg *config, provider, input, u string, i int) urlReport {
-	v := r.Verdict(ctx, u)
+// explain builds the report of one URL from its verdict. Its route is the
+// Plan of a call whose only literal is the URL, on a session of its own, so
+// no URL's route leans on another's.
+func explain(ctx context.Context, r *hybroute.Router, cfg *config, provider, input string, v hybroute.Verdict, i int) urlReport {
+	u := v.URL
 	rep := urlReport{Input: input, URL: u, Host: v.Host, Class: v.Class.String(), Blocked: v.Err != nil}
 	for _, a := range v.Addrs {
 		rep.Addresses = append(rep.Addresses, addrReport{Addr: a.String(), Class: hybroute.ClassifyAddr(a).String(), Range: rangeName(a)})
@@ -412,6 +450,9 @@ func printReport(w io.Writer, rep *checkReport) {
 		fmt.Fprintf(w, "  change:    %s\n", u.Change)
 		if u.ScanNote != "" {
 			fmt.Fprintf(w, "  note:      %s\n", u.ScanNote)
+		}
+		if u.Inside != "" {
+			fmt.Fprintf(w, "  inside:    %s (the browser loads what a data: document names)\n", u.Inside)
 		}
 	}
 }

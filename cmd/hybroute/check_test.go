@@ -210,3 +210,32 @@ func TestCheckExplainsTheSecretsRule(t *testing.T) {
 	assert.Equal(t, exitOK, code)
 	assert.NotContains(t, out, "secret:")
 }
+
+// TestCheckExpandsDataURLs: a data: URL opens a document, and the browser
+// loads what that document names: check explains those URLs as the plan
+// decides them, as an argument and inside a call's code.
+func TestCheckExpandsDataURLs(t *testing.T) {
+	withCheckResolver(t, agenttest.StaticResolver{})
+	data := `data:text/html,<img src="http://169.254.169.254/latest/">`
+	code, out, _ := runCmd(t, nil, "", "check", "--json", data)
+	assert.Equal(t, exitBlocked, code, out)
+	var rep checkReport
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.Len(t, rep.URLs, 2)
+	assert.True(t, rep.URLs[0].Blocked, "the data: URL is blocked by what it holds")
+	assert.Equal(t, "http://169.254.169.254/latest/", rep.URLs[1].URL)
+	assert.Equal(t, "metadata", rep.URLs[1].Class)
+	assert.Equal(t, data, rep.URLs[1].Inside)
+
+	// The frame's src is http://localhost:8080/, in base64: only the
+	// data: document names it.
+	code, out, _ = runCmd(t, map[string]string{"STEEL_API_KEY": "k"}, "frame.src = `data:text/html;base64,PGlmcmFtZSBzcmM9J2h0dHA6Ly9sb2NhbGhvc3Q6ODA4MC8nPjwvaWZyYW1lPg==`", "check", "--json", "--code", "-")
+	require.Equal(t, exitOK, code, out)
+	rep = checkReport{}
+	require.NoError(t, json.Unmarshal([]byte(out), &rep), out)
+	require.NotNil(t, rep.Call)
+	assert.Equal(t, "local", rep.Call.Route, "the localhost frame inside the data: document sends the call local")
+	require.Len(t, rep.URLs, 2)
+	assert.Equal(t, "http://localhost:8080/", rep.URLs[1].URL)
+	assert.Equal(t, "a data: URL of the call", rep.URLs[1].Inside)
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 )
 
@@ -58,13 +59,13 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}
-	r, provider, err := cfg.newRouter(e.getenv, e.stderr, true)
+	r, provider, err := cfg.newRouter(e.getenv, e.stderr, true, hybroute.WithLocalViewport(vw, vh))
 	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}
 	defer r.Close()
-	ts := agent.New(r, agent.WithViewport(vw, vh))
+	ts := agent.New(r)
 	defer ts.Close()
 	srv := newMCPServer(ts)
 	defer srv.close()
@@ -134,13 +135,22 @@ func toMCP(res agent.Result) *mcp.CallToolResult {
 		out.Content = append(out.Content, &mcp.ImageContent{Data: img.Data, MIMEType: img.MIMEType})
 	}
 	if w := res.Where; w.Ran {
-		out.Meta = mcp.Meta{MetaWhere: map[string]any{
+		where := map[string]any{
 			"route":               w.Route.String(),
 			"fallback_from_cloud": w.FallbackFromCloud,
 			"page_changed":        w.PageChanged,
+			"tab_replaced":        w.TabReplaced,
 			"url":                 w.URL,
 			"title":               w.Title,
-		}}
+		}
+		if len(w.Dialogs) > 0 {
+			ds := make([]map[string]any, len(w.Dialogs))
+			for i, d := range w.Dialogs {
+				ds[i] = map[string]any{"type": d.Type, "message": d.Message, "accepted": d.Accepted}
+			}
+			where["dialogs"] = ds
+		}
+		out.Meta = mcp.Meta{MetaWhere: where}
 	}
 	return out
 }

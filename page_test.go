@@ -1,0 +1,125 @@
+package hybroute
+
+import (
+	"bytes"
+	"context"
+	"image/png"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// One session, one page: code runs where the session's page is, a
+// navigation picks the browser, a private target still pulls a call local,
+// and the result says when the page changed browsers.
+func TestOneSessionOnePage(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, cloudtest.Browserbase)
+	ctx := testCtx(t)
+
+	res, err := w.r.Navigate(ctx, "s", w.site.url("localhost", "/dev"))
+	require.NoError(t, err)
+	assert.Equal(t, "s::local", res.CacheKey)
+	assert.False(t, res.PageChanged, "a new session has no page to leave")
+
+	// A public URL in a comment used to take this call to the cloud
+	// browser, where the session has no page.
+	var title string
+	res, err = w.r.Exec(ctx, "s", "// docs: "+w.site.url(publicHost, "/docs")+"\ndocument.title", func(ctx context.Context) (err error) {
+		title, err = pageTitle(ctx)
+		return err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "s::local", res.CacheKey, "the call ran where the page is")
+	assert.Equal(t, "/dev", title)
+	assert.False(t, res.PageChanged)
+
+	res, err = w.r.Exec(ctx, "s", "document.title", func(ctx context.Context) (err error) {
+		title, err = pageTitle(ctx)
+		return err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "s::local", res.CacheKey, "the URL-less follow-up stays with the page")
+	assert.Equal(t, "/dev", title)
+
+	// Navigation picks the browser: a public page goes to the cloud.
+	res, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/public"))
+	require.NoError(t, err)
+	assert.Equal(t, "s", res.CacheKey)
+	assert.True(t, res.PageChanged)
+	assert.Equal(t, "s::local", res.PreviousCacheKey)
+	assert.Equal(t, cloudUA, w.site.uaOf("/public"))
+
+	// A private navigation after a cloud one pulls the page local.
+	res, err = w.r.Navigate(ctx, "s", w.site.url("127.0.0.1", "/lan"))
+	require.NoError(t, err)
+	assert.Equal(t, RouteLocal, res.Route)
+	assert.True(t, res.PageChanged, "the page changed browsers")
+	assert.Equal(t, "s", res.PreviousCacheKey)
+	assert.Equal(t, localUA, w.site.uaOf("/lan"))
+
+	// So does a private URL in code, even from the cloud.
+	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/public2"))
+	require.NoError(t, err)
+	res, err = w.r.Exec(ctx, "s", `fetch("`+w.site.url("localhost", "/api")+`")`, func(ctx context.Context) (err error) {
+		title, err = pageTitle(ctx)
+		return err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "s::local", res.CacheKey, "a private target pulls the call local")
+	assert.True(t, res.PageChanged)
+	assert.Equal(t, "/lan", title, "the local tab kept its own page")
+}
+
+// The local browser's tabs have a real viewport: a screenshot of the page
+// as shown is 1280x720 by default, and what WithLocalViewport says.
+func TestLocalViewport(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newSite(t)
+	for _, tc := range []struct {
+		opts []Option
+		w, h int
+	}{{nil, 1280, 720}, {[]Option{WithLocalViewport(640, 480)}, 640, 480}} {
+		r := newBrowserRouter(t, nil, &logBuffer{}, tc.opts...)
+		ctx := testCtx(t)
+		var shot []byte
+		_, err := r.Exec(ctx, "vp", "", func(ctx context.Context) error {
+			if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/vp")); err != nil {
+				return err
+			}
+			var err error
+			shot, err = chromedp.Run(ctx, chromedp.CaptureScreenshot())
+			return err
+		})
+		require.NoError(t, err)
+		cfg, err := png.DecodeConfig(bytes.NewReader(shot))
+		require.NoError(t, err)
+		assert.Equal(t, [2]int{tc.w, tc.h}, [2]int{cfg.Width, cfg.Height})
+	}
+}
+
+// CheckPage applies the landing rule from inside a run, and only there.
+func TestCheckPage(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newSite(t)
+	r := newBrowserRouter(t, nil, &logBuffer{})
+	_, err := r.CheckPage(context.Background())
+	require.ErrorIs(t, err, errNotInRun)
+	ctx := testCtx(t)
+	var got string
+	_, err = r.Exec(ctx, "cp", "", func(ctx context.Context) (err error) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/here")); err != nil {
+			return err
+		}
+		got, err = r.CheckPage(ctx)
+		return err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, s.URL+"/here", got)
+}

@@ -1,0 +1,207 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+)
+
+// A wedged tab recovers by itself. A call that its deadline ended may have
+// left the page unable to answer (a script in an endless loop holds the
+// renderer's main thread; every later command on the tab would wait for
+// it). The session is not lost for that: its browser context, with the
+// cookies and storage, is fine. So the next call on the entry first asks
+// the tab a trivial question (a Runtime.evaluate of 1, bounded by
+// tabProbeTimeout); a tab that does not answer is replaced by a fresh tab
+// in the same browser context, with the guard, the landing tracker and the
+// dialog answerer on it, and the result says so (Result.TabReplaced).
+
+// tabProbeTimeout bounds the question that tells a wedged tab from a busy
+// one. A page that answers nothing for this long after its call already
+// timed out is not coming back in time for the next call.
+const tabProbeTimeout = 2 * time.Second
+
+// errTabWedged is the probe's finding.
+var errTabWedged = errors.New("the tab did not answer after its last call's deadline")
+
+// recoverTab runs at the start of a call, under the entry's callMu, when
+// the previous call ended by its deadline. It reports whether the tab was
+// replaced.
+func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
+	if !e.suspect.Load() {
+		return false, nil
+	}
+	if probeTab(ctx, e.tab.context()) == nil {
+		e.suspect.Store(false)
+		return false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return false, err // the caller gave up, not the tab: ask again next time
+	}
+	old := e.tab.context()
+	// First stop the script that holds the renderer: Chromium may put the
+	// new tab in the same renderer process (same site, a process limit).
+	terminate(old)
+	rctx, cancel := context.WithTimeout(ctx, r.cfg.createTimeout)
+	retire, err := e.tab.replace(rctx, &r.cfg)
+	cancel()
+	if err != nil {
+		// No fresh tab in this browser context: drop the session, so the
+		// next call starts a fresh one rather than meet this tab again.
+		r.drop(ctx, e)
+		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", e.tab.wrapErr(err))
+	}
+	e.suspect.Store(false)
+	guard, err := r.enableGuard(e)
+	if err != nil {
+		// A tab with no guard must not run a call.
+		r.drop(ctx, e)
+		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.tab.wrapErr(err))
+	}
+	dialogs := r.watchDialogs(e, e.tab.context())
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		go guard() // they end at once: Close ends the tab
+		go dialogs()
+		abandonTab(old)
+		retire()
+		return false, ErrClosed
+	}
+	r.sess.wg.Go(guard)
+	r.sess.wg.Go(dialogs)
+	r.sess.wg.Go(func() {
+		abandonTab(old)
+		retire()
+	})
+	r.mu.Unlock()
+	r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: a tab did not answer after its call's deadline; replaced it in the same browser context",
+		slog.String("cache_key", e.key), slog.String("route", e.route.String()))
+	return true, nil
+}
+
+// drop ends the session of e and forgets it.
+func (r *Router) drop(ctx context.Context, e *entry) {
+	r.mu.Lock()
+	if r.sess.m[e.key] == e {
+		delete(r.sess.m, e.key)
+	}
+	r.mu.Unlock()
+	_ = e.release(context.WithoutCancel(ctx))
+}
+
+// probeTab asks the tab for 1 and waits tabProbeTimeout at most.
+func probeTab(ctx, tabCtx context.Context) error {
+	pctx, cancel := bindTab(tabCtx, ctx)
+	defer cancel()
+	pctx, cancel2 := context.WithTimeout(pctx, tabProbeTimeout)
+	defer cancel2()
+	_, err := chromedp.Call(pctx, runtime.Evaluate, runtime.EvaluateParams{Expression: "1"})
+	if err != nil && pctx.Err() != nil {
+		return errTabWedged
+	}
+	return nil // an answer, even an error, is an answer
+}
+
+// openTab opens a new tab with chromedp.NewContext(parent, opts...) and
+// attaches to it; a ctx that ends first undoes it.
+func openTab(ctx, parent context.Context, opts ...chromedp.ContextOption) (context.Context, context.CancelFunc, error) {
+	tctx, stop := chromedp.NewContext(parent, opts...)
+	unhook := context.AfterFunc(ctx, stop)
+	err := chromedp.Do(tctx)
+	if !unhook() || err != nil {
+		stop()
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, nil, cerr
+		}
+		return nil, nil, err
+	}
+	return tctx, stop, nil
+}
+
+// terminate stops the script running in a wedged tab (Chromium answers
+// Runtime.terminateExecution off the page's main thread), so its renderer
+// stops spinning. Best effort, bounded by tabProbeTimeout.
+func terminate(tabCtx context.Context) {
+	c := chromedp.FromContext(tabCtx)
+	if c == nil || c.Target == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), tabProbeTimeout)
+	defer cancel()
+	_, _ = cdp.Call(ctx, c.Target, runtime.TerminateExecution, cdp.Empty{})
+}
+
+// abandonTab closes a replaced tab. Best effort and bounded: the browser
+// context's end takes whatever is left.
+func abandonTab(old context.Context) {
+	c := chromedp.FromContext(old)
+	if c == nil || c.Target == nil || c.Browser == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+	defer cancel()
+	_, _ = cdp.Call(ctx, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: c.Target.TargetID})
+}
+
+// replace opens a fresh tab in the local tab's browser context (its
+// cookies and storage stay), with the router's viewport, and makes it the
+// tab. retire detaches from the old one.
+func (t *localTab) replace(ctx context.Context, cfg *config) (func(), error) {
+	tctx, stop, err := openTab(ctx, t.proc.ctx,
+		chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
+	if err != nil {
+		return nil, err
+	}
+	if err := setViewport(tctx, cfg); err != nil {
+		stop()
+		return nil, err
+	}
+	t.mu.Lock()
+	oldStop := t.stop
+	t.ctx, t.stop = tctx, stop
+	t.mu.Unlock()
+	return oldStop, nil
+}
+
+// replacedPage is the tab a remote session's calls run in once its first
+// tab was replaced. The first tab's context holds the connection to the
+// browser, so it lives on (closed), and the new tab is its child.
+type replacedPage struct {
+	mu   sync.Mutex
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
+func (p *replacedPage) get() context.Context {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ctx
+}
+
+// replace opens a fresh tab on the remote browser, in the browser context
+// of the first, and makes it the tab. Its retire closes a replacement
+// that is itself replaced (chromedp closes a child tab when its context
+// ends); the first tab's context stays, as it holds the connection.
+func (t *remoteTab) replace(ctx context.Context, _ *config) (func(), error) {
+	tctx, stop, err := openTab(ctx, t.ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.page.mu.Lock()
+	oldStop := t.page.stop
+	t.page.ctx, t.page.stop = tctx, stop
+	t.page.mu.Unlock()
+	if oldStop == nil {
+		oldStop = func() {}
+	}
+	return oldStop, nil
+}
