@@ -88,6 +88,9 @@ type Where struct {
 	// FallbackFromCloud: the cloud provider could not give this session a
 	// browser, and the call ran on local Chromium in its place.
 	FallbackFromCloud bool
+	// FallbackReason is why, as the Router words it: the provider's
+	// failure, short and free of keys.
+	FallbackReason string
 	// PageChanged: the call ran in another browser than the session's page
 	// was in (the URLs of browser_exec's code decided so, or the previous
 	// page's browser was released). The session now follows the new page.

@@ -327,6 +327,8 @@ func TestFallbackIsReported(t *testing.T) {
 	assert.True(t, nav.Where.FallbackFromCloud)
 	assert.Equal(t, hybroute.RouteLocal, nav.Where.Route)
 	assert.Contains(t, nav.Text, "fallback from cloud")
+	assert.Contains(t, nav.Where.FallbackReason, "429", "the model is told why")
+	assert.Contains(t, nav.Text, nav.Where.FallbackReason)
 	assert.Equal(t, "Corner Shop", nav.Where.Title)
 	assert.EqualValues(t, 1, cloud.API.Creates())
 

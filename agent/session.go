@@ -219,6 +219,7 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		Ran:               true,
 		Route:             res.Route,
 		FallbackFromCloud: res.FallbackFromCloud,
+		FallbackReason:    res.FallbackReason,
 		TabReplaced:       res.TabReplaced,
 		Dialogs:           res.Dialogs,
 		URL:               res.LandedURL,
@@ -304,8 +305,12 @@ func whereLine(w Where) string {
 	b.WriteString("Browser: ")
 	b.WriteString(routeName(w))
 	if w.FallbackFromCloud {
-		// The Router says that the cloud failed, not yet why.
 		b.WriteString(" — fallback from cloud: the cloud provider could not give this session a browser")
+		if w.FallbackReason != "" {
+			b.WriteString(" (")
+			b.WriteString(cut(w.FallbackReason, 300))
+			b.WriteString(")")
+		}
 	}
 	b.WriteString("\nPage: ")
 	if w.Title != "" {

@@ -143,6 +143,9 @@ func toMCP(res agent.Result) *mcp.CallToolResult {
 			"url":                 w.URL,
 			"title":               w.Title,
 		}
+		if w.FallbackReason != "" {
+			where["fallback_reason"] = w.FallbackReason
+		}
 		if len(w.Dialogs) > 0 {
 			ds := make([]map[string]any, len(w.Dialogs))
 			for i, d := range w.Dialogs {

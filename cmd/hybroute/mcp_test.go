@@ -183,6 +183,7 @@ func TestMCPReportsTheFallback(t *testing.T) {
 	assert.Contains(t, text, `Page: "Corner Shop"`)
 	where := res.Meta[MetaWhere].(map[string]any)
 	assert.Equal(t, true, where["fallback_from_cloud"])
+	assert.Contains(t, where["fallback_reason"], "429", "the model is told why")
 	assert.Equal(t, "local", where["route"])
 	assert.EqualValues(t, 1, cloud.API.Creates())
 }
