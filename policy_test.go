@@ -193,10 +193,11 @@ func TestLandingsThatLoadNothing(t *testing.T) {
 }
 
 // TestLandingOnABrowserPageIsRefused: run navigates, through CDP, to a page
-// of the browser itself, which no URL literal of the call shows. The
-// landed-URL check refuses it and sends the tab to about:blank, on both
-// routes. A load that fails leaves the tab on Chromium's error page, which
-// loads nothing: that is no refusal.
+// of the browser itself, which no URL literal of the call shows. The guard's
+// Mux refuses the command before it reaches the browser, on both routes, and
+// the refused call sends the tab to about:blank (the landed-URL check, which
+// refuses such a page too, is the second line). A load that fails leaves the tab on
+// Chromium's error page, which loads nothing: that is no refusal.
 func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
@@ -219,10 +220,9 @@ func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 			})
 			require.ErrorIs(t, err, ErrInvalidURL)
 			assert.Contains(t, err.Error(), "(scheme_not_allowed)")
-			assert.Contains(t, err.Error(), "landed")
+			assert.Contains(t, err.Error(), "refused before it reaches the browser")
 			assert.Equal(t, route.want, res.Route)
-			assert.Equal(t, "chrome://version/", res.LandedURL)
-			assert.Equal(t, "about:blank", location(t, w.r, "s"), "the tab was sent to about:blank")
+			assert.Equal(t, "about:blank", location(t, w.r, "s"), "a refused call sends the tab to about:blank")
 
 			if route.want == RouteLocal {
 				// A failed load on the local browser: the call fails with
