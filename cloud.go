@@ -22,17 +22,17 @@ import (
 func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duration) (*entry, error) {
 	if skip, cause := r.back.skip(r.now()); skip {
 		// The provider asked us to stay away: no API call, no log line.
-		return r.fallbackEntry(ctx, key, cause)
+		return r.fallbackEntry(ctx, key, cause, fallbackBackoffWindow)
 	}
 	started := r.now()
 	pctx, cancel := context.WithTimeout(ctx, budget)
-	s, err := r.provider.CreateSession(pctx, key)
+	s, err := r.createProviderSession(pctx, key)
 	cancel()
 	if err != nil {
-		return r.providerFailed(ctx, key, err)
+		return r.providerFailed(ctx, key, err, "")
 	}
 	if s == nil {
-		return r.providerFailed(ctx, key, fmt.Errorf("provider %s returned no session", r.provider.Name()))
+		return r.providerFailed(ctx, key, fmt.Errorf("provider %s returned no session", r.provider.Name()), "")
 	}
 	if s.FallbackFromCloud {
 		return r.providerFellBack(ctx, key, s)
@@ -40,14 +40,14 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 	if s.CDPURL == "" {
 		// Nothing pretends to work: the exact message of the original
 		// failure, and the session is given back, not cached.
-		_ = r.provider.ReleaseSession(ctx, s)
+		_ = r.releaseProviderSession(ctx, s)
 		return nil, &noCDPError{provider: r.provider.Name()}
 	}
 	t, err := connectRemote(ctx, s.CDPURL)
 	if err != nil {
-		_ = r.provider.ReleaseSession(ctx, s)
+		_ = r.releaseProviderSession(ctx, s)
 		return r.providerFailed(ctx, key, fmt.Errorf("connecting to session %s of %s at %s: %w",
-			s.ID, r.provider.Name(), redactURL(s.CDPURL), err))
+			s.ID, r.provider.Name(), redactURL(s.CDPURL), err), fallbackConnectFailed)
 	}
 	if r.back.succeeded(started) {
 		r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: cloud provider recovered",
@@ -55,7 +55,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 	}
 	return &entry{key: key, route: RouteCloud, tab: t, release: func(ctx context.Context) error {
 		_ = t.close(ctx)
-		return r.provider.ReleaseSession(ctx, s)
+		return r.releaseProviderSession(ctx, s)
 	}}, nil
 }
 

@@ -26,6 +26,13 @@ type backoff struct {
 	failedAt    time.Time // the latest failure
 }
 
+// remaining is how long the window stays open after now (<= 0: closed).
+func (b *backoff) remaining(now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.until.Sub(now)
+}
+
 // skip reports whether a new session goes straight to local, and why.
 func (b *backoff) skip(now time.Time) (bool, error) {
 	b.mu.Lock()
@@ -83,6 +90,10 @@ func (b *backoff) succeeded(started time.Time) bool {
 // cloud is not there, without saying for how long.
 const defaultRateLimitWindow = 30 * time.Second
 
+// errConcurrencyLimit is the cause of a cloud session that ran locally
+// because the provider's sessions were all taken ([WithProviderConcurrency]).
+var errConcurrencyLimit = errors.New("provider concurrency limit")
+
 // errProviderFellBack is the cause of a session the provider returned
 // already marked FallbackFromCloud.
 var errProviderFellBack = errors.New("provider session came back marked fallback from cloud")
@@ -132,32 +143,36 @@ func (r *Router) providerFellBack(ctx context.Context, key string, s *Session) (
 	if reason == "" {
 		reason = "no reason given"
 	}
-	e, err := r.providerFailed(ctx, key, fmt.Errorf("%w: %s", errProviderFellBack, reason))
+	e, err := r.providerFailed(ctx, key, fmt.Errorf("%w: %s", errProviderFellBack, reason), "")
 	if err != nil {
-		_ = r.provider.ReleaseSession(context.WithoutCancel(ctx), s)
+		_ = r.releaseProviderSession(context.WithoutCancel(ctx), s)
 		return nil, err
 	}
 	local := e.release
 	e.release = func(ctx context.Context) error {
-		return errors.Join(local(ctx), r.provider.ReleaseSession(ctx, s))
+		return errors.Join(local(ctx), r.releaseProviderSession(ctx, s))
 	}
 	return e, nil
 }
 
 // providerFailed records the failure (one log line per outage) and falls
-// back to local Chromium.
-func (r *Router) providerFailed(ctx context.Context, key string, err error) (*entry, error) {
+// back to local Chromium. reason names the failure for the metrics; ""
+// derives it from err.
+func (r *Router) providerFailed(ctx context.Context, key string, err error, reason string) (*entry, error) {
 	first, window := r.back.failed(r.now(), err, r.cfg.maxBackoff)
 	if first {
 		r.logProviderFailure(ctx, key, err, window)
 	}
-	return r.fallbackEntry(ctx, key, err)
+	if reason == "" {
+		reason = fallbackReason(err)
+	}
+	return r.fallbackEntry(ctx, key, err, reason)
 }
 
 // fallbackEntry is the local floor under a cloud session key. Its entry
 // keeps the cloud route (the session is a cloud session standing on local
 // Chromium) and the plain key, so the hybrid ::local sidecar stays separate.
-func (r *Router) fallbackEntry(ctx context.Context, key string, cause error) (*entry, error) {
+func (r *Router) fallbackEntry(ctx context.Context, key string, cause error, reason string) (*entry, error) {
 	e, err := r.localEntry(ctx, key, RouteCloud)
 	if err != nil {
 		err = fmt.Errorf("%w: cloud: %w; local: %w", ErrFallbackFailed, cause, err)
@@ -172,6 +187,8 @@ func (r *Router) fallbackEntry(ctx context.Context, key string, cause error) (*e
 		return nil, err
 	}
 	e.fallback = true
+	e.fallbackReason = reason
+	r.tel.fellBack(ctx, reason)
 	return e, nil
 }
 

@@ -161,6 +161,7 @@ func (r *Router) answer(tabCtx context.Context, e *entry, ev fetch.EventRequestP
 		_, _ = chromedp.Call(tabCtx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 		return
 	}
+	r.tel.refused(tabCtx, "guard", err)
 	if doc {
 		// Recorded before the request fails, so the call that is waiting
 		// on this navigation sees why it failed.

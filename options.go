@@ -8,6 +8,9 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Resolver looks up the addresses of a name. *net.Resolver satisfies it.
@@ -46,6 +49,10 @@ type config struct {
 	reapInterval  time.Duration
 	maxBackoff    time.Duration
 	createTimeout time.Duration
+
+	// metrics and traces (telemetry.go); nil: the global providers
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
 }
 
 // defaultConfig is the configuration of a Router no option has touched.
@@ -187,4 +194,18 @@ func WithProviderBackoffCap(d time.Duration) Option {
 			c.maxBackoff = d
 		}
 	}
+}
+
+// WithMeterProvider sets the OpenTelemetry meter provider the router's
+// metrics are made on (default: the global one, otel.GetMeterProvider(),
+// a no-op unless the application sets it). The README's Observability
+// section lists the instruments.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.meterProvider = mp }
+}
+
+// WithTracerProvider sets the OpenTelemetry tracer provider of the router's
+// spans (default: the global one, otel.GetTracerProvider()).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracerProvider = tp }
 }

@@ -117,6 +117,8 @@ type policy struct {
 	// remotePrivate: a private address may be opened on a remote browser
 	// (WithAllowPrivateURLs).
 	remotePrivate bool
+
+	tel *telemetry // counts the refusals of the guard and the egress check; nil in tests without a router
 }
 
 // newPolicy is the policy of cfg, for a router with a provider or without.

@@ -21,6 +21,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hybroute/hybroute/internal/urlscan"
 )
@@ -62,6 +66,7 @@ type Router struct {
 
 	side *sidecar
 	back backoff
+	tel  *telemetry
 	now  func() time.Time // the fallback's clock; tests move it instead of sleeping
 
 	// life ends at Close: work that outlives its caller (session
@@ -105,6 +110,13 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	}
 	r.log = r.cfg.logger
 	r.pol = newPolicy(&r.cfg, p != nil)
+	name := ""
+	if p != nil {
+		name = p.Name()
+	}
+	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
+	r.pol.tel = r.tel
+	r.observeBackoff(r.cfg.meterProvider)
 	r.side = newSidecar(&r.cfg, r.pol)
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.cfg.cdpURL != "" {
@@ -188,8 +200,10 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string) (Pl
 	p.Route = r.pol.route(p.Verdicts, func() (Route, bool) { return r.lastRoute(key) })
 	p.CacheKey = r.pol.cacheKey(key, p.Route)
 	if len(errs) > 0 {
+		r.tel.countPlan(ctx, p.Route, p.Verdicts, leadingReason(errs))
 		return p, blockedCall(errs)
 	}
+	r.tel.countPlan(ctx, p.Route, p.Verdicts, 0)
 	if err := r.remember(key, p.Route); err != nil {
 		return p, err
 	}
@@ -274,6 +288,7 @@ func (r *Router) Close() error {
 	r.closed = true
 	clear(r.routes)
 	r.mu.Unlock()
+	defer r.tel.stop()
 	return r.closeSessions()
 }
 
@@ -289,8 +304,12 @@ func (r *Router) Close() error {
 // there. LandedURL is where the main frame was when run returned; a
 // navigation run started but did not wait for is checked by the guard as it
 // happens and by the next call's landing check.
-func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (Result, error) {
-	p, err := r.Plan(ctx, sessionKey, code)
+func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (res Result, err error) {
+	ctx, span := r.spanCall(ctx, "hybroute.exec", sessionKey)
+	defer func() { endCall(span, res, err) }()
+	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
+	p, err := r.Plan(pctx, sessionKey, code)
+	endPlan(pspan, p, err)
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
@@ -300,8 +319,12 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 // Navigate opens rawURL in the session's tab. It is [Router.Exec] whose only
 // literal is the URL (the URL is not scanned, it is the literal) and whose
 // run navigates to it: the same [Plan], the same predicate.
-func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string) (Result, error) {
-	p, err := r.plan(ctx, sessionKey, []string{rawURL})
+func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string) (res Result, err error) {
+	ctx, span := r.spanCall(ctx, "hybroute.navigate", sessionKey)
+	defer func() { endCall(span, res, err) }()
+	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
+	p, err := r.plan(pctx, sessionKey, []string{rawURL})
+	endPlan(pspan, p, err)
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
@@ -312,7 +335,10 @@ func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string) (Resul
 
 func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Context) error) (Result, error) {
 	res := Result{Route: p.Route, CacheKey: p.CacheKey}
-	e, err := r.acquire(ctx, p)
+	actx, aspan := r.tel.tracer.Start(ctx, "hybroute.session.acquire",
+		trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
+	e, err := r.acquire(actx, p)
+	endAcquire(aspan, e, err)
 	if err != nil {
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
 	}
@@ -331,9 +357,17 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		defer r.inCall.Delete(e)
 	}
 	e.guard.reset()
-	cctx, cancel := e.tab.bind(ctx)
+	rctx, rspan := r.tel.tracer.Start(ctx, "hybroute.run",
+		trace.WithAttributes(attribute.String("hybroute.route", res.Route.String())))
+	defer rspan.End()
+	cctx, cancel := e.tab.bind(rctx)
 	defer cancel()
+	started := time.Now()
 	runErr := run(cctx)
+	r.tel.callDuration.Record(ctx, since(started), metric.WithAttributes(attribute.String("route", res.Route.String())))
+	if runErr != nil {
+		rspan.SetStatus(codes.Error, errorKind(runErr))
+	}
 	if gerr := e.guard.err(); gerr != nil {
 		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The
@@ -368,6 +402,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, er
 	if refused == nil {
 		return landed, nil
 	}
+	r.tel.refused(ctx, "landing", refused)
 	return landed, toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
 }
 

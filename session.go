@@ -9,6 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -47,10 +50,13 @@ type entry struct {
 	key      string
 	route    Route
 	fallback bool
-	tab      tab
-	release  func(context.Context) error // ends the session, exactly once
-	guard    guardRecord                 // what the guard refused during the current call
-	landed   atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
+	// fallbackReason is the bounded name of why a fallback runs locally
+	// (telemetry.go's fallback reasons).
+	fallbackReason string
+	tab            tab
+	release        func(context.Context) error // ends the session, exactly once
+	guard          guardRecord                 // what the guard refused during the current call
+	landed         atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -133,10 +139,16 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.createTimeout)
 			defer cancel()
 			defer context.AfterFunc(r.life, cancel)()
+			cctx, span := r.tel.tracer.Start(cctx, "hybroute.session.create",
+				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
+			started := time.Now()
 			e, err := r.create(cctx, p, budget)
+			endAcquire(span, e, err)
 			if err != nil {
 				return nil, err
 			}
+			r.tel.createDuration.Record(cctx, since(started), metric.WithAttributes(
+				attribute.String("route", e.ranOn().String()), attribute.Bool("fallback", e.fallback)))
 			guard, err := r.enableGuard(e)
 			if err != nil {
 				_ = e.release(cctx)
@@ -152,6 +164,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				return nil, ErrClosed
 			}
 			e.touch()
+			r.tel.sessionOpened(cctx, e)
 			r.sess.m[p.CacheKey] = e
 			// Added under mu after the closed check, so Close's Wait
 			// cannot miss it.
