@@ -24,6 +24,28 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 		// The provider asked us to stay away: no API call, no log line.
 		return r.fallbackEntry(ctx, key, cause, fallbackBackoffWindow)
 	}
+	slot, ok := r.fleet.acquireSlot(ctx)
+	if !ok {
+		return r.fallbackEntry(ctx, key, errConcurrencyLimit, fallbackConcurrency)
+	}
+	e, err := r.cloudSession(ctx, key, budget)
+	if err != nil || e.fallback {
+		r.fleet.release(context.WithoutCancel(ctx), slot)
+		return e, err
+	}
+	if slot != nil {
+		release := e.release
+		e.release = func(ctx context.Context) error {
+			defer r.fleet.release(ctx, slot)
+			return release(ctx)
+		}
+	}
+	return e, nil
+}
+
+// cloudSession asks the provider for a session and connects to it, or
+// falls back to local Chromium.
+func (r *Router) cloudSession(ctx context.Context, key string, budget time.Duration) (*entry, error) {
 	started := r.now()
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	s, err := r.createProviderSession(pctx, key)

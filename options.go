@@ -50,6 +50,12 @@ type config struct {
 	maxBackoff    time.Duration
 	createTimeout time.Duration
 
+	// the fleet (store.go, fleet.go)
+	store               Store // nil: a MemoryStore of the router's own
+	storeTimeout        time.Duration
+	providerConcurrency int           // 0: no cap
+	slotTTL             time.Duration // a concurrency lease's life without renewal
+
 	// metrics and traces (telemetry.go); nil: the global providers
 	meterProvider  metric.MeterProvider
 	tracerProvider trace.TracerProvider
@@ -66,6 +72,8 @@ func defaultConfig() config {
 		reapInterval:      30 * time.Second,
 		maxBackoff:        5 * time.Minute,
 		createTimeout:     60 * time.Second,
+		storeTimeout:      defaultStoreTimeout,
+		slotTTL:           defaultSlotTTL,
 	}
 }
 
@@ -208,4 +216,37 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // spans (default: the global one, otel.GetTracerProvider()).
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tracerProvider = tp }
+}
+
+// WithStore sets the store of the provider's shared state (its back-off
+// window and probe, and the concurrency leases): the default is a
+// [MemoryStore] of the router's own. Routers that share a store, in one
+// process or across a fleet (github.com/hybroute/hybroute/redisstore),
+// act as one client of the provider. A store that fails or is slow never
+// fails a call: the router uses its in-process state until it answers.
+func WithStore(s Store) Option { return func(c *config) { c.store = s } }
+
+// WithStoreTimeout bounds one call to the store (default 500 ms). Past it,
+// the router goes on with its in-process state.
+func WithStoreTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.storeTimeout = d
+		}
+	}
+}
+
+// WithProviderConcurrency caps the cloud sessions open at once across
+// every router sharing the store (default: no cap). A new session past the
+// cap runs on local Chromium, marked FallbackFromCloud with the reason
+// "provider concurrency limit", instead of earning the provider's 429.
+// Each session holds a lease on its slot, renewed while it lives, so a
+// replica that dies gives its slots back within 30 s. While the store is
+// unreachable each router keeps to n on its own.
+func WithProviderConcurrency(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.providerConcurrency = n
+		}
+	}
 }

@@ -67,6 +67,8 @@ type Router struct {
 	side *sidecar
 	back backoff
 	tel  *telemetry
+	// fleet is the store, guarded, and the concurrency leases.
+	fleet *fleet
 	now  func() time.Time // the fallback's clock; tests move it instead of sleeping
 
 	// life ends at Close: work that outlives its caller (session
@@ -117,12 +119,16 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
 	r.pol.tel = r.tel
 	r.observeBackoff(r.cfg.meterProvider)
+	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.side = newSidecar(&r.cfg, r.pol)
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.cfg.cdpURL != "" {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
 			return nil, err
 		}
+	}
+	if p != nil && r.cfg.cdpURL == "" && r.fleet.limit > 0 {
+		r.sess.wg.Go(r.renewLeases)
 	}
 	return r, nil
 }

@@ -1,0 +1,202 @@
+package hybroute
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// The router's side of the [Store]: every call to a shared store is bounded
+// by a short timeout, and a store that fails or is slow is replaced by the
+// router's own in-process state until it answers again, with one warning
+// per outage and one line when it is back. The provider's concurrency
+// leases live here too.
+
+const (
+	// defaultStoreTimeout bounds one store call.
+	defaultStoreTimeout = 500 * time.Millisecond
+	// storeRetry is how long after a failed call the router stays on its
+	// in-process state before it asks the store again, so that an outage
+	// costs one timeout a second, not one per call.
+	storeRetry = time.Second
+	// defaultSlotTTL is a concurrency lease's life without renewal: a
+	// replica that dies holds its slots this long at most. Leases are
+	// renewed every third of it.
+	defaultSlotTTL = 30 * time.Second
+)
+
+// fleet is the router's store, guarded.
+type fleet struct {
+	shared   Store        // the configured store; &local when none is
+	local    *MemoryStore // the in-process state a failing store falls back to
+	own      bool         // no store was configured: shared is local, nothing can fail
+	timeout  time.Duration
+	provider string
+	log      *slog.Logger
+	tel      *telemetry
+
+	mu      sync.Mutex
+	down    bool      // a store failure was logged and no success seen since
+	retryAt time.Time // before this, the store is not asked
+
+	// the concurrency cap (WithProviderConcurrency)
+	limit  int
+	ttl    time.Duration
+	id     string // this router's part of every holder name
+	seq    atomic.Uint64
+	full   atomic.Bool // the cap was logged as reached and no slot was taken since
+	leases sync.Map    // holder -> *lease, the leases to renew
+}
+
+// lease is one concurrency slot a cloud session holds.
+type lease struct {
+	holder string
+	local  bool // taken from the in-process state while the store was down
+	once   sync.Once
+}
+
+func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *fleet {
+	f := &fleet{
+		shared: cfg.store, local: &MemoryStore{}, timeout: cfg.storeTimeout,
+		provider: provider, log: log, tel: tel,
+		limit: cfg.providerConcurrency, ttl: cfg.slotTTL,
+	}
+	if f.shared == nil {
+		f.shared, f.own = f.local, true
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	f.id = hex.EncodeToString(b[:])
+	return f
+}
+
+// call runs one call on the shared store, bounded by the timeout. It
+// returns false, having logged and counted the failure, when the store
+// failed or is being given a rest: the caller then uses f.local.
+func (f *fleet) call(ctx context.Context, op string, do func(ctx context.Context, s Store) error) bool {
+	if f.own {
+		_ = do(ctx, f.local)
+		return true
+	}
+	f.mu.Lock()
+	resting := f.down && time.Now().Before(f.retryAt)
+	f.mu.Unlock()
+	if resting {
+		return false
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.timeout)
+	err := do(sctx, f.shared)
+	cancel()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		if f.down {
+			f.down = false
+			f.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: store recovered; shared state in use again",
+				slog.String("provider", f.provider))
+		}
+		return true
+	}
+	f.tel.storeErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("op", op)))
+	f.retryAt = time.Now().Add(storeRetry)
+	if !f.down {
+		f.down = true
+		f.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: store unreachable; using in-process state until it answers",
+			slog.String("provider", f.provider), slog.String("op", op), slog.String("error", err.Error()))
+	}
+	return false
+}
+
+// acquireSlot takes a concurrency slot for a new cloud session, or reports
+// that the cap is reached. With no cap it takes nothing and succeeds.
+func (f *fleet) acquireSlot(ctx context.Context) (*lease, bool) {
+	if f.limit <= 0 {
+		return nil, true
+	}
+	l := &lease{holder: f.id + "-" + strconv.FormatUint(f.seq.Add(1), 10)}
+	var ok bool
+	if !f.call(ctx, "acquire_slot", func(ctx context.Context, s Store) (err error) {
+		ok, err = s.AcquireSlot(ctx, f.provider, l.holder, f.limit, f.ttl)
+		return err
+	}) {
+		// The store is down: this process keeps to the cap on its own.
+		l.local = true
+		ok, _ = f.local.AcquireSlot(ctx, f.provider, l.holder, f.limit, f.ttl)
+	}
+	if !ok {
+		if !f.full.Swap(true) {
+			f.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: provider concurrency limit reached; new sessions run on local Chromium",
+				slog.String("provider", f.provider), slog.Int("limit", f.limit))
+		}
+		return nil, false
+	}
+	f.full.Store(false)
+	f.leases.Store(l.holder, l)
+	return l, true
+}
+
+// release gives the slot back, once. A store that cannot be told lets the
+// lease expire.
+func (f *fleet) release(ctx context.Context, l *lease) {
+	if l == nil {
+		return
+	}
+	l.once.Do(func() {
+		f.leases.Delete(l.holder)
+		if l.local {
+			_ = f.local.ReleaseSlot(ctx, f.provider, l.holder)
+			return
+		}
+		f.call(ctx, "release_slot", func(ctx context.Context, s Store) error {
+			return s.ReleaseSlot(ctx, f.provider, l.holder)
+		})
+	})
+}
+
+// renew extends every lease this router holds. A lease the store lost
+// (it expired while the store was unreachable) is taken again if there is
+// room; the session stays open either way, as it cannot be taken from the
+// caller mid-use.
+func (f *fleet) renew(ctx context.Context) {
+	f.leases.Range(func(_, v any) bool {
+		l := v.(*lease)
+		if l.local {
+			_, _ = f.local.RenewSlot(ctx, f.provider, l.holder, f.ttl)
+			return true
+		}
+		var ok bool
+		if f.call(ctx, "renew_slot", func(ctx context.Context, s Store) (err error) {
+			ok, err = s.RenewSlot(ctx, f.provider, l.holder, f.ttl)
+			return err
+		}) && !ok {
+			f.call(ctx, "acquire_slot", func(ctx context.Context, s Store) error {
+				_, err := s.AcquireSlot(ctx, f.provider, l.holder, f.limit, f.ttl)
+				return err
+			})
+		}
+		return true
+	})
+}
+
+// renewLeases renews the leases every third of their life until the
+// router closes.
+func (r *Router) renewLeases() {
+	t := time.NewTicker(r.fleet.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.life.Done():
+			return
+		case <-t.C:
+			r.fleet.renew(r.life)
+		}
+	}
+}
