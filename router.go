@@ -69,7 +69,7 @@ type Router struct {
 	tel  *telemetry
 	// fleet is the store, guarded, and the concurrency leases.
 	fleet *fleet
-	now  func() time.Time // the fallback's clock; tests move it instead of sleeping
+	now   func() time.Time // the fallback's clock; tests move it instead of sleeping
 
 	// life ends at Close: work that outlives its caller (session
 	// creation) runs under it.
