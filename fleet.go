@@ -35,7 +35,7 @@ const (
 
 // fleet is the router's store, guarded.
 type fleet struct {
-	shared   Store        // the configured store; &local when none is
+	store    Store        // the configured store; local when none is
 	local    *MemoryStore // the in-process state a failing store falls back to
 	own      bool         // no store was configured: shared is local, nothing can fail
 	timeout  time.Duration
@@ -52,8 +52,9 @@ type fleet struct {
 	ttl    time.Duration
 	id     string // this router's part of every holder name
 	seq    atomic.Uint64
-	full   atomic.Bool // the cap was logged as reached and no slot was taken since
-	leases sync.Map    // holder -> *lease, the leases to renew
+	full   atomic.Bool  // the cap was logged as reached and no slot was taken since
+	shared atomic.Int64 // leases this router holds in the shared store
+	leases sync.Map     // holder -> *lease, the leases to renew
 }
 
 // lease is one concurrency slot a cloud session holds.
@@ -65,12 +66,12 @@ type lease struct {
 
 func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *fleet {
 	f := &fleet{
-		shared: cfg.store, local: &MemoryStore{}, timeout: cfg.storeTimeout,
+		store: cfg.store, local: &MemoryStore{}, timeout: cfg.storeTimeout,
 		provider: provider, log: log, tel: tel,
 		limit: cfg.providerConcurrency, ttl: cfg.slotTTL,
 	}
-	if f.shared == nil {
-		f.shared, f.own = f.local, true
+	if f.store == nil {
+		f.store, f.own = f.local, true
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -93,7 +94,7 @@ func (f *fleet) call(ctx context.Context, op string, do func(ctx context.Context
 		return false
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.timeout)
-	err := do(sctx, f.shared)
+	err := do(sctx, f.store)
 	cancel()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -127,9 +128,12 @@ func (f *fleet) acquireSlot(ctx context.Context) (*lease, bool) {
 		ok, err = s.AcquireSlot(ctx, f.provider, l.holder, f.limit, f.ttl)
 		return err
 	}) {
-		// The store is down: this process keeps to the cap on its own.
+		// The store is down: this process keeps to the cap on its own,
+		// counting the shared slots it still holds.
 		l.local = true
-		ok, _ = f.local.AcquireSlot(ctx, f.provider, l.holder, f.limit, f.ttl)
+		if room := f.limit - int(f.shared.Load()); room > 0 {
+			ok, _ = f.local.AcquireSlot(ctx, f.provider, l.holder, room, f.ttl)
+		}
 	}
 	if !ok {
 		if !f.full.Swap(true) {
@@ -139,6 +143,9 @@ func (f *fleet) acquireSlot(ctx context.Context) (*lease, bool) {
 		return nil, false
 	}
 	f.full.Store(false)
+	if !l.local {
+		f.shared.Add(1)
+	}
 	f.leases.Store(l.holder, l)
 	return l, true
 }
@@ -155,6 +162,7 @@ func (f *fleet) release(ctx context.Context, l *lease) {
 			_ = f.local.ReleaseSlot(ctx, f.provider, l.holder)
 			return
 		}
+		f.shared.Add(-1)
 		f.call(ctx, "release_slot", func(ctx context.Context, s Store) error {
 			return s.ReleaseSlot(ctx, f.provider, l.holder)
 		})

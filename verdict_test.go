@@ -352,24 +352,3 @@ func TestVerdictAllocations(t *testing.T) {
 		assert.LessOrEqual(t, n, 2.0, u)
 	}
 }
-
-// BenchmarkPlan is the routing decision of whole calls: the scan, one
-// verdict per literal, the route and its memory. The metrics and spans of
-// a call sit around it, so it is the figure that must not move when the
-// telemetry providers are the no-op ones.
-func BenchmarkPlan(b *testing.B) {
-	r := newTestRouter(b, &stubProvider{name: "Cloud"})
-	ctx := context.Background()
-	for _, bc := range []struct{ name, code string }{
-		{"Public", `await page.goto("https://example.com/path?q=1")`},
-		{"Mixed", `fetch("http://localhost:3000/"); location = "https://example.com/"`},
-		{"NoURL", `document.title`},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				_, _ = r.Plan(ctx, "bench", bc.code)
-			}
-		})
-	}
-}
