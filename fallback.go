@@ -164,7 +164,7 @@ func (r *Router) providerFailed(ctx context.Context, key string, err error, reas
 		r.logProviderFailure(ctx, key, err, window)
 	}
 	if reason == "" {
-		reason = fallbackReason(err)
+		reason = fallbackKind(err)
 	}
 	return r.fallbackEntry(ctx, key, err, reason)
 }

@@ -178,3 +178,47 @@ func TestProviderConcurrencyCap(t *testing.T) {
 	assert.Equal(t, cloudUA, w.site.uaOf("/c"))
 	assert.EqualValues(t, 2, w.api.Creates())
 }
+
+// The window and probe through the fleet: shared by routers on one store,
+// and still there (this router's own copy) when the store fails.
+func TestFleetHealthSharesWindowAndSurvivesOutage(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := &flakyHealthStore{}
+	logs := &logBuffer{}
+	a, b := fleetHealth{testFleet(t, s, 0, logs)}, fleetHealth{testFleet(t, s, 0, &logBuffer{})}
+	until := time.Now().Add(17 * time.Second).Truncate(time.Millisecond)
+	require.NoError(t, a.OpenWindow(ctx, "Cloud", until, "rate limited"))
+	got, reason, err := b.Window(ctx, "Cloud")
+	require.NoError(t, err)
+	assert.Equal(t, until, got, "the other router sees the window")
+	assert.Equal(t, "rate limited", reason)
+	ok, err := a.TryProbe(ctx, "Cloud", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = b.TryProbe(ctx, "Cloud", time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok, "one probe for both")
+
+	s.down.Store(true)
+	got, _, err = a.Window(ctx, "Cloud")
+	require.NoError(t, err, "a store outage is no error to the caller")
+	assert.Equal(t, until, got, "the router's own copy of its window")
+	got, _, err = b.Window(ctx, "Cloud")
+	require.NoError(t, err)
+	assert.True(t, got.IsZero(), "b never opened it: its own state has none")
+	assert.Equal(t, 1, logs.count("store unreachable"))
+}
+
+// flakyHealthStore is a MemoryStore whose window calls fail on demand.
+type flakyHealthStore struct {
+	MemoryStore
+	down atomic.Bool
+}
+
+func (s *flakyHealthStore) Window(ctx context.Context, p string) (time.Time, string, error) {
+	if s.down.Load() {
+		return time.Time{}, "", errStoreDown
+	}
+	return s.MemoryStore.Window(ctx, p)
+}

@@ -235,8 +235,8 @@ func (t *telemetry) fellBack(ctx context.Context, reason string) {
 	t.fallbacks.Add(ctx, 1, metric.WithAttributes(attribute.String("provider", t.provider), attribute.String("reason", reason)))
 }
 
-// fallbackReason is the bounded name of why the provider gave no session.
-func fallbackReason(err error) string {
+// fallbackKind is the bounded name of why the provider gave no session.
+func fallbackKind(err error) string {
 	var pe *ProviderError
 	switch {
 	case errors.Is(err, errConcurrencyLimit):
