@@ -48,7 +48,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 func (r *Router) cloudSession(ctx context.Context, key string, budget time.Duration) (*entry, error) {
 	started := r.now()
 	pctx, cancel := context.WithTimeout(ctx, budget)
-	s, err := r.createProviderSession(pctx, key)
+	s, err := r.providerCreate(pctx, key)
 	cancel()
 	if err != nil {
 		return r.providerFailed(ctx, key, err, "")
@@ -62,12 +62,12 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 	if s.CDPURL == "" {
 		// Nothing pretends to work: the exact message of the original
 		// failure, and the session is given back, not cached.
-		_ = r.releaseProviderSession(ctx, s)
+		_ = r.providerRelease(ctx, s)
 		return nil, &noCDPError{provider: r.provider.Name()}
 	}
 	t, err := connectRemote(ctx, s.CDPURL)
 	if err != nil {
-		_ = r.releaseProviderSession(ctx, s)
+		_ = r.providerRelease(ctx, s)
 		return r.providerFailed(ctx, key, fmt.Errorf("connecting to session %s of %s at %s: %w",
 			s.ID, r.provider.Name(), redactURL(s.CDPURL), err), fallbackConnectFailed)
 	}
@@ -77,7 +77,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 	}
 	return &entry{key: key, route: RouteCloud, tab: t, release: func(ctx context.Context) error {
 		_ = t.close(ctx)
-		return r.releaseProviderSession(ctx, s)
+		return r.providerRelease(ctx, s)
 	}}, nil
 }
 

@@ -145,12 +145,12 @@ func (r *Router) providerFellBack(ctx context.Context, key string, s *Session) (
 	}
 	e, err := r.providerFailed(ctx, key, fmt.Errorf("%w: %s", errProviderFellBack, reason), "")
 	if err != nil {
-		_ = r.releaseProviderSession(context.WithoutCancel(ctx), s)
+		_ = r.providerRelease(context.WithoutCancel(ctx), s)
 		return nil, err
 	}
 	local := e.release
 	e.release = func(ctx context.Context) error {
-		return errors.Join(local(ctx), r.releaseProviderSession(ctx, s))
+		return errors.Join(local(ctx), r.providerRelease(ctx, s))
 	}
 	return e, nil
 }

@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/redistest"
 	"github.com/hybroute/hybroute/redisstore"
 )
@@ -209,4 +211,83 @@ func TestFleetRedisRestart(t *testing.T) {
 	r.fleet.release(ctx, a) // its lease died with the old server: no error either
 	assert.Equal(t, 1, logs.count("store unreachable"), logs.String())
 	assert.Equal(t, 1, logs.count("store recovered"), logs.String())
+}
+
+// The same cap with real sessions: three routers, each with its sidecar,
+// against one provider with a real cloud Chromium behind it, and 50 new
+// keys at once. Heavy (three local Chromiums and 50 tabs), so it runs
+// only with HYBROUTE_FLEET_LOAD=1.
+func TestFleetCapLoad(t *testing.T) {
+	if os.Getenv("HYBROUTE_FLEET_LOAD") == "" {
+		t.Skip("skipping: set HYBROUTE_FLEET_LOAD=1 for 50 real session creations across 3 routers")
+	}
+	srv := redistest.Start(t)
+	const limit = 5
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { _ = c.Close() })
+	// A loaded machine starts three Chromiums slowly: the time is not
+	// what this test measures.
+	opts := []Option{WithStore(redisstore.New(c)), WithProviderConcurrency(limit), WithStoreTimeout(2 * time.Second),
+		WithCreateTimeout(5 * time.Minute)}
+	w := newWorld(t, cloudtest.Browserbase, opts...)
+	live := &liveCounter{}
+	routers := []*Router{}
+	for range 3 {
+		p := &countingProvider{Provider: NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(w.api.URL)), live: live}
+		routers = append(routers, newBrowserRouter(t, p, w.logs, opts...))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var cloud, local, failed atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 50 {
+		r := routers[i%3]
+		wg.Go(func() {
+			res, err := r.Navigate(ctx, fmt.Sprint("k", i), w.site.url(publicHost, fmt.Sprint("/p", i)))
+			switch {
+			case err != nil:
+				failed.Add(1)
+				t.Log(err)
+			case res.FallbackFromCloud:
+				local.Add(1)
+			default:
+				cloud.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("cloud %d, local %d, failed %d, provider creates %d, most open at once %d", cloud.Load(), local.Load(), failed.Load(), w.api.Creates(), live.peak.Load())
+	assert.Zero(t, failed.Load())
+	assert.LessOrEqual(t, cloud.Load(), int32(limit))
+	assert.Positive(t, cloud.Load())
+	assert.LessOrEqual(t, live.peak.Load(), int32(limit), "never more provider sessions open at once than the fleet's cap")
+}
+
+// liveCounter counts the provider sessions open at once, and the most.
+type liveCounter struct{ now, peak atomic.Int32 }
+
+// countingProvider counts its sessions in a liveCounter shared by the
+// routers of a fleet.
+type countingProvider struct {
+	Provider
+	live *liveCounter
+}
+
+func (p *countingProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+	s, err := p.Provider.CreateSession(ctx, key)
+	if err == nil {
+		n := p.live.now.Add(1)
+		for {
+			peak := p.live.peak.Load()
+			if n <= peak || p.live.peak.CompareAndSwap(peak, n) {
+				break
+			}
+		}
+	}
+	return s, err
+}
+
+func (p *countingProvider) ReleaseSession(ctx context.Context, s *Session) error {
+	p.live.now.Add(-1)
+	return p.Provider.ReleaseSession(ctx, s)
 }

@@ -292,8 +292,8 @@ func (r *Router) providerCall(ctx context.Context, op string, call func(ctx cont
 	return err
 }
 
-// createProviderSession asks the provider for a session, counted and traced.
-func (r *Router) createProviderSession(ctx context.Context, key string) (*Session, error) {
+// providerCreate asks the provider for a session, counted and traced.
+func (r *Router) providerCreate(ctx context.Context, key string) (*Session, error) {
 	var s *Session
 	err := r.providerCall(ctx, "create", func(ctx context.Context) error {
 		var err error
@@ -303,8 +303,8 @@ func (r *Router) createProviderSession(ctx context.Context, key string) (*Sessio
 	return s, err
 }
 
-// releaseProviderSession gives a provider session back, counted and traced.
-func (r *Router) releaseProviderSession(ctx context.Context, s *Session) error {
+// providerRelease gives a provider session back, counted and traced.
+func (r *Router) providerRelease(ctx context.Context, s *Session) error {
 	return r.providerCall(ctx, "release", func(ctx context.Context) error { return r.provider.ReleaseSession(ctx, s) })
 }
 
