@@ -1,7 +1,13 @@
 package hybroute
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -198,4 +204,30 @@ func TestTelemetryPlanAllocatesNothingExtra(t *testing.T) {
 	allocs := testing.AllocsPerRun(100, func() { r.tel.countPlan(ctx, RouteCloud, vs, ReasonMetadata) })
 	assert.Zero(t, allocs)
 	assert.False(t, strings.Contains(planClassName(nil), "public"))
+}
+
+// The egress check counts what it refuses, by class and reason, and never
+// a host.
+func TestTelemetryCountsEgressRefusals(t *testing.T) {
+	t.Parallel()
+	probe, opts := newTelemetryProbe()
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o(&cfg)
+	}
+	pol := testPolicy(staticResolver{}, true)
+	pol.tel = newTelemetry(cfg.meterProvider, cfg.tracerProvider, "")
+	e, err := startEgress(pol, loopbackDialer(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	defer e.close()
+	for _, host := range []string{"169.254.169.254:80", "metadata.google.internal:80"} {
+		c, err := net.Dial("tcp", e.addr())
+		require.NoError(t, err)
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", host)
+		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+		require.NoError(t, err)
+		require.Equal(t, http.StatusForbidden, resp.StatusCode)
+		_ = c.Close()
+	}
+	assert.EqualValues(t, 2, probe.value(t, metricRefusals, "source", "egress", "class", "metadata", "reason", "metadata"))
 }
