@@ -223,11 +223,12 @@ func TestFleetCapLoad(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	const limit = 5
-	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: 64})
 	t.Cleanup(func() { _ = c.Close() })
-	// A loaded machine starts three Chromiums slowly: the time is not
-	// what this test measures.
-	opts := []Option{WithStore(redisstore.New(c)), WithProviderConcurrency(limit), WithStoreTimeout(2 * time.Second),
+	// A loaded machine starts three Chromiums slowly and answers slowly:
+	// the time is not what this test measures, and a store call cut short
+	// would send its router to its own, per-process cap.
+	opts := []Option{WithStore(redisstore.New(c)), WithProviderConcurrency(limit), WithStoreTimeout(20 * time.Second),
 		WithCreateTimeout(5 * time.Minute)}
 	w := newWorld(t, cloudtest.Browserbase, opts...)
 	live := &liveCounter{}
@@ -257,6 +258,7 @@ func TestFleetCapLoad(t *testing.T) {
 	}
 	wg.Wait()
 	t.Logf("cloud %d, local %d, failed %d, provider creates %d, most open at once %d", cloud.Load(), local.Load(), failed.Load(), w.api.Creates(), live.peak.Load())
+	require.Zero(t, w.logs.count("store unreachable"), "the store answered every call: %s", w.logs.String())
 	assert.Zero(t, failed.Load())
 	assert.LessOrEqual(t, cloud.Load(), int32(limit))
 	assert.Positive(t, cloud.Load())
