@@ -24,13 +24,42 @@ import (
 // session: either it returns a working entry (cloud or fallback) or nothing
 // at all. health.go decides whether it asks the provider at all: not while
 // a window is open, and only one creation (the probe) while the provider's
-// health is unknown.
+// health is unknown. A creation the provider may serve then takes one of
+// the fleet's concurrency slots ([WithProviderConcurrency]), held for the
+// session's life.
 func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duration) (*entry, error) {
 	adm, reason := r.health.admit(ctx, budget)
 	if adm == admitLocal {
 		// The provider asked us to stay away: no API call, no log line.
-		return r.fallbackEntry(ctx, key, reason, r.health.last(), nil)
+		return r.fallbackEntry(ctx, key, reason, r.health.last(), nil, fallbackBackoffWindow)
 	}
+	slot, ok := r.fleet.acquireSlot(ctx)
+	if !ok {
+		if adm == admitProbe {
+			// No question was asked: the waiters look again, and one of
+			// them probes.
+			r.health.probeDone()
+		}
+		return r.fallbackEntry(ctx, key, errConcurrencyLimit.Error(), nil, nil, fallbackConcurrency)
+	}
+	e, err := r.cloudSession(ctx, key, budget, adm)
+	if err != nil || e.fallback {
+		r.fleet.release(context.WithoutCancel(ctx), slot)
+		return e, err
+	}
+	if slot != nil {
+		release := e.release
+		e.release = func(ctx context.Context) error {
+			defer r.fleet.release(ctx, slot)
+			return release(ctx)
+		}
+	}
+	return e, nil
+}
+
+// cloudSession asks the provider for a session and connects to it, or
+// falls back to local Chromium, and tells health.go what it learnt.
+func (r *Router) cloudSession(ctx context.Context, key string, budget time.Duration, adm admission) (*entry, error) {
 	started := r.now()
 	s, t, err := r.askProvider(ctx, key, budget)
 	var nc *noCDPError
@@ -49,7 +78,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 		}
 		return &entry{key: key, route: RouteCloud, tab: t, release: func(ctx context.Context) error {
 			_ = t.close(ctx)
-			return r.provider.ReleaseSession(ctx, s)
+			return r.providerRelease(ctx, s)
 		}}, nil
 	}
 	var fellBack *Session
@@ -63,8 +92,12 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 	if first {
 		r.logProviderFailure(ctx, key, err, window)
 	}
-	return r.fallbackEntry(ctx, key, reason, err, fellBack)
+	return r.fallbackEntry(ctx, key, reason, err, fellBack, "")
 }
+
+// errConnecting marks a provider session whose CDP connect failed (the
+// connect_failed fallback reason); its text is the start of the message.
+var errConnecting = errors.New("connecting")
 
 // askProvider creates the provider's session and connects to it. A session
 // the provider created and we cannot use is released here, on a context of
@@ -72,7 +105,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 // errProviderFellBack), which the floor's entry releases.
 func (r *Router) askProvider(ctx context.Context, key string, budget time.Duration) (*Session, *remoteTab, error) {
 	pctx, cancel := context.WithTimeout(ctx, budget)
-	s, err := r.provider.CreateSession(pctx, key)
+	s, err := r.providerCreate(pctx, key)
 	cancel()
 	switch {
 	case err != nil:
@@ -103,8 +136,8 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 	t, err := connectRemote(connCtx, s.CDPURL, s.client, "the cloud browser of "+r.provider.Name(), r.newRemoteGuard())
 	if err != nil {
 		r.releaseProviderSession(s)
-		return nil, nil, fmt.Errorf("connecting to session %s of %s at %s: %w",
-			s.ID, r.provider.Name(), redactURL(s.CDPURL), err)
+		return nil, nil, fmt.Errorf("%w to session %s of %s at %s: %w",
+			errConnecting, s.ID, r.provider.Name(), redactURL(s.CDPURL), err)
 	}
 	return s, t, nil
 }

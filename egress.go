@@ -336,6 +336,7 @@ func (e *egressProxy) dialChecked(ctx context.Context, network, hostport string)
 	var be *BlockedError
 	switch {
 	case errors.As(err, &be):
+		e.pol.tel.refused(ctx, "egress", err)
 		e.warn(ctx, hostport, v, err)
 		return nil, err
 	case err != nil:

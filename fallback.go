@@ -18,6 +18,10 @@ import (
 // already marked FallbackFromCloud: it has told us the cloud is not there.
 var errProviderFellBack = errors.New("provider session came back marked fallback from cloud")
 
+// errConcurrencyLimit is the reason of a cloud session that ran locally
+// because the provider's sessions were all taken ([WithProviderConcurrency]).
+var errConcurrencyLimit = errors.New("provider concurrency limit")
+
 // logProviderFailure is the single line of an outage: provider, status,
 // the window, and the session params the local floor does without, so an
 // operator can confirm the fallback engaged. A configuration error (the
@@ -58,7 +62,9 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 // (the hybrid ::local sidecar stays separate), the local route, and the
 // reason. It has a budget of its own, so the provider's time never eats the
 // floor's. With the fallback off, the call fails with the provider's error.
-func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause error, fellBack *Session) (*entry, error) {
+// kind is the fallback's bounded name for the metrics; "" derives it from
+// cause.
+func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause error, fellBack *Session, kind string) (*entry, error) {
 	if cause == nil {
 		cause = fmt.Errorf("%w: %s", ErrProviderUnavailable, reason)
 	}
@@ -91,9 +97,14 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 	if fellBack != nil {
 		local := e.release
 		e.release = func(ctx context.Context) error {
-			return errors.Join(local(ctx), r.provider.ReleaseSession(ctx, fellBack))
+			return errors.Join(local(ctx), r.providerRelease(ctx, fellBack))
 		}
 	}
+	if kind == "" {
+		kind = fallbackKind(cause)
+	}
+	e.fallbackReason = kind
+	r.tel.fellBack(ctx, kind)
 	return e, nil
 }
 
@@ -103,7 +114,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 func (r *Router) releaseProviderSession(s *Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if err := r.provider.ReleaseSession(ctx, s); err != nil {
+	if err := r.providerRelease(ctx, s); err != nil {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: releasing a provider session",
 			slog.String("provider", r.provider.Name()), slog.String("error", err.Error()))
 	}

@@ -594,6 +594,7 @@ func (g *browserGuard) answer(ev *fetch.EventRequestPaused) {
 		_, _ = m.Call(g.life, "", fetch.CommandContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 		return
 	}
+	g.pol.tel.refused(g.life, "guard", err)
 	g.mu.Lock()
 	kind := g.kind(id, ev.FrameID, e)
 	g.mu.Unlock()

@@ -9,6 +9,9 @@ import (
 	"net/netip"
 	"strings"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Resolver looks up the addresses of a name. *net.Resolver satisfies it.
@@ -60,6 +63,16 @@ type config struct {
 	createTimeout time.Duration
 	localTimeout  time.Duration
 	fallback      bool
+
+	// the fleet (store.go, fleet.go)
+	store               Store // nil: a MemoryStore of the router's own
+	storeTimeout        time.Duration
+	providerConcurrency int           // 0: no cap
+	slotTTL             time.Duration // a concurrency lease's life without renewal
+
+	// metrics and traces (telemetry.go); nil: the global providers
+	meterProvider  metric.MeterProvider
+	tracerProvider trace.TracerProvider
 }
 
 // defaultConfig is the configuration of a Router no option has touched.
@@ -78,6 +91,8 @@ func defaultConfig() config {
 		guardLookup:       guardLookupTimeout,
 		viewportW:         DefaultViewportWidth,
 		viewportH:         DefaultViewportHeight,
+		storeTimeout:      defaultStoreTimeout,
+		slotTTL:           defaultSlotTTL,
 	}
 }
 
@@ -264,6 +279,53 @@ func WithProviderBackoffCap(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
 			c.maxBackoff = d
+		}
+	}
+}
+
+// WithMeterProvider sets the OpenTelemetry meter provider the router's
+// metrics are made on (default: the global one, otel.GetMeterProvider(),
+// a no-op unless the application sets it). The README's Observability
+// section lists the instruments.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.meterProvider = mp }
+}
+
+// WithTracerProvider sets the OpenTelemetry tracer provider of the router's
+// spans (default: the global one, otel.GetTracerProvider()).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tracerProvider = tp }
+}
+
+// WithStore sets the store of the provider's shared state (its back-off
+// window and probe, and the concurrency leases): the default is a
+// [MemoryStore] of the router's own. Routers that share a store, in one
+// process or across a fleet (github.com/hybroute/hybroute/redisstore),
+// act as one client of the provider. A store that fails or is slow never
+// fails a call: the router uses its in-process state until it answers.
+func WithStore(s Store) Option { return func(c *config) { c.store = s } }
+
+// WithStoreTimeout bounds one call to the store (default 500 ms). Past it,
+// the router goes on with its in-process state.
+func WithStoreTimeout(d time.Duration) Option {
+	return func(c *config) {
+		if d > 0 {
+			c.storeTimeout = d
+		}
+	}
+}
+
+// WithProviderConcurrency caps the cloud sessions open at once across
+// every router sharing the store (default: no cap). A new session past the
+// cap runs on local Chromium, marked FallbackFromCloud with the reason
+// "provider concurrency limit", instead of earning the provider's 429.
+// Each session holds a lease on its slot, renewed while it lives, so a
+// replica that dies gives its slots back within 30 s. While the store is
+// unreachable each router keeps to n on its own.
+func WithProviderConcurrency(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.providerConcurrency = n
 		}
 	}
 }

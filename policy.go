@@ -133,6 +133,8 @@ type policy struct {
 	// remoteSecrets: a URL literal that carries a credential may be opened
 	// on a remote browser (WithAllowSecretsInURLs).
 	remoteSecrets bool
+
+	tel *telemetry // counts the refusals of the guard and the egress check; nil in tests without a router
 }
 
 // newPolicy is the policy of cfg, for a router with a provider or without.

@@ -21,6 +21,10 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hybroute/hybroute/internal/urlscan"
 )
@@ -61,8 +65,11 @@ type Router struct {
 	log      *slog.Logger
 
 	side   *sidecar
-	health *health          // the provider's health: its window and its single probe (health.go)
-	now    func() time.Time // the fallback's clock; tests move it instead of sleeping
+	health *health // the provider's health: its window and its single probe (health.go)
+	tel    *telemetry
+	// fleet is the store, guarded, and the concurrency leases.
+	fleet *fleet
+	now   func() time.Time // the fallback's clock; tests move it instead of sleeping
 
 	// life ends at Close: work that outlives its caller (session
 	// creation) runs under it.
@@ -105,9 +112,17 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	}
 	r.log = r.cfg.logger
 	r.pol = newPolicy(&r.cfg, p != nil)
+	name := ""
+	if p != nil {
+		name = p.Name()
+	}
+	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
+	r.pol.tel = r.tel
+	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
+	r.observeBackoff(r.cfg.meterProvider)
 	r.side = newSidecar(&r.cfg, r.pol)
 	if p != nil {
-		r.health = &health{store: newMemHealth(), provider: p.Name(), cap: r.cfg.maxBackoff,
+		r.health = &health{store: fleetHealth{r.fleet}, provider: p.Name(), cap: r.cfg.maxBackoff,
 			now: func() time.Time { return r.now() }}
 	}
 	r.side.lookupsOf = r.callLookupsOf
@@ -116,6 +131,9 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
 			return nil, err
 		}
+	}
+	if p != nil && r.cfg.cdpURL == "" && r.fleet.limit > 0 {
+		r.sess.wg.Go(r.renewLeases)
 	}
 	return r, nil
 }
@@ -263,8 +281,10 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	p.Route = r.pol.route(p.Verdicts, p.prev, p.hasPrev, navigates)
 	p.CacheKey = r.pol.cacheKey(key, p.Route)
 	if len(errs) > 0 {
+		r.tel.countPlan(ctx, p.Route, p.Verdicts, leadingReason(errs))
 		return p, blockedCall(errs)
 	}
+	r.tel.countPlan(ctx, p.Route, p.Verdicts, 0)
 	r.logPlan(ctx, key, p)
 	return p, nil
 }
@@ -339,6 +359,7 @@ func (r *Router) Close() error {
 	r.closed = true
 	r.routes.clear()
 	r.mu.Unlock()
+	defer r.tel.stop()
 	return r.closeSessions()
 }
 
@@ -356,8 +377,12 @@ func (r *Router) Close() error {
 // the browser, and fail the call. LandedURL is where the main frame was when run returned; a
 // navigation run started but did not wait for is checked by the guard as it
 // happens and by the next call's landing check.
-func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (Result, error) {
-	p, err := r.Plan(ctx, sessionKey, code)
+func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (res Result, err error) {
+	ctx, span := r.spanCall(ctx, "hybroute.exec", sessionKey)
+	defer func() { endCall(span, res, err) }()
+	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
+	p, err := r.Plan(pctx, sessionKey, code)
+	endPlan(pspan, p, err)
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
@@ -378,8 +403,12 @@ func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string) (Resul
 // expected to navigate to rawURL (after setting up the tab, say): the call
 // is planned as a navigation to rawURL, and run as [Router.Exec] runs its
 // run. The guard and the landed-URL check hold for whatever run does.
-func (r *Router) NavigateWith(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context) error) (Result, error) {
-	p, err := r.PlanNavigate(ctx, sessionKey, rawURL)
+func (r *Router) NavigateWith(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context) error) (res Result, err error) {
+	ctx, span := r.spanCall(ctx, "hybroute.navigate", sessionKey)
+	defer func() { endCall(span, res, err) }()
+	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
+	p, err := r.PlanNavigate(pctx, sessionKey, rawURL)
+	endPlan(pspan, p, err)
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
@@ -392,7 +421,10 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		res.PageChanged = true
 		res.PreviousCacheKey = r.pol.cacheKey(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.prev)
 	}
-	e, err := r.acquire(ctx, p)
+	actx, aspan := r.tel.tracer.Start(ctx, "hybroute.session.acquire",
+		trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
+	e, err := r.acquire(actx, p)
+	endAcquire(aspan, e, err)
 	if err != nil {
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
 	}
@@ -417,9 +449,17 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
 	}
 	e.guard.reset()
-	cctx, cancel := e.tab.bind(ctx)
+	rctx, rspan := r.tel.tracer.Start(ctx, "hybroute.run",
+		trace.WithAttributes(attribute.String("hybroute.route", res.Route.String())))
+	defer rspan.End()
+	cctx, cancel := e.tab.bind(rctx)
 	defer cancel()
+	started := time.Now()
 	runErr := run(context.WithValue(cctx, runKey{}, e))
+	r.tel.callDuration.Record(ctx, since(started), metric.WithAttributes(attribute.String("route", res.Route.String())))
+	if runErr != nil {
+		rspan.SetStatus(codes.Error, errorKind(runErr))
+	}
 	if runErr != nil && ctx.Err() != nil {
 		// The call's deadline (or its caller) ended it: the page may be
 		// wedged. The next call asks the tab before it relies on it.
@@ -466,6 +506,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, er
 	landed := *e.landed.Load()
 	var err error
 	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, r.callLookupsOf(e)), e.where()); refused != nil {
+		r.tel.refused(ctx, "landing", refused)
 		err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
 	}
 	if e.bg == nil {
@@ -486,6 +527,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, er
 		if refused == nil {
 			continue
 		}
+		r.tel.refused(ctx, "landing", refused)
 		perr := fmt.Errorf("hybroute: popup %s landed on a blocked address, so it was closed: %w", redactURL(clipURL(u)), refused)
 		cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 		cerr := e.bg.closeTarget(cctx, id)

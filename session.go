@@ -10,6 +10,9 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/target"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 )
 
@@ -53,15 +56,18 @@ type entry struct {
 	route    Route // where it runs: RouteLocal for a fallback
 	fallback bool
 	reason   string // why a fallback is one (Result.FallbackReason)
-	tab      tab
-	released atomic.Bool                 // Release, the reaper or Close ended it; calls on it get ErrReleased
-	release  func(context.Context) error // ends the session, exactly once
-	guard    guardRecord                 // what the guard refused during the current call
-	dialogs  dialogRecord                // the dialogs answered since the last call took them
-	landed   atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
-	tabID    target.ID                   // the tab's target, set by the guard
-	bg       *browserGuard               // the guard of the tab's browser (guard.go)
-	suspect  atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
+	// fallbackReason is the bounded name of why a fallback runs locally
+	// (telemetry.go's fallback reasons).
+	fallbackReason string
+	tab            tab
+	released       atomic.Bool                 // Release, the reaper or Close ended it; calls on it get ErrReleased
+	release        func(context.Context) error // ends the session, exactly once
+	guard          guardRecord                 // what the guard refused during the current call
+	dialogs        dialogRecord                // the dialogs answered since the last call took them
+	landed         atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
+	tabID          target.ID                   // the tab's target, set by the guard
+	bg             *browserGuard               // the guard of the tab's browser (guard.go)
+	suspect        atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -169,10 +175,16 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				t := time.AfterFunc(grace, cancel)
 				context.AfterFunc(cctx, func() { t.Stop() })
 			})()
+			cctx, span := r.tel.tracer.Start(cctx, "hybroute.session.create",
+				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
+			started := time.Now()
 			e, err := r.create(cctx, p, budget)
+			endAcquire(span, e, err)
 			if err != nil {
 				return nil, err
 			}
+			r.tel.createDuration.Record(cctx, since(started), metric.WithAttributes(
+				attribute.String("route", e.ranOn().String()), attribute.Bool("fallback", e.fallback)))
 			guard, err := r.enableGuard(e)
 			if err != nil {
 				_ = e.end()
@@ -190,6 +202,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				return nil, ErrClosed
 			}
 			e.touch()
+			r.tel.sessionOpened(cctx, e)
 			r.sess.m[p.CacheKey] = e
 			// Added under mu after the closed check, so Close's Wait
 			// cannot miss them.

@@ -43,6 +43,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	var allowHosts stringList
 	fs.Var(&allowHosts, "allow-host", "with --http: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
 	viewport := fs.String("viewport", "1280x720", "the local browser's viewport, WIDTHxHEIGHT (0x0: the browser's own)")
+	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -59,7 +60,17 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}
-	r, provider, err := cfg.newRouter(e.getenv, e.stderr, true, hybroute.WithLocalViewport(vw, vh))
+	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh)}
+	if *metricsAddr != "" {
+		ms, err := startMetrics(*metricsAddr, e.stderr)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+			return exitFailure
+		}
+		defer ms.close()
+		extra = append(extra, hybroute.WithMeterProvider(ms.provider))
+	}
+	r, provider, err := cfg.newRouter(e.getenv, e.stderr, true, extra...)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute"
+)
+
+// The metrics page shows what a router counted, in Prometheus's format,
+// on loopback.
+func TestMetricsServesRouterCounts(t *testing.T) {
+	var stderr bytes.Buffer
+	ms, err := startMetrics(":0", &stderr)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, ms.close()) })
+	assert.Contains(t, ms.addr.String(), "127.0.0.1:")
+	assert.NotContains(t, stderr.String(), "WARNING")
+
+	r, err := hybroute.New(nil, hybroute.WithMeterProvider(ms.provider))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = r.Plan(ctx, "s", `fetch("http://169.254.169.254/latest/meta-data/")`)
+	require.ErrorIs(t, err, hybroute.ErrMetadata)
+	_, err = r.Plan(ctx, "s", `fetch("http://127.0.0.1:3000/")`)
+	require.NoError(t, err)
+
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+ms.addr.String()+"/metrics", nil)
+	require.NoError(t, err)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	require.NoError(t, err)
+	page := string(body)
+	assert.Contains(t, page, `hybroute_blocked_total{otel_scope_name="github.com/hybroute/hybroute"`)
+	assert.Regexp(t, `hybroute_blocked_total\{[^}]*reason="metadata"[^}]*\} 1`, page)
+	assert.Regexp(t, `hybroute_plans_total\{[^}]*class="private"[^}]*route="local"[^}]*\} 1`, page)
+	assert.NotContains(t, page, "169.254.169.254")
+}

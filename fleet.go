@@ -1,0 +1,264 @@
+package hybroute
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"log/slog"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// The router's side of the [Store]: every call to a shared store is bounded
+// by a short timeout, and a store that fails or is slow is replaced by the
+// router's own in-process state until it answers again, with one warning
+// per outage and one line when it is back. The provider's concurrency
+// leases live here too.
+
+const (
+	// defaultStoreTimeout bounds one store call.
+	defaultStoreTimeout = 500 * time.Millisecond
+	// storeRetry is how long after a failed call the router stays on its
+	// in-process state before it asks the store again, so that an outage
+	// costs one timeout a second, not one per call.
+	storeRetry = time.Second
+	// defaultSlotTTL is a concurrency lease's life without renewal: a
+	// replica that dies holds its slots this long at most. Leases are
+	// renewed every third of it.
+	defaultSlotTTL = 30 * time.Second
+)
+
+// fleet is the router's store, guarded.
+type fleet struct {
+	store    Store        // the configured store; local when none is
+	local    *MemoryStore // the in-process state a failing store falls back to
+	own      bool         // no store was configured: shared is local, nothing can fail
+	timeout  time.Duration
+	provider string
+	log      *slog.Logger
+	tel      *telemetry
+
+	mu      sync.Mutex
+	down    bool      // a store failure was logged and no success seen since
+	retryAt time.Time // before this, the store is not asked
+
+	// the concurrency cap (WithProviderConcurrency)
+	limit  int
+	ttl    time.Duration
+	id     string // this router's part of every holder name
+	seq    atomic.Uint64
+	full   atomic.Bool  // the cap was logged as reached and no slot was taken since
+	shared atomic.Int64 // leases this router holds in the shared store
+	leases sync.Map     // holder -> *lease, the leases to renew
+}
+
+// lease is one concurrency slot a cloud session holds.
+type lease struct {
+	holder string
+	local  bool // taken from the in-process state while the store was down
+	once   sync.Once
+}
+
+func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *fleet {
+	f := &fleet{
+		store: cfg.store, local: &MemoryStore{}, timeout: cfg.storeTimeout,
+		provider: provider, log: log, tel: tel,
+		limit: cfg.providerConcurrency, ttl: cfg.slotTTL,
+	}
+	if f.store == nil {
+		f.store, f.own = f.local, true
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	f.id = hex.EncodeToString(b[:])
+	return f
+}
+
+// call runs one call on the shared store, bounded by the timeout. It
+// returns false, having logged and counted the failure, when the store
+// failed or is being given a rest: the caller then uses f.local.
+func (f *fleet) call(ctx context.Context, op string, do func(ctx context.Context, s Store) error) bool {
+	if f.own {
+		_ = do(ctx, f.local)
+		return true
+	}
+	f.mu.Lock()
+	resting := f.down && time.Now().Before(f.retryAt)
+	f.mu.Unlock()
+	if resting {
+		return false
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.timeout)
+	err := do(sctx, f.store)
+	cancel()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil {
+		if f.down {
+			f.down = false
+			f.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: store recovered; shared state in use again",
+				slog.String("provider", f.provider))
+		}
+		return true
+	}
+	f.tel.storeErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("op", op)))
+	f.retryAt = time.Now().Add(storeRetry)
+	if !f.down {
+		f.down = true
+		f.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: store unreachable; using in-process state until it answers",
+			slog.String("provider", f.provider), slog.String("op", op), slog.String("error", err.Error()))
+	}
+	return false
+}
+
+// acquireSlot takes a concurrency slot for a new cloud session, or reports
+// that the cap is reached. With no cap it takes nothing and succeeds.
+func (f *fleet) acquireSlot(ctx context.Context) (*lease, bool) {
+	if f.limit <= 0 {
+		return nil, true
+	}
+	l := &lease{holder: f.id + "-" + strconv.FormatUint(f.seq.Add(1), 10)}
+	var ok bool
+	if !f.call(ctx, "acquire_slot", func(ctx context.Context, s Store) (err error) {
+		ok, err = s.AcquireSlot(ctx, f.provider, l.holder, f.limit, f.ttl)
+		return err
+	}) {
+		// The store is down: this process keeps to the cap on its own,
+		// counting the shared slots it still holds.
+		l.local = true
+		if room := f.limit - int(f.shared.Load()); room > 0 {
+			ok, _ = f.local.AcquireSlot(ctx, f.provider, l.holder, room, f.ttl)
+		}
+	}
+	if !ok {
+		if !f.full.Swap(true) {
+			f.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: provider concurrency limit reached; new sessions run on local Chromium",
+				slog.String("provider", f.provider), slog.Int("limit", f.limit))
+		}
+		return nil, false
+	}
+	f.full.Store(false)
+	if !l.local {
+		f.shared.Add(1)
+	}
+	f.leases.Store(l.holder, l)
+	return l, true
+}
+
+// release gives the slot back, once. A store that cannot be told lets the
+// lease expire.
+func (f *fleet) release(ctx context.Context, l *lease) {
+	if l == nil {
+		return
+	}
+	l.once.Do(func() {
+		f.leases.Delete(l.holder)
+		if l.local {
+			_ = f.local.ReleaseSlot(ctx, f.provider, l.holder)
+			return
+		}
+		f.shared.Add(-1)
+		f.call(ctx, "release_slot", func(ctx context.Context, s Store) error {
+			return s.ReleaseSlot(ctx, f.provider, l.holder)
+		})
+	})
+}
+
+// renew extends every lease this router holds. A lease the store lost
+// (it expired while the store was unreachable) is taken again if there is
+// room; the session stays open either way, as it cannot be taken from the
+// caller mid-use.
+func (f *fleet) renew(ctx context.Context) {
+	f.leases.Range(func(_, v any) bool {
+		l := v.(*lease)
+		if l.local {
+			_, _ = f.local.RenewSlot(ctx, f.provider, l.holder, f.ttl)
+			return true
+		}
+		var ok bool
+		if f.call(ctx, "renew_slot", func(ctx context.Context, s Store) (err error) {
+			ok, err = s.RenewSlot(ctx, f.provider, l.holder, f.ttl)
+			return err
+		}) && !ok {
+			f.call(ctx, "acquire_slot", func(ctx context.Context, s Store) error {
+				_, err := s.AcquireSlot(ctx, f.provider, l.holder, f.limit, f.ttl)
+				return err
+			})
+		}
+		return true
+	})
+}
+
+// renewLeases renews the leases every third of their life until the
+// router closes.
+func (r *Router) renewLeases() {
+	t := time.NewTicker(r.fleet.ttl / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.life.Done():
+			return
+		case <-t.C:
+			r.fleet.renew(r.life)
+		}
+	}
+}
+
+// fleetHealth is the provider's window and probe on the fleet's store,
+// guarded as every store call is: it has the method set of the health
+// store the fallback keeps its window and probe in. A window is written to
+// the router's own state as well, so that an outage of the store does not
+// forget the windows this router opened.
+type fleetHealth struct{ f *fleet }
+
+func (h fleetHealth) Window(ctx context.Context, provider string) (until time.Time, reason string, err error) {
+	if !h.f.call(ctx, "window", func(ctx context.Context, s Store) (err error) {
+		until, reason, err = s.Window(ctx, provider)
+		return err
+	}) {
+		return h.f.local.Window(ctx, provider)
+	}
+	return until, reason, nil
+}
+
+func (h fleetHealth) OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error {
+	if !h.f.own {
+		h.f.call(ctx, "open_window", func(ctx context.Context, s Store) error {
+			return s.OpenWindow(ctx, provider, until, reason)
+		})
+	}
+	return h.f.local.OpenWindow(ctx, provider, until, reason)
+}
+
+func (h fleetHealth) CloseWindow(ctx context.Context, provider string) error {
+	if !h.f.own {
+		h.f.call(ctx, "close_window", func(ctx context.Context, s Store) error {
+			return s.CloseWindow(ctx, provider)
+		})
+	}
+	return h.f.local.CloseWindow(ctx, provider)
+}
+
+func (h fleetHealth) TryProbe(ctx context.Context, provider string, ttl time.Duration) (ok bool, err error) {
+	if !h.f.call(ctx, "try_probe", func(ctx context.Context, s Store) (err error) {
+		ok, err = s.TryProbe(ctx, provider, ttl)
+		return err
+	}) {
+		return h.f.local.TryProbe(ctx, provider, ttl)
+	}
+	return ok, nil
+}
+
+func (h fleetHealth) DoneProbe(ctx context.Context, provider string) error {
+	if !h.f.own {
+		h.f.call(ctx, "done_probe", func(ctx context.Context, s Store) error {
+			return s.DoneProbe(ctx, provider)
+		})
+	}
+	return h.f.local.DoneProbe(ctx, provider)
+}

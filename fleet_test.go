@@ -1,0 +1,224 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// flakyStore is a MemoryStore that can be made to fail every call, or to
+// hang until the caller's deadline, as an unreachable or stalled Redis does.
+type flakyStore struct {
+	MemoryStore
+	mode  atomic.Int32 // 0 answers, 1 fails, 2 hangs
+	calls atomic.Int32
+}
+
+var errStoreDown = errors.New("store down")
+
+func (s *flakyStore) fault(ctx context.Context) error {
+	s.calls.Add(1)
+	switch s.mode.Load() {
+	case 1:
+		return errStoreDown
+	case 2:
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (s *flakyStore) AcquireSlot(ctx context.Context, p, h string, limit int, ttl time.Duration) (bool, error) {
+	if err := s.fault(ctx); err != nil {
+		return false, err
+	}
+	return s.MemoryStore.AcquireSlot(ctx, p, h, limit, ttl)
+}
+
+func (s *flakyStore) RenewSlot(ctx context.Context, p, h string, ttl time.Duration) (bool, error) {
+	if err := s.fault(ctx); err != nil {
+		return false, err
+	}
+	return s.MemoryStore.RenewSlot(ctx, p, h, ttl)
+}
+
+func (s *flakyStore) ReleaseSlot(ctx context.Context, p, h string) error {
+	if err := s.fault(ctx); err != nil {
+		return err
+	}
+	return s.MemoryStore.ReleaseSlot(ctx, p, h)
+}
+
+func testFleet(t *testing.T, s Store, limit int, logs *logBuffer) *fleet {
+	t.Helper()
+	cfg := defaultConfig()
+	cfg.store, cfg.providerConcurrency, cfg.storeTimeout = s, limit, 100*time.Millisecond
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	return newFleet(&cfg, "Cloud", log, newTelemetry(nil, nil, "Cloud"))
+}
+
+// A store that fails or hangs never fails nor holds up a slot: the router
+// keeps to the cap with its own state, warns once per outage, and says
+// once when the store is back.
+func TestFleetStoreOutageFallsBackToLocalState(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := &flakyStore{}
+	logs := &logBuffer{}
+	f := testFleet(t, s, 3, logs)
+
+	a, ok := f.acquireSlot(ctx)
+	require.True(t, ok)
+	assert.False(t, a.local, "taken from the store")
+
+	s.mode.Store(2) // hangs: every call is cut at the timeout
+	done := make(chan struct{})
+	var b, c *lease
+	var okB, okC bool
+	go func() {
+		defer close(done)
+		b, okB = f.acquireSlot(ctx)
+		c, okC = f.acquireSlot(ctx)
+	}()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a hanging store held up acquireSlot")
+	}
+	require.True(t, okB)
+	assert.True(t, b.local, "the in-process state gave the slot")
+	require.True(t, okC)
+	_, okD := f.acquireSlot(ctx)
+	assert.False(t, okD, "the cap holds on local state too, counting the shared slot still held")
+	assert.Equal(t, int32(2), s.calls.Load(), "a failed store is left alone for a while, not asked on every call")
+	f.release(ctx, b)
+
+	s.mode.Store(1) // fails at once: the same outage, not a new warning
+	f.mu.Lock()
+	f.retryAt = time.Time{}
+	f.mu.Unlock()
+	_, ok = f.acquireSlot(ctx)
+	require.True(t, ok)
+
+	s.mode.Store(0)
+	f.mu.Lock()
+	f.retryAt = time.Time{}
+	f.mu.Unlock()
+	e, ok := f.acquireSlot(ctx)
+	require.True(t, ok)
+	assert.False(t, e.local, "the store is asked again")
+	assert.Equal(t, 1, logs.count("store unreachable"), logs.String())
+	assert.Equal(t, 1, logs.count("store recovered"), logs.String())
+	assert.Contains(t, logs.String(), "limit reached")
+	f.release(ctx, a)
+	f.release(ctx, e)
+	f.release(ctx, c)
+}
+
+// Leases are renewed while their sessions live, so they outlast their ttl;
+// a lost lease is taken again.
+func TestFleetRenewsLeases(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := &MemoryStore{}
+	f := testFleet(t, s, 1, &logBuffer{})
+	f.ttl = 200 * time.Millisecond
+	l, ok := f.acquireSlot(ctx)
+	require.True(t, ok)
+	for range 4 {
+		time.Sleep(100 * time.Millisecond)
+		f.renew(ctx)
+	}
+	ok, err := s.AcquireSlot(ctx, "Cloud", "intruder", 1, time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok, "the renewed lease still holds the only slot")
+
+	require.NoError(t, s.ReleaseSlot(ctx, "Cloud", l.holder)) // lost, as after an expiry
+	f.renew(ctx)
+	ok, err = s.AcquireSlot(ctx, "Cloud", "intruder", 1, time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok, "the renewal took the lost lease again")
+	f.release(ctx, l)
+	ok, err = s.AcquireSlot(ctx, "Cloud", "intruder", 1, time.Minute)
+	require.NoError(t, err)
+	assert.True(t, ok, "released")
+}
+
+// Past the cap a new session runs on local Chromium, marked as a fallback
+// for the concurrency limit, without asking the provider; a released
+// session frees its slot for the next one.
+func TestProviderConcurrencyCap(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, cloudtest.Browserbase, WithProviderConcurrency(1))
+	ctx := testCtx(t)
+	res, err := w.r.Navigate(ctx, "a", w.site.url(publicHost, "/a"))
+	require.NoError(t, err)
+	assert.False(t, res.FallbackFromCloud)
+	assert.Equal(t, cloudUA, w.site.uaOf("/a"))
+
+	res, err = w.r.Navigate(ctx, "b", w.site.url(publicHost, "/b"))
+	require.NoError(t, err)
+	assert.True(t, res.FallbackFromCloud, "past the cap")
+	assert.Equal(t, localUA, w.site.uaOf("/b"))
+	assert.EqualValues(t, 1, w.api.Creates(), "the provider was not asked past the cap")
+	assert.Equal(t, 1, w.logs.count("provider concurrency limit reached"), w.logs.String())
+
+	require.NoError(t, w.r.Release(ctx, "a"))
+	res, err = w.r.Navigate(ctx, "c", w.site.url(publicHost, "/c"))
+	require.NoError(t, err)
+	assert.False(t, res.FallbackFromCloud, "the released slot is free again")
+	assert.Equal(t, cloudUA, w.site.uaOf("/c"))
+	assert.EqualValues(t, 2, w.api.Creates())
+}
+
+// The window and probe through the fleet: shared by routers on one store,
+// and still there (this router's own copy) when the store fails.
+func TestFleetHealthSharesWindowAndSurvivesOutage(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	s := &flakyHealthStore{}
+	logs := &logBuffer{}
+	a, b := fleetHealth{testFleet(t, s, 0, logs)}, fleetHealth{testFleet(t, s, 0, &logBuffer{})}
+	until := time.Now().Add(17 * time.Second).Truncate(time.Millisecond)
+	require.NoError(t, a.OpenWindow(ctx, "Cloud", until, "rate limited"))
+	got, reason, err := b.Window(ctx, "Cloud")
+	require.NoError(t, err)
+	assert.Equal(t, until, got, "the other router sees the window")
+	assert.Equal(t, "rate limited", reason)
+	ok, err := a.TryProbe(ctx, "Cloud", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = b.TryProbe(ctx, "Cloud", time.Minute)
+	require.NoError(t, err)
+	assert.False(t, ok, "one probe for both")
+
+	s.down.Store(true)
+	got, _, err = a.Window(ctx, "Cloud")
+	require.NoError(t, err, "a store outage is no error to the caller")
+	assert.Equal(t, until, got, "the router's own copy of its window")
+	got, _, err = b.Window(ctx, "Cloud")
+	require.NoError(t, err)
+	assert.True(t, got.IsZero(), "b never opened it: its own state has none")
+	assert.Equal(t, 1, logs.count("store unreachable"))
+}
+
+// flakyHealthStore is a MemoryStore whose window calls fail on demand.
+type flakyHealthStore struct {
+	MemoryStore
+	down atomic.Bool
+}
+
+func (s *flakyHealthStore) Window(ctx context.Context, p string) (time.Time, string, error) {
+	if s.down.Load() {
+		return time.Time{}, "", errStoreDown
+	}
+	return s.MemoryStore.Window(ctx, p)
+}

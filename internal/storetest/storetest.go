@@ -1,0 +1,212 @@
+// Package storetest is the conformance suite of hybroute's Store: every
+// implementation (the in-process MemoryStore, redisstore) runs it, so they
+// cannot drift apart in what a window, a probe or a lease means.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Store is hybroute.Store's method set, repeated here so that the root
+// package's own tests can use this package without an import cycle.
+type Store interface {
+	Window(ctx context.Context, provider string) (until time.Time, reason string, err error)
+	OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error
+	CloseWindow(ctx context.Context, provider string) error
+	TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error)
+	DoneProbe(ctx context.Context, provider string) error
+	AcquireSlot(ctx context.Context, provider, holder string, limit int, ttl time.Duration) (bool, error)
+	RenewSlot(ctx context.Context, provider, holder string, ttl time.Duration) (bool, error)
+	ReleaseSlot(ctx context.Context, provider, holder string) error
+}
+
+// long is a ttl no test outlives; short is one every test waits out with
+// expire.
+const (
+	long  = time.Minute
+	short = 150 * time.Millisecond
+)
+
+// expire waits until a lease of ttl short taken before the call has
+// surely expired.
+func expire() { time.Sleep(3 * short) }
+
+// Run runs the suite; newStore returns an empty store for each subtest.
+func Run(t *testing.T, newStore func(t *testing.T) Store) {
+	ctx := func(t *testing.T) context.Context {
+		c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		t.Cleanup(cancel)
+		return c
+	}
+	must := func(t *testing.T, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustBool := func(t *testing.T, want bool, got bool, err error, what string) {
+		t.Helper()
+		must(t, err)
+		if got != want {
+			t.Fatalf("%s: got %v, want %v", what, got, want)
+		}
+	}
+
+	t.Run("Window", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		until, reason, err := s.Window(c, "p")
+		must(t, err)
+		if !until.IsZero() || reason != "" {
+			t.Fatalf("a new store has a window: %v %q", until, reason)
+		}
+		base := time.Now().Truncate(time.Millisecond)
+		must(t, s.OpenWindow(c, "p", base.Add(17*time.Second), "rate_limited"))
+		until, reason, err = s.Window(c, "p")
+		must(t, err)
+		if !until.Equal(base.Add(17*time.Second)) || reason != "rate_limited" {
+			t.Fatalf("window: got %v %q, want %v rate_limited", until, reason, base.Add(17*time.Second))
+		}
+		// A shorter later window never shortens the open one; a longer
+		// one extends it, with its reason.
+		must(t, s.OpenWindow(c, "p", base.Add(5*time.Second), "unavailable"))
+		until, reason, err = s.Window(c, "p")
+		must(t, err)
+		if !until.Equal(base.Add(17*time.Second)) || reason != "rate_limited" {
+			t.Fatalf("a shorter window shortened the open one: %v %q", until, reason)
+		}
+		must(t, s.OpenWindow(c, "p", base.Add(30*time.Second), "unavailable"))
+		until, reason, err = s.Window(c, "p")
+		must(t, err)
+		if !until.Equal(base.Add(30*time.Second)) || reason != "unavailable" {
+			t.Fatalf("a longer window did not extend: %v %q", until, reason)
+		}
+		// Providers are separate.
+		until, _, err = s.Window(c, "other")
+		must(t, err)
+		if !until.IsZero() {
+			t.Fatalf("another provider shares the window: %v", until)
+		}
+		must(t, s.CloseWindow(c, "p"))
+		until, reason, err = s.Window(c, "p")
+		must(t, err)
+		if !until.IsZero() || reason != "" {
+			t.Fatalf("closed window still open: %v %q", until, reason)
+		}
+		// After a close, any window opens, however short.
+		must(t, s.OpenWindow(c, "p", base.Add(time.Second), "timeout"))
+		until, _, err = s.Window(c, "p")
+		must(t, err)
+		if !until.Equal(base.Add(time.Second)) {
+			t.Fatalf("window after close: %v", until)
+		}
+	})
+
+	t.Run("Probe", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		ok, err := s.TryProbe(c, "p", long)
+		mustBool(t, true, ok, err, "first claim")
+		ok, err = s.TryProbe(c, "p", long)
+		mustBool(t, false, ok, err, "second claim while the first holds")
+		ok, err = s.TryProbe(c, "other", long)
+		mustBool(t, true, ok, err, "another provider's claim")
+		must(t, s.DoneProbe(c, "p"))
+		ok, err = s.TryProbe(c, "p", short)
+		mustBool(t, true, ok, err, "claim after done")
+		expire()
+		ok, err = s.TryProbe(c, "p", long)
+		mustBool(t, true, ok, err, "claim after the previous one expired")
+	})
+
+	t.Run("ProbeOneWinner", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		var wins atomic.Int32
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if ok, err := s.TryProbe(c, "p", long); err != nil {
+					t.Error(err)
+				} else if ok {
+					wins.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if wins.Load() != 1 {
+			t.Fatalf("%d concurrent probe claims won, want 1", wins.Load())
+		}
+	})
+
+	t.Run("Slots", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		for i := range 3 {
+			ok, err := s.AcquireSlot(c, "p", fmt.Sprint("h", i), 3, long)
+			mustBool(t, true, ok, err, fmt.Sprint("slot ", i))
+		}
+		ok, err := s.AcquireSlot(c, "p", "h3", 3, long)
+		mustBool(t, false, ok, err, "slot past the cap")
+		ok, err = s.AcquireSlot(c, "p", "h0", 3, long)
+		mustBool(t, true, ok, err, "a holder acquiring again (a renewal)")
+		ok, err = s.AcquireSlot(c, "other", "h3", 3, long)
+		mustBool(t, true, ok, err, "another provider's slot")
+		must(t, s.ReleaseSlot(c, "p", "h1"))
+		must(t, s.ReleaseSlot(c, "p", "h1")) // twice: no error
+		must(t, s.ReleaseSlot(c, "p", "never"))
+		ok, err = s.AcquireSlot(c, "p", "h3", 3, long)
+		mustBool(t, true, ok, err, "slot after a release")
+		ok, err = s.AcquireSlot(c, "p", "h4", 3, long)
+		mustBool(t, false, ok, err, "the cap again")
+	})
+
+	t.Run("SlotLeasesExpire", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		ok, err := s.AcquireSlot(c, "p", "dead", 1, short)
+		mustBool(t, true, ok, err, "slot")
+		ok, err = s.AcquireSlot(c, "p", "alive", 1, long)
+		mustBool(t, false, ok, err, "slot past the cap")
+		expire()
+		ok, err = s.AcquireSlot(c, "p", "alive", 1, long)
+		mustBool(t, true, ok, err, "slot after the holder's lease expired")
+		ok, err = s.RenewSlot(c, "p", "dead", long)
+		mustBool(t, false, ok, err, "renewing an expired lease")
+		ok, err = s.AcquireSlot(c, "p", "dead", 1, long)
+		mustBool(t, false, ok, err, "an expired holder's renewal did not take the slot back")
+	})
+
+	t.Run("SlotRenew", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		ok, err := s.AcquireSlot(c, "p", "h", 1, short)
+		mustBool(t, true, ok, err, "slot")
+		ok, err = s.RenewSlot(c, "p", "h", long)
+		mustBool(t, true, ok, err, "renewal")
+		expire() // past the first ttl, within the renewed one
+		ok, err = s.AcquireSlot(c, "p", "other", 1, long)
+		mustBool(t, false, ok, err, "the renewed lease still holds the slot")
+		ok, err = s.RenewSlot(c, "p", "unknown", long)
+		mustBool(t, false, ok, err, "renewing a lease never taken")
+	})
+
+	t.Run("SlotCapUnderContention", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		var got atomic.Int32
+		var wg sync.WaitGroup
+		for i := range 50 {
+			wg.Go(func() {
+				ok, err := s.AcquireSlot(c, "p", fmt.Sprint("h", i), 5, long)
+				if err != nil {
+					t.Error(err)
+				} else if ok {
+					got.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		if got.Load() != 5 {
+			t.Fatalf("%d of 50 concurrent acquisitions got a slot, want 5", got.Load())
+		}
+	})
+}

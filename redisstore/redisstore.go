@@ -1,0 +1,170 @@
+// Package redisstore is a hybroute.Store on Redis, so that every router of
+// a fleet shares one provider back-off window, one probe and one
+// concurrency cap:
+//
+//	client := redis.NewClient(&redis.Options{Addr: "redis:6379"})
+//	r, err := hybroute.New(provider,
+//		hybroute.WithStore(redisstore.New(client)),
+//		hybroute.WithProviderConcurrency(25))
+//
+// It takes any redis.UniversalClient: a single node, Sentinel or Cluster.
+// Each operation is one command or one Lua script on one key, so it is
+// atomic, and a provider's keys share a hash tag, so they sit on one
+// Cluster slot. Lease expiries are read from the Redis server's clock
+// (TIME), so replicas whose clocks disagree still agree on a lease.
+//
+// The router bounds every call and falls back to its in-process state when
+// Redis is unreachable or slow (see hybroute.WithStore); this package only
+// reports the errors.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Store is the Redis store. It satisfies hybroute.Store.
+type Store struct {
+	c      redis.UniversalClient
+	prefix string
+}
+
+// Option configures a [Store].
+type Option func(*Store)
+
+// WithPrefix sets the prefix of every key (default "hybroute:"), so that
+// several fleets, or other applications, can share one Redis.
+func WithPrefix(p string) Option { return func(s *Store) { s.prefix = p } }
+
+// New returns a store on client. The client stays the caller's: close it
+// after the routers that use the store.
+func New(client redis.UniversalClient, opts ...Option) *Store {
+	s := &Store{c: client, prefix: "hybroute:"}
+	for _, o := range opts {
+		if o != nil {
+			o(s)
+		}
+	}
+	return s
+}
+
+// key is the key of one of provider's records. The provider's name is a
+// hash tag, so its keys share a Cluster slot.
+func (s *Store) key(provider, what string) string {
+	return s.prefix + "{" + provider + "}:" + what
+}
+
+// windowGrace keeps a window's record this long past its end, then Redis
+// drops it.
+const windowGrace = time.Minute
+
+// openWindow sets the window if it ends later than the one stored.
+// KEYS[1] the window hash; ARGV until (unix ms), reason, the record's ttl (ms).
+var openWindow = redis.NewScript(`
+local cur = tonumber(redis.call('HGET', KEYS[1], 'until') or '0')
+local untilms = tonumber(ARGV[1])
+if untilms > cur then
+  redis.call('HSET', KEYS[1], 'until', ARGV[1], 'reason', ARGV[2])
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+end
+return 1
+`)
+
+// Window implements hybroute.Store.
+func (s *Store) Window(ctx context.Context, provider string) (time.Time, string, error) {
+	v, err := s.c.HMGet(ctx, s.key(provider, "window"), "until", "reason").Result()
+	if err != nil {
+		return time.Time{}, "", err
+	}
+	ms, _ := v[0].(string)
+	reason, _ := v[1].(string)
+	if ms == "" {
+		return time.Time{}, "", nil
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}, "", errors.New("redisstore: malformed window record")
+	}
+	return time.UnixMilli(n), reason, nil
+}
+
+// OpenWindow implements hybroute.Store.
+func (s *Store) OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error {
+	ttl := max(time.Until(until), 0) + windowGrace
+	return openWindow.Run(ctx, s.c, []string{s.key(provider, "window")},
+		until.UnixMilli(), reason, ttl.Milliseconds()).Err()
+}
+
+// CloseWindow implements hybroute.Store.
+func (s *Store) CloseWindow(ctx context.Context, provider string) error {
+	return s.c.Del(ctx, s.key(provider, "window")).Err()
+}
+
+// TryProbe implements hybroute.Store.
+func (s *Store) TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error) {
+	return s.c.SetNX(ctx, s.key(provider, "probe"), "1", ttl).Result()
+}
+
+// DoneProbe implements hybroute.Store.
+func (s *Store) DoneProbe(ctx context.Context, provider string) error {
+	return s.c.Del(ctx, s.key(provider, "probe")).Err()
+}
+
+// The leases are a sorted set: holder -> expiry in the server's unix ms.
+// Every script first drops the expired ones. The set itself expires with
+// its longest lease.
+const nowMS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+`
+
+const keepSet = `
+if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
+`
+
+// acquireSlot: KEYS[1] the set; ARGV holder, limit, ttl (ms).
+var acquireSlot = redis.NewScript(nowMS + `
+local ttl = tonumber(ARGV[3])
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
+` + keepSet + `
+  return 1
+end
+return 0
+`)
+
+// renewSlot: KEYS[1] the set; ARGV holder, ttl (ms).
+var renewSlot = redis.NewScript(nowMS + `
+local ttl = tonumber(ARGV[2])
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
+  redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
+` + keepSet + `
+  return 1
+end
+return 0
+`)
+
+// AcquireSlot implements hybroute.Store.
+func (s *Store) AcquireSlot(ctx context.Context, provider, holder string, limit int, ttl time.Duration) (bool, error) {
+	n, err := acquireSlot.Run(ctx, s.c, []string{s.key(provider, "slots")}, holder, limit, ttlMS(ttl)).Int()
+	return n == 1, err
+}
+
+// RenewSlot implements hybroute.Store.
+func (s *Store) RenewSlot(ctx context.Context, provider, holder string, ttl time.Duration) (bool, error) {
+	n, err := renewSlot.Run(ctx, s.c, []string{s.key(provider, "slots")}, holder, ttlMS(ttl)).Int()
+	return n == 1, err
+}
+
+// ReleaseSlot implements hybroute.Store.
+func (s *Store) ReleaseSlot(ctx context.Context, provider, holder string) error {
+	return s.c.ZRem(ctx, s.key(provider, "slots"), holder).Err()
+}
+
+// ttlMS is a ttl in whole milliseconds, at least one.
+func ttlMS(ttl time.Duration) int64 { return max(ttl.Milliseconds(), 1) }

@@ -1,0 +1,169 @@
+package hybroute
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Store holds what the replicas of a fleet must agree on about a provider:
+// its back-off window, the one probe that asks it whether an outage is
+// over, and the leases on its concurrent sessions. The default,
+// [MemoryStore], is in-process; [WithStore] sets another, such as the
+// Redis one of github.com/hybroute/hybroute/redisstore, so that every
+// router sharing it acts as one client of the provider.
+//
+// A store is never on the security floor: the router bounds every call by
+// a short timeout, and on an error or a timeout it carries on with its own
+// in-process state (one warning per outage, one line when the store is
+// back). A store can make the fleet less coordinated, never a call fail.
+//
+// Every method is safe for concurrent use. provider is the provider's
+// Name(). Times are wall-clock instants; a store compares them with its
+// own clock only for the leases' ttl.
+type Store interface {
+	// Window returns the provider's open back-off window: the instant new
+	// sessions may ask the provider again, and why it opened. A zero until
+	// means no window was opened (or it was closed).
+	Window(ctx context.Context, provider string) (until time.Time, reason string, err error)
+	// OpenWindow opens the window until that instant, or extends it: a
+	// window is never shortened by a later, shorter one.
+	OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error
+	// CloseWindow closes the window: the provider answered again.
+	CloseWindow(ctx context.Context, provider string) error
+	// TryProbe claims the provider's one probe for ttl and reports whether
+	// the caller got it. A claim nobody gives back expires after ttl.
+	TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error)
+	// DoneProbe gives the probe claim back.
+	DoneProbe(ctx context.Context, provider string) error
+
+	// AcquireSlot takes one of the provider's limit session slots for
+	// holder (a name unique to one session of one router), as a lease of
+	// ttl, and reports whether it got one. Expired leases do not count.
+	// Acquiring a slot holder already holds renews it and succeeds, even
+	// if the limit has since been lowered.
+	AcquireSlot(ctx context.Context, provider, holder string, limit int, ttl time.Duration) (bool, error)
+	// RenewSlot extends holder's lease to ttl from now. It reports false
+	// when the lease had expired (the slot may be someone else's now); the
+	// lease is not taken again.
+	RenewSlot(ctx context.Context, provider, holder string, ttl time.Duration) (bool, error)
+	// ReleaseSlot gives holder's slot back; releasing a slot not held is
+	// no error.
+	ReleaseSlot(ctx context.Context, provider, holder string) error
+}
+
+// MemoryStore is the in-process [Store], the default of a router that has
+// no [WithStore]. Its zero value is ready to use; one MemoryStore shared
+// by several routers of one process makes them one client of the provider.
+type MemoryStore struct {
+	mu        sync.Mutex
+	providers map[string]*memProvider
+}
+
+type memProvider struct {
+	until  time.Time
+	reason string
+	probe  time.Time            // the probe claim's expiry; zero: free
+	slots  map[string]time.Time // holder -> lease expiry
+}
+
+var _ Store = (*MemoryStore)(nil)
+
+// of returns the state of provider. Called with m.mu held.
+func (m *MemoryStore) of(provider string) *memProvider {
+	if m.providers == nil {
+		m.providers = make(map[string]*memProvider)
+	}
+	p := m.providers[provider]
+	if p == nil {
+		p = &memProvider{slots: make(map[string]time.Time)}
+		m.providers[provider] = p
+	}
+	return p
+}
+
+// Window implements [Store].
+func (m *MemoryStore) Window(_ context.Context, provider string) (time.Time, string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.of(provider)
+	return p.until, p.reason, nil
+}
+
+// OpenWindow implements [Store].
+func (m *MemoryStore) OpenWindow(_ context.Context, provider string, until time.Time, reason string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if p := m.of(provider); until.After(p.until) {
+		p.until, p.reason = until, reason
+	}
+	return nil
+}
+
+// CloseWindow implements [Store].
+func (m *MemoryStore) CloseWindow(_ context.Context, provider string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.of(provider)
+	p.until, p.reason = time.Time{}, ""
+	return nil
+}
+
+// TryProbe implements [Store].
+func (m *MemoryStore) TryProbe(_ context.Context, provider string, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, now := m.of(provider), time.Now()
+	if now.Before(p.probe) {
+		return false, nil
+	}
+	p.probe = now.Add(ttl)
+	return true, nil
+}
+
+// DoneProbe implements [Store].
+func (m *MemoryStore) DoneProbe(_ context.Context, provider string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.of(provider).probe = time.Time{}
+	return nil
+}
+
+// AcquireSlot implements [Store].
+func (m *MemoryStore) AcquireSlot(_ context.Context, provider, holder string, limit int, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, now := m.of(provider), time.Now()
+	for h, exp := range p.slots {
+		if !now.Before(exp) {
+			delete(p.slots, h)
+		}
+	}
+	if _, held := p.slots[holder]; !held && len(p.slots) >= limit {
+		return false, nil
+	}
+	p.slots[holder] = now.Add(ttl)
+	return true, nil
+}
+
+// RenewSlot implements [Store].
+func (m *MemoryStore) RenewSlot(_ context.Context, provider, holder string, ttl time.Duration) (bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p, now := m.of(provider), time.Now()
+	exp, held := p.slots[holder]
+	if !held || !now.Before(exp) {
+		delete(p.slots, holder)
+		return false, nil
+	}
+	p.slots[holder] = now.Add(ttl)
+	return true, nil
+}
+
+// ReleaseSlot implements [Store].
+func (m *MemoryStore) ReleaseSlot(_ context.Context, provider, holder string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.of(provider).slots, holder)
+	return nil
+}
