@@ -254,8 +254,22 @@ func (t *remoteTab) context() context.Context {
 	return t.ctx
 }
 
-// dead covers a replacement tab too: it is a child of the first.
-func (t *remoteTab) dead() bool { return t.context().Err() != nil }
+// dead covers a replacement tab too: it is a child of the first. A dropped
+// connection counts as soon as chromedp knows it, before it has cancelled
+// the tab's context.
+func (t *remoteTab) dead() bool {
+	if t.context().Err() != nil {
+		return true
+	}
+	if c := chromedp.FromContext(t.ctx); c != nil && c.Browser != nil {
+		select {
+		case <-c.Browser.LostConnection:
+			return true
+		default:
+		}
+	}
+	return false
+}
 
 func (t *remoteTab) wrapErr(err error) error {
 	if err != nil && t.dead() && !errors.Is(err, ErrBrowserDead) {

@@ -153,14 +153,29 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 		assert.False(t, s.reached("/imds-ws"))
 	})
 	t.Run("popup", func(t *testing.T) {
-		got := evalIn(t, r, "popup", page, `new Promise(res => {
+		var got string
+		_, err := r.Exec(testCtx(t), "popup", `await page.goto("`+page+`")`, func(ctx context.Context) error {
+			if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
+				return err
+			}
+			var err error
+			got, err = chromedp.Run(ctx, chromedp.Evaluate[string](`new Promise(res => {
   const w = window.open(`+fmt.Sprintf("%q", s.url(popupHost, "/imds-popup"))+`);
   res(w ? "opened" : "no window");
-})`)
-		require.Equal(t, "opened", got)
-		// The popup is its own target: wait for its load to have been
-		// decided, as the log says: by the guard, which pauses every
-		// target's requests, or at the latest by the egress check.
+})`, chromedp.EvalAwaitPromise))
+			return err
+		})
+		// The guard pauses every target's requests: when it refuses the
+		// popup's load before the call ends, the call fails naming the
+		// popup; later, the refusal is only logged. Either way the load is
+		// decided (by the guard, or at the latest by the egress check) and
+		// never reaches the server.
+		if err != nil {
+			require.ErrorIs(t, err, ErrMetadata)
+			assert.Contains(t, err.Error(), "popup")
+		} else {
+			require.Equal(t, "opened", got)
+		}
 		require.Eventually(t, func() bool { return logs.count(popupHost) > 0 },
 			60*time.Second, 20*time.Millisecond, "the popup's connection was never decided")
 		time.Sleep(200 * time.Millisecond)

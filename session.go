@@ -175,15 +175,16 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				t := time.AfterFunc(grace, cancel)
 				context.AfterFunc(cctx, func() { t.Stop() })
 			})()
-			cctx, span := r.tel.tracer.Start(cctx, "hybroute.session.create",
+			// A context of its own name: the AfterFunc above reads cctx.
+			sctx, span := r.tel.tracer.Start(cctx, "hybroute.session.create",
 				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
 			started := time.Now()
-			e, err := r.create(cctx, p, budget)
+			e, err := r.create(sctx, p, budget)
 			endAcquire(span, e, err)
 			if err != nil {
 				return nil, err
 			}
-			r.tel.createDuration.Record(cctx, since(started), metric.WithAttributes(
+			r.tel.createDuration.Record(sctx, since(started), metric.WithAttributes(
 				attribute.String("route", e.ranOn().String()), attribute.Bool("fallback", e.fallback)))
 			guard, err := r.enableGuard(e)
 			if err != nil {
