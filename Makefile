@@ -18,7 +18,7 @@ lint:
 
 # The checks first: the tests run only when vet and staticcheck are clean.
 test: chromium lint
-	$(GO) test -race -count=1 -timeout 15m ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 demo: chromium
 	$(GO) run ./examples/dashboard
