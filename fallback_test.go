@@ -399,7 +399,7 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 // moves.
 func testHealth(capW time.Duration) (*health, *testClock) {
 	c := &testClock{t: time.Now()}
-	return &health{store: newMemHealth(), provider: "P", cap: capW, now: c.now}, c
+	return &health{store: new(MemoryStore), provider: "P", cap: capW, now: c.now}, c
 }
 
 func TestEveryFailureOpensAWindow(t *testing.T) {

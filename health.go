@@ -21,7 +21,8 @@ import (
 // waiters sleep on) lives in health.
 
 // healthStore holds the provider's back-off window and its single probe.
-// memHealth is the in-process one; a fleet backs it with a shared store.
+// The router's is fleetHealth, over its [Store] ([MemoryStore] unless
+// [WithStore] names a shared one).
 // Times are the router's clock's.
 type healthStore interface {
 	// Window reports the open back-off window of provider (zero until if none) and its reason.
@@ -31,66 +32,6 @@ type healthStore interface {
 	// TryProbe claims the one probe of provider for ttl; true if the caller owns it. DoneProbe gives it up.
 	TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error)
 	DoneProbe(ctx context.Context, provider string) error
-}
-
-// memHealth is the in-process healthStore. Its probe claims expire by the
-// wall clock (a claim is a lease: an owner that never gives it back must
-// not block the provider forever).
-type memHealth struct {
-	mu      sync.Mutex
-	windows map[string]memWindow
-	probes  map[string]time.Time // provider -> claim expiry
-}
-
-type memWindow struct {
-	until  time.Time
-	reason string
-}
-
-func newMemHealth() *memHealth {
-	return &memHealth{windows: make(map[string]memWindow), probes: make(map[string]time.Time)}
-}
-
-func (m *memHealth) Window(_ context.Context, provider string) (time.Time, string, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w := m.windows[provider]
-	return w.until, w.reason, nil
-}
-
-func (m *memHealth) OpenWindow(_ context.Context, provider string, until time.Time, reason string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	// A shorter later window never shortens the open one.
-	if w := m.windows[provider]; until.After(w.until) || w.until.IsZero() {
-		m.windows[provider] = memWindow{until: until, reason: reason}
-	}
-	return nil
-}
-
-func (m *memHealth) CloseWindow(_ context.Context, provider string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.windows, provider)
-	return nil
-}
-
-func (m *memHealth) TryProbe(_ context.Context, provider string, ttl time.Duration) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	now := time.Now()
-	if exp, ok := m.probes[provider]; ok && now.Before(exp) {
-		return false, nil
-	}
-	m.probes[provider] = now.Add(ttl)
-	return true, nil
-}
-
-func (m *memHealth) DoneProbe(_ context.Context, provider string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.probes, provider)
-	return nil
 }
 
 // health is the router's view of its provider's health, over a store.
