@@ -40,11 +40,11 @@ func newSite(t *testing.T) *httptest.Server {
 	return s
 }
 
-// drive opens a tab through NewAllocator, loads page and returns the
+// drive opens a tab through newAllocator, loads page and returns the
 // title and the user agent the page saw.
 func drive(t *testing.T, wsURL string, hc *http.Client, page string) (title, ua string) {
 	t.Helper()
-	actx, cancelAlloc := NewAllocator(context.Background(), wsURL, hc)
+	actx, cancelAlloc := newAllocator(context.Background(), wsURL, hc)
 	defer cancelAlloc()
 	tctx, cancelTab := chromedp.NewContext(actx)
 	defer cancelTab()
@@ -65,7 +65,7 @@ func TestPlainWebSocketDrivesChromium(t *testing.T) {
 	c := cloudtest.LaunchChromium(t, "--user-agent="+cloudUA)
 	site := newSite(t)
 
-	actx, cancelAlloc := NewAllocator(context.Background(), c.WSURL, nil)
+	actx, cancelAlloc := newAllocator(context.Background(), c.WSURL, nil)
 	defer cancelAlloc()
 	tctx, cancelTab := chromedp.NewContext(actx)
 	defer cancelTab()
@@ -438,7 +438,7 @@ func TestGivingUpLeaksNothing(t *testing.T) {
 			return err
 		},
 		"chromedp action on a hanging upgrade": func(ctx context.Context) error {
-			actx, cancelAlloc := NewAllocator(context.Background(), "wss://cdp.browserless.test?token=x1234", hangHC)
+			actx, cancelAlloc := newAllocator(context.Background(), "wss://cdp.browserless.test?token=x1234", hangHC)
 			defer cancelAlloc()
 			tctx, cancelTab := chromedp.NewContext(actx)
 			defer cancelTab()
@@ -465,7 +465,7 @@ func TestGivingUpLeaksNothing(t *testing.T) {
 
 	// A session that ran and ended leaves nothing behind either: the tab
 	// closes, then the connection, then the front's proxy.
-	actx, cancelAlloc := NewAllocator(context.Background(), "wss://cdp.browserless.test?token=x1234", hc)
+	actx, cancelAlloc := newAllocator(context.Background(), "wss://cdp.browserless.test?token=x1234", hc)
 	tctx, cancelTab := chromedp.NewContext(actx)
 	ctx, cancelCtx := context.WithTimeout(tctx, 30*time.Second)
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[int]("6*7"))
@@ -477,7 +477,7 @@ func TestGivingUpLeaksNothing(t *testing.T) {
 
 	// A provider that drops the websocket ends the tab's context (the
 	// session is dead, not hanging), and leaves nothing behind.
-	actx, cancelAlloc = NewAllocator(context.Background(), "wss://cdp.browserless.test?token=x1234", hc)
+	actx, cancelAlloc = newAllocator(context.Background(), "wss://cdp.browserless.test?token=x1234", hc)
 	defer cancelAlloc()
 	tctx, cancelTab = chromedp.NewContext(actx)
 	defer cancelTab()

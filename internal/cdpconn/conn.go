@@ -77,7 +77,7 @@ const retainLimit = 4 << 20
 // context nor the client's Timeout sets an earlier deadline.
 const DefaultDialTimeout = 30 * time.Second
 
-// Option configures Dial and NewAllocator.
+// Option configures Dial.
 type Option func(*options)
 
 type options struct {
