@@ -85,6 +85,17 @@ func (h *health) admit(ctx context.Context, budget time.Duration) (admission, st
 		wait := h.probing
 		if wait == nil {
 			ok, err := h.store.TryProbe(ctx, h.provider, budget+probeSlack)
+			if ok {
+				// Another router's probe may have opened the window and
+				// given the claim back between the look above and this
+				// claim: look again before asking the provider.
+				if until, reason, werr := h.store.Window(ctx, h.provider); werr == nil && h.now().Before(until) {
+					h.healthy = false
+					h.mu.Unlock()
+					_ = h.store.DoneProbe(ctx, h.provider)
+					return admitLocal, reason
+				}
+			}
 			if err != nil || ok {
 				// A store that cannot answer must not stop the cloud:
 				// this creation probes on its own.
