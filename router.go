@@ -460,7 +460,8 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	if runErr != nil {
 		rspan.SetStatus(codes.Error, errorKind(runErr))
 	}
-	if runErr != nil && ctx.Err() != nil {
+	callerErr := ctxEnded(ctx)
+	if runErr != nil && callerErr != nil {
 		// The call's deadline (or its caller) ended it: the page may be
 		// wedged. The next call asks the tab before it relies on it.
 		e.suspect.Store(true)
@@ -473,15 +474,15 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", e.route, p.CacheKey, errors.Join(gerr, runErr))
 	}
 	if err := runErr; err != nil {
-		if e.released.Load() && ctx.Err() == nil {
+		if e.released.Load() && callerErr == nil {
 			// The session was ended under the call: that, not the
 			// context the release cancelled, is what the caller hears.
 			err = fmt.Errorf("%w: %w", ErrReleased, err)
 		} else {
 			err = e.tab.wrapErr(err)
 		}
-		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
-			err = fmt.Errorf("%w (%w)", err, ctxErr)
+		if callerErr != nil && !errors.Is(err, callerErr) {
+			err = fmt.Errorf("%w (%w)", err, callerErr)
 		}
 		err = fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
 		// A failed run can still leave the tab somewhere it must not stay.

@@ -50,6 +50,20 @@ func bindTab(tabCtx, ctx context.Context) (context.Context, context.CancelFunc) 
 	return c, func() { stop(); cancel() }
 }
 
+// ctxEnded is ctx.Err(), and also context.DeadlineExceeded once ctx's
+// deadline has passed: bindTab's context carries the same deadline on a
+// timer of its own, which can end a call a moment before ctx's timer fires,
+// and a call ended by its caller's deadline must read as one.
+func ctxEnded(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
 // entry is one cached session: one cache key, one tab.
 type entry struct {
 	key      string

@@ -1,6 +1,0 @@
-//go:build !race
-
-package hybroute
-
-// raceEnabled reports a test binary built with -race.
-const raceEnabled = false
