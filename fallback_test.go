@@ -224,10 +224,11 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 }
 
 func TestProviderFailuresFallBack(t *testing.T) {
-	// Not parallel: each row runs two Chromiums. The floor has a budget of
-	// its own (WithLocalTimeout, default 60 s), so the short creation
-	// timeout that bounds the hanging provider cannot starve the local tab
-	// on a loaded machine; the caller's deadline is generous.
+	// The floor has a budget of its own (WithLocalTimeout, default 60 s), so
+	// the short creation timeout that bounds the hanging provider cannot
+	// starve the local tab on a loaded machine; the caller's deadline is
+	// generous. The rows run side by side, within go test's -parallel.
+	t.Parallel()
 	rows := []struct {
 		rule     string
 		kind     cloudtest.Kind
@@ -246,6 +247,7 @@ func TestProviderFailuresFallBack(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.rule, func(t *testing.T) {
+			t.Parallel()
 			timeout := 30 * time.Second // a loaded machine answers slowly
 			if row.reply.Hang {
 				timeout = 3 * time.Second
