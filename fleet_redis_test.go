@@ -1,14 +1,11 @@
 package hybroute
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -84,35 +81,8 @@ func TestFleetKilledRouterSlotsComeBack(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	const ttl = 600 * time.Millisecond
-	cmd := exec.Command(os.Args[0], "-test.run=^TestFleetChildRouter$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "HYBROUTE_FLEET_CHILD="+srv.Addr, "HYBROUTE_FLEET_TTL="+ttl.String())
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	cmd.Stderr = os.Stderr
-	require.NoError(t, cmd.Start())
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
-	ready := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "holding ") {
-				ready <- sc.Text()
-			}
-		}
-	}()
-	select {
-	case line := <-ready:
-		require.Equal(t, "holding 3", line)
-	case <-exited:
-		t.Fatal("the child router exited before it held its slots")
-	case <-time.After(60 * time.Second):
-		t.Fatal("the child router did not take its slots within 60 s")
-	}
+	child := startChild(t, "TestFleetChildRouter", "HYBROUTE_FLEET_CHILD="+srv.Addr, "HYBROUTE_FLEET_TTL="+ttl.String())
+	require.Equal(t, "holding 3", child.await("holding ", 60*time.Second))
 
 	r := fleetRouter(t, srv.Addr, 3, nil)
 	ctx := testCtx(t)
@@ -123,8 +93,8 @@ func TestFleetKilledRouterSlotsComeBack(t *testing.T) {
 		require.False(t, ok, "a live router's renewed leases hold the cap")
 		time.Sleep(ttl / 4)
 	}
-	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-	<-exited
+	require.NoError(t, child.cmd.Process.Signal(syscall.SIGKILL))
+	child.wait(30 * time.Second)
 	var l *lease
 	deadline := time.After(30 * time.Second)
 	for l == nil {
@@ -228,13 +198,19 @@ func TestFleetCapLoad(t *testing.T) {
 	// A loaded machine starts three Chromiums slowly and answers slowly:
 	// the time is not what this test measures, and a store call cut short
 	// would send its router to its own, per-process cap.
+	// The floor's budget too (WithLocalTimeout, 60 s by default): 45 new
+	// local tabs at once on three Chromiums of a shared 2-core machine
+	// take minutes, not what this test counts.
 	opts := []Option{WithStore(redisstore.New(c)), WithProviderConcurrency(limit), WithStoreTimeout(20 * time.Second),
-		WithCreateTimeout(5 * time.Minute)}
+		WithCreateTimeout(5 * time.Minute), WithLocalTimeout(5 * time.Minute)}
 	w := newWorld(t, cloudtest.Browserbase, opts...)
 	live := &liveCounter{}
 	routers := []*Router{}
 	for range 3 {
-		p := &liveProvider{Provider: NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(w.api.URL)), live: live}
+		// The world's HTTP client: it trusts the fake's TLS front and
+		// dials its provider-shaped names on loopback.
+		p := &liveProvider{Provider: NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(w.api.URL),
+			WithProviderHTTPClient(w.api.HTTPClient())), live: live}
 		routers = append(routers, newBrowserRouter(t, p, w.logs, opts...))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

@@ -134,6 +134,7 @@ type Server struct {
 	releaseQ replyQueue
 	versionQ replyQueue
 	requests requestLog
+	created  []time.Time // when each create call arrived
 	live     map[string]bool
 	sigKeys  map[string]string // Browserbase signing key -> session id
 
@@ -279,6 +280,15 @@ func (s *Server) LiveCount() int {
 // Creates counts the create calls received, failed or not.
 func (s *Server) Creates() int64 { return s.creates.Load() }
 
+// CreateTimes returns when each create call arrived, in order, failed or
+// not: on the server's side, so callers in other processes are timed on
+// one clock.
+func (s *Server) CreateTimes() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.created...)
+}
+
 // Releases counts the release calls received.
 func (s *Server) Releases() int64 { return s.releases.Load() }
 
@@ -380,6 +390,9 @@ func (s *Server) scripted(w http.ResponseWriter, r *http.Request, ep endpoint, a
 	switch ep {
 	case epCreate:
 		s.creates.Add(1)
+		s.mu.Lock()
+		s.created = append(s.created, time.Now())
+		s.mu.Unlock()
 	case epRelease:
 		s.releases.Add(1)
 		n := s.releasing.Add(1)
