@@ -19,8 +19,10 @@ import (
 // back). A store can make the fleet less coordinated, never a call fail.
 //
 // Every method is safe for concurrent use. provider is the provider's
-// Name(). Times are wall-clock instants; a store compares them with its
-// own clock only for the leases' ttl.
+// Name(). Instants are the caller's clock's (time.Now). A store shared by
+// processes must not hand one replica's instants to another, whose clock
+// may drift from it: the Redis store keeps a window as its length on the
+// server's clock, and leases as expiries read from that clock too.
 type Store interface {
 	// Window returns the provider's open back-off window: the instant new
 	// sessions may ask the provider again, and why it opened. A zero until

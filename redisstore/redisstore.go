@@ -10,8 +10,10 @@
 // It takes any redis.UniversalClient: a single node, Sentinel or Cluster.
 // Each operation is one command or one Lua script on one key, so it is
 // atomic, and a provider's keys share a hash tag, so they sit on one
-// Cluster slot. Lease expiries are read from the Redis server's clock
-// (TIME), so replicas whose clocks disagree still agree on a lease.
+// Cluster slot. Time is the Redis server's: a lease's expiry is read from
+// its clock (TIME), and a back-off window is a key that expires when the
+// window ends (its length, not its end, is what a replica writes and
+// reads), so replicas whose clocks disagree still agree on both.
 //
 // The router bounds every call and falls back to its in-process state when
 // Redis is unreachable or slow (see hybroute.WithStore); this package only
@@ -21,7 +23,6 @@ package redisstore
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +32,7 @@ import (
 type Store struct {
 	c      redis.UniversalClient
 	prefix string
+	now    func() time.Time // the callers' clock: windows are converted to and from lengths on it
 }
 
 // Option configures a [Store].
@@ -43,7 +45,7 @@ func WithPrefix(p string) Option { return func(s *Store) { s.prefix = p } }
 // New returns a store on client. The client stays the caller's: close it
 // after the routers that use the store.
 func New(client redis.UniversalClient, opts ...Option) *Store {
-	s := &Store{c: client, prefix: "hybroute:"}
+	s := &Store{c: client, prefix: "hybroute:", now: time.Now}
 	for _, o := range opts {
 		if o != nil {
 			o(s)
@@ -58,50 +60,64 @@ func (s *Store) key(provider, what string) string {
 	return s.prefix + "{" + provider + "}:" + what
 }
 
-// windowGrace keeps a window's record this long past its end, then Redis
-// drops it.
-const windowGrace = time.Minute
+// The back-off window is one key, <prefix>{provider}:backoff, holding the
+// reason and expiring when the window ends, on the server's clock. A
+// replica writes the window's length and reads the time left (PTTL), each
+// converted on its own clock: the instants it sees are its own clock's,
+// whatever the others' say. (An absolute end written by one replica would
+// be read shifted by the drift between their clocks.)
 
 // openWindow sets the window if it ends later than the one stored.
-// KEYS[1] the window hash; ARGV until (unix ms), reason, the record's ttl (ms).
+// KEYS[1] the window; ARGV length (ms), reason.
 var openWindow = redis.NewScript(`
-local cur = tonumber(redis.call('HGET', KEYS[1], 'until') or '0')
-local untilms = tonumber(ARGV[1])
-if untilms > cur then
-  redis.call('HSET', KEYS[1], 'until', ARGV[1], 'reason', ARGV[2])
-  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if tonumber(ARGV[1]) > redis.call('PTTL', KEYS[1]) then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[1])
 end
 return 1
 `)
 
-// Window implements hybroute.Store.
+// window reads the window: {ms left, reason}, or 0 and no reason when
+// none is open.
+// KEYS[1] the window.
+var window = redis.NewScript(`
+local left = redis.call('PTTL', KEYS[1])
+if left <= 0 then return {0, ''} end
+return {left, redis.call('GET', KEYS[1])}
+`)
+
+// Window implements hybroute.Store. The end is the caller's clock's now
+// plus the time the server says is left.
 func (s *Store) Window(ctx context.Context, provider string) (time.Time, string, error) {
-	v, err := s.c.HMGet(ctx, s.key(provider, "window"), "until", "reason").Result()
+	v, err := window.Run(ctx, s.c, []string{s.key(provider, "backoff")}).Slice()
 	if err != nil {
 		return time.Time{}, "", err
 	}
-	ms, _ := v[0].(string)
-	reason, _ := v[1].(string)
-	if ms == "" {
-		return time.Time{}, "", nil
-	}
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
+	if len(v) != 2 {
 		return time.Time{}, "", errors.New("redisstore: malformed window record")
 	}
-	return time.UnixMilli(n), reason, nil
+	left, _ := v[0].(int64)
+	reason, _ := v[1].(string)
+	if left <= 0 {
+		return time.Time{}, "", nil
+	}
+	return s.now().Add(time.Duration(left) * time.Millisecond), reason, nil
 }
 
-// OpenWindow implements hybroute.Store.
+// OpenWindow implements hybroute.Store. until is on the caller's clock;
+// the server keeps the window's length from now, rounded up to a
+// millisecond. An end already past opens nothing.
 func (s *Store) OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error {
-	ttl := max(time.Until(until), 0) + windowGrace
-	return openWindow.Run(ctx, s.c, []string{s.key(provider, "window")},
-		until.UnixMilli(), reason, ttl.Milliseconds()).Err()
+	d := until.Sub(s.now())
+	if d <= 0 {
+		return nil
+	}
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return openWindow.Run(ctx, s.c, []string{s.key(provider, "backoff")}, int64(ms), reason).Err()
 }
 
 // CloseWindow implements hybroute.Store.
 func (s *Store) CloseWindow(ctx context.Context, provider string) error {
-	return s.c.Del(ctx, s.key(provider, "window")).Err()
+	return s.c.Del(ctx, s.key(provider, "backoff")).Err()
 }
 
 // TryProbe implements hybroute.Store.
