@@ -6,11 +6,15 @@ GO ?= go
 # go.mod needs no tool dependency.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test lint demo agent-demo bench fuzz chromium proof
+.PHONY: test lint demo agent-demo bench fuzz chromium redis proof fleet-load
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
 		{ echo "installing Debian's chromium"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+redis:
+	@command -v redis-server >/dev/null 2>&1 || \
+		{ echo "installing Debian's redis-server"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 
 lint:
 	$(GO) vet ./...
@@ -39,3 +43,10 @@ fuzz:
 # Release and Close during creation. Each test prints its figures.
 proof: chromium
 	HYBROUTE_PROOF=1 $(GO) test -count=1 -timeout 30m -v -run 'TestOutage|TestHangingProvider|TestEveryFailure|TestReleaseAndClose|TestCloseReleases|TestOneProbe|TestBrowsersKilled|TestCancellationStorm' .
+
+# The fleet under load (README, "Fleet"): three routers on one redis-server,
+# each with its local Chromium, 50 new sessions at once against a provider
+# with a real Chromium behind it, and the fleet's concurrency cap. It prints
+# its figures and asserts counts.
+fleet-load: chromium redis
+	HYBROUTE_FLEET_LOAD=1 $(GO) test -count=1 -timeout 30m -v -run '^TestFleetCapLoad$$' .
