@@ -456,6 +456,9 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	defer cancel()
 	started := time.Now()
 	runErr := run(context.WithValue(cctx, runKey{}, e))
+	if lt, ok := e.tab.(*localTab); ok {
+		lt.settled() // the sidecar's next spare is made now, not during this call
+	}
 	r.tel.callDuration.Record(ctx, since(started), metric.WithAttributes(attribute.String("route", res.Route.String())))
 	if runErr != nil {
 		rspan.SetStatus(codes.Error, errorKind(runErr))

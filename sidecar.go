@@ -88,6 +88,9 @@ type sidecar struct {
 	spare       *localTab
 	spareCancel context.CancelFunc
 	spareDone   chan struct{}
+	// refillTimer makes the next spare if no key settles first
+	// (refillLater); nil when no refill is pending.
+	refillTimer *time.Timer
 
 	wg sync.WaitGroup // starts, spare makers, death watchers
 
@@ -200,8 +203,20 @@ type localTab struct {
 	bcID cdp.BrowserContextID
 	proc *chromiumProc
 
+	// settle tells the sidecar that the key's first call is done, so the
+	// spare it took may be replaced now (refillLater); nil for a tab that
+	// took no part in the spare's cycle. Set before the tab is handed out.
+	settle func()
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// settled is called when the first call on the tab has ended.
+func (t *localTab) settled() {
+	if t.settle != nil {
+		t.settle()
+	}
 }
 
 // context returns the chromedp context bound to the tab. Run chromedp actions
@@ -288,7 +303,12 @@ func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 
 // newTab gives the key a tab on proc. It takes the pre-made spare tab when
 // there is one (the fast path: a new session costs no round trip to the
-// renderer), and keeps one spare coming.
+// renderer); else it has the next spare made now and takes that one. The
+// spare that replaces the taken one comes once the key's first call is done
+// (localTab.settle), not at once: making a browser context and a tab runs on
+// Chromium's UI thread, the same thread that starts the key's first
+// navigation, and on a loaded machine it held that navigation up for a
+// second.
 func (s *sidecar) newTab(fctx context.Context, proc *chromiumProc, key string) (*localTab, error) {
 	waited := false
 	for {
@@ -296,9 +316,14 @@ func (s *sidecar) newTab(fctx context.Context, proc *chromiumProc, key string) (
 		if tab := s.spare; tab != nil && tab.proc == proc && !proc.dead() {
 			s.spare = nil
 			tab.key = key
-			s.fillSpare(proc)
+			s.refillLater(tab)
 			s.mu.Unlock()
 			return tab, nil
+		}
+		if s.spareCancel == nil && !waited {
+			// None ready and none coming: make it now, for this key.
+			s.stopRefillTimer()
+			s.fillSpare(proc)
 		}
 		if s.spareCancel == nil || waited {
 			s.mu.Unlock()
@@ -315,13 +340,44 @@ func (s *sidecar) newTab(fctx context.Context, proc *chromiumProc, key string) (
 			return nil, fctx.Err()
 		}
 	}
+	// Another key took the spare this one waited for.
 	tab, err := makeTab(fctx, proc, key, s.cfg)
 	if err == nil {
 		s.mu.Lock()
-		s.fillSpare(proc)
+		s.refillLater(tab)
 		s.mu.Unlock()
 	}
 	return tab, err
+}
+
+// spareRefillAfter is how long a taken spare waits for its key's first
+// call to end before the next spare is made anyway (a key whose first call
+// is long, or that makes none).
+const spareRefillAfter = 2 * time.Second
+
+// refillLater has the next spare made when tab's key settles (its first
+// call is done), or after spareRefillAfter, whichever comes first. Called
+// with s.mu held.
+func (s *sidecar) refillLater(tab *localTab) {
+	proc := tab.proc
+	refill := func() {
+		s.mu.Lock()
+		s.stopRefillTimer()
+		s.fillSpare(proc)
+		s.mu.Unlock()
+	}
+	if s.refillTimer == nil && !s.closed {
+		s.refillTimer = time.AfterFunc(spareRefillAfter, refill)
+	}
+	tab.settle = sync.OnceFunc(refill)
+}
+
+// stopRefillTimer stops a pending refill's timer. Called with s.mu held.
+func (s *sidecar) stopRefillTimer() {
+	if s.refillTimer != nil {
+		s.refillTimer.Stop()
+		s.refillTimer = nil
+	}
 }
 
 // fillSpare starts making a spare tab on proc unless one is ready or coming.
@@ -685,6 +741,7 @@ func (s *sidecar) close() error {
 		return nil
 	}
 	s.closed = true
+	s.stopRefillTimer()
 	proc := s.proc
 	s.proc = nil
 	spare, spareCancel := s.spare, s.spareCancel

@@ -610,3 +610,55 @@ func BenchmarkSidecarColdStart(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// TestSpareRefillWaitsForFirstCall: a key that takes the spare tab does
+// not have the next one made while its first call runs (making a browser
+// context and a tab holds up Chromium's UI thread, which starts that
+// call's navigation), but as soon as the call is done; and a key that
+// never settles gets its replacement after spareRefillAfter.
+func TestSpareRefillWaitsForFirstCall(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newTestSidecar(t)
+	ctx := testCtx(t)
+	state := func() (spare, coming, timer bool, done chan struct{}) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.spare != nil, s.spareCancel != nil, s.refillTimer != nil, s.spareDone
+	}
+	waitSpare := func() {
+		t.Helper()
+		for {
+			spare, _, _, done := state()
+			if spare {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal("no spare tab was made before the deadline")
+			case <-done:
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+
+	a, err := s.open(ctx, "A") // starts Chromium; takes the first spare
+	require.NoError(t, err)
+	spare, coming, timer, _ := state()
+	assert.False(t, spare || coming, "no spare is made while A's first call runs")
+	assert.True(t, timer, "a refill is pending")
+	a.settled()
+	spare, coming, timer, _ = state()
+	assert.True(t, spare || coming, "A settled: the next spare is being made")
+	assert.False(t, timer)
+	waitSpare()
+
+	b, err := s.open(ctx, "B") // takes the spare, never settles
+	require.NoError(t, err)
+	spare, coming, _, _ = state()
+	assert.False(t, spare || coming)
+	waitSpare() // the timer makes it
+	assert.NotEqual(t, a.bcID, b.bcID)
+	require.NoError(t, a.close())
+	require.NoError(t, b.close())
+}

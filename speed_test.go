@@ -10,22 +10,33 @@ import (
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // BenchmarkNewKeySideBySide is the cost of a new session key, side by side
-// in one process so that the machine's load weighs on all alike: each round
-// opens 20 new keys, each loading one loopback page, with the router on a
-// warm sidecar, with plain chromedp in a new browser context, and with
-// plain chromedp in a new tab, interleaved. It reports each one's p50 and
-// the router's ratio to both, and where the router's time goes: the
-// session (the spare tab, or a new one), the guard's enabling, the page.
+// in one process so that the machine's load weighs on all alike: each
+// iteration opens newKeysPerOp new keys, each loading one loopback page,
+// with the router on a warm sidecar, with plain chromedp in a new browser
+// context, and with plain chromedp in a new tab, interleaved (run it with
+// -benchtime 4x for 20 keys). It reports each one's p50 and the router's
+// ratio to both, and where the router's time goes: from its spans (the
+// session's creation, the run) and from the same steps done by hand on a
+// key of their own (the session's tab, the guard's enabling, the page).
 func BenchmarkNewKeySideBySide(b *testing.B) {
-	r, s := newLocalRouter(b, &logBuffer{})
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute) // a loaded machine
-	defer cancel()
+	spans := tracetest.NewSpanRecorder()
+	r, s := newLocalRouter(b, &logBuffer{},
+		WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
+	// Every step has a deadline of its own: on a loaded machine a stuck
+	// step fails the benchmark instead of holding it for good.
+	step := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 2*time.Minute)
+	}
+	ctx, cancel := step()
 	require.NoError(b, r.Warm(ctx))
 	_, err := r.Navigate(ctx, "warm", s.URL+"/warm")
 	require.NoError(b, err)
+	cancel()
 
 	path, err := findChromium(&config{})
 	require.NoError(b, err)
@@ -34,31 +45,29 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	defer cancelBrowser()
+	ctx, cancel = step()
 	require.NoError(b, chromedp.Do(bctx, chromedp.Navigate(s.URL+"/warm")))
+	cancel()
 
 	plain := func(opts ...chromedp.ContextOption) time.Duration {
-		start := time.Now()
-		tctx, cancel := chromedp.NewContext(bctx, opts...)
+		ctx, cancel := step()
 		defer cancel()
-		require.NoError(b, chromedp.Do(tctx, chromedp.Navigate(s.URL+"/p")))
+		start := time.Now()
+		tctx, stop := chromedp.NewContext(bctx, opts...)
+		defer stop()
+		dctx, cancelDL := bindTab(tctx, ctx)
+		defer cancelDL()
+		require.NoError(b, chromedp.Do(dctx, chromedp.Navigate(s.URL+"/p")))
 		return time.Since(start)
 	}
 	var router, ctxs, tabs, open, guard, page []time.Duration
-	const keys = 20
+	ready := 0 // router keys that found the spare ready
 	for i := 0; b.Loop(); i++ {
-		for k := range keys {
+		for k := range newKeysPerOp {
 			key := "k" + strconv.Itoa(i) + "-" + strconv.Itoa(k)
-			start := time.Now()
-			_, err := r.Navigate(ctx, key, s.URL+"/p")
-			router = append(router, time.Since(start))
-			require.NoError(b, err)
-			require.NoError(b, r.Release(ctx, key))
-
-			ctxs = append(ctxs, plain(chromedp.WithNewBrowserContext()))
-			tabs = append(tabs, plain())
-
+			ctx, cancel := step()
 			// The router's parts, on a key of their own.
-			start = time.Now()
+			start := time.Now()
 			tab, err := r.side.open(ctx, key+"-parts")
 			require.NoError(b, err)
 			open = append(open, time.Since(start))
@@ -70,13 +79,45 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 			done := make(chan struct{})
 			go func() { defer close(done); g() }()
 			start = time.Now()
-			require.NoError(b, chromedp.Do(tab.context(), chromedp.Navigate(s.URL+"/p")))
+			pctx, cancelPage := tab.bind(ctx)
+			require.NoError(b, chromedp.Do(pctx, chromedp.Navigate(s.URL+"/p")))
+			cancelPage()
+			tab.settled()
 			page = append(page, time.Since(start))
 			require.NoError(b, e.end())
-			<-done
+			select {
+			case <-done:
+			case <-ctx.Done():
+				b.Fatal("the guard's waiter did not end with its tab")
+			}
+
+			ctxs = append(ctxs, plain(chromedp.WithNewBrowserContext()))
+			tabs = append(tabs, plain())
+
+			// Last, so that the spare the parts took has had the time
+			// of the two plain keys to come back: a warm sidecar.
+			r.side.mu.Lock()
+			if r.side.spare != nil {
+				ready++
+			}
+			r.side.mu.Unlock()
+			start = time.Now()
+			_, err = r.Navigate(ctx, key, s.URL+"/p")
+			router = append(router, time.Since(start))
+			require.NoError(b, err)
+			require.NoError(b, r.Release(ctx, key))
+			cancel()
 		}
 	}
+	b.StopTimer()
+	bySpan := map[string][]time.Duration{}
+	for _, sp := range spans.Ended() {
+		bySpan[sp.Name()] = append(bySpan[sp.Name()], sp.EndTime().Sub(sp.StartTime()))
+	}
 	p50 := func(ds []time.Duration) float64 {
+		if len(ds) == 0 {
+			return 0
+		}
 		ds = slices.Clone(ds)
 		slices.Sort(ds)
 		return float64(ds[len(ds)/2].Microseconds()) / 1000
@@ -86,7 +127,15 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	b.ReportMetric(p50(tabs), "chromedp-tab-p50-ms")
 	b.ReportMetric(p50(router)/p50(ctxs), "ratio-to-context")
 	b.ReportMetric(p50(router)/p50(tabs), "ratio-to-tab")
+	b.ReportMetric(p50(bySpan["hybroute.session.create"]), "create-p50-ms")
+	b.ReportMetric(p50(bySpan["hybroute.run"]), "run-p50-ms")
 	b.ReportMetric(p50(open), "open-p50-ms")
 	b.ReportMetric(p50(guard), "guard-p50-ms")
 	b.ReportMetric(p50(page), "page-p50-ms")
+	b.ReportMetric(float64(ready)/float64(len(router)), "spare-ready-frac")
 }
+
+// newKeysPerOp is how many new keys one iteration of
+// BenchmarkNewKeySideBySide opens with each of the three: few, so that an
+// iteration ends on a loaded machine and -benchtime sets the total.
+const newKeysPerOp = 5
