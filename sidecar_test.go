@@ -136,10 +136,17 @@ func currentProc(t *testing.T, s *sidecar) *chromiumProc {
 
 // browserContexts lists the browser contexts that keys hold on the running
 // Chromium: every created one (the default one is not listed) except the
-// spare, after any spare being made is done.
+// spare, after any spare being made is done. A pending refill is made
+// first, so that its timer cannot make one while the contexts are listed.
 func browserContexts(t *testing.T, ctx context.Context, s *sidecar) []cdp.BrowserContextID {
 	t.Helper()
 	s.mu.Lock()
+	if s.refillTimer != nil {
+		s.stopRefillTimer()
+		if s.proc != nil {
+			s.fillSpare(s.proc)
+		}
+	}
 	done := s.spareDone
 	s.mu.Unlock()
 	if done != nil {
