@@ -1,12 +1,14 @@
 package hybroute
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -90,8 +92,6 @@ func storm(t *testing.T, w *world, calls, keys, workers, releaseEvery int) []err
 		errs []error
 		wg   sync.WaitGroup
 	)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
 	for g := range workers {
 		wg.Go(func() {
 			for n := 1; ; n++ {
@@ -100,6 +100,9 @@ func storm(t *testing.T, w *world, calls, keys, workers, releaseEvery int) []err
 					return
 				}
 				key := "key" + strconv.Itoa(g%keys) // a worker's own key: its releases fail no other call
+				// A deadline of each call's own, generous for a loaded
+				// machine: a slow call fails alone, not the rest of the run.
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 				res, err := w.r.Navigate(ctx, key, w.site.url(publicHost, "/p"+strconv.Itoa(i)))
 				if err == nil && res.FallbackFromCloud && res.FallbackReason == "" {
 					err = errors.New("a fallback without its reason")
@@ -112,10 +115,11 @@ func storm(t *testing.T, w *world, calls, keys, workers, releaseEvery int) []err
 				if releaseEvery > 0 && n%releaseEvery == 0 {
 					_ = w.r.Release(ctx, key)
 				}
+				cancel()
 			}
 		})
 	}
-	wg.Wait()
+	waitGroup(t, &wg, 25*time.Minute, "the storm's calls still running")
 	return errs
 }
 
@@ -354,10 +358,10 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 	assert.LessOrEqual(t, api.MaxConcurrentReleases(), int64(closeParallel), "and bounded")
 }
 
-// SIGKILL of the local Chromium, then of the cloud Chromium, while calls
-// run: a call that lost its browser fails with ErrBrowserDead naming which
-// one, and the next calls go on (a fresh local Chromium; the cloud's death
-// opens a window and the keys fall back).
+// SIGKILL of the local Chromium and of the cloud Chromium while calls run
+// on both: every call in flight fails with ErrBrowserDead naming which
+// browser died, and the next calls go on (a fresh local Chromium; the
+// cloud's death opens a window and those keys fall back).
 func TestBrowsersKilledUnderLoad(t *testing.T) {
 	if os.Getenv("HYBROUTE_PROOF") == "" {
 		t.Skip("the long suite: HYBROUTE_PROOF=1 (make proof)")
@@ -367,66 +371,133 @@ func TestBrowsersKilledUnderLoad(t *testing.T) {
 	defer cancel()
 	// Half the keys on the cloud, half on the local sidecar.
 	keys := 10
+	local := func(k int) bool { return k%2 == 1 }
 	for k := range keys {
 		u := w.site.url(publicHost, "/warm")
-		if k%2 == 1 {
+		if local(k) {
 			u = w.site.url("127.0.0.1", "/warm")
 		}
-		_, err := w.r.Navigate(ctx, "k"+strconv.Itoa(k), u)
+		res, err := w.r.Navigate(ctx, "k"+strconv.Itoa(k), u)
 		require.NoError(t, err)
+		require.Equal(t, local(k), res.Route == RouteLocal, "key %d's route", k)
 	}
-	call := func(k int) error {
-		_, err := w.r.Exec(ctx, "k"+strconv.Itoa(k), "", func(ctx context.Context) error {
+	pid := currentProc(t, w.r.side).pid
+	// Every key runs a call that lasts until its browser dies.
+	var started sync.WaitGroup
+	errs := make([]error, keys)
+	var calls sync.WaitGroup
+	for k := range keys {
+		started.Add(1)
+		calls.Go(func() {
+			_, errs[k] = w.r.Exec(ctx, "k"+strconv.Itoa(k), "", func(ctx context.Context) error {
+				started.Done()
+				_, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise(r => setTimeout(() => r(1), 600000))`,
+					chromedp.EvalAwaitPromise))
+				return err
+			})
+		})
+	}
+	waitGroup(t, &started, 5*time.Minute, "the calls did not start")
+	time.Sleep(500 * time.Millisecond) // the evaluations are in the browsers
+	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+	w.cloud.Close()
+	waitGroup(t, &calls, 5*time.Minute, "calls still running after their browsers were killed")
+	var dead int
+	for k, err := range errs {
+		if !assert.ErrorIs(t, err, ErrBrowserDead, "key %d: a call that lost its browser says so", k) {
+			continue
+		}
+		dead++
+		if local(k) {
+			assert.Contains(t, err.Error(), "the local Chromium died", "key %d", k)
+			assert.Contains(t, err.Error(), "pid "+strconv.Itoa(pid), "key %d", k)
+		} else {
+			assert.Contains(t, err.Error(), "the cloud browser of Browserbase died", "key %d", k)
+		}
+	}
+	// The next calls go on: local keys on a fresh Chromium, cloud keys on
+	// the fallback (the provider still hands out the dead browser).
+	var failedAfter, fellBack int
+	for k := range keys {
+		res, err := w.r.Exec(ctx, "k"+strconv.Itoa(k), "", func(ctx context.Context) error {
 			_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
 			return err
 		})
-		return err
-	}
-	require.NoError(t, syscall.Kill(currentProc(t, w.r.side).pid, syscall.SIGKILL))
-	w.cloud.Close()
-	var dead, other []error
-	for k := range keys {
-		if err := call(k); err != nil {
-			if errors.Is(err, ErrBrowserDead) {
-				dead = append(dead, err)
-			} else {
-				other = append(other, err)
-			}
-		}
-	}
-	var failedAfter int
-	for k := range keys {
-		if err := call(k); err != nil {
+		if err != nil {
 			failedAfter++
 			t.Logf("after: %v", err)
 		}
+		if res.FallbackFromCloud {
+			fellBack++
+		}
 	}
-	t.Logf("kill: %d keys; first calls after the kills: %d ErrBrowserDead, %d other errors; second calls failed: %d",
-		keys, len(dead), len(other), failedAfter)
-	assert.Empty(t, other, "a call that lost its browser says so with ErrBrowserDead")
-	for _, err := range dead {
-		assert.Regexp(t, `the cloud browser|the local Chromium`, err.Error(), "the error names the browser")
-	}
+	newPid := currentProc(t, w.r.side).pid
+	start := time.Now()
+	require.NoError(t, w.r.Close())
+	t.Logf("kill: %d keys (%d cloud, %d local), calls in flight: %d ErrBrowserDead of %d; next calls: %d failed, %d on the fallback; local Chromium %d then %d; %d local Chromium left after Close (%v); %d warning lines",
+		keys, keys/2, keys/2, dead, keys, failedAfter, fellBack, pid, newPid, boolInt(w.r.side.alive()),
+		time.Since(start).Round(time.Millisecond), w.logs.count(fallbackLine))
 	assert.Zero(t, failedAfter, "the next calls go on")
+	assert.Equal(t, keys/2, fellBack, "the cloud keys fell back")
+	assert.NotEqual(t, pid, newPid, "a fresh local Chromium")
+	assert.True(t, processGone(pid))
+	assert.False(t, w.r.side.alive())
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// waitGroup waits for wg, failing the test after d.
+func waitGroup(t *testing.T, wg *sync.WaitGroup, d time.Duration, msg string) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatal(msg)
+	}
 }
 
 // A cancellation storm: callers that give up at random moments of their
-// sessions' creation fail with their own context's error and nothing else;
-// nothing is left behind.
+// sessions' creation (a deadline, or a cancel) fail with their own
+// context's error and nothing else; every session the provider made is
+// released, the cloud browser keeps no page of ours, and no Chromium and
+// no goroutine of the router outlives Close.
 func TestCancellationStorm(t *testing.T) {
 	if os.Getenv("HYBROUTE_PROOF") == "" {
 		t.Skip("the long suite: HYBROUTE_PROOF=1 (make proof)")
 	}
 	w, _ := outageWorld(t)
+	baseline := cloudPages(t, w.cloud)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(), goleak.IgnoreAnyFunction("net/http.(*conn).serve"))
+	const callers, keys = 60, 20
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var wrong []error
 	var ok, cancelled int
-	for i := range 60 {
+	for i := range callers {
 		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%12)*50*time.Millisecond)
+			after := time.Duration(i%12) * 400 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			_, err := w.r.Navigate(ctx, "s"+strconv.Itoa(i%20), w.site.url(publicHost, "/c"))
+			if i%2 == 0 {
+				ctx, cancel = context.WithTimeout(ctx, after) // a deadline
+				defer cancel()
+			} else {
+				t := time.AfterFunc(after, cancel) // a caller that gives up
+				defer t.Stop()
+			}
+			// A public and a private URL: cloud and local sessions both.
+			host := publicHost
+			if i%3 == 0 {
+				host = "127.0.0.1"
+			}
+			_, err := w.r.Navigate(ctx, "s"+strconv.Itoa(i%keys), w.site.url(host, "/c"))
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
@@ -439,10 +510,87 @@ func TestCancellationStorm(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	waitGroup(t, &wg, 10*time.Minute, "callers still running")
+	start := time.Now()
 	require.NoError(t, w.r.Close())
-	t.Logf("storm: 60 callers over 20 keys: %d ok, %d gave up, %d other errors; provider made %d sessions and ended %d",
-		ok, cancelled, len(wrong), w.api.Made(), w.api.Ended())
-	assert.Empty(t, wrong)
-	assert.Equal(t, w.api.Made(), w.api.Ended())
+	closeTook := time.Since(start)
+	deadline := time.Now().Add(20 * time.Second)
+	for cloudPages(t, w.cloud) > baseline && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	left := cloudPages(t, w.cloud) - baseline
+	t.Logf("storm: %d callers over %d keys: %d ok, %d gave up, %d other errors; provider made %d sessions and ended %d; %d cloud pages left; local Chromium left: %v; Close took %v",
+		callers, keys, ok, cancelled, len(wrong), w.api.Made(), w.api.Ended(), left, w.r.side.alive(), closeTook.Round(time.Millisecond))
+	for _, err := range wrong {
+		t.Errorf("a caller that gave up hears its own context's error: %v", err)
+	}
+	assert.Equal(t, callers, ok+cancelled+len(wrong))
+	assert.Equal(t, w.api.Made(), w.api.Ended(), "every session the provider made is released")
+	assert.LessOrEqual(t, left, 0, "the cloud browser has no page of ours left")
+	assert.False(t, w.r.side.alive())
+}
+
+// processesUnder lists the processes whose command line names a
+// --user-data-dir inside dir.
+func processesUnder(dir string) []int {
+	entries, _ := os.ReadDir("/proc")
+	arg := []byte("--user-data-dir=" + dir + string(os.PathSeparator))
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, arg) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// Close while the local Chromium is starting ends the start: the process
+// it launched and its children are killed, its temp profile removed, and
+// the open that started it fails with the sidecar's closed error.
+func TestCloseDuringChromiumStartLeavesNothing(t *testing.T) {
+	requireChromium(t)
+	// Not parallel: the temp profiles go into a directory of the test's
+	// own, where the leftovers are counted.
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for i, delay := range []time.Duration{0, 200 * time.Millisecond, 700 * time.Millisecond, 1500 * time.Millisecond} {
+		s := testSidecar(t)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := s.open(context.Background(), "k")
+			errc <- err
+		}()
+		// Close once the process runs (and a moment later: a start has
+		// several steps), however slow the machine.
+		for until := time.Now().Add(time.Minute); len(processesUnder(tmp)) == 0 && time.Now().Before(until); {
+			time.Sleep(5 * time.Millisecond)
+		}
+		launched := len(processesUnder(tmp))
+		time.Sleep(delay)
+		start := time.Now()
+		require.NoError(t, s.close())
+		took := time.Since(start)
+		var err error
+		select {
+		case err = <-errc:
+		case <-time.After(time.Minute):
+			t.Fatal("open still waiting a minute after close")
+		}
+		left := processesUnder(tmp)
+		profiles, _ := filepath.Glob(filepath.Join(tmp, "hybroute-chromium-*"))
+		t.Logf("close during start %d (%v after launch): %d processes at close, %d left, %d profiles left, open: %v, close took %v",
+			i, delay, launched, len(left), len(profiles), err, took.Round(time.Millisecond))
+		assert.Positive(t, launched, "the start had launched Chromium")
+		assert.Empty(t, left, "no Chromium process outlives close")
+		assert.Empty(t, profiles, "no temp profile outlives close")
+		if err != nil {
+			assert.ErrorIs(t, err, errSidecarClosed, "the open ended by close says so")
+		}
+		assert.False(t, s.alive())
+	}
 }

@@ -384,6 +384,10 @@ func (r *Router) closeSessions() error {
 	}
 	r.mu.Unlock()
 	r.endLife() // creations in flight stop and give back what they made
+	// The sidecar first: its tabs go with its Chromium, so their releases
+	// below ask nothing of a browser that is going anyway (a busy one would
+	// fail Close with a dispose that timed out).
+	sideErr := r.side.close()
 	errs := make([]error, len(es))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, closeParallel)
@@ -396,8 +400,8 @@ func (r *Router) closeSessions() error {
 	}
 	wg.Wait()
 	// The guards end with their tabs, the reaper with stop, the creations
-	// with life: wait for all, then for the sidecar.
-	errs = append(errs, r.side.close())
+	// with life: wait for all.
+	errs = append(errs, sideErr)
 	r.sess.wg.Wait()
 	if c, ok := r.provider.(idleCloser); ok {
 		c.CloseIdleConnections()

@@ -98,7 +98,12 @@ type sidecar struct {
 	lookupsOf func(*entry) *callLookups
 
 	starts atomic.Int32 // Chromium launches attempted, for tests and metrics
+
+	tabSlots chan struct{} // bounds the tabs made at once (maxTabsAtOnce)
 }
+
+// maxTabsAtOnce bounds the new tabs the sidecar makes at the same time.
+const maxTabsAtOnce = 4
 
 // chromiumProc is one Chromium process and its root chromedp context.
 type chromiumProc struct {
@@ -169,8 +174,11 @@ func (p *chromiumProc) stop() error {
 		close(p.stopping)
 		var err error
 		if !died {
+			// Graceful first; a browser too busy to answer in time (a
+			// loaded machine) is killed below, which is no failure of the
+			// stop: only what outlives it is reported.
 			ctx, cancel := context.WithTimeout(p.ctx, controlTimeout)
-			err = chromedp.Cancel(ctx)
+			_ = chromedp.Cancel(ctx)
 			cancel()
 		}
 		p.cancel() // kills what is left, waits for the allocation to end
@@ -270,7 +278,7 @@ func newSidecar(cfg *config, pol *policy) *sidecar {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &sidecar{cfg: cfg, pol: pol, log: log}
+	s := &sidecar{cfg: cfg, pol: pol, log: log, tabSlots: make(chan struct{}, maxTabsAtOnce)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	return s
 }
@@ -294,7 +302,17 @@ func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
 	}
+	// A few tabs made at once: each new browser context starts a renderer
+	// and a guard setup, and dozens at once on a loaded machine starve
+	// them all past the guard's setup bound (every tab closed, every open
+	// failed), where taking turns serves them all.
+	select {
+	case s.tabSlots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, ctx.Err())
+	}
 	tab, err := s.newTab(ctx, proc, key)
+	<-s.tabSlots
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
 	}
