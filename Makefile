@@ -42,7 +42,7 @@ fuzz:
 # 1,000-call outage, every kind of provider failure, a hanging provider,
 # Release and Close during creation. Each test prints its figures.
 proof: chromium
-	HYBROUTE_PROOF=1 $(GO) test -count=1 -timeout 30m -v -run 'TestOutage|TestHangingProvider|TestEveryFailure|TestReleaseAndClose|TestCloseReleases|TestOneProbe|TestBrowsersKilled|TestCancellationStorm' .
+	HYBROUTE_PROOF=1 $(GO) test -count=1 -timeout 60m -v -run 'TestOutage|TestHangingProvider|TestEveryFailure|TestReleaseAndClose|TestCloseReleases|TestOneProbe|TestBrowsersKilled|TestCancellationStorm' .
 
 # The fleet under load (README, "Fleet"): three routers on one redis-server,
 # each with its local Chromium, 50 new sessions at once against a provider
