@@ -46,7 +46,9 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	defer cancelBrowser()
 	ctx, cancel = step()
-	require.NoError(b, chromedp.Do(bctx, chromedp.Navigate(s.URL+"/warm")))
+	wctx, cancelWarm := bindTab(bctx, ctx)
+	require.NoError(b, chromedp.Do(wctx, chromedp.Navigate(s.URL+"/warm")))
+	cancelWarm()
 	cancel()
 
 	plain := func(opts ...chromedp.ContextOption) time.Duration {
