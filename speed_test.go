@@ -45,6 +45,9 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	defer cancelAlloc()
 	bctx, cancelBrowser := chromedp.NewContext(actx)
 	defer cancelBrowser()
+	// The browser starts on bctx itself (its first run's context is its
+	// lifetime); only the warm-up navigation is bounded.
+	require.NoError(b, chromedp.Do(bctx))
 	ctx, cancel = step()
 	wctx, cancelWarm := bindTab(bctx, ctx)
 	require.NoError(b, chromedp.Do(wctx, chromedp.Navigate(s.URL+"/warm")))
