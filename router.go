@@ -463,7 +463,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	if runErr != nil {
 		rspan.SetStatus(codes.Error, errorKind(runErr))
 	}
-	callerErr := ctxEnded(ctx)
+	callerErr := ctx.Err() // bindTab: set whenever the caller ended the call
 	if runErr != nil && callerErr != nil {
 		// The call's deadline (or its caller) ended it: the page may be
 		// wedged. The next call asks the tab before it relies on it.

@@ -36,32 +36,42 @@ type tab interface {
 }
 
 // bindTab returns a child of the tab's chromedp context that also ends when
-// ctx ends (and has its deadline): a call's deadline bounds the call without
-// closing the tab, which belongs to the session, not to the call.
+// ctx ends, and reports ctx's deadline and error: a call's deadline bounds
+// the call without closing the tab, which belongs to the session, not to
+// the call.
+//
+// The child has no timer of its own: it ends only after ctx has, so a call
+// that its caller's deadline ended always finds ctx.Err() set. (With the
+// deadline on a second timer, that timer could fire first: the call failed
+// while ctx still said nothing, and it was taken for a failure of the
+// tab's, not a deadline.)
 func bindTab(tabCtx, ctx context.Context) (context.Context, context.CancelFunc) {
 	c, cancel := context.WithCancel(tabCtx)
-	if dl, ok := ctx.Deadline(); ok {
-		var cancelDL context.CancelFunc
-		c, cancelDL = context.WithDeadline(c, dl)
-		prev := cancel
-		cancel = func() { cancelDL(); prev() }
-	}
 	stop := context.AfterFunc(ctx, cancel)
-	return c, func() { stop(); cancel() }
+	return boundCall{Context: c, caller: ctx}, func() { stop(); cancel() }
 }
 
-// ctxEnded is ctx.Err(), and also context.DeadlineExceeded once ctx's
-// deadline has passed: bindTab's context carries the same deadline on a
-// timer of its own, which can end a call a moment before ctx's timer fires,
-// and a call ended by its caller's deadline must read as one.
-func ctxEnded(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
+// boundCall is a call's context on a tab (bindTab).
+type boundCall struct {
+	context.Context // a child of the tab's context, ended by the caller's
+	caller          context.Context
+}
+
+// Deadline is the caller's: run may size its own waits by it.
+func (c boundCall) Deadline() (time.Time, bool) { return c.caller.Deadline() }
+
+// Err is the caller's error when the caller ended the call (its deadline
+// reads as context.DeadlineExceeded, as it does for the caller), else the
+// tab's.
+func (c boundCall) Err() error {
+	err := c.Context.Err()
+	if err == nil {
+		return nil
 	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return context.DeadlineExceeded
+	if cerr := c.caller.Err(); cerr != nil {
+		return cerr
 	}
-	return nil
+	return err
 }
 
 // entry is one cached session: one cache key, one tab.

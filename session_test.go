@@ -838,3 +838,39 @@ func TestReleaseDuringCreationIsNotLost(t *testing.T) {
 	defer r.mu.Unlock()
 	assert.Empty(t, r.sess.m, "the released session was not stored")
 }
+
+// A call's context ends only after its caller's: one its deadline ended
+// always finds the caller's error set, and reads as the caller's deadline.
+// The tab's end ends the call too, and a call's end leaves the tab alone.
+func TestBindTabEndsAfterTheCaller(t *testing.T) {
+	t.Parallel()
+	for i := range 200 {
+		tab, endTab := context.WithCancel(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%5)*time.Millisecond)
+		cctx, stop := bindTab(tab, ctx)
+		dl, ok := cctx.Deadline()
+		want, _ := ctx.Deadline()
+		require.True(t, ok)
+		require.Equal(t, want, dl)
+		select {
+		case <-cctx.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("the call outlived its caller's deadline by 10 s")
+		}
+		require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded, "the call ended before its caller did (round %d)", i)
+		require.ErrorIs(t, cctx.Err(), context.DeadlineExceeded)
+		stop()
+		require.NoError(t, tab.Err(), "a call's end must not end the tab")
+		cancel()
+		endTab()
+	}
+
+	tab, endTab := context.WithCancel(context.Background())
+	cctx, stop := bindTab(tab, context.Background())
+	defer stop()
+	_, ok := cctx.Deadline()
+	assert.False(t, ok)
+	endTab()
+	<-cctx.Done()
+	assert.ErrorIs(t, cctx.Err(), context.Canceled, "the tab's end ends the call")
+}

@@ -226,26 +226,14 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 	defer cancel()
 	res := def.run(t, cctx, s, sessionKey, args)
 	if res.IsError {
-		if err := callerGaveUp(ctx); err != nil {
-			// The caller gave up: that is not the model's to act on.
+		if err := ctx.Err(); err != nil {
+			// The caller gave up: that is not the model's to act on. (The
+			// router's call context ends only after ctx, so a call its
+			// deadline ended finds this set.)
 			return res, err
 		}
 	}
 	return res, nil
-}
-
-// callerGaveUp is ctx.Err(), and also context.DeadlineExceeded once ctx's
-// deadline has passed but its own timer has not fired yet: the tab's context
-// carries the same deadline on a timer of its own (hybroute's bindTab), which
-// can end the call a moment before ctx reports it.
-func callerGaveUp(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }
 
 // Release ends the session's browsers (cloud and local) and forgets its
