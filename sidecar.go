@@ -302,6 +302,13 @@ func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
 	}
+	// A ready spare costs Chromium nothing more: it is taken without a turn.
+	s.mu.Lock()
+	tab := s.takeSpare(proc, key)
+	s.mu.Unlock()
+	if tab != nil {
+		return tab, nil
+	}
 	// A few tabs made at once: each new browser context starts a renderer
 	// and a guard setup, and dozens at once on a loaded machine starve
 	// them all past the guard's setup bound (every tab closed, every open
@@ -311,12 +318,25 @@ func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, ctx.Err())
 	}
-	tab, err := s.newTab(ctx, proc, key)
+	tab, err = s.newTab(ctx, proc, key)
 	<-s.tabSlots
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
 	}
 	return tab, nil
+}
+
+// takeSpare gives the ready spare tab of proc to key, or returns nil. Called
+// under s.mu.
+func (s *sidecar) takeSpare(proc *chromiumProc, key string) *localTab {
+	tab := s.spare
+	if tab == nil || tab.proc != proc || proc.dead() {
+		return nil
+	}
+	s.spare = nil
+	tab.key = key
+	s.refillLater(tab)
+	return tab
 }
 
 // newTab gives the key a tab on proc. It takes the pre-made spare tab when
@@ -331,10 +351,7 @@ func (s *sidecar) newTab(fctx context.Context, proc *chromiumProc, key string) (
 	waited := false
 	for {
 		s.mu.Lock()
-		if tab := s.spare; tab != nil && tab.proc == proc && !proc.dead() {
-			s.spare = nil
-			tab.key = key
-			s.refillLater(tab)
+		if tab := s.takeSpare(proc, key); tab != nil {
 			s.mu.Unlock()
 			return tab, nil
 		}
