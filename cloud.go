@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/cdpconn"
@@ -78,6 +80,11 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		}
 		return &entry{key: key, route: RouteCloud, tab: t, release: func(ctx context.Context) error {
 			_ = t.close(ctx)
+			// The tab's close may have spent ctx's budget on a loaded
+			// browser; the provider's release (and the fleet slot's after
+			// it) gets one of its own, or the session would run on.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			defer cancel()
 			return r.providerRelease(ctx, s)
 		}}, nil
 	}
@@ -172,8 +179,8 @@ func checkCDPURL(s string) error {
 // CDP override.
 type remoteTab struct {
 	ctx         context.Context // the first tab's: it holds the connection to the browser
-	cancelTab   context.CancelFunc
-	page        replacedPage // the tab calls run in, when a wedged first tab was replaced (tabs.go)
+	target      target.ID       // the first tab's target, once known (learnTarget)
+	page        replacedPage    // the tab calls run in, when a wedged first tab was replaced (tabs.go)
 	cancelAlloc context.CancelFunc
 	guard       *browserGuard // the guard of this connection's browser
 	once        sync.Once
@@ -211,21 +218,27 @@ func remoteAllocator(wsURL string, hc *http.Client, g *browserGuard) (context.Co
 // errors of a dead tab.
 func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser string, g *browserGuard) (*remoteTab, error) {
 	actx, cancelAlloc := remoteAllocator(wsURL, hc, g)
-	tctx, cancelTab := chromedp.NewContext(actx)
-	t := &remoteTab{ctx: tctx, cancelTab: cancelTab, cancelAlloc: cancelAlloc, guard: g, browser: browser}
-	done := make(chan error, 1)
-	go func() { done <- chromedp.Do(tctx) }()
-	select {
-	case err := <-done:
-		if err != nil {
-			_ = t.close(ctx)
-			return nil, err // cdpconn's errors carry no credential
+	tctx, _ := chromedp.NewContext(actx) // ended by close, with chromedp.Cancel
+	t := &remoteTab{ctx: tctx, cancelAlloc: cancelAlloc, guard: g, browser: browser}
+	err := firstAction(ctx, tctx, func(settled bool) {
+		if settled {
+			t.learnTarget()
 		}
-		return t, nil
-	case <-ctx.Done():
 		_ = t.close(ctx)
-		<-done
-		return nil, ctx.Err()
+	})
+	if err != nil {
+		return nil, err // cdpconn's errors carry no credential
+	}
+	t.learnTarget()
+	return t, nil
+}
+
+// learnTarget keeps the id of the first tab's target, once chromedp's first
+// action has returned (it writes the id): close needs it when chromedp's own
+// close of the tab gives up.
+func (t *remoteTab) learnTarget() {
+	if c := chromedp.FromContext(t.ctx); c != nil && c.Target != nil {
+		t.target = c.Target.TargetID
 	}
 }
 
@@ -279,13 +292,54 @@ func (t *remoteTab) wrapErr(err error) error {
 }
 
 // close closes the tab and the connection; the remote browser lives on.
-func (t *remoteTab) close(context.Context) error {
+// The tab is closed before the connection goes: a page left open stays on
+// the remote browser (a CDP override's, or a provider's that keeps its
+// browser after the release) with nobody to close it.
+func (t *remoteTab) close(ctx context.Context) error {
+	var err error
 	t.once.Do(func() {
-		t.cancelTab()
+		// chromedp's own close of the tab (on Cancel) gives detaching and
+		// closing 5 s together; a loaded browser can take longer to answer,
+		// and its page then stayed. So the tab is closed here first, on the
+		// release's budget, while the connection is up (Cancel drops it).
+		if t.target != "" {
+			err = closeTarget(ctx, t.ctx, t.target)
+		}
+		if p := t.page.get(); p != nil {
+			// A replacement tab (tabs.go) is open in the first's place.
+			if c := chromedp.FromContext(p); c != nil && c.Target != nil {
+				err = errors.Join(err, closeTarget(ctx, t.ctx, c.Target.TargetID))
+			}
+		}
+		cerr := chromedp.Cancel(t.ctx)
+		if t.target == "" {
+			err = cerr // only chromedp knew the tab
+		}
 		t.cancelAlloc()
 		if t.guard != nil {
 			t.guard.wait()
 		}
 	})
+	return err
+}
+
+// closeTarget closes the target id on the browser of tabCtx, on a budget of
+// its own (ctx may be spent), and counts a target already gone as closed.
+func closeTarget(ctx, tabCtx context.Context, id target.ID) error {
+	c := chromedp.FromContext(tabCtx)
+	if c == nil || c.Browser == nil {
+		return nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if _, err := cdp.Call(cctx, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil && !targetGone(err) {
+		return fmt.Errorf("closing the tab %s: %w", id, err)
+	}
 	return nil
+}
+
+// targetGone reports Chromium's answer to a command on a target that is
+// no longer there ("No target with given id found").
+func targetGone(err error) bool {
+	return strings.Contains(err.Error(), "No target with given id")
 }

@@ -112,19 +112,55 @@ func probeTab(ctx, tabCtx context.Context) error {
 }
 
 // openTab opens a new tab with chromedp.NewContext(parent, opts...) and
-// attaches to it; a ctx that ends first undoes it.
+// attaches to it; a ctx that ends first undoes it (firstAction).
 func openTab(ctx, parent context.Context, opts ...chromedp.ContextOption) (context.Context, context.CancelFunc, error) {
 	tctx, stop := chromedp.NewContext(parent, opts...)
-	unhook := context.AfterFunc(ctx, stop)
-	err := chromedp.Do(tctx)
-	if !unhook() || err != nil {
-		stop()
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, nil, cerr
-		}
+	if err := firstAction(ctx, tctx, func(bool) { stop() }); err != nil {
 		return nil, nil, err
 	}
 	return tctx, stop, nil
+}
+
+// openSettleTimeout bounds how long an opening its caller cut short is
+// still waited for, so that the tab it made can be closed. It outlasts the
+// guard's setup of the new target (targetSetupTimeout), the longest step
+// of an opening on a loaded browser: a shorter bound left tabs open there.
+const openSettleTimeout = targetSetupTimeout + 15*time.Second
+
+// firstAction runs chromedp's first action on the new tab context tctx
+// (it makes the target and attaches to it) and returns its error, or
+// ctx's when ctx ends first. undo, called once on any failure, cancels
+// tctx and closes what was made; settled tells it whether the action had
+// returned (only then may the context's target be read).
+//
+// A ctx that ends does not cancel the action at once: chromedp learns the
+// target's id only when Target.createTarget answers, so a cancel before
+// that closes nothing, and the page the browser makes a moment later stays
+// open with nobody to close it (on a cloud browser, for the session's
+// whole life). So the action is left to settle, on a clock of its own
+// (openSettleTimeout), and undo then closes the tab it knows. tctx must not
+// be a child of ctx.
+func firstAction(ctx, tctx context.Context, undo func(settled bool)) error {
+	done := make(chan error, 1)
+	go func() { done <- chromedp.Do(tctx) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			undo(true)
+		}
+		return err
+	case <-ctx.Done():
+	}
+	settle := time.NewTimer(openSettleTimeout)
+	defer settle.Stop()
+	select {
+	case <-done:
+		undo(true)
+	case <-settle.C:
+		undo(false) // cancels tctx: the action returns
+		<-done
+	}
+	return ctx.Err()
 }
 
 // terminate stops the script running in a wedged tab (Chromium answers
