@@ -81,8 +81,9 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		return &entry{key: key, route: RouteCloud, tab: t, release: func(ctx context.Context) error {
 			_ = t.close(ctx)
 			// The tab's close may have spent ctx's budget on a loaded
-			// browser; the provider's release (and the fleet slot's after
-			// it) gets one of its own, or the session would run on.
+			// browser; the provider's release gets one of its own, or the
+			// session would run on. (The fleet slot's release after it
+			// makes its own too: fleet.call.)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
 			return r.providerRelease(ctx, s)
@@ -220,7 +221,7 @@ func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser s
 	actx, cancelAlloc := remoteAllocator(wsURL, hc, g)
 	tctx, _ := chromedp.NewContext(actx) // ended by close, with chromedp.Cancel
 	t := &remoteTab{ctx: tctx, cancelAlloc: cancelAlloc, guard: g, browser: browser}
-	err := firstAction(ctx, tctx, func(settled bool) {
+	err := firstAction(ctx, tctx, openSettleTimeout, func(settled bool) {
 		if settled {
 			t.learnTarget()
 		}
@@ -300,16 +301,16 @@ func (t *remoteTab) close(ctx context.Context) error {
 	t.once.Do(func() {
 		// chromedp's own close of the tab (on Cancel) gives detaching and
 		// closing 5 s together; a loaded browser can take longer to answer,
-		// and its page then stayed. So the tab is closed here first, on the
-		// release's budget, while the connection is up (Cancel drops it).
-		if t.target != "" {
-			err = closeTarget(ctx, t.ctx, t.target)
-		}
-		if p := t.page.get(); p != nil {
-			// A replacement tab (tabs.go) is open in the first's place.
-			if c := chromedp.FromContext(p); c != nil && c.Target != nil {
-				err = errors.Join(err, closeTarget(ctx, t.ctx, c.Target.TargetID))
+		// and its page then stayed. So the tab is closed here first, within
+		// releaseTimeout, while the connection is up (Cancel drops it). Over
+		// a connection already lost there is nothing to close it with.
+		ids := t.openTargets()
+		if len(ids) > 0 && !t.dead() {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			for _, id := range ids {
+				err = errors.Join(err, closeTarget(cctx, t.ctx, id))
 			}
+			cancel()
 		}
 		cerr := chromedp.Cancel(t.ctx)
 		if t.target == "" {
@@ -323,16 +324,29 @@ func (t *remoteTab) close(ctx context.Context) error {
 	return err
 }
 
-// closeTarget closes the target id on the browser of tabCtx, on a budget of
-// its own (ctx may be spent), and counts a target already gone as closed.
+// openTargets are the tabs close closes: the first, and its replacement
+// when it was replaced (tabs.go; the first was closed then, best effort).
+func (t *remoteTab) openTargets() []target.ID {
+	var ids []target.ID
+	if p := t.page.get(); p != nil {
+		if c := chromedp.FromContext(p); c != nil && c.Target != nil {
+			ids = append(ids, c.Target.TargetID)
+		}
+	}
+	if t.target != "" {
+		ids = append(ids, t.target)
+	}
+	return ids
+}
+
+// closeTarget closes the target id on the browser of tabCtx, within ctx,
+// and counts a target already gone as closed.
 func closeTarget(ctx, tabCtx context.Context, id target.ID) error {
 	c := chromedp.FromContext(tabCtx)
 	if c == nil || c.Browser == nil {
 		return nil
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-	defer cancel()
-	if _, err := cdp.Call(cctx, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil && !targetGone(err) {
+	if _, err := cdp.Call(ctx, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil && !targetGone(err) {
 		return fmt.Errorf("closing the tab %s: %w", id, err)
 	}
 	return nil

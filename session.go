@@ -36,9 +36,8 @@ type tab interface {
 }
 
 // bindTab returns a child of the tab's chromedp context that also ends when
-// ctx ends, and reports ctx's deadline and error: a call's deadline bounds
-// the call without closing the tab, which belongs to the session, not to
-// the call.
+// ctx ends, and reports ctx's deadline: a call's deadline bounds the call
+// without closing the tab, which belongs to the session, not to the call.
 //
 // The child has no timer of its own: it ends only after ctx has, so a call
 // that its caller's deadline ended always finds ctx.Err() set. (With the
@@ -46,12 +45,16 @@ type tab interface {
 // while ctx still said nothing, and it was taken for a failure of the
 // tab's, not a deadline.)
 func bindTab(tabCtx, ctx context.Context) (context.Context, context.CancelFunc) {
-	c, cancel := context.WithCancel(tabCtx)
-	stop := context.AfterFunc(ctx, cancel)
-	return boundCall{Context: c, caller: ctx}, func() { stop(); cancel() }
+	c, cancel := context.WithCancelCause(tabCtx)
+	stop := context.AfterFunc(ctx, func() { cancel(ctx.Err()) })
+	return boundCall{Context: c, caller: ctx}, func() { stop(); cancel(nil) }
 }
 
-// boundCall is a call's context on a tab (bindTab).
+// boundCall is a call's context on a tab (bindTab). Its Err is
+// context.DeadlineExceeded when the caller's deadline ended it, as the
+// caller's own is, and context.Cause agrees; contexts derived from it read
+// context.Canceled then (the context package gives children their
+// parent's cancel error, not its Err), with the deadline as their Cause.
 type boundCall struct {
 	context.Context // a child of the tab's context, ended by the caller's
 	caller          context.Context
@@ -60,16 +63,11 @@ type boundCall struct {
 // Deadline is the caller's: run may size its own waits by it.
 func (c boundCall) Deadline() (time.Time, bool) { return c.caller.Deadline() }
 
-// Err is the caller's error when the caller ended the call (its deadline
-// reads as context.DeadlineExceeded, as it does for the caller), else the
-// tab's.
+// Err is fixed once the call ends (the cause of its end does not change).
 func (c boundCall) Err() error {
 	err := c.Context.Err()
-	if err == nil {
-		return nil
-	}
-	if cerr := c.caller.Err(); cerr != nil {
-		return cerr
+	if err != nil && errors.Is(context.Cause(c.Context), context.DeadlineExceeded) {
+		return context.DeadlineExceeded
 	}
 	return err
 }

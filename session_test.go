@@ -859,7 +859,9 @@ func TestBindTabEndsAfterTheCaller(t *testing.T) {
 		}
 		require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded, "the call ended before its caller did (round %d)", i)
 		require.ErrorIs(t, cctx.Err(), context.DeadlineExceeded)
+		require.ErrorIs(t, context.Cause(cctx), context.DeadlineExceeded)
 		stop()
+		require.ErrorIs(t, cctx.Err(), context.DeadlineExceeded, "an ended call's error does not change")
 		require.NoError(t, tab.Err(), "a call's end must not end the tab")
 		cancel()
 		endTab()
@@ -873,4 +875,31 @@ func TestBindTabEndsAfterTheCaller(t *testing.T) {
 	endTab()
 	<-cctx.Done()
 	assert.ErrorIs(t, cctx.Err(), context.Canceled, "the tab's end ends the call")
+
+	// Ended by its own cancel before the caller's deadline: Canceled, and
+	// it stays so after the deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	cctx, stop = bindTab(context.Background(), ctx)
+	child, cancelChild := context.WithTimeout(cctx, time.Hour)
+	defer cancelChild()
+	stop()
+	<-ctx.Done()
+	assert.ErrorIs(t, cctx.Err(), context.Canceled)
+	assert.ErrorIs(t, child.Err(), context.Canceled)
+
+	// A context derived from the call ends with the caller's deadline too,
+	// with it as its cause.
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Millisecond)
+	defer cancel()
+	cctx, stop = bindTab(context.Background(), ctx)
+	defer stop()
+	child, cancelChild = context.WithTimeout(cctx, time.Hour)
+	defer cancelChild()
+	select {
+	case <-child.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a context derived from the call outlived the caller's deadline")
+	}
+	assert.ErrorIs(t, context.Cause(child), context.DeadlineExceeded)
 }

@@ -112,10 +112,14 @@ func probeTab(ctx, tabCtx context.Context) error {
 }
 
 // openTab opens a new tab with chromedp.NewContext(parent, opts...) and
-// attaches to it; a ctx that ends first undoes it (firstAction).
+// attaches to it; a ctx that ends first undoes it at once. A replacement
+// tab is opened on its caller's time, under the session's call lock, so it
+// is not left to settle (firstAction): a page the browser makes after the
+// undo goes with the browser context (local) or with the session, which
+// the failed replacement drops.
 func openTab(ctx, parent context.Context, opts ...chromedp.ContextOption) (context.Context, context.CancelFunc, error) {
 	tctx, stop := chromedp.NewContext(parent, opts...)
-	if err := firstAction(ctx, tctx, func(bool) { stop() }); err != nil {
+	if err := firstAction(ctx, tctx, 0, func(bool) { stop() }); err != nil {
 		return nil, nil, err
 	}
 	return tctx, stop, nil
@@ -133,14 +137,20 @@ const openSettleTimeout = targetSetupTimeout + 15*time.Second
 // tctx and closes what was made; settled tells it whether the action had
 // returned (only then may the context's target be read).
 //
-// A ctx that ends does not cancel the action at once: chromedp learns the
-// target's id only when Target.createTarget answers, so a cancel before
-// that closes nothing, and the page the browser makes a moment later stays
-// open with nobody to close it (on a cloud browser, for the session's
-// whole life). So the action is left to settle, on a clock of its own
-// (openSettleTimeout), and undo then closes the tab it knows. tctx must not
+// With settle > 0, a ctx that ends does not cancel the action at once:
+// chromedp learns the target's id only when Target.createTarget answers,
+// so a cancel before that closes nothing, and the page the browser makes a
+// moment later stays open with nobody to close it (on a cloud browser, for
+// the session's whole life). So the action is left to settle, for up to
+// settle on a clock of its own, and undo then closes the tab it knows.
+// Only a caller that does not hold anyone up may wait so: a session's
+// creation, which its callers await on their own deadlines. tctx must not
 // be a child of ctx.
-func firstAction(ctx, tctx context.Context, undo func(settled bool)) error {
+func firstAction(ctx, tctx context.Context, settle time.Duration, undo func(settled bool)) error {
+	if err := ctx.Err(); err != nil {
+		undo(false) // nothing was made
+		return err
+	}
 	done := make(chan error, 1)
 	go func() { done <- chromedp.Do(tctx) }()
 	select {
@@ -151,13 +161,18 @@ func firstAction(ctx, tctx context.Context, undo func(settled bool)) error {
 		return err
 	case <-ctx.Done():
 	}
-	settle := time.NewTimer(openSettleTimeout)
-	defer settle.Stop()
+	if settle <= 0 {
+		undo(false) // cancels tctx: the action returns
+		<-done
+		return ctx.Err()
+	}
+	timer := time.NewTimer(settle)
+	defer timer.Stop()
 	select {
 	case <-done:
 		undo(true)
-	case <-settle.C:
-		undo(false) // cancels tctx: the action returns
+	case <-timer.C:
+		undo(false)
 		<-done
 	}
 	return ctx.Err()
