@@ -224,6 +224,8 @@ func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser s
 	err := firstAction(ctx, tctx, openSettleTimeout, func(settled bool) {
 		if settled {
 			t.learnTarget()
+		} else if ctx.Err() != nil {
+			t.warn(ctx, "hybroute: a tab's opening cut short did not settle in time; its tab may stay open on the browser")
 		}
 		_ = t.close(ctx)
 	})
@@ -232,6 +234,14 @@ func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser s
 	}
 	t.learnTarget()
 	return t, nil
+}
+
+// warn logs what may leave a tab open on the remote browser.
+func (t *remoteTab) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
+	if t.guard == nil {
+		return
+	}
+	t.guard.log.LogAttrs(ctx, slog.LevelWarn, msg, append(attrs, slog.String("browser", t.browser))...)
 }
 
 // learnTarget keeps the id of the first tab's target, once chromedp's first
@@ -311,6 +321,9 @@ func (t *remoteTab) close(ctx context.Context) error {
 				err = errors.Join(err, closeTarget(cctx, t.ctx, id))
 			}
 			cancel()
+			if err != nil {
+				t.warn(ctx, "hybroute: a tab may stay open on the browser", slog.String("error", err.Error()))
+			}
 		}
 		cerr := chromedp.Cancel(t.ctx)
 		if t.target == "" {

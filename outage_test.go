@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -311,7 +312,13 @@ func TestReleaseAndCloseDuringCreationLeakNothing(t *testing.T) {
 	assert.False(t, w.r.side.alive(), "no local Chromium outlives Close")
 	assert.Equal(t, w.api.Made(), w.api.Ended(), "every session the provider made is released through it")
 	assert.Zero(t, w.api.LiveCount())
-	assert.LessOrEqual(t, left, 0, "the cloud browser has no page of ours left: %q", cloudPageList(t, w.cloud))
+	if !assert.LessOrEqual(t, left, 0, "the cloud browser has no page of ours left: %q", cloudPageList(t, w.cloud)) {
+		for line := range strings.Lines(w.logs.String()) {
+			if strings.Contains(line, "may stay open") {
+				t.Log(line)
+			}
+		}
+	}
 	for _, err := range errs {
 		if !errors.Is(err, ErrReleased) && !errors.Is(err, ErrClosed) && !errors.Is(err, ErrBrowserDead) {
 			t.Errorf("a call that lost its session must say why with a sentinel: %v", err)
@@ -532,7 +539,13 @@ func TestCancellationStorm(t *testing.T) {
 	}
 	assert.Equal(t, callers, ok+cancelled+len(wrong))
 	assert.Equal(t, w.api.Made(), w.api.Ended(), "every session the provider made is released")
-	assert.LessOrEqual(t, left, 0, "the cloud browser has no page of ours left: %q", cloudPageList(t, w.cloud))
+	if !assert.LessOrEqual(t, left, 0, "the cloud browser has no page of ours left: %q", cloudPageList(t, w.cloud)) {
+		for line := range strings.Lines(w.logs.String()) {
+			if strings.Contains(line, "may stay open") {
+				t.Log(line)
+			}
+		}
+	}
 	assert.False(t, w.r.side.alive())
 }
 

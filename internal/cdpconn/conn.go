@@ -278,9 +278,24 @@ func readErr(err error) error {
 	return err
 }
 
+// writeTimeout bounds the write of one message: a peer that reads nothing
+// for this long is taken for gone, and the connection is closed.
+const writeTimeout = 30 * time.Second
+
 // Write sends one CDP message as a single text frame: Chromium does not
 // accept fragmented messages.
+//
+// ctx decides only whether the message is sent at all. The websocket
+// library closes the whole connection when the context of a write ends
+// during it, or has ended when the write takes its lock (it picks at random
+// between the lock and the ended context): one caller that gave up, say a
+// guard's lookup past its bound or a call its caller cancelled, cut the
+// connection of every tab on the browser, and left their pages open there
+// with nobody to close them. So the write itself runs on writeTimeout.
 func (c *Conn) Write(ctx context.Context, msg *cdproto.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	c.encMu.Lock()
 	defer c.encMu.Unlock()
 	c.encBuf.Reset()
@@ -289,7 +304,9 @@ func (c *Conn) Write(ctx context.Context, msg *cdproto.Message) error {
 		return err
 	}
 	c.logf("-> %s", c.encBuf.Bytes())
-	err := c.ws.Write(ctx, websocket.MessageText, c.encBuf.Bytes())
+	wctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	err := c.ws.Write(wctx, websocket.MessageText, c.encBuf.Bytes())
+	cancel()
 	if c.encBuf.Cap() > retainLimit {
 		c.encBuf = bytes.Buffer{}
 	}

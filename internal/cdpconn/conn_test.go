@@ -2,6 +2,8 @@ package cdpconn
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,4 +55,49 @@ func TestConnOutlivesClientTimeoutAndReusesItsBuffer(t *testing.T) {
 	assert.JSONEq(t, `{"a":"first"}`, string(m1.Result), "the first message must keep its bytes")
 	assert.JSONEq(t, `{"b":"second, and longer than the first"}`, string(m2.Result))
 	assert.ErrorIs(t, conn.Read(ctx, &m3), io.EOF)
+}
+
+// A write whose context has ended is not sent, and the connection lives on:
+// the websocket library closes the whole connection when a write's context
+// ends, and one caller giving up must not cut every tab's connection.
+func TestWriteOnAnEndedContextKeepsTheConnection(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		ctx := r.Context()
+		for { // echo each message's id back as a reply
+			_, data, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			var m cdproto.Message
+			if json.Unmarshal(data, &m) != nil {
+				return
+			}
+			if c.Write(ctx, websocket.MessageText, fmt.Appendf(nil, `{"id":%d,"result":{}}`, m.ID)) != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	conn, err := Dial(ctx, "ws://"+strings.TrimPrefix(srv.URL, "http://"), nil)
+	require.NoError(t, err)
+	defer conn.Close()
+
+	ended, end := context.WithCancel(ctx)
+	end()
+	for i := range 50 {
+		// The library picks at random between its lock and an ended
+		// context: fifty tries find the close if it is there.
+		assert.ErrorIs(t, conn.Write(ended, &cdproto.Message{ID: int64(1000 + i), Method: "Browser.getVersion"}), context.Canceled)
+		require.NoError(t, conn.Write(ctx, &cdproto.Message{ID: int64(i + 1), Method: "Browser.getVersion"}), "write %d: the connection must live on", i)
+		var m cdproto.Message
+		require.NoError(t, conn.Read(ctx, &m))
+		require.EqualValues(t, i+1, m.ID, "only the live write was sent")
+	}
 }
