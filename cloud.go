@@ -221,10 +221,11 @@ func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser s
 	actx, cancelAlloc := remoteAllocator(wsURL, hc, g)
 	tctx, _ := chromedp.NewContext(actx) // ended by close, with chromedp.Cancel
 	t := &remoteTab{ctx: tctx, cancelAlloc: cancelAlloc, guard: g, browser: browser}
-	err := firstAction(ctx, tctx, openSettleTimeout, func(settled bool) {
-		if settled {
+	err := firstAction(ctx, tctx, openSettleTimeout, func(state openState) {
+		switch state {
+		case openSettled:
 			t.learnTarget()
-		} else if ctx.Err() != nil {
+		case openUnsettled:
 			t.warn(ctx, "hybroute: a tab's opening cut short did not settle in time; its tab may stay open on the browser")
 		}
 		_ = t.close(ctx)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/runtime"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -119,7 +118,7 @@ func probeTab(ctx, tabCtx context.Context) error {
 // the failed replacement drops.
 func openTab(ctx, parent context.Context, opts ...chromedp.ContextOption) (context.Context, context.CancelFunc, error) {
 	tctx, stop := chromedp.NewContext(parent, opts...)
-	if err := firstAction(ctx, tctx, 0, func(bool) { stop() }); err != nil {
+	if err := firstAction(ctx, tctx, 0, func(openState) { stop() }); err != nil {
 		return nil, nil, err
 	}
 	return tctx, stop, nil
@@ -131,11 +130,20 @@ func openTab(ctx, parent context.Context, opts ...chromedp.ContextOption) (conte
 // of an opening on a loaded browser: a shorter bound left tabs open there.
 const openSettleTimeout = targetSetupTimeout + 15*time.Second
 
+// openState is how far an opening got when it is undone (firstAction).
+type openState int
+
+const (
+	openNotStarted openState = iota // ctx was over first: nothing was made
+	openSettled                     // the first action returned: its target, if any, is known
+	openUnsettled                   // cut short in flight: a target may be made, unknown
+)
+
 // firstAction runs chromedp's first action on the new tab context tctx
 // (it makes the target and attaches to it) and returns its error, or
 // ctx's when ctx ends first. undo, called once on any failure, cancels
-// tctx and closes what was made; settled tells it whether the action had
-// returned (only then may the context's target be read).
+// tctx and closes what was made; its state says how far the opening got
+// (only once it settled may the context's target be read).
 //
 // With settle > 0, a ctx that ends does not cancel the action at once:
 // chromedp learns the target's id only when Target.createTarget answers,
@@ -146,9 +154,9 @@ const openSettleTimeout = targetSetupTimeout + 15*time.Second
 // Only a caller that does not hold anyone up may wait so: a session's
 // creation, which its callers await on their own deadlines. tctx must not
 // be a child of ctx.
-func firstAction(ctx, tctx context.Context, settle time.Duration, undo func(settled bool)) error {
+func firstAction(ctx, tctx context.Context, settle time.Duration, undo func(openState)) error {
 	if err := ctx.Err(); err != nil {
-		undo(false) // nothing was made
+		undo(openNotStarted)
 		return err
 	}
 	done := make(chan error, 1)
@@ -156,23 +164,23 @@ func firstAction(ctx, tctx context.Context, settle time.Duration, undo func(sett
 	select {
 	case err := <-done:
 		if err != nil {
-			undo(true)
+			undo(openSettled)
 		}
 		return err
 	case <-ctx.Done():
 	}
-	if settle <= 0 {
-		undo(false) // cancels tctx: the action returns
-		<-done
-		return ctx.Err()
+	state := openUnsettled
+	if settle > 0 {
+		timer := time.NewTimer(settle)
+		select {
+		case <-done:
+			state = openSettled
+		case <-timer.C:
+		}
+		timer.Stop()
 	}
-	timer := time.NewTimer(settle)
-	defer timer.Stop()
-	select {
-	case <-done:
-		undo(true)
-	case <-timer.C:
-		undo(false)
+	undo(state) // when unsettled, it cancels tctx: the action returns
+	if state == openUnsettled {
 		<-done
 	}
 	return ctx.Err()
@@ -195,12 +203,12 @@ func terminate(tabCtx context.Context) {
 // context's end takes whatever is left.
 func abandonTab(old context.Context) {
 	c := chromedp.FromContext(old)
-	if c == nil || c.Target == nil || c.Browser == nil {
+	if c == nil || c.Target == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
-	_, _ = cdp.Call(ctx, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: c.Target.TargetID})
+	_ = closeTarget(ctx, old, c.Target.TargetID)
 }
 
 // replace opens a fresh tab in the local tab's browser context (its

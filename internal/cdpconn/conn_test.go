@@ -23,21 +23,14 @@ import (
 // decoded keeps its bytes when the read buffer is reused for the next one,
 // and a normal close reads as io.EOF, as chromedp expects.
 func TestConnOutlivesClientTimeoutAndReusesItsBuffer(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.CloseNow()
-		ctx := r.Context()
+	srv := wsServer(t, func(ctx context.Context, c *websocket.Conn) {
 		if _, _, err := c.Read(ctx); err != nil {
 			return
 		}
 		_ = c.Write(ctx, websocket.MessageText, []byte(`{"id":1,"result":{"a":"first"}}`))
 		_ = c.Write(ctx, websocket.MessageText, []byte(`{"id":2,"result":{"b":"second, and longer than the first"}}`))
 		_ = c.Close(websocket.StatusNormalClosure, "bye")
-	}))
-	defer srv.Close()
+	})
 
 	hc := &http.Client{Timeout: time.Second}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -61,13 +54,7 @@ func TestConnOutlivesClientTimeoutAndReusesItsBuffer(t *testing.T) {
 // the websocket library closes the whole connection when a write's context
 // ends, and one caller giving up must not cut every tab's connection.
 func TestWriteOnAnEndedContextKeepsTheConnection(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		c, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer c.CloseNow()
-		ctx := r.Context()
+	srv := wsServer(t, func(ctx context.Context, c *websocket.Conn) {
 		for { // echo each message's id back as a reply
 			_, data, err := c.Read(ctx)
 			if err != nil {
@@ -81,8 +68,7 @@ func TestWriteOnAnEndedContextKeepsTheConnection(t *testing.T) {
 				return
 			}
 		}
-	}))
-	defer srv.Close()
+	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	conn, err := Dial(ctx, "ws://"+strings.TrimPrefix(srv.URL, "http://"), nil)
@@ -100,4 +86,19 @@ func TestWriteOnAnEndedContextKeepsTheConnection(t *testing.T) {
 		require.NoError(t, conn.Read(ctx, &m))
 		require.EqualValues(t, i+1, m.ID, "only the live write was sent")
 	}
+}
+
+// wsServer serves one websocket per request with serve, closed when serve
+// returns; the server ends with the test.
+func wsServer(t *testing.T, serve func(ctx context.Context, c *websocket.Conn)) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		serve(r.Context(), c)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
