@@ -3,6 +3,8 @@ package hybroute
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hybroute/hybroute/internal/cdpcompat"
 )
 
 // Every error of the package a caller can test for: the sentinels, matched
@@ -96,7 +98,40 @@ var (
 	// The tab, its cookies and its storage are gone; the session's next
 	// call starts a fresh browser (a fresh Chromium, a new cloud session).
 	ErrBrowserDead = errors.New("hybroute: the browser under the session died")
+	// ErrUnsupportedBrowser is the errors.Is target for "the guard cannot
+	// cover this browser": a Chromium older than the supported range, or one
+	// that lacks a protocol capability a rule needs on its route. The error
+	// is an [*UnsupportedBrowserError], which names the browser and what it
+	// lacks. A local Chromium so refused fails Warm and the first call; a
+	// cloud browser so refused is never used: the call falls back to local.
+	ErrUnsupportedBrowser = errors.New("hybroute: unsupported browser")
 )
+
+// UnsupportedBrowserError is the error of a browser the guard cannot
+// cover. Its text names the browser, its version, what it lacks and the
+// supported range.
+type UnsupportedBrowserError struct {
+	// Browser is the product string the browser gave (Browser.getVersion),
+	// e.g. "HeadlessChrome/138.0.7204.0".
+	Browser string
+	// Lacks says what the browser lacks, e.g. "Network.emulateNetworkConditionsByRule".
+	Lacks string
+	// Route is where the browser was met: "local" or "cloud".
+	Route string
+}
+
+func (e *UnsupportedBrowserError) Error() string {
+	return fmt.Sprintf("hybroute: unsupported browser: %s on the %s route lacks %s; supported: Chromium %d to the newest, full browser or headless shell",
+		e.Browser, e.Route, e.Lacks, cdpcompat.MinMajor)
+}
+
+// Is makes errors.Is find ErrUnsupportedBrowser.
+func (e *UnsupportedBrowserError) Is(target error) bool { return target == ErrUnsupportedBrowser }
+
+// reason is the short account a fallback's Result carries.
+func (e *UnsupportedBrowserError) reason() string {
+	return "unsupported_browser: " + e.Browser + " lacks " + e.Lacks
+}
 
 // deadBrowserError is the error of a call whose browser died: its text
 // names the browser, errors.Is finds ErrBrowserDead.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto"
+	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/cdp"
 	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
 	"github.com/chromedp/cdproto/fetch"
@@ -21,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/hybroute/hybroute/internal/cdpcompat"
 	"github.com/hybroute/hybroute/internal/cdpmux"
 	"github.com/hybroute/hybroute/internal/metadata"
 )
@@ -87,7 +89,7 @@ var metadataLiterals = []string{
 // to the loopback names the matcher can hold (privateWSPatterns). HTTP is
 // Fetch's: the IPv6 and loopback rules name ws and wss only, so an HTTP
 // request to such a host still meets the verdict rather than a rule.
-func offlineRules(w where, remotePrivate bool) []*network.Conditions {
+func offlineRules(w where, remotePrivate bool) []string {
 	var pats []string
 	for _, h := range metadataLiterals {
 		pats = append(pats, "*://"+h+":*/*")
@@ -95,11 +97,7 @@ func offlineRules(w where, remotePrivate bool) []*network.Conditions {
 	if w == onRemote && !remotePrivate {
 		pats = append(pats, privateWSPatterns...)
 	}
-	conds := make([]*network.Conditions, 0, len(pats))
-	for _, p := range pats {
-		conds = append(conds, &network.Conditions{URLPattern: p, Offline: true, DownloadThroughput: -1, UploadThroughput: -1})
-	}
-	return conds
+	return pats
 }
 
 // privateWSPatterns are the private hosts a WebSocket rule can name on a
@@ -159,7 +157,14 @@ type browserGuard struct {
 	w       where
 	log     *slog.Logger
 	lookup  time.Duration
-	offline []*network.Conditions
+	offline []string // offlineRules
+
+	// browser is what the browser said of itself when the guard started.
+	browser cdpcompat.Browser
+	// rules is the shape of the offline rules this browser takes
+	// (cdpcompat.OfflineRules): the first that its major suggests, moved
+	// to an older one when a target answers with a shape error.
+	rules atomic.Int32
 
 	life context.Context // ends when the browser's connection ends
 	end  context.CancelFunc
@@ -222,12 +227,77 @@ func (g *browserGuard) start(ctx context.Context, m *cdpmux.Mux) error {
 		case <-g.life.Done():
 		}
 	}()
+	if err := g.checkBrowser(ctx, m); err != nil {
+		return err
+	}
 	if _, err := m.Call(ctx, "", fetch.CommandEnable, fetch.EnableParams{Patterns: guardPatterns}); err != nil {
 		return fmt.Errorf("hybroute: enabling the request guard: %w", err)
 	}
 	if _, err := m.Call(ctx, "", target.CommandSetAutoAttach, target.SetAutoAttachParams{
 		AutoAttach: true, WaitForDebuggerOnStart: true, Flatten: new(true), Filter: autoAttachFilter}); err != nil {
 		return fmt.Errorf("hybroute: enabling the request guard: auto-attach: %w", err)
+	}
+	return nil
+}
+
+// checkBrowser asks the browser what it is, once per connection, and
+// refuses one the guard cannot cover: older than the supported range on
+// any route, or, on a remote browser, one whose major has no offline rules
+// (a WebSocket to metadata would go unchecked there; on the local browser
+// the egress check sees every connection, WebSockets included, so the
+// rules are a second layer it can do without).
+func (g *browserGuard) checkBrowser(ctx context.Context, m *cdpmux.Mux) error {
+	raw, err := m.Call(ctx, "", browser.CommandGetVersion, nil)
+	if err != nil {
+		return fmt.Errorf("hybroute: enabling the request guard: %w", err)
+	}
+	var v browser.GetVersionResult
+	if err := jsonv2.Unmarshal(raw, &v, chromedp.DefaultUnmarshalOptions); err != nil {
+		return fmt.Errorf("hybroute: enabling the request guard: Browser.getVersion: %w", err)
+	}
+	g.browser = cdpcompat.ParseProduct(v.Product)
+	first := cdpcompat.FirstOfflineRules(g.browser.Major)
+	g.rules.Store(int32(first))
+	switch {
+	case g.browser.BelowFloor():
+		return g.unsupported(fmt.Sprintf("the protocol of Chromium %d and newer", cdpcompat.MinMajor))
+	case first == cdpcompat.RulesNone && g.w == onRemote:
+		return g.unsupported(lacksOfflineRules)
+	}
+	g.log.LogAttrs(ctx, slog.LevelDebug, "hybroute: guard on", slog.String("route", g.w.String()),
+		slog.String("browser", g.browser.String()), slog.String("offline_rules", first.String()))
+	return nil
+}
+
+// lacksOfflineRules is what a browser without offline rules lacks.
+const lacksOfflineRules = "Network.emulateNetworkConditionsByRule (the rules that stop WebSockets to metadata)"
+
+func (g *browserGuard) unsupported(lacks string) error {
+	route := "local"
+	if g.w == onRemote {
+		route = "cloud"
+	}
+	return &UnsupportedBrowserError{Browser: g.browser.String(), Lacks: lacks, Route: route}
+}
+
+// setOffline puts the offline rules on one target, in the shape this
+// browser takes: the shape in use first, then older ones while the target
+// answers that it takes another. The shape that worked is kept for the
+// next target. A browser that takes none has no rules: on the local route
+// that leaves the egress check, on a remote one the target cannot be
+// covered.
+func (g *browserGuard) setOffline(ctx context.Context, m *cdpmux.Mux, s target.SessionID) error {
+	shape := cdpcompat.OfflineRules(g.rules.Load())
+	for shape != cdpcompat.RulesNone {
+		_, err := m.Call(ctx, s, network.CommandEmulateNetworkConditionsByRule, cdpcompat.OfflineParams(shape, g.offline))
+		if err == nil || !cdpcompat.IsShapeError(err) {
+			return err
+		}
+		shape = shape.Older()
+		g.rules.Store(int32(shape))
+	}
+	if g.w == onRemote {
+		return g.unsupported(lacksOfflineRules)
 	}
 	return nil
 }
@@ -466,9 +536,7 @@ func (g *browserGuard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 		} else {
 			later = append(later, enable)
 		}
-		_, err := m.Call(ctx, s, network.CommandEmulateNetworkConditionsByRule,
-			network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: g.offline})
-		note(err)
+		note(g.setOffline(ctx, m, s))
 		if ti.Type == "page" || ti.Type == "iframe" {
 			// Their own frames and workers, paused in turn. Its answer can
 			// wait on the renderer (seconds on a loaded machine), while it

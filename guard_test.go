@@ -141,6 +141,7 @@ func awaitRefusalAndNoPopup(ctx context.Context, r *Router, key string) error {
 func asUserGesture(p *runtime.EvaluateParams) { p.UserGesture = new(true) }
 
 func TestGuardHoldsEveryChannelOnCloud(t *testing.T) {
+	requireCloudGuard(t)
 	t.Parallel()
 	w := newWorldServing(t, cloudtest.Browserbase, guardPages, WithResolver(guardResolver()))
 	ctx := testCtx(t)
@@ -171,6 +172,7 @@ func TestGuardHoldsEveryChannelOnCloud(t *testing.T) {
 }
 
 func TestGuardRefusesPopupsOnCloud(t *testing.T) {
+	requireCloudGuard(t)
 	t.Parallel()
 	w := newWorldServing(t, cloudtest.Browserbase, guardPages, WithResolver(guardResolver()))
 	ctx := testCtx(t)
@@ -200,6 +202,7 @@ func TestGuardRefusesPopupsOnCloud(t *testing.T) {
 }
 
 func TestLandedURLOfAPopupIsRechecked(t *testing.T) {
+	requireCloudGuard(t)
 	t.Parallel()
 	// The landing check is the layer under the guard: switch the browser's
 	// Fetch off (as a request Fetch cannot pause would be) and let a popup

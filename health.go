@@ -241,6 +241,10 @@ func configFix(err error) string {
 // a Result carries, e.g. "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED
 // (retry after 17s)".
 func fallbackReason(provider string, err error) string {
+	var ub *UnsupportedBrowserError
+	if errors.As(err, &ub) {
+		return "provider " + provider + ": " + ub.reason()
+	}
 	var pe *ProviderError
 	if errors.As(err, &pe) {
 		s := "provider " + provider + ":"

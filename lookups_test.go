@@ -295,6 +295,7 @@ func TestPlanTooManyHostsFailsClosed(t *testing.T) {
 }
 
 func TestGuardReusesTheCallsLookups(t *testing.T) {
+	requireCloudGuard(t)
 	t.Parallel()
 	// On the cloud route nothing but the plan, the guard and the landed-URL
 	// check ask our resolver (the cloud browser does its own DNS), so the

@@ -26,6 +26,7 @@ import (
 )
 
 func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
+	requireCloudGuard(t)
 	t.Parallel()
 	for _, kind := range []cloudtest.Kind{cloudtest.Browserbase, cloudtest.BrowserUse, cloudtest.Steel, cloudtest.CDP} {
 		t.Run(string(kind), func(t *testing.T) {
@@ -715,6 +716,7 @@ func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {
 }
 
 func TestGuardThatCannotStartFailsCleanly(t *testing.T) {
+	requireCloudGuard(t)
 	// Not parallel: it swaps the package's guard patterns.
 	requireChromium(t)
 	cloud := cloudtest.LaunchChromium(t)

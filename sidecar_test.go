@@ -35,6 +35,7 @@ func requireChromium(tb testing.TB) {
 	if _, err := findChromium(&config{}); err != nil {
 		tb.Skipf("skipping: this test drives a real Chromium and none is installed (%v)", err)
 	}
+	requireSupported(tb)
 }
 
 // testConfig is the default configuration with opts, warnings logged to

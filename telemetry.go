@@ -41,16 +41,17 @@ const (
 // The fallback reasons, the bounded names of why a cloud session ran on
 // local Chromium (the fallback_reason attribute).
 const (
-	fallbackRateLimited      = "rate_limited"
-	fallbackUnauthorized     = "unauthorized"
-	fallbackPaymentRequired  = "payment_required"
-	fallbackUnavailable      = "unavailable"
-	fallbackTimeout          = "timeout"
-	fallbackConnectFailed    = "connect_failed"
-	fallbackProviderFellBack = "provider_fell_back"
-	fallbackBackoffWindow    = "backoff_window"
-	fallbackConcurrency      = "concurrency_limit"
-	fallbackOther            = "error"
+	fallbackRateLimited        = "rate_limited"
+	fallbackUnauthorized       = "unauthorized"
+	fallbackPaymentRequired    = "payment_required"
+	fallbackUnavailable        = "unavailable"
+	fallbackTimeout            = "timeout"
+	fallbackConnectFailed      = "connect_failed"
+	fallbackProviderFellBack   = "provider_fell_back"
+	fallbackBackoffWindow      = "backoff_window"
+	fallbackConcurrency        = "concurrency_limit"
+	fallbackUnsupportedBrowser = "unsupported_browser"
+	fallbackOther              = "error"
 )
 
 // planClassNone is the class attribute of a plan with no URL literal.
@@ -241,6 +242,8 @@ func fallbackKind(err error) string {
 	switch {
 	case errors.Is(err, errConcurrencyLimit):
 		return fallbackConcurrency
+	case errors.Is(err, ErrUnsupportedBrowser):
+		return fallbackUnsupportedBrowser
 	case errors.Is(err, errConnecting):
 		return fallbackConnectFailed
 	case errors.Is(err, errProviderFellBack):
