@@ -102,7 +102,9 @@ type Where struct {
 	// Dialogs are the JavaScript dialogs the page opened, as the Router
 	// answered them.
 	Dialogs []hybroute.Dialog
-	// URL is the page's URL after the call, as the Router re-checked it.
+	// URL is the page's URL after the call, as the Router re-checked it,
+	// with the credentials it carries redacted (as errors show URLs):
+	// about:blank after a refused page the tab was sent away from.
 	URL   string
 	Title string
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/internal/redact"
 )
 
 // session is the toolset's memory of one session key: which browser session
@@ -228,6 +229,12 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 	if w.URL == "" {
 		w.URL = c.url
 	}
+	if res.SentToBlank {
+		// The page was refused and left: the tab is on about:blank, not on
+		// the refused URL (LandedURL) or the error page the run saw.
+		w.URL, w.Title = "about:blank", ""
+	}
+	w.URL = shownURL(w.URL)
 	var note string
 	switch {
 	case s.pageKey == "":
@@ -342,6 +349,11 @@ func result(w Where, note, body string, isErr bool) Result {
 	}
 	return Result{Text: strings.Join(parts, "\n\n"), IsError: isErr, Where: w}
 }
+
+// shownURL is a URL as a tool result shows it: the credentials it carries
+// (a token in the query, an OAuth access_token in the fragment, a userinfo
+// password) redacted by the list errors use, and bounded.
+func shownURL(u string) string { return redact.Display(u) }
 
 // quote quotes s for the model on one line, cut to max runes.
 func quote(s string, max int) string {

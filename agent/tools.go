@@ -179,9 +179,9 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 	}
 	u := CompleteURL(raw)
 	body := func() string {
-		msg := "Opened " + u + "."
+		msg := "Opened " + shownURL(u) + "."
 		if u != raw {
-			msg = "Opened " + u + " (completed from " + quote(raw, 200) + ")."
+			msg = "Opened " + shownURL(u) + " (completed from " + quote(shownURL(raw), 200) + ")."
 		}
 		return msg
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image/png"
 	"net/http"
 	"net/http/httptest"
@@ -368,4 +369,64 @@ func TestMCPOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+// TestMCPResultsRedactPageURLs: a page whose URL carries credentials (a
+// token in the query, an OAuth access_token in the fragment) is shown
+// with them redacted, in the result's text and in its _meta, on every
+// tool; a page refused after it landed is reported where the tab really
+// is, about:blank.
+func TestMCPResultsRedactPageURLs(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := agent.New(r)
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	srv := newMCPServer(ts)
+	t.Cleanup(srv.close)
+	c := &client{t: t, cs: connectInMemory(t, srv)}
+
+	secrets := []string{"qTokenSecret1234", "apiKeySecret5678", "fragTokenSecret90"}
+	page := site.URL("127.0.0.1", "/?token="+secrets[0]+"&api_key="+secrets[1]+"&view=full#access_token="+secrets[2]+"&state=x")
+	noSecret := func(what string, res *mcp.CallToolResult) {
+		t.Helper()
+		meta, err := json.Marshal(res.Meta)
+		require.NoError(t, err)
+		for _, s := range secrets {
+			assert.NotContains(t, textOf(res), s, "%s: the text shows a credential", what)
+			assert.NotContains(t, string(meta), s, "%s: _meta shows a credential", what)
+		}
+	}
+	res, text := c.ok("browser_navigate", map[string]any{"url": page})
+	noSecret("navigate", res)
+	assert.Contains(t, text, "/?token=REDACTED&api_key=REDACTED&view=full#access_token=REDACTED&state=x", "the rest of the URL is shown")
+	assert.Equal(t, site.URL("127.0.0.1", "/?token=REDACTED&api_key=REDACTED&view=full#access_token=REDACTED&state=x"),
+		res.Meta[MetaWhere].(map[string]any)["url"])
+	for _, call := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"browser_snapshot", nil},
+		{"browser_exec", map[string]any{"code": "console.log('from', location.pathname); return 1"}},
+		{"browser_console", nil},
+		{"browser_scroll", map[string]any{"direction": "down"}},
+		{"browser_screenshot", nil},
+	} {
+		res, text := c.ok(call.name, call.args)
+		noSecret(call.name, res)
+		assert.Contains(t, text, "token=REDACTED", call.name)
+		if call.name == "browser_console" {
+			assert.Contains(t, text, "[log] shop ready (http://127.0.0.1:"+site.Port+"/?token=REDACTED", "a console line's URL is redacted too")
+		}
+	}
+
+	// The page sends itself to a metadata address: the guard refuses it and
+	// the tab goes to about:blank, which is where the result says it is.
+	res = c.call("browser_exec", map[string]any{"code": `location.href = "http://" + ["169", "254", "169", "254"].join(".") + "/latest/?token=` + secrets[0] + `"`})
+	require.True(t, res.IsError, textOf(res))
+	noSecret("refused exec", res)
+	assert.Contains(t, textOf(res), "sent to about:blank")
+	assert.Contains(t, textOf(res), "\nPage: about:blank", "the Page line is where the tab is")
+	assert.Equal(t, "about:blank", res.Meta[MetaWhere].(map[string]any)["url"])
+	res, text = c.ok("browser_snapshot", nil)
+	assert.Contains(t, text, "Page: about:blank")
 }
