@@ -41,7 +41,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	cfg.register(fs)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
 	var allowHosts stringList
-	fs.Var(&allowHosts, "allow-host", "with --http: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
+	fs.Var(&allowHosts, "allow-host", "with --http or --metrics: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
 	viewport := fs.String("viewport", "1280x720", "the local browser's viewport, WIDTHxHEIGHT (0x0: the browser's own)")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
@@ -62,7 +62,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	}
 	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh)}
 	if *metricsAddr != "" {
-		ms, err := startMetrics(*metricsAddr, e.stderr)
+		ms, err := startMetrics(*metricsAddr, allowHosts, e.stderr)
 		if err != nil {
 			fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 			return exitFailure
