@@ -199,6 +199,11 @@ func (t *Toolset) Tools() []Tool {
 // on, a refused URL included, is a Result with IsError set and a nil error.
 // The error is non-nil only when no call was made: ctx ended first, or the
 // toolset is closed.
+//
+// Calls of one session run one at a time, in turn; ctx ends a call that
+// runs, and a call still waiting its turn leaves the queue when its ctx
+// ends, without running (a server whose client hung up passes a context
+// that ends then).
 func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.RawMessage) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
@@ -213,14 +218,18 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 		if s, err = t.session(sessionKey); err != nil {
 			return Result{}, err
 		}
-		s.mu.Lock()
+		if err := s.lock(ctx); err != nil {
+			// The caller went away while the call waited its turn: it is
+			// dropped, never run.
+			return Result{}, err
+		}
 		if !s.gone.Load() {
 			break
 		}
 		// Released while this call waited for it: the map has a fresh one.
-		s.mu.Unlock()
+		s.unlock()
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}

@@ -19,8 +19,11 @@ import (
 // session is the toolset's memory of one session key: which browser session
 // its page is in, the refs of its last snapshot, and its console.
 type session struct {
-	mu   sync.Mutex  // one tool call at a time
-	gone atomic.Bool // released: a call that waited for mu takes a fresh session
+	// turn is held by the call that runs (one tool call at a time). A
+	// channel, not a mutex: a waiting call whose caller went away leaves
+	// the queue at once instead of running for no one.
+	turn chan struct{}
+	gone atomic.Bool // released: a call that waited for its turn takes a fresh session
 
 	// The page: the cache key of the browser session it is in and the tab
 	// it is in there. Empty before the first call that ran.
@@ -40,10 +43,27 @@ type session struct {
 }
 
 func newSession(consoleLimit int) *session {
-	return &session{tabs: make(map[target.ID]context.CancelFunc), console: consoleBuf{limit: consoleLimit}}
+	return &session{turn: make(chan struct{}, 1), tabs: make(map[target.ID]context.CancelFunc), console: consoleBuf{limit: consoleLimit}}
 }
 
-// end stops the session's console collectors. It does not take mu: it runs
+// lock waits for the session's turn until ctx ends.
+func (s *session) lock(ctx context.Context) error {
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		// Both were ready: a caller that is gone does not run.
+		s.unlock()
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+func (s *session) unlock() { <-s.turn }
+
+// end stops the session's console collectors. It does not take a turn: it runs
 // from browser_close, inside a call.
 func (s *session) end() {
 	s.tmu.Lock()
