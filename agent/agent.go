@@ -116,6 +116,7 @@ type config struct {
 	snapshotLimit int
 	callTimeout   time.Duration
 	consoleLimit  int
+	maxResult     int
 	log           *slog.Logger
 }
 
@@ -124,6 +125,9 @@ const (
 	DefaultSnapshotLimit = 40000 // bytes of snapshot text
 	DefaultCallTimeout   = 60 * time.Second
 	DefaultConsoleLimit  = 500 // messages kept per session between reads
+	// DefaultMaxResultBytes bounds browser_exec's result: what a model can
+	// use of one, and what crosses the protocol.
+	DefaultMaxResultBytes = 20000
 )
 
 // WithSnapshotLimit sets how many bytes of text browser_snapshot returns
@@ -142,6 +146,19 @@ func WithCallTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
 			c.callTimeout = d
+		}
+	}
+}
+
+// WithMaxResultBytes sets how many bytes of JSON text browser_exec returns
+// (default 20,000). A longer result is cut in the page, before it crosses
+// the protocol to the browser's connection, whose read buffer keeps the
+// size of the largest message it ever read; the result says where it was
+// cut and how long it was ("result cut at N of M bytes").
+func WithMaxResultBytes(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxResult = n
 		}
 	}
 }
@@ -170,6 +187,7 @@ func New(r Router, opts ...Option) *Toolset {
 			snapshotLimit: DefaultSnapshotLimit,
 			callTimeout:   DefaultCallTimeout,
 			consoleLimit:  DefaultConsoleLimit,
+			maxResult:     DefaultMaxResultBytes,
 			log:           slog.Default(),
 		},
 		sessions: make(map[string]*session),

@@ -504,3 +504,13 @@ func TestMCPHangUpCancelsTheCall(t *testing.T) {
 	assert.Contains(t, text, `Result: ["waiting",0]`,
 		"the session's next call runs while the abandoned script still awaits, and no queued call ran")
 }
+
+// TestMCPMaxResultBytesFlag: --max-result-bytes sets where browser_exec's
+// result is cut.
+func TestMCPMaxResultBytesFlag(t *testing.T) {
+	site := agenttest.NewSite(t)
+	c, _ := startBinary(t, nil, "--provider", "none", "--max-result-bytes", "64")
+	c.ok("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/page2")})
+	_, text := c.ok("browser_exec", map[string]any{"code": `"x".repeat(1000)`})
+	assert.Contains(t, text, `Result: "`+strings.Repeat("x", 63)+` [result cut at 64 of 1002 bytes;`)
+}
