@@ -82,6 +82,9 @@ type call struct {
 	title  string    // the page title at the end of the call
 	url    string    // the page URL the run saw last (Where uses the Router's)
 	moved  bool      // the tool saw the page navigate
+	// blanked: the Router refused a page of the call and sent the tab to
+	// about:blank (Result.SentToBlank).
+	blanked bool
 }
 
 // How a tool uses the page.
@@ -249,6 +252,7 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 	if w.URL == "" {
 		w.URL = c.url
 	}
+	c.blanked = res.SentToBlank
 	if res.SentToBlank {
 		// The page was refused and left: the tab is on about:blank, not on
 		// the refused URL (LandedURL) or the error page the run saw.

@@ -117,7 +117,7 @@ type mcpServer struct {
 	// id tieRequests gave each: a tool call ends with the request that
 	// carried it.
 	requests sync.Map     // string -> context.Context
-	running  atomic.Int64 // tool calls in the toolset, waiting or running
+	running  atomic.Int64 // tool calls in the toolset, waiting or running (tests read it)
 }
 
 // MetaWhere is the _meta key of a tool result that says where the call ran.
