@@ -198,6 +198,11 @@ type Result struct {
 	// ran in a fresh tab in the same browser context: cookies and
 	// storage are kept, the page is not (the new tab starts blank).
 	TabReplaced bool
+
+	// SentToBlank: the call was refused a page (by the guard, or by the
+	// landing check, whose refused URL LandedURL then holds) and the tab
+	// was sent to about:blank, where it is now.
+	SentToBlank bool
 }
 
 // HybridRoutesLocally reports whether hybrid routing sends rawURL to the
@@ -473,7 +478,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The
 		// tab leaves the error page for a clean one, as after a landing.
-		gerr = toBlank(cctx, gerr)
+		res.SentToBlank, gerr = toBlank(cctx, gerr)
 		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", e.route, p.CacheKey, errors.Join(gerr, runErr))
 	}
 	if err := runErr; err != nil {
@@ -490,14 +495,14 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		err = fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
 		// A failed run can still leave the tab somewhere it must not stay.
 		if cctx.Err() == nil && !e.tab.dead() {
-			if landed, lerr := r.checkLanding(ctx, cctx, e); lerr != nil {
-				res.LandedURL = landed
+			if landed, blanked, lerr := r.checkLanding(ctx, cctx, e); lerr != nil {
+				res.LandedURL, res.SentToBlank = landed, blanked
 				err = errors.Join(err, lerr)
 			}
 		}
 		return res, err
 	}
-	res.LandedURL, err = r.checkLanding(ctx, cctx, e)
+	res.LandedURL, res.SentToBlank, err = r.checkLanding(ctx, cctx, e)
 	return res, err
 }
 
@@ -506,15 +511,16 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 // Every page of the session is checked: the tab, and the popups its pages
 // opened (a refused popup is closed). chrome-error://chromewebdata/ is
 // where a failed load leaves a page: it ran nothing, so it passes.
-func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, error) {
+func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bool, error) {
 	landed := *e.landed.Load()
 	var err error
+	var blanked bool
 	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, r.callLookupsOf(e)), e.where()); refused != nil {
 		r.tel.refused(ctx, "landing", refused)
-		err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
+		blanked, err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
 	}
 	if e.bg == nil {
-		return landed, err
+		return landed, blanked, err
 	}
 	for id, u := range e.bg.popups(e) {
 		if u == "" {
@@ -541,15 +547,15 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, er
 		}
 		err = errors.Join(err, perr)
 	}
-	return landed, err
+	return landed, blanked, err
 }
 
 // toBlank sends a tab that was refused a page to about:blank, so it never
-// stays on a blocked page or its error page, and returns err with any
-// failure to do so.
-func toBlank(tabCtx context.Context, err error) error {
+// stays on a blocked page or its error page. It reports whether the tab
+// is there, and returns err with any failure to send it.
+func toBlank(tabCtx context.Context, err error) (bool, error) {
 	if blank := chromedp.Do(tabCtx, chromedp.Navigate("about:blank")); blank != nil {
-		err = errors.Join(err, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
+		return false, errors.Join(err, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
 	}
-	return err
+	return true, err
 }

@@ -165,6 +165,7 @@ func TestLandedURLIsRechecked(t *testing.T) {
 	require.ErrorIs(t, err, ErrPrivate)
 	assert.Contains(t, err.Error(), "landed")
 	assert.Equal(t, inside, res.LandedURL)
+	assert.True(t, res.SentToBlank, "the result says the tab left the refused page")
 	assert.Equal(t, cloudUA, w.site.uaOf("/inside"))
 	assert.Equal(t, "about:blank", location(t, w.r, "s"), "the tab was sent to about:blank")
 }

@@ -94,6 +94,10 @@ type sidecar struct {
 
 	wg sync.WaitGroup // starts, spare makers, death watchers
 
+	// swept: the temp profiles dead processes left were removed, at the
+	// first start.
+	swept sync.Once
+
 	// lookupsOf is the router's: the guard reuses a call's name answers.
 	lookupsOf func(*entry) *callLookups
 
@@ -645,7 +649,13 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	}
 	// Our own temp profile (not chromedp's), so we know its name: stop finds
 	// Chromium's children by it and removes it.
-	dataDir, err := os.MkdirTemp("", "hybroute-chromium-")
+	s.swept.Do(func() { sweepProfiles(os.TempDir(), s.log) })
+	dataDir, err := makeProfile()
+	if err != nil && dataDir != "" {
+		if rerr := removeProfile(dataDir); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
 	if err != nil {
 		egress.close()
 		return nil, fmt.Errorf("hybroute: making a temp profile for local Chromium: %w", err)

@@ -1,8 +1,11 @@
 package hybroute
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -30,4 +33,34 @@ func killProcessesWith(arg []byte) int {
 		}
 	}
 	return n
+}
+
+// oNoFollow makes an open fail on a symlink.
+const oNoFollow = syscall.O_NOFOLLOW
+
+// processStart is the start time of process pid (clock ticks since boot,
+// from /proc/PID/stat), which with the pid names one process: a pid can be
+// reused, the pair cannot. A pid with no process gives fs.ErrNotExist.
+func processStart(pid int) (string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return "", err
+	}
+	// The command name (field 2) is in parentheses and may hold anything:
+	// the fields after its last ")" start at field 3.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return "", errors.New("hybroute: unreadable /proc stat")
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return "", errors.New("hybroute: unreadable /proc stat")
+	}
+	return f[19], nil // field 22, starttime
+}
+
+// ownedByUs reports whether fi is owned by this process's user.
+func ownedByUs(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == os.Getuid()
 }

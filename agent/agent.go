@@ -102,7 +102,9 @@ type Where struct {
 	// Dialogs are the JavaScript dialogs the page opened, as the Router
 	// answered them.
 	Dialogs []hybroute.Dialog
-	// URL is the page's URL after the call, as the Router re-checked it.
+	// URL is the page's URL after the call, as the Router re-checked it,
+	// with the credentials it carries redacted (as errors show URLs):
+	// about:blank after a refused page the tab was sent away from.
 	URL   string
 	Title string
 }
@@ -114,6 +116,7 @@ type config struct {
 	snapshotLimit int
 	callTimeout   time.Duration
 	consoleLimit  int
+	maxResult     int
 	log           *slog.Logger
 }
 
@@ -122,6 +125,9 @@ const (
 	DefaultSnapshotLimit = 40000 // bytes of snapshot text
 	DefaultCallTimeout   = 60 * time.Second
 	DefaultConsoleLimit  = 500 // messages kept per session between reads
+	// DefaultMaxResultBytes bounds browser_exec's result: what a model can
+	// use of one, and what crosses the protocol.
+	DefaultMaxResultBytes = 20000
 )
 
 // WithSnapshotLimit sets how many bytes of text browser_snapshot returns
@@ -140,6 +146,19 @@ func WithCallTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
 			c.callTimeout = d
+		}
+	}
+}
+
+// WithMaxResultBytes sets how many bytes of JSON text browser_exec returns
+// (default 20,000). A longer result is cut in the page, before it crosses
+// the protocol to the browser's connection, whose read buffer keeps the
+// size of the largest message it ever read; the result says where it was
+// cut and how long it was ("result cut at N of M bytes").
+func WithMaxResultBytes(n int) Option {
+	return func(c *config) {
+		if n > 0 {
+			c.maxResult = n
 		}
 	}
 }
@@ -168,6 +187,7 @@ func New(r Router, opts ...Option) *Toolset {
 			snapshotLimit: DefaultSnapshotLimit,
 			callTimeout:   DefaultCallTimeout,
 			consoleLimit:  DefaultConsoleLimit,
+			maxResult:     DefaultMaxResultBytes,
 			log:           slog.Default(),
 		},
 		sessions: make(map[string]*session),
@@ -197,6 +217,11 @@ func (t *Toolset) Tools() []Tool {
 // on, a refused URL included, is a Result with IsError set and a nil error.
 // The error is non-nil only when no call was made: ctx ended first, or the
 // toolset is closed.
+//
+// Calls of one session run one at a time, in turn; ctx ends a call that
+// runs, and a call still waiting its turn leaves the queue when its ctx
+// ends, without running (a server whose client hung up passes a context
+// that ends then).
 func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.RawMessage) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
@@ -211,14 +236,18 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 		if s, err = t.session(sessionKey); err != nil {
 			return Result{}, err
 		}
-		s.mu.Lock()
+		if err := s.lock(ctx); err != nil {
+			// The caller went away while the call waited its turn: it is
+			// dropped, never run.
+			return Result{}, err
+		}
 		if !s.gone.Load() {
 			break
 		}
 		// Released while this call waited for it: the map has a fresh one.
-		s.mu.Unlock()
+		s.unlock()
 	}
-	defer s.mu.Unlock()
+	defer s.unlock()
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}

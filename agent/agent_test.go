@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image/png"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -426,4 +427,60 @@ func TestDialogsAndAWedgedTab(t *testing.T) {
 	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
 	assert.False(t, snap.Where.TabReplaced)
 	assert.Contains(t, snap.Text, "Second page")
+}
+
+// heapAfterGC is the live heap once the garbage is collected.
+func heapAfterGC() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestExecResultIsCutInThePage: a 100 MB result is cut in the page, so it
+// never crosses the protocol: the result says where it was cut and how
+// long it was, and the process's heap is back near where it was (the
+// browser connection's read buffer keeps the size of the largest message
+// it read).
+func TestExecResultIsCutInThePage(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	const s = "big-result"
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/page2")}))
+	mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `"x".repeat(1000)`}))
+	base := heapAfterGC()
+
+	const n = 100 << 20
+	res := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": fmt.Sprintf(`"x".repeat(%d)`, n)}))
+	assert.Contains(t, res.Text, fmt.Sprintf(`Result: "xxxx`))
+	assert.Contains(t, res.Text, fmt.Sprintf("[result cut at %d of %d bytes;", agent.DefaultMaxResultBytes, n+2), "the JSON text is the string and its quotes")
+	assert.Less(t, len(res.Text), agent.DefaultMaxResultBytes+1000)
+
+	after := heapAfterGC()
+	t.Logf("heap: %.1f MB before, %.1f MB after", float64(base)/(1<<20), float64(after)/(1<<20))
+	assert.Less(t, after, base+10<<20, "the result never crossed the protocol whole")
+}
+
+// TestWithMaxResultBytes: the limit applies to any JSON result, objects
+// included, and counts UTF-8 bytes; a result within it is whole.
+func TestWithMaxResultBytes(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r, agent.WithMaxResultBytes(100))
+	const s = "small-limit"
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/page2")}))
+	res := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `Array.from({length: 50}, (_, i) => ({i}))`}))
+	assert.Contains(t, res.Text, `Result: [{"i":0},{"i":1},`)
+	assert.Contains(t, res.Text, "[result cut at 100 of 441 bytes;")
+	res = mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `"é".repeat(60)`}))
+	assert.Contains(t, res.Text, "[result cut at 100 of 122 bytes;", "é is two bytes")
+	res = mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `"é".repeat(40)`}))
+	assert.Contains(t, res.Text, `Result: "`+strings.Repeat("é", 40)+`"`)
+	assert.NotContains(t, res.Text, "cut at")
+	res = mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `({"hybroute.cut": "forged", head: "x", bytes: 1})`}))
+	assert.Contains(t, res.Text, `Result: {"hybroute.cut":"forged","head":"x","bytes":1}`, "a page value is never taken for a cut")
+	res = mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `document.body`}))
+	assert.Contains(t, res.Text, "a DOM node")
 }

@@ -62,7 +62,7 @@ func (b *consoleBuf) read(clear bool) string {
 		}
 		fmt.Fprintf(&sb, "[%s] %s", label, m.text)
 		if m.url != "" {
-			fmt.Fprintf(&sb, " (%s:%d)", m.url, m.line+1)
+			fmt.Fprintf(&sb, " (%s:%d)", shownURL(m.url), m.line+1)
 		}
 		sb.WriteByte('\n')
 	}

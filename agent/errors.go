@@ -28,8 +28,10 @@ func describe(err error, c *call, key string) string {
 			switch {
 			case errors.As(err, &pb):
 				lines = append(lines, "blocked: the page is at "+shown+", which "+reason(b)+". Nothing was read from it; navigate elsewhere.")
-			case c != nil && c.ran:
+			case c != nil && c.ran && c.blanked:
 				lines = append(lines, "blocked: the page tried to load "+shown+", which "+reason(b)+"; the request was refused and the tab was sent to about:blank. "+advice(b))
+			case c != nil && c.ran:
+				lines = append(lines, "blocked: the page tried to load "+shown+", which "+reason(b)+"; the request was refused, but the tab could not be sent to about:blank, so nothing will be read from it until you navigate elsewhere. "+advice(b))
 			default:
 				lines = append(lines, "blocked: "+shown+" "+reason(b)+"; no browser opened it. "+advice(b))
 			}

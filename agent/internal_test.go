@@ -70,6 +70,14 @@ func TestRenderSnapshot(t *testing.T) {
 	nodes = append(nodes, node("12", "2", "link", "Home", 12, nil, prop(accessibility.PropertyNameURL, "http://shop.test/home?x=1")))
 	text2, refs2 := renderSnapshot(nodes, &refs, "tab1", "http://shop.test/", 10000)
 	assert.Contains(t, text2, "- link \"Home\" [ref=e3]:\n  - /url: /home?x=1\n- heading")
+
+	// A link's URL is shown with its credentials redacted.
+	nodes = append(nodes[:len(nodes):len(nodes)], node("13", "2", "link", "Reset", 13, nil,
+		prop(accessibility.PropertyNameURL, "http://shop.test/reset?token=linkSecret123&u=1#access_token=fragSecret456")))
+	nodes[1].ChildIDs = append(nodes[1].ChildIDs, "13")
+	text3, _ := renderSnapshot(nodes, &refs2, "tab1", "http://shop.test/", 10000)
+	assert.Contains(t, text3, "- /url: /reset?token=REDACTED&u=1#access_token=REDACTED")
+	assert.NotContains(t, text3, "Secret")
 	assert.Contains(t, text2, `- button "Buy" [ref=e1]`)
 	assert.Equal(t, 4, refs2.next)
 

@@ -13,13 +13,17 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/internal/redact"
 )
 
 // session is the toolset's memory of one session key: which browser session
 // its page is in, the refs of its last snapshot, and its console.
 type session struct {
-	mu   sync.Mutex  // one tool call at a time
-	gone atomic.Bool // released: a call that waited for mu takes a fresh session
+	// turn is held by the call that runs (one tool call at a time). A
+	// channel, not a mutex: a waiting call whose caller went away leaves
+	// the queue at once instead of running for no one.
+	turn chan struct{}
+	gone atomic.Bool // released: a call that waited for its turn takes a fresh session
 
 	// The page: the cache key of the browser session it is in and the tab
 	// it is in there. Empty before the first call that ran.
@@ -39,10 +43,27 @@ type session struct {
 }
 
 func newSession(consoleLimit int) *session {
-	return &session{tabs: make(map[target.ID]context.CancelFunc), console: consoleBuf{limit: consoleLimit}}
+	return &session{turn: make(chan struct{}, 1), tabs: make(map[target.ID]context.CancelFunc), console: consoleBuf{limit: consoleLimit}}
 }
 
-// end stops the session's console collectors. It does not take mu: it runs
+// lock waits for the session's turn until ctx ends.
+func (s *session) lock(ctx context.Context) error {
+	select {
+	case s.turn <- struct{}{}:
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+	if err := ctx.Err(); err != nil {
+		// Both were ready: a caller that is gone does not run.
+		s.unlock()
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
+func (s *session) unlock() { <-s.turn }
+
+// end stops the session's console collectors. It does not take a turn: it runs
 // from browser_close, inside a call.
 func (s *session) end() {
 	s.tmu.Lock()
@@ -61,6 +82,9 @@ type call struct {
 	title  string    // the page title at the end of the call
 	url    string    // the page URL the run saw last (Where uses the Router's)
 	moved  bool      // the tool saw the page navigate
+	// blanked: the Router refused a page of the call and sent the tab to
+	// about:blank (Result.SentToBlank).
+	blanked bool
 }
 
 // How a tool uses the page.
@@ -228,6 +252,13 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 	if w.URL == "" {
 		w.URL = c.url
 	}
+	c.blanked = res.SentToBlank
+	if res.SentToBlank {
+		// The page was refused and left: the tab is on about:blank, not on
+		// the refused URL (LandedURL) or the error page the run saw.
+		w.URL, w.Title = "about:blank", ""
+	}
+	w.URL = shownURL(w.URL)
 	var note string
 	switch {
 	case s.pageKey == "":
@@ -342,6 +373,11 @@ func result(w Where, note, body string, isErr bool) Result {
 	}
 	return Result{Text: strings.Join(parts, "\n\n"), IsError: isErr, Where: w}
 }
+
+// shownURL is a URL as a tool result shows it: the credentials it carries
+// (a token in the query, an OAuth access_token in the fragment, a userinfo
+// password) redacted by the list errors use, and bounded.
+func shownURL(u string) string { return redact.Display(u) }
 
 // quote quotes s for the model on one line, cut to max runes.
 func quote(s string, max int) string {

@@ -398,7 +398,7 @@ func write(b *strings.Builder, it *item, depth int) {
 	if it.url != "" {
 		writeIndent(b, depth+1)
 		b.WriteString("- /url: ")
-		b.WriteString(cut(it.url, 500))
+		b.WriteString(cut(shownURL(it.url), 500))
 		b.WriteByte('\n')
 	}
 	for _, c := range it.children {

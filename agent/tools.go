@@ -3,6 +3,8 @@ package agent
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"image/png"
@@ -179,9 +181,9 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 	}
 	u := CompleteURL(raw)
 	body := func() string {
-		msg := "Opened " + u + "."
+		msg := "Opened " + shownURL(u) + "."
 		if u != raw {
-			msg = "Opened " + u + " (completed from " + quote(raw, 200) + ")."
+			msg = "Opened " + shownURL(u) + " (completed from " + quote(shownURL(raw), 200) + ")."
 		}
 		return msg
 	}
@@ -421,7 +423,7 @@ func (t *Toolset) exec(ctx context.Context, s *session, key string, args json.Ra
 	res, c, err := t.do(ctx, s, key, a.Code, reads|moves, func(ctx context.Context, c *call) error {
 		return withNavFlag(ctx, c, &navigated, func() error {
 			var err error
-			out, err = evalJS(ctx, a.Code)
+			out, err = evalJS(ctx, a.Code, t.cfg.maxResult)
 			return err
 		})
 	})
@@ -488,21 +490,28 @@ func describeRef(ref string, e refEntry) string {
 	return s + ")"
 }
 
-// maxResultBytes bounds what browser_exec returns.
-const maxResultBytes = 20000
-
 // evalJS runs code in the page's main world, top-level await allowed, and
-// returns its result as JSON text. The code runs as the body of an async
-// arrow function; a single expression is its return value.
-func evalJS(ctx context.Context, code string) (string, error) {
-	expr := "(async () => (\n" + strings.TrimRight(code, " \t\r\n;") + "\n))()"
-	if ok, err := compiles(ctx, expr); err != nil {
+// returns its result as JSON text, cut at max bytes. The code runs as the
+// body of an async arrow function; a single expression is its return
+// value. A result longer than max is cut in the page, before it crosses
+// the protocol: the connection's read buffer grows to the largest message
+// and keeps that size, so a 100 MB result would cost 100 MB for as long as
+// the browser lives.
+func evalJS(ctx context.Context, code string, max int) (string, error) {
+	fn := "async () => (\n" + strings.TrimRight(code, " \t\r\n;") + "\n)"
+	if ok, err := compiles(ctx, "("+fn+")"); err != nil {
 		return "", err
 	} else if !ok {
-		expr = "(async () => {\n" + code + "\n})()"
+		fn = "async () => {\n" + code + "\n}"
 	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	tag := hex.EncodeToString(nonce[:])
 	r, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{
-		Expression:    expr,
+		// The code's function is defined at the argument's place, so its
+		// scope is the page's global one, as without the wrapper; its
+		// first line is still line 2.
+		Expression:    fmt.Sprintf(capJS, max, tag) + fn + ")",
 		AwaitPromise:  new(true),
 		ReturnByValue: new(true),
 		UserGesture:   new(true),
@@ -516,7 +525,66 @@ func evalJS(ctx context.Context, code string) (string, error) {
 	if d := r.ExceptionDetails; d != nil {
 		return "", modelErrorf("the code threw: %s", exceptionText(d))
 	}
-	return remoteValue(r.Result), nil
+	if out, ok := pageResult(r.Result, tag, max); ok {
+		return out, nil
+	}
+	return remoteValue(r.Result, max), nil
+}
+
+// capJS wraps the code's function (appended, then ")"): it awaits the
+// result and writes it as JSON text in the page, returned under the call's
+// tag (%[2]s), which no page value can carry by chance. Text longer than
+// %[1]d bytes of UTF-8 is cut to its first %[1]d characters, with its full
+// length. A DOM node is named; anything else (undefined, numbers,
+// booleans, a value JSON cannot write) is returned as it is, for the
+// protocol to describe.
+const capJS = `(async (max, tag, f) => {
+const v = await f();
+if (typeof Node !== "undefined" && v instanceof Node) return {"hybroute.result": tag, node: v.nodeName.toLowerCase() + (v.id ? "#" + v.id : "")};
+if (typeof v !== "string" && (typeof v !== "object" || v === null)) return v;
+let s;
+try { s = JSON.stringify(v); } catch (e) { return v; }
+if (typeof s !== "string") return v;
+if (s.length * 3 <= max) return {"hybroute.result": tag, json: s};
+let n = 0;
+for (let i = 0; i < s.length; i++) {
+	const c = s.charCodeAt(i);
+	if (c < 0x80) n += 1;
+	else if (c < 0x800) n += 2;
+	else if (c >= 0xD800 && c < 0xDC00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xFC00) === 0xDC00) { n += 4; i++; }
+	else n += 3;
+}
+if (n <= max) return {"hybroute.result": tag, json: s};
+return {"hybroute.result": tag, json: s.slice(0, max), bytes: n};
+})(%[1]d, %[2]q, `
+
+// pageResult renders a result capJS wrote: its JSON text (cut, with a
+// note, when the page cut it), or the DOM node it names.
+func pageResult(o *runtime.RemoteObject, tag string, limit int) (string, bool) {
+	if o == nil || o.Type != runtime.RemoteObjectTypeObject || len(o.Value) == 0 {
+		return "", false
+	}
+	var r struct {
+		Tag   string  `json:"hybroute.result"`
+		JSON  *string `json:"json"`
+		Bytes int     `json:"bytes"`
+		Node  string  `json:"node"`
+	}
+	if json.Unmarshal(o.Value, &r) != nil || r.Tag != tag {
+		return "", false
+	}
+	switch {
+	case r.JSON == nil:
+		return fmt.Sprintf("(a DOM node, %s: return a property of it instead, such as .innerText or .outerHTML)", r.Node), true
+	case r.Bytes > 0 || len(*r.JSON) > limit:
+		return cutNote(*r.JSON, limit, max(r.Bytes, len(*r.JSON))), true
+	}
+	return *r.JSON, true
+}
+
+// cutNote is a result's first max bytes and the note that it was cut.
+func cutNote(out string, max, n int) string {
+	return cut(out, max) + fmt.Sprintf(" [result cut at %d of %d bytes; return less, e.g. a slice or the fields you need]", max, n)
 }
 
 // compiles reports whether the browser can parse src, without running it.
@@ -538,8 +606,8 @@ func exceptionText(d *runtime.ExceptionDetails) string {
 	return cut(msg, 2000)
 }
 
-// remoteValue renders a by-value result for the model.
-func remoteValue(o *runtime.RemoteObject) string {
+// remoteValue renders a by-value result for the model, cut at max bytes.
+func remoteValue(o *runtime.RemoteObject, max int) string {
 	switch {
 	case o == nil || o.Type == runtime.RemoteObjectTypeUndefined:
 		return "undefined"
@@ -555,11 +623,11 @@ func remoteValue(o *runtime.RemoteObject) string {
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, o.Value); err != nil {
-		return cut(string(o.Value), maxResultBytes)
+		return cut(string(o.Value), max)
 	}
 	out := buf.String()
-	if len(out) > maxResultBytes {
-		return cut(out, maxResultBytes) + fmt.Sprintf(" [result cut at %d of %d bytes; return less, e.g. a slice or the fields you need]", maxResultBytes, len(out))
+	if len(out) > max {
+		return cutNote(out, max, len(out))
 	}
 	return out
 }

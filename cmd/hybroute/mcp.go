@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -41,8 +42,9 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	cfg.register(fs)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
 	var allowHosts stringList
-	fs.Var(&allowHosts, "allow-host", "with --http: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
+	fs.Var(&allowHosts, "allow-host", "with --http or --metrics: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
 	viewport := fs.String("viewport", "1280x720", "the local browser's viewport, WIDTHxHEIGHT (0x0: the browser's own)")
+	maxResult := fs.Int("max-result-bytes", agent.DefaultMaxResultBytes, "browser_exec's results are cut at this many bytes of JSON text, in the page, before they reach this process")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -62,7 +64,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	}
 	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh)}
 	if *metricsAddr != "" {
-		ms, err := startMetrics(*metricsAddr, e.stderr)
+		ms, err := startMetrics(*metricsAddr, allowHosts, e.stderr)
 		if err != nil {
 			fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 			return exitFailure
@@ -76,7 +78,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	defer r.Close()
-	ts := agent.New(r)
+	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult))
 	defer ts.Close()
 	srv := newMCPServer(ts)
 	defer srv.close()
@@ -110,6 +112,12 @@ type mcpServer struct {
 	mu   sync.Mutex
 	keys map[*mcp.ServerSession]string
 	wg   sync.WaitGroup // the goroutines that release a session's browsers when it ends
+
+	// requests are the contexts of the HTTP requests in flight, by the
+	// id tieRequests gave each: a tool call ends with the request that
+	// carried it.
+	requests sync.Map     // string -> context.Context
+	running  atomic.Int64 // tool calls in the toolset, waiting or running (tests read it)
 }
 
 // MetaWhere is the _meta key of a tool result that says where the call ran.
@@ -129,6 +137,10 @@ func newMCPServer(ts *agent.Toolset) *mcpServer {
 		name := tool.Name
 		s.server.AddTool(&mcp.Tool{Name: name, Description: tool.Description, InputSchema: tool.InputSchema},
 			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				ctx, done := s.requestCtx(ctx, req)
+				defer done()
+				s.running.Add(1)
+				defer s.running.Add(-1)
 				res, err := ts.Call(ctx, s.keyOf(req.Session), name, req.Params.Arguments)
 				if err != nil {
 					return nil, err
@@ -137,6 +149,51 @@ func newMCPServer(ts *agent.Toolset) *mcpServer {
 			})
 	}
 	return s
+}
+
+// requestHeader carries, inside the server, the id tieRequests gave the
+// HTTP request that brought a message. It is set on every request over
+// what a client may have sent.
+const requestHeader = "X-Hybroute-Request"
+
+// errClientGone ends a call whose HTTP client hung up.
+var errClientGone = errors.New("hybroute mcp: the client hung up")
+
+// tieRequests makes the HTTP requests' contexts known to the tool handlers:
+// the SDK runs a call in its session's context, which a client that hangs
+// up does not end (without an event store it cannot resume the stream
+// either), so its call would run on for no one and hold the session's
+// later calls behind it.
+func (s *mcpServer) tieRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := rand.Text()
+		r.Header.Set(requestHeader, id)
+		s.requests.Store(id, r.Context())
+		defer s.requests.Delete(id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requestCtx is ctx ended also when the HTTP request that carried req
+// ends. A request that ended before its call started (the call waited in
+// the SDK) gives an ended context: the call is dropped. A call that came
+// by another transport keeps ctx.
+func (s *mcpServer) requestCtx(ctx context.Context, req *mcp.CallToolRequest) (context.Context, func()) {
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return ctx, func() {}
+	}
+	id := req.Extra.Header.Get(requestHeader)
+	if id == "" {
+		return ctx, func() {}
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	v, ok := s.requests.Load(id)
+	if !ok {
+		cancel(errClientGone)
+		return cctx, func() {}
+	}
+	stop := context.AfterFunc(v.(context.Context), func() { cancel(errClientGone) })
+	return cctx, func() { stop(); cancel(nil) }
 }
 
 // toMCP is a tool result as MCP content: the text, then the images.
@@ -219,10 +276,8 @@ func serveHTTP(ctx context.Context, s *mcpServer, addr string, allowHosts []stri
 	if !bound.IP.IsLoopback() {
 		fmt.Fprintf(e.stderr, "hybroute mcp: WARNING: listening on %s, which is not loopback: the MCP server has no authentication, so anyone who can reach it can drive the browsers\n", bound)
 	}
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
-		&mcp.StreamableHTTPOptions{SessionTimeout: idle})
 	hs := &http.Server{
-		Handler:           hostGuard(addr, bound, allowHosts, handler),
+		Handler:           s.httpHandler(addr, bound, allowHosts, idle),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	fmt.Fprintf(e.stderr, "hybroute mcp: serving MCP on http://%s/\n", bound)
@@ -240,6 +295,14 @@ func serveHTTP(ctx context.Context, s *mcpServer, addr string, allowHosts []stri
 		return err
 	}
 	return nil
+}
+
+// httpHandler is the MCP endpoint over streamable HTTP: the host guard, then
+// the requests tied to their calls, then the SDK's handler.
+func (s *mcpServer) httpHandler(addr string, bound *net.TCPAddr, allowHosts []string, idle time.Duration) http.Handler {
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
+		&mcp.StreamableHTTPOptions{SessionTimeout: idle})
+	return hostGuard(addr, bound, allowHosts, s.tieRequests(handler))
 }
 
 // hostGuard refuses requests whose Host or Origin is not the server's own:

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image/png"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -334,23 +336,8 @@ func TestMCPOverHTTP(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, ts.Close()) })
 	srv := newMCPServer(ts)
 	t.Cleanup(srv.close)
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv.server }, nil)
-	hs := httptest.NewUnstartedServer(nil)
-	bound := mustTCPAddr(t, hs.Listener.Addr().String())
-	hs.Config.Handler = hostGuard(bound.String(), bound, nil, handler)
-	hs.Start()
-	t.Cleanup(hs.Close)
-
-	connect := func() *client {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "v0"}, nil).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = cs.Close() })
-		return &client{t: t, cs: cs}
-	}
-	a, b := connect(), connect()
+	hs := serveMCPHTTP(t, srv)
+	a, b := connectHTTP(t, hs.URL), connectHTTP(t, hs.URL)
 	_, text := a.ok("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/page2")})
 	assert.Contains(t, text, `Page: "Page two"`)
 	_, text = b.ok("browser_snapshot", nil)
@@ -368,4 +355,162 @@ func TestMCPOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+}
+
+// TestMCPResultsRedactPageURLs: a page whose URL carries credentials (a
+// token in the query, an OAuth access_token in the fragment) is shown
+// with them redacted, in the result's text and in its _meta, on every
+// tool; a page refused after it landed is reported where the tab really
+// is, about:blank.
+func TestMCPResultsRedactPageURLs(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := agent.New(r)
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	srv := newMCPServer(ts)
+	t.Cleanup(srv.close)
+	c := &client{t: t, cs: connectInMemory(t, srv)}
+
+	secrets := []string{"qTokenSecret1234", "apiKeySecret5678", "fragTokenSecret90"}
+	page := site.URL("127.0.0.1", "/?token="+secrets[0]+"&api_key="+secrets[1]+"&view=full#access_token="+secrets[2]+"&state=x")
+	noSecret := func(what string, res *mcp.CallToolResult) {
+		t.Helper()
+		meta, err := json.Marshal(res.Meta)
+		require.NoError(t, err)
+		for _, s := range secrets {
+			assert.NotContains(t, textOf(res), s, "%s: the text shows a credential", what)
+			assert.NotContains(t, string(meta), s, "%s: _meta shows a credential", what)
+		}
+	}
+	res, text := c.ok("browser_navigate", map[string]any{"url": page})
+	noSecret("navigate", res)
+	assert.Contains(t, text, "/?token=REDACTED&api_key=REDACTED&view=full#access_token=REDACTED&state=x", "the rest of the URL is shown")
+	assert.Equal(t, site.URL("127.0.0.1", "/?token=REDACTED&api_key=REDACTED&view=full#access_token=REDACTED&state=x"),
+		res.Meta[MetaWhere].(map[string]any)["url"])
+	for _, call := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"browser_snapshot", nil},
+		{"browser_exec", map[string]any{"code": "console.log('from', location.pathname); return 1"}},
+		{"browser_console", nil},
+		{"browser_scroll", map[string]any{"direction": "down"}},
+		{"browser_screenshot", nil},
+	} {
+		res, text := c.ok(call.name, call.args)
+		noSecret(call.name, res)
+		assert.Contains(t, text, "token=REDACTED", call.name)
+		if call.name == "browser_console" {
+			assert.Contains(t, text, "[log] shop ready (http://127.0.0.1:"+site.Port+"/?token=REDACTED", "a console line's URL is redacted too")
+		}
+	}
+
+	// The page sends itself to a metadata address: the guard refuses it and
+	// the tab goes to about:blank, which is where the result says it is.
+	res = c.call("browser_exec", map[string]any{"code": `location.href = "http://" + ["169", "254", "169", "254"].join(".") + "/latest/?token=` + secrets[0] + `"`})
+	require.True(t, res.IsError, textOf(res))
+	noSecret("refused exec", res)
+	assert.Contains(t, textOf(res), "sent to about:blank")
+	assert.Contains(t, textOf(res), "\nPage: about:blank", "the Page line is where the tab is")
+	assert.Equal(t, "about:blank", res.Meta[MetaWhere].(map[string]any)["url"])
+	res, text = c.ok("browser_snapshot", nil)
+	assert.Contains(t, text, "Page: about:blank")
+}
+
+// serveMCPHTTP serves srv over streamable HTTP on loopback as "hybroute mcp
+// --http" does.
+func serveMCPHTTP(t *testing.T, srv *mcpServer) *httptest.Server {
+	t.Helper()
+	hs := httptest.NewUnstartedServer(nil)
+	bound := mustTCPAddr(t, hs.Listener.Addr().String())
+	hs.Config.Handler = srv.httpHandler(bound.String(), bound, nil, 0)
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return hs
+}
+
+// connectHTTP connects the SDK's client over streamable HTTP.
+func connectHTTP(t *testing.T, url string) *client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "v0"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return &client{t: t, cs: cs}
+}
+
+// TestMCPHangUpCancelsTheCall: an HTTP client that hangs up, with no word
+// of cancellation, ends its call, and the calls it had queued in the same
+// session are dropped without running: the session's next call runs while
+// the abandoned script is still awaiting, and sees none of the queued
+// calls' effects.
+func TestMCPHangUpCancelsTheCall(t *testing.T) {
+	site := agenttest.NewSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := agent.New(r)
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	srv := newMCPServer(ts)
+	t.Cleanup(srv.close)
+	hs := serveMCPHTTP(t, srv)
+	c := connectHTTP(t, hs.URL)
+	c.ok("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/")})
+
+	// rawCall posts a tools/call in c's session and hangs up when ctx ends,
+	// as a client process that dies does: no cancellation is sent.
+	var wg sync.WaitGroup
+	rawCall := func(ctx context.Context, id int, code string) {
+		body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call",
+			"params": map[string]any{"name": "browser_exec", "arguments": map[string]any{"code": code}}})
+		require.NoError(t, err)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL, bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", c.cs.ID())
+		req.Header.Set("Mcp-Protocol-Version", c.cs.InitializeResult().ProtocolVersion)
+		wg.Go(func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	hangUp, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	rawCall(hangUp, 9001, `window.phase = "waiting"; await fetch("/page2?started"); await new Promise(r => setTimeout(r, 30000)); window.phase = "done"; return 1`)
+	require.Eventually(t, func() bool {
+		for _, h := range site.Hits() {
+			if h.Query == "started" {
+				return true
+			}
+		}
+		return false
+	}, 60*time.Second, 20*time.Millisecond, "the long script never started")
+	const queued = 5
+	for i := range queued {
+		rawCall(hangUp, 9100+i, `window.ran = (window.ran || 0) + 1`)
+	}
+	require.Eventually(t, func() bool { return srv.running.Load() == 1+queued }, 60*time.Second, 10*time.Millisecond,
+		"the calls queue behind the long one")
+
+	cancel()
+	wg.Wait()
+	require.Eventually(t, func() bool { return srv.running.Load() == 0 }, 60*time.Second, 10*time.Millisecond,
+		"the calls of the client that hung up end")
+	_, text := c.ok("browser_exec", map[string]any{"code": `[window.phase, window.ran ?? 0]`})
+	assert.Contains(t, text, `Result: ["waiting",0]`,
+		"the session's next call runs while the abandoned script still awaits, and no queued call ran")
+}
+
+// TestMCPMaxResultBytesFlag: --max-result-bytes sets where browser_exec's
+// result is cut.
+func TestMCPMaxResultBytesFlag(t *testing.T) {
+	site := agenttest.NewSite(t)
+	c, _ := startBinary(t, nil, "--provider", "none", "--max-result-bytes", "64")
+	c.ok("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/page2")})
+	_, text := c.ok("browser_exec", map[string]any{"code": `"x".repeat(1000)`})
+	assert.Contains(t, text, `Result: "`+strings.Repeat("x", 63)+` [result cut at 64 of 1002 bytes;`)
 }

@@ -30,8 +30,10 @@ type metricsServer struct {
 // startMetrics listens on addr (a bare :port binds 127.0.0.1) and serves
 // /metrics. A non-loopback address is allowed with a warning: the page
 // holds only bounded names and counts, no URL or key, but it is no one
-// else's business.
-func startMetrics(addr string, stderr io.Writer) (*metricsServer, error) {
+// else's business. It answers only its own host (and allowHosts), as the
+// MCP endpoint does: a web page the user visits must not read it through
+// DNS rebinding.
+func startMetrics(addr string, allowHosts []string, stderr io.Writer) (*metricsServer, error) {
 	if strings.HasPrefix(addr, ":") {
 		addr = "127.0.0.1" + addr
 	}
@@ -54,7 +56,11 @@ func startMetrics(addr string, stderr io.Writer) (*metricsServer, error) {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = mux
+	if tcp, ok := m.addr.(*net.TCPAddr); ok {
+		handler = hostGuard(addr, tcp, allowHosts, mux)
+	}
+	m.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { m.done <- m.srv.Serve(ln) }()
 	fmt.Fprintf(stderr, "hybroute mcp: serving metrics on http://%s/metrics\n", m.addr)
 	return m, nil
