@@ -349,7 +349,7 @@ func (t *remoteTab) close(ctx context.Context) error {
 			}
 			cancel()
 			if err != nil {
-				t.warn(ctx, "hybroute: a tab or its browser context may stay on the browser", slog.String("error", err.Error()))
+				t.warn(ctx, "hybroute: a tab or the session's browser context may stay open on the browser", slog.String("error", err.Error()))
 			}
 		}
 		cerr := chromedp.Cancel(t.ctx)
