@@ -179,9 +179,10 @@ func checkCDPURL(s string) error {
 // remoteTab is a tab on a browser reached over CDP: a cloud session or the
 // CDP override.
 type remoteTab struct {
-	ctx         context.Context // the first tab's: it holds the connection to the browser
-	target      target.ID       // the first tab's target, once known (learnTarget)
-	page        replacedPage    // the tab calls run in, when a wedged first tab was replaced (tabs.go)
+	ctx         context.Context      // the first tab's: it holds the connection to the browser
+	target      target.ID            // the first tab's target, once known (learnTarget)
+	bcID        cdp.BrowserContextID // the session's browser context, once known (learnTarget)
+	page        replacedPage         // the tab calls run in, when a wedged first tab was replaced (tabs.go)
 	cancelAlloc context.CancelFunc
 	guard       *browserGuard // the guard of this connection's browser
 	once        sync.Once
@@ -213,13 +214,23 @@ func remoteAllocator(wsURL string, hc *http.Client, g *browserGuard) (context.Co
 }
 
 // connectRemote opens a new tab on the browser at wsURL through
-// remoteAllocator. chromedp ties the browser connection to the context of
-// its first action, so that action runs on the tab's own context and the
-// caller's ctx only bounds the wait. browser names the browser in the
-// errors of a dead tab.
+// remoteAllocator, in a browser context of the session's own. chromedp ties
+// the browser connection to the context of its first action, so that
+// action runs on the tab's own context and the caller's ctx only bounds the
+// wait. browser names the browser in the errors of a dead tab.
+//
+// The browser context keeps sessions that share a browser (the CDP
+// override's, a CDPEndpoint's, a provider's gateway) apart: each has its
+// own cookies, storage, caches and BroadcastChannels, where the default
+// context would share them all. Every remote session gets one, on a
+// provider's browser of its own too (docs/decisions: one code path).
+// chromedp creates it with disposeOnDetach, so Chromium disposes of it,
+// and of every page in it, when this connection goes: an opening cut short
+// past its settle, or a connection lost, leaves nothing behind. close
+// disposes of it first, while the connection is up.
 func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser string, g *browserGuard) (*remoteTab, error) {
 	actx, cancelAlloc := remoteAllocator(wsURL, hc, g)
-	tctx, _ := chromedp.NewContext(actx) // ended by close, with chromedp.Cancel
+	tctx, _ := chromedp.NewContext(actx, chromedp.WithNewBrowserContext()) // ended by close, with chromedp.Cancel
 	t := &remoteTab{ctx: tctx, cancelAlloc: cancelAlloc, guard: g, browser: browser}
 	err := firstAction(ctx, tctx, openSettleTimeout, func(state openState) {
 		switch state {
@@ -245,11 +256,18 @@ func (t *remoteTab) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
 	t.guard.log.LogAttrs(ctx, slog.LevelWarn, msg, append(attrs, slog.String("browser", t.browser))...)
 }
 
-// learnTarget keeps the id of the first tab's target, once chromedp's first
-// action has returned (it writes the id): close needs it when chromedp's own
-// close of the tab gives up.
+// learnTarget keeps the ids of the session's browser context and of the
+// first tab's target, once chromedp's first action has returned (it writes
+// them): close disposes of the one and closes the other itself, and the
+// guard attributes the context's targets to the session. A first action
+// that failed after the context was made leaves its id too.
 func (t *remoteTab) learnTarget() {
-	if c := chromedp.FromContext(t.ctx); c != nil && c.Target != nil {
+	c := chromedp.FromContext(t.ctx)
+	if c == nil {
+		return
+	}
+	t.bcID = c.BrowserContextID
+	if c.Target != nil {
 		t.target = c.Target.TargetID
 	}
 }
@@ -303,31 +321,39 @@ func (t *remoteTab) wrapErr(err error) error {
 	return err
 }
 
-// close closes the tab and the connection; the remote browser lives on.
-// The tab is closed before the connection goes: a page left open stays on
-// the remote browser (a CDP override's, or a provider's that keeps its
-// browser after the release) with nobody to close it.
+// close ends the session's browser context, with every page in it (the
+// tab, its replacement, its popups), and then the connection; the remote
+// browser lives on. The context is ended before the connection goes: a
+// page or a context left on a browser shared across sessions stays there,
+// with the user's cookies, and nobody to close it.
 func (t *remoteTab) close(ctx context.Context) error {
 	var err error
 	t.once.Do(func() {
-		// chromedp's own close of the tab (on Cancel) gives detaching and
-		// closing 5 s together; a loaded browser can take longer to answer,
-		// and its page then stayed. So the tab is closed here first, within
-		// releaseTimeout, while the connection is up (Cancel drops it). Over
-		// a connection already lost there is nothing to close it with.
+		// chromedp's own close (on Cancel) gives detaching, closing and
+		// disposing 5 s together; a loaded browser can take longer to
+		// answer, and its page then stayed. So the context is disposed of
+		// here first, within releaseTimeout, while the connection is up
+		// (Cancel drops it). Over a connection already lost there is
+		// nothing to do it with: Chromium disposed of the context then
+		// (disposeOnDetach).
 		ids := t.openTargets()
-		if len(ids) > 0 && !t.dead() {
+		if (t.bcID != "" || len(ids) > 0) && !t.dead() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-			for _, id := range ids {
-				err = errors.Join(err, closeTarget(cctx, t.ctx, id))
+			err = disposeContext(cctx, t.ctx, t.bcID)
+			if err != nil || t.bcID == "" {
+				// The pages at least; the context goes with the
+				// connection below.
+				for _, id := range ids {
+					err = errors.Join(err, closeTarget(cctx, t.ctx, id))
+				}
 			}
 			cancel()
 			if err != nil {
-				t.warn(ctx, "hybroute: a tab may stay open on the browser", slog.String("error", err.Error()))
+				t.warn(ctx, "hybroute: a tab or the session's browser context may stay open on the browser", slog.String("error", err.Error()))
 			}
 		}
 		cerr := chromedp.Cancel(t.ctx)
-		if t.target == "" {
+		if t.target == "" && t.bcID == "" {
 			err = cerr // only chromedp knew the tab
 		}
 		t.cancelAlloc()
@@ -364,6 +390,26 @@ func closeTarget(ctx, tabCtx context.Context, id target.ID) error {
 		return fmt.Errorf("closing the tab %s: %w", id, err)
 	}
 	return nil
+}
+
+// disposeContext disposes of the browser context id on the browser of
+// tabCtx, within ctx, which closes every page in it; a context already
+// gone counts as disposed of, and an empty id as nothing to do.
+func disposeContext(ctx, tabCtx context.Context, id cdp.BrowserContextID) error {
+	c := chromedp.FromContext(tabCtx)
+	if id == "" || c == nil || c.Browser == nil {
+		return nil
+	}
+	if _, err := cdp.Call(ctx, c.Browser, target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: id}); err != nil && !contextGone(err) {
+		return fmt.Errorf("disposing of the browser context %s: %w", id, err)
+	}
+	return nil
+}
+
+// contextGone reports Chromium's answer to a dispose of a browser context
+// that is no longer there ("Failed to find context with id").
+func contextGone(err error) bool {
+	return strings.Contains(err.Error(), "Failed to find context")
 }
 
 // targetGone reports Chromium's answer to a command on a target that is

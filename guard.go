@@ -330,8 +330,10 @@ func (g *browserGuard) wait() {
 }
 
 // register makes the guard attribute what happens in the tab of e (and in
-// the targets it opens) to e. bcID is the tab's browser context on the
-// sidecar, "" on a remote browser.
+// the targets it opens) to e. bcID is the session's browser context, on
+// the sidecar and on a remote browser alike: every target in it is the
+// session's, whoever opened it (a popup without an opener, a shared or
+// service worker), and a target of another session's context is not.
 func (g *browserGuard) register(e *entry, tabCtx context.Context, bcID cdp.BrowserContextID) error {
 	c := chromedp.FromContext(tabCtx)
 	if c == nil || c.Target == nil {
@@ -368,9 +370,9 @@ func (g *browserGuard) unregister(e *entry, tab target.ID) {
 	}
 }
 
-// ownerOf is the session a target belongs to: its browser context's (on
-// the sidecar), or that of the target it was attached under, or that of
-// the page that opened it. Called with g.mu held.
+// ownerOf is the session a target belongs to: its browser context's, or
+// that of the target it was attached under, or that of the page that
+// opened it. Called with g.mu held.
 func (g *browserGuard) ownerOf(id target.ID) *entry {
 	for range 16 { // a chain of frames and openers, bounded
 		if e := g.owners[id]; e != nil {
@@ -833,7 +835,7 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 	var bcID cdp.BrowserContextID
 	switch t := e.tab.(type) {
 	case *remoteTab:
-		g = t.guard
+		g, bcID = t.guard, t.bcID
 	case *localTab:
 		g, bcID = t.proc.guard, t.bcID
 	}

@@ -235,6 +235,7 @@ func cloudPageList(t *testing.T, c *cloudtest.Chromium) []string {
 func TestReleaseAndCloseDuringCreationLeakNothing(t *testing.T) {
 	w, _ := outageWorld(t)
 	baseline := cloudPages(t, w.cloud)
+	contextsBefore := len(remoteContexts(t, w.cloud.WSURL))
 	// Nothing of the router outlives Close; the test's own servers keep
 	// their connections until the test ends.
 	before := runtime.NumGoroutine()
@@ -302,13 +303,16 @@ func TestReleaseAndCloseDuringCreationLeakNothing(t *testing.T) {
 	}
 
 	deadline := time.Now().Add(20 * time.Second)
-	for cloudPages(t, w.cloud) > baseline && time.Now().Before(deadline) {
+	for (cloudPages(t, w.cloud) > baseline || len(remoteContexts(t, w.cloud.WSURL)) > contextsBefore) &&
+		time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	left := cloudPages(t, w.cloud) - baseline
-	t.Logf("release/close: %d callers, %d calls, %d failed, provider made %d sessions and ended %d, %d live, %d cloud pages left, Chromium left: %v, goroutines %d before and %d after, Close took %v",
-		callers, calls.Load(), len(errs), w.api.Made(), w.api.Ended(), w.api.LiveCount(), left, w.r.side.alive(),
+	contextsLeft := len(remoteContexts(t, w.cloud.WSURL)) - contextsBefore
+	t.Logf("release/close: %d callers, %d calls, %d failed, provider made %d sessions and ended %d, %d live, %d cloud pages and %d browser contexts left, Chromium left: %v, goroutines %d before and %d after, Close took %v",
+		callers, calls.Load(), len(errs), w.api.Made(), w.api.Ended(), w.api.LiveCount(), left, contextsLeft, w.r.side.alive(),
 		before, runtime.NumGoroutine(), closeTook.Round(time.Millisecond))
+	assert.LessOrEqual(t, contextsLeft, 0, "the cloud browser has no browser context of ours left")
 	assert.False(t, w.r.side.alive(), "no local Chromium outlives Close")
 	assert.Equal(t, w.api.Made(), w.api.Ended(), "every session the provider made is released through it")
 	assert.Zero(t, w.api.LiveCount())

@@ -114,8 +114,8 @@ func probeTab(ctx, tabCtx context.Context) error {
 // attaches to it; a ctx that ends first undoes it at once. A replacement
 // tab is opened on its caller's time, under the session's call lock, so it
 // is not left to settle (firstAction): a page the browser makes after the
-// undo goes with the browser context (local) or with the session, which
-// the failed replacement drops.
+// undo goes with the session's browser context, which the failed
+// replacement's drop disposes of.
 func openTab(ctx, parent context.Context, opts ...chromedp.ContextOption) (context.Context, context.CancelFunc, error) {
 	tctx, stop := chromedp.NewContext(parent, opts...)
 	if err := firstAction(ctx, tctx, 0, func(openState) { stop() }); err != nil {
@@ -247,7 +247,8 @@ func (p *replacedPage) get() context.Context {
 }
 
 // replace opens a fresh tab on the remote browser, in the browser context
-// of the first, and makes it the tab. Its retire closes a replacement
+// of the first (chromedp gives a child context its parent's), and makes it
+// the tab. Its retire closes a replacement
 // that is itself replaced (chromedp closes a child tab when its context
 // ends); the first tab's context stays, as it holds the connection.
 func (t *remoteTab) replace(ctx context.Context, _ *config) (func(), error) {

@@ -1,0 +1,35 @@
+package hybroute
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// BenchmarkRemoteSessionOpenClose opens a session's tab on a shared remote
+// browser (through the guard) and closes it: with a browser context of the
+// session's own, a create and a dispose more than a tab alone.
+func BenchmarkRemoteSessionOpenClose(b *testing.B) {
+	cloud := cloudtest.LaunchChromium(b)
+	cfg := defaultConfig()
+	cfg.resolver = testResolver
+	pol := newPolicy(&cfg, false)
+	ctx := context.Background()
+	var open, shut time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the test browser", newBrowserGuard(&cfg, pol, nil, onRemote))
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := rt.close(ctx); err != nil {
+			b.Fatal(err)
+		}
+		open, shut = open+t1.Sub(t0), shut+time.Since(t1)
+	}
+	b.ReportMetric(float64(open.Milliseconds())/float64(b.N), "open-ms/op")
+	b.ReportMetric(float64(shut.Milliseconds())/float64(b.N), "close-ms/op")
+}
