@@ -6,7 +6,7 @@ GO ?= go
 # go.mod needs no tool dependency.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: test lint demo agent-demo bench fuzz chromium redis proof fleet-load
+.PHONY: compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -50,3 +50,11 @@ proof: chromium
 # its figures and asserts counts.
 fleet-load: chromium redis
 	HYBROUTE_FLEET_LOAD=1 $(GO) test -count=1 -timeout 30m -v -run '^TestFleetCapLoad$$' .
+
+# The Chromium matrix (README, "Supported browsers"): route, guard, egress and
+# seed-story tests against headless-shell builds of several majors and the
+# system's Chromium, one table row per browser. COMPAT_MAJORS picks the
+# majors; CI runs a few of them.
+COMPAT_MAJORS ?= 130 131 138 143 148 153
+compat: chromium
+	bash scripts/compat.sh $(COMPAT_MAJORS)

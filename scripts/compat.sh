@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# make compat: the route, guard, egress and seed-story tests against each
+# Chromium of a matrix of majors and against the system's Chromium, one
+# table row per browser. The old builds are the headless shells that the
+# npm package @sparticuz/chromium ships (bin/chromium.br, brotli), unpacked
+# once into a cache. Usage: scripts/compat.sh [MAJOR...]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+majors=("$@")
+[ ${#majors[@]} -gt 0 ] || majors=(130 131 138 143 148 153)
+cache=${HYBROUTE_COMPAT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hybroute-compat}
+mkdir -p "$cache"
+tests='^(TestSeedStoryRateLimitFallsBackToLocal|TestLocalhostGoesToSidecarWhilePublicRunsInCloud|TestMixedCallRunsWhollyLocal|TestGuardHoldsEveryChannelOnCloud|TestGuardRefusesPopupsOnCloud|TestOfflineRulePatterns|TestPrivilegedSchemesAreRefusedOnBothRoutes|TestEgressRefusesWhatURLsCannotShow|TestOldCloudBrowserFallsBackWithTheReason|TestBrowserBelowTheFloorIsRefused)$'
+
+fetch() { # major -> path of its binary
+	local m=$1 dir="$cache/$1"
+	if [ ! -x "$dir/chromium" ]; then
+		mkdir -p "$dir" && (
+			cd "$dir" &&
+			npm pack --silent "@sparticuz/chromium@$m.x" >/dev/null &&
+			tar xzf sparticuz-chromium-*.tgz package/bin/chromium.br &&
+			node -e 'const f=require("fs"),z=require("zlib");f.writeFileSync("chromium.tmp",z.brotliDecompressSync(f.readFileSync("package/bin/chromium.br")),{mode:0o755})' &&
+			mv chromium.tmp chromium && rm -rf package sparticuz-chromium-*.tgz
+		) >&2 || { echo "compat: could not fetch Chromium $m" >&2; return 1; }
+	fi
+	echo "$dir/chromium"
+}
+
+go test -c -o "$cache/hybroute.test" . || exit 1
+rows=() failed=0
+run() { # label binary
+	local out ver pass skip fail
+	ver=$("$2" --version 2>/dev/null | head -1)
+	out=$(CHROMIUM="$2" "$cache/hybroute.test" -test.count=1 -test.timeout=10m -test.v -test.run "$tests" 2>&1)
+	local rc=$?
+	pass=$(grep -c '^--- PASS' <<<"$out") skip=$(grep -c '^--- SKIP' <<<"$out") fail=$(grep -c '^--- FAIL' <<<"$out")
+	if [ $rc -ne 0 ]; then
+		failed=1
+		grep -E '^(--- FAIL|panic)|Error:|Messages:' <<<"$out" | head -20 >&2
+	fi
+	rows+=("$(printf '| %-7s | %-44s | %4d | %4d | %4d |' "$1" "$ver" "$pass" "$skip" "$fail")")
+}
+for m in "${majors[@]}"; do
+	bin=$(fetch "$m") || { rows+=("$(printf '| %-7s | %-44s | %4s | %4s | %4s |' "$m" "not fetched" - - -)"); failed=1; continue; }
+	run "$m" "$bin"
+done
+if sys=$(command -v chromium || command -v google-chrome); then
+	run system "$sys"
+fi
+echo
+echo "| build   | version                                      | pass | skip | fail |"
+echo "|---------|----------------------------------------------|------|------|------|"
+printf '%s\n' "${rows[@]}"
+exit $failed
