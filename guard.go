@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
@@ -75,11 +76,24 @@ var guardPatterns = func() []*fetch.RequestPattern {
 
 // metadataLiterals are the metadata endpoints that are single addresses:
 // the offline rules name each one (Chromium's rule matcher only honours
-// whole canonical hosts, so 169.254.0.0/16 cannot be written as a pattern).
-var metadataLiterals = []string{
-	"169.254.169.254", "169.254.170.2", "100.100.100.200", "192.0.0.192", "168.63.129.16",
-	"[fd20:ce::254]", "[fd00:42::42]", "[fe80::a9fe:a9fe]",
-}
+// whole canonical hosts, so 169.254.0.0/16 cannot be written as a
+// pattern). They are derived from the verdict's tables, every /32 and /128
+// of them, so the two cannot drift, plus the two well-known addresses
+// inside 169.254.0.0/16 (the IMDS and the ECS task endpoint).
+var metadataLiterals = func() []string {
+	out := []string{"169.254.169.254", "169.254.170.2"}
+	for _, r := range v4Metadata {
+		if r.bits == 32 {
+			out = append(out, netip.AddrFrom4([4]byte{byte(r.base >> 24), byte(r.base >> 16), byte(r.base >> 8), byte(r.base)}).String())
+		}
+	}
+	for _, p := range v6Metadata {
+		if p.IsSingleIP() {
+			out = append(out, "["+p.Addr().String()+"]")
+		}
+	}
+	return out
+}()
 
 // offlineRules are the URL patterns whose requests fail as if offline in
 // every target: what stops a WebSocket handshake, which Fetch never
