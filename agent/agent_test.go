@@ -454,7 +454,7 @@ func TestExecResultIsCutInThePage(t *testing.T) {
 
 	const n = 100 << 20
 	res := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": fmt.Sprintf(`"x".repeat(%d)`, n)}))
-	assert.Contains(t, res.Text, fmt.Sprintf(`Result: "xxxx`))
+	assert.Contains(t, res.Text, `Result: "xxxx`)
 	assert.Contains(t, res.Text, fmt.Sprintf("[result cut at %d of %d bytes;", agent.DefaultMaxResultBytes, n+2), "the JSON text is the string and its quotes")
 	assert.Less(t, len(res.Text), agent.DefaultMaxResultBytes+1000)
 

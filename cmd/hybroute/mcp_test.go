@@ -413,7 +413,7 @@ func TestMCPResultsRedactPageURLs(t *testing.T) {
 	assert.Contains(t, textOf(res), "sent to about:blank")
 	assert.Contains(t, textOf(res), "\nPage: about:blank", "the Page line is where the tab is")
 	assert.Equal(t, "about:blank", res.Meta[MetaWhere].(map[string]any)["url"])
-	res, text = c.ok("browser_snapshot", nil)
+	_, text = c.ok("browser_snapshot", nil)
 	assert.Contains(t, text, "Page: about:blank")
 }
 
