@@ -66,13 +66,14 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 // cause.
 func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause error, fellBack *Session, kind string) (*entry, error) {
 	if cause == nil {
-		cause = fmt.Errorf("%w: %s", ErrProviderUnavailable, reason)
+		// The reason may be a shared store's text: quoted, it stays data.
+		cause = fmt.Errorf("%w: %q", ErrProviderUnavailable, reason)
 	}
 	if !r.cfg.fallback {
 		if fellBack != nil {
 			r.releaseProviderSession(fellBack)
 		}
-		return nil, fmt.Errorf("hybroute: cloud session failed and the fallback is off (%s): %w", reason, cause)
+		return nil, fmt.Errorf("hybroute: cloud session failed and the fallback is off (%q): %w", reason, cause)
 	}
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.localTimeout)
 	defer cancel()

@@ -60,8 +60,20 @@ type fleet struct {
 // lease is one concurrency slot a cloud session holds.
 type lease struct {
 	holder string
-	local  bool // taken from the in-process state while the store was down
-	once   sync.Once
+	// mu orders a renewal's store call against the release's: a renewal
+	// adds a lease the store lost back, and must not add one just
+	// released.
+	mu       sync.Mutex
+	local    bool // taken from the in-process state while the store was down
+	released bool
+}
+
+// isLocal reports whether the lease is counted by the in-process state
+// only: taken while the store was down, and not yet registered with it.
+func (l *lease) isLocal() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.local
 }
 
 func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *fleet {
@@ -122,6 +134,10 @@ func (f *fleet) acquireSlot(ctx context.Context) (*lease, bool) {
 	if f.limit <= 0 {
 		return nil, true
 	}
+	// The store must count what this router holds before it is asked
+	// for more: one that restarted empty would otherwise hand out the
+	// slots of sessions still open.
+	f.reassert(ctx)
 	l := &lease{holder: f.id + "-" + strconv.FormatUint(f.seq.Add(1), 10)}
 	var ok bool
 	if !f.call(ctx, "acquire_slot", func(ctx context.Context, s Store) (err error) {
@@ -156,42 +172,102 @@ func (f *fleet) release(ctx context.Context, l *lease) {
 	if l == nil {
 		return
 	}
-	l.once.Do(func() {
-		f.leases.Delete(l.holder)
-		if l.local {
-			_ = f.local.ReleaseSlot(ctx, f.provider, l.holder)
-			return
-		}
-		f.shared.Add(-1)
-		f.call(ctx, "release_slot", func(ctx context.Context, s Store) error {
-			return s.ReleaseSlot(ctx, f.provider, l.holder)
-		})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return
+	}
+	l.released = true
+	f.leases.Delete(l.holder)
+	if l.local {
+		_ = f.local.ReleaseSlot(ctx, f.provider, l.holder)
+		return
+	}
+	f.shared.Add(-1)
+	f.call(ctx, "release_slot", func(ctx context.Context, s Store) error {
+		return s.ReleaseSlot(ctx, f.provider, l.holder)
 	})
 }
 
-// renew extends every lease this router holds. A lease the store lost
-// (it expired while the store was unreachable) is taken again if there is
-// room; the session stays open either way, as it cannot be taken from the
-// caller mid-use.
-func (f *fleet) renew(ctx context.Context) {
+// renew extends every lease this router holds, and registers again with
+// the store every lease it no longer counts: one lost while the store was
+// unreachable, or forgotten by a store that restarted empty or was
+// flushed, and one taken from the in-process state during an outage. A
+// lease comes back even past the cap: its session is open, in a caller's
+// hands, and a store that does not count it would give its slot to a new
+// session, so that the fleet would run over its cap for as long as the
+// session lives. It reports how many leases the store had lost.
+func (f *fleet) renew(ctx context.Context) int { return f.renewAll(ctx, 0) }
+
+// renewAll is renew, with lost leases already found and registered again.
+func (f *fleet) renewAll(ctx context.Context, lost int) int {
 	f.leases.Range(func(_, v any) bool {
-		l := v.(*lease)
-		if l.local {
-			_, _ = f.local.RenewSlot(ctx, f.provider, l.holder, f.ttl)
-			return true
-		}
-		var ok bool
-		if f.call(ctx, "renew_slot", func(ctx context.Context, s Store) (err error) {
-			ok, err = s.RenewSlot(ctx, f.provider, l.holder, f.ttl)
-			return err
-		}) && !ok {
-			f.call(ctx, "acquire_slot", func(ctx context.Context, s Store) error {
-				_, err := s.AcquireSlot(ctx, f.provider, l.holder, f.limit, f.ttl)
-				return err
-			})
+		if f.renewLease(ctx, v.(*lease)) {
+			lost++
 		}
 		return true
 	})
+	if lost > 0 {
+		f.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: the store had lost slot leases of open sessions; registered them again",
+			slog.String("provider", f.provider), slog.Int("leases", lost))
+	}
+	return lost
+}
+
+// renewLease renews one lease, registering it with the store if the store
+// had lost it or never had it, and reports whether the store had lost it.
+// With the store away, a lease of the in-process state is renewed there.
+func (f *fleet) renewLease(ctx context.Context, l *lease) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.released {
+		return false
+	}
+	var had bool
+	if !f.call(ctx, "renew_slot", func(ctx context.Context, s Store) (err error) {
+		had, err = s.RenewSlot(ctx, f.provider, l.holder, f.ttl)
+		return err
+	}) {
+		if l.local {
+			_, _ = f.local.RenewSlot(ctx, f.provider, l.holder, f.ttl)
+		}
+		return false
+	}
+	if l.local {
+		// The store counts it from now on.
+		_ = f.local.ReleaseSlot(ctx, f.provider, l.holder)
+		l.local = false
+		f.shared.Add(1)
+		return false
+	}
+	return !had
+}
+
+// reassert runs before a new slot is taken: it renews one lease this
+// router holds, and if the store had lost it (a restart, a flush) or
+// some lease was taken while the store was away, registers all of them
+// again, so that the store counts this router's open sessions before it
+// counts a new one. Other routers register theirs at their next renewal,
+// within a third of a lease.
+func (f *fleet) reassert(ctx context.Context) {
+	var first *lease
+	anyLocal := false
+	f.leases.Range(func(_, v any) bool {
+		l := v.(*lease)
+		if first == nil {
+			first = l
+		}
+		anyLocal = l.isLocal()
+		return !anyLocal
+	})
+	if first == nil {
+		return
+	}
+	if anyLocal {
+		f.renew(ctx)
+	} else if f.renewLease(ctx, first) {
+		f.renewAll(ctx, 1)
+	}
 }
 
 // renewLeases renews the leases every third of their life until the
@@ -204,7 +280,7 @@ func (r *Router) renewLeases() {
 		case <-r.life.Done():
 			return
 		case <-t.C:
-			r.fleet.renew(r.life)
+			_ = r.fleet.renew(r.life)
 		}
 	}
 }

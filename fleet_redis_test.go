@@ -62,7 +62,7 @@ func TestFleetCapAcrossRouters(t *testing.T) {
 	wg.Wait()
 	require.Len(t, got, limit, "the fleet's cap, not one per router")
 	for _, l := range got {
-		assert.False(t, l.local, "every slot came from Redis")
+		assert.False(t, l.isLocal(), "every slot came from Redis")
 	}
 	_, ok := routers[0].fleet.acquireSlot(ctx)
 	assert.False(t, ok)
@@ -109,7 +109,7 @@ func TestFleetKilledRouterSlotsComeBack(t *testing.T) {
 		case <-time.After(ttl / 4):
 		}
 	}
-	assert.False(t, l.local)
+	assert.False(t, l.isLocal())
 	r.fleet.release(ctx, l)
 }
 
@@ -146,14 +146,14 @@ func TestFleetRedisRestart(t *testing.T) {
 	ctx := testCtx(t)
 	a, ok := r.fleet.acquireSlot(ctx)
 	require.True(t, ok)
-	require.False(t, a.local)
+	require.False(t, a.isLocal())
 
 	srv.Stop()
 	var held []*lease
 	for range 4 {
 		l, ok := r.fleet.acquireSlot(ctx)
 		require.True(t, ok, "Redis down: the call goes on")
-		assert.True(t, l.local)
+		assert.True(t, l.isLocal())
 		held = append(held, l)
 	}
 	_, ok = r.fleet.acquireSlot(ctx)
@@ -169,7 +169,7 @@ func TestFleetRedisRestart(t *testing.T) {
 		l, ok := r.fleet.acquireSlot(ctx)
 		require.True(t, ok)
 		r.fleet.release(ctx, l)
-		if !l.local {
+		if !l.isLocal() {
 			back.Store(true)
 			break
 		}

@@ -77,7 +77,7 @@ func TestFleetStoreOutageFallsBackToLocalState(t *testing.T) {
 
 	a, ok := f.acquireSlot(ctx)
 	require.True(t, ok)
-	assert.False(t, a.local, "taken from the store")
+	assert.False(t, a.isLocal(), "taken from the store")
 
 	s.mode.Store(2) // hangs: every call is cut at the timeout
 	done := make(chan struct{})
@@ -94,7 +94,7 @@ func TestFleetStoreOutageFallsBackToLocalState(t *testing.T) {
 		t.Fatal("a hanging store held up acquireSlot")
 	}
 	require.True(t, okB)
-	assert.True(t, b.local, "the in-process state gave the slot")
+	assert.True(t, b.isLocal(), "the in-process state gave the slot")
 	require.True(t, okC)
 	_, okD := f.acquireSlot(ctx)
 	assert.False(t, okD, "the cap holds on local state too, counting the shared slot still held")
@@ -105,16 +105,24 @@ func TestFleetStoreOutageFallsBackToLocalState(t *testing.T) {
 	f.mu.Lock()
 	f.retryAt = time.Time{}
 	f.mu.Unlock()
-	_, ok = f.acquireSlot(ctx)
+	d, ok := f.acquireSlot(ctx)
 	require.True(t, ok)
 
+	// The store is back. Three sessions are open (a, and c and d taken
+	// while it was away): before it is asked for a fourth, it is told of
+	// c and d, and the cap of three holds.
 	s.mode.Store(0)
 	f.mu.Lock()
 	f.retryAt = time.Time{}
 	f.mu.Unlock()
+	_, ok = f.acquireSlot(ctx)
+	assert.False(t, ok, "the slots taken while the store was away count in it now")
+	assert.False(t, c.isLocal())
+	assert.False(t, d.isLocal())
+	f.release(ctx, d)
 	e, ok := f.acquireSlot(ctx)
 	require.True(t, ok)
-	assert.False(t, e.local, "the store is asked again")
+	assert.False(t, e.isLocal(), "the store is asked again")
 	assert.Equal(t, 1, logs.count("store unreachable"), logs.String())
 	assert.Equal(t, 1, logs.count("store recovered"), logs.String())
 	assert.Contains(t, logs.String(), "limit reached")

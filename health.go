@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -70,7 +72,7 @@ var errProbePending = errors.New("the provider's health probe did not answer in 
 func (h *health) admit(ctx context.Context, budget time.Duration) (admission, string) {
 	deadline := time.Now().Add(budget)
 	for {
-		until, reason, err := h.store.Window(ctx, h.provider)
+		until, reason, err := h.readWindow(ctx)
 		if err == nil && h.now().Before(until) {
 			h.mu.Lock()
 			h.healthy = false
@@ -89,7 +91,7 @@ func (h *health) admit(ctx context.Context, budget time.Duration) (admission, st
 				// Another router's probe may have opened the window and
 				// given the claim back between the look above and this
 				// claim: look again before asking the provider.
-				if until, reason, werr := h.store.Window(ctx, h.provider); werr == nil && h.now().Before(until) {
+				if until, reason, werr := h.readWindow(ctx); werr == nil && h.now().Before(until) {
 					h.healthy = false
 					h.mu.Unlock()
 					_ = h.store.DoneProbe(ctx, h.provider)
@@ -127,6 +129,72 @@ func (h *health) admit(ctx context.Context, budget time.Duration) (admission, st
 		}
 		t.Stop()
 	}
+}
+
+// readWindow reads the provider's window from the store, which is trusted
+// no further than this router's own options: a window ending past the
+// backoff cap from now is obeyed until the cap only, and cut to it in the
+// store too (so that it ends, rather than being capped afresh at every
+// look), and its reason is cleaned to bounded, quotable data. A shared
+// store may hold anything another program, a bug or an attacker with its
+// password wrote there.
+func (h *health) readWindow(ctx context.Context) (time.Time, string, error) {
+	until, reason, err := h.store.Window(ctx, h.provider)
+	if err != nil || until.IsZero() {
+		return until, "", err
+	}
+	reason = cleanReason(reason)
+	if bound := h.now().Add(h.cap); until.After(bound) {
+		// A store's windows only grow: cutting one is a close and a new
+		// open. A router that looks in between finds no window and
+		// probes, which is what a window past the cap owes it anyway.
+		_ = h.store.CloseWindow(ctx, h.provider)
+		_ = h.store.OpenWindow(ctx, h.provider, bound, reason)
+		until = bound
+	}
+	return until, reason, nil
+}
+
+// maxReason bounds a fallback reason in bytes: it reaches
+// Result.FallbackReason, logs and an agent's tool text.
+const maxReason = 256
+
+// cleanReason makes a reason safe to carry as data: valid UTF-8, no
+// control or format characters (line breaks, terminal escapes, bidi
+// overrides; a line break or a tab becomes a space), no quote or backslash
+// that could end the quoting around it (they become ' and /), and at most
+// maxReason bytes, cut on a character boundary. A reason read from a shared
+// store is the text of whoever wrote it: to a model reading a tool's result
+// it must stay a short quoted string, not instructions.
+func cleanReason(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && b.Len() <= maxReason; {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		i += n
+		switch {
+		case r == utf8.RuneError && n == 1: // not UTF-8
+			continue
+		case r == '\n' || r == '\r' || r == '\t':
+			r = ' '
+		case r == '"' || r == '`':
+			r = '\''
+		case r == '\\':
+			r = '/'
+		case unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp):
+			continue
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	if len(out) <= maxReason {
+		return out
+	}
+	const ellipsis = "…"
+	cut := maxReason - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(out[cut]) {
+		cut--
+	}
+	return out[:cut] + ellipsis
 }
 
 // probeSlack is how long a probe's claim outlives its budget: the CDP
@@ -179,7 +247,7 @@ func (h *health) failed(ctx context.Context, err error) (first bool, window time
 	first = !h.outage
 	h.outage = true
 	h.mu.Unlock()
-	reason = fallbackReason(h.provider, err)
+	reason = cleanReason(fallbackReason(h.provider, err))
 	_ = h.store.OpenWindow(ctx, h.provider, now.Add(window), reason)
 	return first, window, reason
 }

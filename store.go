@@ -34,7 +34,11 @@ type Store interface {
 	// CloseWindow closes the window: the provider answered again.
 	CloseWindow(ctx context.Context, provider string) error
 	// TryProbe claims the provider's one probe for ttl and reports whether
-	// the caller got it. A claim nobody gives back expires after ttl.
+	// the caller got it. A claim nobody gives back expires after ttl. A
+	// claim found with no expiry, or with more than ttl left, is cut to
+	// ttl from now: no claim, however it was written, keeps the probe
+	// from every later caller for longer than the lease that caller would
+	// take.
 	TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error)
 	// DoneProbe gives the probe claim back.
 	DoneProbe(ctx context.Context, provider string) error
@@ -43,11 +47,16 @@ type Store interface {
 	// holder (a name unique to one session of one router), as a lease of
 	// ttl, and reports whether it got one. Expired leases do not count.
 	// Acquiring a slot holder already holds renews it and succeeds, even
-	// if the limit has since been lowered.
+	// if the limit has since been lowered. A lease found ending more than
+	// ttl from now is cut to end ttl from now, so that no holder, however
+	// it was written, outlives one lease of the caller's.
 	AcquireSlot(ctx context.Context, provider, holder string, limit int, ttl time.Duration) (bool, error)
-	// RenewSlot extends holder's lease to ttl from now. It reports false
-	// when the lease had expired (the slot may be someone else's now); the
-	// lease is not taken again.
+	// RenewSlot extends holder's lease to ttl from now, and reports
+	// whether the store still had it. A lease the store had lost (it
+	// expired while the store was unreachable, or the store restarted
+	// empty) is added again, even past the limit, and RenewSlot reports
+	// false: the session it stands for is still open, and the count must
+	// see it for the cap to hold.
 	RenewSlot(ctx context.Context, provider, holder string, ttl time.Duration) (bool, error)
 	// ReleaseSlot gives holder's slot back; releasing a slot not held is
 	// no error.
@@ -117,6 +126,7 @@ func (m *MemoryStore) TryProbe(_ context.Context, provider string, ttl time.Dura
 	defer m.mu.Unlock()
 	p, now := m.of(provider), time.Now()
 	if now.Before(p.probe) {
+		p.probe = minTime(p.probe, now.Add(ttl))
 		return false, nil
 	}
 	p.probe = now.Add(ttl)
@@ -136,9 +146,13 @@ func (m *MemoryStore) AcquireSlot(_ context.Context, provider, holder string, li
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	p, now := m.of(provider), time.Now()
+	bound := now.Add(ttl)
 	for h, exp := range p.slots {
-		if !now.Before(exp) {
+		switch {
+		case !now.Before(exp):
 			delete(p.slots, h)
+		case exp.After(bound):
+			p.slots[h] = bound
 		}
 	}
 	if _, held := p.slots[holder]; !held && len(p.slots) >= limit {
@@ -154,12 +168,8 @@ func (m *MemoryStore) RenewSlot(_ context.Context, provider, holder string, ttl 
 	defer m.mu.Unlock()
 	p, now := m.of(provider), time.Now()
 	exp, held := p.slots[holder]
-	if !held || !now.Before(exp) {
-		delete(p.slots, holder)
-		return false, nil
-	}
 	p.slots[holder] = now.Add(ttl)
-	return true, nil
+	return held && now.Before(exp), nil
 }
 
 // ReleaseSlot implements [Store].
@@ -168,4 +178,12 @@ func (m *MemoryStore) ReleaseSlot(_ context.Context, provider, holder string) er
 	defer m.mu.Unlock()
 	delete(m.of(provider).slots, holder)
 	return nil
+}
+
+// minTime is the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }

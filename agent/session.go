@@ -338,8 +338,10 @@ func whereLine(w Where) string {
 	if w.FallbackFromCloud {
 		b.WriteString(" — fallback from cloud: the cloud provider could not give this session a browser")
 		if w.FallbackReason != "" {
-			b.WriteString(" (")
-			b.WriteString(cut(w.FallbackReason, 300))
+			// Quoted: the reason may come from a shared store, and the
+			// model must read it as data.
+			b.WriteString(" (reason: ")
+			b.WriteString(quote(w.FallbackReason, 300))
 			b.WriteString(")")
 		}
 	}

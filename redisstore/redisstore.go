@@ -77,18 +77,23 @@ return 1
 `)
 
 // window reads the window: {ms left, reason}, or 0 and no reason when
-// none is open.
-// KEYS[1] the window.
+// none is open. Only the reason's first maxReason bytes cross the wire:
+// the router cuts it shorter still, and a key written by something else
+// may hold megabytes.
+// KEYS[1] the window; ARGV maxReason.
 var window = redis.NewScript(`
 local left = redis.call('PTTL', KEYS[1])
 if left <= 0 then return {0, ''} end
-return {left, redis.call('GET', KEYS[1])}
+return {left, redis.call('GETRANGE', KEYS[1], 0, tonumber(ARGV[1]) - 1)}
 `)
+
+// maxReason bounds the reason Window reads back.
+const maxReason = 1024
 
 // Window implements hybroute.Store. The end is the caller's clock's now
 // plus the time the server says is left.
 func (s *Store) Window(ctx context.Context, provider string) (time.Time, string, error) {
-	v, err := window.Run(ctx, s.c, []string{s.key(provider, "backoff")}).Slice()
+	v, err := window.Run(ctx, s.c, []string{s.key(provider, "backoff")}, maxReason).Slice()
 	if err != nil {
 		return time.Time{}, "", err
 	}
@@ -120,9 +125,22 @@ func (s *Store) CloseWindow(ctx context.Context, provider string) error {
 	return s.c.Del(ctx, s.key(provider, "backoff")).Err()
 }
 
+// tryProbe claims the probe for ttl, or cuts a claim with no expiry, or
+// with more than ttl left, to ttl: a claim written without one (by hand,
+// by another program, or by a client that lost the PX) would keep every
+// router from the provider for ever.
+// KEYS[1] the claim; ARGV ttl (ms).
+var tryProbe = redis.NewScript(`
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return 1 end
+local left = redis.call('PTTL', KEYS[1])
+if left == -1 or left > tonumber(ARGV[1]) then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return 0
+`)
+
 // TryProbe implements hybroute.Store.
 func (s *Store) TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error) {
-	return s.c.SetNX(ctx, s.key(provider, "probe"), "1", ttl).Result()
+	n, err := tryProbe.Run(ctx, s.c, []string{s.key(provider, "probe")}, ttlMS(ttl)).Int()
+	return n == 1, err
 }
 
 // DoneProbe implements hybroute.Store.
@@ -132,7 +150,9 @@ func (s *Store) DoneProbe(ctx context.Context, provider string) error {
 
 // The leases are a sorted set: holder -> expiry in the server's unix ms.
 // Every script first drops the expired ones. The set itself expires with
-// its longest lease.
+// its longest lease. An acquisition also cuts every lease that ends more
+// than its ttl from now to end then: a holder written with a far-future
+// expiry counts for one lease at most, not for ever.
 const nowMS = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -146,6 +166,10 @@ if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) en
 // acquireSlot: KEYS[1] the set; ARGV holder, limit, ttl (ms).
 var acquireSlot = redis.NewScript(nowMS + `
 local ttl = tonumber(ARGV[3])
+local bound = now + ttl
+for _, h in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. bound, '+inf')) do
+  redis.call('ZADD', KEYS[1], bound, h)
+end
 if redis.call('ZSCORE', KEYS[1], ARGV[1]) or redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
   redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 ` + keepSet + `
@@ -154,14 +178,15 @@ end
 return 0
 `)
 
-// renewSlot: KEYS[1] the set; ARGV holder, ttl (ms).
+// renewSlot: KEYS[1] the set; ARGV holder, ttl (ms). A lease the set no
+// longer has (expired, or the server forgot it) is added again, past the
+// limit if need be, and the answer is 0: its session is still open.
 var renewSlot = redis.NewScript(nowMS + `
 local ttl = tonumber(ARGV[2])
-if redis.call('ZSCORE', KEYS[1], ARGV[1]) then
-  redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[1])
+local had = redis.call('ZSCORE', KEYS[1], ARGV[1])
+redis.call('ZADD', KEYS[1], now + ttl, ARGV[1])
 ` + keepSet + `
-  return 1
-end
+if had then return 1 end
 return 0
 `)
 

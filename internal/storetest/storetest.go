@@ -179,10 +179,54 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		expire()
 		ok, err = s.AcquireSlot(c, "p", "alive", 1, long)
 		mustBool(t, true, ok, err, "slot after the holder's lease expired")
-		ok, err = s.RenewSlot(c, "p", "dead", long)
-		mustBool(t, false, ok, err, "renewing an expired lease")
-		ok, err = s.AcquireSlot(c, "p", "dead", 1, long)
-		mustBool(t, false, ok, err, "an expired holder's renewal did not take the slot back")
+	})
+
+	// A renewal finds a lease the store lost, reports it, and adds it
+	// again, past the limit: its session is still open, and the count
+	// must see it, or a new session would take its slot and the fleet
+	// would run over the cap for as long as it lives.
+	t.Run("SlotRenewRegistersALostLease", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		ok, err := s.AcquireSlot(c, "p", "lost", 1, short)
+		mustBool(t, true, ok, err, "slot")
+		expire() // as if the store had forgotten it
+		ok, err = s.AcquireSlot(c, "p", "new", 1, long)
+		mustBool(t, true, ok, err, "slot after the lease was lost")
+		ok, err = s.RenewSlot(c, "p", "lost", long)
+		mustBool(t, false, ok, err, "renewing a lost lease reports it lost")
+		ok, err = s.RenewSlot(c, "p", "lost", long)
+		mustBool(t, true, ok, err, "the renewal registered it again")
+		must(t, s.ReleaseSlot(c, "p", "new"))
+		ok, err = s.AcquireSlot(c, "p", "next", 1, long)
+		mustBool(t, false, ok, err, "the registered lease holds the cap")
+		ok, err = s.AcquireSlot(c, "p", "next", 2, long)
+		mustBool(t, true, ok, err, "one lease counted, not two")
+	})
+
+	// A probe claim holds for the ttl of the caller that finds it at
+	// most: one with more left (or none, in a store that allows that) is
+	// cut, so that no claim keeps the probe from everyone for ever.
+	t.Run("ProbeClaimBounded", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		ok, err := s.TryProbe(c, "p", time.Hour)
+		mustBool(t, true, ok, err, "claim")
+		ok, err = s.TryProbe(c, "p", short)
+		mustBool(t, false, ok, err, "the claim holds")
+		expire()
+		ok, err = s.TryProbe(c, "p", long)
+		mustBool(t, true, ok, err, "a claim past the finder's ttl was cut to it")
+	})
+
+	// A slot lease holds for the ttl of the caller that finds it at most.
+	t.Run("SlotLeaseBounded", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		ok, err := s.AcquireSlot(c, "p", "far", 1, time.Hour)
+		mustBool(t, true, ok, err, "slot")
+		ok, err = s.AcquireSlot(c, "p", "near", 1, short)
+		mustBool(t, false, ok, err, "the lease holds")
+		expire()
+		ok, err = s.AcquireSlot(c, "p", "near", 1, long)
+		mustBool(t, true, ok, err, "a lease past the finder's ttl was cut to it")
 	})
 
 	t.Run("SlotRenew", func(t *testing.T) {
@@ -195,7 +239,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		ok, err = s.AcquireSlot(c, "p", "other", 1, long)
 		mustBool(t, false, ok, err, "the renewed lease still holds the slot")
 		ok, err = s.RenewSlot(c, "p", "unknown", long)
-		mustBool(t, false, ok, err, "renewing a lease never taken")
+		mustBool(t, false, ok, err, "renewing a lease the store does not have")
 	})
 
 	t.Run("SlotCapUnderContention", func(t *testing.T) {
