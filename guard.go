@@ -37,11 +37,15 @@ import (
 // (internal/cdpmux) and has three layers:
 //
 //  1. Fetch on the browser session pauses the HTTP(S) requests of every
-//     target of the browser from each target's first request: every
-//     document request (each hop of a redirect chain, popups and frames
-//     included) and any request whose canonical URL could name a metadata
-//     endpoint (guardPatterns). The verdict decides each one; a pattern is
-//     only a filter.
+//     target of the browser from each target's first request, each hop of
+//     a redirect chain on its own (fetchPatterns). On a remote browser
+//     that is every request: fetches, images, beacons, workers' loads, as
+//     much as documents, since nothing else on the browser's side checks
+//     where they go. On the local browser it is every document request
+//     (popups and frames included) and any request whose canonical URL
+//     could name a metadata endpoint; the egress check sees the rest at
+//     connect time. The verdict decides each one; a pattern is only a
+//     filter.
 //  2. What Fetch cannot pause (WebSocket handshakes) is stopped per target
 //     by offline rules for IP-literal hosts (offlineRules). They exist only
 //     on target sessions, so every target is auto-attached paused
@@ -56,6 +60,18 @@ import (
 // Names that resolve to private addresses are beyond what a WebSocket rule
 // can see: on the local browser the connect-time check of egress.go covers
 // them; on a cloud browser they are a known limit (README).
+func fetchPatterns(w where) []*fetch.RequestPattern {
+	if w == onRemote {
+		return everyRequest
+	}
+	return guardPatterns
+}
+
+// everyRequest pauses every request at its request stage.
+var everyRequest = []*fetch.RequestPattern{{URLPattern: "*"}}
+
+// guardPatterns are the local browser's: documents, and anything that
+// could name a metadata endpoint.
 var guardPatterns = func() []*fetch.RequestPattern {
 	ps := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
 	for _, p := range [...]string{
@@ -163,7 +179,38 @@ func (g *guardRecord) err() error {
 	return errors.Join(g.blocked...)
 }
 
-const maxTrackedChains = 256
+// maxTrackedChains is how many requests one generation of the chain
+// table holds (two are kept): a redirect is answered long before that many
+// requests of the browser come after its previous hop.
+const maxTrackedChains = 4096
+
+// chains is which paused requests belong to a redirect chain that has had
+// a public hop, by request id: the current generation and the one before.
+// A hop whose previous hop is in neither counts as after a public one
+// (fail closed): only a chain older than two generations is forgotten.
+type chains struct {
+	cur, prev map[fetch.RequestID]bool
+}
+
+// hop records request id (a redirect of prev when prev is set) and reports
+// whether its chain had a public hop before it.
+func (c *chains) hop(id, prev fetch.RequestID, public bool) (wasPublic bool) {
+	if prev != "" {
+		var ok bool
+		if wasPublic, ok = c.cur[prev]; ok {
+			delete(c.cur, prev)
+		} else if wasPublic, ok = c.prev[prev]; ok {
+			delete(c.prev, prev)
+		} else {
+			wasPublic = true
+		}
+	}
+	if c.cur == nil || len(c.cur) >= maxTrackedChains {
+		c.prev, c.cur = c.cur, make(map[fetch.RequestID]bool)
+	}
+	c.cur[id] = wasPublic || public
+	return wasPublic
+}
 
 // browserGuard is the guard of one browser connection.
 type browserGuard struct {
@@ -191,7 +238,7 @@ type browserGuard struct {
 	lookupsOf func(*entry) *callLookups
 
 	mu     sync.Mutex
-	public map[fetch.RequestID]bool // per paused document: has its chain been public?
+	chains chains // per paused request: has its chain been public?
 	info   map[target.ID]*target.Info
 	parent map[target.ID]target.ID // a frame's or worker's target: the target it was attached under
 	sess   map[target.SessionID]target.ID
@@ -215,7 +262,7 @@ func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w where) *brows
 		lookup = guardLookupTimeout
 	}
 	g := &browserGuard{pol: pol, w: w, log: log, lookup: lookup, offline: offlineRules(w, pol.remotePrivate),
-		public: map[fetch.RequestID]bool{}, info: map[target.ID]*target.Info{},
+		info:   map[target.ID]*target.Info{},
 		parent: map[target.ID]target.ID{}, sess: map[target.SessionID]target.ID{},
 		frames: map[cdp.FrameID]target.ID{}, owners: map[target.ID]*entry{},
 		byCtx: map[cdp.BrowserContextID]*entry{}, landed: map[target.ID]string{},
@@ -244,7 +291,7 @@ func (g *browserGuard) start(ctx context.Context, m *cdpmux.Mux) error {
 	if err := g.checkBrowser(ctx, m); err != nil {
 		return err
 	}
-	if _, err := m.Call(ctx, "", fetch.CommandEnable, fetch.EnableParams{Patterns: guardPatterns}); err != nil {
+	if _, err := m.Call(ctx, "", fetch.CommandEnable, fetch.EnableParams{Patterns: fetchPatterns(g.w)}); err != nil {
 		return fmt.Errorf("hybroute: enabling the request guard: %w", err)
 	}
 	if _, err := m.Call(ctx, "", target.CommandSetAutoAttach, target.SetAutoAttachParams{
@@ -611,35 +658,40 @@ func (g *browserGuard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 
 // classify is the verdict on a paused request's URL, its lookup bounded by
 // the guard's limit: timedOut says the limit ran out before the resolver
-// answered.
+// answered. A name is answered from the call's lookups when the call named
+// it, else from the session's host answers (one lookup per name however
+// many requests name it), else, for a request no session owns, by a lookup
+// of its own.
 func (g *browserGuard) classify(url string, e *entry) (v Verdict, timedOut bool) {
+	v, name := g.pol.classifyParsed(url)
+	if name == "" {
+		return v, false
+	}
+	if e != nil && g.lookupsOf != nil {
+		if a, ok := g.lookupsOf(e).get(name); ok {
+			return resolved(v, a.addrs, a.err), false
+		}
+	}
 	vctx, cancel := context.WithTimeout(g.life, g.lookup)
 	defer cancel()
-	var known *callLookups // the answers of the current call's plan, reused
-	if e != nil && g.lookupsOf != nil {
-		known = g.lookupsOf(e)
+	var addrs []netip.Addr
+	var err error
+	if e != nil {
+		addrs, err = e.hosts.answer(vctx, g.life, g.lookup, g.pol.resolver, name, time.Now())
+	} else {
+		addrs, err = g.pol.resolver.LookupNetIP(vctx, "ip", name)
 	}
-	v = g.pol.classifyWith(vctx, url, known)
-	timedOut = v.ResolveErr != nil && errors.Is(vctx.Err(), context.DeadlineExceeded)
+	v = resolved(v, addrs, err)
+	timedOut = err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(vctx.Err(), context.DeadlineExceeded))
 	return v, timedOut
 }
 
-// hop records one paused document request and reports whether the
-// redirect chain it belongs to had a public hop before it.
+// hop records one paused request and reports whether the redirect chain
+// it belongs to had a public hop before it.
 func (g *browserGuard) hop(ev *fetch.EventRequestPaused, c Class) (wasPublic bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if len(g.public) > maxTrackedChains {
-		// Finished chains are never removed one by one; a browser that
-		// has made this many document requests starts a fresh table.
-		clear(g.public)
-	}
-	if ev.RedirectedRequestID != "" {
-		wasPublic = g.public[ev.RedirectedRequestID]
-		delete(g.public, ev.RedirectedRequestID)
-	}
-	g.public[ev.RequestID] = wasPublic || c == ClassPublic
-	return wasPublic
+	return g.chains.hop(ev.RequestID, ev.RedirectedRequestID, c == ClassPublic)
 }
 
 // answer lets one paused request go on or fails it. A refused document
@@ -663,19 +715,19 @@ func (g *browserGuard) answer(ev *fetch.EventRequestPaused) {
 	g.mu.Unlock()
 	v, timedOut := g.classify(url, e)
 	var err error
-	switch {
-	case timedOut:
+	if timedOut {
 		err = blocked(v, ReasonLookupTimeout, fmt.Errorf("the lookup timed out after %v", g.lookup))
-		if doc {
-			g.hop(ev, ClassInvalid)
-		}
-	case doc:
+		g.hop(ev, ClassInvalid)
+	} else {
+		// Every hop of every chain: a public page's image that redirects
+		// to a private address walks the browser into a LAN as surely as
+		// its document would.
 		err = g.pol.refuseHop(v, g.w, g.hop(ev, v.Class))
-	default:
-		err = g.pol.refuse(v, g.w)
 	}
 	if err == nil {
-		_, _ = m.Call(g.life, "", fetch.CommandContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		// Not awaited: the browser acts on it when it reads it, and the
+		// reply says nothing we would act on.
+		m.Go(g.life, "", fetch.CommandContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 		return
 	}
 	g.pol.tel.refused(g.life, "guard", err)
@@ -690,7 +742,7 @@ func (g *browserGuard) answer(ev *fetch.EventRequestPaused) {
 		// on this navigation sees why it failed.
 		e.guard.add(err)
 	}
-	_, _ = m.Call(g.life, "", fetch.CommandFailRequest, fetch.FailRequestParams{
+	m.Go(g.life, "", fetch.CommandFailRequest, fetch.FailRequestParams{
 		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 	if doc && kind == "popup" {
 		_ = g.closeTarget(g.life, id)

@@ -44,6 +44,14 @@ type escape struct {
 
 func (e escape) String() string { return e.addr + " " + e.line }
 
+// connectionOnly reports whether the connection carried no request: it
+// sent nothing, or only a TLS ClientHello (a record of type handshake).
+// Chromium opens such connections ahead of requests (preconnects); the
+// guard holds the request itself, so it never goes out on them.
+func (e escape) connectionOnly() bool {
+	return e.line == "" || strings.HasPrefix(e.line, "\x16\x03")
+}
+
 // decoys records the connections that reached the decoy addresses.
 type decoys struct {
 	mu   sync.Mutex
