@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -67,4 +70,84 @@ func BenchmarkGuardCost(b *testing.B) {
 		})
 		_ = rt.close(context.Background())
 	}
+}
+
+// BenchmarkGuardRTT measures what pausing every request of a remote
+// browser costs a page load when the browser is far away: a page of 100
+// images over 20 hosts, loaded through a link that adds a delay in each
+// direction (cloudtest.DelayProxy), by bare chromedp (no guard) and by a
+// router whose guard pauses and decides each request. The origins answer
+// at once from loopback, so the page's own load time is near nothing and
+// the figures show the guard's round trips at their largest share.
+func BenchmarkGuardRTT(b *testing.B) {
+	requireChromium(b)
+	const hosts, perHost = 20, 5
+	s := newSite(b, func(mux *http.ServeMux, s *site) {
+		mux.HandleFunc("/hundred", func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.Header().Set("Cache-Control", "no-store")
+			fmt.Fprint(w, `<!doctype html><title>hundred</title>`)
+			for h := range hosts {
+				for i := range perHost {
+					fmt.Fprintf(w, `<img src="http://b%d.bench.test:%s/px%d.gif?%s">`, h, s.port, i, r.URL.RawQuery)
+				}
+			}
+		})
+		for i := range perHost {
+			mux.HandleFunc(fmt.Sprintf("/px%d.gif", i), pixel)
+		}
+	})
+	rules := []string{hostRules}
+	res := testResolverWith(publicHost, "93.184.215.14")
+	for h := range hosts {
+		n := fmt.Sprintf("b%d.bench.test", h)
+		rules = append(rules, "MAP "+n+" 127.0.0.1")
+		res[n] = addrs("93.184.215.14")
+	}
+	cloud := cloudtest.LaunchChromium(b, "--host-resolver-rules="+strings.Join(rules, ", "))
+	u, err := url.Parse(cloud.WSURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	page := func() string { n++; return s.url(publicHost, fmt.Sprintf("/hundred?%d", n)) }
+	for _, oneWay := range []time.Duration{0, 25 * time.Millisecond, 50 * time.Millisecond} {
+		far := *u
+		far.Host = cloudtest.DelayProxy(b, u.Host, oneWay)
+		b.Run(fmt.Sprintf("delay=%v/chromedp-no-guard", oneWay), func(b *testing.B) {
+			rt, err := connectRemote(testCtx(b), far.String(), nil, "the benchmark browser", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = rt.close(context.Background()) }()
+			for b.Loop() {
+				if err := chromedp.Do(rt.ctx, chromedp.Navigate(page())); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprintf("delay=%v/hybroute-guard", oneWay), func(b *testing.B) {
+			r, err := New(nil, WithCDPURL(far.String()), WithResolver(res))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Close()
+			ctx := testCtx(b)
+			if _, err := r.Navigate(ctx, "bench", page()); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				if _, err := r.Navigate(ctx, "bench", page()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// pixel serves a one-pixel GIF that is never cached.
+func pixel(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "image/gif")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte("GIF89a\x01\x00\x01\x00\x80\x00\x00\x00\x00\x00\xff\xff\xff!\xf9\x04\x01\x00\x00\x00\x00,\x00\x00\x00\x00\x01\x00\x01\x00\x00\x02\x02D\x01\x00;"))
 }

@@ -92,11 +92,3 @@ func (l *hostLookup) finished() bool {
 		return false
 	}
 }
-
-// forget drops every answer: the session ended, or a new page load should
-// not trust an old one.
-func (h *hostVerdicts) forget() {
-	h.mu.Lock()
-	h.m = nil
-	h.mu.Unlock()
-}
