@@ -261,7 +261,7 @@ func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w where) *brows
 	if lookup <= 0 {
 		lookup = guardLookupTimeout
 	}
-	g := &browserGuard{pol: pol, w: w, log: log, lookup: lookup, offline: offlineRules(w, pol.remotePrivate),
+	g := &browserGuard{pol: pol, w: w, log: log, lookup: lookup, offline: append(offlineRules(w, pol.remotePrivate), pol.rules.wsPatterns()...),
 		info:   map[target.ID]*target.Info{},
 		parent: map[target.ID]target.ID{}, sess: map[target.SessionID]target.ID{},
 		frames: map[cdp.FrameID]target.ID{}, owners: map[target.ID]*entry{},

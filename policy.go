@@ -48,6 +48,12 @@ const (
 	// redirects to a URL with a token (an OAuth flow) is normal web
 	// behaviour, and neither the guard nor the landed-URL check refuses it.
 	ReasonSecretInURL
+	// ReasonHostBlocked is a host an operator rule blocks
+	// ([WithBlockedHosts]).
+	ReasonHostBlocked
+	// ReasonHostNotAllowed is a host the operator's allow list does not
+	// name ([WithAllowedHosts]).
+	ReasonHostNotAllowed
 )
 
 // reasons are the name of each reason and the sentinel errors.Is finds.
@@ -63,6 +69,8 @@ var reasons = [...]struct {
 	ReasonSchemeNotAllowed:  {"scheme_not_allowed", ErrInvalidURL},
 	ReasonLookupTimeout:     {"lookup_timeout", ErrLookupTimeout},
 	ReasonSecretInURL:       {"secret_in_url", ErrSecretInURL},
+	ReasonHostBlocked:       {"host_blocked", ErrHostRule},
+	ReasonHostNotAllowed:    {"host_not_allowed", ErrHostRule},
 }
 
 func (r Reason) known() bool { return r > 0 && int(r) < len(reasons) }
@@ -134,6 +142,8 @@ type policy struct {
 	// on a remote browser (WithAllowSecretsInURLs).
 	remoteSecrets bool
 
+	rules *operatorRules // the operator's allow and block lists (hostrules.go); nil: none
+
 	tel *telemetry // counts the refusals of the guard and the egress check; nil in tests without a router
 }
 
@@ -145,6 +155,7 @@ func newPolicy(cfg *config, hasProvider bool) *policy {
 		override:       cfg.cdpURL != "",
 		remotePrivate:  cfg.allowPrivate,
 		remoteSecrets:  cfg.allowSecrets,
+		rules:          cfg.rules,
 	}
 	p.local = !p.override && !hasProvider
 	p.hybrid = !p.override && hasProvider && cfg.autoLocal
@@ -160,6 +171,9 @@ func newPolicy(cfg *config, hasProvider bool) *policy {
 // cannot be routed are refused everywhere; a private address is refused
 // where the options do not let one run.
 func (p *policy) refuse(v Verdict, w where) error {
+	if r := p.rules.refuse(v); r != 0 {
+		return blocked(v, r, nil)
+	}
 	switch v.Class {
 	case ClassMetadata:
 		return blocked(v, ReasonMetadata, nil)

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -111,6 +112,11 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		r.cfg.logger = slog.Default()
 	}
 	r.log = r.cfg.logger
+	rules, err := parseHostRules(r.cfg.allowedHosts, r.cfg.blockedHosts)
+	if err != nil {
+		return nil, err
+	}
+	r.cfg.rules = rules
 	r.pol = newPolicy(&r.cfg, p != nil)
 	name := ""
 	if p != nil {
@@ -317,14 +323,16 @@ func blockedCall(errs []error) error {
 	if len(errs) == 1 {
 		return errs[0]
 	}
-	sorted := make([]error, 0, len(errs))
-	for _, want := range [...]error{ErrMetadata, ErrInvalidURL, ErrPrivate} {
-		for _, e := range errs {
+	rank := func(e error) int {
+		for i, want := range [...]error{ErrMetadata, ErrInvalidURL, ErrPrivate, ErrHostRule, ErrSecretInURL} {
 			if errors.Is(e, want) {
-				sorted = append(sorted, e)
+				return i
 			}
 		}
+		return 5
 	}
+	sorted := slices.Clone(errs)
+	slices.SortStableFunc(sorted, func(a, b error) int { return rank(a) - rank(b) })
 	return errors.Join(sorted...)
 }
 

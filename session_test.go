@@ -721,9 +721,9 @@ func TestGuardThatCannotStartFailsCleanly(t *testing.T) {
 	// Not parallel: it swaps the package's guard patterns.
 	requireChromium(t)
 	cloud := cloudtest.LaunchChromium(t)
-	old := guardPatterns
-	guardPatterns = []*fetch.RequestPattern{{URLPattern: "*", RequestStage: "Bogus"}} // Chromium refuses this
-	t.Cleanup(func() { guardPatterns = old })
+	old := everyRequest                                                              // a remote browser's patterns
+	everyRequest = []*fetch.RequestPattern{{URLPattern: "*", RequestStage: "Bogus"}} // Chromium refuses this
+	t.Cleanup(func() { everyRequest = old })
 	r, err := New(nil, WithCDPURL(cloud.WSURL), WithAllowPrivateURLs(true), WithResolver(testResolver))
 	require.NoError(t, err)
 	_, err = r.Navigate(testCtx(t), "s", "https://example.com/")

@@ -322,6 +322,8 @@ func decision(v hybroute.Verdict, rep urlReport, cfg *config, provider string) (
 		return "blocked", "none: fix the URL"
 	case v.Class == hybroute.ClassNoRoute:
 		return "runs wherever the session's page is (no route of its own)", "none needed"
+	case errors.Is(v.Err, hybroute.ErrHostRule):
+		return "blocked by an operator rule (" + reasonName(v.Err) + ")", "--allowed-hosts / --blocked-hosts decide it"
 	case errors.Is(v.Err, hybroute.ErrSecretInURL):
 		return "blocked: the URL carries a credential (secret_in_url) and the browser that would open it is remote",
 			"--allow-secrets-in-urls lets it through; with a provider, --auto-local and no --cdp-url it would run on the local Chromium"
@@ -455,4 +457,12 @@ func printReport(w io.Writer, rep *checkReport) {
 			fmt.Fprintf(w, "  inside:    %s (the browser loads what a data: document names)\n", u.Inside)
 		}
 	}
+}
+
+// reasonName is the rule a refusal names (host_blocked, …).
+func reasonName(err error) string {
+	if be, ok := errors.AsType[*hybroute.BlockedError](err); ok {
+		return be.Reason.String()
+	}
+	return "refused"
 }

@@ -239,3 +239,18 @@ func TestCheckExpandsDataURLs(t *testing.T) {
 	assert.Equal(t, "http://localhost:8080/", rep.URLs[1].URL)
 	assert.Equal(t, "a data: URL of the call", rep.URLs[1].Inside)
 }
+
+func TestCheckOperatorRules(t *testing.T) {
+	withCheckResolver(t, agenttest.StaticResolver{})
+	code, out, _ := runCmd(t, nil, "", "check", "--provider", "none", "--blocked-hosts", "*.ads.test,10.0.0.9", "http://x.ads.test/", "http://10.0.0.9/")
+	assert.Equal(t, exitBlocked, code, out)
+	assert.Equal(t, 2, strings.Count(out, "blocked by an operator rule (host_blocked)"), out)
+	code, out, _ = runCmd(t, nil, "", "check", "--provider", "none", "--allowed-hosts", "example.com", "http://10.0.0.9/")
+	assert.Equal(t, exitBlocked, code, out)
+	assert.Contains(t, out, "host_not_allowed")
+	code, out, _ = runCmd(t, nil, "", "check", "--provider", "none", "--allowed-hosts", "10.0.0.0/8", "http://10.0.0.9/")
+	assert.Equal(t, exitOK, code, out)
+	code, _, errOut := runCmd(t, nil, "", "check", "--blocked-hosts", "http://x/", "http://10.0.0.9/")
+	assert.NotEqual(t, exitOK, code)
+	assert.Contains(t, errOut, "host pattern")
+}

@@ -24,6 +24,22 @@ type config struct {
 	chromium     string
 	idle         time.Duration
 	verbose      bool
+	allowedHosts hostList // operator rules: hybroute.WithAllowedHosts
+	blockedHosts hostList // hybroute.WithBlockedHosts
+}
+
+// hostList is a flag of host patterns: comma-separated, repeatable.
+type hostList []string
+
+func (h *hostList) String() string { return strings.Join(*h, ",") }
+
+func (h *hostList) Set(s string) error {
+	for p := range strings.SplitSeq(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			*h = append(*h, p)
+		}
+	}
+	return nil
 }
 
 // Providers the command knows.
@@ -41,6 +57,9 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.chromium, "chromium", "", "the local Chromium binary (default: $CHROMIUM, then chromium, google-chrome… on PATH)")
 	fs.DurationVar(&c.idle, "idle-timeout", 15*time.Minute, "release a browser session after this long unused")
 	fs.BoolVar(&c.verbose, "v", false, "log every routing decision")
+	fs.Var(&c.allowedHosts, "allowed-hosts", "only these hosts may be reached, on every route and by every request: comma-separated "+
+		"host names, *.name (its subdomains), IP addresses or prefixes (10.1.0.0/16); repeatable. Narrows the security rules, never widens them")
+	fs.Var(&c.blockedHosts, "blocked-hosts", "these hosts may not be reached, on every route and by every request (patterns as --allowed-hosts); repeatable")
 }
 
 // providerEnv is each provider's API key variable, in the order the
@@ -126,6 +145,12 @@ func (c *config) routerOptions(stderr io.Writer) []hybroute.Option {
 		hybroute.WithAllowPrivateURLs(c.allowPrivate),
 		hybroute.WithAllowSecretsInURLs(c.allowSecrets),
 		hybroute.WithIdleTimeout(c.idle, 0),
+	}
+	if len(c.allowedHosts) > 0 {
+		opts = append(opts, hybroute.WithAllowedHosts(c.allowedHosts...))
+	}
+	if len(c.blockedHosts) > 0 {
+		opts = append(opts, hybroute.WithBlockedHosts(c.blockedHosts...))
 	}
 	if c.cdpURL != "" && !strings.EqualFold(c.provider, "cdp") {
 		opts = append(opts, hybroute.WithCDPURL(c.cdpURL))
