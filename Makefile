@@ -6,7 +6,7 @@ GO ?= go
 # go.mod needs no tool dependency.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load
+.PHONY: image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -58,3 +58,8 @@ fleet-load: chromium redis
 COMPAT_MAJORS ?= 130 131 138 143 148 153
 compat: chromium
 	bash scripts/compat.sh $(COMPAT_MAJORS)
+
+# The container image of hybroute mcp (Dockerfile), where Docker exists.
+image:
+	@command -v docker >/dev/null 2>&1 || { echo "make image: no docker on this machine"; exit 1; }
+	docker build -t hybroute .

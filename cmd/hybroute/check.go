@@ -94,6 +94,14 @@ func runCheck(ctx context.Context, args []string, e env) int {
 		}
 		return exitFailure
 	}
+	if err := loadConfigFile(fs, cfg.configPath); err != nil {
+		fmt.Fprintln(e.stderr, "hybroute check:", err)
+		return exitFailure
+	}
+	if cfg.printConfig {
+		printConfig(e.stdout, fs, e.getenv)
+		return exitOK
+	}
 	if *codeFile == "" && fs.NArg() == 0 {
 		fmt.Fprintln(e.stderr, "hybroute check: give URLs, or --code FILE")
 		return exitFailure

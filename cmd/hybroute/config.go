@@ -26,6 +26,8 @@ type config struct {
 	verbose      bool
 	allowedHosts hostList // operator rules: hybroute.WithAllowedHosts
 	blockedHosts hostList // hybroute.WithBlockedHosts
+	configPath   string   // --config (configfile.go)
+	printConfig  bool     // --print-config
 }
 
 // hostList is a flag of host patterns: comma-separated, repeatable.
@@ -57,6 +59,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.chromium, "chromium", "", "the local Chromium binary (default: $CHROMIUM, then chromium, google-chrome… on PATH)")
 	fs.DurationVar(&c.idle, "idle-timeout", 15*time.Minute, "release a browser session after this long unused")
 	fs.BoolVar(&c.verbose, "v", false, "log every routing decision")
+	c.registerConfigFlags(fs)
 	fs.Var(&c.allowedHosts, "allowed-hosts", "only these hosts may be reached, on every route and by every request: comma-separated "+
 		"host names, *.name (its subdomains), IP addresses or prefixes (10.1.0.0/16); repeatable. Narrows the security rules, never widens them")
 	fs.Var(&c.blockedHosts, "blocked-hosts", "these hosts may not be reached, on every route and by every request (patterns as --allowed-hosts); repeatable")

@@ -57,6 +57,14 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		fmt.Fprintf(e.stderr, "hybroute mcp: unexpected arguments %q\n", fs.Args())
 		return exitFailure
 	}
+	if err := loadConfigFile(fs, cfg.configPath); err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	if cfg.printConfig {
+		printConfig(e.stdout, fs, e.getenv)
+		return exitOK
+	}
 	vw, vh, err := parseViewport(*viewport)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)

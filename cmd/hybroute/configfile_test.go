@@ -1,0 +1,62 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/agenttest"
+)
+
+func writeConfig(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+	return p
+}
+
+// TestConfigFile: a YAML or JSON file sets flags, a list sets a repeatable
+// flag once per element, and the command line wins over the file.
+func TestConfigFile(t *testing.T) {
+	withCheckResolver(t, agenttest.StaticResolver{})
+	y := writeConfig(t, "c.yaml", "provider: none\nblocked-hosts:\n  - '*.ads.test'\n  - 10.0.0.9\n")
+	code, out, errOut := runCmd(t, nil, "", "check", "--config", y, "http://x.ads.test/", "http://10.0.0.9/")
+	assert.Equal(t, exitBlocked, code, errOut)
+	assert.Contains(t, out, "host_blocked")
+
+	j := writeConfig(t, "c.json", `{"provider": "none", "allowed-hosts": "example.com", "auto-local": false}`)
+	code, out, _ = runCmd(t, nil, "", "check", "--config", j, "http://10.0.0.9/")
+	assert.Equal(t, exitBlocked, code, out)
+	assert.Contains(t, out, "host_not_allowed")
+	// The command line wins.
+	code, out, _ = runCmd(t, nil, "", "check", "--config", j, "--allowed-hosts", "10.0.0.0/8", "http://10.0.0.9/")
+	assert.Equal(t, exitOK, code, out)
+
+	for body, want := range map[string]string{
+		"nope: 1\n":           `unknown key "nope"`,
+		"auto-local: maybe\n": "auto-local",
+		"[1, 2]\n":            "not JSON or YAML of flag names",
+		"provider: {a: 1}\n":  "not a map",
+	} {
+		code, _, errOut := runCmd(t, nil, "", "check", "--config", writeConfig(t, "bad.yaml", body), "http://10.0.0.9/")
+		assert.Equal(t, exitFailure, code, body)
+		assert.Contains(t, errOut, want, body)
+	}
+}
+
+// TestPrintConfigMasksSecrets: --print-config shows every flag, with a CDP
+// URL's credential redacted and API keys only as set or unset.
+func TestPrintConfigMasksSecrets(t *testing.T) {
+	const key = "bb_live_SECRET_do_not_print"
+	c := writeConfig(t, "c.yaml", "cdp-url: wss://cdp.example/devtools/browser/1?token=SECRET_TOKEN_xyz\nblocked-hosts: [ads.test]\n")
+	code, out, _ := runCmd(t, map[string]string{"BROWSERBASE_API_KEY": key}, "", "mcp", "--config", c, "--print-config")
+	require.Equal(t, exitOK, code)
+	assert.NotContains(t, out, key)
+	assert.NotContains(t, out, "SECRET_TOKEN_xyz")
+	assert.Contains(t, out, "BROWSERBASE_API_KEY: set (****)")
+	assert.Contains(t, out, `blocked-hosts: "ads.test"`)
+	assert.Contains(t, out, "cdp-url: ")
+}
