@@ -214,17 +214,29 @@ func (r *Router) newRemoteGuard() *browserGuard {
 // serves one websocket per session, [Session].SingleConnection): a second
 // dial fails with errSecondConnection rather than reaching the provider.
 func remoteAllocator(wsURL string, hc *http.Client, g *browserGuard, single bool) (context.Context, context.CancelFunc) {
-	var dialled atomic.Bool
-	return guardedRemote(g, func(ctx context.Context) (chromedp.Transport, error) {
-		if single && dialled.Swap(true) {
-			return nil, errSecondConnection
-		}
+	return guardedRemote(g, dialOnce(single, func(ctx context.Context) (chromedp.Transport, error) {
 		ws, err := cdpconn.Resolve(ctx, hc, wsURL, nil)
 		if err != nil {
 			return nil, err
 		}
 		return cdpconn.Dial(ctx, ws, hc)
-	})
+	}))
+}
+
+// dialOnce is dial, or with single, dial good for one call: the next ones
+// fail with errSecondConnection without dialling.
+func dialOnce[T any](single bool, dial func(context.Context) (T, error)) func(context.Context) (T, error) {
+	if !single {
+		return dial
+	}
+	var dialled atomic.Bool
+	return func(ctx context.Context) (T, error) {
+		if dialled.Swap(true) {
+			var zero T
+			return zero, errSecondConnection
+		}
+		return dial(ctx)
+	}
 }
 
 // errSecondConnection is the error of a second dial of a session that
