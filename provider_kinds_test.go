@@ -31,7 +31,7 @@ func TestNewProvidersDriveARealBrowser(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			srv := cloudtest.NewServer(t, kind, chrome.WSURL)
 			p := clientFor(srv)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			s, err := p.CreateSession(ctx, "sess-key")
 			require.NoError(t, err)
@@ -44,7 +44,9 @@ func TestNewProvidersDriveARealBrowser(t *testing.T) {
 				assert.Empty(t, s.ExternalCallID)
 			}
 			assert.Equal(t, "hybroute new provider", driveTitle(t, s.CDPURL, page))
-			require.NoError(t, p.ReleaseSession(ctx, s))
+			rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer rcancel()
+			require.NoError(t, p.ReleaseSession(rctx, s))
 			assert.False(t, srv.Live(s.ID), "the fake still holds the session after release")
 			assert.EqualValues(t, 1, srv.Releases())
 		})
