@@ -140,4 +140,3 @@ func (b *BrowserUse) ReleaseSession(ctx context.Context, s *Session) error {
 	}
 	return b.call(ctx, "release", http.MethodPatch, b.prefix+"/browsers/"+url.PathEscape(s.ID), map[string]any{"action": "stop"}, nil)
 }
-

@@ -197,8 +197,8 @@ func TestProviderReleaseCalls(t *testing.T) {
 	rows := []struct {
 		kind       cloudtest.Kind
 		method     string
-		path       string // %s is the session id
-		keyHeader  string // "?token" : the key is that query parameter
+		path       string         // %s is the session id
+		keyHeader  string         // "?token" : the key is that query parameter
 		wantBody   map[string]any // nil: no body
 		createBody map[string]any
 	}{
