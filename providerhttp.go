@@ -280,7 +280,7 @@ func truncate(s string, n int) string {
 // /json/version (Browser Use's documented discovery), whose answer is
 // checked before it is used. No answer, however malformed, gets further
 // than a *ProviderError; one with an HTTP status keeps it (401 is
-// ErrUnauthorized), every other is ErrProviderUnavailable. The API key is
+// ErrProviderAuth), every other is ErrProviderUnavailable. The API key is
 // not sent to the endpoint.
 func (c *apiClient) resolveCDP(ctx context.Context, op, raw string) (string, error) {
 	if raw == "" {

@@ -251,9 +251,9 @@ func fallbackKind(err error) string {
 		return fallbackProviderFellBack
 	case errors.Is(err, ErrRateLimited):
 		return fallbackRateLimited
-	case errors.Is(err, ErrUnauthorized):
+	case errors.Is(err, ErrProviderAuth):
 		return fallbackUnauthorized
-	case errors.Is(err, ErrPaymentRequired):
+	case errors.Is(err, ErrProviderPayment):
 		return fallbackPaymentRequired
 	case errors.Is(err, context.DeadlineExceeded):
 		return fallbackTimeout
