@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -31,9 +32,14 @@ import (
 // session's life.
 func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duration) (*entry, error) {
 	adm, reason := r.health.admit(ctx, budget)
-	if adm == admitLocal {
+	switch adm {
+	case admitLocal:
 		// The provider asked us to stay away: no API call, no log line.
 		return r.fallbackEntry(ctx, key, reason, r.health.last(), nil, fallbackBackoffWindow)
+	case admitRefused:
+		// The provider refused the key or the payment lately: no API
+		// call, and the fallback says so, not "back-off window".
+		return r.fallbackEntry(ctx, key, reason, r.health.last(), nil, "")
 	}
 	slot, ok := r.fleet.acquireSlot(ctx)
 	if !ok {
@@ -141,7 +147,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 		connCtx, cancel = context.WithDeadline(connCtx, dl)
 		defer cancel()
 	}
-	t, err := connectRemote(connCtx, s.CDPURL, s.client, "the cloud browser of "+r.provider.Name(), r.newRemoteGuard())
+	t, err := connectRemoteSession(connCtx, s.CDPURL, s.client, "the cloud browser of "+r.provider.Name(), r.newRemoteGuard(), s.SingleConnection)
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("%w to session %s of %s at %s: %w",
@@ -203,15 +209,39 @@ func (r *Router) newRemoteGuard() *browserGuard {
 // endpoint is resolved by cdpconn.Resolve, with its checks). The
 // connection runs through the guard g's Mux (guardedRemote; nil g: no
 // guard, for benchmarks only).
-func remoteAllocator(wsURL string, hc *http.Client, g *browserGuard) (context.Context, context.CancelFunc) {
-	return guardedRemote(g, func(ctx context.Context) (chromedp.Transport, error) {
+//
+// single makes the URL good for one dial only (a session whose provider
+// serves one websocket per session, [Session].SingleConnection): a second
+// dial fails with errSecondConnection rather than reaching the provider.
+func remoteAllocator(wsURL string, hc *http.Client, g *browserGuard, single bool) (context.Context, context.CancelFunc) {
+	return guardedRemote(g, dialOnce(single, func(ctx context.Context) (chromedp.Transport, error) {
 		ws, err := cdpconn.Resolve(ctx, hc, wsURL, nil)
 		if err != nil {
 			return nil, err
 		}
 		return cdpconn.Dial(ctx, ws, hc)
-	})
+	}))
 }
+
+// dialOnce is dial, or with single, dial good for one call: the next ones
+// fail with errSecondConnection without dialling.
+func dialOnce[T any](single bool, dial func(context.Context) (T, error)) func(context.Context) (T, error) {
+	if !single {
+		return dial
+	}
+	var dialled atomic.Bool
+	return func(ctx context.Context) (T, error) {
+		if dialled.Swap(true) {
+			var zero T
+			return zero, errSecondConnection
+		}
+		return dial(ctx)
+	}
+}
+
+// errSecondConnection is the error of a second dial of a session that
+// serves one websocket.
+var errSecondConnection = errors.New("hybroute: the provider serves one CDP connection per session, and this session's is taken")
 
 // connectRemote opens a new tab on the browser at wsURL through
 // remoteAllocator, in a browser context of the session's own. chromedp ties
@@ -229,7 +259,13 @@ func remoteAllocator(wsURL string, hc *http.Client, g *browserGuard) (context.Co
 // past its settle, or a connection lost, leaves nothing behind. close
 // disposes of it first, while the connection is up.
 func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser string, g *browserGuard) (*remoteTab, error) {
-	actx, cancelAlloc := remoteAllocator(wsURL, hc, g)
+	return connectRemoteSession(ctx, wsURL, hc, browser, g, false)
+}
+
+// connectRemoteSession is connectRemote for a provider's session, which
+// may allow one websocket only (single).
+func connectRemoteSession(ctx context.Context, wsURL string, hc *http.Client, browser string, g *browserGuard, single bool) (*remoteTab, error) {
+	actx, cancelAlloc := remoteAllocator(wsURL, hc, g, single)
 	tctx, _ := chromedp.NewContext(actx, chromedp.WithNewBrowserContext()) // ended by close, with chromedp.Cancel
 	t := &remoteTab{ctx: tctx, cancelAlloc: cancelAlloc, guard: g, browser: browser}
 	err := firstAction(ctx, tctx, openSettleTimeout, func(state openState) {

@@ -40,6 +40,9 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 		if pe.Code != "" {
 			attrs = append(attrs, slog.String("code", pe.Code))
 		}
+		if pe.ExternalCallID != "" {
+			attrs = append(attrs, slog.String("external_call_id", pe.ExternalCallID))
+		}
 	}
 	if !r.cfg.fallback {
 		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider failed and the fallback is off", attrs...)

@@ -435,6 +435,20 @@ func TestEveryFailureOpensAWindow(t *testing.T) {
 			assert.Equal(t, row.want[i], w, "%s: failure %d", row.name, i)
 			assert.NotEmpty(t, reason)
 			until, got, _ := h.store.Window(ctx, "P")
+			if isConfigError(err) {
+				// Not an outage: no window in the fleet's store, but this
+				// process holds its creations off the provider.
+				assert.True(t, until.IsZero(), "%s: a configuration error opens no window in the store", row.name)
+				h.mu.Lock()
+				held, heldReason := h.heldUntil, h.heldReason
+				h.mu.Unlock()
+				assert.True(t, held.After(clock.now()), "%s: the refusal is held", row.name)
+				assert.Equal(t, reason, heldReason)
+				adm, why := h.admit(ctx, time.Second)
+				assert.Equal(t, admitRefused, adm, row.name)
+				assert.Equal(t, reason, why)
+				continue
+			}
 			if i == 0 {
 				assert.Equal(t, reason, got, "the window carries its reason")
 			}
@@ -446,6 +460,9 @@ func TestEveryFailureOpensAWindow(t *testing.T) {
 		assert.True(t, h.succeeded(ctx, clock.now()), row.name)
 		until, _, _ := h.store.Window(ctx, "P")
 		assert.True(t, until.IsZero(), "%s: a success closes the window", row.name)
+		h.mu.Lock()
+		assert.True(t, h.heldUntil.IsZero(), "%s: a success ends a held refusal", row.name)
+		h.mu.Unlock()
 		_, w, _ := h.failed(ctx, &ProviderError{Status: 500})
 		assert.Equal(t, 5*time.Second, w, row.name)
 	}

@@ -50,6 +50,8 @@ type health struct {
 	outage      bool          // a failure was logged and no success seen since
 	floorLogged bool          // the double failure of this outage was logged
 	configErr   bool          // the outage is a configuration error (401/402/403): windows stay at the cap
+	heldUntil   time.Time     // a configuration error holds this process's creations off the provider until then
+	heldReason  string        // and says why
 	lastErr     error         // the latest failure
 	failedAt    time.Time     // the latest failure
 }
@@ -58,9 +60,10 @@ type health struct {
 type admission int
 
 const (
-	admitCloud admission = iota // ask the provider alongside the others
-	admitProbe                  // ask the provider as the probe; call probeDone after
-	admitLocal                  // go local: the window is open (or the probe did not answer in time)
+	admitCloud   admission = iota // ask the provider alongside the others
+	admitProbe                    // ask the provider as the probe; call probeDone after
+	admitLocal                    // go local: the window is open (or the probe did not answer in time)
+	admitRefused                  // go local: the provider refused the configuration (key, payment) lately
 )
 
 // errProbePending is the fallback reason of a creation that waited for the
@@ -72,6 +75,13 @@ var errProbePending = errors.New("the provider's health probe did not answer in 
 func (h *health) admit(ctx context.Context, budget time.Duration) (admission, string) {
 	deadline := time.Now().Add(budget)
 	for {
+		h.mu.Lock()
+		if h.now().Before(h.heldUntil) {
+			reason := h.heldReason
+			h.mu.Unlock()
+			return admitRefused, reason
+		}
+		h.mu.Unlock()
 		until, reason, err := h.readWindow(ctx)
 		if err == nil && h.now().Before(until) {
 			h.mu.Lock()
@@ -226,6 +236,7 @@ func (h *health) succeeded(ctx context.Context, started time.Time) bool {
 	}
 	was := h.outage
 	h.healthy = true
+	h.heldUntil, h.heldReason = time.Time{}, ""
 	h.outage, h.floorLogged, h.configErr, h.streak, h.lastErr = false, false, false, 0, nil
 	if was {
 		_ = h.store.CloseWindow(ctx, h.provider)
@@ -235,20 +246,33 @@ func (h *health) succeeded(ctx context.Context, started time.Time) bool {
 
 // failed records a provider failure, opens its window, and reports whether
 // it is the first of this outage (the one to log) and the window.
+//
+// A configuration error (the key, the token or the payment refused) is not
+// an outage: it opens no window in the store, where the fleet would read
+// it as one (and the back-off gauge show it), but holds this process's
+// creations off the provider until the cap, each going local with the
+// refusal as its reason; then one creation asks again. Every replica finds
+// a refused key out for itself, by one call.
 func (h *health) failed(ctx context.Context, err error) (first bool, window time.Duration, reason string) {
 	now := h.now()
+	reason = cleanReason(fallbackReason(h.provider, err))
 	h.mu.Lock()
 	h.healthy = false
-	if isConfigError(err) {
+	config := isConfigError(err)
+	if config {
 		h.configErr = true
 	}
 	window = h.window(err)
 	h.lastErr, h.failedAt = err, now
 	first = !h.outage
 	h.outage = true
+	if config {
+		h.heldUntil, h.heldReason = now.Add(window), reason
+	}
 	h.mu.Unlock()
-	reason = cleanReason(fallbackReason(h.provider, err))
-	_ = h.store.OpenWindow(ctx, h.provider, now.Add(window), reason)
+	if !config {
+		_ = h.store.OpenWindow(ctx, h.provider, now.Add(window), reason)
+	}
 	return first, window, reason
 }
 
@@ -294,12 +318,12 @@ func (h *health) last() error {
 // isConfigError reports a failure that is the configuration's, not an outage:
 // the key, the project or the plan was refused.
 func isConfigError(err error) bool {
-	return errors.Is(err, ErrUnauthorized) || errors.Is(err, ErrPaymentRequired)
+	return errors.Is(err, ErrProviderAuth) || errors.Is(err, ErrProviderPayment)
 }
 
 // configFix says what to fix for a configuration error.
 func configFix(err error) string {
-	if errors.Is(err, ErrPaymentRequired) {
+	if errors.Is(err, ErrProviderPayment) {
 		return "the provider's account is out of credits or its plan does not allow the session: check the plan and billing, or the session params"
 	}
 	return "the provider refused the credentials: check the API key (and the project id, for Browserbase) given to the provider client"

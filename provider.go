@@ -1,6 +1,7 @@
 package hybroute
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -47,6 +48,20 @@ type Session struct {
 	// session the provider could not create; FallbackReason says why.
 	FallbackFromCloud bool
 	FallbackReason    string
+	// ExternalCallID is the id a billing gateway gave the create call (the
+	// managed gateway's x-external-call-id answer header): the router logs
+	// it with the session and puts it on the create call's span, so a bill
+	// and a session can be matched. Empty when the provider gave none.
+	ExternalCallID string
+	// SingleConnection marks a session whose provider serves one CDP
+	// websocket per session (browserless: a second connection ends or is
+	// refused): the router dials its CDPURL once, never again, and a lost
+	// connection ends the session rather than being redialled.
+	SingleConnection bool
+
+	// releaseURL is where the release call goes when the create answer
+	// named it (browserless's "stop" URL); empty: the provider's own path.
+	releaseURL string
 
 	// client is the HTTP client the provider's own client was configured
 	// with (WithProviderHTTPClient): the CDP websocket is dialled with it,
@@ -77,6 +92,9 @@ type ProviderError struct {
 	// Limit is the advertised limit (body "limit" or X-RateLimit-Limit),
 	// zero when none.
 	Limit int
+	// ExternalCallID is the gateway's x-external-call-id of the failed
+	// call, when it sent one.
+	ExternalCallID string
 	// Err is the underlying cause for failures without a usable answer
 	// (transport error, context error, decode error), with credentials
 	// removed from its text. Unwrap returns it.
@@ -123,18 +141,39 @@ func (e *ProviderError) Error() string {
 func (e *ProviderError) Unwrap() error { return e.Err }
 
 // Is matches the sentinels by status: [ErrRateLimited] (429),
-// [ErrUnauthorized] (401, 403), [ErrPaymentRequired] (402),
-// [ErrProviderUnavailable] (5xx, 408, or no usable answer).
+// [ErrProviderAuth] (401, 403), [ErrProviderPayment] (402, or a billing
+// refusal of another 4xx), [ErrProviderUnavailable] (5xx, 408, or no
+// usable answer).
 func (e *ProviderError) Is(target error) bool {
 	switch target {
 	case ErrRateLimited:
-		return e.Status == http.StatusTooManyRequests
-	case ErrUnauthorized:
-		return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden
-	case ErrPaymentRequired:
-		return e.Status == http.StatusPaymentRequired
+		return e.Status == http.StatusTooManyRequests && !e.billing()
+	case ErrProviderAuth:
+		return (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && !e.billing()
+	case ErrProviderPayment:
+		return e.Status == http.StatusPaymentRequired || e.billing()
 	case ErrProviderUnavailable:
 		return e.Status < 300 || e.Status == http.StatusRequestTimeout || e.Status >= 500
+	}
+	return false
+}
+
+// billingWords are what a provider's error code or message says when it
+// refuses for money rather than for the key: some answer 403 or 429 with
+// them instead of 402.
+var billingWords = []string{"payment", "billing", "credits", "insufficient_funds", "insufficient funds",
+	"insufficient_balance", "insufficient balance", "subscription"}
+
+// billing reports a 4xx refusal whose code or message is about money.
+func (e *ProviderError) billing() bool {
+	if e.Status < 400 || e.Status > 499 {
+		return false
+	}
+	text := strings.ToLower(e.Code + " " + e.Message)
+	for _, w := range billingWords {
+		if strings.Contains(text, w) {
+			return true
+		}
 	}
 	return false
 }
@@ -153,6 +192,8 @@ type providerConfig struct {
 	own     bool // client is the default one, ours to close
 	name    string
 	params  map[string]any
+	timeout time.Duration // the default client's; 0: defaultProviderTimeout
+	api     string        // the API version a client speaks (Browser Use: "v2" or "v3")
 }
 
 // WithProviderBaseURL points a client at another API base URL: a test server
@@ -195,7 +236,7 @@ func newProviderConfig(defaultBase, defaultName string, opts []ProviderOption) p
 			// A transport of its own, so that Router.Close can close its
 			// idle connections without touching anyone else's.
 			Transport: http.DefaultTransport.(*http.Transport).Clone(),
-			Timeout:   defaultProviderTimeout,
+			Timeout:   cmp.Or(c.timeout, defaultProviderTimeout),
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
 			},

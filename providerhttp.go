@@ -28,11 +28,14 @@ import (
 const maxAnswerBytes = 1 << 20
 
 // apiClient is what every provider client embeds: its options (name, base
-// URL, HTTP client, session params), its API key and the header that
-// carries it, and the plumbing.
+// URL, HTTP client, session params), its API key and where it goes (a
+// header, with a scheme such as "Bearer ", or a query parameter), and the
+// plumbing.
 type apiClient struct {
 	providerConfig
 	keyHeader string
+	keyScheme string // put before the key in keyHeader: "Bearer "
+	keyQuery  string // the query parameter that carries the key (browserless: token)
 	key       string
 }
 
@@ -65,56 +68,73 @@ func (c *apiClient) createBody(fields map[string]any) map[string]any {
 	return body
 }
 
-// call sends one JSON request and decodes a 2xx answer into out (when out is
-// not nil). It returns a *ProviderError for every failure.
+// call sends one JSON request to path under the base URL and decodes a 2xx
+// answer into out (when out is not nil). It returns a *ProviderError for
+// every failure.
 func (c *apiClient) call(ctx context.Context, op, method, path string, in, out any) error {
+	_, err := c.request(ctx, op, method, c.baseURL+path, in, out, nil)
+	return err
+}
+
+// request sends one JSON request to the absolute URL u with the key and
+// the extra headers, decodes a 2xx answer into out, and returns the
+// answer's headers (nil when no answer came).
+func (c *apiClient) request(ctx context.Context, op, method, u string, in, out any, extra http.Header) (http.Header, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return c.fail(op, 0, fmt.Errorf("encoding the request: %w", err))
+			return nil, c.fail(op, 0, fmt.Errorf("encoding the request: %w", err))
 		}
 		body = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, c.baseURL+path, body)
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return c.fail(op, 0, err)
+		return nil, c.fail(op, 0, err)
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "hybroute")
+	for k, vs := range extra {
+		req.Header[k] = vs
+	}
 	if c.keyHeader != "" {
-		req.Header.Set(c.keyHeader, c.key)
+		req.Header.Set(c.keyHeader, c.keyScheme+c.key)
+	}
+	if c.keyQuery != "" {
+		q := req.URL.Query()
+		q.Set(c.keyQuery, c.key)
+		req.URL.RawQuery = q.Encode()
 	}
 	return c.send(req, op, out)
 }
 
 // send runs req and decodes the answer.
-func (c *apiClient) send(req *http.Request, op string, out any) error {
+func (c *apiClient) send(req *http.Request, op string, out any) (http.Header, error) {
 	resp, err := c.client.Do(req)
 	if err != nil {
-		return c.fail(op, 0, err)
+		return nil, c.fail(op, 0, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
 	if err != nil {
-		return c.fail(op, resp.StatusCode, fmt.Errorf("reading the answer: %w", err))
+		return resp.Header, c.fail(op, resp.StatusCode, fmt.Errorf("reading the answer: %w", err))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return c.answerError(op, resp, data)
+		return resp.Header, c.answerError(op, resp, data)
 	}
 	if len(data) > maxAnswerBytes {
-		return c.fail(op, resp.StatusCode, fmt.Errorf("answer larger than %d bytes", maxAnswerBytes))
+		return resp.Header, c.fail(op, resp.StatusCode, fmt.Errorf("answer larger than %d bytes", maxAnswerBytes))
 	}
 	if out == nil {
-		return nil
+		return resp.Header, nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return c.fail(op, resp.StatusCode, fmt.Errorf("decoding the answer: %w", err))
+		return resp.Header, c.fail(op, resp.StatusCode, fmt.Errorf("decoding the answer: %w", err))
 	}
-	return nil
+	return resp.Header, nil
 }
 
 // fail builds the *ProviderError of a failure without a usable answer.
@@ -131,7 +151,8 @@ func (c *apiClient) secrets() redact.Secrets { return redact.Values(c.key) }
 // {"error":{"code":...,"message":...}}, {"code":...,"message":...},
 // {"detail":"..."} and {"detail":[{"msg":...}]}.
 func (c *apiClient) answerError(op string, resp *http.Response, data []byte) *ProviderError {
-	e := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode}
+	e := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode,
+		ExternalCallID: truncate(resp.Header.Get(externalCallIDHeader), 200)}
 	if len(data) > maxAnswerBytes {
 		data = data[:maxAnswerBytes]
 	}
@@ -259,7 +280,7 @@ func truncate(s string, n int) string {
 // /json/version (Browser Use's documented discovery), whose answer is
 // checked before it is used. No answer, however malformed, gets further
 // than a *ProviderError; one with an HTTP status keeps it (401 is
-// ErrUnauthorized), every other is ErrProviderUnavailable. The API key is
+// ErrProviderAuth), every other is ErrProviderUnavailable. The API key is
 // not sent to the endpoint.
 func (c *apiClient) resolveCDP(ctx context.Context, op, raw string) (string, error) {
 	if raw == "" {

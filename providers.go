@@ -19,14 +19,7 @@ import (
 //     older references mark "projectId" required there, newer ones optional,
 //     so the client sends both. The concurrency guide says both limits (max
 //     concurrent browsers, session creations per minute) answer 429.
-//   - Browser Use (docs.cloud.browser-use.com, API v2 "Create Browser
-//     Session" and "Update Browser Session"): base https://api.browser-use.com;
-//     POST /api/v2/browsers with X-Browser-Use-API-Key; the answer carries
-//     "id", "status" ("active"/"stopped"), "cdpUrl" and "liveUrl". Release is
-//     PATCH /api/v2/browsers/{id} with {"action":"stop"}. Errors are FastAPI
-//     shaped: {"detail": "Session not found"}, or for 422 a list of
-//     {"loc","msg","type"}. Its rate-limit 429s are documented without a
-//     Retry-After header, so the session layer must bring its own window.
+//   - Browser Use and its managed gateway: see browseruse.go.
 //   - Steel (docs.steel.dev, SDK references and session lifecycle): base
 //     https://api.steel.dev; POST /v1/sessions with the header steel-api-key;
 //     the answer carries "id", "websocketUrl" and "sessionViewerUrl". Its
@@ -89,36 +82,6 @@ func (b *Browserbase) ReleaseSession(ctx context.Context, s *Session) error {
 		body["projectId"] = b.projectID
 	}
 	return b.call(ctx, "release", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.ID), body, nil)
-}
-
-// BrowserUse is the client of Browser Use's cloud API v2 browser sessions.
-type BrowserUse struct{ apiClient }
-
-// NewBrowserUse returns a [BrowserUse] client.
-func NewBrowserUse(apiKey string, opts ...ProviderOption) *BrowserUse {
-	return &BrowserUse{newAPIClient(DefaultBrowserUseBaseURL, "Browser Use", "X-Browser-Use-API-Key", apiKey, opts)}
-}
-
-// CreateSession implements [Provider]: POST /api/v2/browsers, then the cdpUrl
-// (usually https) is resolved to its websocket through /json/version.
-func (b *BrowserUse) CreateSession(ctx context.Context, key string) (*Session, error) {
-	var out struct {
-		ID     string `json:"id"`
-		CDPURL string `json:"cdpUrl"`
-	}
-	if err := b.call(ctx, "create", http.MethodPost, "/api/v2/browsers", b.createBody(nil), &out); err != nil {
-		return nil, err
-	}
-	return b.session(ctx, key, out.ID, out.CDPURL)
-}
-
-// ReleaseSession implements [Provider]: PATCH /api/v2/browsers/{id} with
-// {"action":"stop"}.
-func (b *BrowserUse) ReleaseSession(ctx context.Context, s *Session) error {
-	if s == nil || s.ID == "" {
-		return nil
-	}
-	return b.call(ctx, "release", http.MethodPatch, "/api/v2/browsers/"+url.PathEscape(s.ID), map[string]any{"action": "stop"}, nil)
 }
 
 // Steel is the client of Steel's sessions API.

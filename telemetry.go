@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -250,9 +251,9 @@ func fallbackKind(err error) string {
 		return fallbackProviderFellBack
 	case errors.Is(err, ErrRateLimited):
 		return fallbackRateLimited
-	case errors.Is(err, ErrUnauthorized):
+	case errors.Is(err, ErrProviderAuth):
 		return fallbackUnauthorized
-	case errors.Is(err, ErrPaymentRequired):
+	case errors.Is(err, ErrProviderPayment):
 		return fallbackPaymentRequired
 	case errors.Is(err, context.DeadlineExceeded):
 		return fallbackTimeout
@@ -281,13 +282,18 @@ func providerStatus(err error) string {
 }
 
 // providerCall runs one provider request inside a span of its own and
-// counts it.
-func (r *Router) providerCall(ctx context.Context, op string, call func(ctx context.Context) error) error {
+// counts it. The span carries the gateway's receipt of the call
+// (hybroute.provider.external_call_id) when it gave one: an id per call is
+// a span's attribute, not a metric's label, whose values must stay few.
+func (r *Router) providerCall(ctx context.Context, op string, call func(ctx context.Context) (externalID string, err error)) error {
 	ctx, span := r.tel.tracer.Start(ctx, "hybroute.provider."+op, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(attribute.String("hybroute.provider", r.tel.provider)))
-	err := call(ctx)
+	ext, err := call(ctx)
 	status := providerStatus(err)
 	span.SetAttributes(attribute.String("hybroute.provider.status", status))
+	if ext != "" {
+		span.SetAttributes(attribute.String("hybroute.provider.external_call_id", ext))
+	}
 	if err != nil {
 		span.SetStatus(codes.Error, status)
 	}
@@ -297,20 +303,41 @@ func (r *Router) providerCall(ctx context.Context, op string, call func(ctx cont
 	return err
 }
 
-// providerCreate asks the provider for a session, counted and traced.
+// providerCreate asks the provider for a session, counted and traced. A
+// session with a gateway receipt is logged with it, so a bill and a
+// session can be matched.
 func (r *Router) providerCreate(ctx context.Context, key string) (*Session, error) {
 	var s *Session
-	err := r.providerCall(ctx, "create", func(ctx context.Context) error {
+	err := r.providerCall(ctx, "create", func(ctx context.Context) (string, error) {
 		var err error
 		s, err = r.provider.CreateSession(ctx, key)
-		return err
+		if s != nil && err == nil {
+			return s.ExternalCallID, nil
+		}
+		return externalCallID(err), err
 	})
+	if err == nil && s != nil && s.ExternalCallID != "" {
+		r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: cloud session created",
+			slog.String("provider", r.provider.Name()), slog.String("session", key),
+			slog.String("id", s.ID), slog.String("external_call_id", s.ExternalCallID))
+	}
 	return s, err
+}
+
+// externalCallID is the gateway's receipt in a provider error, if any.
+func externalCallID(err error) string {
+	var pe *ProviderError
+	if errors.As(err, &pe) {
+		return pe.ExternalCallID
+	}
+	return ""
 }
 
 // providerRelease gives a provider session back, counted and traced.
 func (r *Router) providerRelease(ctx context.Context, s *Session) error {
-	return r.providerCall(ctx, "release", func(ctx context.Context) error { return r.provider.ReleaseSession(ctx, s) })
+	return r.providerCall(ctx, "release", func(ctx context.Context) (string, error) {
+		return "", r.provider.ReleaseSession(ctx, s)
+	})
 }
 
 // sessionOpened counts an entry that the cache now holds, and makes its

@@ -15,8 +15,9 @@ import (
 
 // config is what the flags and the environment say about the router.
 type config struct {
-	provider     string // browserbase, browser-use, steel, cdp, none; "" picks from the environment
+	provider     string // a providerNames value; "" picks from the environment
 	providerURL  string // the provider API's base URL (self-hosted, or a stand-in)
+	providerSpec string // a session API spec file, for --provider spec
 	cdpURL       string
 	autoLocal    bool
 	allowPrivate bool
@@ -44,12 +45,11 @@ func (h *hostList) Set(s string) error {
 	return nil
 }
 
-// Providers the command knows.
-var providerNames = []string{"browserbase", "browser-use", "steel", "cdp", "none"}
-
 func (c *config) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.provider, "provider", "", "cloud browser provider: "+strings.Join(providerNames, ", ")+
-		" (default: the first whose API key is set in the environment, else none)")
+	fs.StringVar(&c.provider, "provider", "", "cloud browser provider: "+strings.Join(providerNames(), ", ")+
+		" (default: the first whose API key is set in the environment, else none; local is none)")
+	fs.StringVar(&c.providerSpec, "provider-spec", "", "with --provider spec: a JSON file describing a session API "+
+		"(base_url, auth, create, id_field, cdp_field, release; see the README), its key in $"+specKeyEnv)
 	fs.StringVar(&c.providerURL, "provider-url", "", "the provider API's base URL, for a self-hosted or stand-in API (default: the provider's own)")
 	fs.StringVar(&c.cdpURL, "cdp-url", "", "with --provider cdp: the CDP endpoint of a remote browser service (routing stays hybrid); "+
 		"without it: send every call to this browser (an override: never local, private URLs refused unless --allow-private)")
@@ -65,14 +65,6 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.Var(&c.blockedHosts, "blocked-hosts", "these hosts may not be reached, on every route and by every request (patterns as --allowed-hosts); repeatable")
 }
 
-// providerEnv is each provider's API key variable, in the order the
-// default provider is picked.
-var providerEnv = []struct{ name, key string }{
-	{"browserbase", "BROWSERBASE_API_KEY"},
-	{"browser-use", "BROWSER_USE_API_KEY"},
-	{"steel", "STEEL_API_KEY"},
-}
-
 // errConfig marks a configuration the command refuses.
 var errConfig = errors.New("configuration")
 
@@ -80,11 +72,12 @@ var errConfig = errors.New("configuration")
 // its API key (serving needs it; explaining a decision does not).
 func (c *config) newProvider(getenv func(string) string, strict bool) (hybroute.Provider, string, error) {
 	name := strings.ToLower(strings.TrimSpace(c.provider))
+	kinds := providerKinds()
 	if name == "" {
 		name = "none"
-		for _, p := range providerEnv {
-			if getenv(p.key) != "" {
-				name = p.name
+		for _, k := range kinds {
+			if getenv(k.env[0]) != "" {
+				name = k.name
 				break
 			}
 		}
@@ -93,46 +86,35 @@ func (c *config) newProvider(getenv func(string) string, strict bool) (hybroute.
 	if c.providerURL != "" {
 		opts = append(opts, hybroute.WithProviderBaseURL(c.providerURL))
 	}
-	need := func(keys ...string) error {
-		if !strict {
-			return nil
-		}
-		var missing []string
-		for _, k := range keys {
-			if getenv(k) == "" {
-				missing = append(missing, k)
-			}
-		}
-		if len(missing) > 0 {
-			return fmt.Errorf("%w: --provider %s needs %s in the environment", errConfig, name, strings.Join(missing, " and "))
-		}
-		return nil
-	}
 	switch name {
-	case "browserbase":
-		if err := need("BROWSERBASE_API_KEY", "BROWSERBASE_PROJECT_ID"); err != nil {
-			return nil, "", err
-		}
-		return hybroute.NewBrowserbase(getenv("BROWSERBASE_API_KEY"), getenv("BROWSERBASE_PROJECT_ID"), opts...), name, nil
-	case "browser-use":
-		if err := need("BROWSER_USE_API_KEY"); err != nil {
-			return nil, "", err
-		}
-		return hybroute.NewBrowserUse(getenv("BROWSER_USE_API_KEY"), opts...), name, nil
-	case "steel":
-		if err := need("STEEL_API_KEY"); err != nil {
-			return nil, "", err
-		}
-		return hybroute.NewSteel(getenv("STEEL_API_KEY"), opts...), name, nil
+	case "spec":
+		return specProvider(c.providerSpec, getenv, strict, opts)
 	case "cdp":
 		if c.cdpURL == "" {
 			return nil, "", fmt.Errorf("%w: --provider cdp needs --cdp-url", errConfig)
 		}
 		return hybroute.CDPEndpoint(c.cdpURL, opts...), name, nil
-	case "none":
-		return nil, name, nil
+	case "none", "local":
+		return nil, "none", nil
 	}
-	return nil, "", fmt.Errorf("%w: unknown --provider %q (want one of %s)", errConfig, c.provider, strings.Join(providerNames, ", "))
+	for _, k := range kinds {
+		if k.name != name {
+			continue
+		}
+		if strict {
+			var missing []string
+			for _, e := range k.env {
+				if getenv(e) == "" {
+					missing = append(missing, e)
+				}
+			}
+			if len(missing) > 0 {
+				return nil, "", fmt.Errorf("%w: --provider %s needs %s in the environment", errConfig, name, strings.Join(missing, " and "))
+			}
+		}
+		return k.make(getenv, opts), name, nil
+	}
+	return nil, "", fmt.Errorf("%w: unknown --provider %q (want one of %s)", errConfig, c.provider, strings.Join(providerNames(), ", "))
 }
 
 // routerOptions are the Router's options from the configuration, with the

@@ -127,12 +127,19 @@ func printConfig(w io.Writer, fs *flag.FlagSet, getenv func(string) string) {
 		fmt.Fprintf(&b, "%s: %q\n", f.Name, v)
 	})
 	b.WriteString("# API keys come from the environment only:\n")
-	for _, p := range providerEnv {
-		state := "unset"
-		if getenv(p.key) != "" {
-			state = "set (****)"
+	seen := map[string]bool{}
+	for _, k := range providerKinds() {
+		for _, v := range append(k.env, specKeyEnv) {
+			if seen[v] {
+				continue
+			}
+			seen[v] = true
+			state := "unset"
+			if getenv(v) != "" {
+				state = "set (****)"
+			}
+			fmt.Fprintf(&b, "#   %s: %s\n", v, state)
 		}
-		fmt.Fprintf(&b, "#   %s: %s\n", p.key, state)
 	}
 	_, _ = w.Write(b.Bytes())
 }

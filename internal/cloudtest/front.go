@@ -45,7 +45,8 @@ const (
 
 // DefaultFrontNames are the names a Front's certificate holds unless
 // WithFrontNames says otherwise.
-var DefaultFrontNames = []string{BrowserbaseConnectHost, SteelConnectHost, "*." + BrowserUseCDPDomain, BrowserlessHost}
+var DefaultFrontNames = []string{BrowserbaseConnectHost, SteelConnectHost, "*." + BrowserUseCDPDomain, BrowserlessHost,
+	BrowserlessConnectHost, AnchorConnectHost, KernelConnectHost, HyperbrowserConnectHost, BrowserCashConnectHost}
 
 // Front is a TLS websocket front for a test Chromium, as a cloud provider's
 // connect endpoint is: it answers wss:// URLs with no port and no
@@ -69,6 +70,7 @@ type Front struct {
 	pool      *x509.CertPool
 	proxy     *httputil.ReverseProxy
 	authorize func(*http.Request) error
+	anyPath   bool // the authorize check judges the path too
 	version   http.HandlerFunc
 	closing   chan struct{}
 	closeOnce sync.Once
@@ -102,6 +104,11 @@ func WithFrontAuth(check func(r *http.Request) error) FrontOption {
 func WithFrontVersion(h http.HandlerFunc) FrontOption {
 	return func(f *Front) { f.version = h }
 }
+
+// withFrontAnyPath lets upgrades on any path reach the authorize check,
+// which must then judge the path: providers whose websocket URLs have a
+// path of their own (browserless's /session/connect/ID).
+func withFrontAnyPath() FrontOption { return func(f *Front) { f.anyPath = true } }
 
 // QueryKey is a WithFrontAuth check: the query parameter name must be key.
 func QueryKey(name, key string) func(*http.Request) error {
@@ -356,7 +363,7 @@ func (f *Front) serveUpgrade(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, cmp.Or(rep.Body, http.StatusText(st)), st)
 		return
 	}
-	if p := r.URL.Path; p != "" && p != "/" && p != f.BrowserPath {
+	if p := r.URL.Path; !f.anyPath && p != "" && p != "/" && p != f.BrowserPath {
 		f.refused.Add(1)
 		http.Error(w, "not found", http.StatusNotFound)
 		return

@@ -45,10 +45,18 @@ const (
 	// 201 with "id" and "connectUrl"; POST /v1/sessions/{id} with
 	// {"status":"REQUEST_RELEASE"} releases.
 	Browserbase Kind = "browserbase"
-	// BrowserUse: POST /api/v2/browsers (X-Browser-Use-API-Key) answers 201
+	// BrowserUse: POST /api/v3/browsers (X-Browser-Use-API-Key) answers 201
 	// with "id" and an http "cdpUrl" whose /json/version the fake serves;
-	// PATCH /api/v2/browsers/{id} with {"action":"stop"} releases.
+	// PATCH /api/v3/browsers/{id} with {"action":"stop"} releases.
 	BrowserUse Kind = "browser-use"
+	// BrowserUseV2 is BrowserUse on /api/v2/browsers.
+	BrowserUseV2 Kind = "browser-use-v2"
+	// Nous is the managed gateway: BrowserUse's API at the origin's
+	// /browsers, with the user token in X-Browser-Use-API-Key. Every
+	// create must carry X-Idempotency-Key; a key seen before answers the
+	// session it made (the gateway deduplicates), and every created
+	// session's answer has an x-external-call-id header.
+	Nous Kind = "nous"
 	// Steel: POST /v1/sessions (steel-api-key) answers with "id" and
 	// "websocketUrl"; POST /v1/sessions/{id}/release releases.
 	Steel Kind = "steel"
@@ -137,6 +145,9 @@ type Server struct {
 	created  []time.Time // when each create call arrived
 	live     map[string]bool
 	sigKeys  map[string]string // Browserbase signing key -> session id
+	idem     map[string]string // Nous: idempotency key -> the session it made
+	tokens   map[string]string // a session API's per-session websocket token -> session id
+	dialled  map[string]bool   // browserless: the sessions whose one websocket was opened
 
 	creates, releases, versions atomic.Int64
 	nextID                      atomic.Int64
@@ -184,20 +195,26 @@ func NewServer(t testing.TB, kind Kind, wsURL string, opts ...ServerOption) *Ser
 		closing:   make(chan struct{}),
 		live:      map[string]bool{},
 		sigKeys:   map[string]string{},
+		idem:      map[string]string{},
+		tokens:    map[string]string{},
+		dialled:   map[string]bool{},
 	}
 	for _, o := range opts {
 		o(s)
 	}
 	switch kind {
-	case Browserbase, BrowserUse, Steel, CDP:
+	case Browserbase, BrowserUse, BrowserUseV2, Nous, Steel, CDP:
 	default:
+		if _, ok := apiShapes[kind]; ok {
+			break
+		}
 		t.Fatalf("cloudtest: unknown server kind %q", kind)
 	}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.srv.URL
 	t.Cleanup(s.Close)
 	if s.realShapes {
-		s.Front = NewFront(t, wsURL, WithFrontAuth(s.authorizeWS), WithFrontVersion(s.serveFrontVersion))
+		s.Front = NewFront(t, wsURL, WithFrontAuth(s.authorizeWS), WithFrontVersion(s.serveFrontVersion), withFrontAnyPath())
 	}
 	return s
 }
@@ -365,12 +382,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch s.Kind {
 	case Browserbase:
 		s.serveBrowserbase(w, r, body)
-	case BrowserUse:
+	case BrowserUse, BrowserUseV2, Nous:
 		s.serveBrowserUse(w, r, body)
 	case Steel:
 		s.serveSteel(w, r, body)
 	case CDP:
 		s.serveCDP(w, r)
+	default:
+		s.serveSessionAPI(w, r, body)
 	}
 }
 
@@ -412,6 +431,13 @@ func (s *Server) scripted(w http.ResponseWriter, r *http.Request, ep endpoint, a
 	if authHeader != "" && !s.authorized(w, r, authHeader) {
 		return Reply{}, true
 	}
+	return s.applyScripted(w, r, ep)
+}
+
+// applyScripted pops the next scripted answer of ep and writes it, unless
+// it is a success to shape: it returns it, and whether the answer has
+// already been written.
+func (s *Server) applyScripted(w http.ResponseWriter, r *http.Request, ep endpoint) (Reply, bool) {
 	q := map[endpoint]*replyQueue{epCreate: &s.createQ, epRelease: &s.releaseQ, epVersion: &s.versionQ}[ep]
 	rep, ok := q.pop()
 	if !ok {
@@ -449,8 +475,11 @@ func (s *Server) scripted(w http.ResponseWriter, r *http.Request, ep endpoint, a
 }
 
 func (s *Server) successStatus(ep endpoint) int {
-	if ep == epCreate && (s.Kind == Browserbase || s.Kind == BrowserUse) {
+	if ep == epCreate && (s.Kind == Browserbase || s.Kind == BrowserUse || s.Kind == BrowserUseV2 || s.Kind == Nous) {
 		return http.StatusCreated
+	}
+	if shape, ok := apiShapes[s.Kind]; ok && ep == epCreate {
+		return shape.createStatus
 	}
 	return http.StatusOK
 }
@@ -462,10 +491,16 @@ func (s *Server) errorBody(status int, msg string) string {
 	case Browserbase:
 		// Browserbase's API answers errors in the Fastify shape.
 		v = map[string]any{"statusCode": status, "error": http.StatusText(status), "message": msg}
-	case BrowserUse:
+	case BrowserUse, BrowserUseV2:
 		// FastAPI.
 		v = map[string]any{"detail": msg}
+	case Nous:
+		// The gateway's own: {"error": {"code", "message"}}.
+		v = map[string]any{"error": map[string]any{"code": strings.ToUpper(strings.ReplaceAll(http.StatusText(status), " ", "_")), "message": msg}}
 	default:
+		if shape, ok := apiShapes[s.Kind]; ok {
+			return shape.errorBody(status, msg)
+		}
 		v = map[string]any{"error": http.StatusText(status), "message": msg}
 	}
 	b, _ := json.Marshal(v)
@@ -590,16 +625,53 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 	}
 }
 
+// browserUsePrefix is the path before /browsers of the kind's API.
+func (s *Server) browserUsePrefix() string {
+	switch s.Kind {
+	case BrowserUseV2:
+		return "/api/v2"
+	case Nous:
+		return ""
+	}
+	return "/api/v3"
+}
+
 func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []byte) {
 	now := time.Now().UTC()
+	prefix := s.browserUsePrefix()
 	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/api/v2/browsers":
+	case r.Method == http.MethodPost && r.URL.Path == prefix+"/browsers":
+		idem := r.Header.Get("X-Idempotency-Key")
+		if s.Kind == Nous && idem == "" {
+			s.creates.Add(1)
+			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "X-Idempotency-Key header is required"))
+			return
+		}
 		rep, done := s.scripted(w, r, epCreate, "X-Browser-Use-API-Key")
 		if done {
 			return
 		}
-		id := s.newID()
-		s.setLive(id, true)
+		var in map[string]any
+		if len(body) > 0 && json.Unmarshal(body, &in) != nil {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body"}, "msg": "JSON decode error", "type": "json_invalid"}}})
+			return
+		}
+		if t, ok := in["timeout"].(float64); ok && (t < 1 || t > 240) {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", "timeout"}, "msg": "Input should be less than or equal to 240", "type": "less_than_equal"}}})
+			return
+		}
+		s.mu.Lock()
+		id, replay := s.idem[idem]
+		s.mu.Unlock()
+		if !replay || idem == "" {
+			id = s.newID()
+			s.setLive(id, true)
+			if idem != "" {
+				s.mu.Lock()
+				s.idem[idem] = id
+				s.mu.Unlock()
+			}
+		}
 		out := map[string]any{
 			"id": id, "status": "active",
 			"timeoutAt": now.Add(15 * time.Minute).Format(time.RFC3339), "startedAt": now.Format(time.RFC3339),
@@ -614,14 +686,17 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 				out["cdpUrl"] = "https://" + id + "." + BrowserUseCDPDomain
 			}
 		}
+		if s.Kind == Nous {
+			w.Header().Set("x-external-call-id", "call-"+id)
+		}
 		writeJSON(w, http.StatusCreated, out)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/cdp/") && strings.HasSuffix(r.URL.Path, "/json/version"):
 		s.serveVersion(w, r)
-	case r.Method == http.MethodPatch && strings.HasPrefix(r.URL.Path, "/api/v2/browsers/"):
+	case r.Method == http.MethodPatch && strings.HasPrefix(r.URL.Path, prefix+"/browsers/"):
 		if _, done := s.scripted(w, r, epRelease, "X-Browser-Use-API-Key"); done {
 			return
 		}
-		id := strings.TrimPrefix(r.URL.Path, "/api/v2/browsers/")
+		id := strings.TrimPrefix(r.URL.Path, prefix+"/browsers/")
 		var in struct {
 			Action string `json:"action"`
 		}
@@ -722,7 +797,7 @@ func signingKey(id string) string {
 // a Chromium behind a TLS proxy does (Chromium builds the URL from the
 // Host header).
 func (s *Server) serveFrontVersion(w http.ResponseWriter, r *http.Request) {
-	if _, ok := s.browserUseID(r.Host); s.Kind != BrowserUse || !ok {
+	if _, ok := s.browserUseID(r.Host); !s.isBrowserUse() || !ok {
 		s.versions.Add(1)
 		writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Not Found"))
 		return
@@ -743,6 +818,11 @@ func (s *Server) browserUseID(host string) (string, bool) {
 	return id, true
 }
 
+// isBrowserUse reports a kind that speaks Browser Use's API.
+func (s *Server) isBrowserUse() bool {
+	return s.Kind == BrowserUse || s.Kind == BrowserUseV2 || s.Kind == Nous
+}
+
 // authorizeWS is the Front's key check for the kind's URL shape.
 func (s *Server) authorizeWS(r *http.Request) error {
 	host := r.Host
@@ -750,6 +830,12 @@ func (s *Server) authorizeWS(r *http.Request) error {
 		host = h
 	}
 	q := r.URL.Query()
+	if shape, ok := apiShapes[s.Kind]; ok {
+		return s.authorizeSessionAPI(shape, host, r)
+	}
+	if p := r.URL.Path; p != "" && p != "/" && p != s.Front.BrowserPath {
+		return errors.New("no such path")
+	}
 	switch s.Kind {
 	case Browserbase:
 		s.mu.Lock()
@@ -762,7 +848,7 @@ func (s *Server) authorizeWS(r *http.Request) error {
 		if host != SteelConnectHost || q.Get("apiKey") != s.APIKey || !s.Live(q.Get("sessionId")) {
 			return errors.New("invalid apiKey or sessionId")
 		}
-	case BrowserUse:
+	case BrowserUse, BrowserUseV2, Nous:
 		if _, ok := s.browserUseID(host); !ok || r.URL.Path != s.Front.BrowserPath {
 			return errors.New("no such browser")
 		}

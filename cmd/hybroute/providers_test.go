@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// TestEveryProviderIsANameOfTheFlag proves --provider knows the seed's
+// providers and every session API preset, each needing its key, and that
+// the usage text lists them.
+func TestEveryProviderIsANameOfTheFlag(t *testing.T) {
+	names := providerNames()
+	for _, want := range append([]string{"browserbase", "browser-use", "browser-use-v2", "nous", "steel", "cdp", "none", "local", "spec"},
+		hybroute.SessionAPIPresets()...) {
+		assert.Contains(t, names, want)
+	}
+	for _, k := range providerKinds() {
+		vars := map[string]string{}
+		for _, e := range k.env {
+			vars[e] = "v-" + e
+		}
+		c := config{provider: k.name}
+		p, name, err := c.newProvider(func(key string) string { return vars[key] }, true)
+		require.NoError(t, err, k.name)
+		require.NotNil(t, p, k.name)
+		assert.Equal(t, k.name, name)
+
+		_, _, err = c.newProvider(func(string) string { return "" }, true)
+		require.Error(t, err, k.name)
+		assert.Contains(t, err.Error(), "needs "+k.env[0], k.name)
+	}
+	_, _, errOut := runCmd(t, nil, "", "mcp", "-h")
+	for _, name := range hybroute.SessionAPIPresets() {
+		assert.Contains(t, errOut, name, "the usage names the preset")
+	}
+	assert.Contains(t, errOut, "nous")
+}
+
+// TestPresetFromTheFlagSpeaksItsAPI proves a preset chosen by --provider
+// (and --provider-url) creates and releases a session at a fake of its
+// documented API, and that --provider spec does the same from a file.
+func TestPresetFromTheFlagSpeaksItsAPI(t *testing.T) {
+	const ws = "ws://127.0.0.1:9/devtools/browser/not-started"
+	for _, kind := range cloudtest.SessionAPIKinds {
+		srv := cloudtest.NewServer(t, kind, ws)
+		c := config{provider: string(kind), providerURL: srv.URL}
+		p, _, err := c.newProvider(func(k string) string { return srv.APIKey }, true)
+		require.NoError(t, err)
+		s, err := p.CreateSession(context.Background(), "k")
+		require.NoError(t, err, kind)
+		require.NoError(t, p.ReleaseSession(context.Background(), s), kind)
+		assert.False(t, srv.Live(s.ID), kind)
+	}
+
+	srv := cloudtest.NewServer(t, cloudtest.Hyperbrowser, ws)
+	spec := `{"name":"my-hyper","base_url":"https://api.hyperbrowser.ai","auth":{"header":"x-api-key"},
+	  "create":{"method":"POST","path":"/api/session"},"id_field":"id","cdp_field":"wsEndpoint",
+	  "release":{"method":"PUT","path":"/api/session/{id}/stop"}}`
+	file := filepath.Join(t.TempDir(), "hyper.json")
+	require.NoError(t, os.WriteFile(file, []byte(spec), 0o600))
+	c := config{provider: "spec", providerSpec: file, providerURL: srv.URL}
+	env := func(k string) string {
+		if k == specKeyEnv {
+			return srv.APIKey
+		}
+		return ""
+	}
+	p, name, err := c.newProvider(env, true)
+	require.NoError(t, err)
+	assert.Equal(t, "my-hyper", name)
+	s, err := p.CreateSession(context.Background(), "k")
+	require.NoError(t, err)
+	require.NoError(t, p.ReleaseSession(context.Background(), s))
+
+	_, _, err = c.newProvider(func(string) string { return "" }, true)
+	assert.ErrorContains(t, err, specKeyEnv)
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	require.NoError(t, os.WriteFile(bad, []byte(strings.Replace(spec, `"id_field"`, `"idfield"`, 1)), 0o600))
+	_, _, err = (&config{provider: "spec", providerSpec: bad}).newProvider(env, true)
+	assert.ErrorIs(t, err, hybroute.ErrInvalidSpec)
+}

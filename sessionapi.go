@@ -1,0 +1,243 @@
+package hybroute
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// A provider described by data rather than code: the many CDP session
+// services whose API is one create call that answers a CDP URL and an id,
+// and one release call. A spec names the base URL, where the key goes, the
+// create call (method, path, body), the answer's fields that hold the id
+// and the CDP URL (dotted paths, "data.cdp_url"), and the release call
+// (a path with {id}, or a URL the create answer gives). The presets
+// (sessionapi_presets.go) are specs too; a user adds a provider with a
+// JSON file of the same shape ([LoadSessionAPISpec]), no Go needed.
+
+// SessionAPISpec describes a session API.
+type SessionAPISpec struct {
+	// Name names the provider in logs and errors.
+	Name string `json:"name"`
+	// BaseURL is the API's base URL; WithProviderBaseURL overrides it.
+	BaseURL string `json:"base_url"`
+	// Auth says where the API key goes.
+	Auth SessionAPIAuth `json:"auth"`
+	// Create is the call that starts a session.
+	Create SessionAPICall `json:"create"`
+	// IDField and CDPField are the dotted paths of the session id and of
+	// its CDP URL (ws(s), or an http(s) endpoint resolved through
+	// /json/version) in the create answer.
+	IDField  string `json:"id_field"`
+	CDPField string `json:"cdp_field"`
+	// Release is the call that ends a session: its path holds {id}. Leave
+	// it empty when ReleaseURLField names the URL, or when sessions end by
+	// themselves.
+	Release SessionAPICall `json:"release"`
+	// ReleaseURLField is the dotted path of a release URL in the create
+	// answer (browserless's "stop"), called with Release.Method (default
+	// DELETE). It must be on the base URL's host, or it is not called.
+	ReleaseURLField string `json:"release_url_field,omitempty"`
+	// SingleConnection marks a provider that serves one CDP websocket per
+	// session (see [Session].SingleConnection).
+	SingleConnection bool `json:"single_connection,omitempty"`
+	// Docs says where the shape comes from, for people reading the spec.
+	Docs string `json:"docs,omitempty"`
+}
+
+// SessionAPIAuth says where a session API takes its key: a header (with
+// an optional scheme, "Bearer"), or a query parameter.
+type SessionAPIAuth struct {
+	Header string `json:"header,omitempty"`
+	Scheme string `json:"scheme,omitempty"`
+	Query  string `json:"query,omitempty"`
+}
+
+// SessionAPICall is one call of a session API.
+type SessionAPICall struct {
+	Method string `json:"method,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// Body is the JSON body; nil sends none. WithSessionParams adds to it.
+	Body map[string]any `json:"body,omitempty"`
+}
+
+// ErrInvalidSpec is wrapped by the error of a session API spec that cannot
+// describe a provider.
+var ErrInvalidSpec = errors.New("hybroute: invalid session API spec")
+
+// Validate reports what makes the spec unusable, wrapping [ErrInvalidSpec].
+func (s SessionAPISpec) Validate() error {
+	bad := func(format string, a ...any) error {
+		return fmt.Errorf("%w %q: %s", ErrInvalidSpec, s.Name, fmt.Sprintf(format, a...))
+	}
+	if strings.TrimSpace(s.Name) == "" {
+		return fmt.Errorf("%w: no name", ErrInvalidSpec)
+	}
+	if u, err := url.Parse(s.BaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return bad("base_url must be an http(s) URL")
+	}
+	if (s.Auth.Header == "") == (s.Auth.Query == "") {
+		return bad("auth needs a header or a query parameter (one of them)")
+	}
+	if !validMethod(s.Create.Method) || !strings.HasPrefix(s.Create.Path, "/") {
+		return bad("create needs a method and a path starting with /")
+	}
+	if s.IDField == "" || s.CDPField == "" {
+		return bad("id_field and cdp_field are required")
+	}
+	switch {
+	case s.ReleaseURLField != "":
+		if s.Release.Path != "" || (s.Release.Method != "" && !validMethod(s.Release.Method)) {
+			return bad("release_url_field takes a release method only, no path")
+		}
+	case s.Release.Path != "" || s.Release.Method != "":
+		if !validMethod(s.Release.Method) || !strings.HasPrefix(s.Release.Path, "/") || !strings.Contains(s.Release.Path, "{id}") {
+			return bad("release needs a method and a path starting with / holding {id}")
+		}
+	}
+	return nil
+}
+
+func validMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+// LoadSessionAPISpec reads a spec from JSON (the fields of
+// [SessionAPISpec]; an unknown field is an error, a typo must not pass
+// silently) and validates it.
+func LoadSessionAPISpec(r io.Reader) (SessionAPISpec, error) {
+	var s SessionAPISpec
+	data, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return s, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return s, fmt.Errorf("%w: %w", ErrInvalidSpec, err)
+	}
+	return s, s.Validate()
+}
+
+// SessionAPI is the client of a session API a [SessionAPISpec] describes.
+type SessionAPI struct {
+	apiClient
+	spec SessionAPISpec
+}
+
+// NewSessionAPI returns the client of the spec's API with the API key.
+func NewSessionAPI(spec SessionAPISpec, apiKey string, opts ...ProviderOption) (*SessionAPI, error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	c := newAPIClient(spec.BaseURL, spec.Name, spec.Auth.Header, apiKey, opts)
+	if spec.Auth.Scheme != "" {
+		c.keyScheme = spec.Auth.Scheme + " "
+	}
+	c.keyQuery = spec.Auth.Query
+	return &SessionAPI{apiClient: c, spec: spec}, nil
+}
+
+// Spec returns the spec the client speaks.
+func (p *SessionAPI) Spec() SessionAPISpec { return p.spec }
+
+// CreateSession implements [Provider]: the spec's create call; the id and
+// the CDP URL are read from the answer's fields.
+func (p *SessionAPI) CreateSession(ctx context.Context, key string) (*Session, error) {
+	var body any
+	if p.spec.Create.Body != nil || len(p.params) > 0 {
+		// The user's params win over the spec's defaults.
+		b := maps.Clone(p.spec.Create.Body)
+		if b == nil {
+			b = map[string]any{}
+		}
+		maps.Copy(b, p.params)
+		body = b
+	}
+	var out map[string]any
+	if _, err := p.request(ctx, "create", p.spec.Create.Method, p.baseURL+p.spec.Create.Path, body, &out, nil); err != nil {
+		return nil, err
+	}
+	id, _ := field(out, p.spec.IDField)
+	cdp, _ := field(out, p.spec.CDPField)
+	s, err := p.session(ctx, key, id, cdp)
+	if err != nil {
+		return nil, err
+	}
+	s.SingleConnection = p.spec.SingleConnection
+	if p.spec.ReleaseURLField != "" {
+		s.releaseURL, _ = field(out, p.spec.ReleaseURLField)
+	}
+	return s, nil
+}
+
+// ReleaseSession implements [Provider]: the spec's release call, or the
+// release URL the create answer gave, when it is on the API's host.
+func (p *SessionAPI) ReleaseSession(ctx context.Context, s *Session) error {
+	if s == nil || s.ID == "" {
+		return nil
+	}
+	method := p.spec.Release.Method
+	if p.spec.ReleaseURLField != "" {
+		if s.releaseURL == "" {
+			return p.fail("release", 0, errors.New("the create answer gave no release URL"))
+		}
+		if !sameOrigin(s.releaseURL, p.baseURL) {
+			// The key would go with it: a URL off the API's host is
+			// not called, whatever the answer said.
+			return p.fail("release", 0, errors.New("the release URL is not on the API's host"))
+		}
+		if method == "" {
+			method = http.MethodDelete
+		}
+		_, err := p.request(ctx, "release", method, s.releaseURL, nil, nil, nil)
+		return err
+	}
+	if p.spec.Release.Path == "" {
+		return nil
+	}
+	path, query, _ := strings.Cut(p.spec.Release.Path, "?")
+	path = strings.ReplaceAll(path, "{id}", url.PathEscape(s.ID))
+	if query != "" {
+		path += "?" + strings.ReplaceAll(query, "{id}", url.QueryEscape(s.ID))
+	}
+	var body any
+	if p.spec.Release.Body != nil {
+		body = p.spec.Release.Body
+	}
+	return p.call(ctx, "release", method, path, body, nil)
+}
+
+// sameOrigin reports whether u has base's scheme and host.
+func sameOrigin(u, base string) bool {
+	a, err1 := url.Parse(u)
+	b, err2 := url.Parse(base)
+	return err1 == nil && err2 == nil && a.Scheme == b.Scheme && strings.EqualFold(a.Host, b.Host) && a.User == nil
+}
+
+// field reads the string at a dotted path of a decoded JSON object.
+func field(obj map[string]any, path string) (string, bool) {
+	var cur any = obj
+	for _, part := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return "", false
+		}
+		cur = m[part]
+	}
+	s, ok := cur.(string)
+	return s, ok
+}
+
+var _ Provider = (*SessionAPI)(nil)
