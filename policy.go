@@ -48,6 +48,14 @@ const (
 	// redirects to a URL with a token (an OAuth flow) is normal web
 	// behaviour, and neither the guard nor the landed-URL check refuses it.
 	ReasonSecretInURL
+	// ReasonPrivateNotNamed is a connection of the local browser to a
+	// private address that no call of its session named: a private
+	// address is reached only by the session whose call named that host,
+	// and only while its pages stay on the hosts the call named
+	// (egress_grant.go). A public page on the local browser (a URL with a
+	// token, a fallback, a page a call or a link went to) reaches public
+	// addresses only.
+	ReasonPrivateNotNamed
 )
 
 // reasons are the name of each reason and the sentinel errors.Is finds.
@@ -63,6 +71,7 @@ var reasons = [...]struct {
 	ReasonSchemeNotAllowed:  {"scheme_not_allowed", ErrInvalidURL},
 	ReasonLookupTimeout:     {"lookup_timeout", ErrLookupTimeout},
 	ReasonSecretInURL:       {"secret_in_url", ErrSecretInURL},
+	ReasonPrivateNotNamed:   {"private_not_named", ErrPrivate},
 }
 
 func (r Reason) known() bool { return r > 0 && int(r) < len(reasons) }
