@@ -57,11 +57,11 @@ type egressGrant struct {
 // it had). Only private verdicts the policy let through grant anything.
 func grantOf(vs []Verdict) (g egressGrant, names bool) {
 	for _, v := range vs {
-		if v.Err != nil || (v.Class != ClassPublic && v.Class != ClassPrivate) {
-			continue
+		if v.Err != nil || (v.Class != ClassPublic && v.Class != ClassPrivate) || !isWebURL(v.URL) {
+			continue // loads from no network (an allowed file: URL, say)
 		}
 		names = true
-		if v.Class != ClassPrivate || v.Host == "" || !isWebURL(v.URL) {
+		if v.Class != ClassPrivate || v.Host == "" {
 			continue
 		}
 		if g.hosts == nil {

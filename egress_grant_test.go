@@ -213,7 +213,9 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 		// decoys the grant covers, and the decoys record it.
 		d.reset()
 		_, err = local.Exec(ctx, "granted", `goto("`+s.url("localhost", "/granted")+`"); fetch("http://10.0.0.5/")`,
-			func(ctx context.Context) error { return chromedp.Do(ctx, chromedp.Navigate(s.url("localhost", "/granted"))) })
+			func(ctx context.Context) error {
+				return chromedp.Do(ctx, chromedp.Navigate(s.url("localhost", "/granted")))
+			})
 		require.NoError(t, err)
 		got := probeIn(t, local, "granted", "control", []string{"http://10.0.0.5/", "http://127.0.0.1:8080/"}, nil)
 		assert.Contains(t, got, "fetch http://10.0.0.5/", "the granted page reads the granted address")
@@ -356,7 +358,7 @@ func TestGrantOf(t *testing.T) {
 		}
 		return vs
 	}
-	g, names := grantOf(verdicts("http://localhost:3000/", "https://" + publicHost + "/"))
+	g, names := grantOf(verdicts("http://localhost:3000/", "https://"+publicHost+"/"))
 	require.True(t, names)
 	for _, c := range []struct {
 		host  string
@@ -388,7 +390,7 @@ func TestGrantOf(t *testing.T) {
 	g, names = grantOf(verdicts("https://" + publicHost + "/?token=1"))
 	assert.True(t, names, "a public call names a target")
 	assert.Empty(t, g.hosts, "and grants nothing")
-	_, names = grantOf(verdicts("about:blank", "data:text/html,x"))
+	_, names = grantOf(append(verdicts("about:blank", "data:text/html,x"), Verdict{URL: "file:///etc/hosts", Class: ClassPrivate}))
 	assert.False(t, names, "a call that names no network target keeps the grant it had")
 	g, _ = grantOf(verdicts("http://169.254.169.254/"))
 	assert.Empty(t, g.hosts, "metadata is never granted")
