@@ -146,7 +146,6 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 	}
 	requireChromium(t)
 	s := newProbeSite(t)
-	ctx := testCtx(t)
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	hybridLogs := &logBuffer{}
@@ -154,6 +153,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 
 	t.Run("a URL with a token", func(t *testing.T) {
 		d.reset()
+		ctx := testCtx(t)
 		res, err := hybrid.Navigate(ctx, "token", s.url(publicHost, "/next?token=1"))
 		require.NoError(t, err)
 		require.Equal(t, RouteLocal, res.Route, "the token kept the page off the cloud")
@@ -163,6 +163,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 
 	t.Run("a link from a granted page", func(t *testing.T) {
 		d.reset()
+		ctx := testCtx(t)
 		_, err := hybrid.Navigate(ctx, "link", s.url("localhost", "/app"))
 		require.NoError(t, err)
 		// The page goes on by itself (a call that names no URL): the
@@ -193,7 +194,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 	t.Run("a fallback", func(t *testing.T) {
 		d.reset()
 		api.OnCreate(cloudtest.RateLimited("17"))
-		res, err := hybrid.Navigate(ctx, "fallback", s.url(publicHost, "/fallback"))
+		res, err := hybrid.Navigate(testCtx(t), "fallback", s.url(publicHost, "/fallback"))
 		require.NoError(t, err)
 		require.True(t, res.FallbackFromCloud)
 		assert.Equal(t, "", probeIn(t, hybrid, "fallback", "fallback", escapeTargets, tlsTargets))
@@ -204,6 +205,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 		d.reset()
 		logs := &logBuffer{}
 		local := grantRouter(t, nil, logs)
+		ctx := testCtx(t)
 		_, err := local.Navigate(ctx, "public", s.url(publicHost, "/plain"))
 		require.NoError(t, err)
 		assert.Equal(t, "", probeIn(t, local, "public", "plain", escapeTargets, tlsTargets))
@@ -212,7 +214,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 		// The control: a page on a host the call named reaches the
 		// decoys the grant covers, and the decoys record it.
 		d.reset()
-		_, err = local.Exec(ctx, "granted", `goto("`+s.url("localhost", "/granted")+`"); fetch("http://10.0.0.5/")`,
+		_, err = local.Exec(testCtx(t), "granted", `goto("`+s.url("localhost", "/granted")+`"); fetch("http://10.0.0.5/")`,
 			func(ctx context.Context) error {
 				return chromedp.Do(ctx, chromedp.Navigate(s.url("localhost", "/granted")))
 			})
@@ -240,12 +242,11 @@ func TestGrantCoversOnlyWhatTheCallNamed(t *testing.T) {
 	}
 	requireChromium(t)
 	s := newProbeSite(t)
-	ctx := testCtx(t)
 	logs := &logBuffer{}
 	r := grantRouter(t, nil, logs)
 	open := func(session, page, code string) {
 		t.Helper()
-		_, err := r.Exec(ctx, session, code, func(ctx context.Context) error { return chromedp.Do(ctx, chromedp.Navigate(page)) })
+		_, err := r.Exec(testCtx(t), session, code, func(ctx context.Context) error { return chromedp.Do(ctx, chromedp.Navigate(page)) })
 		require.NoError(t, err)
 	}
 	others := []string{"http://192.168.1.10/", "http://172.16.0.5:8080/", "http://[fd12:3456::5]/", "http://" + lanHost + "/",
