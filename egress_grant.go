@@ -40,9 +40,12 @@ import (
 //     not named: a session granted 192.168.1.9 does not reach 10.0.0.5.
 //   - The grant ends as soon as a page of the session (its tab or a
 //     popup) starts loading a document from a host the grant does not
-//     cover: the guard pauses that request, and the grant is dropped
-//     before it goes on, so no script of the new page runs with it. The
-//     upstream connections dialled under the grant are closed then.
+//     cover and the running call did not name: the guard pauses that
+//     request, and the grant is dropped before it goes on, so no script of
+//     the new page runs with it. A call that ends on a page the grant does
+//     not cover ends it too (a mixed call may open its public page, then
+//     localhost, but not stay public with localhost). The upstream
+//     connections dialled under the grant are closed then.
 //   - Metadata stays refused always, whatever a grant says.
 
 // egressGrant is the private hosts one session may reach. The zero value
@@ -156,14 +159,47 @@ func (g egressGrant) hostList() []string {
 // grantCall gives a session on the local browser the grant its call
 // earns, before the call runs: the private hosts the call names, when it
 // names any network target.
-func grantCall(e *entry, vs []Verdict) {
+//
+// It returns what ends the call's part: while the call runs, its pages may
+// move among every host the call named (a mixed call that opens a public
+// page, then localhost); when it ends on a page the grant does not cover,
+// the grant ends there.
+func grantCall(e *entry, vs []Verdict) (done func()) {
 	lt, ok := e.tab.(*localTab)
 	if !ok || lt.door == nil {
-		return
+		return func() {}
 	}
-	if g, names := grantOf(vs); names {
-		lt.door.set(g)
+	g, names := grantOf(vs)
+	if !names {
+		return func() {}
 	}
+	lt.door.set(g)
+	lt.door.nameCall(namedHosts(vs))
+	return func() {
+		lt.door.nameCall(nil)
+		if landed := e.landed.Load(); landed != nil && isWebURL(*landed) {
+			lt.door.e.leave(lt.door.key, *landed)
+		}
+	}
+}
+
+// namedHosts are the hosts of every network URL a call names, public ones
+// too.
+func namedHosts(vs []Verdict) map[string]struct{} {
+	out := map[string]struct{}{}
+	for _, v := range vs {
+		if v.Err == nil && (v.Class == ClassPublic || v.Class == ClassPrivate) && v.Host != "" && isWebURL(v.URL) {
+			out[grantHost(v.Host)] = struct{}{}
+		}
+	}
+	return out
+}
+
+// nameCall sets the hosts the running call named (nil: no call runs).
+func (s *egressSession) nameCall(hosts map[string]struct{}) {
+	s.mu.Lock()
+	s.named = hosts
+	s.mu.Unlock()
 }
 
 // egressSession is one browser context's door into the egress proxy: its
@@ -177,6 +213,7 @@ type egressSession struct {
 
 	mu     sync.Mutex
 	grant  egressGrant
+	named  map[string]struct{} // every host the running call named; nil between calls
 	closed bool
 }
 
@@ -298,13 +335,28 @@ func (e *egressProxy) leave(key, rawURL string) {
 	if s == nil {
 		return
 	}
-	g := s.current()
-	if len(g.hosts) == 0 || g.coversURL(rawURL) {
+	s.mu.Lock()
+	g, named := s.grant, s.named
+	s.mu.Unlock()
+	if len(g.hosts) == 0 || g.coversURL(rawURL) || namedURL(named, rawURL) {
 		return
 	}
 	s.set(egressGrant{})
 	e.log.Debug("hybroute: egress grant ended: a page of the session loads a document from a host the call did not name",
 		"hosts", g.hostList(), "url", redactURL(clipURL(rawURL)))
+}
+
+// namedURL reports whether raw's host is one of named.
+func namedURL(named map[string]struct{}, raw string) bool {
+	if len(named) == 0 {
+		return false
+	}
+	u, err := whatwg.Parse(raw)
+	if err != nil {
+		return false
+	}
+	_, ok := named[grantHost(u.Host)]
+	return ok
 }
 
 // privateConns are the upstream connections of s to private addresses
