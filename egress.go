@@ -166,12 +166,15 @@ type egressProxy struct {
 	cancel context.CancelFunc
 	served chan struct{} // closed when Serve returns
 
+	serving sync.WaitGroup // Serve loops of the doors (egress_grant.go)
+
 	mu       sync.Mutex
 	closed   bool
-	conns    map[*egressConn]struct{} // open connections, both sides
-	clients  int                      // of conns, those from the browser
-	fullWarn time.Time                // when the cap was last logged
-	wg       sync.WaitGroup           // requests being handled, tunnels
+	sessions map[string]*egressSession // the doors of browser contexts, by context
+	conns    map[*egressConn]struct{}  // open connections, both sides
+	clients  int                       // of conns, those from the browser
+	fullWarn time.Time                 // when the cap was last logged
+	wg       sync.WaitGroup            // requests being handled, tunnels
 
 	warnMu sync.Mutex
 	warned map[string]time.Time
@@ -218,16 +221,10 @@ func startEgressWith(pol *policy, dial func(ctx context.Context, network, addr s
 	}
 	e.ctx, e.cancel = context.WithCancel(context.Background())
 	e.ln = &egressListener{Listener: ln, e: e}
-	e.tr = &http.Transport{
-		Proxy:               nil,
-		DialContext:         e.dialChecked,
-		DisableCompression:  true, // pass Chromium's Accept-Encoding and the body through untouched
-		MaxIdleConnsPerHost: 8,
-		MaxIdleConns:        64,
-		IdleConnTimeout:     lim.upstreamIdle,
-		// A request whose server sends nothing is idle too.
-		ResponseHeaderTimeout: lim.keepAliveIdle,
-	}
+	// The browser-wide door's transport: connections of no session.
+	e.tr = e.newTransport(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return e.dialChecked(ctx, nil, network, addr)
+	})
 	e.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			// Absolute-form: the URL is the target. Keep it, the
@@ -235,14 +232,22 @@ func startEgressWith(pol *policy, dial func(ctx context.Context, network, addr s
 			pr.Out.URL.RawQuery = pr.In.URL.RawQuery
 			pr.Out.Host = pr.In.Host
 		},
-		Transport:     e.tr,
+		// Each door's requests go through its own transport: a pooled
+		// upstream connection is never reused by another session.
+		Transport:     sessionTransport{e},
 		FlushInterval: -1,
 		ErrorHandler:  e.failRequest,
 		ErrorLog:      log.New(io.Discard, "", 0),
 	}
 	e.srv = &http.Server{
-		Handler:           http.HandlerFunc(e.serveHTTP),
-		BaseContext:       func(net.Listener) context.Context { return e.ctx },
+		Handler:     http.HandlerFunc(e.serveHTTP),
+		BaseContext: func(net.Listener) context.Context { return e.ctx },
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if ec, ok := c.(*egressConn); ok && ec.sess != nil {
+				return context.WithValue(ctx, egressSessionKey{}, ec.sess)
+			}
+			return ctx
+		},
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       lim.keepAliveIdle,
 		ErrorLog:          log.New(io.Discard, "", 0),
@@ -252,6 +257,32 @@ func startEgressWith(pol *policy, dial func(ctx context.Context, network, addr s
 		_ = e.srv.Serve(e.ln)
 	}()
 	return e, nil
+}
+
+// newTransport is a transport that dials through the egress check with
+// dial, with the proxy's bounds.
+func (e *egressProxy) newTransport(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         dial,
+		DisableCompression:  true, // pass Chromium's Accept-Encoding and the body through untouched
+		MaxIdleConnsPerHost: 8,
+		MaxIdleConns:        64,
+		IdleConnTimeout:     e.lim.upstreamIdle,
+		// A request whose server sends nothing is idle too.
+		ResponseHeaderTimeout: e.lim.keepAliveIdle,
+	}
+}
+
+// sessionTransport carries a plain-HTTP request with the transport of the
+// door it came through.
+type sessionTransport struct{ e *egressProxy }
+
+func (t sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if s := doorOf(req.Context()); s != nil {
+		return s.tr.RoundTrip(req)
+	}
+	return t.e.tr.RoundTrip(req)
 }
 
 // addr is the proxy's host:port.
@@ -269,20 +300,31 @@ func (e *egressProxy) close() {
 	e.closed = true
 	e.mu.Unlock()
 	e.cancel()
-	_ = e.srv.Close()
+	_ = e.srv.Close() // every door's listener too
 	<-e.served
+	e.serving.Wait()
 	e.mu.Lock()
 	conns := make([]*egressConn, 0, len(e.conns))
 	for c := range e.conns {
 		conns = append(conns, c)
 	}
+	sessions := make([]*egressSession, 0, len(e.sessions))
+	for _, s := range e.sessions {
+		sessions = append(sessions, s)
+	}
 	e.mu.Unlock()
 	for _, c := range conns {
 		_ = c.Close()
 	}
+	for _, s := range sessions {
+		s.close()
+	}
 	e.tr.CloseIdleConnections()
 	e.wg.Wait()
 	e.tr.CloseIdleConnections()
+	for _, s := range sessions {
+		s.tr.CloseIdleConnections()
+	}
 }
 
 // begin counts one piece of work (a request, a tunnel direction) unless the
@@ -317,8 +359,9 @@ func (e *egressProxy) serveHTTP(w http.ResponseWriter, req *http.Request) {
 }
 
 // dialChecked is the egress check: decide, then dial only the decided
-// addresses.
-func (e *egressProxy) dialChecked(ctx context.Context, network, hostport string) (net.Conn, error) {
+// addresses. sess is the door the connection came through (nil: the
+// browser-wide one), whose grant a private address needs.
+func (e *egressProxy) dialChecked(ctx context.Context, sess *egressSession, network, hostport string) (net.Conn, error) {
 	// The HTTP transport dials in the background of a request: count the
 	// dial, so close waits for it and no dial starts after close.
 	if !e.begin() {
@@ -333,6 +376,9 @@ func (e *egressProxy) dialChecked(ctx context.Context, network, hostport string)
 	lctx, lcancel := context.WithTimeout(ctx, e.lim.lookupTimeout)
 	v, port, err := decideEgress(lctx, e.pol, hostport)
 	lcancel()
+	if err == nil && v.Class == ClassPrivate {
+		err = sess.admitPrivate(v)
+	}
 	var be *BlockedError
 	switch {
 	case errors.As(err, &be):
@@ -352,8 +398,11 @@ func (e *egressProxy) dialChecked(ctx context.Context, network, hostport string)
 	var errs []error
 	for _, a := range v.Addrs {
 		c, err := e.dial(ctx, "tcp", netip.AddrPortFrom(a, port).String())
+		if err == nil && v.Class == ClassPrivate {
+			return sess.trackGranted(c, v)
+		}
 		if err == nil {
-			return e.track(c)
+			return e.track(c, sess)
 		}
 		errs = append(errs, err)
 	}
@@ -431,7 +480,7 @@ func (e *egressProxy) fail(w http.ResponseWriter, hostport string, err error) {
 // tunnel answers CONNECT host:port (https, wss, and ws, which Chromium also
 // tunnels): decide, dial, 200, then splice both ways.
 func (e *egressProxy) tunnel(w http.ResponseWriter, req *http.Request) {
-	up, err := e.dialChecked(req.Context(), "tcp", req.Host)
+	up, err := e.dialChecked(req.Context(), doorOf(req.Context()), "tcp", req.Host)
 	if err != nil {
 		e.fail(w, req.Host, err)
 		return
@@ -548,8 +597,15 @@ func (t *tunnel) copyOnce(dst, src net.Conn) bool {
 type egressConn struct {
 	net.Conn
 	e      *egressProxy
-	client bool // accepted from the browser: counted against the cap
-	once   sync.Once
+	client bool           // accepted from the browser: counted against the cap
+	sess   *egressSession // the door it belongs to; nil: the browser-wide one
+	// private: an upstream connection to a private address, dialled under
+	// sess's grant, to host (as decided) at addrs; closed when the grant
+	// no longer covers it.
+	private bool
+	host    string
+	addrs   []netip.Addr
+	once    sync.Once
 }
 
 func (c *egressConn) Close() error {
@@ -565,10 +621,16 @@ func (c *egressConn) Close() error {
 	return err
 }
 
-// track registers an upstream connection; on a closed proxy it closes c
-// and fails.
-func (e *egressProxy) track(c net.Conn) (net.Conn, error) {
-	ec := &egressConn{Conn: c, e: e}
+// track registers an upstream connection of sess; on a closed proxy it
+// closes c and fails.
+func (e *egressProxy) track(c net.Conn, sess *egressSession) (net.Conn, error) {
+	return e.register(&egressConn{Conn: c, e: e, sess: sess})
+}
+
+// register registers an upstream connection; on a closed proxy it closes
+// it and fails.
+func (e *egressProxy) register(ec *egressConn) (net.Conn, error) {
+	c := ec.Conn
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -583,8 +645,8 @@ func (e *egressProxy) track(c net.Conn) (net.Conn, error) {
 // admit registers a connection from the browser. It closes c and fails on
 // a closed proxy, and at the cap (with a warning at most once per
 // egressFullWarnEvery).
-func (e *egressProxy) admit(c net.Conn) (net.Conn, error) {
-	ec := &egressConn{Conn: c, e: e, client: true}
+func (e *egressProxy) admit(c net.Conn, sess *egressSession) (net.Conn, error) {
+	ec := &egressConn{Conn: c, e: e, client: true, sess: sess}
 	e.mu.Lock()
 	if e.closed {
 		e.mu.Unlock()
@@ -617,7 +679,8 @@ var errEgressFull = errors.New("hybroute: egress proxy at its connection cap")
 // egressListener tracks every connection it accepts.
 type egressListener struct {
 	net.Listener
-	e *egressProxy
+	e    *egressProxy
+	sess *egressSession // the door it is; nil: the browser-wide one
 }
 
 func (l *egressListener) Accept() (net.Conn, error) {
@@ -626,7 +689,7 @@ func (l *egressListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		tc, err := l.e.admit(c)
+		tc, err := l.e.admit(c, l.sess)
 		if err == nil {
 			return tc, nil
 		}

@@ -63,6 +63,17 @@ func (s *silentServer) close() {
 	s.conns = nil
 }
 
+// loopbackDoor is a door of e whose grant covers 127.0.0.1, as a session
+// whose call named it has: the proxy's bounds are the same for every door,
+// and the browser-wide one reaches no private address.
+func loopbackDoor(t testing.TB, e *egressProxy) string {
+	t.Helper()
+	d, err := e.openSession()
+	require.NoError(t, err)
+	d.set(egressGrant{hosts: map[string]struct{}{"127.0.0.1": {}}, addrs: map[netip.Addr]struct{}{netip.MustParseAddr("127.0.0.1"): {}}})
+	return d.addr()
+}
+
 // connectThrough opens a CONNECT tunnel to target through the proxy at
 // proxy. It returns the status (0 when the proxy closed the connection
 // without an answer) and, on 200, the open tunnel.
@@ -119,6 +130,7 @@ func TestEgressFloodOfIdleTunnelsIsBounded(t *testing.T) {
 	e, err := startEgressWith(testPolicy(egressResolver(), true), loopbackDialer(t), slog.New(slog.NewTextHandler(logs, nil)), lim)
 	require.NoError(t, err)
 	defer e.close()
+	door := loopbackDoor(t, e)
 	baseG, baseMem := runtime.NumGoroutine(), heldBytes()
 
 	const flood = 3000
@@ -130,7 +142,7 @@ func TestEgressFloodOfIdleTunnelsIsBounded(t *testing.T) {
 	}()
 	refused := 0
 	for range flood {
-		code, c := connectThrough(t, e.addr(), srv.ln.Addr().String())
+		code, c := connectThrough(t, door, srv.ln.Addr().String())
 		switch code {
 		case http.StatusOK:
 			open = append(open, c)
@@ -160,7 +172,7 @@ func TestEgressFloodOfIdleTunnelsIsBounded(t *testing.T) {
 	open = open[8:]
 	require.Eventually(t, func() bool { _, n := e.counts(); return n <= lim.maxConns-8 },
 		10*time.Second, 10*time.Millisecond, "closed tunnels free their slots")
-	code, c := connectThrough(t, e.addr(), srv.ln.Addr().String())
+	code, c := connectThrough(t, door, srv.ln.Addr().String())
 	require.Equal(t, http.StatusOK, code)
 	open = append(open, c)
 }
@@ -177,10 +189,11 @@ func TestEgressIdleConnectionsEnd(t *testing.T) {
 	e, err := startEgressWith(testPolicy(egressResolver(), true), loopbackDialer(t), slog.New(slog.DiscardHandler), lim)
 	require.NoError(t, err)
 	defer e.close()
+	door := loopbackDoor(t, e)
 
 	var tunnels []net.Conn
 	for range 20 {
-		code, c := connectThrough(t, e.addr(), srv.ln.Addr().String())
+		code, c := connectThrough(t, door, srv.ln.Addr().String())
 		require.Equal(t, http.StatusOK, code)
 		defer c.Close()
 		tunnels = append(tunnels, c)
@@ -252,9 +265,10 @@ func TestEgressBusyTunnelIsNotCut(t *testing.T) {
 	e, err := startEgressWith(testPolicy(egressResolver(), true), loopbackDialer(t), slog.New(slog.DiscardHandler), lim)
 	require.NoError(t, err)
 	defer e.close()
+	door := loopbackDoor(t, e)
 	// Every dial goes through a CONNECT to the proxy.
 	client := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-		code, c := connectThrough(t, e.addr(), addr)
+		code, c := connectThrough(t, door, addr)
 		if code != http.StatusOK {
 			return nil, fmt.Errorf("CONNECT %s: %d", addr, code)
 		}

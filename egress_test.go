@@ -206,7 +206,8 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 }
 
 // TestEgressCarriesAllowedTraffic: public and private (localhost) loads
-// and a WebSocket all work through the proxy.
+// and a WebSocket all work through the proxy, the private ones for the
+// session whose call named localhost.
 func TestEgressCarriesAllowedTraffic(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
@@ -221,11 +222,16 @@ func TestEgressCarriesAllowedTraffic(t *testing.T) {
 		p := u[strings.LastIndexByte(u, '/'):]
 		assert.True(t, s.reached(p), "%s reached the server", u)
 	}
-	assert.Equal(t, "reached", evalIn(t, r, "s", s.url(publicHost, "/a"), fetchJS(s.url("localhost", "/fetched"))))
+	assert.Equal(t, "reached", evalIn(t, r, "s", s.url("localhost", "/a"), fetchJS(s.url("localhost", "/fetched"))))
 	assert.True(t, s.reached("/fetched"))
-	assert.Equal(t, "open", evalIn(t, r, "s", s.url(publicHost, "/b"),
+	assert.Equal(t, "reached", evalIn(t, r, "s", s.url(publicHost, "/b"), fetchJS(s.url(otherHost, "/public-fetched"))))
+	assert.True(t, s.reached("/public-fetched"))
+	assert.Equal(t, "open", evalIn(t, r, "s", s.url("localhost", "/c"),
 		webSocketJS("ws://"+net.JoinHostPort("localhost", s.port)+"/ws")), "a WebSocket goes through the tunnel")
-	assert.NotContains(t, logs.String(), "egress refused")
+	// A late request of a localhost page (its icon) after the call that
+	// sent the session to a public page is refused: only that is.
+	assert.NotContains(t, logs.String(), "class=metadata")
+	assert.NotContains(t, logs.String(), "host="+publicHost)
 	for _, h := range s.hitsFor(publicHost) {
 		assert.Equal(t, localUA, h.ua, "the request came from the local browser, through the proxy")
 	}
@@ -423,18 +429,18 @@ func TestEgressDialsOnlyClassifiedAddrs(t *testing.T) {
 	require.NoError(t, err)
 	defer e.close()
 
-	c, err := e.dialChecked(context.Background(), "tcp", "flip.test:443")
+	c, err := e.dialChecked(context.Background(), nil, "tcp", "flip.test:443")
 	require.NoError(t, err)
 	_ = c.Close()
 	assert.Equal(t, []string{"93.184.215.14:443", "[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443"}, d.got(),
 		"the first answer failed, the second was tried; nothing else")
 	assert.EqualValues(t, 1, res.n.Load(), "one lookup for the connection")
 
-	_, err = e.dialChecked(context.Background(), "tcp", "flip.test:443")
+	_, err = e.dialChecked(context.Background(), nil, "tcp", "flip.test:443")
 	assert.ErrorIs(t, err, ErrMetadata, "the rebound answer is decided when it is dialled")
 	assert.Len(t, d.got(), 2, "and never dialled")
 
-	_, err = e.dialChecked(context.Background(), "tcp", "169.254.169.254:80")
+	_, err = e.dialChecked(context.Background(), nil, "tcp", "169.254.169.254:80")
 	assert.ErrorIs(t, err, ErrMetadata)
 	assert.Len(t, d.got(), 2)
 }
@@ -535,8 +541,23 @@ func TestEgressProxyAnswers(t *testing.T) {
 	_, err = upgrade(imdsHost)
 	assert.Error(t, err, "a refused upgrade gets no answer")
 
+	// The browser-wide door reaches no private address; a door whose
+	// grant covers it does.
+	code, _ = connectBody(net.JoinHostPort("127.0.0.1", s.port))
+	assert.Equal(t, http.StatusForbidden, code, "a connection of no session is public only")
+	door := loopbackDoor(t, e)
+	via := func(proxy, target string) (int, net.Conn) {
+		c, err := net.Dial("tcp", proxy)
+		require.NoError(t, err)
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
+		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+		require.NoError(t, err)
+		return resp.StatusCode, c
+	}
+
 	// A tunnel still open when the proxy closes is closed with it.
-	_, open, _ := connect(net.JoinHostPort("127.0.0.1", s.port))
+	code, open := via(door, net.JoinHostPort("127.0.0.1", s.port))
+	require.Equal(t, http.StatusOK, code)
 	require.NotNil(t, open)
 	defer open.Close()
 	tr.CloseIdleConnections()
@@ -664,8 +685,9 @@ func TestEgressTunnelEndsWithItsClient(t *testing.T) {
 	e, err := startEgress(testPolicy(egressResolver(), true), loopbackDialer(t), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
 	defer e.close()
+	door := loopbackDoor(t, e)
 	for range 20 {
-		c, err := net.Dial("tcp", e.addr())
+		c, err := net.Dial("tcp", door)
 		require.NoError(t, err)
 		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", ln.Addr())
 		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})

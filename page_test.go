@@ -88,7 +88,7 @@ func TestLocalViewport(t *testing.T) {
 		r := newBrowserRouter(t, nil, &logBuffer{}, tc.opts...)
 		ctx := testCtx(t)
 		var shot []byte
-		_, err := r.Exec(ctx, "vp", "", func(ctx context.Context) error {
+		_, err := r.Exec(ctx, "vp", `goto("`+s.URL+`/vp")`, func(ctx context.Context) error {
 			if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/vp")); err != nil {
 				return err
 			}
@@ -113,7 +113,7 @@ func TestCheckPage(t *testing.T) {
 	require.ErrorIs(t, err, errNotInRun)
 	ctx := testCtx(t)
 	var got string
-	_, err = r.Exec(ctx, "cp", "", func(ctx context.Context) (err error) {
+	_, err = r.Exec(ctx, "cp", `goto("`+s.URL+`/here")`, func(ctx context.Context) (err error) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/here")); err != nil {
 			return err
 		}

@@ -54,6 +54,14 @@ const (
 	// ReasonHostNotAllowed is a host the operator's allow list does not
 	// name ([WithAllowedHosts]).
 	ReasonHostNotAllowed
+	// ReasonPrivateNotNamed is a connection of the local browser to a
+	// private address that no call of its session named: a private
+	// address is reached only by the session whose call named that host,
+	// and only while its pages stay on the hosts the call named
+	// (egress_grant.go). A public page on the local browser (a URL with a
+	// token, a fallback, a page a call or a link went to) reaches public
+	// addresses only.
+	ReasonPrivateNotNamed
 )
 
 // reasons are the name of each reason and the sentinel errors.Is finds.
@@ -71,6 +79,7 @@ var reasons = [...]struct {
 	ReasonSecretInURL:       {"secret_in_url", ErrSecretInURL},
 	ReasonHostBlocked:       {"host_blocked", ErrHostRule},
 	ReasonHostNotAllowed:    {"host_not_allowed", ErrHostRule},
+	ReasonPrivateNotNamed:   {"private_not_named", ErrPrivate},
 }
 
 func (r Reason) known() bool { return r > 0 && int(r) < len(reasons) }

@@ -452,6 +452,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 
 	e.callMu.Lock()
 	defer e.callMu.Unlock()
+	defer grantCall(e, p.Verdicts)() // the private hosts this call named, and no others
 	if p.lookups != nil {
 		r.inCall.Store(e, p.lookups)
 		defer r.inCall.Delete(e)

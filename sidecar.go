@@ -214,6 +214,7 @@ type localTab struct {
 	stop context.CancelFunc // detaches chromedp from the tab; guarded by mu
 	bcID cdp.BrowserContextID
 	proc *chromiumProc
+	door *egressSession // the context's own door into the egress proxy, and its grant (egress_grant.go)
 
 	// settle tells the sidecar that the key's first call is done, so the
 	// spare it took may be replaced now (refillLater); nil for a tab that
@@ -258,6 +259,9 @@ func (t *localTab) wrapErr(err error) error { return t.proc.wrap(err) }
 // closes the page and drops its cookies and storage).
 func (t *localTab) close() error {
 	t.closeOnce.Do(func() {
+		// Last, after the context: nothing of it connects through the
+		// door then.
+		defer t.door.close()
 		t.mu.Lock()
 		stop := t.stop
 		t.mu.Unlock()
@@ -450,20 +454,29 @@ func (s *sidecar) fillSpare(proc *chromiumProc) {
 // makeTab makes a browser context and a tab in it on proc. A cancelled fctx
 // undoes whatever was made before makeTab returns.
 func makeTab(fctx context.Context, proc *chromiumProc, key string, cfg *config) (*localTab, error) {
+	// The context's own door into the egress proxy: a connection through
+	// it is this context's, and reaches what its session was granted.
+	door, err := proc.egress.openSession()
+	if err != nil {
+		return nil, err
+	}
 	// Not under fctx: a cancel after Chromium made the context would leak it.
 	cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	res, err := cdp.Call(cctx, proc.browser, target.CreateBrowserContext,
-		target.CreateBrowserContextParams{DisposeOnDetach: new(true)})
+		target.CreateBrowserContextParams{DisposeOnDetach: new(true),
+			ProxyServer: "http://" + door.addr(), ProxyBypassList: proxyBypassList})
 	cancel()
 	if err != nil {
+		door.close()
 		return nil, proc.wrap(fmt.Errorf("creating a browser context: %w", err))
 	}
+	door.bind(string(res.BrowserContextID))
 	tctx, stop := chromedp.NewContext(proc.ctx,
 		chromedp.WithExistingBrowserContext(res.BrowserContextID),
 		// Cancelling detaches only; close disposes of the browser context,
 		// which closes the page in one step.
 		chromedp.WithDetachOnCancel())
-	tab := &localTab{key: key, ctx: tctx, stop: stop, bcID: res.BrowserContextID, proc: proc}
+	tab := &localTab{key: key, ctx: tctx, stop: stop, bcID: res.BrowserContextID, proc: proc, door: door}
 	unhook := context.AfterFunc(fctx, stop)
 	err = chromedp.Do(tctx) // creates and attaches the page; binds it to tctx
 	if err == nil {
@@ -548,6 +561,11 @@ var managedFlags = []string{"remote-debugging-port", "remote-debugging-address",
 	"proxy-server", "proxy-bypass-list", "no-proxy-server", "proxy-pac-url", "proxy-auto-detect",
 	"disable-quic", "enable-quic", "origin-to-force-quic-on", "webrtc-ip-handling-policy", "force-webrtc-ip-handling-policy"}
 
+// proxyBypassList removes Chromium's implicit bypass of localhost and
+// loopback literals: they go through the proxy too, the browser-wide one
+// and each context's own.
+const proxyBypassList = "<-loopback>"
+
 // webRTCPolicy is the WebRTC IP handling policy of the local Chromium: UDP
 // only through a proxy, which for an HTTP proxy means no UDP at all.
 const webRTCPolicy = "disable_non_proxied_udp"
@@ -595,7 +613,7 @@ func (s *sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAlloc
 		// (<-loopback> removes the implicit bypass), goes through the
 		// egress proxy; nothing over QUIC or non-proxied WebRTC UDP.
 		chromedp.Flag("proxy-server", "http://"+proxyAddr),
-		chromedp.Flag("proxy-bypass-list", "<-loopback>"),
+		chromedp.Flag("proxy-bypass-list", proxyBypassList),
 		chromedp.Flag("disable-quic", true),
 		// WebRTC may use no UDP that does not go through the proxy (an
 		// HTTP proxy carries none): no STUN, no TURN over UDP, no UDP
@@ -670,7 +688,7 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	// The guard's Mux sits on the pipe between chromedp and Chromium.
 	guard := newBrowserGuard(s.cfg, s.pol, s.log, onLocal)
 	guard.lookupsOf = s.lookupsOf
-	splice := cdpmux.NewSplice(guard.hooks())
+	splice := cdpmux.NewSplice(watchDocuments(guard, egress))
 	opts = append(opts, chromedp.UserDataDir(dataDir), splice.Option())
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	logf := func(format string, args ...any) {

@@ -1,0 +1,49 @@
+package hybroute
+
+import (
+	"github.com/chromedp/cdproto"
+	jsonv2 "github.com/chromedp/cdproto/cdp/jsonv2"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/internal/cdpmux"
+)
+
+// watchDocuments is the guard's hooks on the local browser's pipe, with
+// one more look at each paused request: a document a page (a session's tab
+// or a popup) starts to load from a host its session's grant does not
+// cover ends the grant (egressProxy.leave). It runs on the Mux's reader
+// before the guard's own hook, which answers the request on a goroutine
+// of its own: the grant is gone before the request goes on, so no script
+// of the new page ever runs with it.
+func watchDocuments(g *browserGuard, e *egressProxy) cdpmux.Hooks {
+	h := g.hooks()
+	inner := h.OnEvent
+	h.OnEvent = func(s target.SessionID, msg *cdproto.Message) bool {
+		if s == "" && msg.Method == cdproto.MethodType(fetch.RequestPaused.Method) {
+			leaveOn(g, e, msg)
+		}
+		return inner(s, msg)
+	}
+	return h
+}
+
+// leaveOn tells the egress proxy of a paused document request of a page.
+func leaveOn(g *browserGuard, e *egressProxy, msg *cdproto.Message) {
+	ev := new(fetch.EventRequestPaused)
+	if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) != nil ||
+		ev.ResourceType != network.ResourceTypeDocument || ev.Request == nil {
+		return
+	}
+	// A page's main frame has the page target's id; a frame inside a page
+	// is no page target, and loads under its page's grant.
+	g.mu.Lock()
+	ti := g.info[target.ID(ev.FrameID)]
+	g.mu.Unlock()
+	if ti == nil || ti.Type != "page" || ti.BrowserContextID == "" {
+		return
+	}
+	e.leave(string(ti.BrowserContextID), ev.Request.URL)
+}
