@@ -126,6 +126,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 			now: func() time.Time { return r.now() }}
 	}
 	r.side.lookupsOf = r.callLookupsOf
+	r.side.observe = r.tel.queued
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.cfg.cdpURL != "" {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
@@ -434,6 +435,13 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
 	}
 	defer func() { e.touch(); e.inUse.Add(-1) }()
+	if d := runTimeout(ctx); d > 0 {
+		// The run's own budget starts now that the session is here: the
+		// wait for it was the queue's part (WithRunTimeout).
+		var cancelRun context.CancelFunc
+		ctx, cancelRun = context.WithTimeout(ctx, d)
+		defer cancelRun()
+	}
 	// The call runs: its route is the session's route now. The plan's
 	// route is remembered, not the fallback's: a fallback stands in for
 	// the cloud session, under its key.

@@ -187,7 +187,11 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				timeout = r.cfg.localTimeout
 			}
 			budget := providerBudget(ctx, timeout)
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+			// The caller's terms for the wait for a turn at the local
+			// browser go along (admission.go), and the wait they allow
+			// is not taken from the opening's own bound.
+			actx, queue := withAdmission(context.WithoutCancel(ctx), ctx)
+			cctx, cancel := context.WithTimeout(actx, timeout+queue)
 			defer cancel()
 			grace := time.Duration(0)
 			if p.Route == RouteCloud && r.cfg.cdpURL == "" {

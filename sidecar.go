@@ -103,7 +103,9 @@ type sidecar struct {
 
 	starts atomic.Int32 // Chromium launches attempted, for tests and metrics
 
-	tabSlots chan struct{} // bounds the tabs made at once (maxTabsAtOnce)
+	tabs *tabQueue // bounds the tabs made at once (maxTabsAtOnce); the rest wait in turn
+	// observe is the router's: it records each opening's wait for a turn.
+	observe func(waited time.Duration, err error)
 }
 
 // maxTabsAtOnce bounds the new tabs the sidecar makes at the same time.
@@ -282,7 +284,7 @@ func newSidecar(cfg *config, pol *policy) *sidecar {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &sidecar{cfg: cfg, pol: pol, log: log, tabSlots: make(chan struct{}, maxTabsAtOnce)}
+	s := &sidecar{cfg: cfg, pol: pol, log: log, tabs: newTabQueue(maxTabsAtOnce)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	return s
 }
@@ -313,17 +315,26 @@ func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 	if tab != nil {
 		return tab, nil
 	}
-	// A few tabs made at once: each new browser context starts a renderer
-	// and a guard setup, and dozens at once on a loaded machine starve
-	// them all past the guard's setup bound (every tab closed, every open
-	// failed), where taking turns serves them all.
-	select {
-	case s.tabSlots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, ctx.Err())
+	// A few tabs made at once, the rest in turn (admission.go): each new
+	// browser context starts a renderer and a guard setup, and dozens at
+	// once on a loaded machine starve them all past the guard's setup
+	// bound (every tab closed, every open failed), where taking turns
+	// serves them all.
+	terms, _ := ctx.Value(admissionKey{}).(admissionTerms)
+	waited, done, err := s.tabs.wait(ctx, terms)
+	if s.observe != nil {
+		s.observe(waited, err)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
+	}
+	started := time.Now()
 	tab, err = s.newTab(ctx, proc, key)
-	<-s.tabSlots
+	opened := time.Duration(0)
+	if err == nil {
+		opened = time.Since(started)
+	}
+	done(opened)
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
 	}

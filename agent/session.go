@@ -82,6 +82,7 @@ type call struct {
 	title  string    // the page title at the end of the call
 	url    string    // the page URL the run saw last (Where uses the Router's)
 	moved  bool      // the tool saw the page navigate
+	script bool      // the call runs the model's script (a timeout is the script's)
 	// blanked: the Router refused a page of the call and sent the tab to
 	// about:blank (Result.SentToBlank).
 	blanked bool

@@ -45,6 +45,8 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.Var(&allowHosts, "allow-host", "with --http or --metrics: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
 	viewport := fs.String("viewport", "1280x720", "the local browser's viewport, WIDTHxHEIGHT (0x0: the browser's own)")
 	maxResult := fs.Int("max-result-bytes", agent.DefaultMaxResultBytes, "browser_exec's results are cut at this many bytes of JSON text, in the page, before they reach this process")
+	queueWait := fs.Duration("queue-wait", agent.DefaultQueueWait, "how long a call may wait for its turn to open a tab on the local browser, apart from its own time in the page; a call the queue foresees waiting longer is answered \"busy:\" at once")
+	waitForTurn := fs.Bool("wait-for-turn", false, "let a call the queue foresees waiting longer than --queue-wait wait anyway, up to --queue-wait, rather than be answered \"busy:\" at once")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -78,7 +80,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	defer r.Close()
-	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult))
+	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn))
 	defer ts.Close()
 	srv := newMCPServer(ts)
 	defer srv.close()
