@@ -128,8 +128,8 @@ const (
 	DefaultCallTimeout   = 60 * time.Second
 	// DefaultQueueWait is how long a call may wait for its turn to open a
 	// local tab, on top of DefaultCallTimeout.
-	DefaultQueueWait = 60 * time.Second
-	DefaultConsoleLimit  = 500 // messages kept per session between reads
+	DefaultQueueWait    = 60 * time.Second
+	DefaultConsoleLimit = 500 // messages kept per session between reads
 	// DefaultMaxResultBytes bounds browser_exec's result: what a model can
 	// use of one, and what crosses the protocol.
 	DefaultMaxResultBytes = 20000
