@@ -200,6 +200,11 @@ type Result struct {
 	// storage are kept, the page is not (the new tab starts blank).
 	TabReplaced bool
 
+	// Evicted: the session's previous browser session was ended while
+	// idle to stay within [WithMaxSessions] or [WithMaxLocalMemory], so
+	// this call ran in a fresh one: its page, cookies and storage are gone.
+	Evicted bool
+
 	// SentToBlank: the call was refused a page (by the guard, or by the
 	// landing check, whose refused URL LandedURL then holds) and the tab
 	// was sent to about:blank, where it is now.
@@ -449,6 +454,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	// A fallback runs on local Chromium, in the cloud session's place: the
 	// cache key stays the cloud key, the route says where it ran.
 	res.Route, res.FallbackFromCloud, res.FallbackReason = e.route, e.fallback, e.reason
+	res.Evicted = r.takeEvicted(p.CacheKey)
 
 	e.callMu.Lock()
 	defer e.callMu.Unlock()

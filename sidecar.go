@@ -104,6 +104,11 @@ type sidecar struct {
 	starts atomic.Int32 // Chromium launches attempted, for tests and metrics
 
 	tabs *tabQueue // bounds the tabs made at once (maxTabsAtOnce); the rest wait in turn
+	// the last measure of the browser's memory (memory)
+	memUsed int64
+	memAt   time.Time
+	memOf   *chromiumProc
+
 	// observe is the router's: it records each opening's wait for a turn.
 	observe func(waited time.Duration, err error)
 }
@@ -287,6 +292,40 @@ func newSidecar(cfg *config, pol *policy) *sidecar {
 	s := &sidecar{cfg: cfg, pol: pol, log: log, tabs: newTabQueue(maxTabsAtOnce)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	return s
+}
+
+// memoryEvery is how long a measure of the browser's memory is reused: a
+// burst of new sessions reads /proc once, not once each.
+const memoryEvery = 500 * time.Millisecond
+
+// memory is the local Chromium's memory (the PSS of its processes, which
+// all carry its profile directory), 0 when none runs or off Linux.
+func (s *sidecar) memory() int64 {
+	s.mu.Lock()
+	proc := s.proc
+	if proc == nil || time.Since(s.memAt) < memoryEvery && s.memOf == proc {
+		v := s.memUsed
+		if proc == nil {
+			v = 0
+		}
+		s.mu.Unlock()
+		return v
+	}
+	s.mu.Unlock()
+	used := memoryWith([]byte("--user-data-dir=" + proc.dataDir))
+	s.mu.Lock()
+	s.memUsed, s.memAt, s.memOf = used, time.Now(), proc
+	s.mu.Unlock()
+	return used
+}
+
+// credit takes what ended sessions held off the last measure: their
+// renderers take a moment to go, and the next new session must not end
+// more sessions for memory already freed.
+func (s *sidecar) credit(freed int64) {
+	s.mu.Lock()
+	s.memUsed = max(s.memUsed-freed, 0)
+	s.mu.Unlock()
 }
 
 // alive reports whether the Chromium process is up.

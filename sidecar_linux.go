@@ -64,3 +64,43 @@ func ownedByUs(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Getuid()
 }
+
+// memoryWith is the proportional set size, in bytes, of the processes
+// whose command line holds arg as a whole argument: shared pages counted
+// once across them. 0 where there is no /proc.
+func memoryWith(arg []byte) int64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var total int64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !hasArg(cmd, arg) {
+			continue
+		}
+		total += pss(e.Name())
+	}
+	return total
+}
+
+// pss is the Pss line of /proc/PID/smaps_rollup, in bytes.
+func pss(pid string) int64 {
+	b, err := os.ReadFile("/proc/" + pid + "/smaps_rollup")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				kb, _ := strconv.ParseInt(f[0], 10, 64)
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
