@@ -89,16 +89,18 @@ func describe(err error, c *call, key string) string {
 // busyText is the answer to a call that did not get its turn to open a
 // tab. It starts with "busy:", which a client may look for.
 func busyText(err error) string {
-	msg := "busy: the local browser is opening tabs for other sessions"
+	const after = ". Nothing ran and no page was opened; try again in a few seconds."
 	var be *hybroute.BusyError
-	if errors.As(err, &be) {
-		if be.Estimate == 0 {
-			msg += fmt.Sprintf(" (this call waited %s in the queue, its limit)", be.Waited.Round(100*time.Millisecond))
-		} else {
-			msg += fmt.Sprintf(" (%d queued ahead, about %s, longer than this call may wait)", be.Ahead, be.Estimate.Round(100*time.Millisecond))
-		}
+	if !errors.As(err, &be) {
+		return "busy: the browser keeps as many sessions as it may (by count or memory), and every one is running a call" + after
 	}
-	return msg + ". Nothing ran and no page was opened; try again in a few seconds."
+	msg := "busy: the local browser is opening tabs for other sessions"
+	if be.Estimate == 0 {
+		msg += fmt.Sprintf(" (this call waited %s in the queue, its limit)", be.Waited.Round(100*time.Millisecond))
+	} else {
+		msg += fmt.Sprintf(" (%d queued ahead, about %s, longer than this call may wait)", be.Ahead, be.Estimate.Round(100*time.Millisecond))
+	}
+	return msg + after
 }
 
 // blockedErrors collects every *hybroute.BlockedError in err's tree: a call
