@@ -514,3 +514,35 @@ func TestMCPMaxResultBytesFlag(t *testing.T) {
 	_, text := c.ok("browser_exec", map[string]any{"code": `"x".repeat(1000)`})
 	assert.Contains(t, text, `Result: "`+strings.Repeat("x", 63)+` [result cut at 64 of 1002 bytes;`)
 }
+
+// TestMCPUnusedHTTPSessionsEnd: HTTP client sessions that never make a
+// tool call are ended after the unused timeout, well before the idle
+// timeout; a session that made a call stays.
+func TestMCPUnusedHTTPSessionsEnd(t *testing.T) {
+	r := agenttest.NewRouter(t, nil)
+	ts := agent.New(r)
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	srv := newMCPServer(ts)
+	t.Cleanup(srv.close)
+	hs := serveMCPHTTP(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go srv.sweepUnused(ctx, 300*time.Millisecond)
+
+	used := connectHTTP(t, hs.URL)
+	used.ok("browser_close", nil)
+	for range 40 {
+		connectHTTP(t, hs.URL) // initialize, then nothing
+	}
+	count := func() int {
+		n := 0
+		for range srv.server.Sessions() {
+			n++
+		}
+		return n
+	}
+	require.GreaterOrEqual(t, count(), 2)
+	require.Eventually(t, func() bool { return count() == 1 }, 30*time.Second, 50*time.Millisecond,
+		"the unused sessions end; the one that made a call stays")
+	used.ok("browser_close", nil)
+}
