@@ -6,7 +6,7 @@ GO ?= go
 # go.mod needs no tool dependency.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load
+.PHONY: compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -58,3 +58,18 @@ fleet-load: chromium redis
 COMPAT_MAJORS ?= 130 131 138 143 148 153
 compat: chromium
 	bash scripts/compat.sh $(COMPAT_MAJORS)
+
+# The MCP server under load (docs/load.md): for each count in LOAD_CLIENTS,
+# a fresh "hybroute mcp --http" on loopback and that many SDK clients at
+# once, each navigate → snapshot → click → exec → close on a loopback page;
+# then LOAD_ABANDON sessions that navigate once and go away without ending
+# their session, against the server's session and memory caps. It prints a
+# table per count and fails on any failure that is not a prompt "busy".
+LOAD_CLIENTS ?= 10,25,50,100
+LOAD_ABANDON ?= 500
+load: chromium
+	@mkdir -p bin
+	$(GO) build -o bin/hybroute ./cmd/hybroute
+	$(GO) build -o bin/hybroute-load ./cmd/hybroute-load
+	./bin/hybroute-load -server bin/hybroute -clients $(LOAD_CLIENTS)
+	./bin/hybroute-load -server bin/hybroute -abandon $(LOAD_ABANDON) -server-flag=--max-sessions=50 -server-flag=--max-local-memory=1GiB

@@ -26,6 +26,8 @@ func main() {
 	bin := flag.String("server", "", "the hybroute binary to load (required)")
 	counts := flag.String("clients", "10,25,50,100", "client counts, one run (and one fresh server) each")
 	callTimeout := flag.Duration("call-timeout", 120*time.Second, "the clients' bound on one call (the server has its own)")
+	abandon := flag.Int("abandon", 0, "instead of the client counts: open this many sessions that each navigate once and go away without ending their session")
+	abandonParallel := flag.Int("abandon-parallel", 25, "with -abandon: how many sessions are opened at a time")
 	serverLog := flag.String("server-log", "", "append the servers' stderr to this file")
 	var extra stringList
 	flag.Var(&extra, "server-flag", "a further flag for the server, e.g. --server-flag=--max-sessions=200; repeatable")
@@ -62,6 +64,13 @@ func main() {
 		logTo = f
 	}
 
+	if *abandon > 0 {
+		if err := abandonRun(ctx, *bin, extra, logTo, page, *abandon, max(*abandonParallel, 1), *callTimeout); err != nil {
+			fmt.Fprintln(os.Stderr, "hybroute-load:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	fmt.Printf("hybroute-load: %d cores; each client: %s on %s\n\n", numCPU(), strings.Join(steps, " → "), page)
 	var rows []level
 	failed := false

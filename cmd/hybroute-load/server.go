@@ -111,6 +111,15 @@ func (s *server) sample() {
 	}
 }
 
+// current is the server's memory now.
+func (s *server) current() (rss, chromium int64) {
+	pid := s.cmd.Process.Pid
+	for _, p := range descendants(pid) {
+		chromium += pssBytes(p)
+	}
+	return statusBytes(pid, "VmRSS:"), chromium
+}
+
 func (s *server) peaks() (rss, chromium int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
