@@ -227,13 +227,7 @@ func (q *tabQueue) wait(ctx context.Context, terms admissionTerms) (waited time.
 func (q *tabQueue) done(opened time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if opened > 0 {
-		if q.mean == 0 {
-			q.mean = opened
-		} else {
-			q.mean = (q.mean*3 + opened) / 4
-		}
-	}
+	q.count(opened)
 	if f := q.waiting.Front(); f != nil {
 		t := q.waiting.Remove(f).(*turn)
 		close(t.granted) // the slot passes on: running stays
@@ -243,6 +237,26 @@ func (q *tabQueue) done(opened time.Duration) {
 	if opened > 0 {
 		q.refuseLate(time.Now())
 	}
+}
+
+// count adds one opening's time (0: none happened) to the moving mean.
+// Called with q.mu held.
+func (q *tabQueue) count(opened time.Duration) {
+	switch {
+	case opened <= 0:
+	case q.mean == 0:
+		q.mean = opened
+	default:
+		q.mean = (q.mean*3 + opened) / 4
+	}
+}
+
+// sample counts an opening made outside the queue (the sidecar's spare).
+func (q *tabQueue) sample(opened time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.count(opened)
+	q.refuseLate(time.Now())
 }
 
 // refuseLate tells the waiting openings whose foreseen wait now outlasts

@@ -130,7 +130,8 @@ func TestTabQueueCallerGoneLeavesTheQueue(t *testing.T) {
 // is what a wait that counted against the call's page time gave.
 func TestBurstOfSessionsSucceedsOrIsBusy(t *testing.T) {
 	requireChromium(t)
-	r := newBrowserRouter(t, nil, &logBuffer{})
+	probe, popts := newTelemetryProbe()
+	r := newBrowserRouter(t, nil, &logBuffer{}, popts...)
 	ctx := testCtx(t)
 	require.NoError(t, r.Warm(ctx))
 	const n = 16
@@ -163,4 +164,5 @@ func TestBurstOfSessionsSucceedsOrIsBusy(t *testing.T) {
 	}
 	t.Logf("%d ran, %d were refused as busy", ok, busy)
 	assert.Positive(t, ok)
+	assert.EqualValues(t, busy, probe.value(t, metricTabQueueWait, "outcome", "busy"), "each busy answer's wait is recorded as such")
 }

@@ -88,7 +88,8 @@ func TestMaxLocalMemoryEvictsIdleLocalSessions(t *testing.T) {
 	requireChromium(t)
 	// One byte: the browser is always over it, so every new session ends
 	// the idle ones.
-	r := newBrowserRouter(t, nil, &logBuffer{}, WithMaxLocalMemory(1))
+	probe, popts := newTelemetryProbe()
+	r := newBrowserRouter(t, nil, &logBuffer{}, append(popts, WithMaxLocalMemory(1))...)
 	ctx := testCtx(t)
 	_, err := evalOne(ctx, r, "a")
 	require.NoError(t, err)
@@ -100,4 +101,5 @@ func TestMaxLocalMemoryEvictsIdleLocalSessions(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Evicted)
 	assert.Equal(t, []string{"a"}, sessionKeys(r))
+	assert.EqualValues(t, 2, probe.value(t, metricEvictions, "reason", evictMaxMemory))
 }

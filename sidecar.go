@@ -483,7 +483,13 @@ func (s *sidecar) fillSpare(proc *chromiumProc) {
 	s.wg.Go(func() {
 		defer close(done)
 		defer cancel()
+		started := time.Now()
 		tab, err := makeTab(ctx, proc, "", s.cfg)
+		if err == nil {
+			// An opening like any: the queue's first estimate comes from
+			// the spare made at start, before a burst of sessions asks.
+			s.tabs.sample(time.Since(started))
+		}
 		s.mu.Lock()
 		s.spareCancel = nil
 		keep := err == nil && !s.closed && s.proc == proc && !proc.dead() && s.spare == nil
