@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/hybroute/hybroute/internal/procfs"
 )
 
 // killProcessesWith SIGKILLs every process whose command line holds arg as a
@@ -82,25 +84,7 @@ func memoryWith(arg []byte) int64 {
 		if err != nil || !hasArg(cmd, arg) {
 			continue
 		}
-		total += pss(e.Name())
+		total += procfs.Bytes("/proc/"+e.Name()+"/smaps_rollup", "Pss:")
 	}
 	return total
-}
-
-// pss is the Pss line of /proc/PID/smaps_rollup, in bytes.
-func pss(pid string) int64 {
-	b, err := os.ReadFile("/proc/" + pid + "/smaps_rollup")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "Pss:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb * 1024
-			}
-		}
-	}
-	return 0
 }

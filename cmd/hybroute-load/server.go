@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hybroute/hybroute/internal/procfs"
 )
 
 // server is one "hybroute mcp --http" process on loopback.
@@ -166,38 +168,19 @@ func descendants(pid int) []int {
 	return out
 }
 
-// statusInt reads the first number of a field of /proc/pid/status.
+// statusInt reads a number field of /proc/pid/status.
 func statusInt(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	return fieldNumber(string(b), field)
+	return procfs.Number(fmt.Sprintf("/proc/%d/status", pid), field)
 }
 
 // statusBytes is a kB field of /proc/pid/status in bytes.
-func statusBytes(pid int, field string) int64 { return statusInt(pid, field) * 1024 }
+func statusBytes(pid int, field string) int64 {
+	return procfs.Bytes(fmt.Sprintf("/proc/%d/status", pid), field)
+}
 
 // pssBytes is the proportional set size of pid: shared pages counted once
 // across the processes that share them, so the sum over Chromium's
 // processes is what they hold together.
 func pssBytes(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
-	if err != nil {
-		return 0
-	}
-	return fieldNumber(string(b), "Pss:") * 1024
-}
-
-func fieldNumber(text, field string) int64 {
-	for line := range strings.Lines(text) {
-		if rest, ok := strings.CutPrefix(line, field); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
+	return procfs.Bytes(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
 }

@@ -2,9 +2,10 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
+
+	"github.com/hybroute/hybroute/internal/procfs"
 )
 
 // parseMemory reads a memory size: a number of bytes with an optional unit
@@ -33,21 +34,5 @@ func parseMemory(s string) (int64, error) {
 	return int64(f * float64(mult)), nil
 }
 
-// totalMemory is the machine's memory in bytes, from /proc/meminfo; 0
-// where it cannot be read.
-func totalMemory() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			f := strings.Fields(rest)
-			if len(f) > 0 {
-				kb, _ := strconv.ParseInt(f[0], 10, 64)
-				return kb * 1024
-			}
-		}
-	}
-	return 0
-}
+// totalMemory is the machine's memory in bytes; 0 where it cannot be read.
+func totalMemory() int64 { return procfs.Bytes("/proc/meminfo", "MemTotal:") }
