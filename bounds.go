@@ -87,7 +87,7 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) error {
 func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 	budget := r.cfg.maxLocalMemory
 	used := r.side.memory()
-	if used < budget || used == 0 {
+	if used == 0 {
 		return nil
 	}
 	local := func(e *entry) bool { _, ok := e.tab.(*localTab); return ok }
@@ -98,14 +98,24 @@ func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 			n++
 		}
 	}
-	// Each local session holds about an equal share of the browser; end
-	// enough of them to come back under the budget, and one at least.
-	shed, per := 1, int64(0)
+	// Each local session holds about an equal share of the browser. A new
+	// one needs its share to fit too; end enough idle ones to come back
+	// under the budget, and one at least.
+	per := int64(0)
 	if n > 0 {
 		per = used / int64(n)
-		if per > 0 {
-			shed = max(1, int((used-budget+per-1)/per))
-		}
+	}
+	want := used
+	if needRoom {
+		want += per
+	}
+	if want <= budget {
+		r.mu.Unlock()
+		return nil
+	}
+	shed := 1
+	if per > 0 {
+		shed = max(1, int((want-budget+per-1)/per))
 	}
 	var victims []*entry
 	for range shed {

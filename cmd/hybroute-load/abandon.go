@@ -78,13 +78,15 @@ func abandonRun(ctx context.Context, bin string, extra []string, logTo io.Writer
 // abandonOne is one abandoned session.
 func abandonOne(ctx context.Context, endpoint, page string, callTimeout time.Duration) (outcome, string) {
 	tr := &http.Transport{}
-	cctx, cancel := context.WithTimeout(ctx, callTimeout)
-	defer cancel()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "hybroute-load-abandon", Version: "v0"}, nil).
 		Connect(cctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: tr}, DisableStandaloneSSE: true}, nil)
+	cancel()
 	if err != nil {
 		return outcomeFailed, "connect: " + err.Error()
 	}
+	cctx, cancel = context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "browser_navigate", Arguments: map[string]any{"url": page}})
 	// Gone: no close, no DELETE; its connections drop.
 	tr.CloseIdleConnections()

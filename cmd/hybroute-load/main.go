@@ -25,7 +25,7 @@ import (
 func main() {
 	bin := flag.String("server", "", "the hybroute binary to load (required)")
 	counts := flag.String("clients", "10,25,50,100", "client counts, one run (and one fresh server) each")
-	callTimeout := flag.Duration("call-timeout", 120*time.Second, "the clients' bound on one call (the server has its own)")
+	callTimeout := flag.Duration("call-timeout", 150*time.Second, "the clients' bound on one call: longer than the server's own (--queue-wait and the call timeout, 60 s each), so that the server's answer is what is counted")
 	abandon := flag.Int("abandon", 0, "instead of the client counts: open this many sessions that each navigate once and go away without ending their session")
 	abandonParallel := flag.Int("abandon-parallel", 25, "with -abandon: how many sessions are opened at a time")
 	serverLog := flag.String("server-log", "", "append the servers' stderr to this file")
