@@ -6,7 +6,7 @@ GO ?= go
 # go.mod needs no tool dependency.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load
+.PHONY: image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -63,3 +63,18 @@ compat: chromium
 image:
 	@command -v docker >/dev/null 2>&1 || { echo "make image: no docker on this machine"; exit 1; }
 	docker build -t hybroute .
+
+# The MCP server under load (docs/load.md): for each count in LOAD_CLIENTS,
+# a fresh "hybroute mcp --http" on loopback and that many SDK clients at
+# once, each navigate → snapshot → click → exec → close on a loopback page;
+# then LOAD_ABANDON sessions that navigate once and go away without ending
+# their session, against the server's session and memory caps. It prints a
+# table per count and fails on any failure that is not a prompt "busy".
+LOAD_CLIENTS ?= 10,25,50,100
+LOAD_ABANDON ?= 500
+load: chromium
+	@mkdir -p bin
+	$(GO) build -o bin/hybroute ./cmd/hybroute
+	$(GO) build -o bin/hybroute-load ./cmd/hybroute-load
+	./bin/hybroute-load -server bin/hybroute -clients $(LOAD_CLIENTS)
+	./bin/hybroute-load -server bin/hybroute -abandon $(LOAD_ABANDON) -server-flag=--max-sessions=50 -server-flag=--max-local-memory=1GiB

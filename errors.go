@@ -28,6 +28,17 @@ var (
 	// released under it ([Router.Release], the idle reaper, Close) or
 	// while it was being created. The session's next call starts afresh.
 	ErrReleased = errors.New("hybroute: the session was released")
+	// ErrBusy is matched by the error of a call that did not get its turn
+	// to open a local tab within its budget: refused at once when the
+	// queue ahead foresaw a longer wait, or after waiting its budget out
+	// (a [*BusyError] says which). Nothing ran; trying again later may
+	// work. [WaitForTurn] makes a call wait rather than be refused at once.
+	ErrBusy = errors.New("hybroute: the local browser is busy")
+	// ErrEvicted is wrapped by the error of a call on a session the
+	// router ended to stay within [WithMaxSessions] or
+	// [WithMaxLocalMemory] while it was idle. The session's next call
+	// starts a fresh one.
+	ErrEvicted = errors.New("hybroute: the session was ended to make room for others")
 )
 
 // The security rules. A refused URL's error is a [*BlockedError], which

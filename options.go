@@ -67,6 +67,10 @@ type config struct {
 	localTimeout  time.Duration
 	fallback      bool
 
+	// bounded sessions (bounds.go); 0: no cap
+	maxSessions    int
+	maxLocalMemory int64
+
 	// the fleet (store.go, fleet.go)
 	store               Store // nil: a MemoryStore of the router's own
 	storeTimeout        time.Duration

@@ -132,6 +132,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 			now: func() time.Time { return r.now() }}
 	}
 	r.side.lookupsOf = r.callLookupsOf
+	r.side.observe = r.tel.queued
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.cfg.cdpURL != "" {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
@@ -204,6 +205,11 @@ type Result struct {
 	// ran in a fresh tab in the same browser context: cookies and
 	// storage are kept, the page is not (the new tab starts blank).
 	TabReplaced bool
+
+	// Evicted: the session's previous browser session was ended while
+	// idle to stay within [WithMaxSessions] or [WithMaxLocalMemory], so
+	// this call ran in a fresh one: its page, cookies and storage are gone.
+	Evicted bool
 
 	// SentToBlank: the call was refused a page (by the guard, or by the
 	// landing check, whose refused URL LandedURL then holds) and the tab
@@ -442,6 +448,13 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
 	}
 	defer func() { e.touch(); e.inUse.Add(-1) }()
+	if d := runTimeout(ctx); d > 0 {
+		// The run's own budget starts now that the session is here: the
+		// wait for it was the queue's part (WithRunTimeout).
+		var cancelRun context.CancelFunc
+		ctx, cancelRun = context.WithTimeout(ctx, d)
+		defer cancelRun()
+	}
 	// The call runs: its route is the session's route now. The plan's
 	// route is remembered, not the fallback's: a fallback stands in for
 	// the cloud session, under its key.
@@ -449,6 +462,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	// A fallback runs on local Chromium, in the cloud session's place: the
 	// cache key stays the cloud key, the route says where it ran.
 	res.Route, res.FallbackFromCloud, res.FallbackReason = e.route, e.fallback, e.reason
+	res.Evicted = r.takeEvicted(p.CacheKey)
 
 	e.callMu.Lock()
 	defer e.callMu.Unlock()

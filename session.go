@@ -121,6 +121,7 @@ func (e *entry) end() error {
 // the reaper's state are guarded by Router.mu.
 type sessions struct {
 	inFlight map[string]*creation // creations not yet stored
+	evicted  map[string]struct{}  // keys whose session was evicted, until their next call (bounds.go)
 	m        map[string]*entry
 	creating singleflight.Group
 	wg       sync.WaitGroup // background work: the reaper, creations, guards
@@ -188,7 +189,11 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				timeout = r.cfg.localTimeout
 			}
 			budget := providerBudget(ctx, timeout)
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+			// The caller's terms for the wait for a turn at the local
+			// browser go along (admission.go), and the wait they allow
+			// is not taken from the opening's own bound.
+			actx, queue := withAdmission(context.WithoutCancel(ctx), ctx)
+			cctx, cancel := context.WithTimeout(actx, timeout+queue)
 			defer cancel()
 			grace := time.Duration(0)
 			if p.Route == RouteCloud && r.cfg.cdpURL == "" {
@@ -201,6 +206,10 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			// A context of its own name: the AfterFunc above reads cctx.
 			sctx, span := r.tel.tracer.Start(cctx, "hybroute.session.create",
 				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
+			if err := r.makeRoom(sctx, p); err != nil {
+				endAcquire(span, nil, err)
+				return nil, err
+			}
 			started := time.Now()
 			e, err := r.create(sctx, p, budget)
 			endAcquire(span, e, err)
@@ -331,6 +340,9 @@ func (r *Router) reapIdle(now time.Time) int {
 		}
 	}
 	r.mu.Unlock()
+	if r.cfg.maxLocalMemory > 0 {
+		_ = r.shedMemory(context.Background(), false)
+	}
 	for _, e := range idle {
 		if err := e.end(); err != nil {
 			r.log.LogAttrs(context.Background(), slog.LevelWarn, "hybroute: releasing idle session",
@@ -366,6 +378,8 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 		}
 	}
 	r.routes.delete(key)
+	delete(r.sess.evicted, key)
+	delete(r.sess.evicted, key+LocalSuffix)
 	// Counted under mu while the entries were still in the map, so a
 	// Close that comes now waits for these releases too.
 	r.sess.wg.Add(len(es))

@@ -103,7 +103,14 @@ type sidecar struct {
 
 	starts atomic.Int32 // Chromium launches attempted, for tests and metrics
 
-	tabSlots chan struct{} // bounds the tabs made at once (maxTabsAtOnce)
+	tabs *tabQueue // bounds the tabs made at once (maxTabsAtOnce); the rest wait in turn
+	// the last measure of the browser's memory (memory)
+	memUsed int64
+	memAt   time.Time
+	memOf   *chromiumProc
+
+	// observe is the router's: it records each opening's wait for a turn.
+	observe func(waited time.Duration, err error)
 }
 
 // maxTabsAtOnce bounds the new tabs the sidecar makes at the same time.
@@ -286,9 +293,43 @@ func newSidecar(cfg *config, pol *policy) *sidecar {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &sidecar{cfg: cfg, pol: pol, log: log, tabSlots: make(chan struct{}, maxTabsAtOnce)}
+	s := &sidecar{cfg: cfg, pol: pol, log: log, tabs: newTabQueue(maxTabsAtOnce)}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	return s
+}
+
+// memoryEvery is how long a measure of the browser's memory is reused: a
+// burst of new sessions reads /proc once, not once each.
+const memoryEvery = 500 * time.Millisecond
+
+// memory is the local Chromium's memory (the PSS of its processes, which
+// all carry its profile directory), 0 when none runs or off Linux.
+func (s *sidecar) memory() int64 {
+	s.mu.Lock()
+	proc := s.proc
+	if proc == nil || time.Since(s.memAt) < memoryEvery && s.memOf == proc {
+		v := s.memUsed
+		if proc == nil {
+			v = 0
+		}
+		s.mu.Unlock()
+		return v
+	}
+	s.mu.Unlock()
+	used := memoryWith([]byte("--user-data-dir=" + proc.dataDir))
+	s.mu.Lock()
+	s.memUsed, s.memAt, s.memOf = used, time.Now(), proc
+	s.mu.Unlock()
+	return used
+}
+
+// credit takes what ended sessions held off the last measure: their
+// renderers take a moment to go, and the next new session must not end
+// more sessions for memory already freed.
+func (s *sidecar) credit(freed int64) {
+	s.mu.Lock()
+	s.memUsed = max(s.memUsed-freed, 0)
+	s.mu.Unlock()
 }
 
 // alive reports whether the Chromium process is up.
@@ -317,17 +358,26 @@ func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 	if tab != nil {
 		return tab, nil
 	}
-	// A few tabs made at once: each new browser context starts a renderer
-	// and a guard setup, and dozens at once on a loaded machine starve
-	// them all past the guard's setup bound (every tab closed, every open
-	// failed), where taking turns serves them all.
-	select {
-	case s.tabSlots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, ctx.Err())
+	// A few tabs made at once, the rest in turn (admission.go): each new
+	// browser context starts a renderer and a guard setup, and dozens at
+	// once on a loaded machine starve them all past the guard's setup
+	// bound (every tab closed, every open failed), where taking turns
+	// serves them all.
+	terms, _ := ctx.Value(admissionKey{}).(admissionTerms)
+	waited, done, err := s.tabs.wait(ctx, terms)
+	if s.observe != nil {
+		s.observe(waited, err)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
+	}
+	started := time.Now()
 	tab, err = s.newTab(ctx, proc, key)
-	<-s.tabSlots
+	opened := time.Duration(0)
+	if err == nil {
+		opened = time.Since(started)
+	}
+	done(opened)
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
 	}
@@ -437,7 +487,13 @@ func (s *sidecar) fillSpare(proc *chromiumProc) {
 	s.wg.Go(func() {
 		defer close(done)
 		defer cancel()
+		started := time.Now()
 		tab, err := makeTab(ctx, proc, "", s.cfg)
+		if err == nil {
+			// An opening like any: the queue's first estimate comes from
+			// the spare made at start, before a burst of sessions asks.
+			s.tabs.sample(time.Since(started))
+		}
 		s.mu.Lock()
 		s.spareCancel = nil
 		keep := err == nil && !s.closed && s.proc == proc && !proc.dead() && s.spare == nil

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/hybroute/hybroute/internal/procfs"
 )
 
 // killProcessesWith SIGKILLs every process whose command line holds arg as a
@@ -63,4 +65,26 @@ func processStart(pid int) (string, error) {
 func ownedByUs(fi os.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == os.Getuid()
+}
+
+// memoryWith is the proportional set size, in bytes, of the processes
+// whose command line holds arg as a whole argument: shared pages counted
+// once across them. 0 where there is no /proc.
+func memoryWith(arg []byte) int64 {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var total int64
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !hasArg(cmd, arg) {
+			continue
+		}
+		total += procfs.Bytes("/proc/"+e.Name()+"/smaps_rollup", "Pss:")
+	}
+	return total
 }

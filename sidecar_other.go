@@ -11,6 +11,9 @@ import (
 // chromedp's allocator still kills the browser process itself.
 func killProcessesWith(arg []byte) int { return 0 }
 
+// memoryWith measures nothing off Linux: WithMaxLocalMemory does nothing.
+func memoryWith(arg []byte) int64 { return 0 }
+
 // oNoFollow is 0 off Linux: the sweep, which would need it, does not run.
 const oNoFollow = 0
 

@@ -37,6 +37,8 @@ const (
 	metricCallDuration     = "hybroute.call.duration"
 	metricBackoff          = "hybroute.provider.backoff.remaining"
 	metricStoreErrors      = "hybroute.store.errors"
+	metricTabQueueWait     = "hybroute.tab.queue.wait"
+	metricEvictions        = "hybroute.sessions.evicted"
 )
 
 // The fallback reasons, the bounded names of why a cloud session ran on
@@ -73,6 +75,8 @@ type telemetry struct {
 	createDuration   metric.Float64Histogram
 	callDuration     metric.Float64Histogram
 	storeErrors      metric.Int64Counter
+	tabQueueWait     metric.Float64Histogram
+	evictions        metric.Int64Counter
 
 	provider string // the provider's Name(), "" without one
 
@@ -107,6 +111,8 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 	}
 	t.createDuration = histogram(m, metricSessionCreate, "Time to create a session (the provider, the connect or the local tab), by route.")
 	t.callDuration = histogram(m, metricCallDuration, "Time of the caller's run function on a session, by route.")
+	t.tabQueueWait = histogram(m, metricTabQueueWait, "Time a new local session waited for its turn to open a tab, by outcome (admitted, busy, gone), apart from the page's time (hybroute.call.duration).")
+	t.evictions = counter(m, metricEvictions, "Idle sessions ended to stay within the session cap or the local memory budget, by reason (max_sessions, max_local_memory).")
 
 	for route := range t.planOpts {
 		for c := range t.planOpts[route] {
@@ -123,6 +129,18 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 			attribute.String("reason", Reason(r).String())))}
 	}
 	return t
+}
+
+// queued records one opening's wait for its turn.
+func (t *telemetry) queued(waited time.Duration, err error) {
+	outcome := "admitted"
+	switch {
+	case errors.Is(err, ErrBusy):
+		outcome = "busy"
+	case err != nil:
+		outcome = "gone"
+	}
+	t.tabQueueWait.Record(context.Background(), waited.Seconds(), metric.WithAttributes(attribute.String("outcome", outcome)))
 }
 
 // noopMeter makes the stand-ins of instruments a provider refused to make.

@@ -115,6 +115,8 @@ type Option func(*config)
 type config struct {
 	snapshotLimit int
 	callTimeout   time.Duration
+	queueWait     time.Duration
+	waitForTurn   bool
 	consoleLimit  int
 	maxResult     int
 	log           *slog.Logger
@@ -124,7 +126,10 @@ type config struct {
 const (
 	DefaultSnapshotLimit = 40000 // bytes of snapshot text
 	DefaultCallTimeout   = 60 * time.Second
-	DefaultConsoleLimit  = 500 // messages kept per session between reads
+	// DefaultQueueWait is how long a call may wait for its turn to open a
+	// local tab, on top of DefaultCallTimeout.
+	DefaultQueueWait    = 60 * time.Second
+	DefaultConsoleLimit = 500 // messages kept per session between reads
 	// DefaultMaxResultBytes bounds browser_exec's result: what a model can
 	// use of one, and what crosses the protocol.
 	DefaultMaxResultBytes = 20000
@@ -140,8 +145,10 @@ func WithSnapshotLimit(n int) Option {
 	}
 }
 
-// WithCallTimeout bounds one tool call, session creation included
-// (default 60 s). The caller's context still applies.
+// WithCallTimeout bounds what one tool call does in the page once it has
+// its session (default 60 s): the navigation, the script. The wait for a
+// turn to open a tab on the local browser has a limit of its own
+// ([WithQueueWait]); the caller's context still applies.
 func WithCallTimeout(d time.Duration) Option {
 	return func(c *config) {
 		if d > 0 {
@@ -149,6 +156,25 @@ func WithCallTimeout(d time.Duration) Option {
 		}
 	}
 }
+
+// WithQueueWait sets how long a call may wait for its turn to open a tab
+// on the local browser, which opens a few at a time (default 60 s). The
+// wait is apart from the call timeout ([WithCallTimeout]), which bounds
+// what the call does in the page once it has its tab. A call whose wait
+// the queue foresees to be longer is answered at once with a "busy:"
+// result (hybroute.ErrBusy), unless [WithWaitForTurn] is on.
+func WithQueueWait(d time.Duration) Option {
+	return func(c *config) {
+		if d >= 0 {
+			c.queueWait = d
+		}
+	}
+}
+
+// WithWaitForTurn makes a call that the queue foresees waiting longer than
+// [WithQueueWait] wait anyway, up to that limit, rather than be answered
+// "busy:" at once.
+func WithWaitForTurn(on bool) Option { return func(c *config) { c.waitForTurn = on } }
 
 // WithMaxResultBytes sets how many bytes of JSON text browser_exec returns
 // (default 20,000). A longer result is cut in the page, before it crosses
@@ -186,6 +212,7 @@ func New(r Router, opts ...Option) *Toolset {
 		cfg: config{
 			snapshotLimit: DefaultSnapshotLimit,
 			callTimeout:   DefaultCallTimeout,
+			queueWait:     DefaultQueueWait,
 			consoleLimit:  DefaultConsoleLimit,
 			maxResult:     DefaultMaxResultBytes,
 			log:           slog.Default(),
@@ -251,8 +278,15 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
-	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout)
+	// The wait for a turn at the local browser and the work in the page
+	// have budgets of their own (hybroute.WithRunTimeout): the whole call
+	// is bounded by both together.
+	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout+t.cfg.queueWait)
 	defer cancel()
+	cctx = hybroute.WithRunTimeout(cctx, t.cfg.callTimeout)
+	if t.cfg.waitForTurn {
+		cctx = hybroute.WaitForTurn(cctx)
+	}
 	res := def.run(t, cctx, s, sessionKey, args)
 	if res.IsError {
 		if err := ctx.Err(); err != nil {

@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -62,8 +64,14 @@ func describe(err error, c *call, key string) string {
 		return "the session's browser ended during the call; the next call starts a new one, so navigate again."
 	case errors.Is(err, hybroute.ErrClosed), errors.Is(err, ErrClosed):
 		return "the browser tools are shutting down."
+	case errors.Is(err, hybroute.ErrBusy):
+		return busyText(err)
+	case errors.Is(err, context.DeadlineExceeded) && (c == nil || !c.ran):
+		return "timed out opening the browser session: the browser took too long to open a tab for it (a loaded machine). Nothing ran; try again."
+	case errors.Is(err, context.DeadlineExceeded) && c.script:
+		return "the script timed out: it did not finish within the call's time limit. Take a snapshot to see where the page is, or run shorter work."
 	case errors.Is(err, context.DeadlineExceeded):
-		return "the call timed out before the browser finished (a page that never finishes loading, or a slow site). Take a snapshot to see where the page is, or try again."
+		return "the page timed out: the browser did not finish within the call's time limit (a page that never finishes loading, or a slow site). Take a snapshot to see where the page is, or try again."
 	case errors.Is(err, chromedp.ErrPageLoad):
 		var le *chromedp.LoadError
 		if errors.As(err, &le) && le.ErrorText != "" {
@@ -76,6 +84,23 @@ func describe(err error, c *call, key string) string {
 		return pe.Error()
 	}
 	return "the browser call failed: " + scrubKey(innermost(err), key)
+}
+
+// busyText is the answer to a call that did not get its turn to open a
+// tab. It starts with "busy:", which a client may look for.
+func busyText(err error) string {
+	const after = ". Nothing ran and no page was opened; try again in a few seconds."
+	var be *hybroute.BusyError
+	if !errors.As(err, &be) {
+		return "busy: the browser keeps as many sessions as it may (by count or memory), and every one is running a call" + after
+	}
+	msg := "busy: the local browser is opening tabs for other sessions"
+	if be.Estimate == 0 {
+		msg += fmt.Sprintf(" (this call waited %s in the queue, its limit)", be.Waited.Round(100*time.Millisecond))
+	} else {
+		msg += fmt.Sprintf(" (%d queued ahead, about %s, longer than this call may wait)", be.Ahead, be.Estimate.Round(100*time.Millisecond))
+	}
+	return msg + after
 }
 
 // blockedErrors collects every *hybroute.BlockedError in err's tree: a call

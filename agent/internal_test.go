@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
@@ -131,6 +132,24 @@ func TestDescribeErrors(t *testing.T) {
 	assert.Equal(t, "the browser call failed: -32000 Node is not an element", describe(other, &call{ran: true}, "k"))
 
 	assert.Contains(t, describe(fmt.Errorf("x: %w", context.DeadlineExceeded), &call{ran: true}, "k"), "timed out")
+
+	// A timeout says which part of the call ran out: the page, the script
+	// or the opening; the queue's is a busy answer, never a slow site.
+	deadline := fmt.Errorf("x: %w", context.DeadlineExceeded)
+	assert.True(t, strings.HasPrefix(describe(deadline, &call{ran: true}, "k"), "the page timed out"))
+	assert.True(t, strings.HasPrefix(describe(deadline, &call{ran: true, script: true}, "k"), "the script timed out"))
+	assert.True(t, strings.HasPrefix(describe(deadline, &call{}, "k"), "timed out opening the browser session"))
+	queued := fmt.Errorf("hybroute: session %q: %w", "k::local", &hybroute.BusyError{Ahead: 30, Estimate: 45 * time.Second, Budget: 20 * time.Second})
+	text = describe(queued, &call{}, "k")
+	assert.Equal(t, "busy: the local browser is opening tabs for other sessions (30 queued ahead, about 45s, longer than this call may wait). "+
+		"Nothing ran and no page was opened; try again in a few seconds.", text)
+	waited := fmt.Errorf("x: %w", &hybroute.BusyError{Ahead: 3, Waited: 60 * time.Second})
+	assert.Contains(t, describe(waited, &call{}, "k"), "busy: the local browser is opening tabs for other sessions (this call waited 1m0s in the queue, its limit)")
+	capped := fmt.Errorf("x: %w: 100 sessions are open", hybroute.ErrBusy)
+	assert.True(t, strings.HasPrefix(describe(capped, &call{}, "k"), "busy: the browser keeps as many sessions as it may"))
+	for _, err := range []error{queued, waited, capped} {
+		assert.NotContains(t, describe(err, &call{}, "k"), "slow site")
+	}
 	assert.Equal(t, "a ref", describe(fmt.Errorf("hybroute: call: %w", modelErrorf("a ref")), &call{ran: true}, "k"))
 }
 

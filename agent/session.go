@@ -82,6 +82,7 @@ type call struct {
 	title  string    // the page title at the end of the call
 	url    string    // the page URL the run saw last (Where uses the Router's)
 	moved  bool      // the tool saw the page navigate
+	script bool      // the call runs the model's script (a timeout is the script's)
 	// blanked: the Router refused a page of the call and sent the tab to
 	// about:blank (Result.SentToBlank).
 	blanked bool
@@ -267,6 +268,9 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		note = "Note: the page changed browsers. This call ran in " + routeName(w) +
 			", not in the browser the session's page was in: the URLs in the call decided the route. " +
 			"The session now follows this page; the previous page was left as it was."
+	case res.Evicted:
+		w.PageChanged = true
+		note = "Note: this session's browser was closed while it was idle, to make room for other sessions, so this call ran in a fresh one: the previous page, cookies and logins are gone; navigate again if you need them."
 	case res.TabReplaced:
 		w.PageChanged = true
 		note = "Note: the tab did not answer after the previous call timed out (a script that never ends, say), so this call ran in a fresh tab of the same browser: cookies and logins are kept, the previous page is gone; navigate again if you need it."

@@ -421,6 +421,7 @@ func (t *Toolset) exec(ctx context.Context, s *session, key string, args json.Ra
 	var navigated bool
 	// The code is what the Router plans the call from, and what runs.
 	res, c, err := t.do(ctx, s, key, a.Code, reads|moves, func(ctx context.Context, c *call) error {
+		c.script = true
 		return withNavFlag(ctx, c, &navigated, func() error {
 			var err error
 			out, err = evalJS(ctx, a.Code, t.cfg.maxResult)

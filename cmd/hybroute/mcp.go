@@ -48,6 +48,12 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.Var(&allowHosts, "allow-host", "with --http or --metrics: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
 	viewport := fs.String("viewport", "1280x720", "the local browser's viewport, WIDTHxHEIGHT (0x0: the browser's own)")
 	maxResult := fs.Int("max-result-bytes", agent.DefaultMaxResultBytes, "browser_exec's results are cut at this many bytes of JSON text, in the page, before they reach this process")
+	queueWait := fs.Duration("queue-wait", agent.DefaultQueueWait, "how long a call may wait for its turn to open a tab on the local browser, apart from its own time in the page; a call the queue foresees waiting longer is answered \"busy:\" at once")
+	waitForTurn := fs.Bool("wait-for-turn", false, "let a call the queue foresees waiting longer than --queue-wait wait anyway, up to --queue-wait, rather than be answered \"busy:\" at once")
+	maxSessions := fs.Int("max-sessions", 100, "the most browser sessions kept at once; a new one past it ends the least recently used idle one (0: no cap)")
+	maxMemory := fs.String("max-local-memory", "half", "the local Chromium's memory budget (PSS), e.g. 4GiB or 512MiB; past it, new sessions end idle ones, least recently used first (\"half\": half of this machine's memory; 0: no budget)")
+	mcpIdle := fs.Duration("mcp-idle-timeout", 15*time.Minute, "with --http: end an MCP client session after this long with no request (its browser session is released with it)")
+	mcpUnused := fs.Duration("mcp-unused-timeout", DefaultMCPUnusedTimeout, "with --http: end an MCP client session that has made no tool call after this long")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -73,7 +79,13 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}
-	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh)}
+	budget, err := parseMemory(*maxMemory)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp: --max-local-memory:", err)
+		return exitFailure
+	}
+	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh),
+		hybroute.WithMaxSessions(*maxSessions), hybroute.WithMaxLocalMemory(budget)}
 	if *metricsAddr != "" {
 		ms, err := startMetrics(*metricsAddr, allowHosts, e.stderr)
 		if err != nil {
@@ -89,7 +101,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	defer r.Close()
-	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult))
+	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn))
 	defer ts.Close()
 	srv := newMCPServer(ts)
 	defer srv.close()
@@ -103,7 +115,12 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		}
 		return exitOK
 	}
-	if err := serveHTTP(ctx, srv, *httpAddr, allowHosts, cfg.idle, e); err != nil {
+	if *mcpUnused > 0 {
+		sctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go srv.sweepUnused(sctx, *mcpUnused)
+	}
+	if err := serveHTTP(ctx, srv, *httpAddr, allowHosts, *mcpIdle, e); err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}

@@ -331,12 +331,7 @@ func TestHostGuard(t *testing.T) {
 // host guard, each client session with a browser session of its own.
 func TestMCPOverHTTP(t *testing.T) {
 	site := agenttest.NewSite(t)
-	r := agenttest.NewRouter(t, nil)
-	ts := agent.New(r)
-	t.Cleanup(func() { require.NoError(t, ts.Close()) })
-	srv := newMCPServer(ts)
-	t.Cleanup(srv.close)
-	hs := serveMCPHTTP(t, srv)
+	_, hs := newHTTPServer(t)
 	a, b := connectHTTP(t, hs.URL), connectHTTP(t, hs.URL)
 	_, text := a.ok("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/page2")})
 	assert.Contains(t, text, `Page: "Page two"`)
@@ -415,6 +410,18 @@ func TestMCPResultsRedactPageURLs(t *testing.T) {
 	assert.Equal(t, "about:blank", res.Meta[MetaWhere].(map[string]any)["url"])
 	_, text = c.ok("browser_snapshot", nil)
 	assert.Contains(t, text, "Page: about:blank")
+}
+
+// newHTTPServer is an MCP server over a toolset on a local-only router,
+// served over streamable HTTP on loopback.
+func newHTTPServer(t *testing.T) (*mcpServer, *httptest.Server) {
+	t.Helper()
+	r := agenttest.NewRouter(t, nil)
+	ts := agent.New(r)
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	srv := newMCPServer(ts)
+	t.Cleanup(srv.close)
+	return srv, serveMCPHTTP(t, srv)
 }
 
 // serveMCPHTTP serves srv over streamable HTTP on loopback as "hybroute mcp
@@ -513,4 +520,31 @@ func TestMCPMaxResultBytesFlag(t *testing.T) {
 	c.ok("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/page2")})
 	_, text := c.ok("browser_exec", map[string]any{"code": `"x".repeat(1000)`})
 	assert.Contains(t, text, `Result: "`+strings.Repeat("x", 63)+` [result cut at 64 of 1002 bytes;`)
+}
+
+// TestMCPUnusedHTTPSessionsEnd: HTTP client sessions that never make a
+// tool call are ended after the unused timeout, well before the idle
+// timeout; a session that made a call stays.
+func TestMCPUnusedHTTPSessionsEnd(t *testing.T) {
+	srv, hs := newHTTPServer(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go srv.sweepUnused(ctx, 300*time.Millisecond)
+
+	used := connectHTTP(t, hs.URL)
+	used.ok("browser_close", nil)
+	for range 40 {
+		connectHTTP(t, hs.URL) // initialize, then nothing
+	}
+	count := func() int {
+		n := 0
+		for range srv.server.Sessions() {
+			n++
+		}
+		return n
+	}
+	require.GreaterOrEqual(t, count(), 2)
+	require.Eventually(t, func() bool { return count() == 1 }, 30*time.Second, 50*time.Millisecond,
+		"the unused sessions end; the one that made a call stays")
+	used.ok("browser_close", nil)
 }
