@@ -47,6 +47,11 @@ type Session struct {
 	// session the provider could not create; FallbackReason says why.
 	FallbackFromCloud bool
 	FallbackReason    string
+	// REST drives the session's tab through the provider's REST API, for
+	// a browser server with no CDP endpoint (Camofox): with an empty
+	// CDPURL, the router runs the calls that can go through it
+	// (restpage.go) and fails CDP code with ErrNoCDPEndpoint.
+	REST RESTDriver
 
 	// client is the HTTP client the provider's own client was configured
 	// with (WithProviderHTTPClient): the CDP websocket is dialled with it,
