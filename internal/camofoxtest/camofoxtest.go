@@ -196,7 +196,12 @@ func (t *tab) location() string {
 // settle lets a navigation an action started begin and load.
 func (t *tab) settle() {
 	time.Sleep(300 * time.Millisecond)
-	_ = t.run(chromedp.WaitReady(chromedp.CSS("body")))
+	for range 100 {
+		if st, err := get(t, chromedp.Evaluate[string]("document.readyState")); err == nil && st == "complete" {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // find is the caller's tab, by its id and userId: 404 otherwise.
@@ -263,7 +268,12 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		if !ok {
 			return
 		}
-		acts := []chromedp.Action[chromedp.Void]{chromedp.SetValue(chromedp.CSS(sel), ""), chromedp.SendKeys(chromedp.CSS(sel), *in.Text)}
+		// "fill": the field's text is replaced.
+		if _, err := get(t, chromedp.Evaluate[bool](fmt.Sprintf("(e => { e.focus(); e.value = ''; return true })(document.querySelector(%q))", sel))); err != nil {
+			fail(w, http.StatusInternalServerError, err.Error())
+			return
+		}
+		acts := []chromedp.Action[chromedp.Void]{chromedp.SendKeys(chromedp.CSS(sel), *in.Text)}
 		if in.PressEnter {
 			acts = append(acts, chromedp.KeyEvent(kb.Enter))
 		}
@@ -296,7 +306,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		}
 		reply(w, http.StatusOK, map[string]any{"ok": true})
 	case "back":
-		if _, err := get(t, chromedp.Evaluate[any]("history.back()")); err != nil {
+		if _, err := get(t, chromedp.Evaluate[any]("setTimeout(() => history.back(), 0)")); err != nil {
 			fail(w, http.StatusInternalServerError, err.Error())
 			return
 		}
