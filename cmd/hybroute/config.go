@@ -15,7 +15,7 @@ import (
 
 // config is what the flags and the environment say about the router.
 type config struct {
-	provider     string // browserbase, browser-use, steel, cdp, none; "" picks from the environment
+	provider     string // browserbase, browser-use, steel, camofox, cdp, none; "" picks from the environment
 	providerURL  string // the provider API's base URL (self-hosted, or a stand-in)
 	cdpURL       string
 	autoLocal    bool
@@ -27,7 +27,7 @@ type config struct {
 }
 
 // Providers the command knows.
-var providerNames = []string{"browserbase", "browser-use", "steel", "cdp", "none"}
+var providerNames = []string{"browserbase", "browser-use", "steel", "camofox", "cdp", "none"}
 
 func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.provider, "provider", "", "cloud browser provider: "+strings.Join(providerNames, ", ")+
@@ -102,6 +102,13 @@ func (c *config) newProvider(getenv func(string) string, strict bool) (hybroute.
 			return nil, "", err
 		}
 		return hybroute.NewSteel(getenv("STEEL_API_KEY"), opts...), name, nil
+	case "camofox":
+		// A camofox-browser server: no API key, an optional access key;
+		// its URL from --provider-url, else $CAMOFOX_URL, else its default.
+		if u := getenv("CAMOFOX_URL"); u != "" && c.providerURL == "" {
+			opts = append(opts, hybroute.WithProviderBaseURL(u))
+		}
+		return hybroute.NewCamofox(getenv("CAMOFOX_ACCESS_KEY"), opts...), name, nil
 	case "cdp":
 		if c.cdpURL == "" {
 			return nil, "", fmt.Errorf("%w: --provider cdp needs --cdp-url", errConfig)
