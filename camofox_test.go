@@ -208,3 +208,23 @@ func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
 	assert.NotContains(t, err.Error(), "wrong")
 	assert.True(t, slices.Contains(cf.Requests(), "POST /tabs"))
 }
+
+func TestCamofoxTabTheServerLostEndsTheSession(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	w := newCamofoxWorld(t)
+
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/one"))
+	require.NoError(t, err)
+	w.cf.Forget() // a server restart
+
+	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/two"))
+	require.ErrorIs(t, err, ErrBrowserDead)
+	assert.Contains(t, err.Error(), "the tab of Camofox is gone")
+	assert.False(t, w.site.reached("/two"))
+
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/two"))
+	require.NoError(t, err, "the next call makes a new session")
+	assert.Equal(t, w.site.url(publicHost, "/two"), res.LandedURL)
+	assert.Equal(t, 2, w.requestsOf("POST /tabs", "/tabs"))
+}

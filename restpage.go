@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -254,6 +255,13 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 	if runErr != nil {
 		if e.released.Load() && ctx.Err() == nil {
 			runErr = fmt.Errorf("%w: %w", ErrReleased, runErr)
+		} else if tabGone(runErr) {
+			// The server lost the tab (a restart, its own reaper): the
+			// session is over, and the next call makes a new one.
+			t.end()
+			runErr = fmt.Errorf("%w: %w", &deadBrowserError{"hybroute: the tab of " + t.provider +
+				" is gone (the server no longer knows it); the session is gone with its page, the next call starts a new one"}, runErr)
+			return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, runErr)
 		}
 		err := fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, runErr)
 		if !t.dead() {
@@ -267,6 +275,13 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 	var err error
 	res.LandedURL, res.SentToBlank, err = r.checkRESTLanding(ctx, e, t)
 	return res, err
+}
+
+// tabGone reports a server's answer that it does not know the tab: 404,
+// or 410 (camofox-browser's answer for a tab lost in a restart).
+func tabGone(err error) bool {
+	var pe *ProviderError
+	return errors.As(err, &pe) && (pe.Status == http.StatusNotFound || pe.Status == http.StatusGone)
 }
 
 // checkRESTLanding re-checks the URL the server last reported for the tab.

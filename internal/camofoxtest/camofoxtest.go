@@ -89,13 +89,7 @@ func New(t testing.TB, accessKey string, chromiumFlags ...string) *Server {
 
 // Close closes every tab, then the server.
 func (s *Server) Close() {
-	s.mu.Lock()
-	tabs := s.tabs
-	s.tabs = map[string]*tab{}
-	s.mu.Unlock()
-	for _, t := range tabs {
-		t.cancel()
-	}
+	s.Forget()
 	s.Server.Close()
 }
 
@@ -447,4 +441,16 @@ func (s *Server) closeUser(w http.ResponseWriter, r *http.Request) {
 		t.cancel()
 	}
 	reply(w, http.StatusOK, map[string]any{"ok": true, "closed": len(gone)})
+}
+
+// Forget drops every tab, as a server restart does: later calls on them
+// answer 404.
+func (s *Server) Forget() {
+	s.mu.Lock()
+	tabs := s.tabs
+	s.tabs = map[string]*tab{}
+	s.mu.Unlock()
+	for _, t := range tabs {
+		t.cancel()
+	}
 }
