@@ -228,3 +228,47 @@ func TestCamofoxTabTheServerLostEndsTheSession(t *testing.T) {
 	assert.Equal(t, w.site.url(publicHost, "/two"), res.LandedURL)
 	assert.Equal(t, 2, w.requestsOf("POST /tabs", "/tabs"))
 }
+
+// Each session is a userId of its own on the server (Camofox isolates
+// cookies and storage by userId), and two clients never share one.
+func TestCamofoxSessionsAreUsersOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	w := newCamofoxWorld(t)
+	other := newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), &logBuffer{})
+
+	for _, r := range []*Router{w.r, other} {
+		for _, key := range []string{"a", "b"} {
+			_, err := r.Navigate(ctx, key, w.site.url(publicHost, "/"+key))
+			require.NoError(t, err)
+		}
+	}
+	users := w.cf.Users()
+	require.Len(t, users, 4)
+	assert.Len(t, slices.Compact(slices.Clone(users)), 4, "no two sessions share a userId: %v", users)
+	for _, u := range users {
+		assert.True(t, strings.HasPrefix(u, "hybroute-"), u)
+		assert.True(t, strings.HasSuffix(u, "-a") || strings.HasSuffix(u, "-b"), u)
+	}
+}
+
+// BenchmarkCamofoxREST is one ExecREST call on a live Camofox session that
+// asks the server where the tab is and re-checks it: the router's part of
+// a REST call, on loopback.
+func BenchmarkCamofoxREST(b *testing.B) {
+	requireChromium(b)
+	s := newSite(b)
+	cf := camofoxtest.New(b, "", "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
+	r := newBrowserRouter(b, NewCamofox("", WithProviderBaseURL(cf.URL)), &logBuffer{})
+	ctx := context.Background()
+	_, err := r.Navigate(ctx, "s", s.url(publicHost, "/"))
+	require.NoError(b, err)
+	for b.Loop() {
+		if _, err := r.ExecREST(ctx, "s", "", func(ctx context.Context, page *RESTPage) error {
+			_, err := page.CheckPage(ctx)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -454,3 +454,15 @@ func (s *Server) Forget() {
 		t.cancel()
 	}
 }
+
+// Users are the userIds of the open tabs, one per tab.
+func (s *Server) Users() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, t := range s.tabs {
+		out = append(out, t.user)
+	}
+	slices.Sort(out)
+	return out
+}
