@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,6 +23,15 @@ type camofoxWorld struct {
 }
 
 const camofoxKey = "cf_access_key_0123456789"
+
+// camofoxCtx bounds a Camofox test. Wider than testCtx: each session and
+// each replaced tab is a new connection and browser context on the
+// stand-in's Chromium, which a loaded machine makes slowly.
+func camofoxCtx(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	tb.Cleanup(cancel)
+	return ctx
+}
 
 func newCamofoxWorld(t *testing.T, opts ...Option) *camofoxWorld {
 	t.Helper()
@@ -46,7 +56,7 @@ func (w *camofoxWorld) requestsOf(prefix, suffix string) int {
 
 func TestCamofoxDrivesAPublicPageThroughREST(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 
 	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/report"))
@@ -82,7 +92,7 @@ func TestCamofoxDrivesAPublicPageThroughREST(t *testing.T) {
 
 func TestCamofoxPrivateURLRunsOnTheSidecar(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 
 	res, err := w.r.Navigate(ctx, "s", w.site.url("127.0.0.1", "/local"))
@@ -104,7 +114,7 @@ func TestCamofoxPrivateURLRunsOnTheSidecar(t *testing.T) {
 
 func TestCamofoxMetadataIsRefusedBeforeAnyRequest(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 
 	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", w.site.url(metadataHost, "/computeMetadata/v1/")} {
@@ -122,7 +132,7 @@ func TestCamofoxMetadataIsRefusedBeforeAnyRequest(t *testing.T) {
 
 func TestCamofoxLandingIsCheckedFromTheRESTAnswer(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 
 	cases := []struct {
@@ -156,7 +166,7 @@ func TestCamofoxLandingIsCheckedFromTheRESTAnswer(t *testing.T) {
 
 func TestCamofoxExecWithCDPCodeFailsWithTheSeedMessage(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 
 	for range 2 {
@@ -181,7 +191,7 @@ func TestCamofoxExecWithCDPCodeFailsWithTheSeedMessage(t *testing.T) {
 
 func TestCamofoxFallbackTakesTheCDPCall(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 	w.cf.FailCreates(429)
 
@@ -198,7 +208,7 @@ func TestCamofoxFallbackTakesTheCDPCall(t *testing.T) {
 
 func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := camofoxCtx(t)
 	requireChromium(t)
 	cf := camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA)
 	r := newBrowserRouter(t, NewCamofox("wrong", WithProviderBaseURL(cf.URL)), &logBuffer{}, WithFallback(false))
@@ -211,7 +221,7 @@ func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
 
 func TestCamofoxTabTheServerLostEndsTheSession(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 
 	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/one"))
@@ -233,7 +243,7 @@ func TestCamofoxTabTheServerLostEndsTheSession(t *testing.T) {
 // cookies and storage by userId), and two clients never share one.
 func TestCamofoxSessionsAreUsersOfTheirOwn(t *testing.T) {
 	t.Parallel()
-	ctx := testCtx(t)
+	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 	other := newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), &logBuffer{})
 
