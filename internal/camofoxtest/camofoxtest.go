@@ -56,7 +56,7 @@ type tab struct {
 }
 
 // opTimeout bounds one browser action of the server.
-const opTimeout = 20 * time.Second
+const opTimeout = 45 * time.Second
 
 // New starts the server and its Chromium (with the extra Chromium flags:
 // a user agent, host resolver rules), both ended in t.Cleanup. It skips the
