@@ -40,6 +40,10 @@ func TestCamofoxToolset(t *testing.T) {
 	require.NotEmpty(t, add, snap.Text)
 	require.NotEmpty(t, search, snap.Text)
 
+	stale := callTool(t, ts, s, "browser_click", map[string]string{"ref": "e999"})
+	assert.True(t, stale.IsError)
+	assert.Contains(t, stale.Text, `the browser server refused the click: "Unknown ref: e999 (take a new snapshot)"`)
+
 	mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": add}))
 	snap = mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
 	assert.Contains(t, snap.Text, "Cart: 1 item", "the click ran in the page")

@@ -65,7 +65,22 @@ func runREST(ctx context.Context, c *call, p *hybroute.RESTPage, fn restFn) erro
 	err := fn(ctx, p, c)
 	c.url = p.Landed()
 	c.moved = c.moved || c.url != before
-	return err
+	return refusedAction(err)
+}
+
+// refusedAction turns the server's refusal of an action (a 4xx: a stale
+// ref, a field that takes no text) into what the model can act on; a tab
+// the server lost (404, 410) stays the Router's to report.
+func refusedAction(err error) error {
+	var pe *hybroute.ProviderError
+	if !errors.As(err, &pe) || pe.Status < 400 || pe.Status > 499 || pe.Status == 404 || pe.Status == 410 || pe.Status == 401 || pe.Status == 403 {
+		return err
+	}
+	msg := pe.Message
+	if msg == "" {
+		msg = pe.Code
+	}
+	return modelErrorf("the browser server refused the %s: %s", pe.Op, quote(msg, 300))
 }
 
 // readErr marks a refusal to read a page at a blocked address: nothing
