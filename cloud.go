@@ -117,7 +117,7 @@ var errConnecting = errors.New("connecting")
 // the provider created and we cannot use is released here, on a context of
 // its own, but for one the provider marked fallback (returned with
 // errProviderFellBack), which the floor's entry releases.
-func (r *Router) askProvider(ctx context.Context, key string, budget time.Duration) (*Session, *remoteTab, error) {
+func (r *Router) askProvider(ctx context.Context, key string, budget time.Duration) (*Session, cloudTab, error) {
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	s, err := r.providerCreate(pctx, key)
 	cancel()
@@ -132,6 +132,9 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 			reason = "no reason given"
 		}
 		return s, nil, fmt.Errorf("%w: %s", errProviderFellBack, reason)
+	case s.CDPURL == "" && s.REST != nil:
+		// A browser driven through its REST API (restpage.go).
+		return s, newRESTTab(s.REST, r.provider.Name()), nil
 	case s.CDPURL == "":
 		// Nothing pretends to work: the exact message of the original
 		// failure, and the session is given back, not cached.
@@ -154,6 +157,13 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 			errConnecting, s.ID, r.provider.Name(), redactURL(s.CDPURL), err)
 	}
 	return s, t, nil
+}
+
+// cloudTab is the tab of a cloud session: over CDP (remoteTab) or through
+// a REST API (restTab). close ends it; the provider's release follows.
+type cloudTab interface {
+	tab
+	close(ctx context.Context) error
 }
 
 // overrideEntry is a session on the CDP override's browser: a new tab on it.

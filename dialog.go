@@ -106,6 +106,9 @@ func cutMessage(s string, limit int) string {
 // returns the loop that answers them until the tab closes. Like the guard's,
 // the loop runs in the sessions' WaitGroup.
 func (r *Router) watchDialogs(e *entry, tabCtx context.Context) func() {
+	if _, ok := e.tab.(*restTab); ok {
+		return func() {} // its server answers its dialogs
+	}
 	sctx, stop := context.WithCancel(tabCtx)
 	events := chromedp.Events(sctx, page.JavascriptDialogOpening)
 	return func() {

@@ -896,6 +896,13 @@ func (w where) String() string {
 // tracking where its main frame is. It returns what the sessions'
 // WaitGroup runs until the tab closes: the guard then forgets the entry.
 func (r *Router) enableGuard(e *entry) (func(), error) {
+	if _, ok := e.tab.(*restTab); ok {
+		// No CDP, no guard in that browser: its landing is what its
+		// REST answers report (restpage.go).
+		blank := "about:blank"
+		e.landed.Store(&blank)
+		return func() {}, nil
+	}
 	tabCtx := e.tab.context()
 	var g *browserGuard
 	var bcID cdp.BrowserContextID

@@ -62,6 +62,11 @@ type Session struct {
 	// releaseURL is where the release call goes when the create answer
 	// named it (browserless's "stop" URL); empty: the provider's own path.
 	releaseURL string
+	// REST drives the session's tab through the provider's REST API, for
+	// a browser server with no CDP endpoint (Camofox): with an empty
+	// CDPURL, the router runs the calls that can go through it
+	// (restpage.go) and fails CDP code with ErrNoCDPEndpoint.
+	REST RESTDriver
 
 	// client is the HTTP client the provider's own client was configured
 	// with (WithProviderHTTPClient): the CDP websocket is dialled with it,

@@ -396,7 +396,16 @@ func (r *Router) Close() error {
 // the browser, and fail the call. LandedURL is where the main frame was when run returned; a
 // navigation run started but did not wait for is checked by the guard as it
 // happens and by the next call's landing check.
+//
+// On a session without CDP (a Camofox session, restpage.go) run does not
+// run: Exec fails with [ErrNoCDPEndpoint] and the seed's message, unless
+// the fallback took the call. [Router.ExecREST] takes a run that can drive
+// such a session.
 func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (res Result, err error) {
+	return r.exec(ctx, sessionKey, code, cdpOnly(run), false)
+}
+
+func (r *Router) exec(ctx context.Context, sessionKey, code string, run runFunc, rest bool) (res Result, err error) {
 	ctx, span := r.spanCall(ctx, "hybroute.exec", sessionKey)
 	defer func() { endCall(span, res, err) }()
 	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
@@ -405,24 +414,34 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
-	return r.execPlan(ctx, p, run)
+	return r.execPlan(ctx, p, run, rest)
 }
 
 // Navigate opens rawURL in the session's tab. Navigation picks the browser:
 // the URL is the call's only literal (it is not scanned, it is the literal),
 // decided by the same verdict and predicate as [Router.Exec], and a public
 // URL takes the session to the cloud browser even when its page was local.
+// On a session without CDP the server's REST API opens it.
 func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string) (Result, error) {
-	return r.NavigateWith(ctx, sessionKey, rawURL, func(ctx context.Context) error {
+	return r.navigate(ctx, sessionKey, rawURL, func(ctx context.Context, page *RESTPage) error {
+		if page != nil {
+			_, err := page.Navigate(ctx, rawURL)
+			return err
+		}
 		return chromedp.Do(ctx, chromedp.Navigate(rawURL))
-	})
+	}, true)
 }
 
 // NavigateWith is [Router.Navigate] with the caller's own run, which is
 // expected to navigate to rawURL (after setting up the tab, say): the call
 // is planned as a navigation to rawURL, and run as [Router.Exec] runs its
 // run. The guard and the landed-URL check hold for whatever run does.
+// On a session without CDP it fails as Exec does.
 func (r *Router) NavigateWith(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context) error) (res Result, err error) {
+	return r.navigate(ctx, sessionKey, rawURL, cdpOnly(run), false)
+}
+
+func (r *Router) navigate(ctx context.Context, sessionKey, rawURL string, run runFunc, rest bool) (res Result, err error) {
 	ctx, span := r.spanCall(ctx, "hybroute.navigate", sessionKey)
 	defer func() { endCall(span, res, err) }()
 	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
@@ -431,10 +450,13 @@ func (r *Router) NavigateWith(ctx context.Context, sessionKey, rawURL string, ru
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
-	return r.execPlan(ctx, p, run)
+	return r.execPlan(ctx, p, run, rest)
 }
 
-func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Context) error) (res Result, err error) {
+// execPlan runs a planned call on its session. rest says run can drive a
+// session without CDP (restpage.go); a run that cannot fails on one with
+// ErrNoCDPEndpoint.
+func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (res Result, err error) {
 	res = Result{Route: p.Route, CacheKey: p.CacheKey}
 	if p.hasPrev && p.prev != p.Route {
 		res.PageChanged = true
@@ -473,6 +495,9 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	}
 
 	defer func() { res.Dialogs = e.dialogs.take() }() // however the call ends, before the next one starts
+	if t, ok := e.tab.(*restTab); ok {
+		return r.execREST(ctx, p, e, t, res, run, rest)
+	}
 	if res.TabReplaced, err = r.recoverTab(ctx, e); err != nil {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
 	}
@@ -483,7 +508,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(ctx context.Cont
 	cctx, cancel := e.tab.bind(rctx)
 	defer cancel()
 	started := time.Now()
-	runErr := run(context.WithValue(cctx, runKey{}, e))
+	runErr := run(context.WithValue(cctx, runKey{}, e), nil)
 	if lt, ok := e.tab.(*localTab); ok {
 		lt.settled() // the sidecar's next spare is made now, not during this call
 	}

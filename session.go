@@ -445,7 +445,8 @@ type idleCloser interface{ CloseIdleConnections() }
 
 // where is the browser of the entry, as the policy sees it.
 func (e *entry) where() where {
-	if _, ok := e.tab.(*remoteTab); ok {
+	switch e.tab.(type) {
+	case *remoteTab, *restTab:
 		return onRemote
 	}
 	return onLocal

@@ -6,7 +6,9 @@
 // A Toolset plugs into any Go agent loop: Tools lists each tool with a name, a
 // description written for a model and a JSON Schema for its input, and Call
 // runs one tool call for a session and returns text and images. Every call
-// goes through the Router (Exec or NavigateWith): the same predicate decides
+// goes through the Router (Exec or NavigateWith, or ExecREST and
+// NavigateREST where the Router has them, so that a cloud browser without
+// CDP, Camofox, is driven through its REST API): the same predicate decides
 // the browser, the same floor refuses metadata and private addresses where
 // they are not allowed, and the page URL is re-checked (Router.CheckPage)
 // before anything is read from it and after the call.

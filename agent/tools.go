@@ -189,12 +189,29 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 	}
 	// Navigation picks the browser: the URL is the call's only literal.
 	c := &call{}
-	res, err := t.r.NavigateWith(ctx, key, u, func(ctx context.Context) error {
+	cdpRun := func(ctx context.Context) error {
 		c.ran = true
 		return t.run(ctx, s, c, moves, func(ctx context.Context, c *call) error {
 			return chromedp.Do(ctx, chromedp.Navigate(u))
 		})
-	})
+	}
+	var res hybroute.Result
+	var err error
+	if rr, ok := t.r.(restRouter); ok {
+		res, err = rr.NavigateREST(ctx, key, u, func(ctx context.Context, page *hybroute.RESTPage) error {
+			if page == nil {
+				return cdpRun(ctx)
+			}
+			c.ran = true
+			return runREST(ctx, c, page, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+				c.moved = true
+				_, err := p.Navigate(ctx, u)
+				return err
+			})
+		})
+	} else {
+		res, err = t.r.NavigateWith(ctx, key, u, cdpRun)
+	}
 	return t.finishCall(s, key, res, c, err, body)
 }
 
@@ -203,10 +220,14 @@ func (t *Toolset) snapshot(ctx context.Context, s *session, key string, args jso
 		return argError(err)
 	}
 	var text string
-	res, c, err := t.do(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
 		var err error
 		text, err = t.takeSnapshot(ctx, s, c)
 		return err
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		raw, _, err := p.Snapshot(ctx)
+		text = restSnapshot(raw, t.cfg.snapshotLimit)
+		return readErr(err)
 	})
 	return t.finishCall(s, key, res, c, err, func() string { return text })
 }
@@ -221,13 +242,19 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 	}
 	var what string
 	var navigated bool
-	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)
 		if err != nil {
 			return err
 		}
 		what = describeRef(a.Ref, e)
 		return withNavFlag(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) })
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		what = a.Ref
+		before := p.Landed()
+		_, err := p.Click(ctx, a.Ref)
+		navigated = p.Landed() != before
+		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
 		return "Clicked " + what + "." + navNote(navigated)
@@ -245,7 +272,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 	}
 	var what string
 	var navigated bool
-	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)
 		if err != nil {
 			return err
@@ -258,6 +285,12 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 			return nil
 		}
 		return withNavFlag(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") })
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		what = a.Ref
+		before := p.Landed()
+		_, err := p.Type(ctx, a.Ref, a.Text, a.Submit)
+		navigated = p.Landed() != before
+		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
 		msg := fmt.Sprintf("Typed %s into %s.", quote(a.Text, 200), what)
@@ -276,8 +309,13 @@ func (t *Toolset) press(ctx context.Context, s *session, key string, args json.R
 		return argError(err)
 	}
 	var navigated bool
-	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
 		return withNavFlag(ctx, c, &navigated, func() error { return pressKeys(ctx, a.Key) })
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		before := p.Landed()
+		_, err := p.Press(ctx, a.Key)
+		navigated = p.Landed() != before
+		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
 		return "Pressed " + a.Key + "." + navNote(navigated)
@@ -305,9 +343,12 @@ func (t *Toolset) scroll(ctx context.Context, s *session, key string, args json.
 		return toolError(fmt.Sprintf("direction %q: use up, down, left or right", a.Direction))
 	}
 	var pos []int
-	res, c, err := t.do(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
 		var err error
 		pos, err = chromedp.Run(ctx, chromedp.Evaluate[[]int](fmt.Sprintf(scrollJS, dx, dy)))
+		return err
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		_, err := p.Scroll(ctx, strings.ToLower(a.Direction))
 		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
@@ -323,7 +364,7 @@ func (t *Toolset) back(ctx context.Context, s *session, key string, args json.Ra
 	if err := decode(args, &struct{}{}); err != nil {
 		return argError(err)
 	}
-	res, c, err := t.do(ctx, s, key, "", moves, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", moves, func(ctx context.Context, c *call) error {
 		h, err := chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
 		if err != nil {
 			return err
@@ -339,6 +380,10 @@ func (t *Toolset) back(ctx context.Context, s *session, key string, args json.Ra
 			_, err := chromedp.Call(ctx, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: prev})
 			return err
 		})
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		c.moved = true
+		_, err := p.Back(ctx)
+		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string { return "Went back." })
 }
@@ -351,7 +396,7 @@ func (t *Toolset) screenshot(ctx context.Context, s *session, key string, args j
 		return argError(err)
 	}
 	var img Image
-	res, c, err := t.do(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
 		p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}
 		if a.FullPage {
 			m, err := chromedp.Call(ctx, page.GetLayoutMetrics, cdp.Empty{})
@@ -372,6 +417,17 @@ func (t *Toolset) screenshot(ctx context.Context, s *session, key string, args j
 			return fmt.Errorf("the browser's screenshot is not a PNG: %w", err)
 		}
 		img = Image{MIMEType: "image/png", Data: shot.Data, Width: cfg.Width, Height: cfg.Height}
+		return nil
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		data, err := p.Screenshot(ctx, a.FullPage)
+		if err != nil {
+			return readErr(err)
+		}
+		cfg, err := png.DecodeConfig(bytes.NewReader(data))
+		if err != nil {
+			return fmt.Errorf("the browser's screenshot is not a PNG: %w", err)
+		}
+		img = Image{MIMEType: "image/png", Data: data, Width: cfg.Width, Height: cfg.Height}
 		return nil
 	})
 	r := t.finishCall(s, key, res, c, err, func() string {
@@ -400,10 +456,10 @@ func (t *Toolset) console(ctx context.Context, s *session, key string, args json
 	}
 	clear := a.Clear == nil || *a.Clear
 	var text string
-	res, c, err := t.do(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
 		text = s.console.read(clear)
 		return nil
-	})
+	}, func(context.Context, *hybroute.RESTPage, *call) error { return errRESTConsole })
 	return t.finishCall(s, key, res, c, err, func() string { return text })
 }
 

@@ -177,6 +177,7 @@ func TestProviderFromEnvironment(t *testing.T) {
 		{map[string]string{"BROWSER_USE_API_KEY": "u", "STEEL_API_KEY": "s"}, "", "browser-use"},
 		{map[string]string{"BROWSER_USE_API_KEY": "u"}, "none", "none"},
 		{map[string]string{"BROWSERBASE_API_KEY": "b", "BROWSERBASE_PROJECT_ID": "p"}, "", "browserbase"},
+		{nil, "camofox", "camofox"}, // no key needed: an access key is optional
 	} {
 		c := config{provider: tc.flag}
 		_, name, err := c.newProvider(func(k string) string { return tc.vars[k] }, true)

@@ -89,6 +89,13 @@ func (c *config) newProvider(getenv func(string) string, strict bool) (hybroute.
 	switch name {
 	case "spec":
 		return specProvider(c.providerSpec, getenv, strict, opts)
+	case "camofox":
+		// A camofox-browser server: no API key, an optional access key;
+		// its URL from --provider-url, else $CAMOFOX_URL, else its default.
+		if u := getenv("CAMOFOX_URL"); u != "" && c.providerURL == "" {
+			opts = append(opts, hybroute.WithProviderBaseURL(u))
+		}
+		return hybroute.NewCamofox(getenv("CAMOFOX_ACCESS_KEY"), opts...), name, nil
 	case "cdp":
 		if c.cdpURL == "" {
 			return nil, "", fmt.Errorf("%w: --provider cdp needs --cdp-url", errConfig)

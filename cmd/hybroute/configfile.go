@@ -129,7 +129,7 @@ func printConfig(w io.Writer, fs *flag.FlagSet, getenv func(string) string) {
 	b.WriteString("# API keys come from the environment only:\n")
 	seen := map[string]bool{}
 	for _, k := range providerKinds() {
-		for _, v := range append(k.env, specKeyEnv) {
+		for _, v := range append(k.env, specKeyEnv, "CAMOFOX_ACCESS_KEY") {
 			if seen[v] {
 				continue
 			}

@@ -33,8 +33,8 @@ var presetEnv = map[string]string{
 }
 
 // providerKinds are the providers with an API, in the order the default is
-// picked from the environment; "cdp", "none" (alias "local") and
-// "spec" are handled apart.
+// picked from the environment; "camofox" (no API key), "cdp", "none"
+// (alias "local") and "spec" are handled apart.
 func providerKinds() []providerKind {
 	kinds := []providerKind{
 		{name: "browserbase", env: []string{"BROWSERBASE_API_KEY", "BROWSERBASE_PROJECT_ID"}, what: "Browserbase sessions",
@@ -83,7 +83,7 @@ func providerNames() []string {
 	for _, k := range providerKinds() {
 		names = append(names, k.name)
 	}
-	return append(names, "spec", "cdp", "none", "local")
+	return append(names, "camofox", "spec", "cdp", "none", "local")
 }
 
 // specProvider builds the provider of a --provider-spec file, whose key

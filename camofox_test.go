@@ -1,0 +1,284 @@
+package hybroute
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/camofoxtest"
+)
+
+// camofoxWorld is a router on a Camofox stand-in (a real Chromium behind
+// the documented REST endpoints), the sidecar, and the site.
+type camofoxWorld struct {
+	site *site
+	cf   *camofoxtest.Server
+	r    *Router
+	logs *logBuffer
+}
+
+const camofoxKey = "cf_access_key_0123456789"
+
+// camofoxCtx bounds a Camofox test. Wider than testCtx: each session and
+// each replaced tab is a new connection and browser context on the
+// stand-in's Chromium, which a loaded machine makes slowly.
+func camofoxCtx(tb testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	tb.Cleanup(cancel)
+	return ctx
+}
+
+func newCamofoxWorld(t *testing.T, opts ...Option) *camofoxWorld {
+	t.Helper()
+	requireChromium(t)
+	w := &camofoxWorld{site: newSite(t), logs: &logBuffer{}}
+	w.cf = camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
+	w.r = newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), w.logs, opts...)
+	return w
+}
+
+// requestsOf counts the requests of the stand-in whose "METHOD /path"
+// has the prefix and the suffix.
+func (w *camofoxWorld) requestsOf(prefix, suffix string) int {
+	n := 0
+	for _, r := range w.cf.Requests() {
+		if strings.HasPrefix(r, prefix) && strings.HasSuffix(r, suffix) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestCamofoxDrivesAPublicPageThroughREST(t *testing.T) {
+	t.Parallel()
+	ctx := camofoxCtx(t)
+	w := newCamofoxWorld(t)
+
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/report"))
+	require.NoError(t, err)
+	assert.Equal(t, RouteCloud, res.Route)
+	assert.False(t, res.FallbackFromCloud)
+	assert.Equal(t, w.site.url(publicHost, "/report"), res.LandedURL, "the landing is what the REST answer reported")
+	assert.Equal(t, cloudUA, w.site.uaOf("/report"), "the Camofox browser loaded it")
+	assert.Equal(t, 1, w.requestsOf("POST /tabs", "/tabs"), "one tab for the session")
+	assert.Equal(t, 1, w.requestsOf("POST /tabs/", "/navigate"))
+
+	var text, png string
+	res, err = w.r.ExecREST(ctx, "s", "", func(ctx context.Context, page *RESTPage) error {
+		require.NotNil(t, page, "a Camofox session is driven through its page")
+		var err error
+		if text, _, err = page.Snapshot(ctx); err != nil {
+			return err
+		}
+		b, err := page.Screenshot(ctx, false)
+		png = string(b)
+		return err
+	})
+	require.NoError(t, err)
+	assert.Contains(t, text, `- heading "Revenue: 42" [level=1]`)
+	assert.True(t, strings.HasPrefix(png, "\x89PNG"))
+	assert.Equal(t, w.site.url(publicHost, "/report"), res.LandedURL)
+
+	// Release closes the tab and the user's browser session on the server.
+	require.NoError(t, w.r.Release(ctx, "s"))
+	assert.Equal(t, 0, w.cf.OpenTabs())
+	assert.Equal(t, 1, w.requestsOf("DELETE /sessions/", ""))
+}
+
+func TestCamofoxPrivateURLRunsOnTheSidecar(t *testing.T) {
+	t.Parallel()
+	ctx := camofoxCtx(t)
+	w := newCamofoxWorld(t)
+
+	res, err := w.r.Navigate(ctx, "s", w.site.url("127.0.0.1", "/local"))
+	require.NoError(t, err)
+	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, "s"+LocalSuffix, res.CacheKey)
+	assert.Equal(t, localUA, w.site.uaOf("/local"), "the local Chromium loaded it")
+	assert.Empty(t, w.cf.Requests(), "the Camofox server never heard of the private URL")
+
+	// The sidecar speaks CDP: chromedp code runs there.
+	res, err = w.r.Exec(ctx, "s", `fetch("http://127.0.0.1:1/")`, func(ctx context.Context) error {
+		title, err := pageTitle(ctx)
+		assert.Equal(t, "/local", title)
+		return err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, RouteLocal, res.Route)
+}
+
+func TestCamofoxMetadataIsRefusedBeforeAnyRequest(t *testing.T) {
+	t.Parallel()
+	ctx := camofoxCtx(t)
+	w := newCamofoxWorld(t)
+
+	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", w.site.url(metadataHost, "/computeMetadata/v1/")} {
+		_, err := w.r.Navigate(ctx, "s", u)
+		require.ErrorIs(t, err, ErrMetadata, u)
+		_, err = w.r.ExecREST(ctx, "s", `fetch("`+u+`")`, func(context.Context, *RESTPage) error {
+			t.Error("a call naming metadata ran")
+			return nil
+		})
+		require.ErrorIs(t, err, ErrMetadata, u)
+	}
+	assert.Empty(t, w.cf.Requests(), "no request reached the Camofox server")
+	assert.Empty(t, w.site.hitsFor(metadataHost))
+}
+
+func TestCamofoxLandingIsCheckedFromTheRESTAnswer(t *testing.T) {
+	t.Parallel()
+	ctx := camofoxCtx(t)
+	w := newCamofoxWorld(t)
+
+	cases := []struct {
+		name, to string
+		want     error
+	}{
+		{"metadata", metadataHost + ":" + w.site.port + "/computeMetadata/v1/", ErrMetadata},
+		{"private", "127.0.0.1:" + w.site.port + "/admin", ErrPrivate},
+	}
+	for _, c := range cases {
+		start := w.requestsOf("DELETE /tabs/", "")
+		u := w.site.url(publicHost, "/redirect-to/"+c.to)
+		res, err := w.r.Navigate(ctx, "s", u)
+		require.ErrorIs(t, err, c.want, c.name)
+		assert.Contains(t, err.Error(), "landed on a blocked address", c.name)
+		assert.True(t, res.SentToBlank, "%s: the tab was replaced by a blank one", c.name)
+		assert.Equal(t, "http://"+c.to, res.LandedURL, "%s: the URL the REST answer reported", c.name)
+		assert.Equal(t, start+1, w.requestsOf("DELETE /tabs/", ""), "%s: the refused tab was closed on the server", c.name)
+		assert.Equal(t, 1, w.cf.OpenTabs(), "%s: a fresh tab stands in", c.name)
+
+		// Nothing is read from the blank tab's predecessor: the next read
+		// asks where the tab is, and it is nowhere blocked.
+		res, err = w.r.ExecREST(ctx, "s", "", func(ctx context.Context, page *RESTPage) error {
+			_, err := page.CheckPage(ctx)
+			return err
+		})
+		require.NoError(t, err, c.name)
+		assert.Equal(t, "about:blank", res.LandedURL, c.name)
+	}
+}
+
+func TestCamofoxExecWithCDPCodeFailsWithTheSeedMessage(t *testing.T) {
+	t.Parallel()
+	ctx := camofoxCtx(t)
+	w := newCamofoxWorld(t)
+
+	for range 2 {
+		res, err := w.r.Exec(ctx, "s", "document.title", func(context.Context) error {
+			t.Error("CDP code ran on a session without CDP")
+			return nil
+		})
+		require.ErrorIs(t, err, ErrNoCDPEndpoint)
+		assert.Contains(t, err.Error(), "Cloud browser provider Camofox returned no CDP endpoint, so Browser Use mode cannot drive it. Switch to the built-in browser tools for this provider.")
+		assert.Equal(t, RouteCloud, res.Route)
+		assert.False(t, res.FallbackFromCloud)
+	}
+	// NavigateWith's run speaks CDP too.
+	_, err := w.r.NavigateWith(ctx, "s", w.site.url(publicHost, "/x"), func(context.Context) error {
+		t.Error("CDP code ran on a session without CDP")
+		return nil
+	})
+	require.ErrorIs(t, err, ErrNoCDPEndpoint)
+	assert.False(t, w.site.reached("/x"))
+	assert.Equal(t, 1, w.requestsOf("POST /tabs", "/tabs"), "one session, kept for the REST calls")
+}
+
+func TestCamofoxFallbackTakesTheCDPCall(t *testing.T) {
+	t.Parallel()
+	ctx := camofoxCtx(t)
+	w := newCamofoxWorld(t)
+	w.cf.FailCreates(429)
+
+	res, err := w.r.Exec(ctx, "s", "document.title", func(ctx context.Context) error {
+		_, err := pageTitle(ctx)
+		return err
+	})
+	require.NoError(t, err, "the local Chromium stands in, and it speaks CDP")
+	assert.True(t, res.FallbackFromCloud)
+	assert.Equal(t, RouteLocal, res.Route)
+	assert.Contains(t, res.FallbackReason, "429")
+	assert.Equal(t, 1, w.logs.count("cloud provider failed, falling back"))
+}
+
+func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
+	t.Parallel()
+	ctx := camofoxCtx(t)
+	requireChromium(t)
+	cf := camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA)
+	r := newBrowserRouter(t, NewCamofox("wrong", WithProviderBaseURL(cf.URL)), &logBuffer{}, WithFallback(false))
+
+	_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/")
+	require.ErrorIs(t, err, ErrUnauthorized)
+	assert.NotContains(t, err.Error(), "wrong")
+	assert.True(t, slices.Contains(cf.Requests(), "POST /tabs"))
+}
+
+func TestCamofoxTabTheServerLostEndsTheSession(t *testing.T) {
+	t.Parallel()
+	ctx := camofoxCtx(t)
+	w := newCamofoxWorld(t)
+
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/one"))
+	require.NoError(t, err)
+	w.cf.Forget() // a server restart
+
+	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/two"))
+	require.ErrorIs(t, err, ErrBrowserDead)
+	assert.Contains(t, err.Error(), "the tab of Camofox is gone")
+	assert.False(t, w.site.reached("/two"))
+
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/two"))
+	require.NoError(t, err, "the next call makes a new session")
+	assert.Equal(t, w.site.url(publicHost, "/two"), res.LandedURL)
+	assert.Equal(t, 2, w.requestsOf("POST /tabs", "/tabs"))
+}
+
+// Each session is a userId of its own on the server (Camofox isolates
+// cookies and storage by userId), and two clients never share one.
+func TestCamofoxSessionsAreUsersOfTheirOwn(t *testing.T) {
+	t.Parallel()
+	ctx := camofoxCtx(t)
+	w := newCamofoxWorld(t)
+	other := newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), &logBuffer{})
+
+	for _, r := range []*Router{w.r, other} {
+		for _, key := range []string{"a", "b"} {
+			_, err := r.Navigate(ctx, key, w.site.url(publicHost, "/"+key))
+			require.NoError(t, err)
+		}
+	}
+	users := w.cf.Users()
+	require.Len(t, users, 4)
+	assert.Len(t, slices.Compact(slices.Clone(users)), 4, "no two sessions share a userId: %v", users)
+	for _, u := range users {
+		assert.True(t, strings.HasPrefix(u, "hybroute-"), u)
+		assert.True(t, strings.HasSuffix(u, "-a") || strings.HasSuffix(u, "-b"), u)
+	}
+}
+
+// BenchmarkCamofoxREST is one ExecREST call on a live Camofox session that
+// asks the server where the tab is and re-checks it: the router's part of
+// a REST call, on loopback.
+func BenchmarkCamofoxREST(b *testing.B) {
+	requireChromium(b)
+	s := newSite(b)
+	cf := camofoxtest.New(b, "", "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
+	r := newBrowserRouter(b, NewCamofox("", WithProviderBaseURL(cf.URL)), &logBuffer{})
+	ctx := context.Background()
+	_, err := r.Navigate(ctx, "s", s.url(publicHost, "/"))
+	require.NoError(b, err)
+	for b.Loop() {
+		if _, err := r.ExecREST(ctx, "s", "", func(ctx context.Context, page *RESTPage) error {
+			_, err := page.CheckPage(ctx)
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

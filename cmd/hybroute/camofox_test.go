@@ -1,0 +1,40 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/internal/camofoxtest"
+)
+
+// TestMCPOverStdioBinaryOnCamofox: "hybroute mcp --provider camofox"
+// drives the page through the server's REST API ($CAMOFOX_URL, with its
+// access key), and browser_exec, which needs CDP, gets the seed's message.
+func TestMCPOverStdioBinaryOnCamofox(t *testing.T) {
+	agenttest.RequireChromium(t)
+	site := agenttest.NewSite(t)
+	const access = "cf_stdio_access_0123456789"
+	cf := camofoxtest.New(t, access, "--user-agent="+agenttest.CloudUA, "--host-resolver-rules="+agenttest.HostRules)
+	c, stderr := startBinary(t, []string{"CAMOFOX_URL=" + cf.URL, "CAMOFOX_ACCESS_KEY=" + access}, "--provider", "camofox")
+
+	res, text := c.ok("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
+	assert.Equal(t, "cloud", res.Meta[MetaWhere].(map[string]any)["route"])
+	hits := site.Hits()
+	require.NotEmpty(t, hits)
+	assert.Equal(t, agenttest.CloudUA, hits[len(hits)-1].UA, "the Camofox browser loaded it: %s", text)
+	_, text = c.ok("browser_snapshot", nil)
+	refIn(t, text, `button "Add to cart"`)
+
+	ex := c.call("browser_exec", map[string]any{"code": "document.title"})
+	assert.True(t, ex.IsError)
+	assert.Contains(t, textOf(ex), "Cloud browser provider Camofox returned no CDP endpoint")
+
+	c.ok("browser_close", nil)
+	assert.Equal(t, 0, cf.OpenTabs())
+	require.NoError(t, c.cs.Close())
+	assert.Contains(t, stderr.String(), "cloud provider camofox")
+	assert.NotContains(t, stderr.String(), access, "the access key never reaches the logs")
+}

@@ -1,0 +1,309 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Sessions without CDP. A provider whose browser server has a REST API and
+// no CDP endpoint (Camofox) hands out sessions with a [RESTDriver] instead
+// of a CDP URL. The router keeps them like any cloud session (one per key,
+// released, reaped, counted), and the verdicts still decide where each call
+// runs: a private URL goes to the local sidecar, metadata is refused before
+// any request. On such a session:
+//
+//   - [Router.ExecREST] and [Router.NavigateREST] hand the run a [RESTPage],
+//     whose every answer names the URL the tab is on; that URL is the
+//     landed URL the router re-checks after the call, and a tab refused its
+//     landing is replaced by a fresh blank one ([RESTDriver.Reset]);
+//   - [Router.Exec] and [Router.NavigateWith], whose run speaks CDP, fail
+//     with [ErrNoCDPEndpoint] and the seed's message, without running, unless
+//     the fallback took the call (the provider could not give a session, and
+//     a local Chromium stands in: that one speaks CDP).
+//
+// What the guard cannot see there is said in the README (Known limits):
+// with no CDP connection there is no request guard inside that browser.
+
+// RESTDriver drives one tab of a browser server through its REST API. Each
+// method that can move the page returns the URL the server reports the tab
+// on afterwards ("" when the answer named none: the router then keeps the
+// URL it knew). The router serialises the calls of one session.
+type RESTDriver interface {
+	// Navigate opens rawURL in the tab.
+	Navigate(ctx context.Context, rawURL string) (string, error)
+	// Snapshot returns the page's accessibility tree as text, each
+	// interactive element with its ref (e1, e2, …), and the page URL.
+	Snapshot(ctx context.Context) (text, pageURL string, err error)
+	// Click clicks the element of ref (from the last snapshot).
+	Click(ctx context.Context, ref string) (string, error)
+	// Type replaces the text of the field of ref; submit presses Enter.
+	Type(ctx context.Context, ref, text string, submit bool) (string, error)
+	// Press presses a key (Enter, ArrowDown, …) in the page.
+	Press(ctx context.Context, key string) (string, error)
+	// Scroll scrolls the page by about a screen: up, down, left or right.
+	Scroll(ctx context.Context, direction string) (string, error)
+	// Back goes back in the tab's history.
+	Back(ctx context.Context) (string, error)
+	// Screenshot returns a PNG of the viewport, or of the whole page.
+	Screenshot(ctx context.Context, fullPage bool) ([]byte, error)
+	// URL asks the server where the tab is now.
+	URL(ctx context.Context) (string, error)
+	// Reset replaces the tab with a fresh blank one in the same browser
+	// session (its cookies kept): what a refused page is sent away with.
+	Reset(ctx context.Context) error
+	// TabID is the server's id of the current tab.
+	TabID() string
+}
+
+// RESTPage is the page of a session without CDP, as a run of
+// [Router.ExecREST] or [Router.NavigateREST] gets it. Its methods call the
+// [RESTDriver] and keep the URL each answer reports as the page's landed
+// URL; the reading ones (Snapshot, Screenshot) first ask the server where
+// the tab is, and refuse to read a page the landed-URL rule blocks.
+type RESTPage struct {
+	r *Router
+	e *entry
+	d RESTDriver
+}
+
+// land keeps u as the page's landed URL.
+func (p *RESTPage) land(u string) {
+	if u != "" {
+		p.e.landed.Store(&u)
+	}
+}
+
+// moved keeps the URL an action's answer reported.
+func (p *RESTPage) moved(u string, err error) (string, error) {
+	p.land(u)
+	return p.Landed(), err
+}
+
+// Landed is the page URL the last answer reported.
+func (p *RESTPage) Landed() string { return *p.e.landed.Load() }
+
+// TabID names the tab the page is in, on its server.
+func (p *RESTPage) TabID() string { return p.d.TabID() }
+
+// CheckPage asks the server where the tab is and applies the landed-URL
+// rule, as [Router.CheckPage] does on a CDP tab: nothing is read from a
+// page that wandered off between calls.
+func (p *RESTPage) CheckPage(ctx context.Context) (string, error) {
+	u, err := p.d.URL(ctx)
+	if err != nil {
+		return "", err
+	}
+	p.land(u)
+	return p.check(ctx, p.Landed())
+}
+
+func (p *RESTPage) check(ctx context.Context, u string) (string, error) {
+	if err := p.r.pol.refuse(p.r.pol.classifyWith(ctx, u, p.r.callLookupsOf(p.e)), p.e.where()); err != nil {
+		return u, fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
+	}
+	return u, nil
+}
+
+// Navigate opens rawURL and returns the URL the server says the tab
+// landed on. The call was planned on rawURL; the landing is re-checked
+// after the run.
+func (p *RESTPage) Navigate(ctx context.Context, rawURL string) (string, error) {
+	return p.moved(p.d.Navigate(ctx, rawURL))
+}
+
+// Snapshot returns the accessibility tree with its refs and the page's
+// URL, once the URL passed the landed-URL rule before and after the read.
+func (p *RESTPage) Snapshot(ctx context.Context) (string, string, error) {
+	if u, err := p.CheckPage(ctx); err != nil {
+		return "", u, err
+	}
+	text, u, err := p.d.Snapshot(ctx)
+	p.land(u)
+	if err != nil {
+		return "", p.Landed(), err
+	}
+	if u, err := p.check(ctx, p.Landed()); err != nil {
+		return "", u, err // read from a blocked page: dropped
+	}
+	return text, p.Landed(), nil
+}
+
+// Screenshot returns a PNG of the page, once its URL passed the landed-URL
+// rule before and after the capture.
+func (p *RESTPage) Screenshot(ctx context.Context, fullPage bool) ([]byte, error) {
+	if _, err := p.CheckPage(ctx); err != nil {
+		return nil, err
+	}
+	png, err := p.d.Screenshot(ctx, fullPage)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.CheckPage(ctx); err != nil {
+		return nil, err // the capture may be of a blocked page: dropped
+	}
+	return png, nil
+}
+
+// Click clicks the element of ref and returns the page URL after it.
+func (p *RESTPage) Click(ctx context.Context, ref string) (string, error) {
+	return p.moved(p.d.Click(ctx, ref))
+}
+
+// Type replaces the text of the field of ref (submit: then Enter) and
+// returns the page URL after it.
+func (p *RESTPage) Type(ctx context.Context, ref, text string, submit bool) (string, error) {
+	return p.moved(p.d.Type(ctx, ref, text, submit))
+}
+
+// Press presses key and returns the page URL after it.
+func (p *RESTPage) Press(ctx context.Context, key string) (string, error) {
+	return p.moved(p.d.Press(ctx, key))
+}
+
+// Scroll scrolls the page and returns its URL.
+func (p *RESTPage) Scroll(ctx context.Context, direction string) (string, error) {
+	return p.moved(p.d.Scroll(ctx, direction))
+}
+
+// Back goes back in the tab's history and returns the page URL after it.
+func (p *RESTPage) Back(ctx context.Context) (string, error) {
+	return p.moved(p.d.Back(ctx))
+}
+
+// restTab is the tab of a session without CDP: what the router keeps of
+// it is its driver and a life that its release ends.
+type restTab struct {
+	d        RESTDriver
+	ctx      context.Context
+	end      context.CancelFunc
+	provider string
+}
+
+func newRESTTab(d RESTDriver, provider string) *restTab {
+	ctx, end := context.WithCancel(context.Background())
+	return &restTab{d: d, ctx: ctx, end: end, provider: provider}
+}
+
+func (t *restTab) context() context.Context { return t.ctx }
+
+func (t *restTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	return bindTab(t.ctx, ctx)
+}
+
+func (t *restTab) dead() bool { return t.ctx.Err() != nil }
+
+func (t *restTab) wrapErr(err error) error { return err }
+
+// replace is never asked of a REST tab: only a CDP call can leave a tab
+// wedged (tabs.go), and none runs here.
+func (t *restTab) replace(context.Context, *config) (func(), error) {
+	return nil, errors.New("hybroute: a tab driven through a REST API is not replaced over CDP")
+}
+
+// close ends the tab's life; the provider's release closes it on the
+// server.
+func (t *restTab) close(context.Context) error {
+	t.end()
+	return nil
+}
+
+// runFunc is a call's run: page is nil on a CDP tab, whose chromedp
+// context ctx is, and the session's page on a tab without CDP.
+type runFunc func(ctx context.Context, page *RESTPage) error
+
+// cdpOnly is the runFunc of a run that speaks CDP only (Exec's).
+func cdpOnly(run func(ctx context.Context) error) runFunc {
+	return func(ctx context.Context, _ *RESTPage) error { return run(ctx) }
+}
+
+// ExecREST is [Router.Exec] for a run that can drive a session without
+// CDP too: on such a session (a [RESTDriver]'s, Camofox's) run gets the
+// session's [RESTPage] and a context that is not a chromedp one; on every
+// other session page is nil and ctx is the chromedp context Exec's run
+// gets. The plan, the route, the fallback and the landed-URL check are
+// Exec's.
+func (r *Router) ExecREST(ctx context.Context, sessionKey, code string, run func(ctx context.Context, page *RESTPage) error) (Result, error) {
+	return r.exec(ctx, sessionKey, code, run, true)
+}
+
+// NavigateREST is [Router.NavigateWith] for a run that can drive a
+// session without CDP too, as [Router.ExecREST] is Exec's.
+func (r *Router) NavigateREST(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context, page *RESTPage) error) (Result, error) {
+	return r.navigate(ctx, sessionKey, rawURL, run, true)
+}
+
+// execREST runs a call on a session without CDP. A run that speaks CDP
+// only fails with the seed's message, before it runs: there is nothing it
+// could drive.
+func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res Result, run runFunc, rest bool) (Result, error) {
+	if !rest {
+		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, &noCDPError{provider: t.provider})
+	}
+	page := &RESTPage{r: r, e: e, d: t.d}
+	cctx, cancel := t.bind(ctx)
+	defer cancel()
+	started := time.Now()
+	runErr := run(context.WithValue(cctx, runKey{}, e), page)
+	r.tel.callDuration.Record(ctx, since(started), metric.WithAttributes(attribute.String("route", res.Route.String())))
+	if runErr != nil {
+		if e.released.Load() && ctx.Err() == nil {
+			runErr = fmt.Errorf("%w: %w", ErrReleased, runErr)
+		} else if tabGone(runErr) {
+			// The server lost the tab (a restart, its own reaper): the
+			// session is over, and the next call makes a new one.
+			t.end()
+			runErr = fmt.Errorf("%w: %w", &deadBrowserError{"hybroute: the tab of " + t.provider +
+				" is gone (the server no longer knows it); the session is gone with its page, the next call starts a new one"}, runErr)
+			return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, runErr)
+		}
+		err := fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, runErr)
+		if !t.dead() {
+			if landed, blanked, lerr := r.checkRESTLanding(ctx, e, t); lerr != nil {
+				res.LandedURL, res.SentToBlank = landed, blanked
+				err = errors.Join(err, lerr)
+			}
+		}
+		return res, err
+	}
+	var err error
+	res.LandedURL, res.SentToBlank, err = r.checkRESTLanding(ctx, e, t)
+	return res, err
+}
+
+// tabGone reports a server's answer that it does not know the tab: 404,
+// or 410 (camofox-browser's answer for a tab lost in a restart).
+func tabGone(err error) bool {
+	var pe *ProviderError
+	return errors.As(err, &pe) && (pe.Status == http.StatusNotFound || pe.Status == http.StatusGone)
+}
+
+// checkRESTLanding re-checks the URL the server last reported for the tab.
+// A refused landing is reported as on a CDP tab, and the tab is replaced by
+// a fresh blank one (the server may not navigate to about:blank: Camofox
+// opens http and https only).
+func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *restTab) (string, bool, error) {
+	landed := *e.landed.Load()
+	refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, r.callLookupsOf(e)), e.where())
+	if refused == nil {
+		return landed, false, nil
+	}
+	r.tel.refused(ctx, "landing", refused)
+	err := fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if rerr := t.d.Reset(rctx); rerr != nil {
+		r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: replacing a tab refused its landing",
+			slog.String("cache_key", e.key), slog.String("error", rerr.Error()))
+		return landed, false, errors.Join(err, fmt.Errorf("hybroute: replacing the tab with a blank one: %w", rerr))
+	}
+	blank := "about:blank"
+	e.landed.Store(&blank)
+	return landed, true, err
+}
