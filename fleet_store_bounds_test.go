@@ -55,7 +55,11 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 	assert.True(t, res.FallbackFromCloud, "the claim is held: this session waited its budget for the probe")
 	left, err := c.PTTL(ctx, key("probe")).Result()
 	require.NoError(t, err)
-	assert.True(t, left > 0 && left <= budget+probeSlack, "the claim got a lease, at most one probe's: %v", left)
+	// PTTL answers -2 for a key that is gone: on a loaded machine the
+	// repaired lease can run out before this reads it, which is bounded
+	// too. -1 (no TTL) is what the bound repairs.
+	gone := left == -2*time.Nanosecond
+	assert.True(t, gone || (left > 0 && left <= budget+probeSlack), "the claim got a lease, at most one probe's: %v", left)
 
 	// Once the claim's lease and the ghosts' have run out, a new session
 	// reaches the cloud. (Without the bounds it never does.)

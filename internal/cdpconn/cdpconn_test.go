@@ -95,7 +95,7 @@ func TestProviderShapesOverTLS(t *testing.T) {
 	c := cloudtest.LaunchChromium(t, "--user-agent="+cloudUA)
 	site := newSite(t)
 
-	for _, kind := range []cloudtest.Kind{cloudtest.Browserbase, cloudtest.Steel, cloudtest.BrowserUse, cloudtest.CDP} {
+	for _, kind := range []cloudtest.Kind{cloudtest.Browserbase, cloudtest.Steel, cloudtest.BrowserUseV2, cloudtest.CDP} {
 		t.Run(string(kind), func(t *testing.T) {
 			s := cloudtest.NewServer(t, kind, c.WSURL, cloudtest.WithRealShapes())
 			hc := s.HTTPClient()
@@ -129,7 +129,7 @@ func providerURL(t *testing.T, s *cloudtest.Server, hc *http.Client) string {
 	}
 	path, header, field := "/v1/sessions", "X-BB-API-Key", "connectUrl"
 	switch s.Kind {
-	case cloudtest.BrowserUse:
+	case cloudtest.BrowserUseV2:
 		path, header, field = "/api/v2/browsers", "X-Browser-Use-API-Key", "cdpUrl"
 	case cloudtest.Steel:
 		header, field = "steel-api-key", "websocketUrl"
@@ -235,7 +235,7 @@ func TestDiscoveryAnswersNeverPanic(t *testing.T) {
 // that the endpoint's token is added only on the endpoint's own host.
 func TestDiscoveryChecksTheAnsweredURL(t *testing.T) {
 	c := cloudtest.LaunchChromium(t)
-	s := cloudtest.NewServer(t, cloudtest.BrowserUse, c.WSURL, cloudtest.WithRealShapes())
+	s := cloudtest.NewServer(t, cloudtest.BrowserUseV2, c.WSURL, cloudtest.WithRealShapes())
 	hc := s.HTTPClient()
 	cdp := providerURL(t, s, hc)
 	host := strings.TrimPrefix(cdp, "https://")

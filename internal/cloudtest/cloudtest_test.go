@@ -40,7 +40,7 @@ func TestChromiumCloseReapsTheProcess(t *testing.T) {
 // used once, in order.
 func TestServerChecksTheKeyAndCounts(t *testing.T) {
 	t.Parallel()
-	s := NewServer(t, BrowserUse, "ws://127.0.0.1:9/devtools/browser/x")
+	s := NewServer(t, BrowserUseV2, "ws://127.0.0.1:9/devtools/browser/x")
 	post := func(key string) (int, string, http.Header) {
 		req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/v2/browsers", strings.NewReader(`{}`))
 		req.Header.Set("X-Browser-Use-API-Key", key)

@@ -19,9 +19,9 @@ import (
 func create(t *testing.T, s *Server) map[string]any {
 	t.Helper()
 	ep := map[Kind]struct{ path, header string }{
-		Browserbase: {"/v1/sessions", "X-BB-API-Key"},
-		BrowserUse:  {"/api/v2/browsers", "X-Browser-Use-API-Key"},
-		Steel:       {"/v1/sessions", "steel-api-key"},
+		Browserbase:  {"/v1/sessions", "X-BB-API-Key"},
+		BrowserUseV2: {"/api/v2/browsers", "X-Browser-Use-API-Key"},
+		Steel:        {"/v1/sessions", "steel-api-key"},
 	}[s.Kind]
 	req, err := http.NewRequest(http.MethodPost, s.URL+ep.path, strings.NewReader(`{"projectId":"`+s.ProjectID+`"}`))
 	require.NoError(t, err)
@@ -103,7 +103,7 @@ func TestFrontServesTheProviderShapes(t *testing.T) {
 	})
 
 	t.Run("browser-use", func(t *testing.T) {
-		s := NewServer(t, BrowserUse, c.WSURL, WithRealShapes())
+		s := NewServer(t, BrowserUseV2, c.WSURL, WithRealShapes())
 		out := create(t, s)
 		cdp := out["cdpUrl"].(string)
 		id := out["id"].(string)
