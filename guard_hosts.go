@@ -9,7 +9,7 @@ import (
 
 // On a remote browser the guard pauses every HTTP(S) request (guard.go), so
 // a page of a hundred subresources on twenty hosts asks about twenty names
-// a hundred times, all at once. hostVerdicts answers those from one lookup
+// a hundred times, all at once. hostAnswers answers those from one lookup
 // per name per session: the first request of a name starts the lookup, the
 // ones that arrive while it runs wait on it, and the ones after it read
 // the answer. Only the resolver's answer is kept, never a verdict: each
@@ -28,9 +28,9 @@ const (
 	maxHostAnswers = 1024
 )
 
-// hostVerdicts is the name answers one session's guard reuses. Its zero
-// value is ready.
-type hostVerdicts struct {
+// hostAnswers is the resolver's answers one session's guard reuses (not
+// verdicts: each URL is decided on its own). Its zero value is ready.
+type hostAnswers struct {
 	mu sync.Mutex
 	m  map[string]*hostLookup
 }
@@ -48,7 +48,7 @@ type hostLookup struct {
 // guard's) bounded by limit, not under ctx: a waiter whose ctx ends gets
 // ctx's error, and the lookup goes on for the ones behind it. A lookup
 // that ran out of time is not kept.
-func (h *hostVerdicts) answer(ctx, life context.Context, limit time.Duration, res Resolver, name string, now time.Time) ([]netip.Addr, error) {
+func (h *hostAnswers) answer(ctx, life context.Context, limit time.Duration, res Resolver, name string, now time.Time) ([]netip.Addr, error) {
 	h.mu.Lock()
 	l := h.m[name]
 	if l == nil || (l.finished() && now.Sub(l.at) > hostAnswerTTL) {
@@ -68,7 +68,7 @@ func (h *hostVerdicts) answer(ctx, life context.Context, limit time.Duration, re
 	}
 }
 
-func (h *hostVerdicts) resolve(l *hostLookup, life context.Context, limit time.Duration, res Resolver, name string) {
+func (h *hostAnswers) resolve(l *hostLookup, life context.Context, limit time.Duration, res Resolver, name string) {
 	ctx, cancel := context.WithTimeout(life, limit)
 	defer cancel()
 	l.addrs, l.err = res.LookupNetIP(ctx, "ip", name)

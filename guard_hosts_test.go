@@ -32,7 +32,7 @@ func (g *gatedResolver) LookupNetIP(ctx context.Context, network, host string) (
 func TestHostAnswersOneLookupPerName(t *testing.T) {
 	res := &gatedResolver{countingResolver: countingResolver{n: map[string]int{},
 		staticResolver: staticResolver{"a.test": addrs("10.0.0.5")}}, gate: make(chan struct{})}
-	var h hostVerdicts
+	var h hostAnswers
 	now := time.Now()
 	var wg sync.WaitGroup
 	got := make([][]netip.Addr, 100)
@@ -61,7 +61,7 @@ func TestHostAnswersOneLookupPerName(t *testing.T) {
 func TestHostAnswersTimeoutIsNotKept(t *testing.T) {
 	res := &gatedResolver{countingResolver: countingResolver{n: map[string]int{},
 		staticResolver: staticResolver{"slow.test": addrs("93.184.215.14")}}, gate: make(chan struct{})}
-	var h hostVerdicts
+	var h hostAnswers
 	_, err := h.answer(context.Background(), context.Background(), 20*time.Millisecond, res, "slow.test", time.Now())
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	close(res.gate)
@@ -74,7 +74,7 @@ func TestHostAnswersTimeoutIsNotKept(t *testing.T) {
 // starts a fresh table rather than growing.
 func TestHostAnswersBounded(t *testing.T) {
 	res := &countingResolver{n: map[string]int{}, staticResolver: staticResolver{}}
-	var h hostVerdicts
+	var h hostAnswers
 	for i := range maxHostAnswers + 10 {
 		_, _ = h.answer(context.Background(), context.Background(), time.Minute, res, netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}).String()+".test", time.Now())
 	}

@@ -89,7 +89,7 @@ type entry struct {
 	landed         atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
 	tabID          target.ID                   // the tab's target, set by the guard
 	bg             *browserGuard               // the guard of the tab's browser (guard.go)
-	hosts          hostVerdicts                // name answers the guard reuses (guard_hosts.go)
+	hosts          hostAnswers                 // name answers the guard reuses (guard_hosts.go)
 	suspect        atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab

@@ -127,19 +127,32 @@ func printConfig(w io.Writer, fs *flag.FlagSet, getenv func(string) string) {
 		fmt.Fprintf(&b, "%s: %q\n", f.Name, v)
 	})
 	b.WriteString("# API keys come from the environment only:\n")
-	seen := map[string]bool{}
-	for _, k := range providerKinds() {
-		for _, v := range append(k.env, specKeyEnv, "CAMOFOX_ACCESS_KEY") {
-			if seen[v] {
-				continue
-			}
-			seen[v] = true
-			state := "unset"
-			if getenv(v) != "" {
-				state = "set (****)"
-			}
-			fmt.Fprintf(&b, "#   %s: %s\n", v, state)
+	for _, v := range keyVariables() {
+		state := "unset"
+		if getenv(v) != "" {
+			state = "set (****)"
 		}
+		fmt.Fprintf(&b, "#   %s: %s\n", v, state)
 	}
 	_, _ = w.Write(b.Bytes())
+}
+
+// keyVariables are the environment variables that hold a provider's key or
+// token, each once, in the order of the providers.
+func keyVariables() []string {
+	var out []string
+	seen := map[string]bool{}
+	add := func(vs ...string) {
+		for _, v := range vs {
+			if !seen[v] {
+				seen[v] = true
+				out = append(out, v)
+			}
+		}
+	}
+	for _, k := range providerKinds() {
+		add(k.env...)
+	}
+	add(specKeyEnv, "CAMOFOX_ACCESS_KEY")
+	return out
 }
