@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
@@ -157,6 +158,7 @@ func hostileResolver() staticResolver {
 // works); with it, nothing does, while the page's public subresource
 // still loads.
 func TestCloudGuardSeesEveryRequest(t *testing.T) {
+	requireCloudGuard(t)
 	d := inNetns(t)
 	if d == nil {
 		return
@@ -177,11 +179,13 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 		logs := &logBuffer{}
 		r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
 			WithProviderHTTPClient(api.HTTPClient())), logs, WithResolver(hostileResolver()))
-		ctx := testCtx(t)
 		contacts := 0 // connections that carried no request (README, Known limits)
 		for _, m := range methods {
 			// A fresh page for each: a refused frame sends the tab to
-			// about:blank.
+			// about:blank. A deadline for each, as on a loaded machine
+			// nineteen of them outlast one.
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
 			res, err := r.Navigate(ctx, "hostile", s.url(publicHost, "/hostile"))
 			require.NoError(t, err)
 			require.Equal(t, RouteCloud, res.Route)

@@ -70,6 +70,7 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 				var s *site
 				var r *Router
 				if route == "cloud" {
+					requireCloudGuard(t)
 					w := newWorld(t, cloudtest.Browserbase, rc.rule, WithResolver(guardResolver()))
 					s, r = w.site, w.r
 				} else {

@@ -10,7 +10,7 @@ majors=("$@")
 [ ${#majors[@]} -gt 0 ] || majors=(130 131 138 143 148 153)
 cache=${HYBROUTE_COMPAT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hybroute-compat}
 mkdir -p "$cache"
-tests='^(TestSeedStoryRateLimitFallsBackToLocal|TestLocalhostGoesToSidecarWhilePublicRunsInCloud|TestMixedCallRunsWhollyLocal|TestGuardHoldsEveryChannelOnCloud|TestGuardRefusesPopupsOnCloud|TestOfflineRulePatterns|TestPrivilegedSchemesAreRefusedOnBothRoutes|TestEgressRefusesWhatURLsCannotShow|TestOldCloudBrowserFallsBackWithTheReason|TestBrowserBelowTheFloorIsRefused)$'
+tests='^(TestSeedStoryRateLimitFallsBackToLocal|TestLocalhostGoesToSidecarWhilePublicRunsInCloud|TestMixedCallRunsWhollyLocal|TestGuardHoldsEveryChannelOnCloud|TestGuardRefusesPopupsOnCloud|TestOfflineRulePatterns|TestPrivilegedSchemesAreRefusedOnBothRoutes|TestEgressRefusesWhatURLsCannotShow|TestOldCloudBrowserFallsBackWithTheReason|TestCloudGuardSeesEveryRequest|TestOperatorRulesHoldOnBothRoutes|TestGrantPublicPagesReachNoPrivateAddress|TestBrowserBelowTheFloorIsRefused)$'
 
 fetch() { # major -> path of its binary
 	local m=$1 dir="$cache/$1"
