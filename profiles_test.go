@@ -69,6 +69,10 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	assert.Equal(t, "login="+cookieSecret+"; tab=only-this-run", whoAmI(t, r1, "alice", s.URL+"/who"),
 		"before any release the session has both cookies")
 
+	status, err := r1.Status(ctx, "alice")
+	require.NoError(t, err)
+	assert.True(t, status.Open && status.Profile && status.Route == RouteLocal, "the status names the profile: %+v", status)
+	assert.True(t, r1.Rules().PersistentProfiles)
 	require.NoError(t, r1.Release(ctx, "alice"))
 	assert.Equal(t, "login="+cookieSecret, whoAmI(t, r1, "alice", s.URL+"/who"),
 		"after Release the persistent cookie is back, the session cookie is not")
