@@ -69,6 +69,14 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	assert.Equal(t, "login="+cookieSecret+"; tab=only-this-run", whoAmI(t, r1, "alice", s.URL+"/who"),
 		"before any release the session has both cookies")
 
+	// The periodic save writes the jar while the session lives, so a
+	// process that dies keeps what was saved.
+	r1.profiles.saveAll()
+	b, err := os.ReadFile(filepath.Join(dir, profileName("alice"), profileCookies))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), cookieSecret, "saved while the session lives")
+	assert.NotContains(t, string(b), "only-this-run", "a session cookie is not kept")
+
 	status, err := r1.Status(ctx, "alice")
 	require.NoError(t, err)
 	assert.True(t, status.Open && status.Profile && status.Route == RouteLocal, "the status names the profile: %+v", status)
@@ -94,7 +102,7 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	fi, err = os.Stat(jar)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	b, err := os.ReadFile(jar)
+	b, err = os.ReadFile(jar)
 	require.NoError(t, err)
 	var st struct {
 		Cookies []map[string]any `json:"cookies"`
