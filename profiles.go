@@ -216,6 +216,18 @@ func cookiePath(p string) string {
 func (ps *profileStore) restore(ctx context.Context, t *localTab, key string) error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	// A session of the same key may still be ending (the reaper took it
+	// from the cache and has not disposed of it yet): its jar is saved now
+	// and it stops being kept, so the new session starts from its last
+	// cookies and its late release cannot save over the new one's.
+	for old, k := range ps.live {
+		if k == key {
+			delete(ps.live, old)
+			if err := ps.save(old, key); err != nil {
+				ps.log.Warn("hybroute: saving the profile of a session that is ending", "err", err)
+			}
+		}
+	}
 	d, err := ps.profileDir(key)
 	if err != nil {
 		return fmt.Errorf("hybroute: the profile of session %q: %w", key, err)

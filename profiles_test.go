@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -188,4 +189,42 @@ func TestProfileUnreadableJarFailsTheSession(t *testing.T) {
 	require.NoError(t, r.Close())
 	b, _ := os.ReadFile(jar)
 	assert.Equal(t, "{not json", string(b))
+}
+
+// TestProfileHandsOverFromAnEndingSession: a key's new session made while
+// its old one is still ending (the reaper's window) starts from the old
+// one's cookies, and the old one's late release saves nothing over them.
+func TestProfileHandsOverFromAnEndingSession(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newTestSidecar(t)
+	site := newSite(t, loginRoutes)
+	ctx := testCtx(t)
+	ps, err := openProfiles(t.TempDir(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, ps.close()) })
+
+	old, err := s.open(ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, ps.restore(ctx, old, "k"))
+	navigate(t, ctx, old, site.URL+"/login")
+
+	fresh, err := s.open(ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, ps.restore(ctx, fresh, "k"))
+	navigate(t, ctx, fresh, site.URL+"/who")
+	assert.Equal(t, "cookie=login="+cookieSecret, title(t, ctx, fresh), "the new session has the ending one's cookie")
+
+	// What the old session does after the hand-over must not reach the
+	// jar, which is the new session's now.
+	_, err = run(ctx, old, chromedp.Evaluate[any](`document.cookie = "late=1; Max-Age=3600; path=/"`))
+	require.NoError(t, err)
+	require.NoError(t, ps.release(old))
+	require.NoError(t, old.close())
+	require.NoError(t, ps.release(fresh))
+	require.NoError(t, fresh.close())
+	b, err := os.ReadFile(filepath.Join(ps.dir, profileName("k"), profileCookies))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), cookieSecret)
+	assert.NotContains(t, string(b), `"late"`, "the old session's late release saved nothing")
 }
