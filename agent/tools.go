@@ -123,6 +123,7 @@ var toolDefs = []toolDef{
 		schema: noArgs,
 		run:    (*Toolset).closeTool,
 	},
+	statusTool, // status.go
 }
 
 var toolByName = func() map[string]*toolDef {

@@ -25,7 +25,7 @@ const mcpUsage = `Usage: hybroute mcp [flags]
 
 Serves the browser tools (browser_navigate, browser_snapshot, browser_click,
 browser_type, browser_press, browser_scroll, browser_back, browser_screenshot,
-browser_console, browser_exec, browser_close) over MCP: on stdin/stdout by
+browser_console, browser_exec, browser_close, browser_status) over MCP: on stdin/stdout by
 default, over streamable HTTP with --http. Each MCP client session has a
 browser session of its own, released when the client session ends.
 
