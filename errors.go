@@ -39,6 +39,14 @@ var (
 	// [WithMaxLocalMemory] while it was idle. The session's next call
 	// starts a fresh one.
 	ErrEvicted = errors.New("hybroute: the session was ended to make room for others")
+	// ErrBadState is wrapped by the error of a storage state that cannot
+	// be loaded: not Playwright's storageState JSON, or a cookie or an
+	// origin in it that is malformed. The message says what, and names no
+	// value. Nothing of such a state is loaded.
+	ErrBadState = errors.New("hybroute: bad storage state")
+	// ErrNoSession is wrapped by the error of [Router.SaveState] on a
+	// session key that has no browser session, and no state loaded.
+	ErrNoSession = errors.New("hybroute: the session has no browser")
 )
 
 // The security rules. A refused URL's error is a [*BlockedError], which

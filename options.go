@@ -49,6 +49,9 @@ type config struct {
 	viewportW     int // every local tab's viewport (viewport.go); 0 leaves Chromium's own
 	viewportH     int
 
+	// the storage state every new browser session starts with (state_session.go)
+	initialState *State
+
 	// the JavaScript dialogs of every tab (dialog.go)
 	dialogs DialogPolicy
 
