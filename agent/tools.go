@@ -123,6 +123,7 @@ var toolDefs = []toolDef{
 		schema: noArgs,
 		run:    (*Toolset).closeTool,
 	},
+	stateToolDefs[0], stateToolDefs[1], // agent/state.go
 }
 
 var toolByName = func() map[string]*toolDef {
