@@ -221,7 +221,8 @@ func TestStateFollowsRouteChange(t *testing.T) {
 // sidecar session of the same key gets them, and SaveState keeps them.
 func TestStateLocalCookiesStayOffCloud(t *testing.T) {
 	requireChromium(t)
-	w := newWorld(t, cloudtest.Browserbase)
+	debug := &logBuffer{}
+	w := newWorld(t, cloudtest.Browserbase, WithLogger(slog.New(slog.NewTextHandler(debug, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := testCtx(t)
 	st := &State{
 		Cookies: []StateCookie{
@@ -259,7 +260,8 @@ func TestStateLocalCookiesStayOffCloud(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]string{w.site.url(publicHost, ""): "public", w.site.URL: "secret-origin"}, got)
-	assert.NotContains(t, w.logs.String(), "secret-", "no value of the state is logged")
+	require.NotEmpty(t, debug.String(), "the router logged at debug level")
+	assert.NotContains(t, debug.String(), "secret-", "no value of the state is logged")
 }
 
 // cookieNames lists name@domain of the cookies in the browser context of
@@ -354,4 +356,40 @@ func TestStateIsNeverLogged(t *testing.T) {
 	out := buf.String() + fmt.Sprint(st) + fmt.Sprintf("%v %+v %#v %s", st, st, st, st.Cookies[0])
 	assert.NotContains(t, out, "secret-")
 	assert.Contains(t, buf.String(), "state.cookies=1")
+}
+
+// TestStateLoadsIntoALiveSession: a state loaded into a session that has
+// a page logs it in without moving its page, on both routes, and the
+// storage it sets is there at the next visit.
+func TestStateLoadsIntoALiveSession(t *testing.T) {
+	requireChromium(t)
+	login := newLoginSite()
+	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
+	local := newBrowserRouter(t, nil, w.logs)
+	account := w.site.url(publicHost, "/account")
+	logIn(t, w.r, "frank", w.site.url(publicHost, "/login-page"), "frank")
+	st, err := w.r.SaveState(testCtx(t), "frank")
+	require.NoError(t, err)
+
+	for name, r := range map[string]*Router{"cloud": w.r, "local": local} {
+		t.Run(name, func(t *testing.T) {
+			key := "live-" + name
+			_, title, theme, _ := accountPage(t, r, key, account)
+			require.Equal(t, "anonymous", title)
+			require.Empty(t, theme)
+			require.NoError(t, r.LoadState(testCtx(t), key, st))
+			var at string
+			_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context) error {
+				var err error
+				at, err = chromedp.Run(ctx, chromedp.Location())
+				return err
+			})
+			require.NoError(t, err)
+			assert.Equal(t, account, at, "the session's page stayed where it was")
+			_, title, theme, draft := accountPage(t, r, key, account)
+			assert.Equal(t, "logged in as frank", title)
+			assert.Equal(t, "dark-frank", theme)
+			assert.Equal(t, "half-written", draft, "the session storage of the page's origin")
+		})
+	}
 }
