@@ -71,20 +71,13 @@ const (
 )
 
 // LogValue keeps a state's values out of every log line: counts only.
-func (s *State) LogValue() slog.Value {
-	if s == nil {
-		return slog.StringValue("none")
-	}
+func (s State) LogValue() slog.Value {
 	return slog.GroupValue(slog.Int("cookies", len(s.Cookies)), slog.Int("origins", len(s.Origins)))
 }
 
 // Format prints counts for every verb, so a state passed to fmt by mistake
-// shows no credential.
-func (s *State) Format(f fmt.State, _ rune) {
-	if s == nil {
-		fmt.Fprint(f, "hybroute.State(nil)")
-		return
-	}
+// shows no credential (a nil *State prints as <nil>).
+func (s State) Format(f fmt.State, _ rune) {
 	fmt.Fprintf(f, "hybroute.State{%d cookies, %d origins}", len(s.Cookies), len(s.Origins))
 }
 
@@ -97,6 +90,23 @@ func (c StateCookie) LogValue() slog.Value {
 func (c StateCookie) Format(f fmt.State, _ rune) {
 	fmt.Fprintf(f, "cookie %q for %s%s", c.Name, c.Domain, c.Path)
 }
+
+// LogValue keeps an origin's stored values out of a log line.
+func (o StateOrigin) LogValue() slog.Value {
+	return slog.GroupValue(slog.String("origin", o.Origin), slog.Int("localStorage", len(o.LocalStorage)),
+		slog.Int("sessionStorage", len(o.SessionStorage)))
+}
+
+// Format shows an origin without its stored values.
+func (o StateOrigin) Format(f fmt.State, _ rune) {
+	fmt.Fprintf(f, "storage of %s (%d local, %d session)", o.Origin, len(o.LocalStorage), len(o.SessionStorage))
+}
+
+// LogValue keeps a stored value out of a log line.
+func (it StateItem) LogValue() slog.Value { return slog.StringValue(it.Name) }
+
+// Format shows a stored item's name, not its value.
+func (it StateItem) Format(f fmt.State, _ rune) { fmt.Fprintf(f, "item %q", it.Name) }
 
 // ParseState reads a storage state from Playwright's storageState JSON and
 // checks it. A malformed one fails with an error that wraps [ErrBadState]

@@ -352,10 +352,13 @@ func TestStateIsNeverLogged(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	st := &State{Cookies: []StateCookie{{Name: "sid", Value: "secret-cookie", Domain: "x.test", Path: "/"}},
 		Origins: []StateOrigin{{Origin: "https://x.test", LocalStorage: []StateItem{{"t", "secret-storage"}}}}}
-	log.Info("state", "state", st, "cookie", st.Cookies[0])
-	out := buf.String() + fmt.Sprint(st) + fmt.Sprintf("%v %+v %#v %s", st, st, st, st.Cookies[0])
+	log.Info("state", "state", st, "value", *st, "cookie", st.Cookies[0], "origin", st.Origins[0], "item", st.Origins[0].LocalStorage[0])
+	out := buf.String() + fmt.Sprint(st) + fmt.Sprintf("%v %+v %#v %s %v %+v %v", st, *st, st, st.Cookies[0], st.Origins, st.Origins[0].LocalStorage, []*State{st, nil})
 	assert.NotContains(t, out, "secret-")
 	assert.Contains(t, buf.String(), "state.cookies=1")
+	assert.Contains(t, out, `cookie "sid" for x.test/`)
+	var none *State
+	assert.Equal(t, "<nil>", fmt.Sprint(none))
 }
 
 // TestStateLoadsIntoALiveSession: a state loaded into a session that has

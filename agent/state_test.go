@@ -24,6 +24,9 @@ func TestStateTools(t *testing.T) {
 	ts := newToolset(t, r, agent.WithStateDir(dir))
 	page := "http://localhost:" + site.Port + "/"
 
+	early := callTool(t, ts, "one", "browser_state_save", map[string]string{"name": "shop"})
+	assert.True(t, early.IsError)
+	assert.Contains(t, early.Text, "this session has no browser yet")
 	mustOK(t, callTool(t, ts, "one", "browser_navigate", map[string]string{"url": page}))
 	mustOK(t, callTool(t, ts, "one", "browser_exec", map[string]string{
 		"code": `document.cookie = "sid=secret-sid; path=/"; localStorage.setItem("theme", "secret-theme"); 1`}))
