@@ -227,6 +227,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			dialogs := r.watchDialogs(e, e.tab.context())
 			if err := r.startState(sctx, e); err != nil {
 				_ = e.end()
+				guard() // the tab is gone: the guard forgets it now
 				return nil, err
 			}
 			r.mu.Lock()
