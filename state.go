@@ -174,6 +174,9 @@ func (s *State) check() error {
 		default:
 			return fmt.Errorf("%w: cookie %d (%q): sameSite %q is not Strict, Lax or None", ErrBadState, i, c.Name, c.SameSite)
 		}
+		if err := browserRules(*c); err != nil {
+			return fmt.Errorf("%w: cookie %d (%q): %w", ErrBadState, i, c.Name, err)
+		}
 	}
 	seen := map[string]bool{}
 	for i := range s.Origins {
@@ -187,6 +190,24 @@ func (s *State) check() error {
 		}
 		seen[norm] = true
 		o.Origin = norm
+	}
+	return nil
+}
+
+// browserRules are the rules Chromium holds a cookie to when it is set
+// (Storage.setCookies refuses the whole list for one that breaks them):
+// caught here, a bad file fails when it is read, not at every session
+// its key makes.
+func browserRules(c StateCookie) error {
+	switch {
+	case strings.ContainsFunc(c.Name+c.Value, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ';' }):
+		return errors.New("its name or value holds a control character or ';'")
+	case strings.ContainsAny(c.Name, "= \t"):
+		return errors.New("its name holds '=' or a blank")
+	case strings.HasPrefix(c.Name, "__Secure-") && !c.Secure:
+		return errors.New("a __Secure- cookie needs secure")
+	case strings.HasPrefix(c.Name, "__Host-") && (!c.Secure || c.Path != "/" || strings.HasPrefix(c.Domain, ".")):
+		return errors.New("a __Host- cookie needs secure, path / and no domain of its own")
 	}
 	return nil
 }

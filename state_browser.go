@@ -134,9 +134,25 @@ func writeCookies(ctx context.Context, e *entry, cs []StateCookie, replace bool)
 	if len(ps) == 0 {
 		return nil
 	}
-	if _, err := cdp.Call(ctx, b, storage.SetCookies, storage.SetCookiesParams{Cookies: ps, BrowserContextID: id}); err != nil {
-		// Chromium's refusal names the field, not the value.
+	if _, err := cdp.Call(ctx, b, storage.SetCookies, storage.SetCookiesParams{Cookies: ps, BrowserContextID: id}); err == nil {
+		return nil
+	} else if e.tab.dead() || ctx.Err() != nil {
 		return fmt.Errorf("hybroute: setting the cookies: %w", e.tab.wrapErr(err))
+	}
+	// Chromium refuses the whole list for one cookie it will not take,
+	// and does not say which: one at a time, the others are set, and the
+	// error names the ones it refused.
+	var refused []string
+	for _, p := range ps {
+		if _, err := cdp.Call(ctx, b, storage.SetCookies, storage.SetCookiesParams{Cookies: []*network.CookieParam{p}, BrowserContextID: id}); err != nil {
+			if e.tab.dead() || ctx.Err() != nil {
+				return fmt.Errorf("hybroute: setting the cookies: %w", e.tab.wrapErr(err))
+			}
+			refused = append(refused, p.Name+"@"+p.Domain)
+		}
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("hybroute: setting the cookies: %w: the browser refused %q", ErrBadState, refused)
 	}
 	return nil
 }

@@ -290,17 +290,20 @@ func liveEntry(t *testing.T, r *Router, cacheKey string) *entry {
 func TestParseStateRefusesBadInput(t *testing.T) {
 	t.Parallel()
 	for name, in := range map[string]string{
-		"not JSON":        `{"cookies": [`,
-		"empty":           ``,
-		"wrong type":      `{"cookies": {"name": "secret-value"}}`,
-		"trailing":        `{"cookies": []} {}`,
-		"no domain":       `{"cookies": [{"name": "a", "value": "secret-value", "path": "/"}]}`,
-		"bad path":        `{"cookies": [{"name": "a", "value": "secret-value", "domain": "x.test", "path": "x"}]}`,
-		"bad sameSite":    `{"cookies": [{"name": "a", "value": "secret-value", "domain": "x.test", "path": "/", "sameSite": "Sometimes"}]}`,
-		"origin path":     `{"origins": [{"origin": "https://x.test/secret-value", "localStorage": []}]}`,
-		"origin scheme":   `{"origins": [{"origin": "file:///etc", "localStorage": []}]}`,
-		"origin twice":    `{"origins": [{"origin": "https://x.test", "localStorage": []}, {"origin": "https://X.test:443", "localStorage": []}]}`,
-		"storage as text": `{"origins": [{"origin": "https://x.test", "localStorage": "secret-value"}]}`,
+		"not JSON":         `{"cookies": [`,
+		"empty":            ``,
+		"wrong type":       `{"cookies": {"name": "secret-value"}}`,
+		"trailing":         `{"cookies": []} {}`,
+		"no domain":        `{"cookies": [{"name": "a", "value": "secret-value", "path": "/"}]}`,
+		"bad path":         `{"cookies": [{"name": "a", "value": "secret-value", "domain": "x.test", "path": "x"}]}`,
+		"bad sameSite":     `{"cookies": [{"name": "a", "value": "secret-value", "domain": "x.test", "path": "/", "sameSite": "Sometimes"}]}`,
+		"origin path":      `{"origins": [{"origin": "https://x.test/secret-value", "localStorage": []}]}`,
+		"origin scheme":    `{"origins": [{"origin": "file:///etc", "localStorage": []}]}`,
+		"origin twice":     `{"origins": [{"origin": "https://x.test", "localStorage": []}, {"origin": "https://X.test:443", "localStorage": []}]}`,
+		"__Host- domain":   `{"cookies": [{"name": "__Host-a", "value": "secret-value", "domain": ".x.test", "path": "/", "secure": true}]}`,
+		"__Secure- plain":  `{"cookies": [{"name": "__Secure-a", "value": "secret-value", "domain": "x.test", "path": "/"}]}`,
+		"control in value": "{\"cookies\": [{\"name\": \"a\", \"value\": \"secret-value\\n\", \"domain\": \"x.test\", \"path\": \"/\"}]}",
+		"storage as text":  `{"origins": [{"origin": "https://x.test", "localStorage": "secret-value"}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ParseState([]byte(in))
@@ -395,4 +398,25 @@ func TestStateLoadsIntoALiveSession(t *testing.T) {
 			assert.Equal(t, "half-written", draft, "the session storage of the page's origin")
 		})
 	}
+}
+
+// TestRefusedCookiesAreNamed: a cookie the browser will not take (here
+// one past ParseState's checks) fails the load with ErrBadState naming
+// it, and the others are set.
+func TestRefusedCookiesAreNamed(t *testing.T) {
+	requireChromium(t)
+	s := newSite(t)
+	r := newBrowserRouter(t, nil, &logBuffer{})
+	ctx := testCtx(t)
+	_, err := r.Navigate(ctx, "k", s.url(publicHost, "/a"))
+	require.NoError(t, err)
+	e := liveEntry(t, r, "k")
+	err = writeCookies(ctx, e, []StateCookie{
+		{Name: "good", Value: "v", Domain: publicHost, Path: "/", Expires: -1},
+		{Name: "__Host-bad", Value: "secret-v", Domain: publicHost, Path: "/", Expires: -1},
+	}, false)
+	require.ErrorIs(t, err, ErrBadState)
+	assert.Contains(t, err.Error(), `__Host-bad@`+publicHost)
+	assert.NotContains(t, err.Error(), "secret-v")
+	assert.Equal(t, []string{"good@" + publicHost}, cookieNames(t, r, "k"))
 }
