@@ -247,6 +247,8 @@ type browserGuard struct {
 	byCtx  map[cdp.BrowserContextID]*entry
 	landed map[target.ID]string // main-frame URL of each page, from our sessions' events
 	refs   map[target.ID]int    // our live sessions of each target
+
+	stubs sync.Map // target.ID → struct{}: pages whose allowed requests get a blank document (state_browser.go)
 }
 
 // maxFrames bounds the frame table: a frame it has forgotten is still
@@ -724,6 +726,10 @@ func (g *browserGuard) answer(ev *fetch.EventRequestPaused) {
 		// to a private address walks the browser into a LAN as surely as
 		// its document would.
 		err = g.pol.refuseHop(v, g.w, g.hop(ev, v.Class))
+	}
+	if err == nil && g.stubbed(id) {
+		g.fulfillBlank(m, ev)
+		return
 	}
 	if err == nil {
 		// Not awaited: the browser acts on it when it reads it, and the

@@ -50,6 +50,9 @@ type config struct {
 	viewportH     int
 	profileDir    string // WithProfileDir (profiles.go); "" keeps every local session off the record
 
+	// the storage state every new browser session starts with (state_session.go)
+	initialState *State
+
 	// the JavaScript dialogs of every tab (dialog.go)
 	dialogs DialogPolicy
 

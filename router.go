@@ -86,6 +86,7 @@ type Router struct {
 
 	mu     sync.Mutex
 	routes routeMemory // the last route each session key's calls took
+	states stateMemory // each session key's storage state, once loaded (state_session.go)
 	sess   sessions    // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 }
@@ -118,6 +119,9 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		return nil, err
 	}
 	r.cfg.rules = rules
+	if err := r.cfg.checkInitialState(); err != nil {
+		return nil, err
+	}
 	r.pol = newPolicy(&r.cfg, p != nil)
 	name := ""
 	if p != nil {
@@ -498,6 +502,11 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 
 	e.callMu.Lock()
 	defer e.callMu.Unlock()
+	if res.PageChanged {
+		if err := r.followState(ctx, e, res.PreviousCacheKey); err != nil {
+			return res, err
+		}
+	}
 	defer grantCall(e, p.Verdicts)() // the private hosts this call named, and no others
 	if p.lookups != nil {
 		r.inCall.Store(e, p.lookups)

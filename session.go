@@ -91,6 +91,7 @@ type entry struct {
 	bg             *browserGuard               // the guard of the tab's browser (guard.go)
 	hosts          hostAnswers                 // name answers the guard reuses (guard_hosts.go)
 	suspect        atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
+	origins        originSet                   // the origins its pages went to (state_browser.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -224,6 +225,11 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.tab.wrapErr(err))
 			}
 			dialogs := r.watchDialogs(e, e.tab.context())
+			if err := r.startState(sctx, e); err != nil {
+				_ = e.end()
+				guard() // the tab is gone: the guard forgets it now
+				return nil, err
+			}
 			r.mu.Lock()
 			closed, released := r.closed, mark.released
 			if closed || released {
@@ -387,6 +393,7 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 		}
 	}
 	r.routes.delete(key)
+	r.states.forget(key)
 	delete(r.sess.evicted, key)
 	delete(r.sess.evicted, key+LocalSuffix)
 	// Counted under mu while the entries were still in the map, so a

@@ -121,6 +121,7 @@ type config struct {
 	waitForTurn   bool
 	consoleLimit  int
 	maxResult     int
+	stateDir      string // where the state tools keep their files (state.go); "": off
 	log           *slog.Logger
 }
 

@@ -79,7 +79,8 @@ func TestToolsHaveSchemas(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press",
-		"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_close", "browser_status"}, names)
+		"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_close", "browser_status",
+		"browser_state_save", "browser_state_load"}, names)
 }
 
 func TestCallRejectsBadArgumentsAsToolErrors(t *testing.T) {

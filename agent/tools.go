@@ -123,7 +123,8 @@ var toolDefs = []toolDef{
 		schema: noArgs,
 		run:    (*Toolset).closeTool,
 	},
-	statusTool, // status.go
+	statusTool,                         // status.go
+	stateToolDefs[0], stateToolDefs[1], // agent/state.go
 }
 
 var toolByName = func() map[string]*toolDef {

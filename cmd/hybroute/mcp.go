@@ -54,6 +54,8 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	maxMemory := fs.String("max-local-memory", "half", "the local Chromium's memory budget (PSS), e.g. 4GiB or 512MiB; past it, new sessions end idle ones, least recently used first (\"half\": half of this machine's memory; 0: no budget)")
 	mcpIdle := fs.Duration("mcp-idle-timeout", 15*time.Minute, "with --http: end an MCP client session after this long with no request (its browser session is released with it)")
 	mcpUnused := fs.Duration("mcp-unused-timeout", DefaultMCPUnusedTimeout, "with --http: end an MCP client session that has made no tool call after this long")
+	storageState := fs.String("storage-state", "", "load this Playwright storageState file into every new MCP session's browsers (a login to start with; cookies of local hosts never go to the cloud browser)")
+	stateDir := fs.String("state-dir", "", "the directory browser_state_save and browser_state_load keep state files in, by plain name (off when unset)")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -86,6 +88,12 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	}
 	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh),
 		hybroute.WithMaxSessions(*maxSessions), hybroute.WithMaxLocalMemory(budget)}
+	stateOpts, err := stateOptions(*storageState, *stateDir)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	extra = append(extra, stateOpts...)
 	if *metricsAddr != "" {
 		ms, err := startMetrics(*metricsAddr, allowHosts, e.stderr)
 		if err != nil {
@@ -101,7 +109,8 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	defer r.Close()
-	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn))
+	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
+		agent.WithStateDir(*stateDir))
 	defer ts.Close()
 	srv := newMCPServer(ts)
 	defer srv.close()

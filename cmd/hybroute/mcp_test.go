@@ -27,7 +27,8 @@ import (
 )
 
 var wantTools = []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press",
-	"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_close", "browser_status"}
+	"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_close", "browser_status",
+	"browser_state_save", "browser_state_load"}
 
 // client is an MCP client session with helpers that fail the test.
 type client struct {

@@ -1,0 +1,48 @@
+package hybroute
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// BenchmarkSessionWithState is the cost of starting a local session with
+// a state loaded (one cookie, the local storage of two origins, set in
+// stubbed pages of the tab) against one without, each opening one page.
+func BenchmarkSessionWithState(b *testing.B) {
+	requireChromium(b)
+	s := newSite(b)
+	r := newBrowserRouter(b, nil, &logBuffer{})
+	ctx := context.Background() // each call bounds itself: the runs outlast testCtx
+	require := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	st := &State{
+		Cookies: []StateCookie{{Name: "sid", Value: "v", Domain: publicHost, Path: "/", Expires: -1}},
+		Origins: []StateOrigin{
+			{Origin: s.url(publicHost, ""), LocalStorage: []StateItem{{"a", "1"}}},
+			{Origin: s.url(widgetsHost, ""), LocalStorage: []StateItem{{"b", "2"}}},
+		},
+	}
+	page := s.url(publicHost, "/p")
+	_, err := r.Navigate(ctx, "warm", page)
+	require(err)
+	for _, withState := range []bool{false, true} {
+		b.Run(fmt.Sprintf("state=%v", withState), func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				ctx, cancel := context.WithTimeout(ctx, time.Minute)
+				key := fmt.Sprintf("k%v-%d", withState, i)
+				if withState {
+					require(r.LoadState(ctx, key, st))
+				}
+				_, err := r.Navigate(ctx, key, page)
+				require(err)
+				require(r.Release(ctx, key))
+				cancel()
+			}
+		})
+	}
+}

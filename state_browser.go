@@ -1,0 +1,482 @@
+package hybroute
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/storage"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/internal/cdpmux"
+)
+
+// A storage state in and out of one session's browser context: cookies
+// through Storage.getCookies/setCookies with the context's id, local and
+// session storage by a script in a page of each origin. A page of an origin
+// the session is not on is a navigation, which meets the guard's verdict as
+// every navigation does; the guard then answers it with a blank document
+// of its own (stubbed pages), so it sends nothing to the site. DOMStorage
+// cannot stand in: Chromium finds a storage only through a frame of its
+// origin.
+
+// stubBlank is the document a stubbed page gets for every allowed
+// navigation.
+var stubBlank = []byte("<!doctype html><title></title>")
+
+// stubbed reports whether the guard answers the target's requests itself.
+func (g *browserGuard) stubbed(id target.ID) bool {
+	_, ok := g.stubs.Load(id)
+	return ok
+}
+
+// fulfillBlank answers an allowed request of a stubbed page: its document
+// with stubBlank, anything else refused (the blank document asks for
+// nothing, and nothing of a stubbed page may reach the network).
+func (g *browserGuard) fulfillBlank(m *cdpmux.Mux, ev *fetch.EventRequestPaused) {
+	if ev.ResourceType != network.ResourceTypeDocument {
+		m.Go(g.life, "", fetch.CommandFailRequest, fetch.FailRequestParams{
+			RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
+		return
+	}
+	m.Go(g.life, "", fetch.CommandFulfillRequest, fetch.FulfillRequestParams{
+		RequestID: ev.RequestID, ResponseCode: 200, Body: stubBlank,
+		ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html; charset=utf-8"}}})
+}
+
+// errStateNoCDP is the error of a state asked of a browser without CDP.
+var errStateNoCDP = fmt.Errorf("%w: storage state needs a browser driven over CDP", ErrNoCDPEndpoint)
+
+// stateBrowser is the browser connection and the browser context of e.
+// Without the context's id it fails: the default context is not the
+// session's, and may be another's.
+func stateBrowser(e *entry) (*chromedp.Browser, cdp.BrowserContextID, error) {
+	var id cdp.BrowserContextID
+	switch t := e.tab.(type) {
+	case *remoteTab:
+		id = t.bcID
+	case *localTab:
+		id = t.bcID
+	default:
+		return nil, "", errStateNoCDP
+	}
+	c := chromedp.FromContext(e.tab.context())
+	if id == "" || c == nil || c.Browser == nil {
+		return nil, "", errors.New("hybroute: the session's browser context is not known")
+	}
+	return c.Browser, id, nil
+}
+
+// readCookies reads the cookies of e's browser context. Partitioned
+// cookies are left out: the storageState shape cannot hold their partition.
+func readCookies(ctx context.Context, e *entry) ([]StateCookie, error) {
+	b, id, err := stateBrowser(e)
+	if err != nil {
+		return nil, err
+	}
+	res, err := cdp.Call(ctx, b, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: id})
+	if err != nil {
+		return nil, fmt.Errorf("hybroute: reading the cookies: %w", e.tab.wrapErr(err))
+	}
+	out := make([]StateCookie, 0, len(res.Cookies))
+	for _, c := range res.Cookies {
+		if c == nil || c.PartitionKey != nil || c.PartitionKeyOpaque {
+			continue
+		}
+		sc := StateCookie{Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path, Expires: c.Expires,
+			HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: string(c.SameSite)}
+		if c.Session {
+			sc.Expires = -1
+		}
+		if sc.SameSite == "" {
+			sc.SameSite = "Lax" // what Chromium does with one that names none, and what Playwright writes
+		}
+		out = append(out, sc)
+	}
+	return out, nil
+}
+
+// writeCookies sets cs in e's browser context; with replace, the context's
+// cookies are cleared first. A cookie that expired is left out.
+func writeCookies(ctx context.Context, e *entry, cs []StateCookie, replace bool) error {
+	b, id, err := stateBrowser(e)
+	if err != nil {
+		return err
+	}
+	if replace {
+		if _, err := cdp.Call(ctx, b, storage.ClearCookies, storage.ClearCookiesParams{BrowserContextID: id}); err != nil {
+			return fmt.Errorf("hybroute: clearing the cookies: %w", e.tab.wrapErr(err))
+		}
+	}
+	now := float64(time.Now().Unix())
+	ps := make([]*network.CookieParam, 0, len(cs))
+	for _, c := range cs {
+		if c.Expires > 0 && c.Expires < now {
+			continue
+		}
+		p := &network.CookieParam{Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path,
+			Secure: c.Secure, HTTPOnly: c.HTTPOnly, SameSite: network.CookieSameSite(c.SameSite)}
+		if c.Expires > 0 {
+			p.Expires = cdp.TimeSinceEpoch(c.Expires)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	if _, err := cdp.Call(ctx, b, storage.SetCookies, storage.SetCookiesParams{Cookies: ps, BrowserContextID: id}); err == nil {
+		return nil
+	} else if e.tab.dead() || ctx.Err() != nil {
+		return fmt.Errorf("hybroute: setting the cookies: %w", e.tab.wrapErr(err))
+	}
+	// Chromium refuses the whole list for one cookie it will not take,
+	// and does not say which: one at a time, the others are set, and the
+	// error names the ones it refused.
+	var refused []string
+	for _, p := range ps {
+		if _, err := cdp.Call(ctx, b, storage.SetCookies, storage.SetCookiesParams{Cookies: []*network.CookieParam{p}, BrowserContextID: id}); err != nil {
+			if e.tab.dead() || ctx.Err() != nil {
+				return fmt.Errorf("hybroute: setting the cookies: %w", e.tab.wrapErr(err))
+			}
+			refused = append(refused, p.Name+"@"+p.Domain)
+		}
+	}
+	if len(refused) > 0 {
+		return fmt.Errorf("hybroute: setting the cookies: %w: the browser refused %q", ErrBadState, refused)
+	}
+	return nil
+}
+
+// pageStorage is what readStorageJS returns.
+type pageStorage struct {
+	Origin string      `json:"origin"`
+	Local  []StateItem `json:"l"`
+	Sess   []StateItem `json:"s"`
+}
+
+const readStorageJS = `(() => {
+	const read = s => { const out = []; for (let i = 0; i < s.length; i++) { const k = s.key(i); out.push({name: k, value: s.getItem(k)}); } return out; };
+	return {origin: location.origin, l: read(localStorage), s: read(sessionStorage)};
+})()`
+
+// writeStorageJS sets the items of d ({l, s}) in the page's storages and
+// returns the page's origin, so the caller sees where they went.
+const writeStorageJS = `((d) => {
+	for (const it of d.l || []) localStorage.setItem(it.name, it.value);
+	for (const it of d.s || []) sessionStorage.setItem(it.name, it.value);
+	return location.origin;
+})(%s)`
+
+// readPage reads the storages of the page of tctx.
+func readPage(tctx context.Context) (pageStorage, error) {
+	return chromedp.Run(tctx, chromedp.Evaluate[pageStorage](readStorageJS))
+}
+
+// writePage sets local and sess in the page of tctx, which must be at
+// origin.
+func writePage(tctx context.Context, origin string, local, sess []StateItem) error {
+	d, err := json.Marshal(pageStorage{Local: local, Sess: sess})
+	if err != nil {
+		return err
+	}
+	got, err := chromedp.Run(tctx, chromedp.Evaluate[string](fmt.Sprintf(writeStorageJS, d)))
+	if err != nil {
+		return fmt.Errorf("hybroute: setting the storage of %s: %w", origin, err)
+	}
+	if got != origin {
+		return fmt.Errorf("hybroute: setting the storage of %s: the page is at %s", origin, got)
+	}
+	return nil
+}
+
+// visitStubbed takes the page of tctx (target id) to origin, which the
+// guard answers with a blank document: the page is of that origin, and
+// nothing went to the site.
+func visitStubbed(tctx context.Context, g *browserGuard, id target.ID, origin string) error {
+	g.stubs.Store(id, struct{}{})
+	defer g.stubs.Delete(id)
+	if err := chromedp.Do(tctx, chromedp.Navigate(origin+"/")); err != nil {
+		return fmt.Errorf("hybroute: opening a blank page of %s: %w", origin, err)
+	}
+	return nil
+}
+
+// withHiddenTab runs fn in a new tab of e's browser context, closed after
+// it: a page of other origins than the session's tab's, which stays where
+// it is.
+func withHiddenTab(ctx context.Context, e *entry, fn func(tctx context.Context, id target.ID) error) error {
+	_, bcID, err := stateBrowser(e)
+	if err != nil {
+		return err
+	}
+	tctx, stop, err := openTab(ctx, e.tab.context(), chromedp.WithExistingBrowserContext(bcID), chromedp.WithDetachOnCancel())
+	if err != nil {
+		return fmt.Errorf("hybroute: opening a tab for the storage: %w", e.tab.wrapErr(err))
+	}
+	defer stop()
+	defer abandonTab(tctx)
+	c := chromedp.FromContext(tctx)
+	if c == nil || c.Target == nil {
+		return errors.New("hybroute: the storage tab has no target")
+	}
+	cctx, cancel := bindTab(tctx, ctx)
+	defer cancel()
+	return fn(cctx, c.Target.TargetID)
+}
+
+// readEntryState reads e's state: its cookies, the storages of its page's
+// origin (session storage too), and the local storage of the origins it
+// went to and of extra, each in a blank page of its origin. An origin
+// the guard would refuse on e's browser is not visited. Origins with
+// nothing stored are left out, as Playwright leaves them.
+func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (*State, error) {
+	cookies, err := readCookies(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	st := &State{Cookies: cookies}
+	current := ""
+	if landed := *e.landed.Load(); strings.HasPrefix(landed, "http:") || strings.HasPrefix(landed, "https:") {
+		tctx, cancel := e.tab.bind(ctx)
+		ps, err := readPage(tctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("hybroute: reading the page's storage: %w", e.tab.wrapErr(err))
+		}
+		if norm, err := stateOrigin(ps.Origin); err == nil {
+			current = norm
+			st.addOrigin(norm, ps.Local, ps.Sess)
+		}
+	}
+	var others []string
+	for _, o := range append(e.origins.list(), extra...) {
+		if o != current && !slices.Contains(others, o) && r.pol.refuse(r.pol.classify(ctx, o+"/"), e.where()) == nil {
+			others = append(others, o)
+		}
+	}
+	if len(others) == 0 {
+		return st, nil
+	}
+	err = withHiddenTab(ctx, e, func(tctx context.Context, id target.ID) error {
+		for _, o := range others {
+			if err := visitStubbed(tctx, e.bg, id, o); err != nil {
+				return err
+			}
+			ps, err := readPage(tctx)
+			if err != nil {
+				return fmt.Errorf("hybroute: reading the storage of %s: %w", o, err)
+			}
+			st.addOrigin(o, ps.Local, nil)
+		}
+		return nil
+	})
+	return st, err
+}
+
+// addOrigin adds an origin's storages when they hold anything.
+func (s *State) addOrigin(origin string, local, sess []StateItem) {
+	if len(local) == 0 && len(sess) == 0 {
+		return
+	}
+	if local == nil {
+		local = []StateItem{}
+	}
+	s.Origins = append(s.Origins, StateOrigin{Origin: origin, LocalStorage: local, SessionStorage: sess})
+}
+
+// writeEntryState loads st, already filtered for e's browser, into e. A
+// fresh session's tab (nothing on it yet) visits each origin itself, so
+// the session storage lands in the tab it belongs to, and ends on
+// about:blank. A session in use keeps its page: the local storage is set
+// from a tab of its own, and the session storage only of the origin the
+// page is on. With replace the context's cookies are cleared first.
+func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh, replace bool) error {
+	if err := writeCookies(ctx, e, st.Cookies, replace); err != nil {
+		return err
+	}
+	if len(st.Origins) == 0 {
+		return nil
+	}
+	if e.bg == nil {
+		return errors.New("hybroute: the session's browser has no guard")
+	}
+	tctx, cancel := e.tab.bind(ctx)
+	defer cancel()
+	if fresh {
+		for _, o := range st.Origins {
+			if err := visitStubbed(tctx, e.bg, e.tabID, o.Origin); err != nil {
+				return err
+			}
+			if err := writePage(tctx, o.Origin, o.LocalStorage, o.SessionStorage); err != nil {
+				return err
+			}
+		}
+		if err := chromedp.Do(tctx, chromedp.Navigate("about:blank")); err != nil {
+			return fmt.Errorf("hybroute: leaving the storage pages: %w", e.tab.wrapErr(err))
+		}
+		return nil
+	}
+	if landed := *e.landed.Load(); landed != "" {
+		if cur, err := stateOrigin(strings.TrimSuffix(originOf(landed), "/")); err == nil {
+			for _, o := range st.Origins {
+				if o.Origin == cur && len(o.SessionStorage) > 0 {
+					if err := writePage(tctx, cur, nil, o.SessionStorage); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return withHiddenTab(ctx, e, func(hctx context.Context, id target.ID) error {
+		for _, o := range st.Origins {
+			if len(o.LocalStorage) == 0 {
+				continue
+			}
+			if err := visitStubbed(hctx, e.bg, id, o.Origin); err != nil {
+				return err
+			}
+			if err := writePage(hctx, o.Origin, o.LocalStorage, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// originOf is scheme://host[:port] of a page URL, or "".
+func originOf(u string) string {
+	i := strings.Index(u, "://")
+	if i < 0 {
+		return ""
+	}
+	rest := u[i+3:]
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		rest = rest[:j]
+	}
+	return u[:i+3] + rest
+}
+
+// originSet is the origins a session's tab went to, for SaveState to read
+// the storage of: Chromium lists no origins that hold storage.
+type originSet struct {
+	mu sync.Mutex
+	m  map[string]struct{}
+}
+
+func (s *originSet) add(o string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]struct{}{}
+	}
+	if len(s.m) < maxStateOrigins {
+		s.m[o] = struct{}{}
+	}
+}
+
+func (s *originSet) list() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.m))
+	for o := range s.m {
+		out = append(out, o)
+	}
+	return out
+}
+
+// trackOrigins records the origin of every frame the tab's pages
+// navigate, from the events chromedp receives (no command).
+func trackOrigins(tabCtx context.Context, e *entry) error {
+	return chromedp.Listen(tabCtx, func(ev any) {
+		if ev, ok := ev.(*page.EventFrameNavigated); ok && ev.Frame != nil {
+			if o, err := stateOrigin(ev.Frame.SecurityOrigin); err == nil {
+				e.origins.add(o)
+			}
+		}
+	})
+}
+
+// stateHosts decides, for a state going to a browser at w, which of its
+// cookies and origins may go there. On the local browser every cookie may,
+// and every origin its guard would let a page open. On a remote browser
+// only what the router would send there: a public host, or a private one
+// the options let remote browsers open, never one hybrid routing keeps
+// local, never one whose lookup failed (unsure: kept local).
+type stateHosts struct {
+	r    *Router
+	w    where
+	seen map[string]bool
+}
+
+func (h *stateHosts) allowed(ctx context.Context, rawURL string) bool {
+	if ok, done := h.seen[rawURL]; done {
+		return ok
+	}
+	v := h.r.pol.classify(ctx, rawURL)
+	ok := h.r.pol.refuse(v, h.w) == nil
+	if h.w == onRemote {
+		// A name under a private-use suffix is private data whatever
+		// it resolves to here.
+		ok = ok && v.ResolveErr == nil && !privateUseSuffix(v.Host) &&
+			(v.Class == ClassPublic || v.Class == ClassPrivate) && !h.r.pol.routesLocally(v)
+	}
+	h.seen[rawURL] = ok
+	return ok
+}
+
+// cookieURL is a URL of the host a cookie's domain names.
+func cookieURL(domain string) string {
+	host := strings.TrimPrefix(domain, ".")
+	if strings.Contains(host, ":") && !strings.HasPrefix(host, "[") {
+		host = "[" + host + "]"
+	}
+	return "https://" + host + "/"
+}
+
+// split parts st into what may go to a browser at w (kept) and what may
+// not (dropped). On the local browser every cookie is kept without a
+// lookup.
+func (r *Router) split(ctx context.Context, st *State, w where) (kept, dropped *State) {
+	kept, dropped = &State{}, &State{}
+	if st == nil {
+		return kept, dropped
+	}
+	h := &stateHosts{r: r, w: w, seen: map[string]bool{}}
+	for _, c := range st.Cookies {
+		if w == onLocal || h.allowed(ctx, cookieURL(c.Domain)) {
+			kept.Cookies = append(kept.Cookies, c)
+		} else {
+			dropped.Cookies = append(dropped.Cookies, c)
+		}
+	}
+	for _, o := range st.clone().Origins {
+		if h.allowed(ctx, o.Origin+"/") {
+			kept.Origins = append(kept.Origins, o)
+		} else {
+			dropped.Origins = append(dropped.Origins, o)
+		}
+	}
+	return kept, dropped
+}
+
+// originsOf lists the origins of st.
+func originsOf(st *State) []string {
+	if st == nil {
+		return nil
+	}
+	out := make([]string, len(st.Origins))
+	for i, o := range st.Origins {
+		out[i] = o.Origin
+	}
+	return out
+}

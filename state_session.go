@@ -1,0 +1,270 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// A session key's storage state, across its browser sessions: the state
+// loaded for the key ([Router.LoadState], or [WithInitialState] for every
+// key) goes into each browser session the key gets, on either route, as
+// it is made: the cloud session, the hybrid sidecar session, the local
+// fallback. When a call moves the key from one browser to the other, the
+// cookies of the one it leaves go to the one it comes to. Each browser
+// gets only what it may hold (state_browser.go's split): a remote browser
+// never gets a cookie or a storage of a host the router keeps local.
+
+// WithInitialState loads s into every new browser session of every
+// session key, before its first page ([Router.LoadState] sets one key's
+// own). A state that does not pass [ParseState]'s checks fails New with
+// [ErrBadState].
+func WithInitialState(s *State) Option {
+	return func(c *config) { c.initialState = s.clone() }
+}
+
+// stateMemory is each session key's state, once one was loaded. Its own
+// lock: it is asked while a session is made, outside Router.mu.
+type stateMemory struct {
+	mu sync.Mutex
+	m  map[string]*State
+}
+
+func (s *stateMemory) get(key string) *State {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.m[key]
+}
+
+func (s *stateMemory) put(key string, st *State) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]*State{}
+	}
+	s.m[key] = st
+}
+
+func (s *stateMemory) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, key)
+}
+
+// checkInitialState is New's check of WithInitialState.
+func (c *config) checkInitialState() error {
+	if c.initialState == nil {
+		return nil
+	}
+	if err := c.initialState.check(); err != nil {
+		return fmt.Errorf("hybroute: WithInitialState: %w", err)
+	}
+	return nil
+}
+
+// stateOf is the state a new browser session of key starts with, or nil.
+func (r *Router) stateOf(key string) *State {
+	if st := r.states.get(key); st != nil {
+		return st
+	}
+	return r.cfg.initialState
+}
+
+// LoadState makes st the storage state of sessionKey: its cookies replace
+// the cookies of the key's browser sessions, and its local and session
+// storage are set in them. A browser session the key does not have yet
+// gets it when it is made, before its first page; one it has gets it now
+// (its page stays: the session storage of other origins than the page's
+// is then left for the next browser session). Each browser gets only what
+// it may hold: a remote browser never a cookie or a storage of a host the
+// router keeps local (a private address, a .internal or .local name, a
+// name whose lookup failed). st is checked as [ParseState] checks a file:
+// a bad one fails with [ErrBadState], and nothing of it is loaded. st is
+// copied; it is never logged.
+func (r *Router) LoadState(ctx context.Context, sessionKey string, st *State) error {
+	key, err := normalizeKey(sessionKey)
+	if err != nil {
+		return err
+	}
+	if st == nil {
+		return fmt.Errorf("hybroute: load state: %w: no state", ErrBadState)
+	}
+	st = st.clone()
+	if err := st.check(); err != nil {
+		return fmt.Errorf("hybroute: load state: %w", err)
+	}
+	if r.isClosed() {
+		return ErrClosed
+	}
+	r.states.put(key, st)
+	var errs []error
+	for _, e := range r.liveEntries(key) {
+		errs = append(errs, r.withEntry(e, func(e *entry) error {
+			kept, _ := r.split(ctx, st, e.where())
+			if err := r.writeEntryState(ctx, e, kept, false, true); err != nil {
+				return fmt.Errorf("hybroute: load state into %s session %q: %w", e.route, e.key, err)
+			}
+			return nil
+		}))
+	}
+	return errors.Join(errs...)
+}
+
+// SaveState returns the storage state of sessionKey, in Playwright's
+// storageState shape ([WriteStateFile] writes it): the cookies of its
+// browser sessions (cloud and local), the local storage of every origin
+// its pages went to, and the session storage of the origin each page is
+// on. What was loaded into the key and one of its browsers could not hold
+// (a local host's cookie kept off the cloud) is kept in it. A key with no
+// browser session returns the state loaded for it, or fails with
+// [ErrNoSession]. The state holds credentials: it is never logged; write
+// it with WriteStateFile (mode 0600).
+func (r *Router) SaveState(ctx context.Context, sessionKey string) (*State, error) {
+	key, err := normalizeKey(sessionKey)
+	if err != nil {
+		return nil, err
+	}
+	if r.isClosed() {
+		return nil, ErrClosed
+	}
+	loaded := r.states.get(key)
+	es := r.liveEntries(key)
+	if len(es) == 0 {
+		if loaded == nil {
+			return nil, fmt.Errorf("hybroute: save state of %q: %w", key, ErrNoSession)
+		}
+		return loaded.clone(), nil
+	}
+	// What no browser of the key could hold stays as loaded; the rest is
+	// what the browsers hold now, the page's browser's last so it wins.
+	beyond := loaded
+	snaps := make([]*State, len(es))
+	for i, e := range es {
+		err := r.withEntry(e, func(e *entry) error {
+			_, beyond = r.split(ctx, beyond, e.where())
+			snap, err := r.readEntryState(ctx, e, originsOf(loaded))
+			if err != nil {
+				return fmt.Errorf("hybroute: save state of %s session %q: %w", e.route, e.key, err)
+			}
+			snaps[i] = snap
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	out := beyond
+	for i := len(snaps) - 1; i >= 0; i-- {
+		out = out.merge(snaps[i])
+	}
+	if loaded != nil {
+		r.states.put(key, out.clone())
+	}
+	return out.clone(), nil
+}
+
+// liveEntries are the key's browser sessions, the one its page is on
+// first, each held (inUse) until withEntry lets it go.
+func (r *Router) liveEntries(key string) []*entry {
+	first, other := key, key+LocalSuffix
+	if route, ok := r.lastRoute(key); ok && r.pol.cacheKey(key, route) == other {
+		first, other = other, first
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var es []*entry
+	for _, k := range [...]string{first, other} {
+		if e := r.sess.m[k]; e != nil && !e.tab.dead() {
+			e.inUse.Add(1)
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+// withEntry runs fn on a held entry with its tab to itself (no call runs
+// on it meanwhile), then lets the entry go.
+func (r *Router) withEntry(e *entry, fn func(*entry) error) error {
+	defer func() { e.touch(); e.inUse.Add(-1) }()
+	e.callMu.Lock()
+	defer e.callMu.Unlock()
+	if e.released.Load() {
+		return fmt.Errorf("hybroute: session %q: %w", e.key, ErrReleased)
+	}
+	return fn(e)
+}
+
+func (r *Router) isClosed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.closed
+}
+
+// startState is the state's part of making a browser session: its origins
+// are tracked from now on, and the key's state, if it has one, is loaded
+// before the session's first page.
+func (r *Router) startState(ctx context.Context, e *entry) error {
+	if _, ok := e.tab.(*restTab); ok {
+		if r.stateOf(baseKey(e.key)) != nil {
+			return errStateNoCDP
+		}
+		return nil
+	}
+	if err := trackOrigins(e.tab.context(), e); err != nil {
+		return err
+	}
+	st := r.stateOf(baseKey(e.key))
+	if st == nil {
+		return nil
+	}
+	kept, _ := r.split(ctx, st, e.where())
+	if err := r.writeEntryState(ctx, e, kept, true, false); err != nil {
+		return fmt.Errorf("hybroute: loading the storage state: %w", err)
+	}
+	return nil
+}
+
+// followState carries the cookies of the browser session a call moved
+// away from (prevKey) to the one it runs in, e, for a key that has a state
+// loaded. Called with e's tab held by the call. A previous session busy
+// with another call is not waited for: its cookies follow at the next move.
+func (r *Router) followState(ctx context.Context, e *entry, prevKey string) error {
+	key := baseKey(e.key)
+	loaded := r.states.get(key)
+	if loaded == nil {
+		return nil
+	}
+	r.mu.Lock()
+	prev := r.sess.m[prevKey]
+	if prev != nil {
+		prev.inUse.Add(1)
+	}
+	r.mu.Unlock()
+	if prev == nil {
+		return nil
+	}
+	defer prev.inUse.Add(-1)
+	if prev.tab.dead() || !prev.callMu.TryLock() {
+		return nil
+	}
+	cookies, err := readCookies(ctx, prev)
+	prev.callMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("hybroute: carrying the cookies from %s session %q: %w", prev.route, prev.key, err)
+	}
+	_, beyond := r.split(ctx, &State{Cookies: loaded.Cookies}, prev.where())
+	merged := beyond.merge(&State{Cookies: cookies})
+	next := loaded.clone()
+	next.Cookies = merged.Cookies
+	r.states.put(key, next)
+	kept, _ := r.split(ctx, &State{Cookies: next.Cookies}, e.where())
+	if err := writeCookies(ctx, e, kept.Cookies, false); err != nil {
+		return fmt.Errorf("hybroute: carrying the cookies to %s session %q: %w", e.route, e.key, err)
+	}
+	return nil
+}
+
+// baseKey is the session key of a cache key.
+func baseKey(cacheKey string) string { return strings.TrimSuffix(cacheKey, LocalSuffix) }

@@ -1,0 +1,422 @@
+package hybroute
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/cloudtest"
+)
+
+// loginSite is a loopback login page: POST /login sets a session cookie
+// for the user it names, /account shows who is logged in (its title says
+// "logged in as X", or "anonymous" without a known cookie).
+type loginSite struct {
+	mu    sync.Mutex
+	users map[string]string // session id → user
+}
+
+func (l *loginSite) routes(mux *http.ServeMux, _ *site) {
+	mux.HandleFunc("/login-page", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>login</title><form method=post action=/login><input name=user></form>`)
+	})
+	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
+		user := r.FormValue("user")
+		sid := rand.Text()
+		l.mu.Lock()
+		l.users[sid] = user
+		l.mu.Unlock()
+		http.SetCookie(w, &http.Cookie{Name: "sid", Value: sid, Path: "/", HttpOnly: true, SameSite: http.SameSiteLaxMode})
+		w.WriteHeader(http.StatusNoContent)
+	})
+	mux.HandleFunc("/account", func(w http.ResponseWriter, r *http.Request) {
+		who := "anonymous"
+		if c, err := r.Cookie("sid"); err == nil {
+			l.mu.Lock()
+			if u, ok := l.users[c.Value]; ok {
+				who = "logged in as " + u
+			}
+			l.mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, `<!doctype html><title>%s</title><p>%s</p>`, who, who)
+	})
+}
+
+func newLoginSite() *loginSite { return &loginSite{users: map[string]string{}} }
+
+// logIn logs the session in as user from the login page, and stores a
+// theme in its local storage and a draft in its session storage.
+func logIn(t *testing.T, r *Router, key, page, user string) Result {
+	t.Helper()
+	ctx := testCtx(t)
+	res, err := r.Navigate(ctx, key, page)
+	require.NoError(t, err)
+	_, err = r.Exec(ctx, key, "", func(ctx context.Context) error {
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[int](`fetch("/login", {method: "POST", body: new URLSearchParams({user: "`+user+`"})}).then(r => {
+			localStorage.setItem("theme", "dark-`+user+`");
+			sessionStorage.setItem("draft", "half-written");
+			return r.status;
+		})`, chromedp.EvalAwaitPromise))
+		return err
+	})
+	require.NoError(t, err)
+	return res
+}
+
+// accountPage opens /account in the session and returns its title, and
+// the theme and draft its storages hold.
+func accountPage(t *testing.T, r *Router, key, url string) (Result, string, string, string) {
+	t.Helper()
+	ctx := testCtx(t)
+	var title, theme, draft string
+	res, err := r.NavigateWith(ctx, key, url, func(ctx context.Context) error {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+			return err
+		}
+		var err error
+		if title, err = pageTitle(ctx); err != nil {
+			return err
+		}
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[localStorage.getItem("theme") || "", sessionStorage.getItem("draft") || ""]`))
+		if err != nil {
+			return err
+		}
+		theme, draft = got[0], got[1]
+		return nil
+	})
+	require.NoError(t, err)
+	return res, title, theme, draft
+}
+
+// TestStateMovesBetweenRoutes is the done-when test: a login saved from a
+// session on one route and loaded into a fresh session on the other shows
+// the page logged in, both ways: cloud (the stand-in browser behind the
+// fake provider) to local (the sidecar), and local to cloud. The state
+// goes through a file.
+func TestStateMovesBetweenRoutes(t *testing.T) {
+	requireChromium(t)
+	login := newLoginSite()
+	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
+	local := newBrowserRouter(t, nil, w.logs)
+	page, account := w.site.url(publicHost, "/login-page"), w.site.url(publicHost, "/account")
+	origin := w.site.url(publicHost, "")
+	dir := t.TempDir()
+
+	t.Run("cloud to local", func(t *testing.T) {
+		res := logIn(t, w.r, "alice", page, "alice")
+		require.Equal(t, RouteCloud, res.Route)
+		st, err := w.r.SaveState(testCtx(t), "alice")
+		require.NoError(t, err)
+		require.Len(t, st.Cookies, 1)
+		assert.Equal(t, "sid", st.Cookies[0].Name)
+		assert.Equal(t, publicHost, st.Cookies[0].Domain)
+		assert.True(t, st.Cookies[0].HTTPOnly)
+		require.Len(t, st.Origins, 1)
+		assert.Equal(t, origin, st.Origins[0].Origin)
+		assert.Equal(t, []StateItem{{"theme", "dark-alice"}}, st.Origins[0].LocalStorage)
+		assert.Equal(t, []StateItem{{"draft", "half-written"}}, st.Origins[0].SessionStorage)
+
+		path := filepath.Join(dir, "alice.json")
+		require.NoError(t, WriteStateFile(path, st))
+		loaded, err := ReadStateFile(path)
+		require.NoError(t, err)
+
+		_, title, _, _ := accountPage(t, local, "fresh", account)
+		require.Equal(t, "anonymous", title, "a session without the state is not logged in")
+		require.NoError(t, local.LoadState(testCtx(t), "alice-here", loaded))
+		res, title, theme, draft := accountPage(t, local, "alice-here", account)
+		assert.Equal(t, RouteLocal, res.Route)
+		assert.Equal(t, "logged in as alice", title)
+		assert.Equal(t, "dark-alice", theme)
+		assert.Equal(t, "half-written", draft)
+		assert.Equal(t, localUA, w.site.uaOf("/account"), "the local browser fetched the page")
+	})
+
+	t.Run("local to cloud", func(t *testing.T) {
+		res := logIn(t, local, "bob", page, "bob")
+		require.Equal(t, RouteLocal, res.Route)
+		st, err := local.SaveState(testCtx(t), "bob")
+		require.NoError(t, err)
+		path := filepath.Join(dir, "bob.json")
+		require.NoError(t, WriteStateFile(path, st))
+		loaded, err := ReadStateFile(path)
+		require.NoError(t, err)
+
+		require.NoError(t, w.r.LoadState(testCtx(t), "bob-there", loaded))
+		res, title, theme, draft := accountPage(t, w.r, "bob-there", account)
+		assert.Equal(t, RouteCloud, res.Route)
+		assert.False(t, res.FallbackFromCloud)
+		assert.Equal(t, "logged in as bob", title)
+		assert.Equal(t, "dark-bob", theme)
+		assert.Equal(t, "half-written", draft)
+		assert.Equal(t, cloudUA, w.site.uaOf("/account"), "the cloud browser fetched the page")
+	})
+}
+
+// TestStateFollowsFallback: a key with a state loaded whose cloud session
+// falls back to local Chromium starts logged in there too.
+func TestStateFollowsFallback(t *testing.T) {
+	requireChromium(t)
+	login := newLoginSite()
+	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
+	page, account := w.site.url(publicHost, "/login-page"), w.site.url(publicHost, "/account")
+	logIn(t, w.r, "carol", page, "carol")
+	st, err := w.r.SaveState(testCtx(t), "carol")
+	require.NoError(t, err)
+
+	require.NoError(t, w.r.LoadState(testCtx(t), "carol-again", st))
+	w.api.OnCreate(cloudtest.RateLimited("17"))
+	res, title, theme, _ := accountPage(t, w.r, "carol-again", account)
+	require.True(t, res.FallbackFromCloud, "the provider refused: the call fell back")
+	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, "logged in as carol", title)
+	assert.Equal(t, "dark-carol", theme)
+}
+
+// TestStateFollowsRouteChange: cookies a session got on one route follow
+// it to the other when a call moves it there, both ways, once a state was
+// loaded for its key.
+func TestStateFollowsRouteChange(t *testing.T) {
+	requireChromium(t)
+	login := newLoginSite()
+	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
+	ctx := testCtx(t)
+	require.NoError(t, w.r.LoadState(ctx, "dave", &State{}))
+	// The cloud session logs in; a call on a private page moves the key
+	// to the sidecar, which gets the cookie.
+	logIn(t, w.r, "dave", w.site.url(publicHost, "/login-page"), "dave")
+	res, err := w.r.Navigate(ctx, "dave", w.site.URL+"/private")
+	require.NoError(t, err)
+	require.True(t, res.PageChanged)
+	require.Equal(t, "dave"+LocalSuffix, res.CacheKey)
+	names := cookieNames(t, w.r, "dave"+LocalSuffix)
+	assert.Contains(t, names, "sid@"+publicHost, "the cloud session's cookie followed the key to the sidecar")
+
+	// A cookie the sidecar gets for a public host goes back with it.
+	e := liveEntry(t, w.r, "dave"+LocalSuffix)
+	require.NoError(t, writeCookies(ctx, e, []StateCookie{{Name: "pref", Value: "v1", Domain: publicHost, Path: "/", Expires: -1}}, false))
+	res, err = w.r.Navigate(ctx, "dave", w.site.url(publicHost, "/account"))
+	require.NoError(t, err)
+	require.True(t, res.PageChanged)
+	require.Equal(t, RouteCloud, res.Route)
+	assert.Contains(t, cookieNames(t, w.r, "dave"), "pref@"+publicHost, "the sidecar's cookie followed the key back to the cloud")
+}
+
+// TestStateLocalCookiesStayOffCloud: a state's cookies and storage for
+// hosts the router keeps local (loopback, a private address, a .internal
+// name, a name whose lookup failed) never reach the cloud browser; the
+// sidecar session of the same key gets them, and SaveState keeps them.
+func TestStateLocalCookiesStayOffCloud(t *testing.T) {
+	requireChromium(t)
+	debug := &logBuffer{}
+	w := newWorld(t, cloudtest.Browserbase, WithLogger(slog.New(slog.NewTextHandler(debug, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	ctx := testCtx(t)
+	st := &State{
+		Cookies: []StateCookie{
+			{Name: "pub", Value: "p", Domain: "." + publicHost, Path: "/", Expires: -1},
+			{Name: "loop", Value: "secret-loop", Domain: "localhost", Path: "/", Expires: -1},
+			{Name: "lan", Value: "secret-lan", Domain: "10.1.2.3", Path: "/", Expires: -1},
+			{Name: "corp", Value: "secret-corp", Domain: ".public.internal", Path: "/", Expires: -1},
+			{Name: "unknown", Value: "secret-unknown", Domain: "no-answer.example", Path: "/", Expires: -1},
+		},
+		Origins: []StateOrigin{
+			{Origin: w.site.url(publicHost, ""), LocalStorage: []StateItem{{"k", "public"}}},
+			{Origin: w.site.URL, LocalStorage: []StateItem{{"k", "secret-origin"}}},
+		},
+	}
+	require.NoError(t, w.r.LoadState(ctx, "erin", st))
+	res, err := w.r.Navigate(ctx, "erin", w.site.url(publicHost, "/x"))
+	require.NoError(t, err)
+	require.Equal(t, RouteCloud, res.Route)
+	assert.Equal(t, []string{"pub@." + publicHost}, cookieNames(t, w.r, "erin"), "only the public host's cookie is in the cloud browser")
+	assert.False(t, w.site.reached("/"), "loading the storage sent no request to the site")
+
+	res, err = w.r.Navigate(ctx, "erin", w.site.URL+"/here")
+	require.NoError(t, err)
+	require.Equal(t, RouteLocal, res.Route)
+	assert.ElementsMatch(t, []string{"pub@." + publicHost, "loop@localhost", "lan@10.1.2.3", "corp@.public.internal", "unknown@no-answer.example"},
+		cookieNames(t, w.r, "erin"+LocalSuffix), "the sidecar holds them all")
+
+	saved, err := w.r.SaveState(ctx, "erin")
+	require.NoError(t, err)
+	assert.Len(t, saved.Cookies, 5, "nothing lost")
+	got := map[string]string{}
+	for _, o := range saved.Origins {
+		for _, it := range o.LocalStorage {
+			got[o.Origin] = it.Value
+		}
+	}
+	assert.Equal(t, map[string]string{w.site.url(publicHost, ""): "public", w.site.URL: "secret-origin"}, got)
+	require.NotEmpty(t, debug.String(), "the router logged at debug level")
+	assert.NotContains(t, debug.String(), "secret-", "no value of the state is logged")
+}
+
+// cookieNames lists name@domain of the cookies in the browser context of
+// the session cacheKey, read from the browser itself.
+func cookieNames(t *testing.T, r *Router, cacheKey string) []string {
+	t.Helper()
+	e := liveEntry(t, r, cacheKey)
+	cs, err := readCookies(testCtx(t), e)
+	require.NoError(t, err)
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Name+"@"+c.Domain)
+	}
+	return out
+}
+
+func liveEntry(t *testing.T, r *Router, cacheKey string) *entry {
+	t.Helper()
+	r.mu.Lock()
+	e := r.sess.m[cacheKey]
+	r.mu.Unlock()
+	require.NotNil(t, e, "session %q", cacheKey)
+	return e
+}
+
+func TestParseStateRefusesBadInput(t *testing.T) {
+	t.Parallel()
+	for name, in := range map[string]string{
+		"not JSON":         `{"cookies": [`,
+		"empty":            ``,
+		"wrong type":       `{"cookies": {"name": "secret-value"}}`,
+		"trailing":         `{"cookies": []} {}`,
+		"no domain":        `{"cookies": [{"name": "a", "value": "secret-value", "path": "/"}]}`,
+		"bad path":         `{"cookies": [{"name": "a", "value": "secret-value", "domain": "x.test", "path": "x"}]}`,
+		"bad sameSite":     `{"cookies": [{"name": "a", "value": "secret-value", "domain": "x.test", "path": "/", "sameSite": "Sometimes"}]}`,
+		"origin path":      `{"origins": [{"origin": "https://x.test/secret-value", "localStorage": []}]}`,
+		"origin scheme":    `{"origins": [{"origin": "file:///etc", "localStorage": []}]}`,
+		"origin twice":     `{"origins": [{"origin": "https://x.test", "localStorage": []}, {"origin": "https://X.test:443", "localStorage": []}]}`,
+		"__Host- domain":   `{"cookies": [{"name": "__Host-a", "value": "secret-value", "domain": ".x.test", "path": "/", "secure": true}]}`,
+		"__Secure- plain":  `{"cookies": [{"name": "__Secure-a", "value": "secret-value", "domain": "x.test", "path": "/"}]}`,
+		"control in value": "{\"cookies\": [{\"name\": \"a\", \"value\": \"secret-value\\n\", \"domain\": \"x.test\", \"path\": \"/\"}]}",
+		"storage as text":  `{"origins": [{"origin": "https://x.test", "localStorage": "secret-value"}]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseState([]byte(in))
+			require.ErrorIs(t, err, ErrBadState)
+			assert.NotContains(t, err.Error(), "secret-value", "the error names no value")
+		})
+	}
+	r, err := New(nil, WithInitialState(&State{Cookies: []StateCookie{{Name: "a", Value: "b"}}}))
+	require.ErrorIs(t, err, ErrBadState, "New checks WithInitialState")
+	assert.Nil(t, r)
+}
+
+func TestParseStateReadsPlaywrightFiles(t *testing.T) {
+	t.Parallel()
+	// As Playwright writes it, with fields hybroute has no use for.
+	st, err := ParseState([]byte(`{"cookies": [{"name": "sid", "value": "v", "domain": ".example.com", "path": "/",
+		"expires": 1893456000.5, "httpOnly": true, "secure": true, "sameSite": "None", "partitionKey": "x"}],
+		"origins": [{"origin": "HTTPS://Example.com:443", "localStorage": [{"name": "a", "value": "b"}], "indexedDB": []}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, StateCookie{Name: "sid", Value: "v", Domain: ".example.com", Path: "/", Expires: 1893456000.5,
+		HTTPOnly: true, Secure: true, SameSite: "None"}, st.Cookies[0])
+	assert.Equal(t, "https://example.com", st.Origins[0].Origin, "the origin as the browser writes it")
+	assert.Nil(t, st.Origins[0].SessionStorage)
+}
+
+func TestWriteStateFileIsPrivate(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state.json")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
+	st := &State{Cookies: []StateCookie{{Name: "sid", Value: "v", Domain: "x.test", Path: "/", Expires: -1, SameSite: "Lax"}}}
+	require.NoError(t, WriteStateFile(path, st))
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "a state file holds credentials")
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"origins": []`, "empty lists, as Playwright writes them")
+	back, err := ParseState(b)
+	require.NoError(t, err)
+	assert.Equal(t, st.Cookies, back.Cookies)
+	entries, err := os.ReadDir(filepath.Dir(path))
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "no temporary file is left")
+}
+
+func TestStateIsNeverLogged(t *testing.T) {
+	t.Parallel()
+	var buf strings.Builder
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	st := &State{Cookies: []StateCookie{{Name: "sid", Value: "secret-cookie", Domain: "x.test", Path: "/"}},
+		Origins: []StateOrigin{{Origin: "https://x.test", LocalStorage: []StateItem{{"t", "secret-storage"}}}}}
+	log.Info("state", "state", st, "value", *st, "cookie", st.Cookies[0], "origin", st.Origins[0], "item", st.Origins[0].LocalStorage[0])
+	out := buf.String() + fmt.Sprint(st) + fmt.Sprintf("%v %+v %#v %s %v %+v %v", st, *st, st, st.Cookies[0], st.Origins, st.Origins[0].LocalStorage, []*State{st, nil})
+	assert.NotContains(t, out, "secret-")
+	assert.Contains(t, buf.String(), "state.cookies=1")
+	assert.Contains(t, out, `cookie "sid" for x.test/`)
+	var none *State
+	assert.Equal(t, "<nil>", fmt.Sprint(none))
+}
+
+// TestStateLoadsIntoALiveSession: a state loaded into a session that has
+// a page logs it in without moving its page, on both routes, and the
+// storage it sets is there at the next visit.
+func TestStateLoadsIntoALiveSession(t *testing.T) {
+	requireChromium(t)
+	login := newLoginSite()
+	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
+	local := newBrowserRouter(t, nil, w.logs)
+	account := w.site.url(publicHost, "/account")
+	logIn(t, w.r, "frank", w.site.url(publicHost, "/login-page"), "frank")
+	st, err := w.r.SaveState(testCtx(t), "frank")
+	require.NoError(t, err)
+
+	for name, r := range map[string]*Router{"cloud": w.r, "local": local} {
+		t.Run(name, func(t *testing.T) {
+			key := "live-" + name
+			_, title, theme, _ := accountPage(t, r, key, account)
+			require.Equal(t, "anonymous", title)
+			require.Empty(t, theme)
+			require.NoError(t, r.LoadState(testCtx(t), key, st))
+			var at string
+			_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context) error {
+				var err error
+				at, err = chromedp.Run(ctx, chromedp.Location())
+				return err
+			})
+			require.NoError(t, err)
+			assert.Equal(t, account, at, "the session's page stayed where it was")
+			_, title, theme, draft := accountPage(t, r, key, account)
+			assert.Equal(t, "logged in as frank", title)
+			assert.Equal(t, "dark-frank", theme)
+			assert.Equal(t, "half-written", draft, "the session storage of the page's origin")
+		})
+	}
+}
+
+// TestRefusedCookiesAreNamed: a cookie the browser will not take (here
+// one past ParseState's checks) fails the load with ErrBadState naming
+// it, and the others are set.
+func TestRefusedCookiesAreNamed(t *testing.T) {
+	requireChromium(t)
+	s := newSite(t)
+	r := newBrowserRouter(t, nil, &logBuffer{})
+	ctx := testCtx(t)
+	_, err := r.Navigate(ctx, "k", s.url(publicHost, "/a"))
+	require.NoError(t, err)
+	e := liveEntry(t, r, "k")
+	err = writeCookies(ctx, e, []StateCookie{
+		{Name: "good", Value: "v", Domain: publicHost, Path: "/", Expires: -1},
+		{Name: "__Host-bad", Value: "secret-v", Domain: publicHost, Path: "/", Expires: -1},
+	}, false)
+	require.ErrorIs(t, err, ErrBadState)
+	assert.Contains(t, err.Error(), `__Host-bad@`+publicHost)
+	assert.NotContains(t, err.Error(), "secret-v")
+	assert.Equal(t, []string{"good@" + publicHost}, cookieNames(t, r, "k"))
+}
