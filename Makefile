@@ -22,7 +22,7 @@ lint:
 
 # The checks first: the tests run only when vet and staticcheck are clean.
 test: chromium lint
-	$(GO) test -race -count=1 -timeout 30m ./...
+	$(GO) test -race -count=1 -timeout 60m ./...
 
 demo: chromium
 	$(GO) run ./examples/dashboard
