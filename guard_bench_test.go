@@ -3,7 +3,9 @@ package hybroute
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -75,73 +77,113 @@ func BenchmarkGuardCost(b *testing.B) {
 // BenchmarkGuardRTT measures what pausing every request of a remote
 // browser costs a page load when the browser is far away: a page of 100
 // images over 20 hosts, loaded through a link that adds a delay in each
-// direction (cloudtest.DelayProxy), by bare chromedp (no guard) and by a
-// router whose guard pauses and decides each request. The origins answer
-// at once from loopback, so the page's own load time is near nothing and
-// the figures show the guard's round trips at their largest share.
+// direction (cloudtest.DelayProxy). Over one connection to one Chromium:
+// "guard-off" is bare chromedp, "guard-on" the same with the remote guard
+// (every request paused and decided), "router" a whole Router.Navigate
+// (the guard plus the router's own round trips: the landed-URL check, the
+// tab probe). The origins answer at once from loopback, so the page's own
+// load time is near nothing and the figures show the guard's round trips at
+// their largest share.
+//
+// Over HTTP/1.1 the browser starts at most about ten images at a time, and a
+// paused request holds its slot for the round trip to the router: the
+// images go in waves, each a round trip longer. Over HTTP/2, as most pages
+// with a hundred subresources are served, they start together, and the
+// pauses overlap.
 func BenchmarkGuardRTT(b *testing.B) {
 	requireChromium(b)
 	const hosts, perHost = 20, 5
-	s := newSite(b, func(mux *http.ServeMux, s *site) {
-		mux.HandleFunc("/hundred", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			w.Header().Set("Cache-Control", "no-store")
-			fmt.Fprint(w, `<!doctype html><title>hundred</title>`)
-			for h := range hosts {
-				for i := range perHost {
-					fmt.Fprintf(w, `<img src="http://b%d.bench.test:%s/px%d.gif?%s">`, h, s.port, i, r.URL.RawQuery)
-				}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/hundred", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("Cache-Control", "no-store")
+		_, port, _ := net.SplitHostPort(r.Host)
+		fmt.Fprint(w, `<!doctype html><title>hundred</title>`)
+		for h := range hosts {
+			for i := range perHost {
+				fmt.Fprintf(w, `<img src="//b%d.bench.test:%s/px%d.gif?%s">`, h, port, i, r.URL.RawQuery)
 			}
-		})
-		for i := range perHost {
-			mux.HandleFunc(fmt.Sprintf("/px%d.gif", i), pixel)
 		}
 	})
-	rules := []string{hostRules}
+	for i := range perHost {
+		mux.HandleFunc(fmt.Sprintf("/px%d.gif", i), pixel)
+	}
+	h1 := httptest.NewServer(mux)
+	b.Cleanup(h1.Close)
+	h2 := httptest.NewUnstartedServer(mux)
+	h2.EnableHTTP2 = true
+	h2.StartTLS()
+	b.Cleanup(h2.Close)
+
+	rules := []string{"MAP " + publicHost + " 127.0.0.1"}
 	res := testResolverWith(publicHost, "93.184.215.14")
 	for h := range hosts {
 		n := fmt.Sprintf("b%d.bench.test", h)
 		rules = append(rules, "MAP "+n+" 127.0.0.1")
 		res[n] = addrs("93.184.215.14")
 	}
-	cloud := cloudtest.LaunchChromium(b, "--host-resolver-rules="+strings.Join(rules, ", "))
+	// The test certificate names no bench host; a provider's browser
+	// would meet real ones.
+	cloud := cloudtest.LaunchChromium(b, "--host-resolver-rules="+strings.Join(rules, ", "), "--ignore-certificate-errors")
 	u, err := url.Parse(cloud.WSURL)
 	if err != nil {
 		b.Fatal(err)
 	}
+	cfg := defaultConfig()
+	cfg.resolver = res
+	pol := newPolicy(&cfg, false)
 	n := 0
-	page := func() string { n++; return s.url(publicHost, fmt.Sprintf("/hundred?%d", n)) }
-	for _, oneWay := range []time.Duration{0, 25 * time.Millisecond, 50 * time.Millisecond} {
-		far := *u
-		far.Host = cloudtest.DelayProxy(b, u.Host, oneWay)
-		b.Run(fmt.Sprintf("delay=%v/chromedp-no-guard", oneWay), func(b *testing.B) {
-			rt, err := connectRemote(testCtx(b), far.String(), nil, "the benchmark browser", nil)
-			if err != nil {
-				b.Fatal(err)
+	for _, proto := range []struct {
+		name string
+		srv  *httptest.Server
+	}{{"http1", h1}, {"http2", h2}} {
+		origin, _ := url.Parse(proto.srv.URL)
+		_, port, _ := net.SplitHostPort(origin.Host)
+		page := func() string {
+			n++
+			return fmt.Sprintf("%s://%s/hundred?%d", origin.Scheme, net.JoinHostPort(publicHost, port), n)
+		}
+		for _, oneWay := range []time.Duration{0, 25 * time.Millisecond, 50 * time.Millisecond} {
+			far := *u
+			far.Host = cloudtest.DelayProxy(b, u.Host, oneWay)
+			for _, guard := range []string{"off", "on"} {
+				b.Run(fmt.Sprintf("%s/delay=%v/guard-%s", proto.name, oneWay, guard), func(b *testing.B) {
+					var g *browserGuard
+					if guard == "on" {
+						g = newBrowserGuard(&cfg, pol, nil, onRemote)
+					}
+					rt, err := connectRemote(testCtx(b), far.String(), nil, "the benchmark browser", g)
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer func() { _ = rt.close(context.Background()) }()
+					if err := chromedp.Do(rt.ctx, chromedp.Navigate(page())); err != nil {
+						b.Fatal(err)
+					}
+					for b.Loop() {
+						if err := chromedp.Do(rt.ctx, chromedp.Navigate(page())); err != nil {
+							b.Fatal(err)
+						}
+					}
+				})
 			}
-			defer func() { _ = rt.close(context.Background()) }()
-			for b.Loop() {
-				if err := chromedp.Do(rt.ctx, chromedp.Navigate(page())); err != nil {
+			b.Run(fmt.Sprintf("%s/delay=%v/router", proto.name, oneWay), func(b *testing.B) {
+				r, err := New(nil, WithCDPURL(far.String()), WithResolver(res))
+				if err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
-		b.Run(fmt.Sprintf("delay=%v/hybroute-guard", oneWay), func(b *testing.B) {
-			r, err := New(nil, WithCDPURL(far.String()), WithResolver(res))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Close()
-			ctx := testCtx(b)
-			if _, err := r.Navigate(ctx, "bench", page()); err != nil {
-				b.Fatal(err)
-			}
-			for b.Loop() {
+				defer r.Close()
+				ctx := testCtx(b)
 				if _, err := r.Navigate(ctx, "bench", page()); err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
+				for b.Loop() {
+					if _, err := r.Navigate(ctx, "bench", page()); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 
