@@ -121,6 +121,7 @@ type config struct {
 	waitForTurn   bool
 	consoleLimit  int
 	maxResult     int
+	uploadDir     string // browser_file_upload's root; "": no uploads (upload.go)
 	log           *slog.Logger
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"slices"
 	"strings"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -41,7 +42,7 @@ const (
 
 const noArgs = `{"type":"object","properties":{},"additionalProperties":false}`
 
-var toolDefs = []toolDef{
+var toolDefs = slices.Concat([]toolDef{
 	{
 		name: ToolNavigate,
 		desc: "Open a URL in the browser tab of this session and wait for it to load. " +
@@ -123,7 +124,7 @@ var toolDefs = []toolDef{
 		schema: noArgs,
 		run:    (*Toolset).closeTool,
 	},
-}
+}, navDefs, formDefs, pointerDefs, uploadDefs, waitDefs)
 
 var toolByName = func() map[string]*toolDef {
 	m := make(map[string]*toolDef, len(toolDefs))
