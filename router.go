@@ -508,7 +508,14 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 	cctx, cancel := e.tab.bind(rctx)
 	defer cancel()
 	started := time.Now()
-	runErr := run(context.WithValue(cctx, runKey{}, e), nil)
+	front := e.tab.context()
+	runErr := run(context.WithValue(context.WithValue(cctx, runKey{}, e), runCaller{}, rctx), nil)
+	if e.tab.context() != front {
+		// The run opened a tab (OpenTab): what follows checks that one.
+		var cancelFront context.CancelFunc
+		cctx, cancelFront = e.tab.bind(rctx)
+		defer cancelFront()
+	}
 	if lt, ok := e.tab.(*localTab); ok {
 		lt.settled() // the sidecar's next spare is made now, not during this call
 	}

@@ -34,7 +34,8 @@ type session struct {
 	checked   string
 	checkedIn target.ID
 
-	refs refTable
+	refs  refTable
+	names tabNames // short names of the session's tabs (tabs.go)
 
 	tmu     sync.Mutex // guards tabs and ended; console has its own lock
 	tabs    map[target.ID]context.CancelFunc

@@ -124,7 +124,7 @@ var toolDefs = slices.Concat([]toolDef{
 		schema: noArgs,
 		run:    (*Toolset).closeTool,
 	},
-}, navDefs, formDefs, pointerDefs, uploadDefs, waitDefs)
+}, tabDefs, navDefs, formDefs, pointerDefs, uploadDefs, waitDefs)
 
 var toolByName = func() map[string]*toolDef {
 	m := make(map[string]*toolDef, len(toolDefs))

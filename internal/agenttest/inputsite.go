@@ -18,7 +18,7 @@ func NewInputSite(t testing.TB) *httptest.Server {
 	mux.HandleFunc("/", htmlAt("/", InputHTML))
 	mux.HandleFunc("/popup", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>Popup page</title><h1>Popup</h1><p id="who">`+htmlEscape(r.URL.Query().Get("n"))+`</p>`)
+		io.WriteString(w, `<!doctype html><title>Popup page</title><h1>Popup</h1><p id="who">`+htmlEscape(r.URL.Query().Get("who"))+`</p>`)
 	})
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
@@ -55,7 +55,7 @@ body{font:16px sans-serif;margin:1em}
 <div id="done" class="zone" tabindex="0" role="button" aria-label="Done column">Done column</div>
 <p><span id="handle" role="button" aria-label="Handle">Handle</span> <button id="target">Target</button></p>
 <p><button id="later" onclick="later()">Load later</button> <span id="spinner">Loading…</span></p>
-<p><a id="pop" href="/popup?n=one" target="_blank">Open popup</a></p>
+<p><a id="pop" href="/popup?who=one" target="_blank">Open popup</a> <a id="meta" href="http://169.254.169.254/latest/" target="_blank">Metadata popup</a></p>
 <p><button id="ask" onclick="ask()">Ask</button></p>
 <script>
 const out = document.getElementById("out");
