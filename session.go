@@ -93,6 +93,7 @@ type entry struct {
 	suspect        atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
 	front          atomic.Pointer[target.ID]   // the tab calls run in, set by the guard's register (tablist.go)
 	pages          tabPages                    // the session's other tabs that calls ran in (tablist.go)
+	held           heldDialog                  // a dialog left for the caller to answer (dialog_hold.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it

@@ -124,7 +124,7 @@ var toolDefs = slices.Concat([]toolDef{
 		schema: noArgs,
 		run:    (*Toolset).closeTool,
 	},
-}, tabDefs, navDefs, formDefs, pointerDefs, uploadDefs, waitDefs)
+}, tabDefs, navDefs, formDefs, pointerDefs, uploadDefs, waitDefs, dialogDefs)
 
 var toolByName = func() map[string]*toolDef {
 	m := make(map[string]*toolDef, len(toolDefs))
@@ -157,6 +157,11 @@ func decode(args json.RawMessage, v any) error {
 // body, with where the call ran.
 func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *call, err error, body func() string) Result {
 	w, note := s.finish(res, c)
+	if err != nil && dialogOpened(err, res) {
+		// The action went through: the page answered it with a dialog,
+		// which waits for the model (dialogs.go).
+		return result(w, note, dialogWaits, false)
+	}
 	if err != nil {
 		return result(w, note, describe(err, c, key), true)
 	}
