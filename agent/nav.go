@@ -74,13 +74,32 @@ func historyStep(ctx context.Context, c *call, delta int64) error {
 		}
 		return modelErrorf("there is no previous page in this tab's history")
 	}
-	var started bool
 	// Not chromedp.NavigateForward: it waits for a load event, which a page
 	// restored from the back/forward cache never fires.
-	return withNavFlag(ctx, c, &started, func() error {
+	return navigating(ctx, c, func() error {
 		_, err := chromedp.Call(ctx, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: h.Entries[i].ID})
 		return err
 	})
+}
+
+// navigating runs act, which navigates the tab for sure, and waits for the
+// navigation to finish (within navWaitMax). Unlike withNavFlag it does not
+// guess whether one started: on a loaded machine the browser can report
+// the start after a short settle, and the next call would then cut the
+// navigation short.
+func navigating(ctx context.Context, c *call, act func() error) error {
+	w, stop, err := watchNav(ctx, cdp.FrameID(c.target))
+	if err != nil {
+		return err
+	}
+	defer stop()
+	w.start()
+	if err := act(); err != nil {
+		return err
+	}
+	w.wait(ctx)
+	c.moved = true
+	return nil
 }
 
 func (t *Toolset) reload(ctx context.Context, s *session, key string, args json.RawMessage) Result {
@@ -88,8 +107,7 @@ func (t *Toolset) reload(ctx context.Context, s *session, key string, args json.
 		return argError(err)
 	}
 	res, c, err := t.do(ctx, s, key, "", moves, func(ctx context.Context, c *call) error {
-		var started bool
-		return withNavFlag(ctx, c, &started, func() error {
+		return navigating(ctx, c, func() error {
 			_, err := chromedp.Call(ctx, page.Reload, page.ReloadParams{})
 			return err
 		})

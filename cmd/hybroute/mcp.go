@@ -25,7 +25,10 @@ const mcpUsage = `Usage: hybroute mcp [flags]
 
 Serves the browser tools (browser_navigate, browser_snapshot, browser_click,
 browser_type, browser_press, browser_scroll, browser_back, browser_screenshot,
-browser_console, browser_exec, browser_close) over MCP: on stdin/stdout by
+browser_console, browser_exec, browser_close, browser_tabs, browser_forward,
+browser_reload, browser_resize, browser_select_option, browser_fill_form,
+browser_hover, browser_drag, browser_file_upload, browser_wait_for,
+browser_handle_dialog) over MCP: on stdin/stdout by
 default, over streamable HTTP with --http. Each MCP client session has a
 browser session of its own, released when the client session ends.
 
@@ -54,6 +57,8 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	maxMemory := fs.String("max-local-memory", "half", "the local Chromium's memory budget (PSS), e.g. 4GiB or 512MiB; past it, new sessions end idle ones, least recently used first (\"half\": half of this machine's memory; 0: no budget)")
 	mcpIdle := fs.Duration("mcp-idle-timeout", 15*time.Minute, "with --http: end an MCP client session after this long with no request (its browser session is released with it)")
 	mcpUnused := fs.Duration("mcp-unused-timeout", DefaultMCPUnusedTimeout, "with --http: end an MCP client session that has made no tool call after this long")
+	uploadDir := fs.String("upload-dir", "", "let browser_file_upload give pages the files under DIR, and nothing outside it (no path or symbolic link that leads out); the local browser only. Unset: no uploads")
+	dialogs := fs.String("dialogs", "dismiss", "who answers the pages' JavaScript dialogs (alert, confirm, prompt): dismiss or accept them as they open, or model: they wait for browser_handle_dialog")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -79,12 +84,20 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}
+	dialogPolicy, err := dialogsFlag(*dialogs)
+	if err == nil {
+		err = uploadDirFlag(*uploadDir)
+	}
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
 	budget, err := parseMemory(*maxMemory)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp: --max-local-memory:", err)
 		return exitFailure
 	}
-	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh),
+	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh), hybroute.WithDialogPolicy(dialogPolicy),
 		hybroute.WithMaxSessions(*maxSessions), hybroute.WithMaxLocalMemory(budget)}
 	if *metricsAddr != "" {
 		ms, err := startMetrics(*metricsAddr, allowHosts, e.stderr)
@@ -101,7 +114,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	defer r.Close()
-	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn))
+	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn), agent.WithUploadDir(*uploadDir))
 	defer ts.Close()
 	srv := newMCPServer(ts)
 	defer srv.close()
