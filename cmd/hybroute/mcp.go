@@ -259,6 +259,9 @@ func toMCP(res agent.Result) *mcp.CallToolResult {
 			ds := make([]map[string]any, len(w.Dialogs))
 			for i, d := range w.Dialogs {
 				ds[i] = map[string]any{"type": d.Type, "message": d.Message, "accepted": d.Accepted}
+				if d.Pending {
+					ds[i]["pending"] = true // held for browser_handle_dialog (--dialogs model)
+				}
 			}
 			where["dialogs"] = ds
 		}

@@ -50,7 +50,7 @@ func filesToUpload(t *testing.T) string {
 // an MCP client on the local browser, with uploads from a directory and
 // dialogs held for the model.
 func exerciseInput(t *testing.T, c *client, siteURL string) {
-	_, text := c.ok("browser_navigate", map[string]any{"url": siteURL + "/"})
+	res, text := c.ok("browser_navigate", map[string]any{"url": siteURL + "/"})
 	assert.Contains(t, text, `Page: "Inputs"`)
 	_, snap := c.ok("browser_snapshot", nil)
 
@@ -70,7 +70,7 @@ func exerciseInput(t *testing.T, c *client, siteURL string) {
 
 	c.ok("browser_file_upload", map[string]any{"ref": refIn(t, snap, `button "Attachment"`), "paths": []string{"a.txt"}})
 	assert.Contains(t, pageOut(c), `"out":"files a.txt:5"`)
-	res := c.call("browser_file_upload", map[string]any{"ref": refIn(t, snap, `button "Attachment"`), "paths": []string{"link.txt"}})
+	res = c.call("browser_file_upload", map[string]any{"ref": refIn(t, snap, `button "Attachment"`), "paths": []string{"link.txt"}})
 	assert.True(t, res.IsError)
 	assert.Contains(t, textOf(res), "outside the upload directory")
 
@@ -79,8 +79,11 @@ func exerciseInput(t *testing.T, c *client, siteURL string) {
 	assert.Contains(t, text, `The text "Loaded!" is on the page.`)
 
 	// Dialogs wait for the model.
-	_, text = c.ok("browser_click", map[string]any{"ref": refIn(t, snap, `button "Ask"`)})
+	res, text = c.ok("browser_click", map[string]any{"ref": refIn(t, snap, `button "Ask"`)})
 	assert.Contains(t, text, `prompt "Your name?" (default "default"): open`)
+	dialogs, _ := res.Meta[MetaWhere].(map[string]any)["dialogs"].([]any)
+	require.Len(t, dialogs, 1)
+	assert.Equal(t, true, dialogs[0].(map[string]any)["pending"])
 	_, text = c.ok("browser_handle_dialog", map[string]any{"accept": true, "prompt_text": "Grace"})
 	assert.Contains(t, text, `Accepted the prompt`)
 	assert.Contains(t, pageOut(c), `"out":"prompt \"Grace\""`)
@@ -181,4 +184,28 @@ func TestMCPInputToolsOnCloud(t *testing.T) {
 	assert.True(t, res.IsError)
 	assert.Contains(t, textOf(res), "targets a private or internal address")
 	assert.Contains(t, textOf(res), "Browser: the cloud browser")
+}
+
+// TestMCPToolFlagsAreChecked: a bad --dialogs or --upload-dir stops the
+// server at start, with what is wrong.
+func TestMCPToolFlagsAreChecked(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dialogs", "maybe"}, `--dialogs "maybe": want dismiss, accept or model`},
+		{[]string{"--upload-dir", filepath.Join(t.TempDir(), "none")}, "--upload-dir: stat"},
+		{[]string{"--upload-dir", file}, "is not a directory"},
+	} {
+		code, _, stderr := runCmd(t, nil, "", append([]string{"mcp", "--provider", "none"}, tc.args...)...)
+		assert.Equal(t, exitFailure, code, tc.args)
+		assert.Contains(t, stderr, tc.want, tc.args)
+	}
+	for in, want := range map[string]hybroute.DialogPolicy{"": {}, "dismiss": {}, "Accept": {Accept: true}, "model": {Hold: true}} {
+		got, err := dialogsFlag(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
 }
