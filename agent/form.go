@@ -217,7 +217,7 @@ func (t *Toolset) fillForm(ctx context.Context, s *session, key string, args jso
 	var done []string
 	var navigated bool
 	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
-		return withNavFlag(ctx, c, &navigated, func() error {
+		return settled(ctx, c, &navigated, func() error {
 			for _, f := range a.Fields {
 				e, err := s.refs.resolve(ctx, f.Ref, c.target)
 				if err != nil {

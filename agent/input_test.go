@@ -53,6 +53,9 @@ func TestInputTools(t *testing.T) {
 	res := mustOK(t, callTool(t, ts, s, "browser_select_option", map[string]any{"ref": ref(`combobox "Size"`), "values": []string{"Large"}}))
 	assert.Contains(t, res.Text, `Selected "Large" in`)
 	assert.Contains(t, outOf(t, ts, s), `{"out":"change size","name":"","sub":false,"plan":"basic","size":"l"`)
+	// The action waited for the request its change started.
+	stock := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "document.getElementById('stock').textContent"}))
+	assert.Contains(t, stock.Text, `Result: "in stock: l"`)
 	mustOK(t, callTool(t, ts, s, "browser_select_option", map[string]any{"ref": ref(`listbox "Toppings"`), "values": []string{"Cheese", "Basil"}}))
 	assert.Contains(t, outOf(t, ts, s), `"tops":["Cheese","Basil"]`)
 	res = callTool(t, ts, s, "browser_select_option", map[string]any{"ref": ref(`combobox "Size"`), "values": []string{"Huge"}})

@@ -66,7 +66,7 @@ func (t *Toolset) onRef(ctx context.Context, s *session, key, ref string, act fu
 			return err
 		}
 		what = describeRef(ref, e)
-		return withNavFlag(ctx, c, &navigated, func() error {
+		return settled(ctx, c, &navigated, func() error {
 			var err error
 			verb, err = act(ctx, e)
 			return err
@@ -99,7 +99,7 @@ func (t *Toolset) drag(ctx context.Context, s *session, key string, args json.Ra
 			return err
 		}
 		from, to = describeRef(a.StartRef, start), describeRef(a.EndRef, end)
-		return withNavFlag(ctx, c, &navigated, func() error {
+		return settled(ctx, c, &navigated, func() error {
 			return dragNodes(ctx, a.StartRef, start.node, a.EndRef, end.node)
 		})
 	})

@@ -83,7 +83,7 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 		if err := ans.err(a.Ref); err != nil {
 			return err
 		}
-		return withNavFlag(ctx, c, &navigated, func() error {
+		return settled(ctx, c, &navigated, func() error {
 			if _, err := chromedp.Call(ctx, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: files, BackendNodeID: e.node}); err != nil {
 				return staleNode(a.Ref, err)
 			}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // NewInputSite serves the page the input, tab and dialog tools are tested
@@ -19,6 +20,11 @@ func NewInputSite(t testing.TB) *httptest.Server {
 	mux.HandleFunc("/popup", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		io.WriteString(w, `<!doctype html><title>Popup page</title><h1>Popup</h1><p id="who">`+htmlEscape(r.URL.Query().Get("who"))+`</p>`)
+	})
+	mux.HandleFunc("/stock", func(w http.ResponseWriter, r *http.Request) {
+		// Slow, as a real API is: an action that starts it waits for it.
+		time.Sleep(300 * time.Millisecond)
+		io.WriteString(w, "in stock: "+htmlEscape(r.URL.Query().Get("size")))
 	})
 	s := httptest.NewServer(mux)
 	t.Cleanup(s.Close)
@@ -46,6 +52,7 @@ body{font:16px sans-serif;margin:1em}
 </fieldset>
 <label for="size">Size</label>
 <select id="size"><option value="s">Small</option><option value="m">Medium</option><option value="l">Large</option></select>
+<span id="stock"></span>
 <label for="tops">Toppings</label>
 <select id="tops" multiple><option>Cheese</option><option>Olives</option><option>Basil</option></select>
 <label for="vol">Volume</label> <input id="vol" type="range" min="0" max="100" value="10">
@@ -68,6 +75,7 @@ const form = () => ({
 	tops: Array.from(document.getElementById("tops").selectedOptions).map(o => o.value),
 	vol: document.getElementById("vol").value,
 });
+document.getElementById("size").addEventListener("change", e => fetch("/stock?size=" + e.target.value).then(r => r.text()).then(t => { document.getElementById("stock").textContent = t; }));
 for (const id of ["size", "tops", "vol", "sub"]) document.getElementById(id).addEventListener("change", () => say("change " + id));
 document.getElementById("file").addEventListener("change", e => say("files " + Array.from(e.target.files).map(f => f.name + ":" + f.size).join(",")));
 document.getElementById("hovered").addEventListener("mouseenter", () => say("hovered"));
