@@ -254,7 +254,7 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 			return err
 		}
 		what = describeRef(a.Ref, e)
-		return withNavFlag(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) })
+		return settled(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) })
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		what = a.Ref
 		before := p.Landed()
@@ -290,7 +290,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 		if !a.Submit {
 			return nil
 		}
-		return withNavFlag(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") })
+		return settled(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") })
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		what = a.Ref
 		before := p.Landed()
@@ -316,7 +316,7 @@ func (t *Toolset) press(ctx context.Context, s *session, key string, args json.R
 	}
 	var navigated bool
 	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
-		return withNavFlag(ctx, c, &navigated, func() error { return pressKeys(ctx, a.Key) })
+		return settled(ctx, c, &navigated, func() error { return pressKeys(ctx, a.Key) })
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		before := p.Landed()
 		_, err := p.Press(ctx, a.Key)
