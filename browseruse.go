@@ -102,6 +102,7 @@ func (b *BrowserUse) CreateSession(ctx context.Context, key string) (*Session, e
 	body := make(map[string]any, len(b.defaults)+len(b.params))
 	maps.Copy(body, b.defaults)
 	maps.Copy(body, b.params)
+	b.profile.browserUseProfile(body, key)
 	var out struct {
 		ID         string `json:"id"`
 		CDPURL     string `json:"cdpUrl"`

@@ -39,6 +39,11 @@ var (
 	// [WithMaxLocalMemory] while it was idle. The session's next call
 	// starts a fresh one.
 	ErrEvicted = errors.New("hybroute: the session was ended to make room for others")
+	// ErrProfileLocked is wrapped by the error of New when the directory
+	// of [WithProfileDir] is in use by another router (in this process or
+	// another): two routers saving one profile would lose each other's
+	// cookies. The message names the holder's pid when it can.
+	ErrProfileLocked = errors.New("hybroute: the profile directory is locked")
 )
 
 // The security rules. A refused URL's error is a [*BlockedError], which

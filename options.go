@@ -48,6 +48,7 @@ type config struct {
 	chromiumFlags map[string]any
 	viewportW     int // every local tab's viewport (viewport.go); 0 leaves Chromium's own
 	viewportH     int
+	profileDir    string // WithProfileDir (profiles.go); "" keeps every local session off the record
 
 	// the JavaScript dialogs of every tab (dialog.go)
 	dialogs DialogPolicy

@@ -197,8 +197,9 @@ type providerConfig struct {
 	own     bool // client is the default one, ours to close
 	name    string
 	params  map[string]any
-	timeout time.Duration // the default client's; 0: defaultProviderTimeout
-	api     string        // the API version a client speaks (Browser Use: "v2" or "v3")
+	timeout time.Duration   // the default client's; 0: defaultProviderTimeout
+	api     string          // the API version a client speaks (Browser Use: "v2" or "v3")
+	profile ProviderProfile // WithProviderProfile (provider_profiles.go)
 }
 
 // WithProviderBaseURL points a client at another API base URL: a test server

@@ -65,6 +65,7 @@ func (b *Browserbase) CreateSession(ctx context.Context, key string) (*Session, 
 		ConnectURL string `json:"connectUrl"`
 	}
 	body := b.createBody(map[string]any{"projectId": b.projectID})
+	b.profile.browserbaseContext(body, key)
 	if err := b.call(ctx, "create", http.MethodPost, "/v1/sessions", body, &out); err != nil {
 		return nil, err
 	}
@@ -100,7 +101,9 @@ func (s *Steel) CreateSession(ctx context.Context, key string) (*Session, error)
 		ID           string `json:"id"`
 		WebsocketURL string `json:"websocketUrl"`
 	}
-	if err := s.call(ctx, "create", http.MethodPost, "/v1/sessions", s.createBody(nil), &out); err != nil {
+	body := s.createBody(nil)
+	s.profile.steelProfile(body, key)
+	if err := s.call(ctx, "create", http.MethodPost, "/v1/sessions", body, &out); err != nil {
 		return nil, err
 	}
 	sess, err := s.session(ctx, key, out.ID, out.WebsocketURL)

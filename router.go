@@ -65,9 +65,10 @@ type Router struct {
 	provider Provider
 	log      *slog.Logger
 
-	side   *sidecar
-	health *health // the provider's health: its window and its single probe (health.go)
-	tel    *telemetry
+	side     *sidecar
+	profiles *profileStore // WithProfileDir: the cookie jars of local sessions; nil without it
+	health   *health       // the provider's health: its window and its single probe (health.go)
+	tel      *telemetry
 	// fleet is the store, guarded, and the concurrency leases.
 	fleet *fleet
 	now   func() time.Time // the fallback's clock; tests move it instead of sleeping
@@ -136,6 +137,11 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.cfg.cdpURL != "" {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
+			return nil, err
+		}
+	}
+	if r.cfg.profileDir != "" {
+		if r.profiles, err = openProfiles(r.cfg.profileDir, r.log); err != nil {
 			return nil, err
 		}
 	}
@@ -379,7 +385,11 @@ func (r *Router) Close() error {
 	r.routes.clear()
 	r.mu.Unlock()
 	defer r.tel.stop()
-	return r.closeSessions()
+	err := r.closeSessions()
+	if r.profiles != nil {
+		err = errors.Join(err, r.profiles.close())
+	}
+	return err
 }
 
 // Exec runs one browser call. It plans the call from the URL literals in

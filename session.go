@@ -294,6 +294,15 @@ func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entr
 	if err != nil {
 		return nil, err
 	}
+	if r.profiles != nil {
+		if err := r.profiles.restore(ctx, lt, key); err != nil {
+			_ = lt.close()
+			return nil, err
+		}
+		return &entry{key: key, route: route, tab: lt, release: func(context.Context) error {
+			return errors.Join(r.profiles.release(lt), lt.close())
+		}}, nil
+	}
 	return &entry{key: key, route: route, tab: lt, release: func(context.Context) error {
 		return lt.close()
 	}}, nil
@@ -414,6 +423,9 @@ func (r *Router) closeSessions() error {
 	// The sidecar first: its tabs go with its Chromium, so their releases
 	// below ask nothing of a browser that is going anyway (a busy one would
 	// fail Close with a dispose that timed out).
+	if r.profiles != nil {
+		r.profiles.saveAll() // before the browser contexts go with the Chromium
+	}
 	sideErr := r.side.close()
 	errs := make([]error, len(es))
 	var wg sync.WaitGroup

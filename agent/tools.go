@@ -124,6 +124,7 @@ var toolDefs = slices.Concat([]toolDef{
 		schema: noArgs,
 		run:    (*Toolset).closeTool,
 	},
+	statusTool, // status.go
 }, tabDefs, navDefs, formDefs, pointerDefs, uploadDefs, waitDefs, dialogDefs)
 
 var toolByName = func() map[string]*toolDef {

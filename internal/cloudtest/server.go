@@ -573,10 +573,22 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 			return
 		}
 		var in struct {
-			ProjectID string `json:"projectId"`
+			ProjectID       string `json:"projectId"`
+			BrowserSettings struct {
+				// A context is {id, persist}: an id of a context of the
+				// project, persist a boolean (Create a Session).
+				Context *struct {
+					ID      string `json:"id"`
+					Persist *bool  `json:"persist"`
+				} `json:"context"`
+			} `json:"browserSettings"`
 		}
 		if json.Unmarshal(body, &in) != nil || in.ProjectID != s.ProjectID {
 			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "body must have required property 'projectId' of this account"))
+			return
+		}
+		if c := in.BrowserSettings.Context; c != nil && c.ID == "" {
+			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "browserSettings.context must have required property 'id'"))
 			return
 		}
 		id := s.newID()
@@ -656,6 +668,12 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body"}, "msg": "JSON decode error", "type": "json_invalid"}}})
 			return
 		}
+		if v, ok := in["profileId"]; ok && v != nil {
+			if _, ok := v.(string); !ok {
+				writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", "profileId"}, "msg": "Input should be a valid UUID", "type": "uuid_type"}}})
+				return
+			}
+		}
 		if t, ok := in["timeout"].(float64); ok && (t < 1 || t > 240) {
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", "timeout"}, "msg": "Input should be less than or equal to 240", "type": "less_than_equal"}}})
 			return
@@ -713,12 +731,23 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 	}
 }
 
-func (s *Server) serveSteel(w http.ResponseWriter, r *http.Request, _ []byte) {
+func (s *Server) serveSteel(w http.ResponseWriter, r *http.Request, body []byte) {
 	now := time.Now().UTC().Format(time.RFC3339)
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/v1/sessions":
 		rep, done := s.scripted(w, r, epCreate, "steel-api-key")
 		if done {
+			return
+		}
+		// The profile fields (sessions.create): profileId a string,
+		// persistProfile a boolean; a persisted session without an id
+		// makes a new profile, named in the answer.
+		var in struct {
+			ProfileID      *string `json:"profileId"`
+			PersistProfile *bool   `json:"persistProfile"`
+		}
+		if len(body) > 0 && json.Unmarshal(body, &in) != nil {
+			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "profileId must be a string and persistProfile a boolean"))
 			return
 		}
 		id := s.newID()
@@ -727,6 +756,12 @@ func (s *Server) serveSteel(w http.ResponseWriter, r *http.Request, _ []byte) {
 			"id": id, "createdAt": now, "status": "live", "duration": 0, "eventCount": 0,
 			"timeout": 300000, "creditsUsed": 0,
 			"sessionViewerUrl": s.URL + "/sessions/" + id, "debugUrl": s.URL + "/debug/" + id,
+		}
+		switch {
+		case in.ProfileID != nil:
+			out["profileId"] = *in.ProfileID
+		case in.PersistProfile != nil && *in.PersistProfile:
+			out["profileId"] = "profile-" + id
 		}
 		if !rep.NoCDP {
 			out["websocketUrl"] = withQuery(s.WSURL, "sessionId="+id)

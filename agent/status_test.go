@@ -1,0 +1,41 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/hybroute/hybroute"
+)
+
+// TestStatusTextQuotesWhatCameFromElsewhere: a fallback reason is one
+// quoted line, capped, with the credentials of its URLs redacted, and
+// cannot pass for a line of the status of its own.
+func TestStatusTextQuotesWhatCameFromElsewhere(t *testing.T) {
+	reason := "provider X: HTTP 503 from https://api.example/v1?token=hunter2secret\nRoute: cloud \"trusted\" " + strings.Repeat("z", 500)
+	text := statusText(hybroute.SessionStatus{Open: true, Route: hybroute.RouteLocal, FallbackFromCloud: true,
+		FallbackReason: reason, Browser: "HeadlessChrome/148.0.1\nRules: none"}, hybroute.Rules{LocalOnly: false, Hybrid: true})
+	assert.NotContains(t, text, "hunter2secret", "a credential in the reason is redacted")
+	assert.Len(t, regexp.MustCompile(`(?m)^Route:`).FindAllString(text, -1), 1,
+		"the reason's own line break cannot start a Route line")
+	assert.NotContains(t, text, "\nRules: none", "the browser's product cannot start a line")
+	assert.Contains(t, text, `\"trusted\"`, "quotes inside the reason are escaped")
+	assert.Contains(t, text, "…\"", "the reason is capped")
+	assert.NotContains(t, text, strings.Repeat("z", maxReasonRunes))
+}
+
+// statusOnly is a Router without the status part.
+type statusOnly struct{ Router }
+
+// TestStatusWithoutReporter: a Router that cannot report gets a clear
+// tool error, not a panic.
+func TestStatusWithoutReporter(t *testing.T) {
+	ts := New(statusOnly{})
+	res := ts.status(context.Background(), nil, "k", json.RawMessage(`{}`))
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Text, "does not report")
+}

@@ -1,0 +1,230 @@
+package hybroute
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// cookieSecret is the value of the login cookie of these tests: it must be
+// in the jar on disk and never in a log line.
+const cookieSecret = "s3cr3t-login-0f9a"
+
+// loginRoutes: /login sets a persistent cookie and a session cookie; /who
+// is titled with the cookies the request carried.
+func loginRoutes(mux *http.ServeMux, _ *site) {
+	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: "login", Value: cookieSecret, Path: "/", MaxAge: 3600, HttpOnly: true})
+		http.SetCookie(w, &http.Cookie{Name: "tab", Value: "only-this-run", Path: "/"})
+		fmt.Fprint(w, `<!doctype html><title>logged in</title>`)
+	})
+	mux.HandleFunc("/who", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<!doctype html><title>cookie=%s</title>`, r.Header.Get("Cookie"))
+	})
+}
+
+// whoAmI navigates the session to /who and returns the cookies the page
+// was asked with.
+func whoAmI(t *testing.T, r *Router, key, url string) string {
+	t.Helper()
+	ctx := testCtx(t)
+	var title string
+	_, err := r.NavigateWith(ctx, key, url, func(ctx context.Context) error {
+		if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
+			return err
+		}
+		var err error
+		title, err = pageTitle(ctx)
+		return err
+	})
+	require.NoError(t, err)
+	return strings.TrimPrefix(title, "cookie=")
+}
+
+// TestProfileKeepsCookiesAcrossReleaseAndRouters: a persistent cookie a
+// page sets survives the session's Release and a new Router on the same
+// directory; a session cookie does not; another key does not see it; the
+// jar is 0600 in a 0700 directory and no log line holds the cookie.
+func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newSite(t, loginRoutes)
+	dir := filepath.Join(t.TempDir(), "profiles")
+	logs := &logBuffer{}
+	r1 := newBrowserRouter(t, nil, logs, WithProfileDir(dir))
+	ctx := testCtx(t)
+
+	_, err := r1.Navigate(ctx, "alice", s.URL+"/login")
+	require.NoError(t, err)
+	assert.Equal(t, "login="+cookieSecret+"; tab=only-this-run", whoAmI(t, r1, "alice", s.URL+"/who"),
+		"before any release the session has both cookies")
+
+	// The periodic save writes the jar while the session lives, so a
+	// process that dies keeps what was saved.
+	r1.profiles.saveAll()
+	b, err := os.ReadFile(filepath.Join(dir, profileName("alice"), profileCookies))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), cookieSecret, "saved while the session lives")
+	assert.NotContains(t, string(b), "only-this-run", "a session cookie is not kept")
+
+	status, err := r1.Status(ctx, "alice")
+	require.NoError(t, err)
+	assert.True(t, status.Open && status.Profile && status.Route == RouteLocal, "the status names the profile: %+v", status)
+	assert.True(t, r1.Rules().PersistentProfiles)
+	require.NoError(t, r1.Release(ctx, "alice"))
+	assert.Equal(t, "login="+cookieSecret, whoAmI(t, r1, "alice", s.URL+"/who"),
+		"after Release the persistent cookie is back, the session cookie is not")
+	assert.Empty(t, whoAmI(t, r1, "bob", s.URL+"/who"), "another key has a profile of its own")
+	require.NoError(t, r1.Close())
+
+	r2 := newBrowserRouter(t, nil, logs, WithProfileDir(dir))
+	assert.Equal(t, "login="+cookieSecret, whoAmI(t, r2, "alice", s.URL+"/who"),
+		"a new Router on the same directory has the cookie")
+
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	pd := filepath.Join(dir, profileName("alice"))
+	fi, err = os.Stat(pd)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	jar := filepath.Join(pd, profileCookies)
+	fi, err = os.Stat(jar)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	b, err = os.ReadFile(jar)
+	require.NoError(t, err)
+	var st struct {
+		Cookies []map[string]any `json:"cookies"`
+		Origins []any            `json:"origins"`
+	}
+	require.NoError(t, json.Unmarshal(b, &st), "the jar is in Playwright's storageState shape")
+	require.Len(t, st.Cookies, 1)
+	assert.Equal(t, "login", st.Cookies[0]["name"])
+	assert.Equal(t, "127.0.0.1", st.Cookies[0]["domain"], "host-only, as Playwright writes it")
+	assert.NotNil(t, st.Origins)
+	assert.NotContains(t, logs.String(), cookieSecret, "no log line holds a cookie value")
+}
+
+// TestProfileDirIsLocked: a second router on a directory in use fails
+// with ErrProfileLocked, naming the holder; once the first closes, the
+// directory is free.
+func TestProfileDirIsLocked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r1, err := New(nil, WithProfileDir(dir))
+	require.NoError(t, err)
+	_, err = New(nil, WithProfileDir(dir))
+	require.ErrorIs(t, err, ErrProfileLocked)
+	assert.Contains(t, err.Error(), fmt.Sprintf("pid %d", os.Getpid()))
+	assert.Contains(t, err.Error(), dir)
+	require.NoError(t, r1.Close())
+	r2, err := New(nil, WithProfileDir(dir))
+	require.NoError(t, err, "Close lets go of the lock")
+	require.NoError(t, r2.Close())
+}
+
+// TestProfileDirIsNotAFile: a path that is a file is refused with a
+// clear error, not taken over.
+func TestProfileDirIsNotAFile(t *testing.T) {
+	t.Parallel()
+	f := filepath.Join(t.TempDir(), "file")
+	require.NoError(t, os.WriteFile(f, []byte("keep me"), 0o600))
+	_, err := New(nil, WithProfileDir(f))
+	require.Error(t, err)
+	b, _ := os.ReadFile(f)
+	assert.Equal(t, "keep me", string(b))
+}
+
+// TestProfileNamesStayInTheDirectory: whatever a key holds, its profile
+// is one plain child of the directory, and different keys never share one.
+func TestProfileNamesStayInTheDirectory(t *testing.T) {
+	t.Parallel()
+	keys := []string{"", ".", "..", "../../etc/passwd", "/abs/path", `a\b`, "a/b", "a_b", "alice", "Alice",
+		"alice::local", strings.Repeat("x", 500), "ü→☃", "a\x00b", "con"}
+	seen := map[string]string{}
+	for _, k := range keys {
+		n := profileName(k)
+		assert.NotContains(t, n, "/", "%q", k)
+		assert.NotContains(t, n, `\`, "%q", k)
+		assert.NotContains(t, n, ".", "%q", k)
+		assert.LessOrEqual(t, len(n), profilePrefixLen+25, "%q", k)
+		assert.Equal(t, n, filepath.Base(filepath.Join("/profiles", n)), "%q", k)
+		if other, ok := seen[n]; ok {
+			t.Errorf("keys %q and %q share the profile %s", k, other, n)
+		}
+		seen[n] = k
+	}
+}
+
+// TestProfileUnreadableJarFailsTheSession: a jar that is not JSON fails
+// the session's creation with an error naming the file, and is left as it
+// was: going on would save an empty jar over it.
+func TestProfileUnreadableJarFailsTheSession(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newSite(t, loginRoutes)
+	dir := t.TempDir()
+	pd := filepath.Join(dir, profileName("carol"))
+	require.NoError(t, os.Mkdir(pd, 0o700))
+	jar := filepath.Join(pd, profileCookies)
+	require.NoError(t, os.WriteFile(jar, []byte("{not json"), 0o600))
+	r := newBrowserRouter(t, nil, &logBuffer{}, WithProfileDir(dir))
+	_, err := r.Navigate(testCtx(t), "carol", s.URL+"/who")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), jar)
+	var se *json.SyntaxError
+	assert.True(t, errors.As(err, &se), "the parser's error is wrapped: %v", err)
+	require.NoError(t, r.Close())
+	b, _ := os.ReadFile(jar)
+	assert.Equal(t, "{not json", string(b))
+}
+
+// TestProfileHandsOverFromAnEndingSession: a key's new session made while
+// its old one is still ending (the reaper's window) starts from the old
+// one's cookies, and the old one's late release saves nothing over them.
+func TestProfileHandsOverFromAnEndingSession(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newTestSidecar(t)
+	site := newSite(t, loginRoutes)
+	ctx := testCtx(t)
+	ps, err := openProfiles(t.TempDir(), slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, ps.close()) })
+
+	old, err := s.open(ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, ps.restore(ctx, old, "k"))
+	navigate(t, ctx, old, site.URL+"/login")
+
+	fresh, err := s.open(ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, ps.restore(ctx, fresh, "k"))
+	navigate(t, ctx, fresh, site.URL+"/who")
+	assert.Equal(t, "cookie=login="+cookieSecret, title(t, ctx, fresh), "the new session has the ending one's cookie")
+
+	// What the old session does after the hand-over must not reach the
+	// jar, which is the new session's now.
+	_, err = run(ctx, old, chromedp.Evaluate[any](`document.cookie = "late=1; Max-Age=3600; path=/"`))
+	require.NoError(t, err)
+	require.NoError(t, ps.release(old))
+	require.NoError(t, old.close())
+	require.NoError(t, ps.release(fresh))
+	require.NoError(t, fresh.close())
+	b, err := os.ReadFile(filepath.Join(ps.dir, profileName("k"), profileCookies))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), cookieSecret)
+	assert.NotContains(t, string(b), `"late"`, "the old session's late release saved nothing")
+}

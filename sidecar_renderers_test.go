@@ -1,0 +1,109 @@
+package hybroute
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestSessionsStartFewRenderers counts the renderer processes the
+// local Chromium starts while sessions come and go one after another. Each
+// session is a browser context of its own, and a renderer serves one
+// context only: a browser that keeps a spare renderer warm for the context
+// that navigated last throws nearly every spare away. The count is polled, so a renderer that
+// lives under the poll's period may be missed: the test can pass wrongly
+// only by a few, never fail wrongly.
+func TestSessionsStartFewRenderers(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newSite(t)
+	r := newTestRouter(t, nil)
+	ctx := testCtx(t)
+	require.NoError(t, r.Warm(ctx))
+	browser := r.side.proc.pid
+	seen := map[int]bool{}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			for _, pid := range renderersOf(browser) {
+				seen[pid] = true
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}()
+	const sessions = 6
+	for i := range sessions {
+		key := fmt.Sprint("one-renderer-", i)
+		_, err := r.Navigate(ctx, key, s.url("127.0.0.1", fmt.Sprintf("/r%d", i)))
+		require.NoError(t, err)
+		require.NoError(t, r.Release(ctx, key))
+	}
+	time.Sleep(time.Second) // the spare tab made after the last session
+	close(stop)
+	<-done
+	// Two per session: the blank renderer of its tab (made ahead as the
+	// spare) and the one its first navigation swaps to; a few more for
+	// the first tab and the spare made after the last session. With the
+	// browser's own spare renderer on, four per session were seen.
+	assert.LessOrEqual(t, len(seen), 3*sessions+1,
+		"renderers started for %d sessions one after another", sessions)
+	assert.GreaterOrEqual(t, len(seen), sessions, "the poll saw each session's renderer")
+}
+
+// renderersOf lists the renderer processes under the browser process pid.
+func renderersOf(browser int) []int {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(cmd), "--type=renderer") {
+			continue
+		}
+		if descendsFrom(pid, browser) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// descendsFrom reports whether pid is under ancestor in the process tree.
+func descendsFrom(pid, ancestor int) bool {
+	for range 8 {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return false
+		}
+		i := strings.LastIndexByte(string(b), ')')
+		f := strings.Fields(string(b)[i+2:])
+		if len(f) < 2 {
+			return false
+		}
+		pid, err = strconv.Atoi(f[1])
+		if err != nil || pid <= 1 {
+			return false
+		}
+		if pid == ancestor {
+			return true
+		}
+	}
+	return false
+}

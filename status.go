@@ -1,0 +1,132 @@
+package hybroute
+
+import (
+	"context"
+	"slices"
+)
+
+// SessionStatus is what [Router.Status] reports of one session key: where
+// its page's browser session runs and what that browser is.
+type SessionStatus struct {
+	// Open: the key has a live browser session. When false (no call has
+	// run yet, or it was released), Route, CacheKey, the fallback fields
+	// and Browser are empty.
+	Open     bool
+	Route    Route
+	CacheKey string // the session key, or the key with LocalSuffix for the hybrid sidecar session
+	// Provider names the cloud provider of the Router ("" with none, "CDP
+	// override" with [WithCDPURL]), whether or not the session is on it.
+	Provider string
+	// FallbackFromCloud and FallbackReason: the provider could not give the
+	// session a browser, and it runs on local Chromium; the reason is the
+	// Router's, free of keys (as in [Result]).
+	FallbackFromCloud bool
+	FallbackReason    string
+	// Browser is the product the session's browser gave for
+	// Browser.getVersion when the guard took it on, e.g.
+	// "HeadlessChrome/148.0.7778.0"; empty for a browser without CDP.
+	Browser string
+	// Profile: the session keeps a persistent profile ([WithProfileDir]).
+	Profile bool
+}
+
+// Rules are the rules a Router enforces, as its options set them
+// ([Router.Rules]). Metadata addresses are refused whatever they say.
+type Rules struct {
+	// LocalOnly: there is no cloud; every call runs on local Chromium.
+	LocalOnly bool
+	// CDPOverride: every call runs on the browser of [WithCDPURL].
+	CDPOverride bool
+	// Hybrid: private URLs, and URLs that carry a credential, run on the
+	// local browser while the rest run in the cloud
+	// ([WithAutoLocalForPrivateURLs]).
+	Hybrid bool
+	// PrivateURLsLocal: a private address may be opened on the local
+	// browser; PrivateURLsRemote: on a remote one too
+	// ([WithAllowPrivateURLs]).
+	PrivateURLsLocal  bool
+	PrivateURLsRemote bool
+	// SecretsInURLsRemote: URLs that carry a credential may go to a remote
+	// browser ([WithAllowSecretsInURLs]).
+	SecretsInURLsRemote bool
+	// AllowedHosts and BlockedHosts are the operator's lists, as given
+	// ([WithAllowedHosts], [WithBlockedHosts]).
+	AllowedHosts []string
+	BlockedHosts []string
+	// AllowedSchemes are the extra schemes let through, local only
+	// ([WithAllowedSchemes]).
+	AllowedSchemes []string
+	// Dialogs is how JavaScript dialogs are answered ([WithDialogPolicy]).
+	Dialogs DialogPolicy
+	// Fallback: a cloud session the provider cannot give runs on local
+	// Chromium ([WithFallback]).
+	Fallback bool
+	// PersistentProfiles: local sessions keep a profile ([WithProfileDir]).
+	PersistentProfiles bool
+}
+
+// Rules reports the rules the Router enforces.
+func (r *Router) Rules() Rules {
+	return Rules{
+		LocalOnly:           r.pol.local,
+		CDPOverride:         r.pol.override,
+		Hybrid:              r.pol.hybrid,
+		PrivateURLsLocal:    r.pol.localPrivate,
+		PrivateURLsRemote:   r.pol.remotePrivate,
+		SecretsInURLsRemote: r.pol.remoteSecrets,
+		AllowedHosts:        slices.Clone(r.cfg.allowedHosts),
+		BlockedHosts:        slices.Clone(r.cfg.blockedHosts),
+		AllowedSchemes:      slices.Clone(r.cfg.allowedSchemes),
+		Dialogs:             r.cfg.dialogs,
+		Fallback:            r.cfg.fallback && r.provider != nil && !r.pol.override,
+		PersistentProfiles:  r.profiles != nil,
+	}
+}
+
+// Status reports the browser session of sessionKey where its page is: on
+// the route its calls took last, else whichever of its sessions is open.
+// It makes nothing and asks the browser nothing: a key with no session
+// reports Open false. It fails only for an invalid key, or after Close.
+func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, error) {
+	key, err := normalizeKey(sessionKey)
+	if err != nil {
+		return SessionStatus{}, err
+	}
+	st := SessionStatus{Provider: r.providerName()}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return SessionStatus{}, ErrClosed
+	}
+	var e *entry
+	if route, ok := r.routes.get(key); ok {
+		e = r.sess.m[r.pol.cacheKey(key, route)]
+	}
+	for _, k := range [...]string{key, key + LocalSuffix} {
+		if e == nil {
+			e = r.sess.m[k]
+		}
+	}
+	if e == nil || e.released.Load() || e.tab.dead() {
+		return st, nil
+	}
+	st.Open, st.Route, st.CacheKey = true, e.route, e.key
+	st.FallbackFromCloud, st.FallbackReason = e.fallback, e.reason
+	if e.bg != nil {
+		st.Browser = e.bg.browser.Product
+	}
+	_, st.Profile = e.tab.(*localTab)
+	st.Profile = st.Profile && r.profiles != nil
+	return st, nil
+}
+
+// providerName names where cloud sessions come from.
+func (r *Router) providerName() string {
+	switch {
+	case r.cfg.cdpURL != "":
+		return "CDP override"
+	case r.provider != nil:
+		return r.provider.Name()
+	}
+	return ""
+}
