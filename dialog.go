@@ -33,6 +33,13 @@ type DialogPolicy struct {
 	// KeepPageOnBeforeUnload dismisses beforeunload dialogs: the page
 	// stays, and the navigation that would have left it fails.
 	KeepPageOnBeforeUnload bool
+	// Hold leaves alert, confirm and prompt open for the caller to answer
+	// with [Router.AnswerDialog] (dialog_hold.go): the call that is
+	// running when one opens returns at once with [ErrDialogOpen], and
+	// calls on the session are refused with it until it is answered.
+	// Accept and PromptText are then unused; beforeunload is still
+	// answered by KeepPageOnBeforeUnload.
+	Hold bool
 }
 
 // accepts reports whether the policy accepts a dialog of type t.
@@ -48,6 +55,10 @@ type Dialog struct {
 	Type     string // "alert", "confirm", "prompt" or "beforeunload"
 	Message  string // what the page asked, cut to MaxDialogMessage bytes
 	Accepted bool
+	// Pending: the dialog is open, held for the caller's answer
+	// ([DialogPolicy.Hold]). DefaultPrompt is a prompt's default text.
+	Pending       bool
+	DefaultPrompt string
 }
 
 // MaxDialogMessage bounds a reported dialog's message, in bytes: a page
@@ -120,6 +131,12 @@ func (r *Router) watchDialogs(e *entry, tabCtx context.Context) func() {
 				return // the tab is gone
 			}
 			d := Dialog{Type: string(ev.Type), Message: cutMessage(ev.Message, MaxDialogMessage), Accepted: r.cfg.dialogs.accepts(ev.Type)}
+			if r.cfg.dialogs.Hold && ev.Type != page.DialogTypeBeforeunload {
+				d.Accepted, d.Pending, d.DefaultPrompt = false, true, cutMessage(ev.DefaultPrompt, MaxDialogMessage)
+				e.dialogs.add(d)
+				e.held.open(d, tabCtx)
+				continue
+			}
 			// Recorded before it is answered: the call the dialog held
 			// up sees it when it goes on.
 			e.dialogs.add(d)

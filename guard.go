@@ -410,6 +410,8 @@ func (g *browserGuard) register(e *entry, tabCtx context.Context, bcID cdp.Brows
 		g.byCtx[bcID] = e
 	}
 	e.tabID = c.Target.TargetID
+	front := c.Target.TargetID
+	e.front.Store(&front) // the landing tracker of this tab writes e.landed now
 	return nil
 }
 
@@ -783,22 +785,28 @@ func (g *browserGuard) popups(e *entry) map[target.ID]string {
 
 // targetURL is the URL the browser reports for a target.
 func (g *browserGuard) targetURL(ctx context.Context, id target.ID) (string, error) {
+	ti, err := g.getTargetInfo(ctx, id)
+	if err != nil || ti == nil {
+		return "", err
+	}
+	return ti.URL, nil
+}
+
+// getTargetInfo is what the browser reports of a target.
+func (g *browserGuard) getTargetInfo(ctx context.Context, id target.ID) (*target.Info, error) {
 	m := g.mux.Load()
 	if m == nil {
-		return "", cdpmux.ErrClosed
+		return nil, cdpmux.ErrClosed
 	}
 	b, err := m.Call(ctx, "", target.CommandGetTargetInfo, target.GetTargetInfoParams{TargetID: id})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	var res target.GetTargetInfoResult
 	if err := jsonv2.Unmarshal(b, &res, chromedp.DefaultUnmarshalOptions); err != nil {
-		return "", err
+		return nil, err
 	}
-	if res.TargetInfo == nil {
-		return "", nil
-	}
-	return res.TargetInfo.URL, nil
+	return res.TargetInfo, nil
 }
 
 // closeTarget closes a target of the browser.
@@ -948,8 +956,15 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 func trackLanding(tabCtx context.Context, e *entry) error {
 	blank := "about:blank"
 	e.landed.Store(&blank)
+	var mine target.ID
+	if c := chromedp.FromContext(tabCtx); c != nil && c.Target != nil {
+		mine = c.Target.TargetID
+	}
 	var main atomic.Value // cdp.FrameID of the main frame
 	return chromedp.Listen(tabCtx, func(ev any) {
+		if f := e.front.Load(); f != nil && *f != mine {
+			return // a tab that is not the front: the landing check reads the front's URL (tablist.go)
+		}
 		switch ev := ev.(type) {
 		case *page.EventFrameNavigated:
 			if ev.Frame == nil || ev.Frame.ParentID != "" {

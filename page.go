@@ -32,3 +32,20 @@ func (r *Router) CheckPage(ctx context.Context) (string, error) {
 	}
 	return u, nil
 }
+
+// RunRoute reports, from inside a run of [Router.Exec] or
+// [Router.NavigateWith] (ctx is the run's), which browser the run drives:
+// RouteLocal for the local Chromium (a fallback included), RouteCloud for
+// a remote browser. ok is false outside a run. A tool that hands the
+// browser something of this machine (a file to upload) asks it first: a
+// remote browser must not be given paths of this machine.
+func (r *Router) RunRoute(ctx context.Context) (route Route, ok bool) {
+	e, _ := ctx.Value(runKey{}).(*entry)
+	if e == nil {
+		return 0, false
+	}
+	if e.where() == onLocal {
+		return RouteLocal, true
+	}
+	return RouteCloud, true
+}

@@ -520,14 +520,26 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 	if res.TabReplaced, err = r.recoverTab(ctx, e); err != nil {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
 	}
+	if d, ok := e.held.pending(); ok {
+		return res, fmt.Errorf("hybroute: call on %s session %q: %w: %s %q waits for an answer", e.route, p.CacheKey, ErrDialogOpen, d.Type, d.Message)
+	}
 	e.guard.reset()
 	rctx, rspan := r.tel.tracer.Start(ctx, "hybroute.run",
 		trace.WithAttributes(attribute.String("hybroute.route", res.Route.String())))
 	defer rspan.End()
 	cctx, cancel := e.tab.bind(rctx)
 	defer cancel()
+	cctx, stopHold := e.held.interrupts(cctx, r.cfg.dialogs.Hold)
+	defer stopHold()
 	started := time.Now()
-	runErr := run(context.WithValue(cctx, runKey{}, e), nil)
+	front := e.tab.context()
+	runErr := run(context.WithValue(context.WithValue(cctx, runKey{}, e), runCaller{}, rctx), nil)
+	if e.tab.context() != front {
+		// The run opened a tab (OpenTab): what follows checks that one.
+		var cancelFront context.CancelFunc
+		cctx, cancelFront = e.tab.bind(rctx)
+		defer cancelFront()
+	}
 	if lt, ok := e.tab.(*localTab); ok {
 		lt.settled() // the sidecar's next spare is made now, not during this call
 	}
@@ -536,6 +548,11 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 		rspan.SetStatus(codes.Error, errorKind(runErr))
 	}
 	callerErr := ctx.Err() // bindTab: set whenever the caller ended the call
+	if d, ok := e.held.pending(); ok && runErr != nil && callerErr == nil {
+		// The dialog, not the run, ended the call: the tab is fine and
+		// waits for the caller's answer.
+		runErr = fmt.Errorf("%w: %s %q opened during the call", ErrDialogOpen, d.Type, d.Message)
+	}
 	if runErr != nil && callerErr != nil {
 		// The call's deadline (or its caller) ended it: the page may be
 		// wedged. The next call asks the tab before it relies on it.

@@ -92,6 +92,9 @@ type entry struct {
 	hosts          hostAnswers                 // name answers the guard reuses (guard_hosts.go)
 	suspect        atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
 	origins        originSet                   // the origins its pages went to (state_browser.go)
+	front          atomic.Pointer[target.ID]   // the tab calls run in, set by the guard's register (tablist.go)
+	pages          tabPages                    // the session's other tabs that calls ran in (tablist.go)
+	held           heldDialog                  // a dialog left for the caller to answer (dialog_hold.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -113,6 +116,7 @@ var errReleasedWhileCreating = fmt.Errorf("%w while it was being created", ErrRe
 // back. Calls still on it fail with ErrReleased.
 func (e *entry) end() error {
 	e.released.Store(true)
+	defer e.pages.stopAll()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	return e.release(ctx)

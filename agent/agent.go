@@ -1,7 +1,12 @@
 // Package agent is the browser toolset a model calls, with hybroute's routing
 // and security floor behind every tool: browser_navigate, browser_snapshot,
 // browser_click, browser_type, browser_press, browser_scroll, browser_back,
-// browser_screenshot, browser_console, browser_exec and browser_close.
+// browser_screenshot, browser_console, browser_exec and browser_close; the
+// session's tabs (browser_tabs); browser_forward, browser_reload and
+// browser_resize; the inputs browser_select_option, browser_fill_form,
+// browser_hover, browser_drag, browser_file_upload ([WithUploadDir]) and
+// browser_wait_for; and browser_handle_dialog, for a router whose
+// DialogPolicy holds dialogs for the model.
 //
 // A Toolset plugs into any Go agent loop: Tools lists each tool with a name, a
 // description written for a model and a JSON Schema for its input, and Call
@@ -122,6 +127,7 @@ type config struct {
 	consoleLimit  int
 	maxResult     int
 	stateDir      string // where the state tools keep their files (state.go); "": off
+	uploadDir     string // browser_file_upload's root; "": no uploads (upload.go)
 	log           *slog.Logger
 }
 

@@ -66,6 +66,8 @@ func describe(err error, c *call, key string) string {
 		return "the browser tools are shutting down."
 	case errors.Is(err, hybroute.ErrBusy):
 		return busyText(err)
+	case errors.Is(err, hybroute.ErrDialogOpen):
+		return "a JavaScript dialog is open in the page and waits for your answer (" + scrubKey(innermost(err), key) + "): call browser_handle_dialog first; nothing else runs in the page until then."
 	case errors.Is(err, context.DeadlineExceeded) && (c == nil || !c.ran):
 		return "timed out opening the browser session: the browser took too long to open a tab for it (a loaded machine). Nothing ran; try again."
 	case errors.Is(err, context.DeadlineExceeded) && c.script:

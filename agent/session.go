@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,7 +35,8 @@ type session struct {
 	checked   string
 	checkedIn target.ID
 
-	refs refTable
+	refs  refTable
+	names tabNames // short names of the session's tabs (tabs.go)
 
 	tmu     sync.Mutex // guards tabs and ended; console has its own lock
 	tabs    map[target.ID]context.CancelFunc
@@ -295,8 +297,20 @@ func dialogLines(ds []hybroute.Dialog) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("The page opened JavaScript dialogs, answered automatically:")
+	b.WriteString("The page opened JavaScript dialogs")
+	if !slices.ContainsFunc(ds, func(d hybroute.Dialog) bool { return d.Pending }) {
+		b.WriteString(", answered automatically")
+	}
+	b.WriteString(":")
 	for _, d := range ds {
+		if d.Pending {
+			b.WriteString("\n- " + d.Type + " " + quote(d.Message, 300))
+			if d.Type == "prompt" {
+				b.WriteString(" (default " + quote(d.DefaultPrompt, 100) + ")")
+			}
+			b.WriteString(": open, waiting for your answer: call browser_handle_dialog")
+			continue
+		}
 		b.WriteString("\n- ")
 		if d.Type == "dropped" {
 			b.WriteString(d.Message)

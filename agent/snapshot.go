@@ -90,7 +90,7 @@ func (t *refTable) lookup(ref string, id target.ID) (refEntry, error) {
 		return refEntry{}, modelErrorf("ref %q: there is no snapshot of this page yet; call browser_snapshot first and use a ref from it", ref)
 	}
 	if t.target != id {
-		return refEntry{}, modelErrorf("ref %q is from a snapshot of another tab (the page changed browsers since); call browser_snapshot again", ref)
+		return refEntry{}, modelErrorf("ref %q is from a snapshot of another tab (the session changed tabs or browsers since); call browser_snapshot again", ref)
 	}
 	e, ok := t.byRef[ref]
 	if !ok {

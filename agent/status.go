@@ -125,7 +125,10 @@ func privateRule(r hybroute.Rules) string {
 
 func dialogRule(p hybroute.DialogPolicy) string {
 	s := "alert, confirm and prompt dismissed"
-	if p.Accept {
+	switch {
+	case p.Hold:
+		s = "alert, confirm and prompt wait for your answer (browser_handle_dialog)"
+	case p.Accept:
 		s = "alert, confirm and prompt accepted"
 		if p.PromptText != "" {
 			s += " (a prompt answers " + quote(p.PromptText, 80) + ")"

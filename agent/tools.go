@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/png"
+	"slices"
 	"strings"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -41,7 +42,7 @@ const (
 
 const noArgs = `{"type":"object","properties":{},"additionalProperties":false}`
 
-var toolDefs = []toolDef{
+var toolDefs = slices.Concat([]toolDef{
 	{
 		name: ToolNavigate,
 		desc: "Open a URL in the browser tab of this session and wait for it to load. " +
@@ -125,7 +126,7 @@ var toolDefs = []toolDef{
 	},
 	statusTool,                         // status.go
 	stateToolDefs[0], stateToolDefs[1], // agent/state.go
-}
+}, tabDefs, navDefs, formDefs, pointerDefs, uploadDefs, waitDefs, dialogDefs)
 
 var toolByName = func() map[string]*toolDef {
 	m := make(map[string]*toolDef, len(toolDefs))
@@ -158,6 +159,11 @@ func decode(args json.RawMessage, v any) error {
 // body, with where the call ran.
 func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *call, err error, body func() string) Result {
 	w, note := s.finish(res, c)
+	if err != nil && dialogOpened(err, res) {
+		// The action went through: the page answered it with a dialog,
+		// which waits for the model (dialogs.go).
+		return result(w, note, dialogWaits, false)
+	}
 	if err != nil {
 		return result(w, note, describe(err, c, key), true)
 	}
@@ -250,7 +256,7 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 			return err
 		}
 		what = describeRef(a.Ref, e)
-		return withNavFlag(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) })
+		return settled(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) })
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		what = a.Ref
 		before := p.Landed()
@@ -286,7 +292,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 		if !a.Submit {
 			return nil
 		}
-		return withNavFlag(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") })
+		return settled(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") })
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		what = a.Ref
 		before := p.Landed()
@@ -312,7 +318,7 @@ func (t *Toolset) press(ctx context.Context, s *session, key string, args json.R
 	}
 	var navigated bool
 	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
-		return withNavFlag(ctx, c, &navigated, func() error { return pressKeys(ctx, a.Key) })
+		return settled(ctx, c, &navigated, func() error { return pressKeys(ctx, a.Key) })
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		before := p.Landed()
 		_, err := p.Press(ctx, a.Key)

@@ -25,7 +25,10 @@ const mcpUsage = `Usage: hybroute mcp [flags]
 
 Serves the browser tools (browser_navigate, browser_snapshot, browser_click,
 browser_type, browser_press, browser_scroll, browser_back, browser_screenshot,
-browser_console, browser_exec, browser_close, browser_status) over MCP: on stdin/stdout by
+browser_console, browser_exec, browser_close, browser_status, browser_tabs, browser_forward,
+browser_reload, browser_resize, browser_select_option, browser_fill_form,
+browser_hover, browser_drag, browser_file_upload, browser_wait_for,
+browser_handle_dialog) over MCP: on stdin/stdout by
 default, over streamable HTTP with --http. Each MCP client session has a
 browser session of its own, released when the client session ends.
 
@@ -56,6 +59,8 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	mcpUnused := fs.Duration("mcp-unused-timeout", DefaultMCPUnusedTimeout, "with --http: end an MCP client session that has made no tool call after this long")
 	storageState := fs.String("storage-state", "", "load this Playwright storageState file into every new MCP session's browsers (a login to start with; cookies of local hosts never go to the cloud browser)")
 	stateDir := fs.String("state-dir", "", "the directory browser_state_save and browser_state_load keep state files in, by plain name (off when unset)")
+	uploadDir := fs.String("upload-dir", "", "let browser_file_upload give pages the files under DIR, and nothing outside it (no path or symbolic link that leads out); the local browser only. Unset: no uploads")
+	dialogs := fs.String("dialogs", "dismiss", "who answers the pages' JavaScript dialogs (alert, confirm, prompt): dismiss or accept them as they open, or model: they wait for browser_handle_dialog")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -81,12 +86,20 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}
+	dialogPolicy, err := dialogsFlag(*dialogs)
+	if err == nil {
+		err = uploadDirFlag(*uploadDir)
+	}
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
 	budget, err := parseMemory(*maxMemory)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp: --max-local-memory:", err)
 		return exitFailure
 	}
-	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh),
+	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh), hybroute.WithDialogPolicy(dialogPolicy),
 		hybroute.WithMaxSessions(*maxSessions), hybroute.WithMaxLocalMemory(budget)}
 	stateOpts, err := stateOptions(*storageState, *stateDir)
 	if err != nil {
@@ -110,7 +123,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	}
 	defer r.Close()
 	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
-		agent.WithStateDir(*stateDir))
+		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir))
 	defer ts.Close()
 	srv := newMCPServer(ts)
 	defer srv.close()
@@ -255,6 +268,9 @@ func toMCP(res agent.Result) *mcp.CallToolResult {
 			ds := make([]map[string]any, len(w.Dialogs))
 			for i, d := range w.Dialogs {
 				ds[i] = map[string]any{"type": d.Type, "message": d.Message, "accepted": d.Accepted}
+				if d.Pending {
+					ds[i]["pending"] = true // held for browser_handle_dialog (--dialogs model)
+				}
 			}
 			where["dialogs"] = ds
 		}

@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/hybroute/hybroute"
+)
+
+// ToolHandleDialog is the name of the dialog tool.
+const ToolHandleDialog = "browser_handle_dialog"
+
+var dialogDefs = []toolDef{
+	{
+		name: ToolHandleDialog,
+		desc: "Answer the JavaScript dialog (alert, confirm, prompt) the page opened and waits on: accept (OK) or dismiss (Cancel), and for a prompt the text to answer. " +
+			"Dialogs wait for you only when the server is set to let the model answer them (hybroute mcp --dialogs model); otherwise they are answered automatically and results list them.",
+		schema: `{"type":"object","properties":{"accept":{"type":"boolean","description":"true for OK, false for Cancel"},"prompt_text":{"type":"string","description":"For a prompt: the text to answer with"}},"required":["accept"],"additionalProperties":false}`,
+		run:    (*Toolset).handleDialog,
+	},
+}
+
+// dialogRouter is the optional part of a Router that lets the caller
+// answer dialogs. *hybroute.Router has it.
+type dialogRouter interface {
+	AnswerDialog(ctx context.Context, sessionKey string, accept bool, promptText string) (hybroute.Dialog, error)
+}
+
+// dialogWaits is the result of an action the page answered with a dialog
+// that waits for the model.
+const dialogWaits = "The page opened a dialog and waits for your answer (below). Answer it with browser_handle_dialog before anything else: the page does nothing until then."
+
+// dialogOpened reports a call that a dialog held for the model ended: the
+// call's own result lists the dialog, open. A call refused because one
+// was already open lists none, and stays an error.
+func dialogOpened(err error, res hybroute.Result) bool {
+	if !errors.Is(err, hybroute.ErrDialogOpen) {
+		return false
+	}
+	for _, d := range res.Dialogs {
+		if d.Pending {
+			return true
+		}
+	}
+	return false
+}
+
+func (t *Toolset) handleDialog(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Accept     bool    `json:"accept"`
+		PromptText *string `json:"prompt_text"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	dr, ok := t.r.(dialogRouter)
+	if !ok {
+		return toolError("this server answers dialogs itself; results list them")
+	}
+	text := ""
+	if a.PromptText != nil {
+		text = *a.PromptText
+	}
+	d, err := dr.AnswerDialog(ctx, key, a.Accept, text)
+	switch {
+	case errors.Is(err, hybroute.ErrNoDialog):
+		return toolError("no dialog waits for an answer. Unless the server lets the model answer dialogs (hybroute mcp --dialogs model), they are answered as they open, and the results list them.")
+	case err != nil:
+		return toolError(describe(err, nil, key))
+	}
+	msg := "Dismissed the " + d.Type + " " + quote(d.Message, 200) + "."
+	if a.Accept {
+		msg = "Accepted the " + d.Type + " " + quote(d.Message, 200)
+		if d.Type == "prompt" {
+			msg += " with " + quote(text, 200)
+		}
+		msg += "."
+	}
+	// Where the page is now, through the Router like any call: what the
+	// answer made the page do is checked.
+	var navigated bool
+	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+		return withNavFlag(ctx, c, &navigated, func() error { return nil })
+	})
+	return t.finishCall(s, key, res, c, err, func() string { return msg + navNote(navigated) })
+}

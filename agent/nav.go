@@ -1,0 +1,138 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// Tool names of the navigation tools beyond browser_navigate and
+// browser_back.
+const (
+	ToolForward = "browser_forward"
+	ToolReload  = "browser_reload"
+	ToolResize  = "browser_resize"
+)
+
+// The bounds of browser_resize, in CSS pixels: a viewport a page can be
+// laid out in, and no image a model cannot take.
+const (
+	minViewport = 200
+	maxViewport = 4096
+)
+
+var navDefs = []toolDef{
+	{
+		name:   ToolForward,
+		desc:   "Go forward to the next page in this tab's history (after browser_back) and wait for it to load.",
+		schema: noArgs,
+		run:    (*Toolset).forward,
+	},
+	{
+		name:   ToolReload,
+		desc:   "Reload the current page and wait for it to load. Refs of the last snapshot no longer resolve afterwards; take a new snapshot.",
+		schema: noArgs,
+		run:    (*Toolset).reload,
+	},
+	{
+		name: ToolResize,
+		desc: fmt.Sprintf("Resize the page's viewport (the visible area that screenshots show and the page lays out in), in CSS pixels, each side from %d to %d. "+
+			"It holds for this tab until the next resize.", minViewport, maxViewport),
+		schema: fmt.Sprintf(`{"type":"object","properties":{"width":{"type":"integer","minimum":%[1]d,"maximum":%[2]d,"description":"Viewport width in CSS pixels"},"height":{"type":"integer","minimum":%[1]d,"maximum":%[2]d,"description":"Viewport height in CSS pixels"}},"required":["width","height"],"additionalProperties":false}`, minViewport, maxViewport),
+		run:    (*Toolset).resize,
+	},
+}
+
+func (t *Toolset) forward(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	if err := decode(args, &struct{}{}); err != nil {
+		return argError(err)
+	}
+	res, c, err := t.do(ctx, s, key, "", moves, func(ctx context.Context, c *call) error {
+		return historyStep(ctx, c, 1)
+	})
+	return t.finishCall(s, key, res, c, err, func() string { return "Went forward." })
+}
+
+// historyStep moves the tab delta entries through its history and waits
+// for the page to load. The entry's request goes through the Router's guard
+// like any navigation; a page restored from the back/forward cache loads
+// nothing, and the Router's landing check after the call decides it.
+func historyStep(ctx context.Context, c *call, delta int64) error {
+	h, err := chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
+	if err != nil {
+		return err
+	}
+	i := h.CurrentIndex + delta
+	if i < 0 || int(i) >= len(h.Entries) {
+		if delta > 0 {
+			return modelErrorf("there is no next page in this tab's history")
+		}
+		return modelErrorf("there is no previous page in this tab's history")
+	}
+	// Not chromedp.NavigateForward: it waits for a load event, which a page
+	// restored from the back/forward cache never fires.
+	return navigating(ctx, c, func() error {
+		_, err := chromedp.Call(ctx, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: h.Entries[i].ID})
+		return err
+	})
+}
+
+// navigating runs act, which navigates the tab for sure, and waits for the
+// navigation to finish (within navWaitMax). Unlike withNavFlag it does not
+// guess whether one started: on a loaded machine the browser can report
+// the start after a short settle, and the next call would then cut the
+// navigation short.
+func navigating(ctx context.Context, c *call, act func() error) error {
+	w, stop, err := watchNav(ctx, cdp.FrameID(c.target))
+	if err != nil {
+		return err
+	}
+	defer stop()
+	w.start()
+	if err := act(); err != nil {
+		return err
+	}
+	w.wait(ctx)
+	c.moved = true
+	return nil
+}
+
+func (t *Toolset) reload(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	if err := decode(args, &struct{}{}); err != nil {
+		return argError(err)
+	}
+	res, c, err := t.do(ctx, s, key, "", moves, func(ctx context.Context, c *call) error {
+		return navigating(ctx, c, func() error {
+			_, err := chromedp.Call(ctx, page.Reload, page.ReloadParams{})
+			return err
+		})
+	})
+	return t.finishCall(s, key, res, c, err, func() string { return "Reloaded the page." })
+}
+
+func (t *Toolset) resize(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Width  int `json:"width"`
+		Height int `json:"height"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	if a.Width < minViewport || a.Width > maxViewport || a.Height < minViewport || a.Height > maxViewport {
+		return toolError(fmt.Sprintf("width %d and height %d: each must be from %d to %d CSS pixels", a.Width, a.Height, minViewport, maxViewport))
+	}
+	res, c, err := t.do(ctx, s, key, "", 0, func(ctx context.Context, c *call) error {
+		_, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+			Width: int64(a.Width), Height: int64(a.Height), DeviceScaleFactor: 1,
+		})
+		return err
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		return fmt.Sprintf("Resized the viewport to %dx%d.", a.Width, a.Height)
+	})
+}

@@ -1,0 +1,166 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute"
+)
+
+// ToolFileUpload is the name of the upload tool.
+const ToolFileUpload = "browser_file_upload"
+
+// maxUploadFiles bounds the files of one upload.
+const maxUploadFiles = 20
+
+// WithUploadDir lets browser_file_upload give the page files under dir,
+// and nothing else: a path that leads outside it, through ".." or a
+// symbolic link, is refused. Without it, browser_file_upload refuses every
+// file. Files are uploaded by the local browser only: a cloud browser
+// cannot read this machine's files.
+func WithUploadDir(dir string) Option { return func(c *config) { c.uploadDir = dir } }
+
+var uploadDefs = []toolDef{
+	{
+		name: ToolFileUpload,
+		desc: "Choose files for a file input (<input type=file>, a button \"Choose File\" in the snapshot) by its ref, as a user picking them in the file dialog would. " +
+			"paths are relative to the upload directory the operator allowed; nothing outside it can be uploaded. An empty list clears the input. " +
+			"Only the local browser uploads files.",
+		schema: fmt.Sprintf(`{"type":"object","properties":{"ref":{"type":"string","description":"The file input's ref from the last snapshot"},"paths":{"type":"array","items":{"type":"string"},"maxItems":%d,"description":"Files under the upload directory, e.g. report.pdf or photos/cat.jpg"}},"required":["ref","paths"],"additionalProperties":false}`, maxUploadFiles),
+		run:    (*Toolset).fileUpload,
+	},
+}
+
+// runRouter is the optional part of a Router that says which browser a
+// run drives. *hybroute.Router has it.
+type runRouter interface {
+	RunRoute(ctx context.Context) (hybroute.Route, bool)
+}
+
+func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Ref   string   `json:"ref"`
+		Paths []string `json:"paths"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	if len(a.Paths) > maxUploadFiles {
+		return toolError(fmt.Sprintf("%d files: upload at most %d in one call", len(a.Paths), maxUploadFiles))
+	}
+	files, err := uploadPaths(t.cfg.uploadDir, a.Paths)
+	if err != nil {
+		return argError(err)
+	}
+	var what string
+	var navigated bool
+	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+		rr, ok := t.r.(runRouter)
+		if !ok {
+			return modelErrorf("this server cannot tell which browser runs the session, so it uploads no file")
+		}
+		if route, _ := rr.RunRoute(ctx); route != hybroute.RouteLocal {
+			return modelErrorf("the session's page is in the cloud browser, which cannot read this machine's files; files are uploaded into pages of the local browser only")
+		}
+		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		if err != nil {
+			return err
+		}
+		what = describeRef(a.Ref, e)
+		var ans fieldAnswer
+		if err := callOnNode(ctx, a.Ref, e.node, fileInputJS, &ans, len(files)); err != nil {
+			return err
+		}
+		if err := ans.err(a.Ref); err != nil {
+			return err
+		}
+		return settled(ctx, c, &navigated, func() error {
+			if _, err := chromedp.Call(ctx, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: files, BackendNodeID: e.node}); err != nil {
+				return staleNode(a.Ref, err)
+			}
+			return nil
+		})
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		if len(files) == 0 {
+			return "Cleared the files of " + what + "." + navNote(navigated)
+		}
+		names := make([]string, len(a.Paths))
+		for i, p := range a.Paths {
+			names[i] = quote(p, 200)
+		}
+		return fmt.Sprintf("Chose %d file(s) for %s: %s.", len(files), what, strings.Join(names, ", ")) + navNote(navigated)
+	})
+}
+
+// fileInputJS checks that the node is a file input that takes n files.
+const fileInputJS = `function(n) {
+	if (!(this instanceof HTMLInputElement) || this.type !== "file") return {error: "is not a file input (<input type=file>); use the ref of the \"Choose File\" button"};
+	if (this.disabled) return {error: "is disabled"};
+	if (n > 1 && !this.multiple) return {error: "takes one file, not " + n};
+	return {};
+}`
+
+// uploadPaths resolves the model's paths under dir: each must name a
+// regular file inside dir once every symbolic link is followed. The
+// browser is given the resolved path, with no link left in it to follow.
+func uploadPaths(dir string, paths []string) ([]string, error) {
+	if len(paths) == 0 {
+		return []string{}, nil
+	}
+	if dir == "" {
+		return nil, modelErrorf("file upload is off: the operator allowed no upload directory (--upload-dir), so no file can be uploaded")
+	}
+	root, err := filepath.Abs(dir)
+	if err == nil {
+		root, err = filepath.EvalSymlinks(root)
+	}
+	if err != nil {
+		return nil, modelErrorf("the upload directory is not available: %v", pathErr(err))
+	}
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if strings.TrimSpace(p) == "" {
+			return nil, modelErrorf("an empty path: name a file under the upload directory")
+		}
+		full := p
+		if !filepath.IsAbs(full) {
+			full = filepath.Join(root, p)
+		}
+		real, err := filepath.EvalSymlinks(full)
+		if err != nil {
+			return nil, modelErrorf("%s: no such file under the upload directory", quote(p, 200))
+		}
+		if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+			return nil, modelErrorf("%s is outside the upload directory; only files under it can be uploaded", quote(p, 200))
+		}
+		fi, err := os.Stat(real)
+		if err != nil {
+			return nil, modelErrorf("%s: %v", quote(p, 200), pathErr(err))
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, modelErrorf("%s is not a regular file", quote(p, 200))
+		}
+		out = append(out, real)
+	}
+	return out, nil
+}
+
+// pathErr is a file error without the path, which the model wrote itself
+// or must not learn (the directory's place on this machine).
+func pathErr(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}

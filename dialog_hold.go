@@ -1,0 +1,120 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// With DialogPolicy.Hold, alert, confirm and prompt wait for the caller's
+// answer instead of the policy's. A page that opens one stops until it is
+// answered: the command that made it open (a click, a script) does not
+// return before. So the call running when a dialog opens is ended at once,
+// with ErrDialogOpen, and the tab is not taken for wedged; the dialog is
+// in the call's Result.Dialogs with Pending set. Until Router.AnswerDialog
+// answers it, calls on the session are refused with ErrDialogOpen rather
+// than wait on a page that answers nothing.
+
+// ErrDialogOpen is returned for a call that a dialog held for the caller
+// ([DialogPolicy.Hold]) ended, and for calls made while it is open: answer
+// it with [Router.AnswerDialog].
+var ErrDialogOpen = errors.New("hybroute: a JavaScript dialog is open and waits for an answer")
+
+// ErrNoDialog is returned by [Router.AnswerDialog] when no dialog waits.
+var ErrNoDialog = errors.New("hybroute: no JavaScript dialog waits for an answer")
+
+// heldDialog is an entry's dialog left for the caller, and the call it
+// ends when it opens.
+type heldDialog struct {
+	mu        sync.Mutex
+	d         *Dialog
+	tab       context.Context // the tab it opened in, which takes the answer
+	interrupt func()          // ends the running call; nil between calls
+}
+
+// open records a dialog the caller answers, and ends the running call.
+func (h *heldDialog) open(d Dialog, tab context.Context) {
+	h.mu.Lock()
+	h.d, h.tab = &d, tab
+	stop := h.interrupt
+	h.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+func (h *heldDialog) pending() (Dialog, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.d == nil {
+		return Dialog{}, false
+	}
+	return *h.d, true
+}
+
+// interrupts returns the run's context, ended when a held dialog opens
+// (on a router that holds them). stop ends the watch with the run.
+func (h *heldDialog) interrupts(ctx context.Context, hold bool) (context.Context, func()) {
+	if !hold {
+		return ctx, func() {}
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	h.mu.Lock()
+	h.interrupt = func() { cancel(ErrDialogOpen) }
+	h.mu.Unlock()
+	return cctx, func() {
+		h.mu.Lock()
+		h.interrupt = nil
+		h.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// take forgets the held dialog once it is answered.
+func (h *heldDialog) take(d *Dialog) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.d == d {
+		h.d, h.tab = nil, nil
+	}
+}
+
+// AnswerDialog answers the dialog that waits in the session sessionKey
+// ([DialogPolicy.Hold]): accept or dismiss it, and for an accepted prompt
+// the text it returns. It returns the dialog it answered, or [ErrNoDialog].
+// The page goes on as if a user had answered; the next call sees where.
+func (r *Router) AnswerDialog(ctx context.Context, sessionKey string, accept bool, promptText string) (Dialog, error) {
+	key, err := normalizeKey(sessionKey)
+	if err != nil {
+		return Dialog{}, err
+	}
+	for _, e := range r.sessionEntries(key) {
+		e.held.mu.Lock()
+		d, tab := e.held.d, e.held.tab
+		e.held.mu.Unlock()
+		if d == nil {
+			continue
+		}
+		actx, cancel := bindTab(tab, ctx)
+		_, err := chromedp.Call(actx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: promptText})
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return *d, err // the caller gave up: the dialog may still wait
+		}
+		// Answered, or gone (with its tab, or closed by the browser: the
+		// answer then fails): either way nothing waits any more, and the
+		// session must not stay refused for it.
+		e.held.take(d)
+		if err != nil && tab.Err() == nil {
+			return *d, fmt.Errorf("hybroute: answering the %s dialog: %w", d.Type, e.tab.wrapErr(err))
+		}
+		out := *d
+		out.Pending, out.Accepted = false, accept
+		return out, nil
+	}
+	return Dialog{}, ErrNoDialog
+}

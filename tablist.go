@@ -1,0 +1,404 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+)
+
+// A session has a tab per browser it runs in, and the pages its pages open
+// (popups the guard let load) or that the caller opens ([Router.OpenTab]).
+// Every page of a session's browser context is the session's: the guard
+// covers each one from its first request, and the landing check after a
+// call checks each one. One of them is the session's front tab, the one
+// calls run in; [Router.SelectTab] makes another one the front. The front
+// tab has what the first tab has: the guard names it as the tab, its main
+// frame's URL is what the landing check reads, and its dialogs are
+// answered by the policy. A tab that was the front once keeps its chromedp
+// context (and its listeners) until it closes or the session ends.
+//
+// See docs/decisions/2026-12-02-a-session-switches-its-front-tab.md.
+
+// ErrNoSuchTab is returned for a tab id the session does not have.
+var ErrNoSuchTab = errors.New("hybroute: the session has no such tab")
+
+// ErrLastTab is returned by [Router.CloseTab] for the only tab of a
+// session's browser: release the session instead.
+var ErrLastTab = errors.New("hybroute: it is the only tab of the session's browser")
+
+// Tab is one page of a session, as [Router.Tabs] lists it.
+type Tab struct {
+	ID    string // the browser's target id
+	Route Route  // the browser it is in (RouteLocal for a fallback too)
+	URL   string // its main frame's URL as the browser reports it (as LandedURL, not redacted)
+	Title string
+	// Front: calls on its browser run in it. Current: it is the front tab
+	// of the browser the session's calls run in now.
+	Front, Current bool
+}
+
+// tabPage is a tab of an entry that is not its front: the chromedp context
+// attached to it, and what ends that (nil: the context lives as long as the
+// connection, as a remote session's first tab does).
+type tabPage struct {
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
+// tabPages are an entry's attached tabs other than its front.
+type tabPages struct {
+	mu sync.Mutex
+	m  map[target.ID]tabPage
+}
+
+func (p *tabPages) put(id target.ID, pg tabPage) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.m == nil {
+		p.m = map[target.ID]tabPage{}
+	}
+	p.m[id] = pg
+}
+
+func (p *tabPages) take(id target.ID) (tabPage, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pg, ok := p.m[id]
+	delete(p.m, id)
+	return pg, ok
+}
+
+// stopAll ends the attached contexts, when the session ends.
+func (p *tabPages) stopAll() {
+	p.mu.Lock()
+	pages := p.m
+	p.m = nil
+	p.mu.Unlock()
+	for _, pg := range pages {
+		if pg.stop != nil {
+			pg.stop()
+		}
+	}
+}
+
+// frontTab is what an entry's tab must do to switch its front.
+type frontTab interface {
+	// attach opens a chromedp context on an existing page of the session.
+	attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error)
+	// open opens a fresh page in the session's browser context.
+	open(ctx context.Context, cfg *config) (context.Context, context.CancelFunc, error)
+	// swap makes tctx the front and returns the previous front.
+	swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc)
+}
+
+func (t *localTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
+	return openTab(ctx, t.proc.ctx, chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
+}
+
+func (t *localTab) open(ctx context.Context, cfg *config) (context.Context, context.CancelFunc, error) {
+	tctx, stop, err := openTab(ctx, t.proc.ctx, chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := setViewport(tctx, cfg); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return tctx, stop, nil
+}
+
+func (t *localTab) swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old, oldStop := t.ctx, t.stop
+	t.ctx, t.stop = tctx, stop
+	return old, oldStop
+}
+
+func (t *remoteTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
+	return openTab(ctx, t.ctx, chromedp.WithTargetID(id))
+}
+
+func (t *remoteTab) open(ctx context.Context, _ *config) (context.Context, context.CancelFunc, error) {
+	return openTab(ctx, t.ctx)
+}
+
+func (t *remoteTab) swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
+	old := t.context()
+	t.page.mu.Lock()
+	defer t.page.mu.Unlock()
+	oldStop := t.page.stop
+	t.page.ctx, t.page.stop = tctx, stop
+	return old, oldStop
+}
+
+// Tabs lists the pages of the session sessionKey in each browser it has
+// (the cloud's and the local one's), front tabs first. It runs no call.
+func (r *Router) Tabs(ctx context.Context, sessionKey string) ([]Tab, error) {
+	key, err := normalizeKey(sessionKey)
+	if err != nil {
+		return nil, err
+	}
+	cur := r.pol.cacheKey(key, RouteCloud)
+	if route, ok := r.lastRoute(key); ok {
+		cur = r.pol.cacheKey(key, route)
+	}
+	var out []Tab
+	for _, e := range r.sessionEntries(key) {
+		if e.bg == nil {
+			continue // no CDP: one page, the server's
+		}
+		ids := []target.ID{}
+		front := e.frontID()
+		if front != "" {
+			ids = append(ids, front)
+		}
+		others := e.bg.popups(e)
+		rest := make([]target.ID, 0, len(others))
+		for id := range others {
+			rest = append(rest, id)
+		}
+		slices.Sort(rest)
+		ids = append(ids, rest...)
+		for _, id := range ids {
+			u, title, err := e.bg.targetInfo(ctx, id)
+			if err != nil {
+				continue // gone meanwhile
+			}
+			out = append(out, Tab{ID: string(id), Route: e.route, URL: u, Title: title,
+				Front: id == front, Current: id == front && e.key == cur})
+		}
+	}
+	return out, nil
+}
+
+// sessionEntries are the live entries of a session key: its cloud (or
+// only) one and its local one.
+func (r *Router) sessionEntries(key string) []*entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var es []*entry
+	for _, k := range [...]string{key, key + LocalSuffix} {
+		if e := r.sess.m[k]; e != nil && !e.released.Load() {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+// frontID is the entry's front tab.
+func (e *entry) frontID() target.ID {
+	if f := e.front.Load(); f != nil {
+		return *f
+	}
+	return ""
+}
+
+// holding finds the entry of the session that has the page id, and holds
+// it (inUse, callMu) for the caller's change. done lets go.
+func (r *Router) holding(key string, id target.ID) (*entry, func(), error) {
+	for _, e := range r.sessionEntries(key) {
+		if e.bg == nil {
+			continue
+		}
+		if e.frontID() != id {
+			if _, ok := e.bg.popups(e)[id]; !ok {
+				continue
+			}
+		}
+		e.inUse.Add(1)
+		e.callMu.Lock()
+		return e, func() { e.callMu.Unlock(); e.touch(); e.inUse.Add(-1) }, nil
+	}
+	return nil, nil, fmt.Errorf("%w: %q", ErrNoSuchTab, id)
+}
+
+// SelectTab makes the page id the front tab of its browser, and that
+// browser the one the session's next calls run in. It returns the route of
+// that browser. It runs no call: the next call runs in the tab, and the
+// landing check after it checks where the tab is.
+func (r *Router) SelectTab(ctx context.Context, sessionKey, id string) (Route, error) {
+	key, err := normalizeKey(sessionKey)
+	if err != nil {
+		return 0, err
+	}
+	e, done, err := r.holding(key, target.ID(id))
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	if err := r.toFront(ctx, e, target.ID(id)); err != nil {
+		return 0, fmt.Errorf("hybroute: selecting tab %s: %w", id, e.tab.wrapErr(err))
+	}
+	planned := e.route
+	if e.fallback {
+		planned = RouteCloud // it stands in for the cloud session, under its key
+	}
+	r.remember(key, planned)
+	return e.route, nil
+}
+
+// CloseTab closes the page id of the session. Closing a front tab makes
+// another page of its browser the front; the only page of a browser is
+// not closed ([ErrLastTab]).
+func (r *Router) CloseTab(ctx context.Context, sessionKey, id string) error {
+	key, err := normalizeKey(sessionKey)
+	if err != nil {
+		return err
+	}
+	tid := target.ID(id)
+	e, done, err := r.holding(key, tid)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if e.frontID() == tid {
+		others := e.bg.popups(e)
+		if len(others) == 0 {
+			return ErrLastTab
+		}
+		next := slices.Sorted(func(yield func(target.ID) bool) {
+			for id := range others {
+				if !yield(id) {
+					return
+				}
+			}
+		})[0]
+		if err := r.toFront(ctx, e, next); err != nil {
+			return fmt.Errorf("hybroute: closing tab %s: %w", id, e.tab.wrapErr(err))
+		}
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
+	defer cancel()
+	err = e.bg.closeTarget(cctx, tid)
+	if pg, ok := e.pages.take(tid); ok && pg.stop != nil {
+		pg.stop()
+	}
+	return err
+}
+
+// OpenTab opens a fresh page in the browser of the run ctx belongs to
+// (ctx is a run's of [Router.Exec] or [Router.NavigateWith]) and makes it
+// the front tab. It returns the context the rest of the run drives the new
+// tab with; the landing check after the run checks the new tab. Navigate
+// it in a run of NavigateWith, so that its URL is planned and decided like
+// any navigation.
+func (r *Router) OpenTab(ctx context.Context) (context.Context, error) {
+	e, _ := ctx.Value(runKey{}).(*entry)
+	caller, _ := ctx.Value(runCaller{}).(context.Context)
+	if e == nil || caller == nil {
+		return nil, errNotInRun
+	}
+	ft, ok := e.tab.(frontTab)
+	if !ok {
+		return nil, fmt.Errorf("hybroute: a session of this browser has one tab")
+	}
+	tctx, stop, err := ft.open(caller, &r.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("hybroute: opening a tab: %w", e.tab.wrapErr(err))
+	}
+	if err := r.makeFront(caller, e, ft, tctx, stop, true); err != nil {
+		return nil, err
+	}
+	cctx, cancel := e.tab.bind(caller)
+	context.AfterFunc(ctx, cancel)
+	return context.WithValue(context.WithValue(cctx, runKey{}, e), runCaller{}, caller), nil
+}
+
+// runCaller marks a run's context with the context of its call (before it
+// was bound to the tab), so a run can bind another tab to it.
+type runCaller struct{}
+
+// toFront makes the page id, which is the entry's, its front tab.
+func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {
+	if e.frontID() == id {
+		return nil
+	}
+	ft, ok := e.tab.(frontTab)
+	if !ok {
+		return fmt.Errorf("hybroute: a session of this browser has one tab")
+	}
+	if pg, ok := e.pages.take(id); ok {
+		return r.makeFront(ctx, e, ft, pg.ctx, pg.stop, false)
+	}
+	actx, cancel := context.WithTimeout(ctx, r.cfg.createTimeout)
+	defer cancel()
+	tctx, stop, err := ft.attach(actx, id)
+	if err != nil {
+		return err
+	}
+	return r.makeFront(ctx, e, ft, tctx, stop, true)
+}
+
+// makeFront swaps tctx in as the entry's front tab. A fresh context (never
+// a front before) gets what every front tab has: the guard's
+// registration, the landing tracker, the dialog answerer. One that was
+// the front before has them still, and is registered again as the tab.
+func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx context.Context, stop context.CancelFunc, fresh bool) error {
+	old, oldStop := ft.swap(tctx, stop)
+	if c := chromedp.FromContext(old); c != nil && c.Target != nil {
+		e.pages.put(c.Target.TargetID, tabPage{ctx: old, stop: oldStop})
+	}
+	if fresh {
+		guard, err := r.enableGuard(e)
+		if err != nil {
+			// A tab with no guard must not run a call.
+			r.drop(ctx, e)
+			return fmt.Errorf("hybroute: enabling the request guard on a tab: %w", e.tab.wrapErr(err))
+		}
+		dialogs := r.watchDialogs(e, tctx)
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			go guard()
+			go dialogs()
+			return ErrClosed
+		}
+		r.sess.wg.Go(guard)
+		r.sess.wg.Go(dialogs)
+		r.mu.Unlock()
+	} else {
+		var bcID cdp.BrowserContextID
+		switch t := e.tab.(type) {
+		case *localTab:
+			bcID = t.bcID
+		case *remoteTab:
+			bcID = t.bcID
+		}
+		if err := e.bg.register(e, tctx, bcID); err != nil {
+			return err
+		}
+	}
+	// The landing check reads the front's URL from now on: its own, as
+	// the browser has it (the tracker saw no event of a page it was not
+	// listening to, or of a tab that was not the front).
+	qctx, cancel := bindTab(tctx, ctx)
+	defer cancel()
+	h, err := chromedp.Call(qctx, page.GetNavigationHistory, cdp.Empty{})
+	if err != nil {
+		return err
+	}
+	u := "about:blank"
+	if i := int(h.CurrentIndex); i >= 0 && i < len(h.Entries) {
+		u = h.Entries[i].URL
+	}
+	e.landed.Store(&u)
+	return nil
+}
+
+// targetInfo is the URL and the title the browser reports for a target.
+func (g *browserGuard) targetInfo(ctx context.Context, id target.ID) (string, string, error) {
+	ti, err := g.getTargetInfo(ctx, id)
+	if err != nil || ti == nil {
+		return "", "", err
+	}
+	return ti.URL, strings.TrimSpace(ti.Title), nil
+}
