@@ -27,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -122,6 +123,8 @@ type config struct {
 	consoleLimit  int
 	maxResult     int
 	log           *slog.Logger
+	downloadDir   string
+	maxDownload   int64
 }
 
 // Defaults of the options.
@@ -217,6 +220,7 @@ func New(r Router, opts ...Option) *Toolset {
 			queueWait:     DefaultQueueWait,
 			consoleLimit:  DefaultConsoleLimit,
 			maxResult:     DefaultMaxResultBytes,
+			maxDownload:   DefaultMaxDownloadBytes,
 			log:           slog.Default(),
 		},
 		sessions: make(map[string]*session),
@@ -228,6 +232,17 @@ func New(r Router, opts ...Option) *Toolset {
 	}
 	if t.cfg.log == nil {
 		t.cfg.log = slog.Default()
+	}
+	if d := t.cfg.downloadDir; d != "" {
+		// Absolute and without links, so the browser's reports of where
+		// it saved a file compare with it.
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		t.cfg.downloadDir = d
 	}
 	return t
 }

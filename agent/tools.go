@@ -118,6 +118,20 @@ var toolDefs = []toolDef{
 		run:    (*Toolset).exec,
 	},
 	{
+		name: ToolDownloads,
+		desc: "List this session's downloads: each file's name, size, type and where it was saved, or why it was refused or is still going. " +
+			"A click or a navigation that starts a download reports it in its own result; this lists them all, and those that finished later.",
+		schema: noArgs,
+		run:    (*Toolset).downloadsTool,
+	},
+	{
+		name: ToolPDFSave,
+		desc: "Save the current page as a PDF file in the download directory, and say where. " +
+			"Works where the browser prints to PDF (a headless Chromium, local or cloud).",
+		schema: pdfSchema,
+		run:    (*Toolset).pdfSave,
+	},
+	{
 		name:   ToolClose,
 		desc:   "Close this session's browsers and forget its page. The next browser call starts a fresh session.",
 		schema: noArgs,
@@ -162,6 +176,13 @@ func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *cal
 	text := ""
 	if body != nil {
 		text = body()
+	}
+	if c != nil && c.downloads != "" {
+		if c.downloadNav {
+			// The navigation the tool saw was the download's: no new page.
+			text = strings.Replace(text, navNote(true), " The link led to a download; the page stayed as it was.", 1)
+		}
+		text += "\n\n" + c.downloads
 	}
 	return result(w, note, text, false)
 }
