@@ -79,7 +79,7 @@ func TestToolsHaveSchemas(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press",
-		"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_downloads", "browser_pdf_save", "browser_close"}, names)
+		"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_network_requests", "browser_downloads", "browser_pdf_save", "browser_close"}, names)
 }
 
 func TestCallRejectsBadArgumentsAsToolErrors(t *testing.T) {

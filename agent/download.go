@@ -260,6 +260,9 @@ func (t *Toolset) prepareDownloads(ctx context.Context, s *session, c *call) err
 	if err := t.listenAborts(ctx, s, c.target); err != nil {
 		return err
 	}
+	if err := t.listenNetwork(ctx, s, c.target); err != nil {
+		return err
+	}
 	d.mu.Lock()
 	d.tabs[c.target] = bc
 	d.mu.Unlock()

@@ -42,6 +42,7 @@ type session struct {
 	ended   bool
 	console consoleBuf
 	dl      downloadState
+	net     netState
 }
 
 func newSession(consoleLimit int) *session {

@@ -118,6 +118,13 @@ var toolDefs = []toolDef{
 		run:    (*Toolset).exec,
 	},
 	{
+		name: ToolNetworkRequests,
+		desc: "List the requests the page made since its last navigation: method, status (or why it failed), type, size and URL, " +
+			"and the requests the security guard refused, with why. Use it to see which API calls a page makes or why something did not load.",
+		schema: networkSchema,
+		run:    (*Toolset).networkRequests,
+	},
+	{
 		name: ToolDownloads,
 		desc: "List this session's downloads: each file's name, size, type and where it was saved, or why it was refused or is still going. " +
 			"A click or a navigation that starts a download reports it in its own result; this lists them all, and those that finished later.",
