@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
@@ -41,6 +42,7 @@ type refusalTeller interface {
 const maxRequestsKept = 500
 
 type request struct {
+	at          time.Time
 	id          network.RequestID
 	method, url string
 	typ         network.ResourceType
@@ -86,19 +88,41 @@ func (t *Toolset) listenNetwork(ctx context.Context, s *session, tab target.ID) 
 			defer n.mu.Unlock()
 			if prev := l.byID[ev.RequestID]; prev != nil && ev.RedirectResponse != nil {
 				prev.status, prev.done = ev.RedirectResponse.Status, true
-			} else if ev.Type == network.ResourceTypeDocument && string(ev.FrameID) == string(tab) && string(ev.RequestID) == string(ev.LoaderID) {
-				// A navigation of the main frame: a new page's log.
-				l.since, l.list, l.dropped = time.Now(), l.list[:0], 0
-				clear(l.byID)
 			}
 			if len(l.list) >= maxRequestsKept {
 				delete(l.byID, l.list[0].id)
 				l.list = append(l.list[:0], l.list[1:]...)
 				l.dropped++
 			}
-			r := &request{id: ev.RequestID, method: ev.Request.Method, url: ev.Request.URL, typ: ev.Type}
+			r := &request{at: time.Now(), id: ev.RequestID, method: ev.Request.Method, url: ev.Request.URL, typ: ev.Type}
 			l.list = append(l.list, r)
 			l.byID[ev.RequestID] = r
+		case *page.EventFrameNavigated:
+			// A new document in the main frame: the log starts at the
+			// request that loaded it (its first hop). A navigation that
+			// never commits (a download, a 204) leaves the page's log.
+			if ev.Frame == nil || ev.Frame.ParentID != "" || string(ev.Frame.ID) != string(tab) {
+				return
+			}
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			first := -1
+			for i, r := range l.list {
+				if string(r.id) == string(ev.Frame.LoaderID) {
+					first = i
+					break
+				}
+			}
+			if first < 0 {
+				l.since, l.list, l.dropped = time.Now(), l.list[:0], 0
+				clear(l.byID)
+				return
+			}
+			for _, r := range l.list[:first] {
+				delete(l.byID, r.id)
+			}
+			l.since, l.dropped = l.list[first].at, 0
+			l.list = append(l.list[:0], l.list[first:]...)
 		case *network.EventResponseReceived:
 			n.mu.Lock()
 			if r := l.byID[ev.RequestID]; r != nil && ev.Response != nil {

@@ -27,7 +27,8 @@ import (
 )
 
 var wantTools = []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press",
-	"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_close"}
+	"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec",
+	"browser_network_requests", "browser_downloads", "browser_pdf_save", "browser_close"}
 
 // client is an MCP client session with helpers that fail the test.
 type client struct {
