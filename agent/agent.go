@@ -1,7 +1,8 @@
 // Package agent is the browser toolset a model calls, with hybroute's routing
 // and security floor behind every tool: browser_navigate, browser_snapshot,
 // browser_click, browser_type, browser_press, browser_scroll, browser_back,
-// browser_screenshot, browser_console, browser_exec and browser_close.
+// browser_screenshot, browser_console, browser_exec, browser_network_requests,
+// browser_downloads, browser_pdf_save and browser_close.
 //
 // A Toolset plugs into any Go agent loop: Tools lists each tool with a name, a
 // description written for a model and a JSON Schema for its input, and Call
