@@ -113,8 +113,6 @@ type download struct {
 	finishing            bool
 }
 
-func (d *download) final() bool { return d.state != dlGoing || d.finishing }
-
 // downloadState is a session's downloads and how its browser contexts
 // treat them.
 type downloadState struct {
@@ -209,10 +207,11 @@ func (t *Toolset) denyReason(ctx context.Context) string {
 	return ""
 }
 
-// prepareDownloads sets up downloads for the call's tab the first time a
-// call runs in it: the behavior of its browser context, and the listener
-// of its browser's download events.
-func (t *Toolset) prepareDownloads(ctx context.Context, s *session, c *call) error {
+// watchTab sets up the call's tab the first time a call runs in it: the
+// download behavior of its browser context, the listener of its browser's
+// download events, and the tab's listeners of aborted loads and of its
+// requests (network.go).
+func (t *Toolset) watchTab(ctx context.Context, s *session, c *call) error {
 	d := &s.dl
 	d.mu.Lock()
 	d.init()
@@ -364,7 +363,7 @@ func (t *Toolset) downloadBegins(_ context.Context, s *session, ev *browser.Even
 	if len(d.byGUID) >= maxPendingGUIDs {
 		// Forget the downloads that are over first, then any.
 		for g, x := range d.byGUID {
-			if x.final() || len(d.byGUID) >= maxPendingGUIDs {
+			if x.state != dlGoing || len(d.byGUID) >= maxPendingGUIDs {
 				delete(d.byGUID, g)
 			}
 			if len(d.byGUID) < maxPendingGUIDs/2 {
@@ -630,25 +629,26 @@ func (t *Toolset) settleDownloads(ctx context.Context, s *session, c *call, m dl
 		wait = min(wait, time.Until(dl)-time.Second)
 	}
 	d.waitFor(ctx, wait, func() bool {
-		for _, x := range d.since(mark, "") {
-			if !x.final() || x.finishing {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for _, x := range d.list {
+			if x.seq > mark && (x.state == dlGoing || x.finishing) {
 				return false
 			}
 		}
 		return true
 	})
-	c.downloads = d.report(d.since(mark, ""))
+	c.downloads = d.report(d.since(mark))
 	return nil
 }
 
-// since is the session's downloads after mark (of frame's tab only, when
-// frame is set). It takes d.mu.
-func (d *downloadState) since(mark int, tab target.ID) []*download {
+// since is the session's downloads after mark. It takes d.mu.
+func (d *downloadState) since(mark int) []*download {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	var out []*download
 	for _, x := range d.list {
-		if x.seq > mark && (tab == "" || x.frame == cdp.FrameID(tab)) {
+		if x.seq > mark {
 			out = append(out, x)
 		}
 	}

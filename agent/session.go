@@ -141,9 +141,10 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 	}
 	c.target = cc.Target.TargetID
 	t.prepareTab(ctx, s, cc)
-	if err := t.prepareDownloads(ctx, s, c); err != nil {
-		// The tab still works; its downloads are the browser's default.
-		t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: setting up downloads", slog.String("error", err.Error()))
+	if err := t.watchTab(ctx, s, c); err != nil {
+		// The tab still works; its downloads are the browser's default,
+		// its requests unlisted.
+		t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: watching the tab's downloads and requests", slog.String("error", err.Error()))
 	}
 	mark := s.dl.mark()
 	if u&reads != 0 || u&moves == 0 {
