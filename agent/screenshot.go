@@ -237,8 +237,15 @@ func fitImage(data []byte, a *shotArgs) (Image, error) {
 	}
 	dst := src
 	if s < 1 {
-		w := max(1, int(math.Floor(float64(cfg.Width)*s)))
-		h := max(1, int(math.Floor(float64(cfg.Height)*s)))
+		// Rounded, then held to the maxima: 1280×(100/1280) is 99.99….
+		w := max(1, int(math.Round(float64(cfg.Width)*s)))
+		h := max(1, int(math.Round(float64(cfg.Height)*s)))
+		if a.MaxWidth > 0 {
+			w = min(w, a.MaxWidth)
+		}
+		if a.MaxHeight > 0 {
+			h = min(h, a.MaxHeight)
+		}
 		dst = shrink(src, w, h)
 	}
 	var buf bytes.Buffer
