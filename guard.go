@@ -746,6 +746,10 @@ func (g *browserGuard) answer(ev *fetch.EventRequestPaused) {
 	if kind != "tab" {
 		err = fmt.Errorf("hybroute: %s %s: %w", kind, redactURL(clipURL(url)), err)
 	}
+	if e != nil {
+		e.refusals.add(Refusal{At: time.Now(), URL: clipURL(url), ResourceType: string(ev.ResourceType),
+			Target: kind, RequestID: string(ev.NetworkID), Err: err})
+	}
 	if doc && e != nil {
 		// Recorded before the request fails, so the call that is waiting
 		// on this navigation sees why it failed.

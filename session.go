@@ -85,6 +85,7 @@ type entry struct {
 	released       atomic.Bool                 // Release, the reaper or Close ended it; calls on it get ErrReleased
 	release        func(context.Context) error // ends the session, exactly once
 	guard          guardRecord                 // what the guard refused during the current call
+	refusals       refusalLog                  // what the guard refused, kept across calls (refusals.go)
 	dialogs        dialogRecord                // the dialogs answered since the last call took them
 	landed         atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
 	tabID          target.ID                   // the tab's target, set by the guard

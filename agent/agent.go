@@ -1,7 +1,8 @@
 // Package agent is the browser toolset a model calls, with hybroute's routing
 // and security floor behind every tool: browser_navigate, browser_snapshot,
 // browser_click, browser_type, browser_press, browser_scroll, browser_back,
-// browser_screenshot, browser_console, browser_exec and browser_close; the
+// browser_screenshot, browser_console, browser_exec, browser_network_requests,
+// browser_downloads, browser_pdf_save and browser_close; the
 // session's tabs (browser_tabs); browser_forward, browser_reload and
 // browser_resize; the inputs browser_select_option, browser_fill_form,
 // browser_hover, browser_drag, browser_file_upload ([WithUploadDir]) and
@@ -32,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -129,6 +131,8 @@ type config struct {
 	stateDir      string // where the state tools keep their files (state.go); "": off
 	uploadDir     string // browser_file_upload's root; "": no uploads (upload.go)
 	log           *slog.Logger
+	downloadDir   string
+	maxDownload   int64
 }
 
 // Defaults of the options.
@@ -224,6 +228,7 @@ func New(r Router, opts ...Option) *Toolset {
 			queueWait:     DefaultQueueWait,
 			consoleLimit:  DefaultConsoleLimit,
 			maxResult:     DefaultMaxResultBytes,
+			maxDownload:   DefaultMaxDownloadBytes,
 			log:           slog.Default(),
 		},
 		sessions: make(map[string]*session),
@@ -235,6 +240,17 @@ func New(r Router, opts ...Option) *Toolset {
 	}
 	if t.cfg.log == nil {
 		t.cfg.log = slog.Default()
+	}
+	if d := t.cfg.downloadDir; d != "" {
+		// Absolute and without links, so the browser's reports of where
+		// it saved a file compare with it.
+		if abs, err := filepath.Abs(d); err == nil {
+			d = abs
+		}
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			d = real
+		}
+		t.cfg.downloadDir = d
 	}
 	return t
 }

@@ -79,7 +79,7 @@ func TestToolsHaveSchemas(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press",
-		"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_close", "browser_status",
+		"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_network_requests", "browser_downloads", "browser_pdf_save", "browser_close", "browser_status",
 		"browser_state_save", "browser_state_load", "browser_tabs",
 		"browser_forward", "browser_reload", "browser_resize",
 		"browser_select_option", "browser_fill_form", "browser_hover", "browser_drag", "browser_file_upload", "browser_wait_for", "browser_handle_dialog"}, names)

@@ -57,6 +57,18 @@ func TestCamofoxToolset(t *testing.T) {
 	cfg, err := png.DecodeConfig(bytes.NewReader(shot.Images[0].Data))
 	require.NoError(t, err)
 	assert.Positive(t, cfg.Width)
+	// The REST server's PNG is scaled and re-encoded here.
+	small := mustOK(t, callTool(t, ts, s, "browser_screenshot", map[string]any{"format": "jpeg", "max_width": 100}))
+	smallImg, mime := decodeShot(t, small)
+	assert.Equal(t, "image/jpeg", mime)
+	assert.Equal(t, min(100, cfg.Width), smallImg.Bounds().Dx())
+	el := callTool(t, ts, s, "browser_screenshot", map[string]any{"ref": search})
+	assert.True(t, el.IsError, "an element screenshot needs CDP")
+	assert.Contains(t, el.Text, "leave ref out")
+	for _, tool := range []string{"browser_network_requests", "browser_pdf_save"} {
+		res := callTool(t, ts, s, tool, nil)
+		assert.True(t, res.IsError, tool)
+	}
 
 	typed := mustOK(t, callTool(t, ts, s, "browser_type", map[string]any{"ref": search, "text": "socks", "submit": true}))
 	assert.Contains(t, typed.Text, "The page navigated")

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -42,6 +43,8 @@ type session struct {
 	tabs    map[target.ID]context.CancelFunc
 	ended   bool
 	console consoleBuf
+	dl      downloadState
+	net     netState
 }
 
 func newSession(consoleLimit int) *session {
@@ -75,6 +78,7 @@ func (s *session) end() {
 		delete(s.tabs, id)
 	}
 	s.tmu.Unlock()
+	s.dl.end()
 }
 
 // call is one tool call's run inside the Router's Exec.
@@ -88,6 +92,10 @@ type call struct {
 	// blanked: the Router refused a page of the call and sent the tab to
 	// about:blank (Result.SentToBlank).
 	blanked bool
+	// downloads are the downloads the call started, for the result.
+	downloads string
+	// downloadNav: a navigation of the call turned into a download.
+	downloadNav bool
 }
 
 // How a tool uses the page.
@@ -135,6 +143,12 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 	}
 	c.target = cc.Target.TargetID
 	t.prepareTab(ctx, s, cc)
+	if err := t.watchTab(ctx, s, c); err != nil {
+		// The tab still works; its downloads are the browser's default,
+		// its requests unlisted.
+		t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: watching the tab's downloads and requests", slog.String("error", err.Error()))
+	}
+	mark := s.dl.mark()
 	if u&reads != 0 || u&moves == 0 {
 		pu, title, err := pageInfo(ctx)
 		if err != nil {
@@ -152,7 +166,7 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 		}
 	}
 	if fn != nil {
-		if err := fn(ctx, c); err != nil {
+		if err := t.settleDownloads(ctx, s, c, mark, fn(ctx, c)); err != nil {
 			return err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"image/png"
 	"slices"
 	"strings"
 
@@ -97,9 +96,10 @@ var toolDefs = slices.Concat([]toolDef{
 	},
 	{
 		name: ToolScreenshot,
-		desc: "Take a PNG screenshot of the page as it is shown (the viewport), or of the whole page with full_page. " +
+		desc: "Take a screenshot of the page as it is shown (the viewport), of the whole page with full_page, or of one element by its ref. " +
+			"PNG by default; format jpeg with a quality makes it smaller. max_width and max_height scale the image down to fit (never up), so a large page stays affordable. " +
 			"Use it to see layout, images or charts; use browser_snapshot to read text or find elements.",
-		schema: `{"type":"object","properties":{"full_page":{"type":"boolean","description":"Capture the whole scrollable page, not only the visible part","default":false}},"additionalProperties":false}`,
+		schema: screenshotSchema,
 		run:    (*Toolset).screenshot,
 	},
 	{
@@ -117,6 +117,27 @@ var toolDefs = slices.Concat([]toolDef{
 			"URLs written in the code decide the browser like browser_navigate does: code that names a local or private address runs in the local browser, and the result says when that moved the session away from its page.",
 		schema: `{"type":"object","properties":{"code":{"type":"string","description":"JavaScript to run in the page"}},"required":["code"],"additionalProperties":false}`,
 		run:    (*Toolset).exec,
+	},
+	{
+		name: ToolNetworkRequests,
+		desc: "List the requests the page made since its last navigation: method, status (or why it failed), type, size and URL, " +
+			"and the requests the security guard refused, with why. Use it to see which API calls a page makes or why something did not load.",
+		schema: networkSchema,
+		run:    (*Toolset).networkRequests,
+	},
+	{
+		name: ToolDownloads,
+		desc: "List this session's downloads: each file's name, size, type and where it was saved, or why it was refused or is still going. " +
+			"A click or a navigation that starts a download reports it in its own result; this lists them all, and those that finished later.",
+		schema: noArgs,
+		run:    (*Toolset).downloadsTool,
+	},
+	{
+		name: ToolPDFSave,
+		desc: "Save the current page as a PDF file in the download directory, and say where. " +
+			"Works where the browser prints to PDF (a headless Chromium, local or cloud).",
+		schema: pdfSchema,
+		run:    (*Toolset).pdfSave,
 	},
 	{
 		name:   ToolClose,
@@ -170,6 +191,13 @@ func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *cal
 	text := ""
 	if body != nil {
 		text = body()
+	}
+	if c != nil && c.downloads != "" {
+		if c.downloadNav {
+			// The navigation the tool saw was the download's: no new page.
+			text = strings.Replace(text, navNote(true), " The link led to a download; the page stayed as it was.", 1)
+		}
+		text += "\n\n" + c.downloads
 	}
 	return result(w, note, text, false)
 }
@@ -395,65 +423,6 @@ func (t *Toolset) back(ctx context.Context, s *session, key string, args json.Ra
 	})
 	return t.finishCall(s, key, res, c, err, func() string { return "Went back." })
 }
-
-func (t *Toolset) screenshot(ctx context.Context, s *session, key string, args json.RawMessage) Result {
-	var a struct {
-		FullPage bool `json:"full_page"`
-	}
-	if err := decode(args, &a); err != nil {
-		return argError(err)
-	}
-	var img Image
-	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
-		p := page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}
-		if a.FullPage {
-			m, err := chromedp.Call(ctx, page.GetLayoutMetrics, cdp.Empty{})
-			if err != nil {
-				return err
-			}
-			if cs := m.CSSContentSize; cs != nil && cs.Width > 0 && cs.Height > 0 {
-				p.Clip = &page.Viewport{Width: cs.Width, Height: min(cs.Height, maxFullPageHeight), Scale: 1}
-				p.CaptureBeyondViewport = new(true)
-			}
-		}
-		shot, err := chromedp.Call(ctx, page.CaptureScreenshot, p)
-		if err != nil {
-			return err
-		}
-		cfg, err := png.DecodeConfig(bytes.NewReader(shot.Data))
-		if err != nil {
-			return fmt.Errorf("the browser's screenshot is not a PNG: %w", err)
-		}
-		img = Image{MIMEType: "image/png", Data: shot.Data, Width: cfg.Width, Height: cfg.Height}
-		return nil
-	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-		data, err := p.Screenshot(ctx, a.FullPage)
-		if err != nil {
-			return readErr(err)
-		}
-		cfg, err := png.DecodeConfig(bytes.NewReader(data))
-		if err != nil {
-			return fmt.Errorf("the browser's screenshot is not a PNG: %w", err)
-		}
-		img = Image{MIMEType: "image/png", Data: data, Width: cfg.Width, Height: cfg.Height}
-		return nil
-	})
-	r := t.finishCall(s, key, res, c, err, func() string {
-		what := "the visible part of the page"
-		if a.FullPage {
-			what = "the whole page"
-		}
-		return fmt.Sprintf("Screenshot of %s: %dx%d PNG.", what, img.Width, img.Height)
-	})
-	if !r.IsError {
-		r.Images = []Image{img}
-	}
-	return r
-}
-
-// maxFullPageHeight bounds a full-page screenshot (CSS pixels): an endless
-// page must not make an image no model can take.
-const maxFullPageHeight = 16384
 
 func (t *Toolset) console(ctx context.Context, s *session, key string, args json.RawMessage) Result {
 	a := struct {

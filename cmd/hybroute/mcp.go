@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,6 +62,8 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	stateDir := fs.String("state-dir", "", "the directory browser_state_save and browser_state_load keep state files in, by plain name (off when unset)")
 	uploadDir := fs.String("upload-dir", "", "let browser_file_upload give pages the files under DIR, and nothing outside it (no path or symbolic link that leads out); the local browser only. Unset: no uploads")
 	dialogs := fs.String("dialogs", "dismiss", "who answers the pages' JavaScript dialogs (alert, confirm, prompt): dismiss or accept them as they open, or model: they wait for browser_handle_dialog")
+	downloadDir := fs.String("download-dir", "", "save the local browser's downloads, and browser_pdf_save's PDFs, in this directory (it must exist); without it downloads are refused")
+	maxDownload := fs.Int64("max-download-bytes", agent.DefaultMaxDownloadBytes, "the largest file a download or a PDF may be; a larger download is cancelled")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -94,6 +97,12 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}
+	if *downloadDir != "" {
+		if fi, err := os.Stat(*downloadDir); err != nil || !fi.IsDir() {
+			fmt.Fprintf(e.stderr, "hybroute mcp: --download-dir %s: not a directory this process can use\n", *downloadDir)
+			return exitFailure
+		}
+	}
 	budget, err := parseMemory(*maxMemory)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp: --max-local-memory:", err)
@@ -123,7 +132,8 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	}
 	defer r.Close()
 	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
-		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir))
+		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir),
+		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload))
 	defer ts.Close()
 	srv := newMCPServer(ts)
 	defer srv.close()

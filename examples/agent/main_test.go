@@ -30,7 +30,7 @@ func TestScriptedAgent(t *testing.T) {
 	var out bytes.Buffer
 	require.NoError(t, run(ctx, &out, shot), out.String())
 	s := out.String()
-	assert.Contains(t, s, "The model is given 25 tools")
+	assert.Contains(t, s, "The model is given 28 tools")
 	assert.Contains(t, s, `Opened http://localhost:`)
 	assert.Contains(t, s, `Result: "Cart: 1 item"`)
 	assert.Contains(t, s, `Page: "Results for red shoes"`)

@@ -1,0 +1,283 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute"
+)
+
+// browser_network_requests lists the requests of the session's tab since
+// its last navigation, from the tab's Network events (the guard enables
+// the Network domain on every page already, so listening costs no
+// command), with the requests the guard refused and why (the Router's
+// Refusals, matched by request id). Both are bounded per tab.
+
+// ToolNetworkRequests is the tool's name.
+const ToolNetworkRequests = "browser_network_requests"
+
+const networkSchema = `{"type":"object","properties":{` +
+	`"limit":{"type":"integer","minimum":1,"maximum":500,"description":"Show at most this many requests, the newest","default":100},` +
+	`"filter":{"type":"string","description":"Show only requests whose URL contains this text"}` +
+	`},"additionalProperties":false}`
+
+// refusalTeller is the optional part of a Router that tells what the
+// guard refused. *hybroute.Router has it.
+type refusalTeller interface {
+	Refusals(ctx context.Context, since time.Time) ([]hybroute.Refusal, int, error)
+}
+
+// maxRequestsKept bounds a tab's request log; past it the oldest go, and
+// are counted.
+const maxRequestsKept = 500
+
+type request struct {
+	at          time.Time
+	id          network.RequestID
+	method, url string
+	typ         network.ResourceType
+	status      int64
+	size        float64
+	failed      string
+	done        bool
+}
+
+// requestLog is one tab's requests since its last navigation.
+type requestLog struct {
+	since   time.Time
+	list    []*request
+	byID    map[network.RequestID]*request
+	dropped int
+}
+
+// netState is a session's request logs, per tab.
+type netState struct {
+	mu   sync.Mutex
+	tabs map[target.ID]*requestLog
+}
+
+// listenNetwork records the tab's requests. It runs on the tab's reader:
+// it only records, under a lock, in bounded memory.
+func (t *Toolset) listenNetwork(ctx context.Context, s *session, tab target.ID) error {
+	n := &s.net
+	n.mu.Lock()
+	if n.tabs == nil {
+		n.tabs = map[target.ID]*requestLog{}
+	}
+	l := &requestLog{since: time.Now(), byID: map[network.RequestID]*request{}}
+	n.tabs[tab] = l
+	n.mu.Unlock()
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	err := chromedp.Listen(lctx, func(ev any) {
+		switch ev := ev.(type) {
+		case *network.EventRequestWillBeSent:
+			if ev.Request == nil {
+				return
+			}
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			if prev := l.byID[ev.RequestID]; prev != nil && ev.RedirectResponse != nil {
+				prev.status, prev.done = ev.RedirectResponse.Status, true
+			}
+			if len(l.list) >= maxRequestsKept {
+				delete(l.byID, l.list[0].id)
+				l.list = append(l.list[:0], l.list[1:]...)
+				l.dropped++
+			}
+			r := &request{at: time.Now(), id: ev.RequestID, method: ev.Request.Method, url: ev.Request.URL, typ: ev.Type}
+			l.list = append(l.list, r)
+			l.byID[ev.RequestID] = r
+		case *page.EventFrameNavigated:
+			// A new document in the main frame: the log starts at the
+			// request that loaded it (its first hop). A navigation that
+			// never commits (a download, a 204) leaves the page's log.
+			if ev.Frame == nil || ev.Frame.ParentID != "" || string(ev.Frame.ID) != string(tab) {
+				return
+			}
+			n.mu.Lock()
+			defer n.mu.Unlock()
+			first := -1
+			for i, r := range l.list {
+				if string(r.id) == string(ev.Frame.LoaderID) {
+					first = i
+					break
+				}
+			}
+			if first < 0 {
+				l.since, l.list, l.dropped = time.Now(), l.list[:0], 0
+				clear(l.byID)
+				return
+			}
+			for _, r := range l.list[:first] {
+				delete(l.byID, r.id)
+			}
+			l.since, l.dropped = l.list[first].at, 0
+			l.list = append(l.list[:0], l.list[first:]...)
+		case *network.EventResponseReceived:
+			n.mu.Lock()
+			if r := l.byID[ev.RequestID]; r != nil && ev.Response != nil {
+				r.status = ev.Response.Status
+			}
+			n.mu.Unlock()
+		case *network.EventLoadingFinished:
+			n.mu.Lock()
+			if r := l.byID[ev.RequestID]; r != nil {
+				r.size, r.done = ev.EncodedDataLength, true
+			}
+			n.mu.Unlock()
+		case *network.EventLoadingFailed:
+			n.mu.Lock()
+			if r := l.byID[ev.RequestID]; r != nil {
+				r.failed, r.done = ev.ErrorText, true
+				if ev.BlockedReason != "" {
+					r.failed += " (" + string(ev.BlockedReason) + ")"
+				}
+			}
+			n.mu.Unlock()
+		}
+	})
+	if err != nil {
+		cancel()
+		return err
+	}
+	s.dl.mu.Lock()
+	defer s.dl.mu.Unlock()
+	if s.dl.ended {
+		cancel()
+		return nil
+	}
+	s.dl.listeners = append(s.dl.listeners, cancel)
+	return nil
+}
+
+func (t *Toolset) networkRequests(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Limit  int    `json:"limit"`
+		Filter string `json:"filter"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	if a.Limit == 0 {
+		a.Limit = 100
+	}
+	if a.Limit < 1 || a.Limit > maxRequestsKept {
+		return toolError(fmt.Sprintf("limit %d: use 1 to %d", a.Limit, maxRequestsKept))
+	}
+	var text string
+	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+		var err error
+		text, err = t.renderRequests(ctx, s, c.target, a.Limit, a.Filter)
+		return err
+	}, func(context.Context, *hybroute.RESTPage, *call) error {
+		return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report its requests")
+	})
+	return t.finishCall(s, key, res, c, err, func() string { return text })
+}
+
+// renderRequests writes the tab's requests and the guard's refusals since
+// the tab's last navigation.
+func (t *Toolset) renderRequests(ctx context.Context, s *session, tab target.ID, limit int, filter string) (string, error) {
+	n := &s.net
+	n.mu.Lock()
+	l := n.tabs[tab]
+	if l == nil {
+		n.mu.Unlock()
+		return "", errors.New("the tab's requests are not recorded")
+	}
+	since, dropped := l.since, l.dropped
+	reqs := make([]request, 0, len(l.list))
+	for _, r := range l.list {
+		reqs = append(reqs, *r)
+	}
+	n.mu.Unlock()
+
+	var refusals []hybroute.Refusal
+	var refDropped int
+	if rt, ok := t.r.(refusalTeller); ok {
+		var err error
+		if refusals, refDropped, err = rt.Refusals(ctx, since); err != nil {
+			return "", err
+		}
+	}
+	why := map[network.RequestID]hybroute.Refusal{}
+	for _, x := range refusals {
+		if x.RequestID != "" {
+			why[network.RequestID(x.RequestID)] = x
+		}
+	}
+	var lines []string
+	for _, r := range reqs {
+		if filter != "" && !strings.Contains(r.url, filter) {
+			continue
+		}
+		var outcome string
+		x, refused := why[r.id]
+		switch {
+		case refused:
+			delete(why, r.id)
+			outcome = "refused by the guard: " + refusalWhy(x)
+		case r.failed != "":
+			outcome = "failed: " + r.failed
+		case !r.done && r.status == 0:
+			outcome = "pending"
+		default:
+			outcome = fmt.Sprint(r.status)
+			if r.done && r.size > 0 {
+				outcome += ", " + size(int64(r.size))
+			}
+		}
+		lines = append(lines, fmt.Sprintf("- %s %s (%s): %s", r.method, shownURL(r.url), strings.ToLower(string(r.typ)), outcome))
+	}
+	// Refusals without a request in the log: a worker's, a popup's, or one
+	// refused before the browser reported it.
+	for _, x := range refusals {
+		if _, left := why[network.RequestID(x.RequestID)]; x.RequestID != "" && !left {
+			continue
+		}
+		if filter != "" && !strings.Contains(x.URL, filter) {
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("- %s (%s, in a %s): refused by the guard: %s", shownURL(x.URL), strings.ToLower(x.ResourceType), x.Target, refusalWhy(x)))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Requests since the last navigation: %d", len(lines))
+	if filter != "" {
+		fmt.Fprintf(&b, " matching %s", quote(filter, 100))
+	}
+	if dropped+refDropped > 0 {
+		fmt.Fprintf(&b, " (%d older ones were dropped: at most %d are kept)", dropped+refDropped, maxRequestsKept)
+	}
+	if len(lines) > limit {
+		fmt.Fprintf(&b, "; the newest %d shown", limit)
+		lines = lines[len(lines)-limit:]
+	}
+	b.WriteString(".")
+	for _, l := range lines {
+		b.WriteByte('\n')
+		b.WriteString(l)
+	}
+	return b.String(), nil
+}
+
+// refusalWhy says why the guard refused a request, for the model.
+func refusalWhy(x hybroute.Refusal) string {
+	var be *hybroute.BlockedError
+	if errors.As(x.Err, &be) {
+		return "it " + reason(be)
+	}
+	if x.Err != nil {
+		return cut(x.Err.Error(), 300)
+	}
+	return "refused"
+}

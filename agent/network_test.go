@@ -1,0 +1,110 @@
+package agent_test
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/internal/agenttest"
+)
+
+// networkSite serves a page that fetches an API (with a token in its
+// query), a missing image, and a URL the guard refuses (target, given
+// per test), and a plain second page.
+func networkSite(t *testing.T, refused string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api":
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"ok":true}`)
+		case "/other":
+			fmt.Fprint(w, `<!doctype html><title>Other</title><p>other`)
+		case "/":
+			fmt.Fprintf(w, `<!doctype html><title>Net</title><img src="/missing.png">
+<script>
+fetch("/api?x=1&token=SECRET123").then(r => r.json()).then(() => { document.title = "Net done" });
+fetch(%q).catch(() => {});
+</script>`, strings.ReplaceAll(refused, "PORT", r.Host[strings.LastIndexByte(r.Host, ':')+1:]))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	return port
+}
+
+// requestsUntil calls browser_network_requests until its text holds every
+// want (the page's requests end in their own time).
+func requestsUntil(t *testing.T, ts *agent.Toolset, s string, want ...string) agent.Result {
+	t.Helper()
+	var last agent.Result
+	ok := assert.Eventually(t, func() bool {
+		last = mustOK(t, callTool(t, ts, s, "browser_network_requests", nil))
+		for _, w := range want {
+			if !strings.Contains(last.Text, w) {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 200*time.Millisecond, "never listed %q", want)
+	require.True(t, ok, "the last list: %s", last.Text)
+	return last
+}
+
+// TestNetworkRequestsOnTheLocalBrowser: the page's requests with their
+// status, type and size, URLs redacted, a refusal of the guard with why,
+// and a fresh list after a navigation.
+func TestNetworkRequestsOnTheLocalBrowser(t *testing.T) {
+	port := networkSite(t, "http://169.254.169.254/latest/meta-data/")
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	const s = "net"
+	base := "http://127.0.0.1:" + port
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": base + "/"}))
+	res := requestsUntil(t, ts, s, "(fetch): 200, ", "(image): 404", "refused by the guard")
+	t.Log(res.Text)
+	assert.Regexp(t, `- GET `+base+`/ \(document\): 200, \d+ bytes`, res.Text)
+	assert.Regexp(t, `- GET `+base+`/api\?x=1&token=REDACTED \(fetch\): 200, \d+ bytes`, res.Text)
+	assert.NotContains(t, res.Text, "SECRET123", "the URL is redacted")
+	assert.Contains(t, res.Text, "- GET "+base+"/missing.png (image): 404")
+	assert.Contains(t, res.Text, "- GET http://169.254.169.254/latest/meta-data/ (fetch): refused by the guard: it targets a cloud metadata endpoint")
+
+	only := mustOK(t, callTool(t, ts, s, "browser_network_requests", map[string]any{"filter": "/api"}))
+	assert.Contains(t, only.Text, "Requests since the last navigation: 1 matching")
+	assert.NotContains(t, only.Text, "missing.png")
+
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": base + "/other"}))
+	after := mustOK(t, callTool(t, ts, s, "browser_network_requests", nil))
+	assert.Contains(t, after.Text, "- GET "+base+"/other (document): 200")
+	assert.NotContains(t, after.Text, "/api")
+	assert.NotContains(t, after.Text, "169.254", "the old page's refusals are not the new page's")
+
+	bad := callTool(t, ts, s, "browser_network_requests", map[string]any{"limit": 0.5})
+	assert.True(t, bad.IsError)
+}
+
+// TestNetworkRequestsOnTheCloud: on a cloud browser the guard refuses the
+// page's request to a private address, and the list says why.
+func TestNetworkRequestsOnTheCloud(t *testing.T) {
+	port := networkSite(t, "http://127.0.0.1:PORT/api")
+	cloud := agenttest.NewCloud(t)
+	r := agenttest.NewRouter(t, cloud.Provider)
+	ts := newToolset(t, r)
+	const s = "net-cloud"
+	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": "http://" + agenttest.PublicHost + ":" + port + "/"}))
+	require.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	res := requestsUntil(t, ts, s, "(fetch): 200", "refused by the guard")
+	t.Log(res.Text)
+	assert.Equal(t, hybroute.RouteCloud, res.Where.Route)
+	assert.Contains(t, res.Text, "- GET http://127.0.0.1:"+port+"/api (fetch): refused by the guard: it targets a private or internal address")
+}
