@@ -57,8 +57,9 @@ var toolDefs = []toolDef{
 		desc: "Read the current page as an accessibility tree: one line per element, indented, with roles, names and values " +
 			"(- heading \"Orders\" [level=1], - button \"Save\" [ref=e4], - textbox \"Email\" [ref=e7]: a@b.c). " +
 			"Interactive elements carry a ref that browser_click and browser_type take. Prefer this over a screenshot to read or act on a page. " +
-			"Refs stay valid until the page changes; take a new snapshot after a navigation.",
-		schema: noArgs,
+			"Refs stay valid until the page changes; take a new snapshot after a navigation. Frames of the page are included. " +
+			"On a large page, shape it: depth (levels), ref (one element's subtree), find (only what contains a text), or file (written to a file, not returned).",
+		schema: snapshotSchema,
 		run:    (*Toolset).snapshot,
 	},
 	{
@@ -216,19 +217,32 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 }
 
 func (t *Toolset) snapshot(ctx context.Context, s *session, key string, args json.RawMessage) Result {
-	if err := decode(args, &struct{}{}); err != nil {
+	var a snapshotArgs
+	if err := decode(args, &a); err != nil {
 		return argError(err)
+	}
+	o, err := a.options(t.cfg.snapshotLimit)
+	if err != nil {
+		return argError(err)
+	}
+	if a.File != "" {
+		if err := t.checkSnapshotFile(a.File); err != nil {
+			return argError(err)
+		}
 	}
 	var text string
 	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
 		var err error
-		text, err = t.takeSnapshot(ctx, s, c)
+		text, err = t.takeSnapshot(ctx, s, c, o)
 		return err
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		raw, _, err := p.Snapshot(ctx)
-		text = restSnapshot(raw, t.cfg.snapshotLimit)
+		text = restSnapshot(raw, o.limit)
 		return readErr(err)
 	})
+	if err == nil && a.File != "" {
+		text, err = t.writeSnapshotFile(a.File, text)
+	}
 	return t.finishCall(s, key, res, c, err, func() string { return text })
 }
 
@@ -240,7 +254,7 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 	if err := decode(args, &a); err != nil {
 		return argError(err)
 	}
-	var what string
+	var what, changes string
 	var navigated bool
 	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)
@@ -248,7 +262,11 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 			return err
 		}
 		what = describeRef(a.Ref, e)
-		return withNavFlag(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) })
+		if err := withNavFlag(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) }); err != nil || navigated {
+			return err
+		}
+		changes = t.changesAfter(ctx, s, c)
+		return nil
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		what = a.Ref
 		before := p.Landed()
@@ -257,7 +275,7 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
-		return "Clicked " + what + "." + navNote(navigated)
+		return "Clicked " + what + "." + navNote(navigated) + changesNote(changes)
 	})
 }
 
@@ -270,7 +288,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 	if err := decode(args, &a); err != nil {
 		return argError(err)
 	}
-	var what string
+	var what, changes string
 	var navigated bool
 	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)
@@ -281,10 +299,13 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 		if err := typeInto(ctx, a.Ref, e.node, a.Text); err != nil {
 			return err
 		}
-		if !a.Submit {
-			return nil
+		if a.Submit {
+			if err := withNavFlag(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") }); err != nil || navigated {
+				return err
+			}
 		}
-		return withNavFlag(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") })
+		changes = t.changesAfter(ctx, s, c)
+		return nil
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		what = a.Ref
 		before := p.Landed()
@@ -297,7 +318,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 		if a.Submit {
 			msg += " Pressed Enter."
 		}
-		return msg + navNote(navigated)
+		return msg + navNote(navigated) + changesNote(changes)
 	})
 }
 
