@@ -20,15 +20,9 @@ import (
 // TestSnapshotOptions: depth, ref and find shape what a snapshot shows,
 // and every ref of the page still works after a shaped one.
 func TestSnapshotOptions(t *testing.T) {
-	site := agenttest.NewSite(t)
-	ts := newToolset(t, agenttest.NewRouter(t, nil))
 	const s = "shape"
-	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/big?n=30")}))
-	full := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
-	add3 := refOf(`button "Add 3"`, full.Text)
-	item5 := refOf(`link "Item 5"`, full.Text)
-	require.NotEmpty(t, add3, full.Text)
-	require.NotEmpty(t, item5, full.Text)
+	ts, full, refs := openSnapshot(t, s, "/big?n=30", `button "Add 3"`, `link "Item 5"`)
+	add3, item5 := refs[0], refs[1]
 
 	top := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]int{"depth": 1}))
 	assert.Contains(t, top.Text, `- heading "Catalogue" [level=1]`)
@@ -46,7 +40,7 @@ func TestSnapshotOptions(t *testing.T) {
 
 	sub := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"ref": item5}))
 	assert.Contains(t, sub.Text, `- link "Item 5" [ref=`+item5+`]:`+"\n  - /url: /item/5")
-	assert.NotContains(t, sub.Text, "Catalogue")
+	assert.NotContains(t, sub.Text, "heading")
 
 	// The refs of the whole page hold after a shaped snapshot.
 	clicked := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": add3}))
@@ -156,14 +150,9 @@ func TestSnapshotFrames(t *testing.T) {
 // what changed in the tree rather than leaving the model to read it all
 // again.
 func TestActionsReportChanges(t *testing.T) {
-	site := agenttest.NewSite(t)
-	ts := newToolset(t, agenttest.NewRouter(t, nil))
 	const s = "changes"
-	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/")}))
-	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
-	add := refOf(`button "Add to cart"`, snap.Text)
-	search := refOf(`searchbox "Search products"`, snap.Text)
-	require.NotEmpty(t, add, snap.Text)
+	ts, snap, refs := openSnapshot(t, s, "/", `button "Add to cart"`, `searchbox "Search products"`)
+	add, search := refs[0], refs[1]
 
 	click := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": add}))
 	assert.Contains(t, click.Text, "Changes in the page since the last snapshot")
@@ -174,4 +163,19 @@ func TestActionsReportChanges(t *testing.T) {
 
 	typed := mustOK(t, callTool(t, ts, s, "browser_type", map[string]string{"ref": search, "text": "boots"}))
 	assert.Regexp(t, `\+ +- searchbox "Search products" [^\n]*\[ref=`+search+`\]: boots`, typed.Text)
+}
+
+// openSnapshot opens path of the test site in session s of a new toolset,
+// takes a snapshot and returns the refs of the elements named.
+func openSnapshot(t *testing.T, s, path string, elements ...string) (*agent.Toolset, agent.Result, []string) {
+	site := agenttest.NewSite(t)
+	ts := newToolset(t, agenttest.NewRouter(t, nil))
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", path)}))
+	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	refs := make([]string, len(elements))
+	for i, e := range elements {
+		refs[i] = refOf(e, snap.Text)
+		require.NotEmpty(t, refs[i], "%s in\n%s", e, snap.Text)
+	}
+	return ts, snap, refs
 }
