@@ -171,12 +171,23 @@ func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapO
 		return "", err
 	}
 	var doc cdp.LoaderID
+	pageURL := c.url
 	if ft.FrameTree != nil && ft.FrameTree.Frame != nil {
-		doc = ft.FrameTree.Frame.LoaderID
+		doc, pageURL = ft.FrameTree.Frame.LoaderID, ft.FrameTree.Frame.URL
 	}
 	ax, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
 		return "", err
+	}
+	// The web area's name is the document's title: the where-line's,
+	// without a round trip of its own.
+	for _, n := range ax.Nodes {
+		if n.ParentID == "" {
+			if axString(n.Role) == "RootWebArea" {
+				c.title = axString(n.Name)
+			}
+			break
+		}
 	}
 	frames := childFrames(ctx, ft.FrameTree)
 	old := s.refs
@@ -185,7 +196,7 @@ func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapO
 		// on, so a ref of the old page never names a node of this one.
 		old.byNode = nil
 	}
-	items, refs := buildSnapshot(ax.Nodes, frames, &old, c.target, c.url)
+	items, refs := buildSnapshot(ax.Nodes, frames, &old, c.target, pageURL)
 	refs.doc = doc
 	refs.text = renderItems(items, snapOptions{})
 	text, err := selectItems(items, refs.text, o)

@@ -231,7 +231,7 @@ func (t *Toolset) snapshot(ctx context.Context, s *session, key string, args jso
 		}
 	}
 	var text string
-	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", reads|light, func(ctx context.Context, c *call) error {
 		var err error
 		text, err = t.takeSnapshot(ctx, s, c, o)
 		return err
