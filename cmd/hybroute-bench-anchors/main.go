@@ -159,9 +159,6 @@ func session(ctx context.Context, s server, cs *mcp.ClientSession, base string, 
 		rec.bytes[st] = len(text)
 		rec.texts[st] = text
 		if st == stepSnapSmall {
-			if debugSteps {
-				fmt.Fprintf(os.Stderr, "---- %s navigate:\n%s\n---- snapshot:\n%s\n", s.name, rec.texts[stepNavigate], text)
-			}
 			if button, err = s.ref(text, "button", "Add to cart"); err != nil {
 				return err
 			}
@@ -172,8 +169,6 @@ func session(ctx context.Context, s server, cs *mcp.ClientSession, base string, 
 	}
 	return nil
 }
-
-var debugSteps = os.Getenv("BENCH_ANCHORS_DEBUG") != ""
 
 func callTool(ctx context.Context, cs *mcp.ClientSession, s server, name string, args map[string]any) (string, time.Duration, error) {
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
