@@ -70,6 +70,8 @@ type record struct {
 	took  map[string][]time.Duration
 	bytes map[string]int // text bytes of the last response per step
 	texts map[string]string
+	// failed are the rounds a call ended early, with its error.
+	failed []string
 }
 
 func run(servers []server, rounds int, verbose bool, out, log io.Writer) error {
@@ -113,7 +115,10 @@ func run(servers []server, rounds int, verbose bool, out, log io.Writer) error {
 	for round := 0; round <= rounds; round++ {
 		for i, s := range servers {
 			if err := session(ctx, s, sessions[i], base, recs[i], round > 0); err != nil {
-				return err
+				// A call that fails (a timeout on a loaded machine) ends this
+				// server's round, not the run: the table says how many.
+				recs[i].failed = append(recs[i].failed, err.Error())
+				fmt.Fprintf(log, "%s: round %d: %v\n", s.name, round, err)
 			}
 		}
 		fmt.Fprintf(log, "round %d/%d done\n", round, rounds)
@@ -231,6 +236,11 @@ func table(w io.Writer, servers []server, recs []*record, rounds int) {
 			fmt.Fprintf(w, " %.2f× |\n", float64(percentile(recs[0].took[st], 0.5))/float64(best))
 		} else {
 			fmt.Fprint(w, " – |\n")
+		}
+	}
+	for i, s := range servers {
+		if n := len(recs[i].failed); n > 0 {
+			fmt.Fprintf(w, "\n%s: %d of %d rounds ended early on a failed call (the first: %.300s)\n", s.name, n, rounds+1, recs[i].failed[0])
 		}
 	}
 	fmt.Fprint(w, "\nText bytes of the last response (what the model reads):\n\n| Response |")
