@@ -6,7 +6,7 @@ GO ?= go
 # go.mod needs no tool dependency.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
+.PHONY: bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -78,3 +78,12 @@ load: chromium
 	$(GO) build -o bin/hybroute-load ./cmd/hybroute-load
 	./bin/hybroute-load -server bin/hybroute -clients $(LOAD_CLIENTS)
 	./bin/hybroute-load -server bin/hybroute -abandon $(LOAD_ABANDON) -server-flag=--max-sessions=50 -server-flag=--max-local-memory=1GiB
+
+# hybroute mcp side by side with Playwright MCP and chrome-devtools-mcp
+# (README, "Against the anchors"): the anchors are installed from npm once
+# into a cache outside the repository, with no browser download; one MCP
+# client drives all three over the same scripted session on loopback pages
+# and prints p50/p95 per tool and the snapshot sizes.
+BENCH_ROUNDS ?= 20
+bench-anchors: chromium
+	bash scripts/bench-anchors.sh -rounds $(BENCH_ROUNDS)

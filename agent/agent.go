@@ -123,6 +123,7 @@ type Option func(*config)
 
 type config struct {
 	snapshotLimit int
+	snapshotDir   string // where browser_snapshot may write files; "": nowhere
 	callTimeout   time.Duration
 	queueWait     time.Duration
 	waitForTurn   bool

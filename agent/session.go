@@ -106,6 +106,11 @@ const (
 	reads use = 1 << iota
 	// moves: the tool may take the page elsewhere; the title is read after.
 	moves
+	// light: the tool reads the page's title itself, in the round trip
+	// that does its work, so the call costs no round trip of its own: the
+	// page's URL is checked where the Router tracks it (CheckPage, no
+	// round trip) on every call, and read again only after a navigation.
+	light
 )
 
 // modelError is an error whose text is written for the model. Run funcs
@@ -149,7 +154,11 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 		t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: watching the tab's downloads and requests", slog.String("error", err.Error()))
 	}
 	mark := s.dl.mark()
-	if u&reads != 0 || u&moves == 0 {
+	if u&light != 0 {
+		if err := t.checkPage(ctx); err != nil {
+			return err
+		}
+	} else if u&reads != 0 || u&moves == 0 {
 		pu, title, err := pageInfo(ctx)
 		if err != nil {
 			return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -47,6 +48,9 @@ type refTable struct {
 	byRef  map[string]refEntry
 	byNode map[cdp.BackendNodeID]string
 	next   int
+	// text is the whole tree as text (no option, no cut): what the next
+	// action's changes are reported against.
+	text string
 }
 
 // resolve resolves a ref of the last snapshot in tab id, if the tab still
@@ -130,42 +134,126 @@ type item struct {
 }
 
 type snapshotter struct {
-	nodes   map[accessibility.NodeID]*accessibility.Node
 	old     *refTable
 	refs    refTable
 	pageURL *url.URL
+	// frames are the AX trees of the child frames, by the backend node id
+	// of the iframe element that holds each.
+	frames map[cdp.BackendNodeID]*axDoc
 }
 
-// takeSnapshot reads the tab's accessibility tree and renders it, giving
-// the session's ref table the refs of this snapshot.
-func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call) (string, error) {
-	doc, err := documentID(ctx)
+// axDoc is the AX tree of one document.
+type axDoc struct {
+	nodes map[accessibility.NodeID]*accessibility.Node
+	root  *accessibility.Node
+	// elsewhere: the frame's document is in another process (a site of
+	// its own): its tree is not in this target.
+	elsewhere bool
+}
+
+func newAXDoc(nodes []*accessibility.Node) *axDoc {
+	d := &axDoc{nodes: make(map[accessibility.NodeID]*accessibility.Node, len(nodes))}
+	for _, n := range nodes {
+		d.nodes[n.NodeID] = n
+		if d.root == nil && n.ParentID == "" {
+			d.root = n
+		}
+	}
+	return d
+}
+
+// takeSnapshot reads the tab's accessibility tree, with its frames', and
+// renders it as o asks, giving the session's ref table the refs of the
+// whole tree.
+func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapOptions) (string, error) {
+	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
 		return "", err
+	}
+	var doc cdp.LoaderID
+	pageURL := c.url
+	if ft.FrameTree != nil && ft.FrameTree.Frame != nil {
+		doc, pageURL = ft.FrameTree.Frame.LoaderID, ft.FrameTree.Frame.URL
 	}
 	ax, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
 		return "", err
 	}
+	// The web area's name is the document's title: the where-line's,
+	// without a round trip of its own.
+	for _, n := range ax.Nodes {
+		if n.ParentID == "" {
+			if axString(n.Role) == "RootWebArea" {
+				c.title = axString(n.Name)
+			}
+			break
+		}
+	}
+	frames := childFrames(ctx, ft.FrameTree)
 	old := s.refs
 	if old.doc != doc {
 		// Another document: its nodes are not this one's. The numbers go
 		// on, so a ref of the old page never names a node of this one.
 		old.byNode = nil
 	}
-	text, refs := renderSnapshot(ax.Nodes, &old, c.target, c.url, t.cfg.snapshotLimit)
+	items, refs := buildSnapshot(ax.Nodes, frames, &old, c.target, pageURL)
 	refs.doc = doc
+	refs.text = renderItems(items, snapOptions{})
+	text, err := selectItems(items, refs.text, o)
+	if err != nil {
+		return "", err
+	}
 	s.refs = refs
 	return text, nil
+}
+
+// childFrames reads the AX trees of the frames under ft, by the iframe
+// element that holds each. A frame of another site lives in a process of
+// its own (site isolation), with its own target: its tree is marked as
+// elsewhere.
+func childFrames(ctx context.Context, ft *page.FrameTree) map[cdp.BackendNodeID]*axDoc {
+	if ft == nil || len(ft.ChildFrames) == 0 {
+		return nil
+	}
+	out := make(map[cdp.BackendNodeID]*axDoc)
+	var walk func(*page.FrameTree)
+	walk = func(ft *page.FrameTree) {
+		for _, cf := range ft.ChildFrames {
+			if cf == nil || cf.Frame == nil {
+				continue
+			}
+			owner, err := chromedp.Call(ctx, dom.GetFrameOwner, dom.GetFrameOwnerParams{FrameID: cf.Frame.ID})
+			if err != nil || owner.BackendNodeID == 0 {
+				continue
+			}
+			ax, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{FrameID: cf.Frame.ID})
+			if err != nil {
+				out[owner.BackendNodeID] = &axDoc{elsewhere: true}
+				continue
+			}
+			out[owner.BackendNodeID] = newAXDoc(ax.Nodes)
+			walk(cf)
+		}
+	}
+	walk(ft)
+	return out
 }
 
 // renderSnapshot renders the nodes of a full AX tree (the first is the
 // root) within limit bytes and returns the text and the refs it named. old
 // is the previous ref table: a node it named in the same tab keeps its ref.
 func renderSnapshot(nodes []*accessibility.Node, old *refTable, tab target.ID, pageURL string, limit int) (string, refTable) {
+	items, refs := buildSnapshot(nodes, nil, old, tab, pageURL)
+	text, _ := selectItems(items, renderItems(items, snapOptions{}), snapOptions{limit: limit})
+	return text, refs
+}
+
+// buildSnapshot turns the main frame's AX nodes and its frames' trees into
+// the items that print, naming the refs.
+func buildSnapshot(nodes []*accessibility.Node, frames map[cdp.BackendNodeID]*axDoc, old *refTable, tab target.ID, pageURL string) ([]*item, refTable) {
 	sn := &snapshotter{
-		nodes: make(map[accessibility.NodeID]*accessibility.Node, len(nodes)),
-		old:   old,
+		old:    old,
+		frames: frames,
 		refs: refTable{
 			target: tab,
 			byRef:  make(map[string]refEntry),
@@ -177,41 +265,30 @@ func renderSnapshot(nodes []*accessibility.Node, old *refTable, tab target.ID, p
 		sn.refs.next = old.next
 	}
 	sn.pageURL, _ = url.Parse(pageURL)
-	var root *accessibility.Node
-	for _, n := range nodes {
-		sn.nodes[n.NodeID] = n
-		if root == nil && n.ParentID == "" {
-			root = n
-		}
+	d := newAXDoc(nodes)
+	if d.root == nil {
+		return nil, sn.refs
 	}
-	if root == nil {
-		return "(the page has no accessibility tree)", sn.refs
+	return sn.rootItems(d, 0), sn.refs
+}
+
+// rootItems are the items of a document: its root's children when the
+// root is the web area, which says nothing by itself.
+func (sn *snapshotter) rootItems(d *axDoc, depth int) []*item {
+	if axString(d.root.Role) == "RootWebArea" {
+		return sn.children(d, d.root, depth)
 	}
-	var items []*item
-	if axString(root.Role) == "RootWebArea" {
-		items = sn.children(root, 0)
-	} else {
-		items = sn.build(root, 0)
-	}
-	var b strings.Builder
-	for _, it := range items {
-		write(&b, it, 0)
-	}
-	text := strings.TrimRight(b.String(), "\n")
-	if text == "" {
-		return "(the page is empty)", sn.refs
-	}
-	return truncate(text, limit), sn.refs
+	return sn.build(d, d.root, depth)
 }
 
 // maxDepth bounds the recursion on pathological trees.
 const maxDepth = 400
 
-func (sn *snapshotter) children(n *accessibility.Node, depth int) []*item {
+func (sn *snapshotter) children(d *axDoc, n *accessibility.Node, depth int) []*item {
 	var out []*item
 	for _, id := range n.ChildIDs {
-		if c := sn.nodes[id]; c != nil {
-			out = append(out, sn.build(c, depth+1)...)
+		if c := d.nodes[id]; c != nil {
+			out = append(out, sn.build(d, c, depth+1)...)
 		}
 	}
 	return mergeText(out)
@@ -219,7 +296,7 @@ func (sn *snapshotter) children(n *accessibility.Node, depth int) []*item {
 
 // build turns a node into the items that print for it: none, itself, or
 // (for an ignored or transparent node) its children.
-func (sn *snapshotter) build(n *accessibility.Node, depth int) []*item {
+func (sn *snapshotter) build(d *axDoc, n *accessibility.Node, depth int) []*item {
 	if depth > maxDepth {
 		return nil
 	}
@@ -233,8 +310,20 @@ func (sn *snapshotter) build(n *accessibility.Node, depth int) []*item {
 		}
 		return nil
 	}
-	kids := sn.children(n, depth)
+	kids := sn.children(d, n, depth)
 	name := collapse(axString(n.Name))
+	var frameNote string
+	if role == "Iframe" || role == "IframePresentational" {
+		role = "iframe"
+		switch f := sn.frames[n.BackendDOMNodeID]; {
+		case f == nil && len(kids) == 0, f != nil && f.elsewhere:
+			// Not a frame of this target: with site isolation, a frame of
+			// another site is a target of its own.
+			frameNote = "(a frame of another site, in a process of its own: its content is not in this snapshot)"
+		case f.root != nil:
+			kids = sn.rootItems(f, depth)
+		}
+	}
 	focusable := false
 	var attrs []string
 	var linkURL string
@@ -284,10 +373,10 @@ func (sn *snapshotter) build(n *accessibility.Node, depth int) []*item {
 		}
 	}
 	interactive := n.BackendDOMNodeID != 0 && role != "RootWebArea" && (interactiveRoles[role] || focusable)
-	if n.Ignored || (transparentRoles[role] && name == "" && !interactive) {
+	if (n.Ignored && role != "iframe") || (transparentRoles[role] && name == "" && !interactive) {
 		return kids
 	}
-	it := &item{role: role, name: name, attrs: attrs, url: linkURL, value: collapse(axString(n.Value))}
+	it := &item{role: role, name: name, attrs: attrs, url: linkURL, value: joinValue(collapse(axString(n.Value)), frameNote)}
 	if interactive {
 		it.ref = sn.ref(n.BackendDOMNodeID, role, name)
 	}
@@ -359,7 +448,9 @@ func joinValue(a, b string) string {
 	return a + " " + b
 }
 
-func write(b *strings.Builder, it *item, depth int) {
+// write writes an item and its children at depth; max > 0 writes no
+// deeper than max levels, and marks an item whose children it left out.
+func write(b *strings.Builder, it *item, depth, max int) {
 	writeIndent(b, depth)
 	if it.text != "" {
 		b.WriteString("- text: ")
@@ -401,8 +492,13 @@ func write(b *strings.Builder, it *item, depth int) {
 		b.WriteString(cut(shownURL(it.url), 500))
 		b.WriteByte('\n')
 	}
+	if max > 0 && depth+1 >= max && len(it.children) > 0 {
+		writeIndent(b, depth+1)
+		fmt.Fprintf(b, "- … %d more below\n", countItems(it.children))
+		return
+	}
 	for _, c := range it.children {
-		write(b, c, depth+1)
+		write(b, c, depth+1, max)
 	}
 }
 

@@ -57,8 +57,9 @@ var toolDefs = slices.Concat([]toolDef{
 		desc: "Read the current page as an accessibility tree: one line per element, indented, with roles, names and values " +
 			"(- heading \"Orders\" [level=1], - button \"Save\" [ref=e4], - textbox \"Email\" [ref=e7]: a@b.c). " +
 			"Interactive elements carry a ref that browser_click and browser_type take. Prefer this over a screenshot to read or act on a page. " +
-			"Refs stay valid until the page changes; take a new snapshot after a navigation.",
-		schema: noArgs,
+			"Refs stay valid until the page changes; take a new snapshot after a navigation. Frames of the page are included. " +
+			"On a large page, shape it: depth (levels), ref (one element's subtree), find (only what contains a text), or file (written to a file, not returned).",
+		schema: snapshotSchema,
 		run:    (*Toolset).snapshot,
 	},
 	{
@@ -252,19 +253,32 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 }
 
 func (t *Toolset) snapshot(ctx context.Context, s *session, key string, args json.RawMessage) Result {
-	if err := decode(args, &struct{}{}); err != nil {
+	var a snapshotArgs
+	if err := decode(args, &a); err != nil {
 		return argError(err)
 	}
+	o, err := a.options(t.cfg.snapshotLimit)
+	if err != nil {
+		return argError(err)
+	}
+	if a.File != "" {
+		if err := t.checkSnapshotFile(a.File); err != nil {
+			return argError(err)
+		}
+	}
 	var text string
-	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", reads|light, func(ctx context.Context, c *call) error {
 		var err error
-		text, err = t.takeSnapshot(ctx, s, c)
+		text, err = t.takeSnapshot(ctx, s, c, o)
 		return err
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		raw, _, err := p.Snapshot(ctx)
-		text = restSnapshot(raw, t.cfg.snapshotLimit)
+		text = restSnapshot(raw, o.limit)
 		return readErr(err)
 	})
+	if err == nil && a.File != "" {
+		text, err = t.writeSnapshotFile(a.File, text)
+	}
 	return t.finishCall(s, key, res, c, err, func() string { return text })
 }
 
@@ -276,7 +290,7 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 	if err := decode(args, &a); err != nil {
 		return argError(err)
 	}
-	var what string
+	var what, changes string
 	var navigated bool
 	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)
@@ -284,7 +298,11 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 			return err
 		}
 		what = describeRef(a.Ref, e)
-		return settled(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) })
+		if err := settled(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) }); err != nil || navigated {
+			return err
+		}
+		changes = t.changesAfter(ctx, s, c)
+		return nil
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		what = a.Ref
 		before := p.Landed()
@@ -293,7 +311,7 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
-		return "Clicked " + what + "." + navNote(navigated)
+		return "Clicked " + what + "." + navNote(navigated) + changesNote(changes)
 	})
 }
 
@@ -306,7 +324,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 	if err := decode(args, &a); err != nil {
 		return argError(err)
 	}
-	var what string
+	var what, changes string
 	var navigated bool
 	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)
@@ -317,10 +335,13 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 		if err := typeInto(ctx, a.Ref, e.node, a.Text); err != nil {
 			return err
 		}
-		if !a.Submit {
-			return nil
+		if a.Submit {
+			if err := settled(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") }); err != nil || navigated {
+				return err
+			}
 		}
-		return settled(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") })
+		changes = t.changesAfter(ctx, s, c)
+		return nil
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		what = a.Ref
 		before := p.Landed()
@@ -333,7 +354,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 		if a.Submit {
 			msg += " Pressed Enter."
 		}
-		return msg + navNote(navigated)
+		return msg + navNote(navigated) + changesNote(changes)
 	})
 }
 
@@ -453,11 +474,11 @@ func (t *Toolset) exec(ctx context.Context, s *session, key string, args json.Ra
 	var out string
 	var navigated bool
 	// The code is what the Router plans the call from, and what runs.
-	res, c, err := t.do(ctx, s, key, a.Code, reads|moves, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, a.Code, reads|moves|light, func(ctx context.Context, c *call) error {
 		c.script = true
-		return withNavFlag(ctx, c, &navigated, func() error {
+		return withNavWatch(ctx, c, &navigated, func() error {
 			var err error
-			out, err = evalJS(ctx, a.Code, t.cfg.maxResult)
+			out, c.title, err = evalJS(ctx, a.Code, t.cfg.maxResult)
 			return err
 		})
 	})
@@ -480,20 +501,7 @@ func (t *Toolset) closeTool(ctx context.Context, _ *session, key string, args js
 // withNavFlag runs act watching for a navigation it starts, and records
 // whether one started.
 func withNavFlag(ctx context.Context, c *call, navigated *bool, act func() error) error {
-	w, stop, err := watchNav(ctx, cdp.FrameID(c.target))
-	if err != nil {
-		return err
-	}
-	defer stop()
-	if err := act(); err != nil {
-		return err
-	}
-	if !w.isStarted() {
-		settle(ctx)
-	}
-	*navigated = w.wait(ctx)
-	c.moved = c.moved || *navigated
-	return nil
+	return watchAct(ctx, c, navigated, act, true)
 }
 
 // settle lets the page run what the action queued: a form submitted by
@@ -525,23 +533,43 @@ func describeRef(ref string, e refEntry) string {
 }
 
 // evalJS runs code in the page's main world, top-level await allowed, and
-// returns its result as JSON text, cut at max bytes. The code runs as the
-// body of an async arrow function; a single expression is its return
-// value. A result longer than max is cut in the page, before it crosses
-// the protocol: the connection's read buffer grows to the largest message
-// and keeps that size, so a 100 MB result would cost 100 MB for as long as
-// the browser lives.
-func evalJS(ctx context.Context, code string, max int) (string, error) {
-	fn := "async () => (\n" + strings.TrimRight(code, " \t\r\n;") + "\n)"
-	if ok, err := compiles(ctx, "("+fn+")"); err != nil {
-		return "", err
-	} else if !ok {
-		fn = "async () => {\n" + code + "\n}"
-	}
+// returns its result as JSON text, cut at max bytes, and the page's title
+// after it ran. The code runs as the body of an async arrow function; a
+// single expression is its return value. A result longer than max is cut
+// in the page, before it crosses the protocol: the connection's read
+// buffer grows to the largest message and keeps that size, so a 100 MB
+// result would cost 100 MB for as long as the browser lives.
+//
+// One round trip for an expression: the code is sent as an expression
+// first, and only when that does not parse (statements, a return) again as
+// a function body. A source that does not parse runs nothing, so nothing
+// runs twice.
+func evalJS(ctx context.Context, code string, max int) (string, string, error) {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
 	tag := hex.EncodeToString(nonce[:])
-	r, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{
+	r, err := evalWrapped(ctx, tag, max, "async () => (\n"+strings.TrimRight(code, " \t\r\n;")+"\n)")
+	if err == nil && parseFailed(r.ExceptionDetails) {
+		r, err = evalWrapped(ctx, tag, max, "async () => {\n"+code+"\n}")
+	}
+	if err != nil {
+		if m := err.Error(); strings.Contains(m, "context was destroyed") || strings.Contains(m, "navigated or closed") || strings.Contains(m, "Cannot find context") {
+			return "", "", modelErrorf("the page navigated away while the code ran, so its result is lost")
+		}
+		return "", "", err
+	}
+	if d := r.ExceptionDetails; d != nil {
+		return "", "", modelErrorf("the code threw: %s", exceptionText(d))
+	}
+	if out, title, ok := pageResult(r.Result, tag, max); ok {
+		return out, title, nil
+	}
+	return remoteValue(r.Result, max), "", nil
+}
+
+// evalWrapped evaluates the code's function fn inside capJS.
+func evalWrapped(ctx context.Context, tag string, max int, fn string) (runtime.EvaluateResult, error) {
+	return chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{
 		// The code's function is defined at the argument's place, so its
 		// scope is the page's global one, as without the wrapper; its
 		// first line is still line 2.
@@ -550,36 +578,35 @@ func evalJS(ctx context.Context, code string, max int) (string, error) {
 		ReturnByValue: new(true),
 		UserGesture:   new(true),
 	})
-	if err != nil {
-		if m := err.Error(); strings.Contains(m, "context was destroyed") || strings.Contains(m, "navigated or closed") || strings.Contains(m, "Cannot find context") {
-			return "", modelErrorf("the page navigated away while the code ran, so its result is lost")
-		}
-		return "", err
-	}
-	if d := r.ExceptionDetails; d != nil {
-		return "", modelErrorf("the code threw: %s", exceptionText(d))
-	}
-	if out, ok := pageResult(r.Result, tag, max); ok {
-		return out, nil
-	}
-	return remoteValue(r.Result, max), nil
+}
+
+// parseFailed reports whether an evaluation failed to parse, so ran
+// nothing. Everything the wrapper runs is inside async functions, so an
+// error the code throws arrives as a rejected promise ("Uncaught (in
+// promise)"); only a source that does not parse fails synchronously.
+func parseFailed(d *runtime.ExceptionDetails) bool {
+	return d != nil && d.Exception != nil && d.Exception.ClassName == "SyntaxError" && !strings.Contains(d.Text, "in promise")
 }
 
 // capJS wraps the code's function (appended, then ")"): it awaits the
 // result and writes it as JSON text in the page, returned under the call's
-// tag (%[2]s), which no page value can carry by chance. Text longer than
-// %[1]d bytes of UTF-8 is cut to its first %[1]d characters, with its full
-// length. A DOM node is named; anything else (undefined, numbers,
-// booleans, a value JSON cannot write) is returned as it is, for the
-// protocol to describe.
+// tag (%[2]s), which no page value can carry by chance, with the page's
+// title, which the result line shows. Text longer than %[1]d bytes of
+// UTF-8 is cut to its first %[1]d characters, with its full length. A DOM
+// node is named; anything else JSON cannot write as it is (undefined,
+// NaN, a bigint, a function) is returned as it is, for the protocol to
+// describe.
 const capJS = `(async (max, tag, f) => {
 const v = await f();
-if (typeof Node !== "undefined" && v instanceof Node) return {"hybroute.result": tag, node: v.nodeName.toLowerCase() + (v.id ? "#" + v.id : "")};
-if (typeof v !== "string" && (typeof v !== "object" || v === null)) return v;
+const title = typeof document !== "undefined" ? document.title : "";
+if (typeof Node !== "undefined" && v instanceof Node) return {"hybroute.result": tag, title, node: v.nodeName.toLowerCase() + (v.id ? "#" + v.id : "")};
+if (v === undefined) return {"hybroute.result": tag, title, json: "undefined"};
+if (v === null || typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v) && !Object.is(v, -0))) return {"hybroute.result": tag, title, json: JSON.stringify(v)};
+if (typeof v !== "string" && typeof v !== "object") return v;
 let s;
 try { s = JSON.stringify(v); } catch (e) { return v; }
 if (typeof s !== "string") return v;
-if (s.length * 3 <= max) return {"hybroute.result": tag, json: s};
+if (s.length * 3 <= max) return {"hybroute.result": tag, title, json: s};
 let n = 0;
 for (let i = 0; i < s.length; i++) {
 	const c = s.charCodeAt(i);
@@ -588,46 +615,38 @@ for (let i = 0; i < s.length; i++) {
 	else if (c >= 0xD800 && c < 0xDC00 && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xFC00) === 0xDC00) { n += 4; i++; }
 	else n += 3;
 }
-if (n <= max) return {"hybroute.result": tag, json: s};
-return {"hybroute.result": tag, json: s.slice(0, max), bytes: n};
+if (n <= max) return {"hybroute.result": tag, title, json: s};
+return {"hybroute.result": tag, title, json: s.slice(0, max), bytes: n};
 })(%[1]d, %[2]q, `
 
 // pageResult renders a result capJS wrote: its JSON text (cut, with a
-// note, when the page cut it), or the DOM node it names.
-func pageResult(o *runtime.RemoteObject, tag string, limit int) (string, bool) {
+// note, when the page cut it), or the DOM node it names; and the title.
+func pageResult(o *runtime.RemoteObject, tag string, limit int) (string, string, bool) {
 	if o == nil || o.Type != runtime.RemoteObjectTypeObject || len(o.Value) == 0 {
-		return "", false
+		return "", "", false
 	}
 	var r struct {
 		Tag   string  `json:"hybroute.result"`
+		Title string  `json:"title"`
 		JSON  *string `json:"json"`
 		Bytes int     `json:"bytes"`
 		Node  string  `json:"node"`
 	}
 	if json.Unmarshal(o.Value, &r) != nil || r.Tag != tag {
-		return "", false
+		return "", "", false
 	}
 	switch {
 	case r.JSON == nil:
-		return fmt.Sprintf("(a DOM node, %s: return a property of it instead, such as .innerText or .outerHTML)", r.Node), true
+		return fmt.Sprintf("(a DOM node, %s: return a property of it instead, such as .innerText or .outerHTML)", r.Node), r.Title, true
 	case r.Bytes > 0 || len(*r.JSON) > limit:
-		return cutNote(*r.JSON, limit, max(r.Bytes, len(*r.JSON))), true
+		return cutNote(*r.JSON, limit, max(r.Bytes, len(*r.JSON))), r.Title, true
 	}
-	return *r.JSON, true
+	return *r.JSON, r.Title, true
 }
 
 // cutNote is a result's first max bytes and the note that it was cut.
 func cutNote(out string, max, n int) string {
 	return cut(out, max) + fmt.Sprintf(" [result cut at %d of %d bytes; return less, e.g. a slice or the fields you need]", max, n)
-}
-
-// compiles reports whether the browser can parse src, without running it.
-func compiles(ctx context.Context, src string) (bool, error) {
-	r, err := chromedp.Call(ctx, runtime.CompileScript, runtime.CompileScriptParams{Expression: src, SourceURL: "hybroute-exec.js"})
-	if err != nil {
-		return false, err
-	}
-	return r.ExceptionDetails == nil, nil
 }
 
 func exceptionText(d *runtime.ExceptionDetails) string {

@@ -1,0 +1,181 @@
+package agent_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/internal/agenttest"
+)
+
+// TestSnapshotOptions: depth, ref and find shape what a snapshot shows,
+// and every ref of the page still works after a shaped one.
+func TestSnapshotOptions(t *testing.T) {
+	const s = "shape"
+	ts, full, refs := openSnapshot(t, s, "/big?n=30", `button "Add 3"`, `link "Item 5"`)
+	add3, item5 := refs[0], refs[1]
+
+	top := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]int{"depth": 1}))
+	assert.Contains(t, top.Text, `- heading "Catalogue" [level=1]`)
+	assert.Regexp(t, `- list:\n  - … \d+ more below`, top.Text)
+	assert.NotContains(t, top.Text, "Item 3")
+	assert.Less(t, len(top.Text), len(full.Text)/4)
+
+	found := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"find": "item 17"}))
+	assert.Contains(t, found.Text, "- list:\n  - listitem:\n    - link \"Item 17\"")
+	assert.Contains(t, found.Text, "/url: /item/17")
+	assert.NotContains(t, found.Text, "Item 16")
+	assert.NotContains(t, found.Text, "Add 17", "only the path to the match and what is inside it")
+	none := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"find": "no such thing"}))
+	assert.Contains(t, none.Text, `(nothing in the page contains "no such thing")`)
+
+	sub := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"ref": item5}))
+	assert.Contains(t, sub.Text, `- link "Item 5" [ref=`+item5+`]:`+"\n  - /url: /item/5")
+	assert.NotContains(t, sub.Text, "heading")
+
+	// The refs of the whole page hold after a shaped snapshot.
+	clicked := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": add3}))
+	assert.Contains(t, clicked.Text, `Clicked `+add3+` (button "Add 3")`)
+
+	bad := callTool(t, ts, s, "browser_snapshot", map[string]int{"depth": 0})
+	assert.True(t, bad.IsError)
+	assert.Contains(t, bad.Text, "depth 0: give 1 or more")
+	bad = callTool(t, ts, s, "browser_snapshot", map[string]string{"ref": "e99999"})
+	assert.True(t, bad.IsError)
+	assert.Contains(t, bad.Text, `ref "e99999" is not in the page`)
+	bad = callTool(t, ts, s, "browser_snapshot", map[string]string{"file": "page.txt"})
+	assert.True(t, bad.IsError)
+	assert.Contains(t, bad.Text, "the operator allowed no directory")
+	assert.Contains(t, bad.Text, "--snapshot-dir")
+}
+
+// TestSnapshotToFile: a snapshot goes whole to a file in the directory
+// the operator allows, and nowhere else.
+func TestSnapshotToFile(t *testing.T) {
+	site := agenttest.NewSite(t)
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "outside.txt")
+	require.NoError(t, os.WriteFile(outside, []byte("untouched"), 0o644))
+	require.NoError(t, os.Symlink(outside, filepath.Join(dir, "link.txt")))
+	ts := newToolset(t, agenttest.NewRouter(t, nil), agent.WithSnapshotDir(dir), agent.WithSnapshotLimit(500))
+	const s = "file"
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/big?n=100")}))
+
+	res := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"file": "catalogue.txt"}))
+	assert.Contains(t, res.Text, "Wrote the snapshot (")
+	assert.Contains(t, res.Text, filepath.Join(dir, "catalogue.txt"))
+	assert.NotContains(t, res.Text, "Item 99")
+	data, err := os.ReadFile(filepath.Join(dir, "catalogue.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `- button "Add 99" [ref=`, "a file holds the whole tree, past the inline limit")
+	assert.NotContains(t, string(data), "snapshot cut at")
+
+	for _, name := range []string{"../escape.txt", "sub/page.txt", ".hidden"} {
+		bad := callTool(t, ts, s, "browser_snapshot", map[string]string{"file": name})
+		assert.True(t, bad.IsError, name)
+		assert.Contains(t, bad.Text, "give a plain file name", name)
+	}
+	bad := callTool(t, ts, s, "browser_snapshot", map[string]string{"file": "link.txt"})
+	assert.True(t, bad.IsError, "a symbolic link out of the directory is not followed")
+	got, err := os.ReadFile(outside)
+	require.NoError(t, err)
+	assert.Equal(t, "untouched", string(got))
+	_, err = os.Stat(filepath.Join(filepath.Dir(dir), "escape.txt"))
+	assert.True(t, os.IsNotExist(err))
+}
+
+// framePages serves a page with a same-site iframe and a cross-site one
+// (localhost against 127.0.0.1: another site, so another process).
+func framePages(t *testing.T) (string, string) {
+	mux := http.NewServeMux()
+	var port string
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>Checkout</title><h1>Checkout</h1>
+<iframe title="Payment" src="/pay" width="400" height="200"></iframe>
+<iframe title="Partner" src="http://localhost:%s/partner" width="400" height="100"></iframe>`, port)
+	})
+	mux.HandleFunc("/pay", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, `<!doctype html><title>Pay</title><p id="state">Not paid</p>
+<label for="card">Card number</label><input id="card">
+<button onclick="document.getElementById('state').textContent = 'Paid with ' + document.getElementById('card').value">Pay now</button>`)
+	})
+	mux.HandleFunc("/partner", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		io.WriteString(w, `<!doctype html><title>Partner</title><p>Partner offer</p>`)
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	_, port, _ = net.SplitHostPort(srv.Listener.Addr().String())
+	return srv.URL + "/", port
+}
+
+// TestSnapshotFrames: a same-site frame's content is in the snapshot, with
+// refs that click and type inside it; a frame of another site is named
+// and said to be elsewhere.
+func TestSnapshotFrames(t *testing.T) {
+	page, _ := framePages(t)
+	ts := newToolset(t, agenttest.NewRouter(t, nil))
+	const s = "frames"
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": page}))
+	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	t.Log(snap.Text)
+	assert.Contains(t, snap.Text, `- iframe "Payment"`)
+	assert.Contains(t, snap.Text, "- paragraph: Not paid")
+	pay := refOf(`button "Pay now"`, snap.Text)
+	card := refOf(`textbox "Card number"`, snap.Text)
+	require.NotEmpty(t, pay, snap.Text)
+	require.NotEmpty(t, card, snap.Text)
+	assert.Regexp(t, `- iframe "Partner"[^\n]*: \(a frame of another site, in a process of its own`, snap.Text)
+
+	typed := mustOK(t, callTool(t, ts, s, "browser_type", map[string]string{"ref": card, "text": "4242"}))
+	assert.Contains(t, typed.Text, "Typed \"4242\"")
+	clicked := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": pay}))
+	assert.Contains(t, clicked.Text, "paragraph: Paid with 4242", "the click inside the frame had its effect, and the result shows it")
+	frame := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "document.querySelector('iframe').contentDocument.getElementById('state').textContent"}))
+	assert.Contains(t, frame.Text, `Result: "Paid with 4242"`)
+}
+
+// TestActionsReportChanges: after a snapshot, a click or a typing says
+// what changed in the tree rather than leaving the model to read it all
+// again.
+func TestActionsReportChanges(t *testing.T) {
+	const s = "changes"
+	ts, snap, refs := openSnapshot(t, s, "/", `button "Add to cart"`, `searchbox "Search products"`)
+	add, search := refs[0], refs[1]
+
+	click := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": add}))
+	assert.Contains(t, click.Text, "Changes in the page since the last snapshot")
+	assert.Contains(t, click.Text, "- - paragraph: Cart: 0 items\n")
+	assert.Contains(t, click.Text, "+ - paragraph: Cart: 1 item")
+	assert.NotContains(t, click.Text, "Corner Shop\" [level=1]", "what did not change is left out")
+	assert.Less(t, len(click.Text), len(snap.Text))
+
+	typed := mustOK(t, callTool(t, ts, s, "browser_type", map[string]string{"ref": search, "text": "boots"}))
+	assert.Regexp(t, `\+ +- searchbox "Search products" [^\n]*\[ref=`+search+`\]: boots`, typed.Text)
+}
+
+// openSnapshot opens path of the test site in session s of a new toolset,
+// takes a snapshot and returns the refs of the elements named.
+func openSnapshot(t *testing.T, s, path string, elements ...string) (*agent.Toolset, agent.Result, []string) {
+	site := agenttest.NewSite(t)
+	ts := newToolset(t, agenttest.NewRouter(t, nil))
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", path)}))
+	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	refs := make([]string, len(elements))
+	for i, e := range elements {
+		refs[i] = refOf(e, snap.Text)
+		require.NotEmpty(t, refs[i], "%s in\n%s", e, snap.Text)
+	}
+	return ts, snap, refs
+}

@@ -1,0 +1,271 @@
+// Command hybroute-bench-anchors runs hybroute mcp side by side with the
+// two anchors, Playwright MCP and chrome-devtools-mcp: one MCP client (the
+// official Go SDK's, over stdio) drives each server through the same
+// scripted session on the same loopback pages, round after round in turn,
+// and prints p50/p95 per tool and the snapshot sizes, with hybroute's p50
+// as a ratio to the fastest anchor's. scripts/bench-anchors.sh (make
+// bench-anchors) installs the anchors and runs it.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The steps of the session, in the order they run.
+const (
+	stepNavigate   = "navigate"
+	stepSnapSmall  = "snapshot (small page)"
+	stepClick      = "click"
+	stepType       = "type"
+	stepExec       = "exec (1+1)"
+	stepScreenshot = "screenshot"
+	stepSnapBig    = "snapshot (1,500-node catalogue)"
+)
+
+var steps = []string{stepNavigate, stepSnapSmall, stepClick, stepType, stepExec, stepScreenshot, stepSnapBig}
+
+func main() {
+	hyb := flag.String("hybroute", "bin/hybroute", "the hybroute binary")
+	pw := flag.String("playwright", "", "Playwright MCP's cli.js (empty: left out)")
+	dt := flag.String("devtools", "", "chrome-devtools-mcp's entry script (empty: left out)")
+	chromium := flag.String("chromium", "/usr/bin/chromium", "the Chromium all three servers drive")
+	rounds := flag.Int("rounds", 20, "measured rounds of the session per server (after one warm-up round)")
+	verbose := flag.Bool("v", false, "print each server's snapshot texts of the last round to stderr")
+	flag.Parse()
+	// The servers run in a directory of their own: the paths must not
+	// depend on this one.
+	for _, p := range []*string{hyb, pw, dt} {
+		if *p != "" {
+			if a, err := filepath.Abs(*p); err == nil {
+				*p = a
+			}
+		}
+	}
+
+	servers := []server{hybrouteServer(*hyb, *chromium)}
+	if *pw != "" {
+		servers = append(servers, playwrightServer(*pw, *chromium))
+	}
+	if *dt != "" {
+		servers = append(servers, devtoolsServer(*dt, *chromium))
+	}
+	if err := run(servers, *rounds, *verbose, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "hybroute-bench-anchors:", err)
+		os.Exit(1)
+	}
+}
+
+// record is what one server's rounds measured.
+type record struct {
+	took  map[string][]time.Duration
+	bytes map[string]int // text bytes of the last response per step
+	texts map[string]string
+	// failed are the rounds a call ended early, with its error.
+	failed []string
+}
+
+func run(servers []server, rounds int, verbose bool, out, log io.Writer) error {
+	base, stop, err := servePages()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	ctx := context.Background()
+	// The anchors write files (Playwright MCP its snapshots) under their
+	// working directory: a temporary one, not the caller's.
+	work, err := os.MkdirTemp("", "hybroute-bench-anchors-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	sessions := make([]*mcp.ClientSession, len(servers))
+	for i, s := range servers {
+		cmd := s.cmd()
+		cmd.Dir = work
+		cmd.Stderr = io.Discard
+		if verbose {
+			cmd.Stderr = log
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "hybroute-bench-anchors", Version: "v0"}, nil).
+			Connect(cctx, &mcp.CommandTransport{Command: cmd}, nil)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: connect: %w", s.name, err)
+		}
+		defer cs.Close()
+		sessions[i] = cs
+	}
+	recs := make([]*record, len(servers))
+	for i := range recs {
+		recs[i] = &record{took: map[string][]time.Duration{}, bytes: map[string]int{}, texts: map[string]string{}}
+	}
+	// Round robin: each round runs the session on every server in turn,
+	// so a change of the machine's load falls on all of them alike.
+	for round := 0; round <= rounds; round++ {
+		for i, s := range servers {
+			if err := session(ctx, s, sessions[i], base, recs[i], round > 0); err != nil {
+				// A call that fails (a timeout on a loaded machine) ends this
+				// server's round, not the run: the table says how many.
+				recs[i].failed = append(recs[i].failed, err.Error())
+				fmt.Fprintf(log, "%s: round %d: %v\n", s.name, round, err)
+			}
+		}
+		fmt.Fprintf(log, "round %d/%d done\n", round, rounds)
+	}
+	if verbose {
+		for i, s := range servers {
+			for _, st := range []string{stepNavigate, stepSnapSmall, stepClick, stepType, "navigate (catalogue)", stepSnapBig} {
+				fmt.Fprintf(log, "==== %s, %s ====\n%.3000s\n", s.name, st, recs[i].texts[st])
+			}
+		}
+	}
+	table(out, servers, recs, rounds)
+	return nil
+}
+
+// session runs the scripted session once on one server.
+func session(ctx context.Context, s server, cs *mcp.ClientSession, base string, rec *record, measure bool) error {
+	var button, box string
+	for _, st := range steps {
+		ref, url := "", base+"/"
+		switch st {
+		case stepClick:
+			ref = button
+		case stepType:
+			ref = box
+		case stepSnapBig:
+			// The catalogue's navigation is not measured: the small page's is.
+			name, args := s.call(stepNavigate, base+"/catalogue", "")
+			text, _, err := callTool(ctx, cs, s, name, args)
+			if err != nil {
+				return err
+			}
+			rec.texts["navigate (catalogue)"] = text
+		}
+		name, args := s.call(st, url, ref)
+		text, took, err := callTool(ctx, cs, s, name, args)
+		if err != nil {
+			return fmt.Errorf("%s: %w", st, err)
+		}
+		if measure {
+			rec.took[st] = append(rec.took[st], took)
+		}
+		rec.bytes[st] = len(text)
+		rec.texts[st] = text
+		if st == stepSnapSmall {
+			if button, err = s.ref(text, "button", "Add to cart"); err != nil {
+				return err
+			}
+			if box, err = s.ref(text, "searchbox", "Search products"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func callTool(ctx context.Context, cs *mcp.ClientSession, s server, name string, args map[string]any) (string, time.Duration, error) {
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	start := time.Now()
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	took := time.Since(start)
+	if err != nil {
+		return "", took, fmt.Errorf("%s %s: %w", s.name, name, err)
+	}
+	var b strings.Builder
+	for _, c := range res.Content {
+		if t, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	if res.IsError {
+		return "", took, fmt.Errorf("%s %s: tool error: %.1000s", s.name, name, b.String())
+	}
+	return b.String(), took, nil
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(p*float64(len(s))+0.5) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseconds())/1000) }
+
+// table prints the results as a Markdown table: p50 / p95 in ms per
+// server, and hybroute's p50 over the fastest anchor's; then the text
+// bytes of the responses.
+func table(w io.Writer, servers []server, recs []*record, rounds int) {
+	fmt.Fprintf(w, "\n%d rounds per server, p50 / p95 in ms; the ratio is hybroute's p50 over the fastest anchor's.\n\n", rounds)
+	fmt.Fprint(w, "| Tool |")
+	for _, s := range servers {
+		fmt.Fprintf(w, " %s |", s.name)
+	}
+	fmt.Fprint(w, " hybroute ÷ best anchor |\n|---|")
+	for range servers {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprint(w, "---|\n")
+	for _, st := range steps {
+		fmt.Fprintf(w, "| %s |", st)
+		best := time.Duration(0)
+		for i := range servers {
+			p50 := percentile(recs[i].took[st], 0.5)
+			fmt.Fprintf(w, " %s / %s |", ms(p50), ms(percentile(recs[i].took[st], 0.95)))
+			if i > 0 && (best == 0 || p50 < best) {
+				best = p50
+			}
+		}
+		if best > 0 {
+			fmt.Fprintf(w, " %.2f× |\n", float64(percentile(recs[0].took[st], 0.5))/float64(best))
+		} else {
+			fmt.Fprint(w, " – |\n")
+		}
+	}
+	for i, s := range servers {
+		if n := len(recs[i].failed); n > 0 {
+			fmt.Fprintf(w, "\n%s: %d of %d rounds ended early on a failed call (the first: %.300s)\n", s.name, n, rounds+1, recs[i].failed[0])
+		}
+	}
+	fmt.Fprint(w, "\nText bytes of the last response (what the model reads):\n\n| Response |")
+	for _, s := range servers {
+		fmt.Fprintf(w, " %s |", s.name)
+	}
+	fmt.Fprint(w, " hybroute ÷ smallest anchor |\n|---|")
+	for range servers {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprint(w, "---|\n")
+	for _, st := range []string{stepSnapSmall, stepSnapBig, stepClick, stepType} {
+		fmt.Fprintf(w, "| %s |", st)
+		best := 0
+		for i := range servers {
+			n := recs[i].bytes[st]
+			fmt.Fprintf(w, " %d |", n)
+			if i > 0 && (best == 0 || n < best) {
+				best = n
+			}
+		}
+		if best > 0 {
+			fmt.Fprintf(w, " %.2f× |\n", float64(recs[0].bytes[st])/float64(best))
+		} else {
+			fmt.Fprint(w, " – |\n")
+		}
+	}
+}
