@@ -50,7 +50,7 @@ func filesToUpload(t *testing.T) string {
 // an MCP client on the local browser, with uploads from a directory and
 // dialogs held for the model.
 func exerciseInput(t *testing.T, c *client, siteURL string) {
-	res, text := c.ok("browser_navigate", map[string]any{"url": siteURL + "/"})
+	_, text := c.ok("browser_navigate", map[string]any{"url": siteURL + "/"})
 	assert.Contains(t, text, `Page: "Inputs"`)
 	_, snap := c.ok("browser_snapshot", nil)
 
@@ -70,7 +70,7 @@ func exerciseInput(t *testing.T, c *client, siteURL string) {
 
 	c.ok("browser_file_upload", map[string]any{"ref": refIn(t, snap, `button "Attachment"`), "paths": []string{"a.txt"}})
 	assert.Contains(t, pageOut(c), `"out":"files a.txt:5"`)
-	res = c.call("browser_file_upload", map[string]any{"ref": refIn(t, snap, `button "Attachment"`), "paths": []string{"link.txt"}})
+	res := c.call("browser_file_upload", map[string]any{"ref": refIn(t, snap, `button "Attachment"`), "paths": []string{"link.txt"}})
 	assert.True(t, res.IsError)
 	assert.Contains(t, textOf(res), "outside the upload directory")
 
