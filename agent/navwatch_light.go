@@ -6,16 +6,6 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 )
 
-// withNavWatch runs act watching for a navigation it starts, as
-// withNavFlag does, but without settle's wait for a frame and a task: for
-// a script, whose navigations (location.href, form.submit()) are requested
-// while it runs and so are reported before its reply. A navigation the
-// script schedules for later is the page moving on its own, which the next
-// call's page check sees.
-func withNavWatch(ctx context.Context, c *call, navigated *bool, act func() error) error {
-	return watchAct(ctx, c, navigated, act, false)
-}
-
 // watchAct runs act watching the main frame for a navigation it starts,
 // lets the page run what act queued when wait is set and none started yet,
 // waits for a navigation that started to finish, and records whether one

@@ -476,7 +476,11 @@ func (t *Toolset) exec(ctx context.Context, s *session, key string, args json.Ra
 	// The code is what the Router plans the call from, and what runs.
 	res, c, err := t.do(ctx, s, key, a.Code, reads|moves|light, func(ctx context.Context, c *call) error {
 		c.script = true
-		return withNavWatch(ctx, c, &navigated, func() error {
+		// The settle after the script costs a round trip, and buys the
+		// guard time to see what the script set off (a popup, a request
+		// to a refused address): its refusal is this call's error, where
+		// the model can act on it, not lost at the next call's start.
+		return withNavFlag(ctx, c, &navigated, func() error {
 			var err error
 			out, c.title, err = evalJS(ctx, a.Code, t.cfg.maxResult)
 			return err
