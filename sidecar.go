@@ -345,11 +345,11 @@ func (s *sidecar) alive() bool {
 // made when ctx ends is undone before open returns.
 func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
+		return nil, s.openFailed(key, err)
 	}
 	proc, err := s.browser(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
+		return nil, s.openFailed(key, err)
 	}
 	// A ready spare costs Chromium nothing more: it is taken without a turn.
 	s.mu.Lock()
@@ -369,7 +369,7 @@ func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 		s.observe(waited, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
+		return nil, s.openFailed(key, err)
 	}
 	started := time.Now()
 	tab, err = s.newTab(ctx, proc, key)
@@ -379,9 +379,22 @@ func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 	}
 	done(opened)
 	if err != nil {
-		return nil, fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
+		return nil, s.openFailed(key, err)
 	}
 	return tab, nil
+}
+
+// openFailed wraps the error of an open. An open that close ended says so
+// whatever step it was in: the browser it talked to may have answered with
+// its own error (a tab it could no longer make) a moment before it died.
+func (s *sidecar) openFailed(key string, err error) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed && !errors.Is(err, errSidecarClosed) {
+		return fmt.Errorf("hybroute: opening local tab %q: %w: %w", key, errSidecarClosed, err)
+	}
+	return fmt.Errorf("hybroute: opening local tab %q: %w", key, err)
 }
 
 // takeSpare gives the ready spare tab of proc to key, or returns nil. Called
