@@ -680,7 +680,13 @@ func (s *sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAlloc
 			// nearly every spare was started only to be thrown away: four
 			// renderers per session instead of two, a sixth of the CPU a
 			// session costs (docs/load.md).
-			"SpareRendererForSitePerProcess"),
+			"SpareRendererForSitePerProcess,"+
+			// Chrome's headless mode still builds the omnibox popup of each
+			// browser context as a WebUI page in a renderer of its own,
+			// though headless has no omnibox to show it in: one renderer
+			// per session and about half the CPU a session costs. Both
+			// features are needed, each makes a popup of its own.
+			"WebUIOmniboxPopup,WebUIOmniboxAimPopup"),
 		chromedp.Flag("disable-gpu", true),
 		// The sandbox cannot run as root; everywhere else keep it. An
 		// explicit false also stops chromedp from adding it by itself.
