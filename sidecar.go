@@ -41,14 +41,15 @@ const (
 )
 
 // findChromium resolves the Chromium binary: WithChromiumPath, then $CHROMIUM,
-// then the usual names on PATH.
+// then the usual names on PATH; a trivial wrapper script is unwrapped so
+// that the process started is Chromium itself ([chromium.Unwrap]).
 func findChromium(cfg *config) (string, error) {
 	if p := cfg.chromiumPath; p != "" {
 		full, err := exec.LookPath(p)
 		if err != nil {
 			return "", fmt.Errorf("%w: WithChromiumPath(%q): %w", ErrNoChromium, p, err)
 		}
-		return full, nil
+		return chromium.Unwrap(full), nil
 	}
 	full, err := chromium.Find()
 	if err != nil {
@@ -328,8 +329,13 @@ func (s *sidecar) memory() int64 {
 // more sessions for memory already freed.
 func (s *sidecar) credit(freed int64) {
 	s.mu.Lock()
-	s.memUsed = max(s.memUsed-freed, 0)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if s.memUsed -= freed; s.memUsed <= 0 {
+		// All that was measured is credited away, yet a running browser
+		// holds memory of its own: measure again rather than report
+		// none, which would read as "not measured" and shed nothing.
+		s.memUsed, s.memAt = 0, time.Time{}
+	}
 }
 
 // alive reports whether the Chromium process is up.
@@ -626,9 +632,11 @@ func (s *sidecar) running() (*chromiumProc, error) {
 // transport), and the profile directory is the sidecar's to make and remove.
 // The proxy flags are managed too: every connection of the local browser
 // goes through the egress check (egress.go), and no flag may take it away.
+// Site isolation stays on: a flag may not put sites in one process.
 var managedFlags = []string{"remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe", "user-data-dir",
 	"proxy-server", "proxy-bypass-list", "no-proxy-server", "proxy-pac-url", "proxy-auto-detect",
-	"disable-quic", "enable-quic", "origin-to-force-quic-on", "webrtc-ip-handling-policy", "force-webrtc-ip-handling-policy"}
+	"disable-quic", "enable-quic", "origin-to-force-quic-on", "webrtc-ip-handling-policy", "force-webrtc-ip-handling-policy",
+	"site-per-process", "disable-site-isolation-trials"}
 
 // proxyBypassList removes Chromium's implicit bypass of localhost and
 // loopback literals: they go through the proxy too, the browser-wide one
@@ -688,6 +696,10 @@ func (s *sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAlloc
 			// features are needed, each makes a popup of its own.
 			"WebUIOmniboxPopup,WebUIOmniboxAimPopup"),
 		chromedp.Flag("disable-gpu", true),
+		// Every site in a renderer of its own, whatever the build's
+		// default: headless shells leave cross-site frames in their
+		// parent's process.
+		chromedp.Flag("site-per-process", true),
 		// The sandbox cannot run as root; everywhere else keep it. An
 		// explicit false also stops chromedp from adding it by itself.
 		chromedp.Flag("no-sandbox", os.Geteuid() == 0),

@@ -500,7 +500,7 @@ func TestSidecarFlags(t *testing.T) {
 
 	args := cmdline(currentProc(t, s).pid)
 	for _, want := range []string{"--headless", "--disable-background-networking", "--disable-component-update",
-		"--disable-sync", "--no-first-run", "--disable-gpu", "--remote-debugging-pipe"} {
+		"--disable-sync", "--no-first-run", "--disable-gpu", "--remote-debugging-pipe", "--site-per-process"} {
 		assert.Contains(t, args, want)
 	}
 	if os.Geteuid() == 0 {
@@ -513,10 +513,12 @@ func TestSidecarFlags(t *testing.T) {
 	_, err = bad.open(ctx, "k")
 	assert.ErrorContains(t, err, "window-size")
 
-	port := newTestSidecar(t, WithChromiumFlags(map[string]any{"remote-debugging-port": "9222"}))
-	_, err = port.open(ctx, "k")
-	assert.ErrorContains(t, err, "managed by the sidecar")
-	assert.False(t, port.alive())
+	for _, f := range []string{"remote-debugging-port", "site-per-process", "disable-site-isolation-trials"} {
+		managed := newTestSidecar(t, WithChromiumFlags(map[string]any{f: "9222"}))
+		_, err = managed.open(ctx, "k")
+		assert.ErrorContains(t, err, "managed by the sidecar", f)
+		assert.False(t, managed.alive(), f)
+	}
 }
 
 // TestSidecarConcurrentOpenClose hammers open/use/close of tabs from many
