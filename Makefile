@@ -6,11 +6,17 @@ GO ?= go
 # go.mod needs no tool dependency.
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
+.PHONY: headless-shell bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
 		{ echo "installing Debian's chromium"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; }
+
+# Debian's headless shell: the sidecar prefers it when installed, and a
+# session there costs a third of the CPU of the full browser (docs/load.md).
+headless-shell:
+	@command -v chromium-headless-shell >/dev/null 2>&1 || \
+		{ echo "installing Debian's chromium-headless-shell"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell; }
 
 redis:
 	@command -v redis-server >/dev/null 2>&1 || \
@@ -72,7 +78,7 @@ image:
 # table per count and fails on any failure that is not a prompt "busy".
 LOAD_CLIENTS ?= 10,25,50,100
 LOAD_ABANDON ?= 500
-load: chromium
+load: headless-shell
 	@mkdir -p bin
 	$(GO) build -o bin/hybroute ./cmd/hybroute
 	$(GO) build -o bin/hybroute-load ./cmd/hybroute-load

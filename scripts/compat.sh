@@ -47,6 +47,11 @@ done
 if sys=$(command -v chromium || command -v google-chrome); then
 	run system "$sys"
 fi
+# The distribution's headless shell, which the sidecar prefers when it is
+# installed (docs/decisions/2026-12-03-a-headless-shell-first-and-no-browser-window-per-session.md).
+if shell=$(command -v chromium-headless-shell); then
+	run shell "$shell"
+fi
 echo
 echo "| build   | version                                      | pass | skip | fail |"
 echo "|---------|----------------------------------------------|------|------|------|"

@@ -13,6 +13,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strconv"
@@ -20,6 +21,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/hybroute/hybroute/internal/chromium"
 )
 
 func main() {
@@ -71,7 +74,7 @@ func main() {
 		}
 		return
 	}
-	fmt.Printf("hybroute-load: %d cores; each client: %s on %s\n\n", numCPU(), strings.Join(steps, " → "), page)
+	fmt.Printf("hybroute-load: %d cores; the server's browser: %s\neach client: %s on %s\n\n", numCPU(), browserVersion(), strings.Join(steps, " → "), page)
 	var rows []level
 	failed := false
 	for _, n := range ns {
@@ -217,3 +220,18 @@ type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
 func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
+
+// browserVersion names the Chromium the server will start, as the sidecar
+// finds it, for the figures' heading: the full browser and a headless shell
+// differ threefold in what a session costs.
+func browserVersion() string {
+	path, err := chromium.Find()
+	if err != nil {
+		return err.Error()
+	}
+	out, err := exec.Command(path, "--version").Output()
+	if err != nil {
+		return path
+	}
+	return path + " (" + strings.TrimSpace(string(out)) + ")"
+}
