@@ -412,7 +412,7 @@ func (r *Router) Close() error {
 // happens and by the next call's landing check.
 //
 // On a session without CDP (a Camofox session, restpage.go) run does not
-// run: Exec fails with [ErrNoCDPEndpoint] and the seed's message, unless
+// run: Exec fails with [ErrNoCDPEndpoint] and its no-CDP message, unless
 // the fallback took the call. [Router.ExecREST] takes a run that can drive
 // such a session.
 func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (res Result, err error) {
