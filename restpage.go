@@ -28,7 +28,7 @@ import (
 //     the fallback took the call (the provider could not give a session, and
 //     a local Chromium stands in: that one speaks CDP).
 //
-// What the guard cannot see there is said in the README (Known limits):
+// What the guard cannot see there is said in docs/security.md (Known limits):
 // with no CDP connection there is no request guard inside that browser.
 
 // RESTDriver drives one tab of a browser server through its REST API. Each
