@@ -44,21 +44,21 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzVerdict -fuzztime 30s .
 	$(GO) test -run '^$$' -fuzz FuzzScanURLs -fuzztime 30s ./internal/urlscan/
 
-# The load and fault suite of provider outages (README, "Proof"): the
+# The load and fault suite of provider outages (docs/operations.md, "Proof"): the
 # 1,000-call outage, every kind of provider failure, a hanging provider,
 # Release and Close during creation. Each test prints its figures.
 proof: chromium
 	HYBROUTE_PROOF=1 $(GO) test -count=1 -timeout 60m -v -run 'TestOutage|TestHangingProvider|TestEveryFailure|TestReleaseAndClose|TestCloseReleases|TestOneProbe|TestBrowsersKilled|TestCancellationStorm' .
 
-# The fleet under load (README, "Fleet"): three routers on one redis-server,
+# The fleet under load (docs/operations.md, "Fleet"): three routers on one redis-server,
 # each with its local Chromium, 50 new sessions at once against a provider
 # with a real Chromium behind it, and the fleet's concurrency cap. It prints
 # its figures and asserts counts.
 fleet-load: chromium redis
 	HYBROUTE_FLEET_LOAD=1 $(GO) test -count=1 -timeout 30m -v -run '^TestFleetCapLoad$$' .
 
-# The Chromium matrix (README, "Supported browsers"): route, guard, egress and
-# seed-story tests against headless-shell builds of several majors and the
+# The Chromium matrix (docs/operations.md, "Supported browsers"): route, guard, egress and
+# rate-limit fallback tests against headless-shell builds of several majors and the
 # system's Chromium, one table row per browser. COMPAT_MAJORS picks the
 # majors; CI runs a few of them.
 COMPAT_MAJORS ?= 130 131 138 143 148 153
@@ -86,7 +86,7 @@ load: headless-shell
 	./bin/hybroute-load -server bin/hybroute -abandon $(LOAD_ABANDON) -server-flag=--max-sessions=50 -server-flag=--max-local-memory=1GiB
 
 # hybroute mcp side by side with Playwright MCP and chrome-devtools-mcp
-# (README, "Against the anchors"): the anchors are installed from npm once
+# (docs/figures.md, "Against the anchors"): the anchors are installed from npm once
 # into a cache outside the repository, with no browser download; one MCP
 # client drives all three over the same scripted session on loopback pages
 # and prints p50/p95 per tool and the snapshot sizes.

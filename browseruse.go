@@ -121,8 +121,8 @@ func (b *BrowserUse) CreateSession(ctx context.Context, key string) (*Session, e
 	if err != nil {
 		return nil, err
 	}
-	// The gateway's sessions may name their endpoint connectUrl (the
-	// seed's client reads either).
+	// The gateway's sessions may name their endpoint connectUrl instead of
+	// cdpUrl; clients of the gateway read either, so this does too.
 	s, err := b.session(ctx, key, out.ID, cmp.Or(out.CDPURL, out.ConnectURL))
 	if err != nil {
 		return nil, err

@@ -79,9 +79,9 @@ func (p *switchingProvider) ReleaseSession(context.Context, *Session) error { re
 
 // TestMalformedEndpointAnswersFallBack proves no answer of a CDP endpoint
 // can crash the process: each malformed /json/version answer, to an http
-// endpoint that documents discovery and to a ws URL (where chromedp's
-// remote allocator used to fetch /json/version itself, and panicked on an
-// answer without webSocketDebuggerUrl), is a provider failure that falls
+// endpoint that documents discovery and to a ws URL (chromedp's remote
+// allocator fetches /json/version itself and panics on an answer without
+// webSocketDebuggerUrl, so ws URLs must not go through it), is a provider failure that falls
 // back to the local browser with a clear error.
 func TestMalformedEndpointAnswersFallBack(t *testing.T) {
 	t.Parallel()

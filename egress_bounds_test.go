@@ -115,8 +115,8 @@ func heldBytes() uint64 {
 }
 
 // TestEgressFloodOfIdleTunnelsIsBounded: 3,000 CONNECT tunnels to a server
-// that never speaks, the flood (12,000 goroutines and 313 MiB
-// before the cap). The proxy holds at most its cap of connections from the
+// that never speaks: without a cap, such a flood holds 12,000 goroutines
+// and 313 MiB for ever. The proxy holds at most its cap of connections from the
 // browser, with two goroutines and one upstream connection each, refuses
 // the rest at once with one warning, and takes new connections again when
 // some end.

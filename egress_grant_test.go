@@ -282,7 +282,7 @@ func TestGrantCoversOnlyWhatTheCallNamed(t *testing.T) {
 	assert.Empty(t, escapesOf(d, "a-after"))
 }
 
-// TestGrantSeedStory: the story the sidecar exists for still works on a
+// TestGrantSeedStory: the job the sidecar exists for still works on a
 // hybrid router with the grants: a call that mixes http://localhost:PORT
 // and a public URL runs wholly local, the page on localhost reaches its
 // own server, and so do the calls after it that name no URL. Then a call

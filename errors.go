@@ -9,8 +9,8 @@ import (
 
 // Every error of the package a caller can test for: the sentinels, matched
 // with errors.Is, and the types that carry the details, matched with
-// errors.As. Each message starts with "hybroute: ", but for the one the
-// seed story made famous (see noCDPError).
+// errors.As. Each message starts with "hybroute: ", but for the no-CDP
+// message, kept in the wording agent tools already print (see noCDPError).
 
 // The router.
 var (
@@ -212,9 +212,9 @@ func (e *BlockedError) Unwrap() []error {
 	return []error{e.Reason.sentinel()}
 }
 
-// noCDPError is the exact message of the seed story's first failure (see
-// the README), kept verbatim, without the package prefix, so that the
-// people who met it in the original tool recognise it.
+// noCDPError is the message agent tools print for a cloud session without
+// a CDP endpoint, kept verbatim, without the package prefix, so that people
+// who met it there recognise it and their log searches still match.
 type noCDPError struct{ provider string }
 
 func (e *noCDPError) Error() string {

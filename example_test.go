@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"sync/atomic"
 
@@ -13,8 +14,9 @@ import (
 	"github.com/hybroute/hybroute"
 )
 
-// The README's example, kept compiling here. It is not run: it would call
-// the real Browserbase API.
+// The README's example, kept compiling here: the morning dashboard
+// screenshot, on the cloud browser or, when the provider fails, on the
+// local Chromium. It is not run: it would call the real Browserbase API.
 func Example() {
 	ctx := context.Background()
 	router, err := hybroute.New(
@@ -82,4 +84,114 @@ func ExampleRouter_Plan() {
 	// Output:
 	// local s::local <nil>
 	// hybroute: blocked (metadata): URL targets a cloud metadata endpoint: "http://0xa9fea9fe/latest/meta-data/"
+}
+
+// Navigate opens a URL in the browser its verdict picks: a public page on
+// the cloud browser, localhost on the local Chromium. NavigateWith runs
+// the caller's chromedp code on the tab once the page is there. Not run
+// here: it starts a local Chromium.
+func ExampleRouter_NavigateWith() {
+	ctx := context.Background()
+	router, err := hybroute.New(nil) // no provider: every call runs on the local Chromium
+	if err != nil {
+		return
+	}
+	defer router.Close()
+
+	var title string
+	res, err := router.NavigateWith(ctx, "dev", "http://localhost:3000/", func(ctx context.Context) error {
+		title, err = chromedp.Run(ctx, chromedp.Title())
+		return err
+	})
+	if err != nil {
+		return
+	}
+	fmt.Println(res.Route, res.LandedURL, title)
+}
+
+// Exec plans a call from its code before any browser sees it: a literal
+// that names a cloud metadata endpoint, in any spelling Chromium reads,
+// refuses the whole call, and run is never called.
+func ExampleRouter_Exec() {
+	router, _ := hybroute.New(&restOnly{name: "Cloud"})
+	defer router.Close()
+	code := `fetch("http://0251.0376.0251.0376/latest/meta-data/iam/")` // 169.254.169.254 in octal
+	_, err := router.Exec(context.Background(), "s", code, func(context.Context) error {
+		panic("not called: the call is refused before it runs")
+	})
+	fmt.Println(errors.Is(err, hybroute.ErrMetadata))
+	var blocked *hybroute.BlockedError
+	if errors.As(err, &blocked) {
+		fmt.Println(blocked.Reason)
+	}
+	// Output:
+	// true
+	// metadata
+}
+
+// publicDNS answers every name with one public address, so that the
+// examples that name hosts run without asking the network. A Router asks
+// its Resolver (net.DefaultResolver by default) for the names a call uses.
+type publicDNS struct{}
+
+func (publicDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, error) {
+	return []netip.Addr{netip.MustParseAddr("93.184.215.14")}, nil
+}
+
+// A navigation picks the browser: a private address runs on the local
+// Chromium under the session's local cache key, a public one on the
+// cloud. Like Plan, PlanNavigate starts nothing and remembers nothing.
+func ExampleRouter_PlanNavigate() {
+	router, _ := hybroute.New(&restOnly{name: "Cloud"}, hybroute.WithResolver(publicDNS{}))
+	defer router.Close()
+	ctx := context.Background()
+	for _, u := range []string{"http://192.168.1.9/", "http://2130706433:3000/", "https://example.com/"} {
+		p, err := router.PlanNavigate(ctx, "s", u)
+		fmt.Println(u, "→", p.Route, p.CacheKey, err)
+	}
+	// Output:
+	// http://192.168.1.9/ → local s::local <nil>
+	// http://2130706433:3000/ → local s::local <nil>
+	// https://example.com/ → cloud s <nil>
+}
+
+// rateLimited is a provider whose every session creation is refused with
+// HTTP 429, as a cloud provider's is when an account is over its limit.
+type rateLimited struct{}
+
+func (rateLimited) Name() string { return "Busy" }
+
+func (rateLimited) CreateSession(context.Context, string) (*hybroute.Session, error) {
+	return nil, &hybroute.ProviderError{Provider: "Busy", Op: "create", Status: 429, Code: "RATE_LIMIT_EXCEEDED"}
+}
+
+func (rateLimited) ReleaseSession(context.Context, *hybroute.Session) error { return nil }
+
+// With the fallback on (the default), a call whose cloud session the
+// provider refuses runs on the local Chromium, and its Result says so and
+// why. Not run here: it starts a local Chromium.
+func Example_fallback() {
+	ctx := context.Background()
+	router, err := hybroute.New(rateLimited{})
+	if err != nil {
+		return
+	}
+	defer router.Close()
+	res, err := router.Navigate(ctx, "morning-dashboard", "https://example.com/")
+	if err != nil {
+		return
+	}
+	fmt.Println(res.Route, res.FallbackFromCloud, res.FallbackReason)
+	// local true provider Busy: HTTP 429 RATE_LIMIT_EXCEEDED
+}
+
+// With the fallback off, the provider's refusal is the call's error,
+// matched by its sentinel, and no browser is started.
+func ExampleWithFallback() {
+	router, _ := hybroute.New(rateLimited{}, hybroute.WithFallback(false), hybroute.WithResolver(publicDNS{}))
+	defer router.Close()
+	_, err := router.Navigate(context.Background(), "s", "https://example.com/")
+	fmt.Println(errors.Is(err, hybroute.ErrRateLimited))
+	// Output:
+	// true
 }

@@ -23,8 +23,9 @@ import (
 
 const fallbackLine = "falling back to local Chromium"
 
-// The seed's story: the provider answers 429 RATE_LIMIT_EXCEEDED, and the
-// morning screenshot is taken anyway, on local Chromium, with one log line.
+// The job the library exists for: the provider answers 429
+// RATE_LIMIT_EXCEEDED, and the morning screenshot is taken anyway, on local
+// Chromium, with one log line.
 func TestSeedStoryRateLimitFallsBackToLocal(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
@@ -481,7 +482,7 @@ func TestFallbackReasonIsShortAndKeyFree(t *testing.T) {
 	assert.True(t, utf8.ValidString(long))
 }
 
-// BenchmarkRateLimitToLoadedLocalPage is the seed's morning: from the
+// BenchmarkRateLimitToLoadedLocalPage is the rate-limited morning job: from the
 // provider's 429 to a page loaded in local Chromium, on a warm sidecar. The
 // window is capped to nothing so every iteration asks the provider again.
 func BenchmarkRateLimitToLoadedLocalPage(b *testing.B) {

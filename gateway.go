@@ -11,18 +11,18 @@ import (
 	"time"
 )
 
-// The managed gateway ("nous" in the seed's configuration): Browser Use's
-// browser sessions bought through a gateway that bills them to the user's
-// subscription. What it takes and answers follows the seed's own client
-// (its browser_use provider in managed mode): the gateway origin serves
+// The managed gateway (--provider nous): Browser Use's browser sessions
+// bought through a gateway that bills them to the user's subscription.
+// What it takes and answers follows the gateway's existing clients (a
+// browser_use provider in managed mode): the gateway origin serves
 // POST {origin}/browsers and PATCH {origin}/browsers/{id} with the user's
 // token in X-Browser-Use-API-Key; each create carries an X-Idempotency-Key,
 // and a create the gateway is still working on answers 409 with
 // {"error":{"message":"... already in progress"}}; a created session's
 // answer carries the x-external-call-id header, the gateway's receipt of
-// the call. The seed keeps its sessions short (timeout 5 minutes, proxy
-// country "us") so that billing does not authorize a long session, and
-// gives each request 30 s.
+// the call. Sessions are kept short (timeout 5 minutes, proxy country
+// "us"), as those clients keep them, so that billing does not authorize a
+// long session, and each request gets 30 s.
 
 // externalCallIDHeader is the gateway's receipt of a call.
 const externalCallIDHeader = "X-External-Call-Id"

@@ -59,7 +59,7 @@ import (
 //
 // Names that resolve to private addresses are beyond what a WebSocket rule
 // can see: on the local browser the connect-time check of egress.go covers
-// them; on a cloud browser they are a known limit (README).
+// them; on a cloud browser they are a known limit (docs/security.md).
 func fetchPatterns(w where) []*fetch.RequestPattern {
 	if w == onRemote {
 		return everyRequest

@@ -179,7 +179,7 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 		logs := &logBuffer{}
 		r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
 			WithProviderHTTPClient(api.HTTPClient())), logs, WithResolver(hostileResolver()))
-		contacts := 0 // connections that carried no request (README, Known limits)
+		contacts := 0 // connections that carried no request (docs/security.md, Known limits)
 		for _, m := range methods {
 			// A fresh page for each: a refused frame sends the tab to
 			// about:blank. A deadline for each, as on a loaded machine

@@ -66,8 +66,10 @@ func guardPages(mux *http.ServeMux, s *site) {
 		fmt.Fprint(w, body)
 	}
 	meta := func(path string) string { return "http://" + metadataHost + ":" + s.port + path }
-	// /channels starts the three channels issue 12 found the cloud guard
-	// blind to; each reports back, and the title says when all have.
+	// /channels starts three channels a guard on the tab alone misses: a
+	// WebSocket, which Fetch never pauses, and a shared worker and a frame
+	// of another site, which are targets of their own. Each reports back,
+	// and the title says when all have.
 	mux.HandleFunc("/channels", func(w http.ResponseWriter, r *http.Request) {
 		html(w, `<!doctype html><title>waiting</title><script>
 const done = [];

@@ -100,7 +100,7 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 				require.NoError(t, err, "fetch")
 				if route == "local" || rc.name == "blocked" {
 					// An allow list cannot be written as a cloud browser's
-					// WebSocket rule (README, Known limits).
+					// WebSocket rule (docs/security.md, Known limits).
 					_, err = r.Exec(ctx, "s", "", func(ctx context.Context) error {
 						got, err := chromedp.Run(ctx, chromedp.Evaluate[string](webSocketJS("ws://"+forbidden+":"+s.port+"/ws"), chromedp.EvalAwaitPromise))
 						if err == nil && got != "network error" {

@@ -10,9 +10,9 @@ import (
 )
 
 // The name lookups of one call. A call's code can name a thousand pages;
-// resolving each literal on its own, one after the other, made a call wait
-// for a thousand lookups in a row, and let a rebinding name be public for
-// one literal and private for the next. So a plan resolves each distinct
+// resolving each literal on its own, one after the other, would make a call
+// wait for a thousand lookups in a row, and let a rebinding name be public
+// for one literal and private for the next. So a plan resolves each distinct
 // name once, a bounded number at a time, under the caller's context, and
 // every literal of that name is decided on that one answer. The guard and
 // the landed-URL check reuse the answers while the call runs; the egress

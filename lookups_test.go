@@ -288,7 +288,8 @@ func TestPlanTooManyHostsFailsClosed(t *testing.T) {
 	total, _, _ := res.counts("")
 	assert.Zero(t, total, "no name is resolved")
 
-	// The default is generous: the 4,000-host call plans.
+	// The default is generous: a 4,000-host call, the largest scraping
+	// call measured, plans.
 	r = newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(newSlowResolver(0)))
 	_, err = r.Plan(context.Background(), "s", manyURLsCode(4000, false))
 	require.NoError(t, err)

@@ -27,7 +27,7 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 )
 
-// The load and fault suite of the outage issue. The quick part runs with
+// The load and fault suite of provider outages. The quick part runs with
 // the package's tests; the long part (1,000 calls, 50 keys, 50 at once)
 // runs under HYBROUTE_PROOF=1, which `make proof` sets. Each test prints
 // its figures and asserts counts, never timings.
@@ -620,8 +620,8 @@ func TestCloseDuringChromiumStartLeavesNothing(t *testing.T) {
 
 // A connection cut short at any moment of its opening leaves no page on the
 // remote browser. chromedp learns the tab's id only when Target.createTarget
-// answers, so a connect that gave up before that used to leave the page the
-// browser made a moment later.
+// answers, so a connect that gives up before that must still find and close
+// the page the browser makes a moment later.
 func TestConnectCutShortLeavesNoPage(t *testing.T) {
 	t.Parallel()
 	cloud := cloudtest.LaunchChromium(t)

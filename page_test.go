@@ -26,7 +26,7 @@ func TestOneSessionOnePage(t *testing.T) {
 	assert.Equal(t, "s::local", res.CacheKey)
 	assert.False(t, res.PageChanged, "a new session has no page to leave")
 
-	// A public URL in a comment used to take this call to the cloud
+	// A public URL in a comment must not take this call to the cloud
 	// browser, where the session has no page.
 	var title string
 	res, err = w.r.Exec(ctx, "s", "// docs: "+w.site.url(publicHost, "/docs")+"\ndocument.title", func(ctx context.Context) (err error) {

@@ -101,8 +101,8 @@ func (r Reason) sentinel() error {
 	return ErrInvalidURL
 }
 
-// phrase is what the reason means, in the words of the README's security
-// rules.
+// phrase is what the reason means, in the words of the security rules
+// (docs/security.md).
 func (r Reason) phrase() string {
 	return strings.TrimPrefix(r.sentinel().Error(), "hybroute: ")
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/hybroute/hybroute/internal/metadata"
 )
 
-// policySetups are the option sets of the README, by name.
+// policySetups are the option sets the security rules name (docs/security.md), by name.
 var policySetups = map[string]struct {
 	provider bool
 	opts     []Option
@@ -59,7 +59,7 @@ func outcome(t *testing.T, p *policy, urls ...string) string {
 }
 
 // TestRoutingTable is the README's "Which URL goes where" table, for every
-// set of options the README names. Its rows are the README's rows.
+// set of options docs/security.md names. Its rows are the README's rows.
 func TestRoutingTable(t *testing.T) {
 	t.Parallel()
 	readme := []struct {

@@ -16,8 +16,8 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 )
 
-// newKinds are the providers of issue 23: Browser Use v2 (v3, the
-// default, is BrowserUse), the managed gateway, and the session APIs.
+// newKinds are the providers beyond the first four: Browser Use v2 (v3,
+// the default, is BrowserUse), the managed gateway, and the session APIs.
 var newKinds = append([]cloudtest.Kind{cloudtest.BrowserUseV2, cloudtest.Nous}, cloudtest.SessionAPIKinds...)
 
 // TestNewProvidersDriveARealBrowser proves each new client's session, from
@@ -344,7 +344,8 @@ func TestPaymentRefusalOpensNoFleetWindow(t *testing.T) {
 }
 
 // TestPresetWithoutCDPURLFailsClearly proves a preset's session without a
-// CDP URL fails with the seed's message, ErrNoCDPEndpoint, not a fallback.
+// CDP URL fails with the no-CDP message, ErrNoCDPEndpoint, not a fallback:
+// the provider answered, so there is no outage to fall back from.
 func TestPresetWithoutCDPURLFailsClearly(t *testing.T) {
 	t.Parallel()
 	srv := cloudtest.NewServer(t, cloudtest.Hyperbrowser, deadWS)

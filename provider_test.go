@@ -297,7 +297,7 @@ func TestProviderCreateErrors(t *testing.T) {
 	}{
 		{
 			name:   "429 observed body and Retry-After seconds",
-			proves: "the seed's 429: code, limit and window are all read",
+			proves: "a rate-limit answer: code, limit and window are all read",
 			reply:  cloudtest.RateLimited("17"),
 			want:   ProviderError{Status: 429, Code: "RATE_LIMIT_EXCEEDED", RetryAfter: 17 * time.Second, Limit: 200},
 			is:     []error{ErrRateLimited},

@@ -24,11 +24,11 @@ import (
 //     landed URL the router re-checks after the call, and a tab refused its
 //     landing is replaced by a fresh blank one ([RESTDriver.Reset]);
 //   - [Router.Exec] and [Router.NavigateWith], whose run speaks CDP, fail
-//     with [ErrNoCDPEndpoint] and the seed's message, without running, unless
+//     with [ErrNoCDPEndpoint] and its no-CDP message, without running, unless
 //     the fallback took the call (the provider could not give a session, and
 //     a local Chromium stands in: that one speaks CDP).
 //
-// What the guard cannot see there is said in the README (Known limits):
+// What the guard cannot see there is said in docs/security.md (Known limits):
 // with no CDP connection there is no request guard inside that browser.
 
 // RESTDriver drives one tab of a browser server through its REST API. Each
@@ -240,7 +240,7 @@ func (r *Router) NavigateREST(ctx context.Context, sessionKey, rawURL string, ru
 }
 
 // execREST runs a call on a session without CDP. A run that speaks CDP
-// only fails with the seed's message, before it runs: there is nothing it
+// only fails with the no-CDP message, before it runs: there is nothing it
 // could drive.
 func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res Result, run runFunc, rest bool) (Result, error) {
 	if !rest {

@@ -1,13 +1,3 @@
-// Package hybroute decides, for every browser call an agent makes, which
-// browser runs it: a cloud browser, or a local headless Chromium on this
-// machine. Cloud first, local as the floor, and sensitive addresses never
-// leave the machine.
-//
-// A [Router] scans the call's code for URL literals ([ScanURLs]), computes
-// one [Verdict] per URL, and turns the verdicts into a [Plan]: the route
-// (cloud or local) and the session cache key. The same predicate,
-// [Router.HybridRoutesLocally], decides both navigate and exec calls, so the
-// two can never drift apart.
 package hybroute
 
 import (
@@ -263,7 +253,8 @@ func (r *Router) Plan(ctx context.Context, sessionKey, code string) (Plan, error
 // PlanNavigate is the [Plan] of [Router.Navigate] to rawURL: the URL is the
 // call's only literal (not scanned; a data: URL's document is, as the
 // browser loads what it names), and navigation picks the browser. Like
-// Plan, a successful one is remembered as the session's route.
+// Plan, it is a dry run and remembers nothing: only a call that ran sets
+// the session's route.
 func (r *Router) PlanNavigate(ctx context.Context, sessionKey, rawURL string) (Plan, error) {
 	return r.plan(ctx, sessionKey, []string{rawURL}, true)
 }
@@ -412,7 +403,7 @@ func (r *Router) Close() error {
 // happens and by the next call's landing check.
 //
 // On a session without CDP (a Camofox session, restpage.go) run does not
-// run: Exec fails with [ErrNoCDPEndpoint] and the seed's message, unless
+// run: Exec fails with [ErrNoCDPEndpoint] and its no-CDP message, unless
 // the fallback took the call. [Router.ExecREST] takes a run that can drive
 // such a session.
 func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (res Result, err error) {

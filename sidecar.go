@@ -673,7 +673,7 @@ func (s *sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAlloc
 		// Network-quiet: no traffic of Chromium's own (updates, sync,
 		// metrics, field trials, safe browsing lists, the secure-time
 		// query to clients2.google.com that NetworkTimeServiceQuerying
-		// makes at start). What these do not stop is in the README's
+		// makes at start). What these do not stop is in docs/security.md,
 		// Known limits.
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),

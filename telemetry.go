@@ -25,7 +25,7 @@ import (
 // tracer.
 const instrumentationName = "github.com/hybroute/hybroute"
 
-// The metric names, as the README's Observability section lists them.
+// The metric names, as docs/operations.md (Observability) lists them.
 const (
 	metricPlans            = "hybroute.plans"
 	metricBlocked          = "hybroute.blocked"

@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// reviewInputs are the calls a reviewer found the scanner missing or
-// truncating, so that a private or metadata URL went to the cloud as if the
-// call had no URL (or a public one). Each must now make Plan block the call
-// or route it local; metadata ones must block.
+// reviewInputs are calls that hide a private or metadata URL from a naive
+// scanner (or cut it short), so that the call would go to the cloud as if
+// it had no URL (or a public one). Each must make Plan block the call or
+// route it local; metadata ones must block.
 var reviewInputs = []struct {
 	rule     string
 	code     string
@@ -76,8 +76,9 @@ func TestReviewInputsNeverCleanCloud(t *testing.T) {
 	}
 }
 
-// TestReviewControlsStayOnCloud makes sure the fixes did not turn the
-// harmless neighbours of the review inputs into local or blocked calls.
+// TestReviewControlsStayOnCloud makes sure the scanner's care does not
+// turn the harmless neighbours of reviewInputs into local or blocked calls:
+// a scanner that saw a private URL everywhere would never use the cloud.
 func TestReviewControlsStayOnCloud(t *testing.T) {
 	ctx := context.Background()
 	for i, code := range []string{
@@ -94,16 +95,16 @@ func TestReviewControlsStayOnCloud(t *testing.T) {
 	}
 }
 
-// literalClassInputs are the classes of literals Chromium resolves that
-// the scanner used to miss (issue 6, part 3), through Router.Plan: each
-// must now be blocked (metadata) or routed local (private).
+// literalClassInputs are classes of literals Chromium resolves that a
+// scanner looking only for "scheme://host/" misses, through Router.Plan:
+// each must be blocked (metadata) or routed local (private).
 var literalClassInputs = []struct {
 	class, code string
 	metadata    bool // blocked with ErrMetadata; otherwise routed local
 }{
 	// Scheme-relative hosts without a path or port, and "//" spelled with
 	// backslashes, in strings and attributes.
-	{"scheme-relative", `fetch("//2130706433")`, false}, // the one row the old scanner already caught
+	{"scheme-relative", `fetch("//2130706433")`, false}, // the plain form, as a control
 	{"scheme-relative", `fetch("//127.1")`, false},
 	{"scheme-relative", `<img src="\\169.254.169.254/latest/meta-data/">`, true},
 	{"scheme-relative", `<img src="/\169.254.169.254">`, true},

@@ -17,7 +17,7 @@ import (
 // TestCamofoxToolset: the toolset drives a page on Camofox (a stand-in of
 // its REST endpoints on a real Chromium) through its REST API, private
 // addresses still run on the local browser, metadata is refused before any
-// request, and browser_exec, which needs CDP, gets the seed's message.
+// request, and browser_exec, which needs CDP, gets the no-CDP message.
 func TestCamofoxToolset(t *testing.T) {
 	agenttest.RequireChromium(t)
 	site := agenttest.NewSite(t)

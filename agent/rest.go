@@ -15,8 +15,9 @@ import (
 // screenshot through its page (hybroute.RESTPage); the Router still plans
 // every call, so a private URL runs on the local browser, over CDP, and a
 // metadata URL is refused before any request. browser_exec's code needs
-// CDP: on such a session the Router refuses it with the seed's "returned no
-// CDP endpoint" message, which the model reads as it is.
+// CDP: on such a session the Router refuses it with the "returned no CDP
+// endpoint" message ([hybroute.ErrNoCDPEndpoint]), which tells the model to
+// use the other tools, so it is passed on as it is.
 
 // restRouter is the optional part of a Router that drives sessions without
 // CDP. *hybroute.Router has it.

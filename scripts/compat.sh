@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make compat: the route, guard, egress and seed-story tests against each
+# make compat: the route, guard, egress and rate-limit fallback tests against each
 # Chromium of a matrix of majors and against the system's Chromium, one
 # table row per browser. The old builds are the headless shells that the
 # npm package @sparticuz/chromium ships (bin/chromium.br, brotli), unpacked

@@ -12,7 +12,7 @@ import (
 
 // TestMCPOverStdioBinaryOnCamofox: "hybroute mcp --provider camofox"
 // drives the page through the server's REST API ($CAMOFOX_URL, with its
-// access key), and browser_exec, which needs CDP, gets the seed's message.
+// access key), and browser_exec, which needs CDP, gets the no-CDP message.
 func TestMCPOverStdioBinaryOnCamofox(t *testing.T) {
 	agenttest.RequireChromium(t)
 	site := agenttest.NewSite(t)

@@ -14,7 +14,7 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 )
 
-// TestEveryProviderIsANameOfTheFlag proves --provider knows the seed's
+// TestEveryProviderIsANameOfTheFlag proves --provider knows the built-in
 // providers and every session API preset, each needing its key, and that
 // the usage text lists them.
 func TestEveryProviderIsANameOfTheFlag(t *testing.T) {

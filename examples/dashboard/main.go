@@ -1,6 +1,6 @@
-// Command dashboard is the morning job from the seed story: screenshot a
-// dashboard and post it to a channel, while the cloud browser provider is
-// rate-limiting session creation.
+// Command dashboard is the morning job hybroute is built for: screenshot a
+// dashboard and post it to a channel, even while the cloud browser provider
+// is rate-limiting session creation.
 //
 // Everything stays on this machine: the "cloud" is a stand-in API server on
 // loopback that answers exactly what the real one did that morning (HTTP

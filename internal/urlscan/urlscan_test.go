@@ -89,7 +89,7 @@ var scanCases = []scanCase{
 	{rule: "URL in the query of another URL", code: `https://example.com/r?next=http://localhost:8080/admin`, want: []string{"https://example.com/r?next=http://localhost:8080/admin", "http://localhost:8080/admin"}},
 	{rule: "userinfo does not hide the host", code: `"http://user:pw@127.0.0.1/"`, want: []string{"http://user:pw@127.0.0.1/"}},
 
-	// Placeholder after a complete literal host (review finding 1).
+	// A placeholder right after a complete literal host: the host is reported.
 	{rule: "template placeholder right after an IPv4 host", code: "fetch(`http://169.254.169.254${path}`)", want: []string{"http://169.254.169.254"}},
 	{rule: "template placeholder after a host, in double quotes", code: `fetch("http://169.254.169.254${path}")`, want: []string{"http://169.254.169.254"}},
 	{rule: "f-string placeholder right after the host", code: `requests.get(f"http://127.0.0.1{path}")`, want: []string{"http://127.0.0.1"}},
@@ -100,7 +100,7 @@ var scanCases = []scanCase{
 	{rule: "mid-host placeholder in an address reports the numeric prefix", code: `f"http://127.0.0.{n}/"`, want: []string{"http://127.0.0"}},
 	{rule: "placeholder glued to a label reports the label", code: "`http://api${n}.example.com/`", want: []string{"http://api"}},
 
-	// Escapes inside the URL (review finding 2).
+	// Escapes inside the URL: a URL is reported as the source decodes it.
 	{rule: "unicode-escaped @ in the authority", code: `fetch("http://evil.example\u0040169.254.169.254/latest")`, want: []string{"http://evil.example@169.254.169.254/latest"}},
 	{rule: "hex-escaped digits in the host", code: `fetch("http://\x31\x36\x39.254.169.254/")`, want: []string{"http://169.254.169.254/"}},
 	{rule: "unicode-escaped dots in the host", code: `x = http://127\u002e0\u002e0\u002e1`, want: []string{"http://127.0.0.1"}},
@@ -112,7 +112,7 @@ var scanCases = []scanCase{
 	{rule: "HTML references for the slashes", code: `<a href="http:&#47;&#47;169.254.169.254/">`, want: []string{"http://169.254.169.254/"}},
 	{rule: "escaped quotes around a URL in a string are a clean end", code: `s = "<a href=\"http://localhost:3000\">"; j = "{\"url\":\"http://localhost:4000\",\"x\":1}"`, want: []string{"http://localhost:3000", "http://localhost:4000"}},
 
-	// Userinfo tricks (review finding 3).
+	// Userinfo that a browser would read differently: every reading is reported.
 	{rule: "raw tab before the @ of a userinfo", code: "fetch(`http://a\t@169.254.169.254/`)", want: []string{"http://a", "http://a@169.254.169.254/", "http://169.254.169.254/"}},
 	{rule: "space inside a userinfo", code: `fetch("http://a b@169.254.169.254/")`, want: []string{"http://a", "http://169.254.169.254/"}},
 	{rule: "escaped quote inside a userinfo", code: `u = "http://a\"b@127.0.0.1"`, want: []string{"http://a", "http://127.0.0.1"}},
@@ -124,7 +124,7 @@ var scanCases = []scanCase{
 	{rule: "unquoted whitespace is a clean end", code: "see http://example.com or mail me@corp.example\nhttp://a.example\tb@127.0.0.1", want: []string{"http://example.com", "http://a.example"}},
 	{rule: "joined reading Chromium refuses is dropped", code: "s = `http://localhost:3000\nOK`", want: []string{"http://localhost:3000"}},
 
-	// Scheme-relative URLs (review finding 4).
+	// Scheme-relative URLs: they take the page's scheme, so they reach hosts too.
 	{rule: "scheme-relative metadata address", code: `fetch("//169.254.169.254/latest/meta-data/")`, want: []string{"http://169.254.169.254/latest/meta-data/"}},
 	{rule: "scheme-relative localhost with port", code: `<img src="//localhost:3000/x">`, want: []string{"http://localhost:3000/x"}},
 	{rule: "scheme-relative IPv6 literal", code: `u = '//[::1]:8080/'`, want: []string{"http://[::1]:8080/"}},
@@ -133,7 +133,7 @@ var scanCases = []scanCase{
 	{rule: "a scheme-relative name in a string is reported", code: "x = '//cdn.example.com/a.js' //1.5 seconds", want: []string{"http://cdn.example.com/a.js"}},
 	{rule: "slash runs after a scheme are not scheme-relative", code: `file:///169.254.169.254/x`, want: []string{"file:///169.254.169.254/x"}},
 
-	// Length cap (review finding 5).
+	// The length cap: a long token must not hide the host after it.
 	{rule: "userinfo longer than the cap still finds the host", code: "http://" + strings.Repeat("a", 5000) + "@169.254.169.254/", want: []string{"http://" + strings.Repeat("a", maxToken), "http://169.254.169.254/"}},
 	{rule: "authority longer than the cap is reported unparseable", code: `"http://` + strings.Repeat("a", 5000) + `"`, want: []string{"http://" + strings.Repeat("a", maxToken), "http://" + strings.Repeat("a", maxToken) + ":truncated-authority"}},
 
@@ -142,8 +142,8 @@ var scanCases = []scanCase{
 	{rule: "slashless scheme before a full URL", code: `"http:http://127.0.0.1/"`, want: []string{"http://http://127.0.0.1/", "http://127.0.0.1/"}},
 	{rule: "slashless schemes inside one authority are read once", code: `"http:http:http:127.0.0.1"`, want: []string{"http://http:http:127.0.0.1"}},
 
-	// Classes of literals Chromium resolves that the scanner used to miss
-	// (issue 6, part 3). 1: scheme-relative hosts without a path or port,
+	// Classes of literals Chromium resolves that a scanner looking only for
+	// "scheme://host/" misses. 1: scheme-relative hosts without a path or port,
 	// and the backslash spellings of "//", in strings and attributes.
 	{rule: "scheme-relative short IPv4 form in a string", code: `fetch("//127.1"); g('//10.1')`, want: []string{"http://127.1", "http://10.1"}},
 	{rule: "scheme-relative name in a string or attribute", code: `fetch('//intranet'); <img src="//db.corp.internal">`, want: []string{"http://intranet", "http://db.corp.internal"}},
