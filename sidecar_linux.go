@@ -12,29 +12,85 @@ import (
 )
 
 // killProcessesWith SIGKILLs every process whose command line holds arg as a
-// whole argument (NUL- or space-separated), and says how many it found. It
-// finds nothing where there is no /proc.
+// whole argument (NUL- or space-separated), and their descendants, and says
+// how many it found. It finds nothing where there is no /proc.
 func killProcessesWith(arg []byte) int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	self := os.Getpid()
 	n := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !hasArg(cmd, arg) {
-			continue
-		}
+	for _, pid := range processesOf(arg) {
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
 			n++
 		}
 	}
 	return n
+}
+
+// processesOf lists the processes whose command line holds arg as a whole
+// argument, and every descendant of theirs, but never this process. The
+// full Chromium passes its --user-data-dir to every child, which finds
+// children that outlived a killed browser; a headless shell passes it to
+// none, and its children are found as the browser's descendants.
+func processesOf(arg []byte) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	self := os.Getpid()
+	children := map[int][]int{}
+	var found []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		if ppid, ok := parentOf(pid); ok {
+			children[ppid] = append(children[ppid], pid)
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && hasArg(cmd, arg) {
+			found = append(found, pid)
+		}
+	}
+	seen := make(map[int]bool, len(found))
+	for i := 0; i < len(found); i++ {
+		pid := found[i]
+		if seen[pid] {
+			found = append(found[:i], found[i+1:]...)
+			i--
+			continue
+		}
+		seen[pid] = true
+		for _, c := range children[pid] {
+			if !seen[c] && c != self {
+				found = append(found, c)
+			}
+		}
+	}
+	return found
+}
+
+// parentOf is the parent pid of process pid, from /proc/PID/stat.
+func parentOf(pid int) (int, bool) {
+	f, err := statFields(pid)
+	if err != nil || len(f) < 2 {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f[1])
+	return ppid, err == nil
+}
+
+// statFields are the fields of /proc/PID/stat from field 3 on: the command
+// name (field 2) is in parentheses and may hold anything, so the fields
+// are those after its last ")".
+func statFields(pid int) ([]string, error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil, err
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil, errors.New("hybroute: unreadable /proc stat")
+	}
+	return strings.Fields(string(b[i+1:])), nil
 }
 
 // oNoFollow makes an open fail on a symlink.
@@ -44,17 +100,10 @@ const oNoFollow = syscall.O_NOFOLLOW
 // from /proc/PID/stat), which with the pid names one process: a pid can be
 // reused, the pair cannot. A pid with no process gives fs.ErrNotExist.
 func processStart(pid int) (string, error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	f, err := statFields(pid)
 	if err != nil {
 		return "", err
 	}
-	// The command name (field 2) is in parentheses and may hold anything:
-	// the fields after its last ")" start at field 3.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return "", errors.New("hybroute: unreadable /proc stat")
-	}
-	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
 		return "", errors.New("hybroute: unreadable /proc stat")
 	}
@@ -68,23 +117,13 @@ func ownedByUs(fi os.FileInfo) bool {
 }
 
 // memoryWith is the proportional set size, in bytes, of the processes
-// whose command line holds arg as a whole argument: shared pages counted
-// once across them. 0 where there is no /proc.
+// whose command line holds arg as a whole argument and of their
+// descendants (processesOf): shared pages counted once across them. 0
+// where there is no /proc.
 func memoryWith(arg []byte) int64 {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
 	var total int64
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil || !hasArg(cmd, arg) {
-			continue
-		}
-		total += procfs.Bytes("/proc/"+e.Name()+"/smaps_rollup", "Pss:")
+	for _, pid := range processesOf(arg) {
+		total += procfs.Bytes("/proc/"+strconv.Itoa(pid)+"/smaps_rollup", "Pss:")
 	}
 	return total
 }

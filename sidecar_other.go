@@ -11,6 +11,9 @@ import (
 // chromedp's allocator still kills the browser process itself.
 func killProcessesWith(arg []byte) int { return 0 }
 
+// processesOf finds nothing off Linux: there is no /proc to search.
+func processesOf(arg []byte) []int { return nil }
+
 // memoryWith measures nothing off Linux: WithMaxLocalMemory does nothing.
 func memoryWith(arg []byte) int64 { return 0 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+	"github.com/hybroute/hybroute/internal/procfs"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -335,12 +337,16 @@ func TestSidecarCloseLeavesNothing(t *testing.T) {
 	require.NotEmpty(t, dataDirArg, "Chromium runs with a temp user-data-dir")
 	dataDir := strings.TrimPrefix(dataDirArg, "--user-data-dir=")
 	require.DirExists(t, dataDir)
-	require.Greater(t, len(processesWith(dataDirArg)), 1, "Chromium and its children run")
+	require.Greater(t, len(processesOf([]byte(dataDirArg))), 1, "Chromium and its children run")
+	if runtime.GOOS == "linux" {
+		own := procfs.Bytes(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
+		assert.Greater(t, memoryWith([]byte(dataDirArg)), own, "the memory measure counts the children, not the browser process alone")
+	}
 
 	require.NoError(t, s.close())
 	assert.False(t, s.alive())
 	assert.True(t, processGone(pid), "the Chromium process %d is gone", pid)
-	assert.Empty(t, processesWith(dataDirArg), "no child of Chromium is left")
+	assert.Empty(t, processesOf([]byte(dataDirArg)), "no child of Chromium is left")
 	assert.NoDirExists(t, dataDir, "the temp user-data-dir is removed")
 	require.NoError(t, s.close(), "close twice is harmless")
 
