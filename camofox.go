@@ -81,7 +81,7 @@ func (c *Camofox) CreateSession(ctx context.Context, key string) (*Session, erro
 		return nil, c.fail("create", http.StatusOK, errors.New("the answer has no tabId"))
 	}
 	d := &camofoxTab{c: c, user: user, sessionKey: key, tab: out.TabID}
-	return &Session{Key: key, ID: out.TabID, REST: d, client: c.client}, nil
+	return &Session{Key: key, ID: out.TabID, REST: d, HTTPClient: c.client}, nil
 }
 
 // ReleaseSession implements [Provider]: DELETE /tabs/{tabId}, then DELETE

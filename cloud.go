@@ -150,7 +150,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 		connCtx, cancel = context.WithDeadline(connCtx, dl)
 		defer cancel()
 	}
-	t, err := connectRemoteSession(connCtx, s.CDPURL, s.client, "the cloud browser of "+r.provider.Name(), r.newRemoteGuard(), s.SingleConnection)
+	t, err := connectRemoteSession(connCtx, s.CDPURL, s.HTTPClient, "the cloud browser of "+r.provider.Name(), r.newRemoteGuard(), s.SingleConnection)
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("%w to session %s of %s at %s: %w",

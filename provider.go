@@ -68,11 +68,12 @@ type Session struct {
 	// (restpage.go) and fails CDP code with ErrNoCDPEndpoint.
 	REST RESTDriver
 
-	// client is the HTTP client the provider's own client was configured
-	// with (WithProviderHTTPClient): the CDP websocket is dialled with it,
-	// so its transport, proxy and trusted roots govern the session too.
-	// A third-party Provider leaves it nil: http.DefaultClient.
-	client *http.Client
+	// HTTPClient dials the session's CDP websocket: its transport, proxy
+	// and trusted roots govern the session as they govern the provider's
+	// API calls. The built-in providers set the client they were configured
+	// with (WithProviderHTTPClient); a third-party Provider may set its
+	// own. Nil: http.DefaultClient.
+	HTTPClient *http.Client
 }
 
 // ProviderError is the error of a provider call that did not succeed: every

@@ -303,5 +303,5 @@ func (c *apiClient) session(ctx context.Context, key, id, cdp string) (*Session,
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Key: key, ID: id, CDPURL: ws, client: c.client}, nil
+	return &Session{Key: key, ID: id, CDPURL: ws, HTTPClient: c.client}, nil
 }

@@ -154,7 +154,7 @@ func (p *CDPEndpointProvider) CreateSession(ctx context.Context, key string) (*S
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Key: key, CDPURL: ws, client: p.client}, nil
+	return &Session{Key: key, CDPURL: ws, HTTPClient: p.client}, nil
 }
 
 // ReleaseSession implements [Provider]; a CDP endpoint has nothing to release.
