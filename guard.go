@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,43 +71,84 @@ func fetchPatterns(w where) []*fetch.RequestPattern {
 // everyRequest pauses every request at its request stage.
 var everyRequest = []*fetch.RequestPattern{{URLPattern: "*"}}
 
-// guardPatterns are the local browser's: documents, and anything that
-// could name a metadata endpoint.
+// guardPatterns are the local browser's: documents, and any request whose
+// canonical URL holds the text of a metadata endpoint (metadataURLText).
 var guardPatterns = func() []*fetch.RequestPattern {
 	ps := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
-	for _, p := range [...]string{
-		"*169.254.*", "*100.100.100.200*", "*192.0.0.192*", "*168.63.129.16*", "*://[*", "*@[*",
-	} {
-		ps = append(ps, &fetch.RequestPattern{URLPattern: p})
-	}
-	names := metadata.Names()
-	for _, n := range names {
-		// A name that holds another listed name is matched by that one's
-		// pattern already (metadata.goog by *metadata*).
-		if !slices.ContainsFunc(names, func(m string) bool { return m != n && strings.Contains(n, m) }) {
-			ps = append(ps, &fetch.RequestPattern{URLPattern: "*" + n + "*"})
-		}
+	for _, s := range metadataURLText() {
+		ps = append(ps, &fetch.RequestPattern{URLPattern: "*" + s + "*"})
 	}
 	return ps
 }()
 
-// metadataLiterals are the metadata endpoints that are single addresses:
-// the offline rules name each one (Chromium's rule matcher only honours
-// whole canonical hosts, so 169.254.0.0/16 cannot be written as a
-// pattern). They are derived from the verdict's tables, every /32 and /128
-// of them, so the two cannot drift, plus the two well-known addresses
-// inside 169.254.0.0/16 (the IMDS and the ECS task endpoint).
-var metadataLiterals = func() []string {
-	out := []string{"169.254.169.254", "169.254.170.2"}
-	for _, r := range v4Metadata {
-		if r.bits == 32 {
-			out = append(out, netip.AddrFrom4([4]byte{byte(r.base >> 24), byte(r.base >> 16), byte(r.base >> 8), byte(r.base)}).String())
+// ipv6LiteralText is the fixed text of every URL whose host is an IPv6
+// literal, with or without userinfo before it.
+var ipv6LiteralText = [...]string{"://[", "@["}
+
+// metadataURLText is the text some part of which every canonical URL
+// naming an endpoint of the metadata table contains, derived from the
+// table: each name; each IPv4 block's fixed octets ("169.254.", or the
+// whole of a single address); and, for IPv6 blocks and for the IPv6 forms
+// that embed an IPv4 address (which ClassifyAddr judges by that address,
+// and Chromium spells in hex), the bracket of an IPv6 literal. A text that
+// holds another is dropped: the shorter one's pattern matches it already
+// (metadata.goog by *metadata*).
+func metadataURLText() []string {
+	var all []string
+	add := func(s ...string) {
+		for _, x := range s {
+			if !slices.Contains(all, x) {
+				all = append(all, x)
+			}
 		}
 	}
-	for _, p := range v6Metadata {
-		if p.IsSingleIP() {
-			out = append(out, "["+p.Addr().String()+"]")
+	for _, e := range metadata.Table() {
+		switch {
+		case e.Name != "":
+			add(e.Name)
+		case e.Prefix.Addr().Is4():
+			add(v4PrefixText(e.Prefix))
+			add(ipv6LiteralText[:]...)
+		default:
+			add(ipv6LiteralText[:]...)
 		}
+	}
+	var out []string
+	for _, n := range all {
+		if !slices.ContainsFunc(all, func(m string) bool { return m != n && strings.Contains(n, m) }) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// v4PrefixText is the dotted text every address of an IPv4 block starts
+// with: its whole octets, and the dot after them unless the block is one
+// address. A block that ends inside an octet is widened to the octet
+// before it, so the pattern matches more, never less.
+func v4PrefixText(p netip.Prefix) string {
+	b := p.Addr().As4()
+	n := p.Bits() / 8
+	parts := make([]string, 0, n)
+	for _, x := range b[:n] {
+		parts = append(parts, strconv.Itoa(int(x)))
+	}
+	if n == 4 {
+		return strings.Join(parts, ".")
+	}
+	return strings.Join(append(parts, ""), ".")
+}
+
+// metadataLiterals are the metadata endpoints that are single addresses,
+// spelled as canonical URL hosts: the offline rules name each one
+// (Chromium's rule matcher only honours whole canonical hosts, so
+// 169.254.0.0/16 cannot be written as a pattern). They come from the
+// metadata table: its single-address blocks and the well-known addresses
+// inside its wider ones.
+var metadataLiterals = func() []string {
+	var out []string
+	for _, a := range metadata.Addrs() {
+		out = append(out, metadata.Host(a))
 	}
 	return out
 }()
