@@ -224,15 +224,14 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			}
 			r.tel.createDuration.Record(sctx, since(started), metric.WithAttributes(
 				attribute.String("route", e.ranOn().String()), attribute.Bool("fallback", e.fallback)))
-			guard, err := r.enableGuard(e)
+			w, err := r.armTab(e)
 			if err != nil {
 				_ = e.end()
 				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.tab.wrapErr(err))
 			}
-			dialogs := r.watchDialogs(e, e.tab.context())
 			if err := r.startState(sctx, e); err != nil {
 				_ = e.end()
-				guard() // the tab is gone: the guard forgets it now
+				w.ended()
 				return nil, err
 			}
 			r.mu.Lock()
@@ -240,6 +239,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			if closed || released {
 				r.mu.Unlock()
 				_ = e.end()
+				w.ended()
 				if released {
 					return nil, errReleasedWhileCreating
 				}
@@ -248,10 +248,9 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			e.touch()
 			r.tel.sessionOpened(cctx, e)
 			r.sess.m[p.CacheKey] = e
-			// Added under mu after the closed check, so Close's Wait
+			// Started under mu after the closed check, so Close's Wait
 			// cannot miss them.
-			r.sess.wg.Go(guard)
-			r.sess.wg.Go(dialogs)
+			w.startLocked(r)
 			r.mu.Unlock()
 			return e, nil
 		})

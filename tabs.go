@@ -59,24 +59,20 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", e.tab.wrapErr(err))
 	}
 	e.suspect.Store(false)
-	guard, err := r.enableGuard(e)
+	w, err := r.armTab(e)
 	if err != nil {
 		// A tab with no guard must not run a call.
 		r.drop(ctx, e)
 		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.tab.wrapErr(err))
 	}
-	dialogs := r.watchDialogs(e, e.tab.context())
 	r.mu.Lock()
+	w.startLocked(r)
 	if r.closed {
 		r.mu.Unlock()
-		go guard() // they end at once: Close ends the tab
-		go dialogs()
 		abandonTab(old)
 		retire()
 		return false, ErrClosed
 	}
-	r.sess.wg.Go(guard)
-	r.sess.wg.Go(dialogs)
 	r.sess.wg.Go(func() {
 		abandonTab(old)
 		retire()
@@ -85,6 +81,43 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 	r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: a tab did not answer after its call's deadline; replaced it in the same browser context",
 		slog.String("cache_key", e.key), slog.String("route", e.route.String()))
 	return true, nil
+}
+
+// tabWatchers watch one tab of a session for as long as it lives: the
+// guard's hold on it (which ends by forgetting the tab) and the dialog
+// answerer. Each returns when the tab ends.
+type tabWatchers struct{ guard, dialogs func() }
+
+// armTab readies the current tab of e to run calls, the same way for a new
+// session and for a replacement tab: the guard (Fetch, the offline rules,
+// the landing tracker) and the dialog answerer. The watchers it returns
+// must be started (startLocked), or run by ended once the tab is ended.
+func (r *Router) armTab(e *entry) (tabWatchers, error) {
+	guard, err := r.enableGuard(e)
+	if err != nil {
+		return tabWatchers{}, err
+	}
+	return tabWatchers{guard: guard, dialogs: r.watchDialogs(e, e.tab.context())}, nil
+}
+
+// startLocked runs the watchers, with r.mu held: on the sessions' wait
+// group, so Close waits for them, or, once the router is closed, on their
+// own, since Close ends their tab and they end with it.
+func (w tabWatchers) startLocked(r *Router) {
+	if r.closed {
+		go w.guard()
+		go w.dialogs()
+		return
+	}
+	r.sess.wg.Go(w.guard)
+	r.sess.wg.Go(w.dialogs)
+}
+
+// ended runs the watchers of a tab that is already ended, so that they
+// return at once and the guard forgets the tab now.
+func (w tabWatchers) ended() {
+	w.guard()
+	w.dialogs()
 }
 
 // drop ends the session of e and forgets it.
