@@ -97,7 +97,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 		}
 		return nil, err
 	}
-	e.fallback, e.reason = true, reason
+	e.fallback, e.fallbackAccount = true, reason
 	if fellBack != nil {
 		local := e.release
 		e.release = func(ctx context.Context) error {
@@ -107,7 +107,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 	if kind == "" {
 		kind = fallbackKind(cause)
 	}
-	e.fallbackReason = kind
+	e.fallbackLabel = kind
 	r.tel.fellBack(ctx, kind)
 	return e, nil
 }

@@ -497,7 +497,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 	r.remember(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.Route)
 	// A fallback runs on local Chromium, in the cloud session's place: the
 	// cache key stays the cloud key, the route says where it ran.
-	res.Route, res.FallbackFromCloud, res.FallbackReason = e.route, e.fallback, e.reason
+	res.Route, res.FallbackFromCloud, res.FallbackReason = e.route, e.fallback, e.fallbackAccount
 	res.Evicted = r.takeEvicted(p.CacheKey)
 
 	e.callMu.Lock()

@@ -77,25 +77,27 @@ type entry struct {
 	key      string
 	route    Route // where it runs: RouteLocal for a fallback
 	fallback bool
-	reason   string // why a fallback is one (Result.FallbackReason)
-	// fallbackReason is the bounded name of why a fallback runs locally
-	// (telemetry.go's fallback reasons).
-	fallbackReason string
-	tab            tab
-	released       atomic.Bool                 // Release, the reaper or Close ended it; calls on it get ErrReleased
-	release        func(context.Context) error // ends the session, exactly once
-	guard          guardRecord                 // what the guard refused during the current call
-	refusals       refusalLog                  // what the guard refused, kept across calls (refusals.go)
-	dialogs        dialogRecord                // the dialogs answered since the last call took them
-	landed         atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
-	tabID          target.ID                   // the tab's target, set by the guard
-	bg             *browserGuard               // the guard of the tab's browser (guard.go)
-	hosts          hostAnswers                 // name answers the guard reuses (guard_hosts.go)
-	suspect        atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
-	origins        originSet                   // the origins its pages went to (state_browser.go)
-	front          atomic.Pointer[target.ID]   // the tab calls run in, set by the guard's register (tablist.go)
-	pages          tabPages                    // the session's other tabs that calls ran in (tablist.go)
-	held           heldDialog                  // a dialog left for the caller to answer (dialog_hold.go)
+	// fallbackAccount is the key-free account of why a fallback runs
+	// locally, for the caller (Result.FallbackReason).
+	fallbackAccount string
+	// fallbackLabel is the bounded name of that cause, for the metrics
+	// and traces (telemetry.go's fallback reasons).
+	fallbackLabel string
+	tab           tab
+	released      atomic.Bool                 // Release, the reaper or Close ended it; calls on it get ErrReleased
+	release       func(context.Context) error // ends the session, exactly once
+	guard         guardRecord                 // what the guard refused during the current call
+	refusals      refusalLog                  // what the guard refused, kept across calls (refusals.go)
+	dialogs       dialogRecord                // the dialogs answered since the last call took them
+	landed        atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
+	tabID         target.ID                   // the tab's target, set by the guard
+	bg            *browserGuard               // the guard of the tab's browser (guard.go)
+	hosts         hostAnswers                 // name answers the guard reuses (guard_hosts.go)
+	suspect       atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
+	origins       originSet                   // the origins its pages went to (state_browser.go)
+	front         atomic.Pointer[target.ID]   // the tab calls run in, set by the guard's register (tablist.go)
+	pages         tabPages                    // the session's other tabs that calls ran in (tablist.go)
+	held          heldDialog                  // a dialog left for the caller to answer (dialog_hold.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it

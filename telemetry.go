@@ -475,7 +475,7 @@ func endAcquire(span trace.Span, e *entry, err error) {
 			span.SetAttributes(attribute.String("hybroute.route", e.ranOn().String()),
 				attribute.Bool("hybroute.fallback_from_cloud", e.fallback))
 			if e.fallback {
-				span.SetAttributes(attribute.String("hybroute.fallback_reason", e.fallbackReason))
+				span.SetAttributes(attribute.String("hybroute.fallback_reason", e.fallbackLabel))
 			}
 		}
 		if err != nil {
