@@ -89,7 +89,7 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 type tabWatchers struct{ guard, dialogs func() }
 
 // armTab readies the current tab of e to run calls, the same way for a new
-// session and for a replacement tab: the guard (Fetch, the offline rules,
+// session, a replacement tab and a fresh front tab: the guard (Fetch, the offline rules,
 // the landing tracker) and the dialog answerer. The watchers it returns
 // must be started (startLocked), or run by ended once the tab is ended.
 func (r *Router) armTab(e *entry) (tabWatchers, error) {
