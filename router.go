@@ -596,7 +596,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 // opened (a refused popup is closed). chrome-error://chromewebdata/ is
 // where a failed load leaves a page: it ran nothing, so it passes.
 func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bool, error) {
-	landed := *e.landed.Load()
+	landed := e.landedURL()
 	var err error
 	var blanked bool
 	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, r.callLookupsOf(e)), e.where()); refused != nil {

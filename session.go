@@ -89,7 +89,6 @@ type entry struct {
 	guard         guardRecord                 // what the guard refused during the current call
 	refusals      refusalLog                  // what the guard refused, kept across calls (refusals.go)
 	dialogs       dialogRecord                // the dialogs answered since the last call took them
-	landed        atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
 	tabID         target.ID                   // the tab's target, set by the guard
 	bg            *browserGuard               // the guard of the tab's browser (guard.go)
 	hosts         hostAnswers                 // name answers the guard reuses (guard_hosts.go)
@@ -102,6 +101,24 @@ type entry struct {
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
 	lastUsed atomic.Int64 // unix nanoseconds
+}
+
+// landedURL is where the main frame of the tab calls run in is. One owner
+// keeps it for each kind of tab: the browser's guard, from the events of
+// every page (guard.go), and for a session without CDP, its tab, from what
+// the server last reported (restpage.go). A page not seen to navigate is
+// on about:blank, where a new tab starts.
+func (e *entry) landedURL() string {
+	if t, ok := e.tab.(*restTab); ok {
+		if u := t.landed.Load(); u != nil {
+			return *u
+		}
+	} else if e.bg != nil {
+		if u, ok := e.bg.landedURL(e.frontID()); ok {
+			return u
+		}
+	}
+	return "about:blank"
 }
 
 func (e *entry) touch() { e.lastUsed.Store(time.Now().UnixNano()) }

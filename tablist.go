@@ -386,7 +386,7 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx cont
 	if i := int(h.CurrentIndex); i >= 0 && i < len(h.Entries) {
 		u = h.Entries[i].URL
 	}
-	e.landed.Store(&u)
+	e.bg.setLanded(e.frontID(), u)
 	return nil
 }
 
