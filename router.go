@@ -139,7 +139,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	r.side.lookupsOf = r.callLookupsOf
 	r.side.observe = r.tel.queued
 	r.life, r.endLife = context.WithCancel(context.Background())
-	if r.cfg.cdpURL != "" {
+	if r.pol.override {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
 			return nil, err
 		}
@@ -149,7 +149,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 			return nil, err
 		}
 	}
-	if p != nil && r.cfg.cdpURL == "" && r.fleet.limit > 0 {
+	if p != nil && !r.pol.override && r.fleet.limit > 0 {
 		r.sess.wg.Go(r.renewLeases)
 	}
 	return r, nil

@@ -221,7 +221,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			cctx, cancel := context.WithTimeout(actx, timeout+queue)
 			defer cancel()
 			grace := time.Duration(0)
-			if p.Route == RouteCloud && r.cfg.cdpURL == "" {
+			if p.Route == RouteCloud && !r.pol.override {
 				grace = closeGrace
 			}
 			defer context.AfterFunc(r.life, func() {
@@ -305,7 +305,7 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 	switch {
 	case p.Route == RouteLocal:
 		return r.localEntry(ctx, p.CacheKey, RouteLocal)
-	case r.cfg.cdpURL != "":
+	case r.pol.override:
 		return r.overrideEntry(ctx, p.CacheKey)
 	}
 	return r.cloudEntry(ctx, p.CacheKey, budget)

@@ -123,7 +123,7 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 // providerName names where cloud sessions come from.
 func (r *Router) providerName() string {
 	switch {
-	case r.cfg.cdpURL != "":
+	case r.pol.override:
 		return "CDP override"
 	case r.provider != nil:
 		return r.provider.Name()
