@@ -99,10 +99,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 	}
 	e.fallback, e.fallbackAccount = true, reason
 	if fellBack != nil {
-		local := e.release
-		e.release = func(ctx context.Context) error {
-			return errors.Join(local(ctx), r.providerRelease(ctx, fellBack))
-		}
+		e.ending.add(endProvider, func(ctx context.Context) error { return r.providerRelease(ctx, fellBack) })
 	}
 	if kind == "" {
 		kind = fallbackKind(cause)

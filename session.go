@@ -84,19 +84,19 @@ type entry struct {
 	// and traces (telemetry.go's fallback reasons).
 	fallbackLabel string
 	tab           tab
-	released      atomic.Bool                 // Release, the reaper or Close ended it; calls on it get ErrReleased
-	release       func(context.Context) error // ends the session, exactly once
-	guard         guardRecord                 // what the guard refused during the current call
-	refusals      refusalLog                  // what the guard refused, kept across calls (refusals.go)
-	dialogs       dialogRecord                // the dialogs answered since the last call took them
-	tabID         target.ID                   // the tab's target, set by the guard
-	bg            *browserGuard               // the guard of the tab's browser (guard.go)
-	hosts         hostAnswers                 // name answers the guard reuses (guard_hosts.go)
-	suspect       atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
-	origins       originSet                   // the origins its pages went to (state_browser.go)
-	front         atomic.Pointer[target.ID]   // the tab calls run in, set by the guard's register (tablist.go)
-	pages         tabPages                    // the session's other tabs that calls ran in (tablist.go)
-	held          heldDialog                  // a dialog left for the caller to answer (dialog_hold.go)
+	released      atomic.Bool               // Release, the reaper or Close ended it; calls on it get ErrReleased
+	ending        teardown                  // the steps that end the session, once, in order (teardown.go)
+	guard         guardRecord               // what the guard refused during the current call
+	refusals      refusalLog                // what the guard refused, kept across calls (refusals.go)
+	dialogs       dialogRecord              // the dialogs answered since the last call took them
+	tabID         target.ID                 // the tab's target, set by the guard
+	bg            *browserGuard             // the guard of the tab's browser (guard.go)
+	hosts         hostAnswers               // name answers the guard reuses (guard_hosts.go)
+	suspect       atomic.Bool               // the last call ended by its deadline: probe the tab first (tabs.go)
+	origins       originSet                 // the origins its pages went to (state_browser.go)
+	front         atomic.Pointer[target.ID] // the tab calls run in, set by the guard's register (tablist.go)
+	pages         tabPages                  // the session's other tabs that calls ran in (tablist.go)
+	held          heldDialog                // a dialog left for the caller to answer (dialog_hold.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -139,7 +139,7 @@ func (e *entry) end() error {
 	defer e.pages.stopAll()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	return e.release(ctx)
+	return e.ending.run(ctx)
 }
 
 // sessions is the cache of live sessions, keyed by cache key. Its maps and
@@ -324,13 +324,13 @@ func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entr
 			_ = lt.close()
 			return nil, err
 		}
-		return &entry{key: key, route: route, tab: lt, release: func(context.Context) error {
-			return errors.Join(r.profiles.release(lt), lt.close())
-		}}, nil
 	}
-	return &entry{key: key, route: route, tab: lt, release: func(context.Context) error {
-		return lt.close()
-	}}, nil
+	e := &entry{key: key, route: route, tab: lt}
+	if r.profiles != nil {
+		e.ending.add(endTab, func(context.Context) error { return r.profiles.release(lt) })
+	}
+	e.ending.add(endTab, func(context.Context) error { return lt.close() })
+	return e, nil
 }
 
 // startReaper starts the inactivity reaper once. Called under r.mu.

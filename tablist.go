@@ -351,7 +351,7 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx cont
 		w, err := r.armTab(e)
 		if err != nil {
 			// A tab with no guard must not run a call.
-			r.drop(ctx, e)
+			r.drop(e)
 			return fmt.Errorf("hybroute: enabling the request guard on a tab: %w", e.tab.wrapErr(err))
 		}
 		r.mu.Lock()

@@ -55,14 +55,14 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 	if err != nil {
 		// No fresh tab in this browser context: drop the session, so the
 		// next call starts a fresh one rather than meet this tab again.
-		r.drop(ctx, e)
+		r.drop(e)
 		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", e.tab.wrapErr(err))
 	}
 	e.suspect.Store(false)
 	w, err := r.armTab(e)
 	if err != nil {
 		// A tab with no guard must not run a call.
-		r.drop(ctx, e)
+		r.drop(e)
 		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.tab.wrapErr(err))
 	}
 	r.mu.Lock()
@@ -120,14 +120,15 @@ func (w tabWatchers) ended() {
 	w.dialogs()
 }
 
-// drop ends the session of e and forgets it.
-func (r *Router) drop(ctx context.Context, e *entry) {
+// drop forgets the session of e and ends it as every end does (end): the
+// calls still on it fail with ErrReleased.
+func (r *Router) drop(e *entry) {
 	r.mu.Lock()
 	if r.sess.m[e.key] == e {
 		delete(r.sess.m, e.key)
 	}
 	r.mu.Unlock()
-	_ = e.release(context.WithoutCancel(ctx))
+	_ = e.end()
 }
 
 // probeTab asks the tab for 1 and waits tabProbeTimeout at most.
