@@ -56,11 +56,10 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 		return e, err
 	}
 	if slot != nil {
-		release := e.release
-		e.release = func(ctx context.Context) error {
-			defer r.fleet.release(ctx, slot)
-			return release(ctx)
-		}
+		e.ending.add(endSlot, func(ctx context.Context) error {
+			r.fleet.release(ctx, slot)
+			return nil
+		})
 	}
 	return e, nil
 }
@@ -84,8 +83,12 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		if err != nil {
 			return nil, err
 		}
-		return &entry{key: key, route: RouteCloud, tab: t, release: func(ctx context.Context) error {
-			_ = t.close(ctx)
+		e := &entry{key: key, route: RouteCloud, tab: t}
+		e.ending.add(endTab, func(ctx context.Context) error {
+			_ = t.close(ctx) // the provider's release ends what is left of it
+			return nil
+		})
+		e.ending.add(endProvider, func(ctx context.Context) error {
 			// The tab's close may have spent ctx's budget on a loaded
 			// browser; the provider's release gets one of its own, or the
 			// session would run on. (The fleet slot's release after it
@@ -93,7 +96,8 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
 			return r.providerRelease(ctx, s)
-		}}, nil
+		})
+		return e, nil
 	}
 	var fellBack *Session
 	if errors.Is(err, errProviderFellBack) {
@@ -172,7 +176,9 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 	if err == nil {
 		var t *remoteTab
 		if t, err = connectRemote(ctx, ws, r.cfg.cdpClient, "the browser of the CDP override", r.newRemoteGuard()); err == nil {
-			return &entry{key: key, route: RouteCloud, tab: t, release: t.close}, nil
+			e := &entry{key: key, route: RouteCloud, tab: t}
+			e.ending.add(endTab, t.close)
+			return e, nil
 		}
 	}
 	return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.cdpURL), err)

@@ -2,7 +2,6 @@ package hybroute
 
 import (
 	"errors"
-	"net/netip"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -113,29 +112,4 @@ func TestParseProduct(t *testing.T) {
 	} {
 		assert.Equal(t, want, cdpcompat.FirstOfflineRules(major), major)
 	}
-}
-
-// TestMetadataLiteralsComeFromTheVerdict: every single metadata address
-// the verdict knows is named by the guard's WebSocket rules, and each rule
-// host is metadata to the verdict.
-func TestMetadataLiteralsComeFromTheVerdict(t *testing.T) {
-	assert.Contains(t, metadataLiterals, "[fd00:a9fe:a9fe::1]")
-	assert.Contains(t, metadataLiterals, "100.100.100.200")
-	for _, h := range metadataLiterals {
-		a, err := netip.ParseAddr(strings.Trim(h, "[]"))
-		require.NoError(t, err, h)
-		assert.Equal(t, ClassMetadata, ClassifyAddr(a), h)
-	}
-	n := 0
-	for _, r := range v4Metadata {
-		if r.bits == 32 {
-			n++
-		}
-	}
-	for _, p := range v6Metadata {
-		if p.IsSingleIP() {
-			n++
-		}
-	}
-	assert.Len(t, metadataLiterals, n+2)
 }

@@ -177,8 +177,8 @@ func grantCall(e *entry, vs []Verdict) (done func()) {
 	lt.door.nameCall(namedHosts(vs))
 	return func() {
 		lt.door.nameCall(nil)
-		if landed := e.landed.Load(); landed != nil && isWebURL(*landed) {
-			lt.door.e.leave(lt.door.key, *landed)
+		if landed := e.landedURL(); isWebURL(landed) {
+			lt.door.e.leave(lt.door.key, landed)
 		}
 	}
 }

@@ -97,17 +97,14 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 		}
 		return nil, err
 	}
-	e.fallback, e.reason = true, reason
+	e.fallback, e.fallbackAccount = true, reason
 	if fellBack != nil {
-		local := e.release
-		e.release = func(ctx context.Context) error {
-			return errors.Join(local(ctx), r.providerRelease(ctx, fellBack))
-		}
+		e.ending.add(endProvider, func(ctx context.Context) error { return r.providerRelease(ctx, fellBack) })
 	}
 	if kind == "" {
 		kind = fallbackKind(cause)
 	}
-	e.fallbackReason = kind
+	e.fallbackLabel = kind
 	r.tel.fellBack(ctx, kind)
 	return e, nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -70,43 +71,84 @@ func fetchPatterns(w where) []*fetch.RequestPattern {
 // everyRequest pauses every request at its request stage.
 var everyRequest = []*fetch.RequestPattern{{URLPattern: "*"}}
 
-// guardPatterns are the local browser's: documents, and anything that
-// could name a metadata endpoint.
+// guardPatterns are the local browser's: documents, and any request whose
+// canonical URL holds the text of a metadata endpoint (metadataURLText).
 var guardPatterns = func() []*fetch.RequestPattern {
 	ps := []*fetch.RequestPattern{{URLPattern: "*", ResourceType: network.ResourceTypeDocument}}
-	for _, p := range [...]string{
-		"*169.254.*", "*100.100.100.200*", "*192.0.0.192*", "*168.63.129.16*", "*://[*", "*@[*",
-	} {
-		ps = append(ps, &fetch.RequestPattern{URLPattern: p})
-	}
-	names := metadata.Names()
-	for _, n := range names {
-		// A name that holds another listed name is matched by that one's
-		// pattern already (metadata.goog by *metadata*).
-		if !slices.ContainsFunc(names, func(m string) bool { return m != n && strings.Contains(n, m) }) {
-			ps = append(ps, &fetch.RequestPattern{URLPattern: "*" + n + "*"})
-		}
+	for _, s := range metadataURLText() {
+		ps = append(ps, &fetch.RequestPattern{URLPattern: "*" + s + "*"})
 	}
 	return ps
 }()
 
-// metadataLiterals are the metadata endpoints that are single addresses:
-// the offline rules name each one (Chromium's rule matcher only honours
-// whole canonical hosts, so 169.254.0.0/16 cannot be written as a
-// pattern). They are derived from the verdict's tables, every /32 and /128
-// of them, so the two cannot drift, plus the two well-known addresses
-// inside 169.254.0.0/16 (the IMDS and the ECS task endpoint).
-var metadataLiterals = func() []string {
-	out := []string{"169.254.169.254", "169.254.170.2"}
-	for _, r := range v4Metadata {
-		if r.bits == 32 {
-			out = append(out, netip.AddrFrom4([4]byte{byte(r.base >> 24), byte(r.base >> 16), byte(r.base >> 8), byte(r.base)}).String())
+// ipv6LiteralText is the fixed text of every URL whose host is an IPv6
+// literal, with or without userinfo before it.
+var ipv6LiteralText = [...]string{"://[", "@["}
+
+// metadataURLText is the text some part of which every canonical URL
+// naming an endpoint of the metadata table contains, derived from the
+// table: each name; each IPv4 block's fixed octets ("169.254.", or the
+// whole of a single address); and, for IPv6 blocks and for the IPv6 forms
+// that embed an IPv4 address (which ClassifyAddr judges by that address,
+// and Chromium spells in hex), the bracket of an IPv6 literal. A text that
+// holds another is dropped: the shorter one's pattern matches it already
+// (metadata.goog by *metadata*).
+func metadataURLText() []string {
+	var all []string
+	add := func(s ...string) {
+		for _, x := range s {
+			if !slices.Contains(all, x) {
+				all = append(all, x)
+			}
 		}
 	}
-	for _, p := range v6Metadata {
-		if p.IsSingleIP() {
-			out = append(out, "["+p.Addr().String()+"]")
+	for _, e := range metadata.Table() {
+		switch {
+		case e.Name != "":
+			add(e.Name)
+		case e.Prefix.Addr().Is4():
+			add(v4PrefixText(e.Prefix))
+			add(ipv6LiteralText[:]...)
+		default:
+			add(ipv6LiteralText[:]...)
 		}
+	}
+	var out []string
+	for _, n := range all {
+		if !slices.ContainsFunc(all, func(m string) bool { return m != n && strings.Contains(n, m) }) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// v4PrefixText is the dotted text every address of an IPv4 block starts
+// with: its whole octets, and the dot after them unless the block is one
+// address. A block that ends inside an octet is widened to the octet
+// before it, so the pattern matches more, never less.
+func v4PrefixText(p netip.Prefix) string {
+	b := p.Addr().As4()
+	n := p.Bits() / 8
+	parts := make([]string, 0, n)
+	for _, x := range b[:n] {
+		parts = append(parts, strconv.Itoa(int(x)))
+	}
+	if n == 4 {
+		return strings.Join(parts, ".")
+	}
+	return strings.Join(append(parts, ""), ".")
+}
+
+// metadataLiterals are the metadata endpoints that are single addresses,
+// spelled as canonical URL hosts: the offline rules name each one
+// (Chromium's rule matcher only honours whole canonical hosts, so
+// 169.254.0.0/16 cannot be written as a pattern). They come from the
+// metadata table: its single-address blocks and the well-known addresses
+// inside its wider ones.
+var metadataLiterals = func() []string {
+	var out []string
+	for _, a := range metadata.Addrs() {
+		out = append(out, metadata.Host(a))
 	}
 	return out
 }()
@@ -245,8 +287,8 @@ type browserGuard struct {
 	frames map[cdp.FrameID]target.ID // frames that are not targets: the target whose tree holds them
 	owners map[target.ID]*entry      // each session's tab
 	byCtx  map[cdp.BrowserContextID]*entry
-	landed map[target.ID]string // main-frame URL of each page, from our sessions' events
-	refs   map[target.ID]int    // our live sessions of each target
+	landed map[target.ID]landing // where each page's main frame is, from the events of every session on it (the owner of the landed URL)
+	refs   map[target.ID]int     // our live sessions of each target
 
 	stubs sync.Map // target.ID → struct{}: pages whose allowed requests get a blank document (state_browser.go)
 }
@@ -267,7 +309,7 @@ func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w where) *brows
 		info:   map[target.ID]*target.Info{},
 		parent: map[target.ID]target.ID{}, sess: map[target.SessionID]target.ID{},
 		frames: map[cdp.FrameID]target.ID{}, owners: map[target.ID]*entry{},
-		byCtx: map[cdp.BrowserContextID]*entry{}, landed: map[target.ID]string{},
+		byCtx: map[cdp.BrowserContextID]*entry{}, landed: map[target.ID]landing{},
 		refs: map[target.ID]int{}}
 	g.life, g.end = context.WithCancel(context.Background())
 	return g
@@ -411,7 +453,7 @@ func (g *browserGuard) register(e *entry, tabCtx context.Context, bcID cdp.Brows
 	}
 	e.tabID = c.Target.TargetID
 	front := c.Target.TargetID
-	e.front.Store(&front) // the landing tracker of this tab writes e.landed now
+	e.front.Store(&front) // the landed URL is this page's now
 	return nil
 }
 
@@ -568,12 +610,55 @@ func (g *browserGuard) onEvent(s target.SessionID, msg *cdproto.Message) bool {
 		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) == nil && ev.Frame != nil && ev.Frame.ParentID == "" {
 			g.mu.Lock()
 			if id, ok := g.sess[s]; ok && g.refs[id] > 0 {
-				g.landed[id] = ev.Frame.URL + ev.Frame.URLFragment
+				g.landed[id] = landing{frame: ev.Frame.ID, url: ev.Frame.URL + ev.Frame.URLFragment}
+			}
+			g.mu.Unlock()
+		}
+	case cdproto.MethodType(page.NavigatedWithinDocument.Method):
+		ev := new(page.EventNavigatedWithinDocument)
+		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) == nil {
+			g.mu.Lock()
+			if id, ok := g.sess[s]; ok && g.refs[id] > 0 {
+				if l, ok := g.landed[id]; ok && l.frame == ev.FrameID {
+					g.landed[id] = landing{frame: l.frame, url: ev.URL}
+				}
 			}
 			g.mu.Unlock()
 		}
 	}
 	return false
+}
+
+// landing is where a page's main frame is: its URL, and the frame, whose
+// navigations within the document (history.pushState, a fragment) move
+// the URL too.
+type landing struct {
+	frame cdp.FrameID
+	url   string
+}
+
+// landedURL is the URL of the main frame of page id, as the events of the
+// browser said; ok is false when no navigation of it was seen. The events
+// are read on the connection's reader before anything that follows them,
+// so when a call's last command has returned, the URL it led to is here.
+func (g *browserGuard) landedURL(id target.ID) (string, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l, ok := g.landed[id]
+	return l.url, ok
+}
+
+// setLanded keeps u as the URL of page id, as the browser reported it
+// just now (a page that became the front tab). A page the guard has no
+// session on any more is not kept.
+func (g *browserGuard) setLanded(id target.ID, u string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.refs[id] > 0 {
+		l := g.landed[id]
+		l.url = u
+		g.landed[id] = l
+	}
 }
 
 // setup puts the per-target measures on a target that was just attached,
@@ -782,7 +867,7 @@ func (g *browserGuard) popups(e *entry) map[target.ID]string {
 		if out == nil {
 			out = map[target.ID]string{}
 		}
-		out[id] = g.landed[id]
+		out[id] = g.landed[id].url
 	}
 	return out
 }
@@ -911,15 +996,13 @@ func (w where) String() string {
 	return "plan"
 }
 
-// enableGuard makes the browser's guard watch the entry's tab and starts
-// tracking where its main frame is. It returns what the sessions'
+// enableGuard makes the browser's guard watch the entry's tab, which
+// also keeps where its main frame is (landedURL). It returns what the sessions'
 // WaitGroup runs until the tab closes: the guard then forgets the entry.
 func (r *Router) enableGuard(e *entry) (func(), error) {
 	if _, ok := e.tab.(*restTab); ok {
 		// No CDP, no guard in that browser: its landing is what its
 		// REST answers report (restpage.go).
-		blank := "about:blank"
-		e.landed.Store(&blank)
 		return func() {}, nil
 	}
 	tabCtx := e.tab.context()
@@ -939,10 +1022,6 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 	}
 	e.bg = g
 	tab := e.tabID // set by register; read by the waiter below under g.mu
-	if err := trackLanding(tabCtx, e); err != nil {
-		g.unregister(e, tab)
-		return nil, err
-	}
 	return func() {
 		select {
 		case <-tabCtx.Done():
@@ -950,40 +1029,6 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 		}
 		g.unregister(e, tab)
 	}, nil
-}
-
-// trackLanding keeps the URL of the tab's main frame in e.landed, from the
-// page events chromedp already receives. The landed-URL check after every
-// call then costs no round trip to the browser. Listen delivers an event
-// before the reply of any command that follows it, so when a call's last
-// navigation has returned, its URL is already here.
-func trackLanding(tabCtx context.Context, e *entry) error {
-	blank := "about:blank"
-	e.landed.Store(&blank)
-	var mine target.ID
-	if c := chromedp.FromContext(tabCtx); c != nil && c.Target != nil {
-		mine = c.Target.TargetID
-	}
-	var main atomic.Value // cdp.FrameID of the main frame
-	return chromedp.Listen(tabCtx, func(ev any) {
-		if f := e.front.Load(); f != nil && *f != mine {
-			return // a tab that is not the front: the landing check reads the front's URL (tablist.go)
-		}
-		switch ev := ev.(type) {
-		case *page.EventFrameNavigated:
-			if ev.Frame == nil || ev.Frame.ParentID != "" {
-				return
-			}
-			main.Store(ev.Frame.ID)
-			u := ev.Frame.URL + ev.Frame.URLFragment
-			e.landed.Store(&u)
-		case *page.EventNavigatedWithinDocument:
-			if id, _ := main.Load().(cdp.FrameID); id != "" && id == ev.FrameID {
-				u := ev.URL
-				e.landed.Store(&u)
-			}
-		}
-	})
 }
 
 var debugGuard = os.Getenv("GUARD_DEBUG") != ""

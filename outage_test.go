@@ -360,9 +360,9 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 		key := "s" + strconv.Itoa(i)
 		s, err := p.CreateSession(ctx, key)
 		require.NoError(t, err)
-		r.sess.m[key] = &entry{key: key, route: RouteCloud, tab: fakeTab{}, release: func(ctx context.Context) error {
-			return p.ReleaseSession(ctx, s)
-		}}
+		e := &entry{key: key, route: RouteCloud, tab: fakeTab{}}
+		e.ending.add(endProvider, func(ctx context.Context) error { return p.ReleaseSession(ctx, s) })
+		r.sess.m[key] = e
 	}
 	r.mu.Unlock()
 	api.SetReleaseDelay(200 * time.Millisecond)

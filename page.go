@@ -26,7 +26,7 @@ func (r *Router) CheckPage(ctx context.Context) (string, error) {
 	if e == nil {
 		return "", errNotInRun
 	}
-	u := *e.landed.Load()
+	u := e.landedURL()
 	if err := r.pol.refuse(r.pol.classify(ctx, u), e.where()); err != nil {
 		return u, fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
 	}

@@ -123,3 +123,34 @@ func TestCheckPage(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, s.URL+"/here", got)
 }
+
+// A navigation within the document (history.pushState, a new fragment)
+// moves the landed URL the checks read, with no new document.
+func TestLandedURLFollowsNavigationWithinTheDocument(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newSite(t)
+	r := newBrowserRouter(t, nil, &logBuffer{})
+	ctx := testCtx(t)
+	var pushed, hashed string
+	res, err := r.Exec(ctx, "within", `goto("`+s.URL+`/here")`, func(ctx context.Context) (err error) {
+		if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/here")); err != nil {
+			return err
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`history.pushState({}, "", "/moved?x=1"), 1`)); err != nil {
+			return err
+		}
+		if pushed, err = r.CheckPage(ctx); err != nil {
+			return err
+		}
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash = "part"`)); err != nil {
+			return err
+		}
+		hashed, err = r.CheckPage(ctx)
+		return err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, s.URL+"/moved?x=1", pushed)
+	assert.Equal(t, s.URL+"/moved?x=1#part", hashed)
+	assert.Equal(t, hashed, res.LandedURL)
+}

@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
@@ -12,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
-	"github.com/hybroute/hybroute/internal/metadata"
 )
 
 // policySetups are the option sets the security rules name (docs/security.md), by name.
@@ -245,20 +243,4 @@ func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 			}
 		})
 	}
-}
-
-// Every metadata name is matched by a pattern of the guard, and no pattern
-// is there twice over.
-func TestGuardPatternsCoverMetadataNames(t *testing.T) {
-	t.Parallel()
-	var subs []string
-	for _, p := range guardPatterns[1:] {
-		subs = append(subs, strings.Trim(p.URLPattern, "*"))
-	}
-	for _, n := range metadata.Names() {
-		assert.True(t, slices.ContainsFunc(subs, func(s string) bool { return strings.Contains(n, s) }), n)
-	}
-	assert.Contains(t, subs, "metadata")
-	assert.Contains(t, subs, "instance-data")
-	assert.NotContains(t, subs, "metadata.goog", "*metadata* matches it already")
 }

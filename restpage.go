@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -76,7 +77,7 @@ type RESTPage struct {
 // land keeps u as the page's landed URL.
 func (p *RESTPage) land(u string) {
 	if u != "" {
-		p.e.landed.Store(&u)
+		p.e.tab.(*restTab).landed.Store(&u)
 	}
 }
 
@@ -87,7 +88,7 @@ func (p *RESTPage) moved(u string, err error) (string, error) {
 }
 
 // Landed is the page URL the last answer reported.
-func (p *RESTPage) Landed() string { return *p.e.landed.Load() }
+func (p *RESTPage) Landed() string { return p.e.landedURL() }
 
 // TabID names the tab the page is in, on its server.
 func (p *RESTPage) TabID() string { return p.d.TabID() }
@@ -184,6 +185,7 @@ type restTab struct {
 	ctx      context.Context
 	end      context.CancelFunc
 	provider string
+	landed   atomic.Pointer[string] // the page URL its server last reported; nil until one did
 }
 
 func newRESTTab(d RESTDriver, provider string) *restTab {
@@ -289,7 +291,7 @@ func tabGone(err error) bool {
 // a fresh blank one (the server may not navigate to about:blank: Camofox
 // opens http and https only).
 func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *restTab) (string, bool, error) {
-	landed := *e.landed.Load()
+	landed := e.landedURL()
 	refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, r.callLookupsOf(e)), e.where())
 	if refused == nil {
 		return landed, false, nil
@@ -304,6 +306,6 @@ func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *restTab) (st
 		return landed, false, errors.Join(err, fmt.Errorf("hybroute: replacing the tab with a blank one: %w", rerr))
 	}
 	blank := "about:blank"
-	e.landed.Store(&blank)
+	t.landed.Store(&blank)
 	return landed, true, err
 }

@@ -129,7 +129,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	r.side.lookupsOf = r.callLookupsOf
 	r.side.observe = r.tel.queued
 	r.life, r.endLife = context.WithCancel(context.Background())
-	if r.cfg.cdpURL != "" {
+	if r.pol.override {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
 			return nil, err
 		}
@@ -139,7 +139,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 			return nil, err
 		}
 	}
-	if p != nil && r.cfg.cdpURL == "" && r.fleet.limit > 0 {
+	if p != nil && !r.pol.override && r.fleet.limit > 0 {
 		r.sess.wg.Go(r.renewLeases)
 	}
 	return r, nil
@@ -227,22 +227,30 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 	return r.pol.routesLocally(r.Verdict(ctx, rawURL))
 }
 
-// Plan scans code for URL literals, decides each once, and returns the route
-// the call takes. A metadata literal blocks the whole call ([ErrMetadata]); a
-// private literal sends the whole call to the sidecar when hybrid routing is
-// on, and is rejected ([ErrPrivate]) where it is not allowed; any other
-// call (no URL literal, or only public ones) runs where the session's page
-// is: on the route its session took last, the cloud for a new session. A
-// URL in a comment or a fetch does not move a session away from its page;
-// [Router.Navigate] does, as navigation picks the browser. On error the [Plan]
-// still holds the verdicts, so the caller can see which URL failed.
+// Plan scans code for URL literals, decides each once, and returns the
+// route the call would take, without running it. With a CDP override
+// ([WithCDPURL]) every call is cloud, and with no provider every call is
+// local. Otherwise one literal that must stay on this machine (a private
+// address on a hybrid router, or a URL that carries a credential) takes
+// the whole call to the sidecar, and any other call runs where the
+// session's page is: on the route its session took last, the cloud for a
+// new session. A URL in a comment or a fetch does not move a session away
+// from its page; a navigation does ([Router.PlanNavigate]).
+//
+// A literal the rules refuse blocks the whole call: metadata always
+// ([ErrMetadata]), a private address where private URLs are not allowed
+// ([ErrPrivate]), and the other reasons of [Reason]. The error then joins
+// every refusal, the most serious first, and the [Plan] still holds the
+// verdicts and the route the call would have taken, so the caller can see
+// which URL failed.
 //
 // Each distinct host name is resolved once, and every literal of that name
 // is decided on that one answer; names are resolved concurrently, at most
 // [WithLookupConcurrency] at a time. When ctx ends before the lookups do,
-// Plan fails with ctx's error and routes nothing. A call that names more
-// host names than [WithMaxHostsPerCall] fails with [ErrTooManyHosts]
-// before any lookup.
+// Plan fails with ctx's error and sets no route (the verdicts it returns
+// are not to be trusted). A call that names more host names than
+// [WithMaxHostsPerCall] fails with [ErrTooManyHosts] before any lookup,
+// with an empty Plan.
 //
 // Plan is a dry run: it remembers nothing. Only a call that ran
 // ([Router.Exec], [Router.Navigate]) sets the session's route.
@@ -252,9 +260,12 @@ func (r *Router) Plan(ctx context.Context, sessionKey, code string) (Plan, error
 
 // PlanNavigate is the [Plan] of [Router.Navigate] to rawURL: the URL is the
 // call's only literal (not scanned; a data: URL's document is, as the
-// browser loads what it names), and navigation picks the browser. Like
-// Plan, it is a dry run and remembers nothing: only a call that ran sets
-// the session's route.
+// browser loads what it names), and the navigation picks the browser: a
+// URL that loads from a network goes to the cloud unless it must stay on
+// this machine, whatever route the session took last, while one that
+// loads nothing (about:blank) stays where the session's page is. It is a
+// dry run like Plan: it remembers nothing, and only a Navigate that ran
+// sets the session's route.
 func (r *Router) PlanNavigate(ctx context.Context, sessionKey, rawURL string) (Plan, error) {
 	return r.plan(ctx, sessionKey, []string{rawURL}, true)
 }
@@ -488,7 +499,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 	r.remember(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.Route)
 	// A fallback runs on local Chromium, in the cloud session's place: the
 	// cache key stays the cloud key, the route says where it ran.
-	res.Route, res.FallbackFromCloud, res.FallbackReason = e.route, e.fallback, e.reason
+	res.Route, res.FallbackFromCloud, res.FallbackReason = e.route, e.fallback, e.fallbackAccount
 	res.Evicted = r.takeEvicted(p.CacheKey)
 
 	e.callMu.Lock()
@@ -587,7 +598,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 // opened (a refused popup is closed). chrome-error://chromewebdata/ is
 // where a failed load leaves a page: it ran nothing, so it passes.
 func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bool, error) {
-	landed := *e.landed.Load()
+	landed := e.landedURL()
 	var err error
 	var blanked bool
 	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, r.callLookupsOf(e)), e.where()); refused != nil {

@@ -77,29 +77,48 @@ type entry struct {
 	key      string
 	route    Route // where it runs: RouteLocal for a fallback
 	fallback bool
-	reason   string // why a fallback is one (Result.FallbackReason)
-	// fallbackReason is the bounded name of why a fallback runs locally
-	// (telemetry.go's fallback reasons).
-	fallbackReason string
-	tab            tab
-	released       atomic.Bool                 // Release, the reaper or Close ended it; calls on it get ErrReleased
-	release        func(context.Context) error // ends the session, exactly once
-	guard          guardRecord                 // what the guard refused during the current call
-	refusals       refusalLog                  // what the guard refused, kept across calls (refusals.go)
-	dialogs        dialogRecord                // the dialogs answered since the last call took them
-	landed         atomic.Pointer[string]      // the main frame's URL, kept by trackLanding
-	tabID          target.ID                   // the tab's target, set by the guard
-	bg             *browserGuard               // the guard of the tab's browser (guard.go)
-	hosts          hostAnswers                 // name answers the guard reuses (guard_hosts.go)
-	suspect        atomic.Bool                 // the last call ended by its deadline: probe the tab first (tabs.go)
-	origins        originSet                   // the origins its pages went to (state_browser.go)
-	front          atomic.Pointer[target.ID]   // the tab calls run in, set by the guard's register (tablist.go)
-	pages          tabPages                    // the session's other tabs that calls ran in (tablist.go)
-	held           heldDialog                  // a dialog left for the caller to answer (dialog_hold.go)
+	// fallbackAccount is the key-free account of why a fallback runs
+	// locally, for the caller (Result.FallbackReason).
+	fallbackAccount string
+	// fallbackLabel is the bounded name of that cause, for the metrics
+	// and traces (telemetry.go's fallback reasons).
+	fallbackLabel string
+	tab           tab
+	released      atomic.Bool               // Release, the reaper or Close ended it; calls on it get ErrReleased
+	ending        teardown                  // the steps that end the session, once, in order (teardown.go)
+	guard         guardRecord               // what the guard refused during the current call
+	refusals      refusalLog                // what the guard refused, kept across calls (refusals.go)
+	dialogs       dialogRecord              // the dialogs answered since the last call took them
+	tabID         target.ID                 // the tab's target, set by the guard
+	bg            *browserGuard             // the guard of the tab's browser (guard.go)
+	hosts         hostAnswers               // name answers the guard reuses (guard_hosts.go)
+	suspect       atomic.Bool               // the last call ended by its deadline: probe the tab first (tabs.go)
+	origins       originSet                 // the origins its pages went to (state_browser.go)
+	front         atomic.Pointer[target.ID] // the tab calls run in, set by the guard's register (tablist.go)
+	pages         tabPages                  // the session's other tabs that calls ran in (tablist.go)
+	held          heldDialog                // a dialog left for the caller to answer (dialog_hold.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
 	lastUsed atomic.Int64 // unix nanoseconds
+}
+
+// landedURL is where the main frame of the tab calls run in is. One owner
+// keeps it for each kind of tab: the browser's guard, from the events of
+// every page (guard.go), and for a session without CDP, its tab, from what
+// the server last reported (restpage.go). A page not seen to navigate is
+// on about:blank, where a new tab starts.
+func (e *entry) landedURL() string {
+	if t, ok := e.tab.(*restTab); ok {
+		if u := t.landed.Load(); u != nil {
+			return *u
+		}
+	} else if e.bg != nil {
+		if u, ok := e.bg.landedURL(e.frontID()); ok {
+			return u
+		}
+	}
+	return "about:blank"
 }
 
 func (e *entry) touch() { e.lastUsed.Store(time.Now().UnixNano()) }
@@ -120,7 +139,7 @@ func (e *entry) end() error {
 	defer e.pages.stopAll()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	return e.release(ctx)
+	return e.ending.run(ctx)
 }
 
 // sessions is the cache of live sessions, keyed by cache key. Its maps and
@@ -202,7 +221,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			cctx, cancel := context.WithTimeout(actx, timeout+queue)
 			defer cancel()
 			grace := time.Duration(0)
-			if p.Route == RouteCloud && r.cfg.cdpURL == "" {
+			if p.Route == RouteCloud && !r.pol.override {
 				grace = closeGrace
 			}
 			defer context.AfterFunc(r.life, func() {
@@ -224,15 +243,14 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			}
 			r.tel.createDuration.Record(sctx, since(started), metric.WithAttributes(
 				attribute.String("route", e.ranOn().String()), attribute.Bool("fallback", e.fallback)))
-			guard, err := r.enableGuard(e)
+			w, err := r.armTab(e)
 			if err != nil {
 				_ = e.end()
 				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.tab.wrapErr(err))
 			}
-			dialogs := r.watchDialogs(e, e.tab.context())
 			if err := r.startState(sctx, e); err != nil {
 				_ = e.end()
-				guard() // the tab is gone: the guard forgets it now
+				w.ended()
 				return nil, err
 			}
 			r.mu.Lock()
@@ -240,6 +258,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			if closed || released {
 				r.mu.Unlock()
 				_ = e.end()
+				w.ended()
 				if released {
 					return nil, errReleasedWhileCreating
 				}
@@ -248,10 +267,9 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			e.touch()
 			r.tel.sessionOpened(cctx, e)
 			r.sess.m[p.CacheKey] = e
-			// Added under mu after the closed check, so Close's Wait
+			// Started under mu after the closed check, so Close's Wait
 			// cannot miss them.
-			r.sess.wg.Go(guard)
-			r.sess.wg.Go(dialogs)
+			w.startLocked(r)
 			r.mu.Unlock()
 			return e, nil
 		})
@@ -287,7 +305,7 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 	switch {
 	case p.Route == RouteLocal:
 		return r.localEntry(ctx, p.CacheKey, RouteLocal)
-	case r.cfg.cdpURL != "":
+	case r.pol.override:
 		return r.overrideEntry(ctx, p.CacheKey)
 	}
 	return r.cloudEntry(ctx, p.CacheKey, budget)
@@ -306,13 +324,13 @@ func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entr
 			_ = lt.close()
 			return nil, err
 		}
-		return &entry{key: key, route: route, tab: lt, release: func(context.Context) error {
-			return errors.Join(r.profiles.release(lt), lt.close())
-		}}, nil
 	}
-	return &entry{key: key, route: route, tab: lt, release: func(context.Context) error {
-		return lt.close()
-	}}, nil
+	e := &entry{key: key, route: route, tab: lt}
+	if r.profiles != nil {
+		e.ending.add(endTab, func(context.Context) error { return r.profiles.release(lt) })
+	}
+	e.ending.add(endTab, func(context.Context) error { return lt.close() })
+	return e, nil
 }
 
 // startReaper starts the inactivity reaper once. Called under r.mu.

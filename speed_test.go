@@ -76,7 +76,8 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 			tab, err := r.side.open(ctx, key+"-parts")
 			require.NoError(b, err)
 			open = append(open, time.Since(start))
-			e := &entry{key: key, route: RouteLocal, tab: tab, release: func(context.Context) error { return tab.close() }}
+			e := &entry{key: key, route: RouteLocal, tab: tab}
+			e.ending.add(endTab, func(context.Context) error { return tab.close() })
 			start = time.Now()
 			g, err := r.enableGuard(e)
 			require.NoError(b, err)

@@ -246,7 +246,7 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 	}
 	st := &State{Cookies: cookies}
 	current := ""
-	if landed := *e.landed.Load(); strings.HasPrefix(landed, "http:") || strings.HasPrefix(landed, "https:") {
+	if landed := e.landedURL(); strings.HasPrefix(landed, "http:") || strings.HasPrefix(landed, "https:") {
 		tctx, cancel := e.tab.bind(ctx)
 		ps, err := readPage(tctx)
 		cancel()
@@ -326,7 +326,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh
 		}
 		return nil
 	}
-	if landed := *e.landed.Load(); landed != "" {
+	if landed := e.landedURL(); landed != "" {
 		if cur, err := stateOrigin(strings.TrimSuffix(originOf(landed), "/")); err == nil {
 			for _, o := range st.Origins {
 				if o.Origin == cur && len(o.SessionStorage) > 0 {

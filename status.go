@@ -111,7 +111,7 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 		return st, nil
 	}
 	st.Open, st.Route, st.CacheKey = true, e.route, e.key
-	st.FallbackFromCloud, st.FallbackReason = e.fallback, e.reason
+	st.FallbackFromCloud, st.FallbackReason = e.fallback, e.fallbackAccount
 	if e.bg != nil {
 		st.Browser = e.bg.browser.Product
 	}
@@ -123,7 +123,7 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 // providerName names where cloud sessions come from.
 func (r *Router) providerName() string {
 	switch {
-	case r.cfg.cdpURL != "":
+	case r.pol.override:
 		return "CDP override"
 	case r.provider != nil:
 		return r.provider.Name()

@@ -348,23 +348,19 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx cont
 		e.pages.put(c.Target.TargetID, tabPage{ctx: old, stop: oldStop})
 	}
 	if fresh {
-		guard, err := r.enableGuard(e)
+		w, err := r.armTab(e)
 		if err != nil {
 			// A tab with no guard must not run a call.
-			r.drop(ctx, e)
+			r.drop(e)
 			return fmt.Errorf("hybroute: enabling the request guard on a tab: %w", e.tab.wrapErr(err))
 		}
-		dialogs := r.watchDialogs(e, tctx)
 		r.mu.Lock()
-		if r.closed {
-			r.mu.Unlock()
-			go guard()
-			go dialogs()
+		w.startLocked(r)
+		closed := r.closed
+		r.mu.Unlock()
+		if closed {
 			return ErrClosed
 		}
-		r.sess.wg.Go(guard)
-		r.sess.wg.Go(dialogs)
-		r.mu.Unlock()
 	} else {
 		var bcID cdp.BrowserContextID
 		switch t := e.tab.(type) {
@@ -390,7 +386,7 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx cont
 	if i := int(h.CurrentIndex); i >= 0 && i < len(h.Entries) {
 		u = h.Entries[i].URL
 	}
-	e.landed.Store(&u)
+	e.bg.setLanded(e.frontID(), u)
 	return nil
 }
 

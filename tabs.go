@@ -55,28 +55,24 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 	if err != nil {
 		// No fresh tab in this browser context: drop the session, so the
 		// next call starts a fresh one rather than meet this tab again.
-		r.drop(ctx, e)
+		r.drop(e)
 		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", e.tab.wrapErr(err))
 	}
 	e.suspect.Store(false)
-	guard, err := r.enableGuard(e)
+	w, err := r.armTab(e)
 	if err != nil {
 		// A tab with no guard must not run a call.
-		r.drop(ctx, e)
+		r.drop(e)
 		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.tab.wrapErr(err))
 	}
-	dialogs := r.watchDialogs(e, e.tab.context())
 	r.mu.Lock()
+	w.startLocked(r)
 	if r.closed {
 		r.mu.Unlock()
-		go guard() // they end at once: Close ends the tab
-		go dialogs()
 		abandonTab(old)
 		retire()
 		return false, ErrClosed
 	}
-	r.sess.wg.Go(guard)
-	r.sess.wg.Go(dialogs)
 	r.sess.wg.Go(func() {
 		abandonTab(old)
 		retire()
@@ -87,14 +83,52 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 	return true, nil
 }
 
-// drop ends the session of e and forgets it.
-func (r *Router) drop(ctx context.Context, e *entry) {
+// tabWatchers watch one tab of a session for as long as it lives: the
+// guard's hold on it (which ends by forgetting the tab) and the dialog
+// answerer. Each returns when the tab ends.
+type tabWatchers struct{ guard, dialogs func() }
+
+// armTab readies the current tab of e to run calls, the same way for a new
+// session, a replacement tab and a fresh front tab: the guard (Fetch, the offline rules,
+// the landing tracker) and the dialog answerer. The watchers it returns
+// must be started (startLocked), or run by ended once the tab is ended.
+func (r *Router) armTab(e *entry) (tabWatchers, error) {
+	guard, err := r.enableGuard(e)
+	if err != nil {
+		return tabWatchers{}, err
+	}
+	return tabWatchers{guard: guard, dialogs: r.watchDialogs(e, e.tab.context())}, nil
+}
+
+// startLocked runs the watchers, with r.mu held: on the sessions' wait
+// group, so Close waits for them, or, once the router is closed, on their
+// own, since Close ends their tab and they end with it.
+func (w tabWatchers) startLocked(r *Router) {
+	if r.closed {
+		go w.guard()
+		go w.dialogs()
+		return
+	}
+	r.sess.wg.Go(w.guard)
+	r.sess.wg.Go(w.dialogs)
+}
+
+// ended runs the watchers of a tab that is already ended, so that they
+// return at once and the guard forgets the tab now.
+func (w tabWatchers) ended() {
+	w.guard()
+	w.dialogs()
+}
+
+// drop forgets the session of e and ends it as every end does (end): the
+// calls still on it fail with ErrReleased.
+func (r *Router) drop(e *entry) {
 	r.mu.Lock()
 	if r.sess.m[e.key] == e {
 		delete(r.sess.m, e.key)
 	}
 	r.mu.Unlock()
-	_ = e.release(context.WithoutCancel(ctx))
+	_ = e.end()
 }
 
 // probeTab asks the tab for 1 and waits tabProbeTimeout at most.

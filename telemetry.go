@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -359,16 +358,14 @@ func (r *Router) providerRelease(ctx context.Context, s *Session) error {
 }
 
 // sessionOpened counts an entry that the cache now holds, and makes its
-// release count it closed, once.
+// end count it closed.
 func (t *telemetry) sessionOpened(ctx context.Context, e *entry) {
 	opts := metric.WithAttributes(attribute.String("route", e.ranOn().String()))
 	t.sessionsOpen.Add(ctx, 1, opts)
-	release := e.release
-	var once sync.Once
-	e.release = func(ctx context.Context) error {
-		once.Do(func() { t.sessionsOpen.Add(ctx, -1, opts) })
-		return release(ctx)
-	}
+	e.ending.add(endCount, func(ctx context.Context) error {
+		t.sessionsOpen.Add(ctx, -1, opts)
+		return nil
+	})
 }
 
 // ranOn is where the entry's calls run: a fallback runs locally.
@@ -475,7 +472,7 @@ func endAcquire(span trace.Span, e *entry, err error) {
 			span.SetAttributes(attribute.String("hybroute.route", e.ranOn().String()),
 				attribute.Bool("hybroute.fallback_from_cloud", e.fallback))
 			if e.fallback {
-				span.SetAttributes(attribute.String("hybroute.fallback_reason", e.fallbackReason))
+				span.SetAttributes(attribute.String("hybroute.fallback_reason", e.fallbackLabel))
 			}
 		}
 		if err != nil {

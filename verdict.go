@@ -309,12 +309,9 @@ func ip4(a, b, c, d byte) uint32 {
 }
 
 var (
-	v4Metadata = [...]v4Range{
-		{ip4(169, 254, 0, 0), 16},     // link-local: AWS, GCP, Azure IMDS and friends
-		{ip4(100, 100, 100, 200), 32}, // Alibaba Cloud
-		{ip4(192, 0, 0, 192), 32},     // Oracle Cloud
-		{ip4(168, 63, 129, 16), 32},   // Azure wire server
-	}
+	// v4Metadata and v6Metadata are the blocks of the metadata table
+	// (internal/metadata), IPv4 in the form the classifier tests fast.
+	v4Metadata, v6Metadata = splitMetadata(metadata.Prefixes())
 	// v4Private is every IPv4 block the IANA special-purpose registry does
 	// not mark globally reachable, plus multicast and the reserved class E.
 	// Where a block holds a few globally reachable addresses (192.0.0.0/24)
@@ -338,6 +335,18 @@ var (
 	}
 )
 
+// splitMetadata sorts the metadata blocks by family.
+func splitMetadata(ps []netip.Prefix) (v4 []v4Range, v6 []netip.Prefix) {
+	for _, p := range ps {
+		if p.Addr().Is4() {
+			v4 = append(v4, v4Range{v4word(p.Addr().As4()), uint8(p.Bits())})
+		} else {
+			v6 = append(v6, p)
+		}
+	}
+	return v4, v6
+}
+
 func classifyV4(w uint32) Class {
 	for _, r := range v4Metadata {
 		if r.contains(w) {
@@ -353,13 +362,6 @@ func classifyV4(w uint32) Class {
 }
 
 var (
-	v6Metadata = [...]netip.Prefix{
-		netip.MustParsePrefix("fd00:ec2::/32"),         // AWS IMDS over IPv6
-		netip.MustParsePrefix("fd20:ce::254/128"),      // GCP
-		netip.MustParsePrefix("fd00:42::42/128"),       // metadata on some platforms
-		netip.MustParsePrefix("fe80::a9fe:a9fe/128"),   // link-local form of 169.254.169.254
-		netip.MustParsePrefix("fd00:a9fe:a9fe::1/128"), // Akamai (Linode)
-	}
 	// v6Private lists the blocks inside 2000::/3 that are not globally
 	// reachable; everything outside 2000::/3 is private without a list.
 	v6Private = [...]netip.Prefix{

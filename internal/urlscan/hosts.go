@@ -1,6 +1,10 @@
 package urlscan
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/hybroute/hybroute/internal/metadata"
+)
 
 // The URLs without a scheme: scheme-relative "//host" and bare host:port.
 
@@ -177,8 +181,7 @@ func localLiteralHost(host string, after byte) bool {
 		host, port = host[:k], true
 	}
 	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	switch h {
-	case "localhost", "metadata.google.internal", "metadata.goog", "metadata", "instance-data":
+	if h == "localhost" || metadata.IsName(h) {
 		return true
 	}
 	if strings.HasSuffix(h, ".localhost") {
