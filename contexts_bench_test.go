@@ -15,7 +15,7 @@ func BenchmarkRemoteSessionOpenClose(b *testing.B) {
 	cloud := cloudtest.LaunchChromium(b)
 	cfg := defaultConfig()
 	cfg.resolver = testResolver
-	pol := newPolicy(&cfg, false)
+	pol := newPolicy(&cfg, false, nil)
 	ctx := context.Background()
 	var open, shut time.Duration
 	for b.Loop() {

@@ -36,7 +36,7 @@ func BenchmarkGuardCost(b *testing.B) {
 	cfg := defaultConfig()
 	cfg.allowPrivate = true
 	cfg.resolver = testResolver
-	pol := newPolicy(&cfg, false)
+	pol := newPolicy(&cfg, false, nil)
 	for _, guard := range []string{"off", "on"} {
 		var g *browserGuard
 		if guard == "on" {
@@ -131,7 +131,7 @@ func BenchmarkGuardRTT(b *testing.B) {
 	}
 	cfg := defaultConfig()
 	cfg.resolver = res
-	pol := newPolicy(&cfg, false)
+	pol := newPolicy(&cfg, false, nil)
 	n := 0
 	for _, proto := range []struct {
 		name string

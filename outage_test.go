@@ -627,7 +627,7 @@ func TestConnectCutShortLeavesNoPage(t *testing.T) {
 	cloud := cloudtest.LaunchChromium(t)
 	cfg := defaultConfig()
 	cfg.resolver = testResolver
-	pol := newPolicy(&cfg, false)
+	pol := newPolicy(&cfg, false, nil)
 	baseline := cloudPages(t, cloud)
 	made, cut := 0, 0
 	for i := range 40 {

@@ -157,8 +157,9 @@ type policy struct {
 }
 
 // newPolicy is the policy of cfg, for a router with a provider or without.
-func newPolicy(cfg *config, hasProvider bool) *policy {
+func newPolicy(cfg *config, hasProvider bool, tel *telemetry) *policy {
 	p := &policy{
+		tel:            tel,
 		resolver:       cfg.resolver,
 		allowedSchemes: cfg.allowedSchemes,
 		override:       cfg.cdpURL != "",

@@ -35,7 +35,7 @@ func setupPolicy(t *testing.T, name string) *policy {
 	for _, o := range s.opts {
 		o(&cfg)
 	}
-	return newPolicy(&cfg, s.provider)
+	return newPolicy(&cfg, s.provider, nil)
 }
 
 // outcome is what the policy makes of one call: "<route> <cache key>", or

@@ -112,13 +112,12 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	if err := r.cfg.checkInitialState(); err != nil {
 		return nil, err
 	}
-	r.pol = newPolicy(&r.cfg, p != nil)
 	name := ""
 	if p != nil {
 		name = p.Name()
 	}
 	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
-	r.pol.tel = r.tel
+	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.observeBackoff(r.cfg.meterProvider)
 	r.side = newSidecar(&r.cfg, r.pol)

@@ -62,17 +62,17 @@ func testPolicy(res Resolver, privateOK bool) *policy {
 	cfg := defaultConfig()
 	cfg.resolver = res
 	if privateOK {
-		return newPolicy(&cfg, false)
+		return newPolicy(&cfg, false, nil)
 	}
 	cfg.autoLocal = false
-	return newPolicy(&cfg, true)
+	return newPolicy(&cfg, true, nil)
 }
 
 // testSidecar makes the sidecar of a router with no provider; the caller
 // closes it.
 func testSidecar(tb testing.TB, opts ...Option) *sidecar {
 	cfg := testConfig(tb, opts...)
-	return newSidecar(cfg, newPolicy(cfg, false))
+	return newSidecar(cfg, newPolicy(cfg, false, nil))
 }
 
 // newTestSidecar makes a sidecar that is closed (and checked) when the test ends.
