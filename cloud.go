@@ -95,7 +95,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 			// makes its own too: fleet.call.)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
-			return r.providerRelease(ctx, s)
+			return r.calls.ReleaseSession(ctx, s)
 		})
 		return e, nil
 	}
@@ -123,7 +123,7 @@ var errConnecting = errors.New("connecting")
 // errProviderFellBack), which the floor's entry releases.
 func (r *Router) askProvider(ctx context.Context, key string, budget time.Duration) (*Session, cloudTab, error) {
 	pctx, cancel := context.WithTimeout(ctx, budget)
-	s, err := r.providerCreate(pctx, key)
+	s, err := r.calls.CreateSession(pctx, key)
 	cancel()
 	switch {
 	case err != nil:

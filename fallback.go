@@ -99,7 +99,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 	}
 	e.fallback, e.fallbackAccount = true, reason
 	if fellBack != nil {
-		e.ending.add(endProvider, func(ctx context.Context) error { return r.providerRelease(ctx, fellBack) })
+		e.ending.add(endProvider, func(ctx context.Context) error { return r.calls.ReleaseSession(ctx, fellBack) })
 	}
 	if kind == "" {
 		kind = fallbackKind(cause)
@@ -115,7 +115,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 func (r *Router) releaseProviderSession(s *Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if err := r.providerRelease(ctx, s); err != nil {
+	if err := r.calls.ReleaseSession(ctx, s); err != nil {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: releasing a provider session",
 			slog.String("provider", r.provider.Name()), slog.String("error", err.Error()))
 	}

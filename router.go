@@ -53,6 +53,7 @@ type Router struct {
 	cfg      config
 	pol      *policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
 	provider Provider
+	calls    tracedProvider // provider, traced and counted: how the router calls it
 	log      *slog.Logger
 
 	side     *sidecar
@@ -118,6 +119,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 	}
 	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
 	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
+	r.calls = tracedProvider{Provider: p, tel: r.tel, log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.observeBackoff(r.cfg.meterProvider)
 	r.side = newSidecar(&r.cfg, r.pol)

@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strconv"
 	"time"
 
@@ -296,65 +295,6 @@ func providerStatus(err error) string {
 		return "timeout"
 	}
 	return "error"
-}
-
-// providerCall runs one provider request inside a span of its own and
-// counts it. The span carries the gateway's receipt of the call
-// (hybroute.provider.external_call_id) when it gave one: an id per call is
-// a span's attribute, not a metric's label, whose values must stay few.
-func (r *Router) providerCall(ctx context.Context, op string, call func(ctx context.Context) (externalID string, err error)) error {
-	ctx, span := r.tel.tracer.Start(ctx, "hybroute.provider."+op, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("hybroute.provider", r.tel.provider)))
-	ext, err := call(ctx)
-	status := providerStatus(err)
-	span.SetAttributes(attribute.String("hybroute.provider.status", status))
-	if ext != "" {
-		span.SetAttributes(attribute.String("hybroute.provider.external_call_id", ext))
-	}
-	if err != nil {
-		span.SetStatus(codes.Error, status)
-	}
-	span.End()
-	r.tel.providerRequests.Add(ctx, 1, metric.WithAttributes(attribute.String("provider", r.tel.provider),
-		attribute.String("operation", op), attribute.String("status", status)))
-	return err
-}
-
-// providerCreate asks the provider for a session, counted and traced. A
-// session with a gateway receipt is logged with it, so a bill and a
-// session can be matched.
-func (r *Router) providerCreate(ctx context.Context, key string) (*Session, error) {
-	var s *Session
-	err := r.providerCall(ctx, "create", func(ctx context.Context) (string, error) {
-		var err error
-		s, err = r.provider.CreateSession(ctx, key)
-		if s != nil && err == nil {
-			return s.ExternalCallID, nil
-		}
-		return externalCallID(err), err
-	})
-	if err == nil && s != nil && s.ExternalCallID != "" {
-		r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: cloud session created",
-			slog.String("provider", r.provider.Name()), slog.String("session", key),
-			slog.String("id", s.ID), slog.String("external_call_id", s.ExternalCallID))
-	}
-	return s, err
-}
-
-// externalCallID is the gateway's receipt in a provider error, if any.
-func externalCallID(err error) string {
-	var pe *ProviderError
-	if errors.As(err, &pe) {
-		return pe.ExternalCallID
-	}
-	return ""
-}
-
-// providerRelease gives a provider session back, counted and traced.
-func (r *Router) providerRelease(ctx context.Context, s *Session) error {
-	return r.providerCall(ctx, "release", func(ctx context.Context) (string, error) {
-		return "", r.provider.ReleaseSession(ctx, s)
-	})
 }
 
 // sessionOpened counts an entry that the cache now holds, and makes its
