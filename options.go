@@ -129,6 +129,12 @@ func WithAllowSecretsInURLs(on bool) Option { return func(c *config) { c.allowSe
 // WithCDPURL sends every call to an existing browser at url. Such a browser
 // is not local: hybrid routing is off and private URLs are rejected unless
 // [WithAllowPrivateURLs] is on.
+//
+// It is not the same as a [CDPEndpoint] provider, which makes a browser at
+// a URL the cloud route of a hybrid router: there, private URLs still run
+// on the local Chromium and a browser that cannot be reached falls back to
+// it. WithCDPURL overrides routing instead: nothing runs locally, and a
+// browser that cannot be reached fails the call.
 func WithCDPURL(url string) Option { return func(c *config) { c.cdpURL = url } }
 
 // WithCDPHTTPClient sets the HTTP client the CDP override ([WithCDPURL]) is

@@ -140,6 +140,11 @@ type CDPEndpointProvider struct {
 // as given, or an http(s) URL (possibly with ?token=) resolved through
 // /json/version at each CreateSession, keeping the token. Only the
 // [WithProviderHTTPClient] and [WithProviderName] options apply.
+//
+// The browser at the URL is the router's cloud route like any provider's:
+// private URLs run on the local Chromium, and an unreachable endpoint falls
+// back to it. To send every call to one browser and never run locally, use
+// [WithCDPURL] instead.
 func CDPEndpoint(rawURL string, opts ...ProviderOption) *CDPEndpointProvider {
 	return &CDPEndpointProvider{apiClient: newAPIClient("", "CDP endpoint", "", "", opts), raw: rawURL}
 }
