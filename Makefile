@@ -9,9 +9,12 @@ GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 export STATICCHECK GOVULNCHECK GO
 # The modules of the repository, as go.work lists them: the library at the
 # root, and the commands (cmd) and the Redis store (redisstore), which
-# carry the dependencies the library does not need. Each is tested as its
-# users build it: GOWORK=off, the library through its replace directive.
-MODULES = $(shell GOWORK=$(CURDIR)/go.work $(GO) list -m -f '{{.Dir}}')
+# carry the dependencies the library does not need. Every target builds
+# and tests each module as its users do, on its own go.mod with the library
+# through its replace directive (GOWORK=off); go.work is for editors and
+# commands typed by hand. (Go refuses GOFLAGS=-mod=mod in workspace mode.)
+export GOWORK := off
+MODULES = $(shell $(GO) work edit -json $(CURDIR)/go.work | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 
 .PHONY: bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
 
@@ -34,7 +37,7 @@ lint:
 test: chromium lint
 	@rc=0; for m in $(MODULES); do \
 		echo "go test -race: $$m"; \
-		(cd $$m && GOWORK=off $(GO) test -race -count=1 -timeout 60m ./...) || rc=1; \
+		(cd $$m && $(GO) test -race -count=1 -timeout 60m ./...) || rc=1; \
 	done; exit $$rc
 
 demo: chromium
@@ -46,7 +49,7 @@ agent-demo: chromium
 
 bench: chromium
 	@rc=0; for m in $(MODULES); do \
-		(cd $$m && GOWORK=off $(GO) test -run '^$$' -bench . -benchmem ./...) || rc=1; \
+		(cd $$m && $(GO) test -run '^$$' -bench . -benchmem ./...) || rc=1; \
 	done; exit $$rc
 
 fuzz:

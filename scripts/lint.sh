@@ -14,13 +14,10 @@ GO=${GO:-go}
 STATICCHECK=${STATICCHECK:-honnef.co/go/tools/cmd/staticcheck@v0.8.2}
 GOVULNCHECK=${GOVULNCHECK:-golang.org/x/vuln/cmd/govulncheck@v1.9.0}
 GOVULNDB=${GOVULNDB:-https://vuln.go.dev}
-mapfile -t modules < <(GOWORK="$PWD/go.work" $GO list -m -f '{{.Dir}}')
+# go work edit reads go.work without loading the modules, which GOFLAGS
+# such as -mod=mod would forbid in workspace mode.
+mapfile -t modules < <($GO work edit -json go.work | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 export GOWORK=off
-name() { # module directory -> its path in the repository
-	local rel=${1#"$PWD"}
-	rel=${rel#/}
-	echo "${rel:-.}"
-}
 
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
@@ -29,7 +26,7 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 for m in "${modules[@]}"; do
-	echo "lint: $(name "$m"): tidy, vet, staticcheck"
+	echo "lint: $m: tidy, vet, staticcheck"
 	(cd "$m" && $GO mod tidy -diff && $GO vet ./... && $GO run "$STATICCHECK" ./...)
 done
 
@@ -52,12 +49,12 @@ if ! reachable; then
 	exit 0
 fi
 for m in "${modules[@]}"; do
-	echo "lint: $(name "$m"): govulncheck"
+	echo "lint: $m: govulncheck"
 	rc=0
 	(cd "$m" && timeout 600 $GO run "$GOVULNCHECK" -db "$GOVULNDB" ./...) || rc=$?
 	case $rc in
 	0) ;;
-	124) echo "lint: govulncheck skipped for $(name "$m"): no answer within 10 minutes" ;;
+	124) echo "lint: govulncheck skipped for $m: no answer within 10 minutes" ;;
 	*) exit "$rc" ;;
 	esac
 done
