@@ -8,13 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
-	"github.com/hybroute/hybroute/internal/redistest"
-	"github.com/hybroute/hybroute/redisstore"
 )
 
 // Two routers in one process on one store share the provider's window and
@@ -26,12 +23,6 @@ func TestFleetSharedWindowOneCreate(t *testing.T) {
 		store func(t *testing.T) Store
 	}{
 		{"memory", func(*testing.T) Store { return &MemoryStore{} }},
-		{"redis", func(t *testing.T) Store {
-			srv := redistest.Start(t)
-			c := redis.NewClient(&redis.Options{Addr: srv.Addr})
-			t.Cleanup(func() { _ = c.Close() })
-			return redisstore.New(c)
-		}},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {

@@ -23,8 +23,8 @@ if [ ! -e "$stamp" ]; then
 	touch "$stamp"
 fi
 mkdir -p bin
-go build -o bin/hybroute ./cmd/hybroute
-go build -o bin/hybroute-bench-anchors ./cmd/hybroute-bench-anchors
+go -C cmd build -o "$PWD/bin/hybroute" ./hybroute
+go -C cmd build -o "$PWD/bin/hybroute-bench-anchors" ./hybroute-bench-anchors
 uptime
 exec ./bin/hybroute-bench-anchors \
 	-hybroute bin/hybroute \

@@ -21,7 +21,8 @@ var dockerInstructions = map[string]bool{"FROM": true, "RUN": true, "CMD": true,
 // TestDockerfile checks what CI can without Docker: the Dockerfile parses
 // (known instructions, FROM first, every COPY --from names an earlier
 // stage, ENTRYPOINT is a JSON array running hybroute mcp), the final stage
-// runs as a user that is not root, and the go build it runs builds.
+// runs as a user that is not root, and the go build it runs builds, in the
+// directory it runs in (the stage's first WORKDIR is the repository root).
 func TestDockerfile(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
@@ -46,6 +47,7 @@ func TestDockerfile(t *testing.T) {
 	stages := map[string]bool{}
 	var user, build string
 	var entry []string
+	var srcRoot, workdir, buildDir string
 	for i, l := range lines {
 		instr, args, _ := strings.Cut(l, " ")
 		instr = strings.ToUpper(instr)
@@ -58,7 +60,12 @@ func TestDockerfile(t *testing.T) {
 			if m := regexp.MustCompile(`(?i)\sAS\s+(\S+)$`).FindStringSubmatch(args); m != nil {
 				stages[m[1]] = true
 			}
-			user = ""
+			user, srcRoot, workdir = "", "", ""
+		case "WORKDIR":
+			if srcRoot == "" {
+				srcRoot = args
+			}
+			workdir = args
 		case "COPY":
 			if m := regexp.MustCompile(`--from=(\S+)`).FindStringSubmatch(args); m != nil {
 				assert.True(t, stages[m[1]], "COPY --from=%s names no earlier stage", m[1])
@@ -70,6 +77,10 @@ func TestDockerfile(t *testing.T) {
 		case "RUN":
 			if strings.Contains(args, "go build") {
 				build = args
+				rel, err := filepath.Rel(srcRoot, workdir)
+				require.NoError(t, err, "the go build runs outside the sources: WORKDIR %q", workdir)
+				require.False(t, strings.HasPrefix(rel, ".."), "the go build runs outside the sources: WORKDIR %q", workdir)
+				buildDir = filepath.Join(root, rel)
 			}
 		}
 	}
@@ -91,7 +102,7 @@ func TestDockerfile(t *testing.T) {
 		}
 	}
 	cmd := exec.Command(fields[0], fields[1:]...)
-	cmd.Dir = root
+	cmd.Dir = buildDir
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s\n%s", build, out)

@@ -92,8 +92,10 @@ func New(down chromedp.Transport, hooks Hooks) *Mux {
 // Done is closed when the connection has ended and the reader is gone.
 func (m *Mux) Done() <-chan struct{} { return m.done }
 
+// read is the only reader of the connection. It never closes toCD: Write
+// may still put a refusal there after the end, and a send on a closed
+// channel would panic; Read sees the end on done instead.
 func (m *Mux) read() {
-	defer close(m.toCD)
 	defer close(m.done)
 	for {
 		msg := new(cdproto.Message)
@@ -176,18 +178,25 @@ func (m *Mux) attached(msg *cdproto.Message) {
 	}
 }
 
-// Read is chromedp's side of the Transport.
+// Read is chromedp's side of the Transport. After the end it still hands
+// over what came before, then the connection's error (io.EOF for a clean
+// end).
 func (m *Mux) Read(ctx context.Context, msg *cdproto.Message) error {
 	select {
-	case in, ok := <-m.toCD:
-		if !ok {
-			if m.err != nil && !errors.Is(m.err, io.EOF) {
-				return m.err
-			}
-			return io.EOF
-		}
+	case in := <-m.toCD:
 		*msg = *in
 		return nil
+	case <-m.done:
+		select {
+		case in := <-m.toCD:
+			*msg = *in
+			return nil
+		default:
+		}
+		if m.err != nil && !errors.Is(m.err, io.EOF) {
+			return m.err
+		}
+		return io.EOF
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -284,11 +293,11 @@ func (m *Mux) send(ctx context.Context, session target.SessionID, method string,
 	}
 	ch := make(chan *cdproto.Message, 1)
 	m.mu.Lock()
-	select {
-	case <-m.done:
+	// m.err is set in the same hold of m.mu as the pending replies are
+	// failed: a command registered after that would wait for ever.
+	if m.err != nil {
 		m.mu.Unlock()
 		return pending{}, fmt.Errorf("%s: %w", method, ErrClosed)
-	default:
 	}
 	m.pend[id] = ch
 	m.mu.Unlock()

@@ -1,4 +1,4 @@
-package hybroute
+package redisstore_test
 
 import (
 	"bufio"
@@ -21,10 +21,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/redistest"
 	"github.com/hybroute/hybroute/redisstore"
 )
+
+// testAPIKey is the fake provider's key.
+const testAPIKey = "bb_test_key_fleet_0123456789"
 
 // child is the test binary run again as one test, so that a router lives
 // in an OS process of its own. It reads lines on its stdin and writes
@@ -163,14 +168,14 @@ func TestFleetWindowAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: re-runs the test binary as child routers (-short)")
 	}
-	requireChromium(t)
+	agenttest.RequireChromium(t)
 	srv := redistest.Start(t)
 	const (
 		routers    = 3
 		retryAfter = 2 * time.Second
 		windows    = 3 // the first 429, then a probe at the end of two windows
 	)
-	site := newSite(t)
+	site := agenttest.NewSite(t)
 	// No create succeeds, so the browser behind the fake is never dialled.
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
@@ -183,7 +188,7 @@ func TestFleetWindowAcrossProcesses(t *testing.T) {
 	for range routers {
 		kids = append(kids, startChild(t, "TestFleetWindowChild",
 			"HYBROUTE_FLEET_WINDOW_REDIS="+srv.Addr, "HYBROUTE_FLEET_WINDOW_API="+api.URL,
-			"HYBROUTE_FLEET_WINDOW_SITE="+site.url(publicHost, "")))
+			"HYBROUTE_FLEET_WINDOW_SITE="+site.URL(agenttest.PublicHost, "")))
 	}
 	// Each child starts its local Chromium before it says ready: the
 	// routers then ask at once, not one after the other's start.
@@ -240,11 +245,11 @@ func TestFleetWindowChild(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = c.Close() })
-	p := NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(os.Getenv("HYBROUTE_FLEET_WINDOW_API")))
+	p := hybroute.NewBrowserbase(testAPIKey, "proj-1", hybroute.WithProviderBaseURL(os.Getenv("HYBROUTE_FLEET_WINDOW_API")))
 	// A loaded machine answers slowly: a store call cut short would send
 	// this router to its own window, and the floor must not run out of time.
-	r := newBrowserRouter(t, p, &logBuffer{}, WithStore(redisstore.New(c)),
-		WithStoreTimeout(20*time.Second), WithLocalTimeout(5*time.Minute))
+	r := agenttest.NewRouter(t, p, hybroute.WithStore(redisstore.New(c)),
+		hybroute.WithStoreTimeout(20*time.Second), hybroute.WithLocalTimeout(5*time.Minute))
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	require.NoError(t, r.Warm(ctx))
