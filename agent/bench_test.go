@@ -158,3 +158,26 @@ func BenchmarkSnapshotRouter(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSnapshotFreshPage is the first snapshot of a page just opened,
+// as an agent takes it (and as make bench-anchors measures it): the
+// navigation is not timed, the snapshot is.
+func BenchmarkSnapshotFreshPage(b *testing.B) {
+	for _, c := range snapshotPages {
+		b.Run(c.name, func(b *testing.B) {
+			site := agenttest.NewSite(b)
+			ts, ctx := benchToolset(b, c.path)
+			nav := json.RawMessage(`{"url":"` + site.URL("127.0.0.1", c.path) + `"}`)
+			for b.Loop() {
+				b.StopTimer()
+				if res, err := ts.Call(ctx, "bench", agent.ToolNavigate, nav); err != nil || res.IsError {
+					b.Fatalf("navigate: %v %s", err, res.Text)
+				}
+				b.StartTimer()
+				if res, err := ts.Call(ctx, "bench", agent.ToolSnapshot, nil); err != nil || res.IsError {
+					b.Fatalf("%v %s", err, res.Text)
+				}
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -35,9 +36,12 @@ import (
 
 // refEntry is what a ref stands for.
 type refEntry struct {
-	node cdp.BackendNodeID
-	role string
-	name string
+	node cdp.BackendNodeID // 0: a ref of the in-page walk, found in its frame's registry
+	// frame is the frame whose walk named the ref; empty for the main
+	// frame.
+	frame cdp.FrameID
+	role  string
+	name  string
 }
 
 // refTable maps the refs of a session's last snapshot to DOM nodes. It
@@ -63,26 +67,32 @@ func (t *refTable) resolve(ctx context.Context, ref string, id target.ID) (refEn
 	if err != nil {
 		return e, err
 	}
-	doc, err := documentID(ctx)
+	doc, main, err := documentID(ctx)
 	if err != nil {
 		return refEntry{}, err
 	}
 	if doc != t.doc {
 		return refEntry{}, modelErrorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
 	}
+	if e.node == 0 {
+		if e.node, err = pageNode(ctx, ref, e, main); err != nil {
+			return refEntry{}, err
+		}
+	}
 	return e, nil
 }
 
-// documentID names the document the tab's main frame shows.
-func documentID(ctx context.Context) (cdp.LoaderID, error) {
+// documentID names the document the tab's main frame shows, and the
+// frame.
+func documentID(ctx context.Context) (cdp.LoaderID, cdp.FrameID, error) {
 	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if ft.FrameTree == nil || ft.FrameTree.Frame == nil {
-		return "", nil
+		return "", "", nil
 	}
-	return ft.FrameTree.Frame.LoaderID, nil
+	return ft.FrameTree.Frame.LoaderID, ft.FrameTree.Frame.ID, nil
 }
 
 // lookup finds a ref of the last snapshot in tab id.
@@ -171,10 +181,25 @@ func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapO
 		return "", err
 	}
 	var doc cdp.LoaderID
+	var main cdp.FrameID
 	pageURL := c.url
 	if ft.FrameTree != nil && ft.FrameTree.Frame != nil {
-		doc, pageURL = ft.FrameTree.Frame.LoaderID, ft.FrameTree.Frame.URL
+		doc, main, pageURL = ft.FrameTree.Frame.LoaderID, ft.FrameTree.Frame.ID, ft.FrameTree.Frame.URL
 	}
+	old := s.refs
+	if old.target != c.target {
+		old.next = 0
+	}
+	items, refs, title, err := walkSnapshot(ctx, main, &old, c.target, pageURL)
+	if err == nil {
+		c.title = title
+		return t.keepSnapshot(s, items, refs, doc, o)
+	}
+	if !errors.Is(err, errWalk) {
+		return "", err
+	}
+	// The walk could not run (a document between two states, a frame
+	// torn down): Chromium's AX tree still reads the page.
 	ax, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
 		return "", err
@@ -190,13 +215,19 @@ func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapO
 		}
 	}
 	frames := childFrames(ctx, ft.FrameTree)
-	old := s.refs
+	old = s.refs
 	if old.doc != doc {
 		// Another document: its nodes are not this one's. The numbers go
 		// on, so a ref of the old page never names a node of this one.
 		old.byNode = nil
 	}
-	items, refs := buildSnapshot(ax.Nodes, frames, &old, c.target, pageURL)
+	items, refs = buildSnapshot(ax.Nodes, frames, &old, c.target, pageURL)
+	return t.keepSnapshot(s, items, refs, doc, o)
+}
+
+// keepSnapshot makes refs the session's ref table, and renders the items
+// as o asks.
+func (t *Toolset) keepSnapshot(s *session, items []*item, refs refTable, doc cdp.LoaderID, o snapOptions) (string, error) {
 	refs.doc = doc
 	refs.text = renderItems(items, snapOptions{})
 	text, err := selectItems(items, refs.text, o)
@@ -412,9 +443,11 @@ func (sn *snapshotter) ref(node cdp.BackendNodeID, role, name string) string {
 
 // shortURL writes a link's URL relative to the page when it is on the same
 // origin: shorter, and what the page's author wrote.
-func (sn *snapshotter) shortURL(raw string) string {
+func (sn *snapshotter) shortURL(raw string) string { return shortURL(sn.pageURL, raw) }
+
+func shortURL(base *url.URL, raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || sn.pageURL == nil || u.Scheme != sn.pageURL.Scheme || u.Host != sn.pageURL.Host || u.Opaque != "" {
+	if err != nil || base == nil || u.Scheme != base.Scheme || u.Host != base.Host || u.Opaque != "" {
 		return raw
 	}
 	u.Scheme, u.Host, u.User = "", "", nil
