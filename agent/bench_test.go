@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
@@ -129,6 +131,23 @@ func BenchmarkSnapshotTool(b *testing.B) {
 			}
 			b.ReportMetric(float64(size), "bytes/snapshot")
 		})
+	}
+}
+
+// BenchmarkScreenshotBare is the baseline of a screenshot: one
+// Page.captureScreenshot of the viewport as PNG on a plain tab, emulating
+// the toolset's 1280x720 viewport as the Router does.
+func BenchmarkScreenshotBare(b *testing.B) {
+	ctx := bareTab(b, "/")
+	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width: hybroute.DefaultViewportWidth, Height: hybroute.DefaultViewportHeight, DeviceScaleFactor: 1,
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
