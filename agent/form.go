@@ -232,7 +232,7 @@ func (t *Toolset) fillForm(ctx context.Context, s *session, key string, args jso
 				if err != nil {
 					return err
 				}
-				if err := fillField(ctx, f, e.node); err != nil {
+				if err := fillField(e.in(ctx), f, e.node); err != nil {
 					return err
 				}
 				name := f.Name

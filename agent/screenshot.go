@@ -151,6 +151,10 @@ func (t *Toolset) captureCDP(ctx context.Context, s *session, c *call, a *shotAr
 			return Image{}, "", err
 		}
 		what = describeRef(a.Ref, e)
+		if e.oopif != "" {
+			// Its box is in the frame's own coordinates, not the page's.
+			return Image{}, "", modelErrorf("the element %s is in a frame of another site, which an element screenshot cannot clip; take a screenshot of the page", a.Ref)
+		}
 		clip, err := nodeClip(ctx, a.Ref, e.node)
 		if err != nil {
 			return Image{}, "", err

@@ -40,8 +40,23 @@ type refEntry struct {
 	// frame is the frame whose walk named the ref; empty for the main
 	// frame.
 	frame cdp.FrameID
-	role  string
-	name  string
+	// oopif is the target of the frame of another site the node is in;
+	// empty for a node of the tab's own target.
+	oopif target.ID
+	// ctx, once resolved, runs commands on the node's target when that is
+	// not the tab's (a frame of another site).
+	ctx  context.Context
+	role string
+	name string
+}
+
+// in is the context that reaches the node: the frame's own target, or
+// the tab's.
+func (e refEntry) in(ctx context.Context) context.Context {
+	if e.ctx != nil {
+		return e.ctx
+	}
+	return ctx
 }
 
 // refTable maps the refs of a session's last snapshot to DOM nodes. It
@@ -75,7 +90,17 @@ func (t *refTable) resolve(ctx context.Context, ref string, id target.ID) (refEn
 		return refEntry{}, modelErrorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
 	}
 	if e.node == 0 {
-		if e.node, err = pageNode(ctx, ref, e, main); err != nil {
+		nctx := ctx
+		if e.oopif != "" {
+			// The session with the frame's target ends with the call.
+			fctx, cancel, err := frameTarget(ctx, cdp.FrameID(e.oopif))
+			if err != nil {
+				return refEntry{}, modelErrorf("ref %q is in a frame of another site that is no longer there; call browser_snapshot again", ref)
+			}
+			context.AfterFunc(ctx, cancel)
+			nctx, e.ctx, main = fctx, fctx, cdp.FrameID(e.oopif)
+		}
+		if e.node, err = pageNode(nctx, ref, e, main); err != nil {
 			return refEntry{}, err
 		}
 	}

@@ -94,6 +94,9 @@ type walker struct {
 	ctx  context.Context
 	refs *refTable
 	base *url.URL
+	// oopif is the target of a frame of another site the walk runs in,
+	// through a session of its own; empty in the tab's own target.
+	oopif target.ID
 }
 
 // maxFrameDepth bounds frames within frames.
@@ -131,7 +134,7 @@ func (w *walker) item(n *walkNode, frame cdp.FrameID, ctxID runtime.ExecutionCon
 		it.url = shortURL(w.base, n.URL)
 	}
 	if n.Ref != "" {
-		w.refs.byRef[n.Ref] = refEntry{frame: frame, role: n.Role, name: n.Name}
+		w.refs.byRef[n.Ref] = refEntry{frame: frame, oopif: w.oopif, role: n.Role, name: n.Name}
 	}
 	if len(n.Children) > 0 {
 		it.children = make([]*item, 0, len(n.Children))
@@ -174,10 +177,32 @@ func (w *walker) childFrame(ctxID runtime.ExecutionContextID, idx string, depth 
 	if err != nil || d.Node == nil || d.Node.FrameID == "" {
 		return nil, fmt.Errorf("the frame's id: %w", errWalk)
 	}
-	// A frame of another site has no document in this target (site
-	// isolation gives it a process of its own): creating its world fails.
 	items, _, err := w.frame(d.Node.FrameID, depth)
+	if err == nil || w.oopif != "" {
+		return items, err
+	}
+	// A frame of another site has no document in this target (site
+	// isolation gives it a process of its own, a target of its own):
+	// the walk runs there, through a session of its own.
+	fctx, cancel, err := frameTarget(w.ctx, d.Node.FrameID)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	fw := &walker{ctx: fctx, refs: w.refs, base: w.base, oopif: target.ID(d.Node.FrameID)}
+	items, _, err = fw.frame(d.Node.FrameID, depth)
 	return items, err
+}
+
+// frameTarget attaches to the target of a frame of another site (its
+// target id is the frame's id). Its end detaches and leaves the frame be.
+func frameTarget(ctx context.Context, id cdp.FrameID) (context.Context, context.CancelFunc, error) {
+	fctx, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(target.ID(id)), chromedp.WithDetachOnCancel())
+	if err := chromedp.Do(fctx); err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("%w: attaching to the frame: %w", errWalk, err)
+	}
+	return fctx, cancel, nil
 }
 
 func releaseWalkObjects(ctx context.Context) {
