@@ -30,9 +30,12 @@ import (
 //	- paragraph: Showing 20 of 312 orders
 //
 // Every interactive node (a control role, or anything focusable) carries a
-// ref that browser_click and browser_type take. A ref names the node's
-// backend DOM node id, which lives as long as the DOM node does; the same
-// node keeps its ref across snapshots of the same tab.
+// ref that browser_click and browser_type take. The tree is read in the
+// page (snapshot_walk.js), where a ref names the element in a registry of
+// the walk's isolated world, which lives as long as the document does; the
+// same element keeps its ref across snapshots of the same tab. Where the
+// walk cannot run, Chromium's AX tree is read instead, and a ref names the
+// node's backend DOM node id.
 
 // refEntry is what a ref stands for.
 type refEntry struct {
