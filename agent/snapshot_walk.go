@@ -209,6 +209,15 @@ func releaseWalkObjects(ctx context.Context) {
 	_, _ = chromedp.Call(ctx, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: walkWorld})
 }
 
+// warmSnapshotWorld has Chromium make the walk's isolated world as each
+// document of the tab starts (and in the one it shows now), so the first
+// snapshot of a page just opened does not wait for it.
+func warmSnapshotWorld(ctx context.Context) {
+	_, _ = chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: "0", WorldName: walkWorld, RunImmediately: new(true),
+	})
+}
+
 // worldIn is the walk's isolated world in frame id. Chromium keeps one
 // world per name and frame for the document's life, so the registry of
 // refs lasts as long as the document does.
