@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
@@ -204,6 +205,13 @@ func newAXDoc(nodes []*accessibility.Node) *axDoc {
 // renders it as o asks, giving the session's ref table the refs of the
 // whole tree.
 func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapOptions) (string, error) {
+	// A tab's main frame has the tab's target id: its world is asked for
+	// while the frame tree is read, not after.
+	world := make(chan runtime.ExecutionContextID, 1)
+	go func() {
+		id, _ := worldIn(ctx, cdp.FrameID(c.target))
+		world <- id
+	}()
 	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
 		return "", err
@@ -218,7 +226,11 @@ func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapO
 	if old.target != c.target {
 		old.next = 0
 	}
-	items, refs, title, err := walkSnapshot(ctx, main, &old, c.target, pageURL)
+	var mainWorld runtime.ExecutionContextID
+	if main == cdp.FrameID(c.target) {
+		mainWorld = <-world
+	}
+	items, refs, title, err := walkSnapshot(ctx, main, mainWorld, &old, c.target, pageURL)
 	if err == nil {
 		c.title = title
 		return t.keepSnapshot(s, items, refs, doc, o)

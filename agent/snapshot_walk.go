@@ -70,7 +70,9 @@ type walkResult struct {
 // frame's document and the frames it can reach, then each frame of
 // another origin in a walk of its own.
 // It returns the items, the refs they name, and the document's title.
-func walkSnapshot(ctx context.Context, main cdp.FrameID, old *refTable, tab target.ID, pageURL string) ([]*item, refTable, string, error) {
+// mainWorld is the walk's world in the main frame when the caller has it
+// already, or 0.
+func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld runtime.ExecutionContextID, old *refTable, tab target.ID, pageURL string) ([]*item, refTable, string, error) {
 	refs := refTable{
 		target: tab,
 		byRef:  make(map[string]refEntry),
@@ -82,7 +84,7 @@ func walkSnapshot(ctx context.Context, main cdp.FrameID, old *refTable, tab targ
 		refs.next = old.next
 	}
 	base, _ := url.Parse(pageURL)
-	w := &walker{ctx: ctx, refs: &refs, base: base}
+	w := &walker{ctx: ctx, refs: &refs, base: base, main: main, mainWorld: mainWorld}
 	items, title, err := w.frame(main, 0)
 	if err != nil {
 		return nil, refTable{}, "", err
@@ -97,6 +99,9 @@ type walker struct {
 	// oopif is the target of a frame of another site the walk runs in,
 	// through a session of its own; empty in the tab's own target.
 	oopif target.ID
+	// mainWorld, when not 0, is the walk's world in frame main.
+	main      cdp.FrameID
+	mainWorld runtime.ExecutionContextID
 }
 
 // maxFrameDepth bounds frames within frames.
@@ -105,9 +110,12 @@ const maxFrameDepth = 8
 // frame walks the document of frame id and, within it, the frames of
 // other origins.
 func (w *walker) frame(id cdp.FrameID, depth int) ([]*item, string, error) {
-	ctxID, err := worldIn(w.ctx, id)
-	if err != nil {
-		return nil, "", err
+	ctxID := w.mainWorld
+	if id != w.main || ctxID == 0 {
+		var err error
+		if ctxID, err = worldIn(w.ctx, id); err != nil {
+			return nil, "", err
+		}
 	}
 	var res walkResult
 	if err := callIn(w.ctx, ctxID, walkJS, &res, w.refs.next); err != nil {
