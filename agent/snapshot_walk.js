@@ -49,8 +49,12 @@ function walk(next) {
 				return el.hasAttribute("list") ? "combobox" : "textbox";
 			}
 		}
-		if (el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable)) return "textbox";
-		return TAGS[tag] || "generic";
+		const r = TAGS[tag];
+		if (r) return r;
+		// The root of an editing host is a textbox (reading isContentEditable
+		// costs a style lookup: only where the attribute is).
+		if (el.hasAttribute("contenteditable") && el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable)) return "textbox";
+		return "generic";
 	}
 
 	// textOf is the text an element's content gives its name.
@@ -96,7 +100,7 @@ function walk(next) {
 		let n = byIds(el, "aria-labelledby") || clean(el.getAttribute("aria-label"));
 		if (n) return n;
 		const tag = el.tagName;
-		if (el.labels && el.labels.length && tag !== "BUTTON") {
+		if ((tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA" || tag === "METER" || tag === "PROGRESS" || tag === "OUTPUT") && el.labels && el.labels.length) {
 			n = clean(Array.from(el.labels, (l) => labelText(l, el)).join(" "));
 			if (n) return n;
 		}
@@ -126,7 +130,7 @@ function walk(next) {
 		return clean(el.getAttribute("title")) || clean(tag === "INPUT" || tag === "TEXTAREA" ? el.getAttribute("placeholder") : "");
 	}
 
-	function valueOf(el, role) {
+	function valueOf(el, role, plain) {
 		const tag = el.tagName;
 		if (tag === "INPUT") {
 			const type = (el.getAttribute("type") || "text").toLowerCase();
@@ -141,7 +145,7 @@ function walk(next) {
 			return o ? clean(o.label || o.text) : "";
 		}
 		if (tag === "PROGRESS" || tag === "METER") return String(el.value);
-		const v = el.getAttribute("aria-valuetext") || el.getAttribute("aria-valuenow");
+		const v = plain ? "" : el.getAttribute("aria-valuetext") || el.getAttribute("aria-valuenow");
 		return v ? clean(v) : "";
 	}
 
@@ -191,7 +195,8 @@ function walk(next) {
 	}
 
 	function build(el, out, depth) {
-		if (depth > 400 || SKIP.has(el.tagName) || el.getAttribute("aria-hidden") === "true") return;
+		const plain = !el.hasAttributes();
+		if (depth > 400 || SKIP.has(el.tagName) || (!plain && el.getAttribute("aria-hidden") === "true")) return;
 		let hiddenSelf = false;
 		// A closed select's options have no box of their own.
 		if (el.tagName !== "OPTION" && el.tagName !== "OPTGROUP" && !el.checkVisibility({ visibilityProperty: true })) {
@@ -203,8 +208,8 @@ function walk(next) {
 			}
 		}
 		let role = implicitRole(el);
-		const explicit = (el.getAttribute("role") || "").trim().split(/\s+/)[0];
-		const focusable = el.tagName !== "IFRAME" && el.tagName !== "FRAME" && el.tabIndex >= 0 || el.hasAttribute("tabindex") || role === "textbox" && el.isContentEditable;
+		const explicit = plain ? "" : (el.getAttribute("role") || "").trim().split(/\s+/)[0];
+		const focusable = el.tagName !== "IFRAME" && el.tagName !== "FRAME" && el.tabIndex >= 0 || (!plain && el.hasAttribute("tabindex")) || role === "textbox" && el.isContentEditable;
 		if (explicit && !((explicit === "none" || explicit === "presentation") && focusable)) role = explicit;
 		if (!role) return;
 		if (hiddenSelf) {
@@ -213,7 +218,7 @@ function walk(next) {
 		}
 		const tag = el.tagName;
 		const interactive = INTERACTIVE.has(role) || (focusable && !el.matches(":disabled"));
-		const name = TRANSPARENT.has(role) && !interactive ? clean(el.getAttribute("aria-label")) : nameOf(el, role);
+		const name = TRANSPARENT.has(role) && !interactive ? (plain ? "" : clean(el.getAttribute("aria-label"))) : nameOf(el, role);
 		const children = [];
 		let note = "";
 		if (tag === "IFRAME" || tag === "FRAME") {
@@ -246,14 +251,14 @@ function walk(next) {
 			if (el.indeterminate || ac === "mixed") attrs.push("checked=mixed");
 			else if (tag === "INPUT" ? el.checked : ac === "true") attrs.push("checked");
 		}
-		if (el.getAttribute("aria-pressed") === "true") attrs.push("pressed");
-		if (tag === "OPTION" ? el.selected && !el.parentElement?.closest("select")?.multiple : el.getAttribute("aria-selected") === "true") attrs.push("selected");
-		if (el.getAttribute("aria-expanded") === "true") attrs.push("expanded");
-		if (el.getAttribute("aria-disabled") === "true" || (/^(BUTTON|INPUT|SELECT|TEXTAREA|OPTION|FIELDSET)$/.test(tag) && el.matches(":disabled"))) attrs.push("disabled");
+		if (!plain && el.getAttribute("aria-pressed") === "true") attrs.push("pressed");
+		if (tag === "OPTION" ? el.selected && !el.parentElement?.closest("select")?.multiple : !plain && el.getAttribute("aria-selected") === "true") attrs.push("selected");
+		if (!plain && el.getAttribute("aria-expanded") === "true") attrs.push("expanded");
+		if ((!plain && el.getAttribute("aria-disabled") === "true") || (/^(BUTTON|INPUT|SELECT|TEXTAREA|OPTION|FIELDSET)$/.test(tag) && el.matches(":disabled"))) attrs.push("disabled");
 		if (attrs.length) it.a = attrs;
 		if (interactive) it.f = ref(el);
 		if (role === "link" && el.href) it.u = el.href;
-		let value = valueOf(el, role);
+		let value = valueOf(el, role, plain);
 		if (note) it.o = note;
 		// The text of a button or a link is its name: do not print it twice.
 		if (children.length === 1 && typeof children[0] === "string" && (!name || children[0] === name || children[0] === value)) {
