@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/accessibility"
+	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
@@ -132,6 +134,23 @@ func BenchmarkSnapshotTool(b *testing.B) {
 	}
 }
 
+// BenchmarkScreenshotBare is the baseline of a screenshot: one
+// Page.captureScreenshot of the viewport as PNG on a plain tab, emulating
+// the toolset's 1280x720 viewport as the Router does.
+func BenchmarkScreenshotBare(b *testing.B) {
+	ctx := bareTab(b, "/")
+	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+		Width: hybroute.DefaultViewportWidth, Height: hybroute.DefaultViewportHeight, DeviceScaleFactor: 1,
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkScreenshotTool is browser_screenshot of the 1280x720 viewport.
 func BenchmarkScreenshotTool(b *testing.B) {
 	ts, ctx := benchToolset(b, "/")
@@ -156,5 +175,28 @@ func BenchmarkSnapshotRouter(b *testing.B) {
 		if _, err := r.Exec(ctx, "bench", "", run); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkSnapshotFreshPage is the first snapshot of a page just opened,
+// as an agent takes it (and as make bench-anchors measures it): the
+// navigation is not timed, the snapshot is.
+func BenchmarkSnapshotFreshPage(b *testing.B) {
+	for _, c := range snapshotPages {
+		b.Run(c.name, func(b *testing.B) {
+			site := agenttest.NewSite(b)
+			ts, ctx := benchToolset(b, c.path)
+			nav := json.RawMessage(`{"url":"` + site.URL("127.0.0.1", c.path) + `"}`)
+			for b.Loop() {
+				b.StopTimer()
+				if res, err := ts.Call(ctx, "bench", agent.ToolNavigate, nav); err != nil || res.IsError {
+					b.Fatalf("navigate: %v %s", err, res.Text)
+				}
+				b.StartTimer()
+				if res, err := ts.Call(ctx, "bench", agent.ToolSnapshot, nil); err != nil || res.IsError {
+					b.Fatalf("%v %s", err, res.Text)
+				}
+			}
+		})
 	}
 }

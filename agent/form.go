@@ -44,6 +44,19 @@ var formDefs = []toolDef{
 	},
 }
 
+// callArgs are args as the arguments of Runtime.callFunctionOn.
+func callArgs(args []any) ([]*runtime.CallArgument, error) {
+	cargs := make([]*runtime.CallArgument, 0, len(args))
+	for _, a := range args {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		cargs = append(cargs, &runtime.CallArgument{Value: b})
+	}
+	return cargs, nil
+}
+
 // callOnNode calls the JavaScript function fn with this set to the node and
 // the JSON args, and decodes its by-value result into out.
 func callOnNode(ctx context.Context, ref string, node cdp.BackendNodeID, fn string, out any, args ...any) error {
@@ -54,13 +67,9 @@ func callOnNode(ctx context.Context, ref string, node cdp.BackendNodeID, fn stri
 	defer func() {
 		_, _ = chromedp.Call(ctx, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: "hybroute-agent"})
 	}()
-	var cargs []*runtime.CallArgument
-	for _, a := range args {
-		b, err := json.Marshal(a)
-		if err != nil {
-			return err
-		}
-		cargs = append(cargs, &runtime.CallArgument{Value: b})
+	cargs, err := callArgs(args)
+	if err != nil {
+		return err
 	}
 	r, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
 		ObjectID: obj.Object.ObjectID, FunctionDeclaration: fn, Arguments: cargs,
@@ -223,7 +232,7 @@ func (t *Toolset) fillForm(ctx context.Context, s *session, key string, args jso
 				if err != nil {
 					return err
 				}
-				if err := fillField(ctx, f, e.node); err != nil {
+				if err := fillField(e.in(ctx), f, e.node); err != nil {
 					return err
 				}
 				name := f.Name

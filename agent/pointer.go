@@ -68,7 +68,7 @@ func (t *Toolset) onRef(ctx context.Context, s *session, key, ref string, act fu
 		what = describeRef(ref, e)
 		return settled(ctx, c, &navigated, func() error {
 			var err error
-			verb, err = act(ctx, e)
+			verb, err = act(e.in(ctx), e)
 			return err
 		})
 	})
@@ -99,6 +99,10 @@ func (t *Toolset) drag(ctx context.Context, s *session, key string, args json.Ra
 			return err
 		}
 		from, to = describeRef(a.StartRef, start), describeRef(a.EndRef, end)
+		if start.oopif != "" || end.oopif != "" {
+			// One mouse drags across one target's coordinates.
+			return modelErrorf("a drag into or out of a frame of another site is not supported; drag between elements of the page (or of one same-site frame)")
+		}
 		return settled(ctx, c, &navigated, func() error {
 			return dragNodes(ctx, a.StartRef, start.node, a.EndRef, end.node)
 		})

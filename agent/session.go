@@ -243,6 +243,7 @@ func (t *Toolset) prepareTab(ctx context.Context, s *session, cc *chromedp.Conte
 	// keeps the tab's values without the call's cancellation.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.tabs[id] = cancel
+	warmSnapshotWorld(ctx)
 	msgs := chromedp.Console(cctx)
 	t.bg.Go(func() {
 		defer cancel()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
@@ -29,15 +31,36 @@ import (
 //	- paragraph: Showing 20 of 312 orders
 //
 // Every interactive node (a control role, or anything focusable) carries a
-// ref that browser_click and browser_type take. A ref names the node's
-// backend DOM node id, which lives as long as the DOM node does; the same
-// node keeps its ref across snapshots of the same tab.
+// ref that browser_click and browser_type take. The tree is read in the
+// page (snapshot_walk.js), where a ref names the element in a registry of
+// the walk's isolated world, which lives as long as the document does; the
+// same element keeps its ref across snapshots of the same tab. Where the
+// walk cannot run, Chromium's AX tree is read instead, and a ref names the
+// node's backend DOM node id.
 
 // refEntry is what a ref stands for.
 type refEntry struct {
-	node cdp.BackendNodeID
+	node cdp.BackendNodeID // 0: a ref of the in-page walk, found in its frame's registry
+	// frame is the frame whose walk named the ref; empty for the main
+	// frame.
+	frame cdp.FrameID
+	// oopif is the target of the frame of another site the node is in;
+	// empty for a node of the tab's own target.
+	oopif target.ID
+	// ctx, once resolved, runs commands on the node's target when that is
+	// not the tab's (a frame of another site).
+	ctx  context.Context
 	role string
 	name string
+}
+
+// in is the context that reaches the node: the frame's own target, or
+// the tab's.
+func (e refEntry) in(ctx context.Context) context.Context {
+	if e.ctx != nil {
+		return e.ctx
+	}
+	return ctx
 }
 
 // refTable maps the refs of a session's last snapshot to DOM nodes. It
@@ -63,26 +86,42 @@ func (t *refTable) resolve(ctx context.Context, ref string, id target.ID) (refEn
 	if err != nil {
 		return e, err
 	}
-	doc, err := documentID(ctx)
+	doc, main, err := documentID(ctx)
 	if err != nil {
 		return refEntry{}, err
 	}
 	if doc != t.doc {
 		return refEntry{}, modelErrorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
 	}
+	if e.node == 0 {
+		nctx := ctx
+		if e.oopif != "" {
+			// The session with the frame's target ends with the call.
+			fctx, cancel, err := frameTarget(ctx, cdp.FrameID(e.oopif))
+			if err != nil {
+				return refEntry{}, modelErrorf("ref %q is in a frame of another site that is no longer there; call browser_snapshot again", ref)
+			}
+			context.AfterFunc(ctx, cancel)
+			nctx, e.ctx, main = fctx, fctx, cdp.FrameID(e.oopif)
+		}
+		if e.node, err = pageNode(nctx, ref, e, main); err != nil {
+			return refEntry{}, err
+		}
+	}
 	return e, nil
 }
 
-// documentID names the document the tab's main frame shows.
-func documentID(ctx context.Context) (cdp.LoaderID, error) {
+// documentID names the document the tab's main frame shows, and the
+// frame.
+func documentID(ctx context.Context) (cdp.LoaderID, cdp.FrameID, error) {
 	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if ft.FrameTree == nil || ft.FrameTree.Frame == nil {
-		return "", nil
+		return "", "", nil
 	}
-	return ft.FrameTree.Frame.LoaderID, nil
+	return ft.FrameTree.Frame.LoaderID, ft.FrameTree.Frame.ID, nil
 }
 
 // lookup finds a ref of the last snapshot in tab id.
@@ -166,15 +205,41 @@ func newAXDoc(nodes []*accessibility.Node) *axDoc {
 // renders it as o asks, giving the session's ref table the refs of the
 // whole tree.
 func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapOptions) (string, error) {
+	// A tab's main frame has the tab's target id: its world is asked for
+	// while the frame tree is read, not after.
+	world := make(chan runtime.ExecutionContextID, 1)
+	go func() {
+		id, _ := worldIn(ctx, cdp.FrameID(c.target))
+		world <- id
+	}()
 	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
 		return "", err
 	}
 	var doc cdp.LoaderID
+	var main cdp.FrameID
 	pageURL := c.url
 	if ft.FrameTree != nil && ft.FrameTree.Frame != nil {
-		doc, pageURL = ft.FrameTree.Frame.LoaderID, ft.FrameTree.Frame.URL
+		doc, main, pageURL = ft.FrameTree.Frame.LoaderID, ft.FrameTree.Frame.ID, ft.FrameTree.Frame.URL
 	}
+	old := s.refs
+	if old.target != c.target {
+		old.next = 0
+	}
+	var mainWorld runtime.ExecutionContextID
+	if main == cdp.FrameID(c.target) {
+		mainWorld = <-world
+	}
+	items, refs, title, err := walkSnapshot(ctx, main, mainWorld, &old, c.target, pageURL)
+	if err == nil {
+		c.title = title
+		return t.keepSnapshot(s, items, refs, doc, o)
+	}
+	if !errors.Is(err, errWalk) {
+		return "", err
+	}
+	// The walk could not run (a document between two states, a frame
+	// torn down): Chromium's AX tree still reads the page.
 	ax, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
 		return "", err
@@ -190,13 +255,19 @@ func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapO
 		}
 	}
 	frames := childFrames(ctx, ft.FrameTree)
-	old := s.refs
+	old = s.refs
 	if old.doc != doc {
 		// Another document: its nodes are not this one's. The numbers go
 		// on, so a ref of the old page never names a node of this one.
 		old.byNode = nil
 	}
-	items, refs := buildSnapshot(ax.Nodes, frames, &old, c.target, pageURL)
+	items, refs = buildSnapshot(ax.Nodes, frames, &old, c.target, pageURL)
+	return t.keepSnapshot(s, items, refs, doc, o)
+}
+
+// keepSnapshot makes refs the session's ref table, and renders the items
+// as o asks.
+func (t *Toolset) keepSnapshot(s *session, items []*item, refs refTable, doc cdp.LoaderID, o snapOptions) (string, error) {
 	refs.doc = doc
 	refs.text = renderItems(items, snapOptions{})
 	text, err := selectItems(items, refs.text, o)
@@ -412,9 +483,11 @@ func (sn *snapshotter) ref(node cdp.BackendNodeID, role, name string) string {
 
 // shortURL writes a link's URL relative to the page when it is on the same
 // origin: shorter, and what the page's author wrote.
-func (sn *snapshotter) shortURL(raw string) string {
+func (sn *snapshotter) shortURL(raw string) string { return shortURL(sn.pageURL, raw) }
+
+func shortURL(base *url.URL, raw string) string {
 	u, err := url.Parse(raw)
-	if err != nil || sn.pageURL == nil || u.Scheme != sn.pageURL.Scheme || u.Host != sn.pageURL.Host || u.Opaque != "" {
+	if err != nil || base == nil || u.Scheme != base.Scheme || u.Host != base.Host || u.Opaque != "" {
 		return raw
 	}
 	u.Scheme, u.Host, u.User = "", "", nil

@@ -94,7 +94,8 @@ func TestSnapshotToFile(t *testing.T) {
 }
 
 // framePages serves a page with a same-site iframe and a cross-site one
-// (localhost against 127.0.0.1: another site, so another process).
+// (shop.test, mapped to loopback, against 127.0.0.1: another site, so
+// another process).
 func framePages(t *testing.T) (string, string) {
 	mux := http.NewServeMux()
 	var port string
@@ -102,7 +103,7 @@ func framePages(t *testing.T) (string, string) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><title>Checkout</title><h1>Checkout</h1>
 <iframe title="Payment" src="/pay" width="400" height="200"></iframe>
-<iframe title="Partner" src="http://localhost:%s/partner" width="400" height="100"></iframe>`, port)
+<iframe title="Partner" src="http://%s:%s/partner" width="400" height="100"></iframe>`, agenttest.PublicHost, port)
 	})
 	mux.HandleFunc("/pay", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -112,7 +113,9 @@ func framePages(t *testing.T) (string, string) {
 	})
 	mux.HandleFunc("/partner", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>Partner</title><p>Partner offer</p>`)
+		io.WriteString(w, `<!doctype html><title>Partner</title><p id="offer">Partner offer</p>
+<label for="code">Promo code</label><input id="code">
+<button onclick="document.getElementById('offer').textContent = 'Applied ' + document.getElementById('code').value">Apply</button>`)
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -120,9 +123,9 @@ func framePages(t *testing.T) (string, string) {
 	return srv.URL + "/", port
 }
 
-// TestSnapshotFrames: a same-site frame's content is in the snapshot, with
-// refs that click and type inside it; a frame of another site is named
-// and said to be elsewhere.
+// TestSnapshotFrames: the content of a same-site frame and of a frame of
+// another site (a process and a target of its own) is in the snapshot,
+// with refs that click and type inside each.
 func TestSnapshotFrames(t *testing.T) {
 	page, _ := framePages(t)
 	ts := newToolset(t, agenttest.NewRouter(t, nil))
@@ -136,7 +139,11 @@ func TestSnapshotFrames(t *testing.T) {
 	card := refOf(`textbox "Card number"`, snap.Text)
 	require.NotEmpty(t, pay, snap.Text)
 	require.NotEmpty(t, card, snap.Text)
-	assert.Regexp(t, `- iframe "Partner"[^\n]*: \(a frame of another site, in a process of its own`, snap.Text)
+	assert.Contains(t, snap.Text, "- iframe \"Partner\":\n  - paragraph: Partner offer")
+	code := refOf(`textbox "Promo code"`, snap.Text)
+	apply := refOf(`button "Apply"`, snap.Text)
+	require.NotEmpty(t, code, snap.Text)
+	require.NotEmpty(t, apply, snap.Text)
 
 	typed := mustOK(t, callTool(t, ts, s, "browser_type", map[string]string{"ref": card, "text": "4242"}))
 	assert.Contains(t, typed.Text, "Typed \"4242\"")
@@ -144,6 +151,13 @@ func TestSnapshotFrames(t *testing.T) {
 	assert.Contains(t, clicked.Text, "paragraph: Paid with 4242", "the click inside the frame had its effect, and the result shows it")
 	frame := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "document.querySelector('iframe').contentDocument.getElementById('state').textContent"}))
 	assert.Contains(t, frame.Text, `Result: "Paid with 4242"`)
+
+	typed = mustOK(t, callTool(t, ts, s, "browser_type", map[string]string{"ref": code, "text": "SAVE10"}))
+	assert.Contains(t, typed.Text, "Typed \"SAVE10\"")
+	clicked = mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": apply}))
+	assert.Contains(t, clicked.Text, "paragraph: Applied SAVE10", "the click inside the frame of another site had its effect")
+	again := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	assert.Equal(t, apply, refOf(`button "Apply"`, again.Text), "a node of the other site's frame keeps its ref")
 }
 
 // TestActionsReportChanges: after a snapshot, a click or a typing says

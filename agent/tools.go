@@ -298,7 +298,7 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 			return err
 		}
 		what = describeRef(a.Ref, e)
-		if err := settled(ctx, c, &navigated, func() error { return clickNode(ctx, a.Ref, e.node) }); err != nil || navigated {
+		if err := settled(ctx, c, &navigated, func() error { return clickNode(e.in(ctx), a.Ref, e.node) }); err != nil || navigated {
 			return err
 		}
 		changes = t.changesAfter(ctx, s, c)
@@ -332,7 +332,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 			return err
 		}
 		what = describeRef(a.Ref, e)
-		if err := typeInto(ctx, a.Ref, e.node, a.Text); err != nil {
+		if err := typeInto(e.in(ctx), a.Ref, e.node, a.Text); err != nil {
 			return err
 		}
 		if a.Submit {

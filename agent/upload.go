@@ -77,14 +77,14 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 		}
 		what = describeRef(a.Ref, e)
 		var ans fieldAnswer
-		if err := callOnNode(ctx, a.Ref, e.node, fileInputJS, &ans, len(files)); err != nil {
+		if err := callOnNode(e.in(ctx), a.Ref, e.node, fileInputJS, &ans, len(files)); err != nil {
 			return err
 		}
 		if err := ans.err(a.Ref); err != nil {
 			return err
 		}
 		return settled(ctx, c, &navigated, func() error {
-			if _, err := chromedp.Call(ctx, dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: files, BackendNodeID: e.node}); err != nil {
+			if _, err := chromedp.Call(e.in(ctx), dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: files, BackendNodeID: e.node}); err != nil {
 				return staleNode(a.Ref, err)
 			}
 			return nil

@@ -1,0 +1,298 @@
+package agent
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
+)
+
+// walkJS reads a document as the snapshot's items in one call. Chromium's
+// full AX tree of a 1,500-node page takes hundreds of milliseconds to
+// build and carry over the protocol; the page's own DOM gives the same
+// roles, names and states in a fraction of that.
+//
+//go:embed snapshot_walk.js
+var walkJS string
+
+// walkWorld is the isolated world the walk and its ref registry live in:
+// the page's scripts see neither.
+const walkWorld = "hybroute-snapshot"
+
+// errWalk marks a walk that did not run: the caller reads the AX tree
+// instead.
+var errWalk = errors.New("the in-page walk failed")
+
+// elsewhereNote stands for a frame whose document no walk of this target
+// can read.
+const elsewhereNote = "(a frame of another site, in a process of its own: its content is not in this snapshot)"
+
+// walkNode is one item as the walk returns it: a text run (a JSON
+// string) or an element.
+type walkNode struct {
+	text     string
+	Role     string     `json:"r"`
+	Name     string     `json:"n"`
+	Value    string     `json:"v"`
+	URL      string     `json:"u"`
+	Attrs    []string   `json:"a"`
+	Ref      string     `json:"f"`
+	Frame    string     `json:"o"`
+	Children []walkNode `json:"c"`
+}
+
+func (w *walkNode) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &w.text)
+	}
+	type plain walkNode
+	return json.Unmarshal(b, (*plain)(w))
+}
+
+type walkResult struct {
+	Items []walkNode `json:"items"`
+	Next  int        `json:"next"`
+	Title string     `json:"title"`
+}
+
+// walkSnapshot takes the snapshot's items with the in-page walk: the main
+// frame's document and the frames it can reach, then each frame of
+// another origin in a walk of its own.
+// It returns the items, the refs they name, and the document's title.
+// mainWorld is the walk's world in the main frame when the caller has it
+// already, or 0.
+func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld runtime.ExecutionContextID, old *refTable, tab target.ID, pageURL string) ([]*item, refTable, string, error) {
+	refs := refTable{
+		target: tab,
+		byRef:  make(map[string]refEntry),
+		next:   1,
+	}
+	if old != nil && old.next > 0 {
+		// A ref number is never given twice in a tab's session, so a ref
+		// of an earlier page or frame never names a node of this one.
+		refs.next = old.next
+	}
+	base, _ := url.Parse(pageURL)
+	w := &walker{ctx: ctx, refs: &refs, base: base, main: main, mainWorld: mainWorld}
+	items, title, err := w.frame(main, 0)
+	if err != nil {
+		return nil, refTable{}, "", err
+	}
+	return items, refs, title, nil
+}
+
+type walker struct {
+	ctx  context.Context
+	refs *refTable
+	base *url.URL
+	// oopif is the target of a frame of another site the walk runs in,
+	// through a session of its own; empty in the tab's own target.
+	oopif target.ID
+	// mainWorld, when not 0, is the walk's world in frame main.
+	main      cdp.FrameID
+	mainWorld runtime.ExecutionContextID
+}
+
+// maxFrameDepth bounds frames within frames.
+const maxFrameDepth = 8
+
+// frame walks the document of frame id and, within it, the frames of
+// other origins.
+func (w *walker) frame(id cdp.FrameID, depth int) ([]*item, string, error) {
+	ctxID := w.mainWorld
+	if id != w.main || ctxID == 0 {
+		var err error
+		if ctxID, err = worldIn(w.ctx, id); err != nil {
+			return nil, "", err
+		}
+	}
+	var res walkResult
+	if err := callIn(w.ctx, ctxID, walkJS, &res, w.refs.next); err != nil {
+		return nil, "", err
+	}
+	if res.Next > w.refs.next {
+		w.refs.next = res.Next
+	}
+	items := make([]*item, 0, len(res.Items))
+	for i := range res.Items {
+		items = append(items, w.item(&res.Items[i], id, ctxID, depth))
+	}
+	return items, res.Title, nil
+}
+
+// item turns a walked node into the item that prints, naming its ref in
+// the table and reading the frames the walk could not reach.
+func (w *walker) item(n *walkNode, frame cdp.FrameID, ctxID runtime.ExecutionContextID, depth int) *item {
+	if n.text != "" {
+		return &item{text: n.text}
+	}
+	it := &item{role: n.Role, name: n.Name, value: n.Value, attrs: n.Attrs, ref: n.Ref}
+	if n.URL != "" {
+		it.url = shortURL(w.base, n.URL)
+	}
+	if n.Ref != "" {
+		w.refs.byRef[n.Ref] = refEntry{frame: frame, oopif: w.oopif, role: n.Role, name: n.Name}
+	}
+	if len(n.Children) > 0 {
+		it.children = make([]*item, 0, len(n.Children))
+		for i := range n.Children {
+			it.children = append(it.children, w.item(&n.Children[i], frame, ctxID, depth))
+		}
+	}
+	if idx, ok := strings.CutPrefix(n.Frame, "frame:"); ok {
+		kids, err := w.childFrame(ctxID, idx, depth+1)
+		if err != nil || kids == nil {
+			it.value = joinValue(it.value, elsewhereNote)
+		} else {
+			it.children = kids
+		}
+	}
+	return it
+}
+
+// childFrame walks the frame the walk could not reach (another origin),
+// by the index the walk gave its element.
+func (w *walker) childFrame(ctxID runtime.ExecutionContextID, idx string, depth int) ([]*item, error) {
+	if depth > maxFrameDepth {
+		return nil, nil
+	}
+	i, err := strconv.Atoi(idx)
+	if err != nil {
+		return nil, err
+	}
+	obj, err := chromedp.Call(w.ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+		FunctionDeclaration: `(i) => globalThis.__hybroute.frames[i]`,
+		ExecutionContextID:  ctxID,
+		Arguments:           []*runtime.CallArgument{{Value: []byte(strconv.Itoa(i))}},
+		ObjectGroup:         walkWorld,
+	})
+	if err != nil || obj.Result == nil || obj.Result.ObjectID == "" {
+		return nil, fmt.Errorf("the frame element: %w", errWalk)
+	}
+	defer releaseWalkObjects(w.ctx)
+	d, err := chromedp.Call(w.ctx, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: obj.Result.ObjectID})
+	if err != nil || d.Node == nil || d.Node.FrameID == "" {
+		return nil, fmt.Errorf("the frame's id: %w", errWalk)
+	}
+	items, _, err := w.frame(d.Node.FrameID, depth)
+	if err == nil || w.oopif != "" {
+		return items, err
+	}
+	// A frame of another site has no document in this target (site
+	// isolation gives it a process of its own, a target of its own):
+	// the walk runs there, through a session of its own.
+	fctx, cancel, err := frameTarget(w.ctx, d.Node.FrameID)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	fw := &walker{ctx: fctx, refs: w.refs, base: w.base, oopif: target.ID(d.Node.FrameID)}
+	items, _, err = fw.frame(d.Node.FrameID, depth)
+	return items, err
+}
+
+// frameTarget attaches to the target of a frame of another site (its
+// target id is the frame's id). Its end detaches and leaves the frame be.
+func frameTarget(ctx context.Context, id cdp.FrameID) (context.Context, context.CancelFunc, error) {
+	fctx, cancel := chromedp.NewContext(ctx, chromedp.WithTargetID(target.ID(id)), chromedp.WithDetachOnCancel())
+	if err := chromedp.Do(fctx); err != nil {
+		cancel()
+		return nil, nil, fmt.Errorf("%w: attaching to the frame: %w", errWalk, err)
+	}
+	return fctx, cancel, nil
+}
+
+func releaseWalkObjects(ctx context.Context) {
+	_, _ = chromedp.Call(ctx, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: walkWorld})
+}
+
+// warmSnapshotWorld has Chromium make the walk's isolated world as each
+// document of the tab starts (and in the one it shows now), so the first
+// snapshot of a page just opened does not wait for it.
+func warmSnapshotWorld(ctx context.Context) {
+	_, _ = chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
+		Source: "0", WorldName: walkWorld, RunImmediately: new(true),
+	})
+}
+
+// worldIn is the walk's isolated world in frame id. Chromium keeps one
+// world per name and frame for the document's life, so the registry of
+// refs lasts as long as the document does.
+func worldIn(ctx context.Context, id cdp.FrameID) (runtime.ExecutionContextID, error) {
+	w, err := chromedp.Call(ctx, page.CreateIsolatedWorld, page.CreateIsolatedWorldParams{FrameID: id, WorldName: walkWorld})
+	if err != nil {
+		return 0, fmt.Errorf("%w: %w", errWalk, err)
+	}
+	return w.ExecutionContextID, nil
+}
+
+// callIn calls fn with args in an execution context and decodes its
+// value into out.
+func callIn(ctx context.Context, ctxID runtime.ExecutionContextID, fn string, out any, args ...any) error {
+	cargs, err := callArgs(args)
+	if err != nil {
+		return err
+	}
+	r, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+		FunctionDeclaration: fn, ExecutionContextID: ctxID, Arguments: cargs, ReturnByValue: new(true),
+	})
+	if err != nil {
+		return fmt.Errorf("%w: %w", errWalk, err)
+	}
+	if r.ExceptionDetails != nil {
+		return fmt.Errorf("%w: %s", errWalk, exceptionText(r.ExceptionDetails))
+	}
+	if r.Result == nil {
+		return fmt.Errorf("%w: no result", errWalk)
+	}
+	if err := json.Unmarshal(r.Result.Value, out); err != nil {
+		return fmt.Errorf("%w: %w", errWalk, err)
+	}
+	return nil
+}
+
+// pageNode finds the DOM node of a ref of the in-page walk, in the
+// registry of the frame it was walked in.
+func pageNode(ctx context.Context, ref string, e refEntry, main cdp.FrameID) (cdp.BackendNodeID, error) {
+	frame := e.frame
+	if frame == "" {
+		frame = main
+	}
+	ctxID, err := worldIn(ctx, frame)
+	if err != nil {
+		return 0, modelErrorf("the element %s is no longer in the page (its frame is gone); take a new snapshot", ref)
+	}
+	quoted, err := json.Marshal(ref)
+	if err != nil {
+		return 0, err
+	}
+	obj, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+		FunctionDeclaration: `(r) => { const h = globalThis.__hybroute; return h ? h.byRef.get(r) : undefined; }`,
+		ExecutionContextID:  ctxID,
+		Arguments:           []*runtime.CallArgument{{Value: quoted}},
+		ObjectGroup:         walkWorld,
+	})
+	if err != nil {
+		return 0, err
+	}
+	if obj.Result == nil || obj.Result.ObjectID == "" {
+		return 0, modelErrorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
+	}
+	defer releaseWalkObjects(ctx)
+	d, err := chromedp.Call(ctx, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: obj.Result.ObjectID})
+	if err != nil || d.Node == nil {
+		return 0, staleNode(ref, fmt.Errorf("describing the node: %w", err))
+	}
+	return d.Node.BackendNodeID, nil
+}
