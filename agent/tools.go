@@ -10,8 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -422,21 +420,9 @@ func (t *Toolset) back(ctx context.Context, s *session, key string, args json.Ra
 		return argError(err)
 	}
 	res, c, err := t.doEither(ctx, s, key, "", moves, func(ctx context.Context, c *call) error {
-		h, err := chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
-		if err != nil {
-			return err
-		}
-		if h.CurrentIndex <= 0 || int(h.CurrentIndex) >= len(h.Entries) {
-			return modelErrorf("there is no previous page in this tab's history")
-		}
-		prev := h.Entries[h.CurrentIndex-1].ID
-		// Not chromedp.NavigateBack: it waits for a load event, which a
-		// page restored from the back/forward cache never fires.
-		var started bool
-		return withNavFlag(ctx, c, &started, func() error {
-			_, err := chromedp.Call(ctx, page.NavigateToHistoryEntry, page.NavigateToHistoryEntryParams{EntryID: prev})
-			return err
-		})
+		// A history step navigates for sure: wait for it as forward does,
+		// so that the next call cannot cut it short.
+		return historyStep(ctx, c, -1)
 	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
 		c.moved = true
 		_, err := p.Back(ctx)
