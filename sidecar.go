@@ -693,8 +693,10 @@ func (s *sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAlloc
 			// browser context as a WebUI page in a renderer of its own,
 			// though headless has no omnibox to show it in: one renderer
 			// per session and about half the CPU a session costs. Both
-			// features are needed, each makes a popup of its own.
-			"WebUIOmniboxPopup,WebUIOmniboxAimPopup"),
+			// features are needed, each makes a popup of its own. The
+			// toolbar's reload button is WebUI too where it is enabled.
+			// Puppeteer turns the same three off.
+			"WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIReloadButton"),
 		chromedp.Flag("disable-gpu", true),
 		// Every site in a renderer of its own, whatever the build's
 		// default: headless shells leave cross-site frames in their

@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -186,14 +188,32 @@ func callTool(ctx context.Context, cs *mcp.ClientSession, s server, name string,
 	}
 	var b strings.Builder
 	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(t.Text)
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			b.WriteString(c.Text)
+		case *mcp.ImageContent:
+			if w, h, ok := pngSize(c.Data); ok {
+				imageSizes.Store(s.name, fmt.Sprintf("%d×%d", w, h))
+			}
 		}
 	}
 	if res.IsError {
 		return "", took, fmt.Errorf("%s %s: tool error: %.1000s", s.name, name, b.String())
 	}
 	return b.String(), took, nil
+}
+
+// imageSizes is the size of each server's last screenshot: a capture's
+// cost grows with its pixels, so the screenshot row compares like with
+// like only where the sizes agree.
+var imageSizes sync.Map // server name → "W×H"
+
+// pngSize reads a PNG's width and height from its header.
+func pngSize(b []byte) (w, h int, ok bool) {
+	if len(b) < 24 || string(b[1:4]) != "PNG" || string(b[12:16]) != "IHDR" {
+		return 0, 0, false
+	}
+	return int(binary.BigEndian.Uint32(b[16:20])), int(binary.BigEndian.Uint32(b[20:24])), true
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -243,6 +263,12 @@ func table(w io.Writer, servers []server, recs []*record, rounds int) {
 			fmt.Fprintf(w, "\n%s: %d of %d rounds ended early on a failed call (the first: %.300s)\n", s.name, n, rounds+1, recs[i].failed[0])
 		}
 	}
+	fmt.Fprint(w, "\nScreenshot sizes:")
+	for _, s := range servers {
+		size, _ := imageSizes.Load(s.name)
+		fmt.Fprintf(w, " %s %v;", s.name, size)
+	}
+	fmt.Fprint(w, "\n")
 	fmt.Fprint(w, "\nText bytes of the last response (what the model reads):\n\n| Response |")
 	for _, s := range servers {
 		fmt.Fprintf(w, " %s |", s.name)
