@@ -790,8 +790,13 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	logf := func(format string, args ...any) {
 		s.log.Debug("hybroute: local chromium: " + fmt.Sprintf(format, args...))
 	}
-	bctx, bcancel := chromedp.NewContext(allocCtx, chromedp.WithBrowserOption(
+	bctx, cancelBrowser := chromedp.NewContext(allocCtx, chromedp.WithBrowserOption(
 		chromedp.WithBrowserLogf(logf), chromedp.WithBrowserErrorf(logf)))
+	// Once: a close during the start calls it, and the failed start's
+	// cleanup again. chromedp's cancel waits on a one-token semaphore that
+	// is closed only once the browser ran, so a second call after a start
+	// that never got that far would wait for good.
+	bcancel := sync.OnceFunc(cancelBrowser)
 	unhook := context.AfterFunc(sctx, bcancel)
 	// A start cut short waits in chromedp for Chromium's output pipe to
 	// close, which its children hold open: kill them while it waits.
@@ -799,6 +804,7 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	defer close(started)
 	defer context.AfterFunc(sctx, func() { killUntil(dataDir, started) })()
 	err = chromedp.Do(bctx) // launches Chromium; its life is bound to bctx
+	splice.Launched()       // the allocation has returned: the start is over
 	if err == nil {
 		err = startGuard(sctx, guard, splice)
 	}

@@ -31,6 +31,41 @@ type Splice struct {
 	err  error
 	wg   sync.WaitGroup
 	made chan struct{}
+
+	// The child's ends of the pipes may be closed only once the process
+	// has started, or will never start: os/exec reads their descriptors
+	// while it starts it, and a descriptor closed then may be reused by
+	// another file and handed to the browser. launched says the start is
+	// over; dropChild is set once the ends are wanted closed before that.
+	launched  bool
+	dropChild bool
+	closeKids func()
+}
+
+// Launched tells the splice that the allocation has returned: Chromium
+// has started with its own copies of the pipe ends, or it never will. The
+// caller calls it once chromedp's allocation (the first Run of the
+// browser's context) has returned, whatever its outcome; the child's ends
+// a connection that ended early left open are closed then.
+func (s *Splice) Launched() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.launched = true
+	if s.dropChild && s.closeKids != nil {
+		s.closeKids()
+	}
+}
+
+// dropChildEnds closes the child's ends now if the start is over, or as
+// soon as Launched says it is.
+func (s *Splice) dropChildEnds() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.launched {
+		s.closeKids()
+		return
+	}
+	s.dropChild = true
 }
 
 // NewSplice returns a splice whose Mux will have hooks.
@@ -127,15 +162,20 @@ func (s *Splice) modify(cmd *exec.Cmd) {
 		// exit would never reach us as EOF.
 		childOnce.Do(func() { brR.Close(); brW.Close() })
 	}
+	s.mu.Lock()
+	s.closeKids = closeChild
+	s.mu.Unlock()
 	s.wg.Go(func() { // chromedp -> Chromium
 		defer m.Close()
-		defer closeChild()
+		// chromedp may give up while the process is still being started:
+		// the ends are closed only once the start is over (Launched).
+		defer s.dropChildEnds()
 		for {
 			msg := new(cdproto.Message)
 			if err := up.Read(context.Background(), msg); err != nil {
 				return
 			}
-			closeChild() // chromedp writes only once Chromium runs
+			closeChild() // chromedp writes only once Chromium runs: the start is over
 			if err := m.Write(context.Background(), msg); err != nil {
 				return
 			}

@@ -2,6 +2,7 @@ package cdpmux
 
 import (
 	"bytes"
+	"os"
 	"os/exec"
 	"testing"
 
@@ -55,4 +56,37 @@ func TestSpliceNeedsPipeMode(t *testing.T) {
 	assert.Nil(t, s.Mux())
 	assert.True(t, modified, "the caller's ModifyCmdFunc ran")
 	require.NotNil(t, cmd.SysProcAttr)
+}
+
+// TestSpliceKeepsTheChildEndsUntilLaunched: a connection that chromedp ends
+// while the browser is still being started leaves the child's pipe ends
+// open until Launched says the start is over (os/exec reads them while it
+// starts the process), and closes them then.
+func TestSpliceKeepsTheChildEndsUntilLaunched(t *testing.T) {
+	toChildR, toChildW, err := os.Pipe() // chromedp writes, the child reads fd 3
+	require.NoError(t, err)
+	fromChildR, fromChildW, err := os.Pipe() // the child writes fd 4, chromedp reads
+	require.NoError(t, err)
+	defer fromChildR.Close()
+	s := NewSplice(Hooks{})
+	cmd := exec.Command("chromium")
+	cmd.ExtraFiles = []*os.File{toChildR, fromChildW}
+	s.modify(cmd)
+	require.NoError(t, s.Err())
+	brR, brW := cmd.ExtraFiles[0], cmd.ExtraFiles[1]
+	require.NotSame(t, toChildR, brR, "the child gets pipes of the splice's own")
+
+	// chromedp gives up before the browser ran: its ends go.
+	require.NoError(t, toChildW.Close())
+	require.NoError(t, toChildR.Close())
+	require.NoError(t, fromChildW.Close())
+	<-s.Mux().Done()
+	s.Wait()
+	assert.NotEqual(t, ^uintptr(0), brR.Fd(), "the child's read end stays open while the start may still read it")
+	assert.NotEqual(t, ^uintptr(0), brW.Fd(), "the child's write end too")
+
+	s.Launched()
+	assert.Equal(t, ^uintptr(0), brR.Fd(), "closed once the start is over")
+	assert.Equal(t, ^uintptr(0), brW.Fd())
+	s.Launched() // twice is harmless
 }
