@@ -36,7 +36,7 @@ func processesOf(arg []byte) []int {
 	}
 	self := os.Getpid()
 	children := map[int][]int{}
-	var found []int
+	var next []int // the processes with arg, then their descendants
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self {
@@ -45,27 +45,22 @@ func processesOf(arg []byte) []int {
 		if ppid, ok := parentOf(pid); ok {
 			children[ppid] = append(children[ppid], pid)
 		}
-		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && hasArg(cmd, arg) {
-			found = append(found, pid)
+		if cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && hasArg(cmd, arg) {
+			next = append(next, pid)
 		}
 	}
-	seen := make(map[int]bool, len(found))
-	for i := 0; i < len(found); i++ {
-		pid := found[i]
-		if seen[pid] {
-			found = append(found[:i], found[i+1:]...)
-			i--
-			continue
-		}
-		seen[pid] = true
-		for _, c := range children[pid] {
-			if !seen[c] && c != self {
-				found = append(found, c)
-			}
+	var out []int
+	seen := map[int]bool{}
+	for len(next) > 0 {
+		pid := next[len(next)-1]
+		next = next[:len(next)-1]
+		if !seen[pid] {
+			seen[pid] = true
+			out = append(out, pid)
+			next = append(next, children[pid]...)
 		}
 	}
-	return found
+	return out
 }
 
 // parentOf is the parent pid of process pid, from /proc/PID/stat.

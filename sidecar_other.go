@@ -11,6 +11,9 @@ import (
 // chromedp's allocator still kills the browser process itself.
 func killProcessesWith(arg []byte) int { return 0 }
 
+// parentOf knows no parent off Linux: there is no /proc to read.
+func parentOf(pid int) (int, bool) { return 0, false }
+
 // processesOf finds nothing off Linux: there is no /proc to search.
 func processesOf(arg []byte) []int { return nil }
 

@@ -99,17 +99,8 @@ func renderersOf(browser int) []int {
 // descendsFrom reports whether pid is under ancestor in the process tree.
 func descendsFrom(pid, ancestor int) bool {
 	for range 8 {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return false
-		}
-		i := strings.LastIndexByte(string(b), ')')
-		f := strings.Fields(string(b)[i+2:])
-		if len(f) < 2 {
-			return false
-		}
-		pid, err = strconv.Atoi(f[1])
-		if err != nil || pid <= 1 {
+		var ok bool
+		if pid, ok = parentOf(pid); !ok || pid <= 1 {
 			return false
 		}
 		if pid == ancestor {
