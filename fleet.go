@@ -9,9 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 )
 
 // The router's side of the [Store]: every call to a shared store is bounded
@@ -41,7 +38,6 @@ type fleet struct {
 	timeout  time.Duration
 	provider string
 	log      *slog.Logger
-	tel      *telemetry
 
 	mu      sync.Mutex
 	down    bool      // a store failure was logged and no success seen since
@@ -79,11 +75,13 @@ func (l *lease) isLocal() bool {
 func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *fleet {
 	f := &fleet{
 		store: cfg.store, local: &MemoryStore{}, timeout: cfg.storeTimeout,
-		provider: provider, log: log, tel: tel,
+		provider: provider, log: log,
 		limit: cfg.providerConcurrency, ttl: cfg.slotTTL,
 	}
 	if f.store == nil {
 		f.store, f.own = f.local, true
+	} else {
+		f.store = tracedStore{Store: f.store, tel: tel}
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -92,7 +90,7 @@ func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *f
 }
 
 // call runs one call on the shared store, bounded by the timeout. It
-// returns false, having logged and counted the failure, when the store
+// returns false, having logged the failure (tracedStore counts it), when the store
 // failed or is being given a rest: the caller then uses f.local.
 func (f *fleet) call(ctx context.Context, op string, do func(ctx context.Context, s Store) error) bool {
 	if f.own {
@@ -118,7 +116,6 @@ func (f *fleet) call(ctx context.Context, op string, do func(ctx context.Context
 		}
 		return true
 	}
-	f.tel.storeErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("op", op)))
 	f.retryAt = time.Now().Add(storeRetry)
 	if !f.down {
 		f.down = true

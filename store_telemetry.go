@@ -1,0 +1,92 @@
+package hybroute
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// tracedStore is a shared Store decorated with the router's telemetry, as
+// tracedProvider is its provider: every operation is a span of its own and
+// every failure is counted by operation in one place, so the fleet's logic
+// and the Store implementations (redisstore, a user's own) know nothing of
+// telemetry. The in-process MemoryStore of a router without a shared store
+// is not decorated: it cannot fail and is not a dependency to watch.
+type tracedStore struct {
+	Store
+	tel *telemetry
+}
+
+// call runs one store operation inside a span and counts it when it
+// failed: the fleet then falls back to in-process state for it.
+func (s tracedStore) call(ctx context.Context, op string, do func(ctx context.Context) error) error {
+	ctx, span := s.tel.tracer.Start(ctx, "hybroute.store."+op, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("hybroute.provider", s.tel.provider)))
+	err := do(ctx)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+		s.tel.storeErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("op", op)))
+	}
+	span.End()
+	return err
+}
+
+func (s tracedStore) Window(ctx context.Context, provider string) (until time.Time, reason string, err error) {
+	err = s.call(ctx, "window", func(ctx context.Context) (err error) {
+		until, reason, err = s.Store.Window(ctx, provider)
+		return err
+	})
+	return until, reason, err
+}
+
+func (s tracedStore) OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error {
+	return s.call(ctx, "open_window", func(ctx context.Context) error {
+		return s.Store.OpenWindow(ctx, provider, until, reason)
+	})
+}
+
+func (s tracedStore) CloseWindow(ctx context.Context, provider string) error {
+	return s.call(ctx, "close_window", func(ctx context.Context) error {
+		return s.Store.CloseWindow(ctx, provider)
+	})
+}
+
+func (s tracedStore) TryProbe(ctx context.Context, provider string, ttl time.Duration) (got bool, err error) {
+	err = s.call(ctx, "try_probe", func(ctx context.Context) (err error) {
+		got, err = s.Store.TryProbe(ctx, provider, ttl)
+		return err
+	})
+	return got, err
+}
+
+func (s tracedStore) DoneProbe(ctx context.Context, provider string) error {
+	return s.call(ctx, "done_probe", func(ctx context.Context) error {
+		return s.Store.DoneProbe(ctx, provider)
+	})
+}
+
+func (s tracedStore) AcquireSlot(ctx context.Context, provider, holder string, limit int, ttl time.Duration) (got bool, err error) {
+	err = s.call(ctx, "acquire_slot", func(ctx context.Context) (err error) {
+		got, err = s.Store.AcquireSlot(ctx, provider, holder, limit, ttl)
+		return err
+	})
+	return got, err
+}
+
+func (s tracedStore) RenewSlot(ctx context.Context, provider, holder string, ttl time.Duration) (had bool, err error) {
+	err = s.call(ctx, "renew_slot", func(ctx context.Context) (err error) {
+		had, err = s.Store.RenewSlot(ctx, provider, holder, ttl)
+		return err
+	})
+	return had, err
+}
+
+func (s tracedStore) ReleaseSlot(ctx context.Context, provider, holder string) error {
+	return s.call(ctx, "release_slot", func(ctx context.Context) error {
+		return s.Store.ReleaseSlot(ctx, provider, holder)
+	})
+}
