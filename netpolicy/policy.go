@@ -70,7 +70,7 @@ func (p Policy) Refuse(v Verdict, w Where) error {
 		switch {
 		case w == Local && !p.PrivateOnLocal:
 			return Block(v, ReasonPrivate, nil)
-		case w != Local && !p.PrivateOnRemote:
+		case w == Remote && !p.PrivateOnRemote, w != Local && w != Remote:
 			return Block(v, ReasonPrivateOnRemote, nil)
 		}
 	}
@@ -79,8 +79,8 @@ func (p Policy) Refuse(v Verdict, w Where) error {
 
 // RefuseLiteral is Refuse for a URL literal of a call ([MarkLiteral]),
 // where w is the browser the call takes such a literal to: the secrets
-// rule adds that a literal carrying a credential is refused on a remote
-// browser unless SecretsOnRemote.
+// rule adds that a literal carrying a credential is refused on any browser
+// but the local one unless SecretsOnRemote.
 func (p Policy) RefuseLiteral(v Verdict, w Where) error {
 	if err := p.Refuse(v, w); err != nil {
 		return err
