@@ -140,20 +140,3 @@ func TestVerdictErrorsAreWrapped(t *testing.T) {
 	assert.Equal(t, netpolicy.ReasonMetadata, be.Reason)
 	assert.True(t, strings.HasPrefix(v.Err.Error(), "hybroute: blocked (metadata): URL targets a cloud metadata endpoint"), v.Err.Error())
 }
-
-func BenchmarkClassify(b *testing.B) {
-	p := newTestPolicy(b)
-	for _, bc := range []struct{ name, url string }{
-		{"IPv4Literal", "http://127.0.0.1:8080/api/v1/items"},
-		{"Metadata", "http://169.254.169.254/latest/meta-data/"},
-		{"Localhost", "http://localhost:3000/dashboard"},
-		{"NameResolved", "https://example.com/path?q=1"},
-	} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				_ = p.literal(bc.url)
-			}
-		})
-	}
-}
