@@ -37,6 +37,18 @@ func NewClassifier(res Resolver, allowedSchemes ...string) *Classifier {
 	return c
 }
 
+// Resolver is the resolver names are classified with: a check that
+// resolves a name itself (a cache of its own, a time limit) asks it, and
+// finishes the verdict with [Resolved].
+func (c *Classifier) Resolver() Resolver { return c.resolver }
+
+// AllowsScheme reports whether scheme (lower case, no colon) is one of the
+// non-web schemes this classifier accepts, which only the local browser
+// may open.
+func (c *Classifier) AllowsScheme(scheme string) bool {
+	return slices.Contains(c.allowedSchemes, scheme)
+}
+
 // Classify computes the class of rawURL. A name is answered from known,
 // the lookups of the call it belongs to, when they hold it (nil: none);
 // else the resolver is asked. It never fails: an unparseable URL is
@@ -86,7 +98,7 @@ func (c *Classifier) Parse(rawURL string) (v Verdict, name string) {
 		}
 		return invalidScheme(v, u.Scheme), ""
 	default:
-		if slices.Contains(c.allowedSchemes, u.Scheme) {
+		if c.AllowsScheme(u.Scheme) {
 			// An allowed non-web scheme (file:, say) reads this machine:
 			// it must never be sent to a remote browser.
 			v.Host = u.Host

@@ -140,3 +140,19 @@ func TestVerdictErrorsAreWrapped(t *testing.T) {
 	assert.Equal(t, netpolicy.ReasonMetadata, be.Reason)
 	assert.True(t, strings.HasPrefix(v.Err.Error(), "hybroute: blocked (metadata): URL targets a cloud metadata endpoint"), v.Err.Error())
 }
+
+func TestClassifierAllowedSchemes(t *testing.T) {
+	t.Parallel()
+	cls := netpolicy.NewClassifier(dnstest.Examples, "FILE:")
+	assert.True(t, cls.AllowsScheme("file"), "the scheme is read lower case, without its colon")
+	assert.False(t, cls.AllowsScheme("ftp"))
+	v := cls.Classify(context.Background(), "file:///etc/hostname", nil)
+	assert.Equal(t, netpolicy.ClassPrivate, v.Class, "a file: URL reads this machine: local only")
+	assert.NoError(t, v.Err)
+	strict := netpolicy.Policy{PrivateOnRemote: true}
+	assert.ErrorIs(t, strict.Refuse(v, netpolicy.Local), netpolicy.ErrPrivate,
+		"an allowed scheme is still private where private URLs are refused")
+	assert.Equal(t, netpolicy.ClassInvalid, netpolicy.NewClassifier(dnstest.Examples).Classify(context.Background(), "file:///etc/hostname", nil).Class)
+	assert.NotNil(t, netpolicy.NewClassifier(nil).Resolver(), "nil is net.DefaultResolver")
+	assert.Equal(t, netpolicy.Resolver(dnstest.Examples), cls.Resolver())
+}
