@@ -16,8 +16,6 @@ import (
 // answer cached would. Names not in the table fail like NXDOMAIN.
 type staticResolver = dnstest.Static
 
-var errNXDomain = dnstest.ErrNXDomain
-
 func addrs(ss ...string) []netip.Addr { return dnstest.Addrs(ss...) }
 
 // testResolver holds the names the verdict tests decide.
