@@ -20,11 +20,12 @@
 //	scan     URL literals of the call's code, read as a browser would
 //	  │        urlscan.go, internal/urlscan
 //	verdict  the class of one URL: metadata, private, public, no route, invalid
-//	  │        verdict.go, hostrules.go, internal/whatwg (hosts as Chromium
-//	  │        parses them), internal/metadata, lookups.go (one lookup per
-//	  │        host per call)
+//	  │        package netpolicy (classes, verdicts, operator host rules, one
+//	  │        lookup per host per call, the metadata table), internal/whatwg
+//	  │        (hosts as Chromium parses them), internal/metadata
 //	policy   the one allow/refuse rule and the routing table, from the options
-//	  │        policy.go, options.go
+//	  │        netpolicy.Policy (the rule), policy.go (the options turned
+//	  │        into it, routes, cache keys), options.go
 //	plan     the route and cache key of a call, from its verdicts
 //	  │        router.go (Plan, PlanNavigate), routes.go (a session's last route)
 //	session  one browser session per cache key, created once, released once

@@ -468,7 +468,7 @@ func (e *egressProxy) failRequest(w http.ResponseWriter, req *http.Request, err 
 func (e *egressProxy) fail(w http.ResponseWriter, hostport string, err error) {
 	status, what := http.StatusBadGateway, "could not connect"
 	if be, ok := errors.AsType[*BlockedError](err); ok {
-		status, what = http.StatusForbidden, be.Reason.phrase()+" ("+be.Reason.String()+")"
+		status, what = http.StatusForbidden, be.Reason.Phrase()+" ("+be.Reason.String()+")"
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

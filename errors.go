@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/hybroute/hybroute/internal/cdpcompat"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // Every error of the package a caller can test for: the sentinels, matched
@@ -23,7 +24,7 @@ var (
 	// names to resolve than [WithMaxHostsPerCall] allows. The call fails
 	// closed: nothing is routed, no name is resolved. Its message names the
 	// limit and the count.
-	ErrTooManyHosts = errors.New("hybroute: too many hosts in one call")
+	ErrTooManyHosts = netpolicy.ErrTooManyHosts
 	// ErrReleased is wrapped by the error of a call whose session was
 	// released under it ([Router.Release], the idle reaper, Close) or
 	// while it was being created. The session's next call starts afresh.
@@ -59,23 +60,23 @@ var (
 var (
 	// ErrMetadata is wrapped by the error of a URL that targets a cloud
 	// metadata endpoint.
-	ErrMetadata = errors.New("hybroute: URL targets a cloud metadata endpoint")
+	ErrMetadata = netpolicy.ErrMetadata
 	// ErrPrivate is wrapped by the error of a private URL that the options
 	// do not let through.
-	ErrPrivate = errors.New("hybroute: URL targets a private or internal address")
+	ErrPrivate = netpolicy.ErrPrivate
 	// ErrLookupTimeout is wrapped by the error of a request the browser's
 	// guard refused because the lookup of its host name timed out: an
 	// address it cannot see is one it cannot allow.
-	ErrLookupTimeout = errors.New("hybroute: the lookup of the URL's host timed out")
+	ErrLookupTimeout = netpolicy.ErrLookupTimeout
 	// ErrInvalidURL is wrapped by the error of a URL that cannot be routed.
-	ErrInvalidURL = errors.New("hybroute: invalid URL")
+	ErrInvalidURL = netpolicy.ErrInvalidURL
 	// ErrSecretInURL is wrapped by the error of a URL literal that carries a
 	// credential (a credential-named query parameter with a value, or a
 	// userinfo password) and would be opened by a remote browser: with
 	// hybrid routing such a call runs on the local browser instead; with
 	// auto-local off or a CDP override it is refused, unless
 	// [WithAllowSecretsInURLs] is on.
-	ErrSecretInURL = errors.New("hybroute: URL carries a credential; it is not sent to a cloud browser")
+	ErrSecretInURL = netpolicy.ErrSecretInURL
 )
 
 // The cloud and its fallback.
@@ -185,32 +186,12 @@ func remoteDead(browser string) error {
 		"the session is gone with its tabs, cookies and storage, the next call starts a new one"}
 }
 
-// BlockedError is the error of a URL that must not be opened. It wraps the
-// sentinel of its reason: [ErrMetadata], [ErrPrivate], [ErrInvalidURL] or
-// [ErrSecretInURL]. Its text shows the URL with its credentials redacted
-// and cut to a bounded length; the URL field holds it as given.
-type BlockedError struct {
-	URL    string
-	Class  Class
-	Reason Reason // why, by name
-	Detail error  // what the parser or resolver said, if anything
-}
-
-func (e *BlockedError) Error() string {
-	if e.Detail != nil {
-		return fmt.Sprintf("hybroute: blocked (%s): %s: %q: %s", e.Reason, e.Reason.phrase(), shownURL(e.URL), shownDetail(e.Detail))
-	}
-	return fmt.Sprintf("hybroute: blocked (%s): %s: %q", e.Reason, e.Reason.phrase(), shownURL(e.URL))
-}
-
-// Unwrap returns the reason's sentinel and the detail, so errors.Is finds
-// both.
-func (e *BlockedError) Unwrap() []error {
-	if e.Detail != nil {
-		return []error{e.Reason.sentinel(), e.Detail}
-	}
-	return []error{e.Reason.sentinel()}
-}
+// BlockedError is the error of a URL that must not be opened
+// ([netpolicy.BlockedError]). It wraps the sentinel of its reason:
+// [ErrMetadata], [ErrPrivate], [ErrInvalidURL] or [ErrSecretInURL]. Its
+// text shows the URL with its credentials redacted and cut to a bounded
+// length; the URL field holds it as given.
+type BlockedError = netpolicy.BlockedError
 
 // noCDPError is the message agent tools print for a cloud session without
 // a CDP endpoint, kept verbatim, without the package prefix, so that people

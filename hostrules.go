@@ -1,13 +1,6 @@
 package hybroute
 
-import (
-	"errors"
-	"fmt"
-	"net/netip"
-	"strings"
-
-	"github.com/hybroute/hybroute/internal/whatwg"
-)
+import "github.com/hybroute/hybroute/netpolicy"
 
 // Operator rules narrow what the security floor allows: a list of hosts a
 // router's browsers may reach (WithAllowedHosts) and a list they may not
@@ -21,7 +14,7 @@ import (
 // ErrHostRule is wrapped by the error of a URL or connection an operator
 // rule refused ([ReasonHostBlocked], [ReasonHostNotAllowed]), and by
 // [New]'s error for a pattern it cannot read.
-var ErrHostRule = errors.New("hybroute: refused by an operator host rule")
+var ErrHostRule = netpolicy.ErrHostRule
 
 // WithAllowedHosts lets the router's browsers reach only hosts that match
 // one of patterns, on every route: URL literals, every request the guard
@@ -44,127 +37,19 @@ func WithBlockedHosts(patterns ...string) Option {
 	return func(c *config) { c.blockedHosts = append(c.blockedHosts, patterns...) }
 }
 
-// operatorRules are the parsed operator rules; nil when there are none.
-type operatorRules struct {
-	allow, block []hostPattern
-}
-
-// hostPattern is one pattern: a host, a wildcard's suffix, or a prefix.
-type hostPattern struct {
-	host   string       // an exact host, as Chromium writes it
-	suffix string       // ".example.com" for *.example.com
-	prefix netip.Prefix // an address or an address prefix
-}
+// operatorRules are the parsed operator rules ([netpolicy.HostRules]);
+// nil when there are none.
+type operatorRules netpolicy.HostRules
 
 // parseHostRules reads the patterns of both lists; nil when both are
 // empty.
 func parseHostRules(allow, block []string) (*operatorRules, error) {
-	if len(allow) == 0 && len(block) == 0 {
-		return nil, nil
-	}
-	r := &operatorRules{}
-	for _, l := range [...]struct {
-		in  []string
-		out *[]hostPattern
-	}{{allow, &r.allow}, {block, &r.block}} {
-		for _, s := range l.in {
-			p, err := parseHostPattern(s)
-			if err != nil {
-				return nil, err
-			}
-			*l.out = append(*l.out, p)
-		}
-	}
-	return r, nil
+	r, err := netpolicy.ParseHostRules(allow, block)
+	return (*operatorRules)(r), err
 }
 
-func parseHostPattern(s string) (hostPattern, error) {
-	raw := strings.TrimSpace(s)
-	bad := func(why string) (hostPattern, error) {
-		return hostPattern{}, fmt.Errorf("%w: host pattern %q: %s", ErrHostRule, s, why)
-	}
-	if raw == "" {
-		return bad("empty")
-	}
-	if p, err := netip.ParsePrefix(raw); err == nil {
-		return hostPattern{prefix: p.Masked()}, nil
-	}
-	if a, err := netip.ParseAddr(strings.Trim(raw, "[]")); err == nil {
-		return hostPattern{prefix: netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())}, nil
-	}
-	wild := strings.HasPrefix(raw, "*.")
-	name := strings.TrimPrefix(raw, "*.")
-	if strings.ContainsAny(name, "*/:?#@[] ") {
-		return bad("want a host name, *.name, an IP address or an address prefix")
-	}
-	u, err := whatwg.Parse("http://" + name + "/")
-	if err != nil || u.Kind != whatwg.HostDomain {
-		return bad("not a host name Chromium would read")
-	}
-	host := strings.TrimSuffix(u.Host, ".")
-	if wild {
-		return hostPattern{suffix: "." + host}, nil
-	}
-	return hostPattern{host: host}, nil
-}
-
-// matchName reports whether a name pattern matches host.
-func (p hostPattern) matchName(host string) bool {
-	switch {
-	case p.host != "":
-		return host == p.host
-	case p.suffix != "":
-		return strings.HasSuffix(host, p.suffix)
-	}
-	return false
-}
-
-// refuse is the operator rules' reason to refuse v, or 0. Only URLs that
-// reach a host are held to them.
-func (r *operatorRules) refuse(v Verdict) Reason {
-	if r == nil || v.Host == "" || (v.Class != ClassPublic && v.Class != ClassPrivate) {
-		return 0
-	}
-	host := strings.TrimSuffix(v.Host, ".")
-	for _, p := range r.block {
-		if p.matchName(host) {
-			return ReasonHostBlocked
-		}
-		if p.prefix.IsValid() {
-			for _, a := range v.Addrs {
-				if p.prefix.Contains(a.Unmap()) {
-					return ReasonHostBlocked
-				}
-			}
-		}
-	}
-	if len(r.allow) == 0 {
-		return 0
-	}
-	for _, p := range r.allow {
-		if p.matchName(host) {
-			return 0
-		}
-	}
-	// An address prefix allows a URL only when every address is in one:
-	// a name with one address outside could be reached there.
-	if len(v.Addrs) == 0 {
-		return ReasonHostNotAllowed
-	}
-	for _, a := range v.Addrs {
-		in := false
-		for _, p := range r.allow {
-			if p.prefix.IsValid() && p.prefix.Contains(a.Unmap()) {
-				in = true
-				break
-			}
-		}
-		if !in {
-			return ReasonHostNotAllowed
-		}
-	}
-	return 0
-}
+// hostRules are the rules as the policy holds them.
+func (r *operatorRules) hostRules() *netpolicy.HostRules { return (*netpolicy.HostRules)(r) }
 
 // wsPatterns are the offline rules (guard.go) that stop WebSockets to
 // blocked hosts, which the Fetch domain never pauses: exact hosts,
@@ -176,16 +61,16 @@ func (r *operatorRules) wsPatterns() []string {
 		return nil
 	}
 	var out []string
-	for _, p := range r.block {
+	for _, p := range r.hostRules().Blocked() {
 		switch {
-		case p.host != "":
-			out = append(out, "ws{s}?://"+p.host+":*/*")
-		case p.suffix != "":
-			out = append(out, "ws{s}?://*"+p.suffix+":*/*")
-		case p.prefix.IsSingleIP() && p.prefix.Addr().Is4():
-			out = append(out, "ws{s}?://"+p.prefix.Addr().String()+":*/*")
-		case p.prefix.IsSingleIP():
-			out = append(out, "ws{s}?://["+p.prefix.Addr().String()+"]:*/*")
+		case p.Host != "":
+			out = append(out, "ws{s}?://"+p.Host+":*/*")
+		case p.Suffix != "":
+			out = append(out, "ws{s}?://*"+p.Suffix+":*/*")
+		case p.Prefix.IsSingleIP() && p.Prefix.Addr().Is4():
+			out = append(out, "ws{s}?://"+p.Prefix.Addr().String()+":*/*")
+		case p.Prefix.IsSingleIP():
+			out = append(out, "ws{s}?://["+p.Prefix.Addr().String()+"]:*/*")
 		}
 	}
 	return out

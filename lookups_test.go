@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,61 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/dnstest"
 )
 
-// slowResolver answers every name after a delay, as an uncached DNS does,
-// and counts: lookups per name, and the most lookups in flight at once.
-// It honours its context, as net.Resolver does.
-type slowResolver struct {
-	delay time.Duration
-	// answer gives the addresses of host for its nth lookup (from 1); nil
-	// means a public stand-in address.
-	answer func(host string, nth int) []netip.Addr
+// slowResolver answers every name after a delay and counts the lookups.
+type slowResolver = dnstest.Slow
 
-	mu       sync.Mutex
-	n        map[string]int
-	inFlight int
-	maxIn    int
-	total    int
-}
-
-func newSlowResolver(delay time.Duration) *slowResolver {
-	return &slowResolver{delay: delay, n: make(map[string]int)}
-}
-
-func (s *slowResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
-	s.mu.Lock()
-	s.n[host]++
-	nth := s.n[host]
-	s.total++
-	s.inFlight++
-	s.maxIn = max(s.maxIn, s.inFlight)
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.inFlight--
-		s.mu.Unlock()
-	}()
-	t := time.NewTimer(s.delay)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-t.C:
-	}
-	if s.answer != nil {
-		return s.answer(host, nth), nil
-	}
-	return addrs("93.184.215.14"), nil
-}
-
-// counts returns the total number of lookups, the most in flight at once,
-// and the lookups of host.
-func (s *slowResolver) counts(host string) (total, maxInFlight, ofHost int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.total, s.maxIn, s.n[host]
-}
+func newSlowResolver(delay time.Duration) *slowResolver { return dnstest.NewSlow(delay) }
 
 // manyURLsCode is a call that fetches n pages: on one host with different
 // paths, or one page on each of n hosts.
@@ -141,7 +92,7 @@ func TestPlanResolvesEachHostOnce(t *testing.T) {
 	p, err := r.Plan(context.Background(), "s", manyURLsCode(1000, true))
 	require.NoError(t, err)
 	require.Len(t, p.Verdicts, 1000)
-	total, _, ofHost := res.counts("shop.example")
+	total, _, ofHost := res.Counts("shop.example")
 	assert.Equal(t, 1, total, "1,000 URLs on one host make one lookup")
 	assert.Equal(t, 1, ofHost)
 	for _, v := range p.Verdicts {
@@ -164,7 +115,7 @@ func TestPlanLookupsAreConcurrentAndBounded(t *testing.T) {
 			p, err := r.Plan(context.Background(), "s", manyURLsCode(1000, false))
 			require.NoError(t, err)
 			require.Len(t, p.Verdicts, 1000)
-			total, maxIn, _ := res.counts("")
+			total, maxIn, _ := res.Counts("")
 			assert.Equal(t, 1000, total, "1,000 hosts make 1,000 lookups")
 			assert.LessOrEqual(t, maxIn, want, "at most the bound in flight")
 			assert.Greater(t, maxIn, 1, "lookups run concurrently")
@@ -206,7 +157,7 @@ func TestPlanEndsWithItsContext(t *testing.T) {
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.NotEmpty(t, p.Verdicts)
 			assert.ErrorIs(t, p.Verdicts[0].Err, ErrMetadata, "a cancelled plan's verdicts still say what is refused")
-			_, inFlight, _ := res.counts("")
+			_, inFlight, _ := res.Counts("")
 			assert.LessOrEqual(t, inFlight, DefaultLookupConcurrency)
 
 			p, err = r.Plan(context.Background(), "s", `document.title`)
@@ -221,7 +172,7 @@ func TestPlanRebindingHostGetsOneVerdict(t *testing.T) {
 	// Public for the first query, private for every later one; other
 	// names are looked up alongside.
 	res := newSlowResolver(time.Millisecond)
-	res.answer = func(host string, nth int) []netip.Addr {
+	res.Answer = func(host string, nth int) []netip.Addr {
 		if host == "rebind.example" && nth > 1 {
 			return addrs("10.0.0.7")
 		}
@@ -234,7 +185,7 @@ func TestPlanRebindingHostGetsOneVerdict(t *testing.T) {
 	}
 	p, err := r.Plan(context.Background(), "s", code.String())
 	require.NoError(t, err)
-	_, _, ofHost := res.counts("rebind.example")
+	_, _, ofHost := res.Counts("rebind.example")
 	assert.Equal(t, 1, ofHost)
 	n := 0
 	for _, v := range p.Verdicts {
@@ -250,7 +201,7 @@ func TestPlanRebindingHostGetsOneVerdict(t *testing.T) {
 	// The other way round: private first, so the whole call is local and
 	// no later public answer can pull it to the cloud.
 	res = newSlowResolver(time.Millisecond)
-	res.answer = func(host string, nth int) []netip.Addr {
+	res.Answer = func(host string, nth int) []netip.Addr {
 		if nth == 1 {
 			return addrs("10.0.0.7")
 		}
@@ -264,7 +215,7 @@ func TestPlanRebindingHostGetsOneVerdict(t *testing.T) {
 		assert.Equal(t, ClassPrivate, v.Class, v.URL)
 	}
 	assert.Equal(t, RouteLocal, p.Route)
-	total, _, _ := res.counts("")
+	total, _, _ := res.Counts("")
 	assert.Equal(t, 1, total, "a trailing dot names the same host")
 }
 
@@ -285,7 +236,7 @@ func TestPlanTooManyHostsFailsClosed(t *testing.T) {
 	assert.Contains(t, err.Error(), "names 11 hosts")
 	assert.Contains(t, err.Error(), "the limit is 10")
 	assert.Empty(t, p.Verdicts, "nothing is decided")
-	total, _, _ := res.counts("")
+	total, _, _ := res.Counts("")
 	assert.Zero(t, total, "no name is resolved")
 
 	// The default is generous: a 4,000-host call, the largest scraping

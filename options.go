@@ -6,18 +6,18 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/netip"
 	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
-// Resolver looks up the addresses of a name. *net.Resolver satisfies it.
-type Resolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
+// Resolver looks up the addresses of a name ([netpolicy.Resolver]).
+// *net.Resolver satisfies it.
+type Resolver = netpolicy.Resolver
 
 // Option configures a [Router].
 type Option func(*config)

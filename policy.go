@@ -1,59 +1,62 @@
 package hybroute
 
 import (
-	"errors"
-	"fmt"
-	"strings"
+	"context"
+
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // The policy is the one place where a URL's class meets the router's
-// options. The plan asks it for every URL literal, the guard for every
-// request it pauses, the landed-URL check for the URL a tab ended on, and
-// the egress check for every connection of the local browser: they cannot
-// disagree, because they ask the same value the same question.
+// options. The rule itself is [netpolicy.Policy]; this file turns the
+// options into it, and owns what belongs to routing: where a call's
+// private URLs go, the route of a call and its cache key. The plan asks the
+// policy for every URL literal, the guard for every request it pauses, the
+// landed-URL check for the URL a tab ended on, and the egress check for
+// every connection of the local browser: they cannot disagree, because
+// they ask the same value the same question.
 
-// Reason names why a URL or a connection was refused. Its String is the
-// name logs and errors use.
-type Reason int
+// Reason names why a URL or a connection was refused ([netpolicy.Reason]).
+// Its String is the name logs and errors use.
+type Reason = netpolicy.Reason
 
 const (
 	// ReasonMetadata is a cloud metadata endpoint: refused on every route,
 	// whatever the options.
-	ReasonMetadata Reason = iota + 1
+	ReasonMetadata = netpolicy.ReasonMetadata
 	// ReasonPrivate is a private address on the local browser of a router
 	// whose options let no private URL run (auto-local off, so a cloud
 	// session's local fallback refuses them too).
-	ReasonPrivate
+	ReasonPrivate = netpolicy.ReasonPrivate
 	// ReasonPrivateOnRemote is a private address that would be opened by a
 	// remote browser (a cloud session or a CDP override) without
 	// [WithAllowPrivateURLs].
-	ReasonPrivateOnRemote
+	ReasonPrivateOnRemote = netpolicy.ReasonPrivateOnRemote
 	// ReasonRedirectToPrivate is a redirect from a public address to a
 	// private one: refused, not followed, on every route.
-	ReasonRedirectToPrivate
+	ReasonRedirectToPrivate = netpolicy.ReasonRedirectToPrivate
 	// ReasonInvalidURL is a URL Chromium would refuse to parse, or one with
 	// no host to decide on.
-	ReasonInvalidURL
+	ReasonInvalidURL = netpolicy.ReasonInvalidURL
 	// ReasonSchemeNotAllowed is a URL of a scheme hybroute does not route
 	// (javascript:, chrome:, file: unless [WithAllowedSchemes] names it, …).
-	ReasonSchemeNotAllowed
+	ReasonSchemeNotAllowed = netpolicy.ReasonSchemeNotAllowed
 	// ReasonLookupTimeout is a request the browser's guard paused whose
 	// host name did not resolve within the guard's limit: refused (fail
 	// closed), since its address, and so its class, is unknown.
-	ReasonLookupTimeout
+	ReasonLookupTimeout = netpolicy.ReasonLookupTimeout
 	// ReasonSecretInURL is a URL literal that carries a credential (see
 	// [Verdict].Credential) and would be opened by a remote browser. With
 	// hybrid routing such a URL does not meet it: it takes the call local,
 	// as a private one does. Only literals are held to it: a page that
 	// redirects to a URL with a token (an OAuth flow) is normal web
 	// behaviour, and neither the guard nor the landed-URL check refuses it.
-	ReasonSecretInURL
+	ReasonSecretInURL = netpolicy.ReasonSecretInURL
 	// ReasonHostBlocked is a host an operator rule blocks
 	// ([WithBlockedHosts]).
-	ReasonHostBlocked
+	ReasonHostBlocked = netpolicy.ReasonHostBlocked
 	// ReasonHostNotAllowed is a host the operator's allow list does not
 	// name ([WithAllowedHosts]).
-	ReasonHostNotAllowed
+	ReasonHostNotAllowed = netpolicy.ReasonHostNotAllowed
 	// ReasonPrivateNotNamed is a connection of the local browser to a
 	// private address that no call of its session named: a private
 	// address is reached only by the session whose call named that host,
@@ -61,64 +64,8 @@ const (
 	// (egress_grant.go). A public page on the local browser (a URL with a
 	// token, a fallback, a page a call or a link went to) reaches public
 	// addresses only.
-	ReasonPrivateNotNamed
+	ReasonPrivateNotNamed = netpolicy.ReasonPrivateNotNamed
 )
-
-// reasons are the name of each reason and the sentinel errors.Is finds.
-var reasons = [...]struct {
-	name     string
-	sentinel error
-}{
-	ReasonMetadata:          {"metadata", ErrMetadata},
-	ReasonPrivate:           {"private", ErrPrivate},
-	ReasonPrivateOnRemote:   {"private_on_remote", ErrPrivate},
-	ReasonRedirectToPrivate: {"redirect_to_private", ErrPrivate},
-	ReasonInvalidURL:        {"invalid_url", ErrInvalidURL},
-	ReasonSchemeNotAllowed:  {"scheme_not_allowed", ErrInvalidURL},
-	ReasonLookupTimeout:     {"lookup_timeout", ErrLookupTimeout},
-	ReasonSecretInURL:       {"secret_in_url", ErrSecretInURL},
-	ReasonHostBlocked:       {"host_blocked", ErrHostRule},
-	ReasonHostNotAllowed:    {"host_not_allowed", ErrHostRule},
-	ReasonPrivateNotNamed:   {"private_not_named", ErrPrivate},
-}
-
-func (r Reason) known() bool { return r > 0 && int(r) < len(reasons) }
-
-// String returns the reason's name, as logs and errors print it.
-func (r Reason) String() string {
-	if r.known() {
-		return reasons[r].name
-	}
-	return fmt.Sprintf("Reason(%d)", int(r))
-}
-
-// sentinel is the error errors.Is finds for the reason; an unknown reason
-// is an invalid URL (fail closed).
-func (r Reason) sentinel() error {
-	if r.known() {
-		return reasons[r].sentinel
-	}
-	return ErrInvalidURL
-}
-
-// phrase is what the reason means, in the words of the security rules
-// (docs/security.md).
-func (r Reason) phrase() string {
-	return strings.TrimPrefix(r.sentinel().Error(), "hybroute: ")
-}
-
-// blocked is the refusal of v for reason.
-func blocked(v Verdict, reason Reason, detail error) *BlockedError {
-	return &BlockedError{URL: v.URL, Class: v.Class, Reason: reason, Detail: detail}
-}
-
-// reasonOf is the reason of a refusal, for a log attribute.
-func reasonOf(err error) string {
-	if be, ok := errors.AsType[*BlockedError](err); ok {
-		return be.Reason.String()
-	}
-	return ""
-}
 
 // where is the browser a URL would be opened on, as the policy sees it.
 type where int
@@ -137,6 +84,9 @@ const (
 // policy is what the router's options allow, and where its calls run. New
 // builds one; it never changes after that, so it is shared without a lock.
 type policy struct {
+	cls  *netpolicy.Classifier // classifies with resolver and allowedSchemes
+	rule netpolicy.Policy      // the allow/refuse rule, from the switches below
+
 	resolver       Resolver // names are classified with it
 	allowedSchemes []string // extra schemes, local-only (WithAllowedSchemes)
 
@@ -173,71 +123,64 @@ func newPolicy(cfg *config, hasProvider bool, tel *telemetry) *policy {
 	// sent to the sidecar; otherwise only an explicit allow lets it run,
 	// on the local fallback too.
 	p.localPrivate = p.local || p.hybrid || cfg.allowPrivate
+	p.cls = netpolicy.NewClassifier(p.resolver, p.allowedSchemes...)
+	p.rule = netpolicy.Policy{
+		PrivateOnLocal:  p.localPrivate,
+		PrivateOnRemote: p.remotePrivate,
+		SecretsOnRemote: p.remoteSecrets,
+		Hosts:           p.rules.hostRules(),
+	}
 	return p
 }
 
 // refuse is the allow/refuse rule: nil when a URL of verdict v may be opened
-// at w, else a *BlockedError that names the reason. Metadata and URLs that
-// cannot be routed are refused everywhere; a private address is refused
-// where the options do not let one run.
+// at w, else a *BlockedError that names the reason. A URL literal of a plan
+// is judged where the router's routes take a private one, and held to the
+// secrets rule there.
 func (p *policy) refuse(v Verdict, w where) error {
-	if r := p.rules.refuse(v); r != 0 {
-		return blocked(v, r, nil)
+	if w == inPlan {
+		return p.rule.RefuseLiteral(v, p.at(w))
 	}
-	switch v.Class {
-	case ClassMetadata:
-		return blocked(v, ReasonMetadata, nil)
-	case ClassInvalid:
-		if v.Err != nil {
-			return v.Err // the classifier's refusal, with what was wrong
-		}
-		return blocked(v, ReasonInvalidURL, nil)
-	case ClassPrivate:
-		if w == inPlan {
-			w = p.privateRoute()
-		}
-		switch {
-		case w == onLocal && !p.localPrivate:
-			return blocked(v, ReasonPrivate, nil)
-		case w == onRemote && !p.remotePrivate:
-			return blocked(v, ReasonPrivateOnRemote, nil)
-		}
-	}
-	if w == inPlan && p.keepsOffRemote(v) && !p.local && !p.hybrid {
-		// Nothing takes it local: a CDP override, or auto-local off.
-		return blocked(v, ReasonSecretInURL, secretDetail(v.Credential))
-	}
-	return nil
-}
-
-// keepsOffRemote reports whether the secrets rule keeps v, a URL literal,
-// off remote browsers: it carries a credential, and no option allows it.
-func (p *policy) keepsOffRemote(v Verdict) bool {
-	return v.Credential != "" && !p.remoteSecrets && (v.Class == ClassPublic || v.Class == ClassPrivate)
-}
-
-// secretDetail names the credential a URL carries, for its refusal.
-func secretDetail(name string) error {
-	if name == "password" {
-		return errors.New("a userinfo password; WithAllowSecretsInURLs(true) lets it through")
-	}
-	return fmt.Errorf("query parameter %q; WithAllowSecretsInURLs(true) lets it through", name)
+	return p.rule.Refuse(v, p.at(w))
 }
 
 // refuseHop is refuse for one document request of a tab, which may be a
 // hop of a redirect chain: a private hop after a public one is refused on
 // every route, as that is how a public page walks a browser into a LAN.
 func (p *policy) refuseHop(v Verdict, w where, afterPublic bool) error {
-	if err := p.refuse(v, w); err != nil {
-		return err
-	}
-	if afterPublic && v.Class == ClassPrivate {
-		return blocked(v, ReasonRedirectToPrivate, errRedirectFromPublic)
-	}
-	return nil
+	return p.rule.RefuseHop(v, p.at(w), afterPublic)
 }
 
-var errRedirectFromPublic = errors.New("redirect from a public address")
+// at is the browser w names, as the rule sees it: a URL literal of a plan
+// is opened where the routes take a private URL.
+func (p *policy) at(w where) netpolicy.Where {
+	if w == inPlan {
+		w = p.privateRoute()
+	}
+	if w == onLocal {
+		return netpolicy.Local
+	}
+	return netpolicy.Remote
+}
+
+// classify computes the class of rawURL, with the policy's resolver and
+// schemes. It leaves Err set only for ClassInvalid, with the detail of what
+// was wrong.
+func (p *policy) classify(ctx context.Context, rawURL string) Verdict {
+	return p.cls.Classify(ctx, rawURL, nil)
+}
+
+// classifyWith is classify that takes a name's answers from the call's
+// lookups when they hold it, instead of asking the resolver again.
+func (p *policy) classifyWith(ctx context.Context, rawURL string, known *callLookups) Verdict {
+	return p.cls.Classify(ctx, rawURL, known.np())
+}
+
+// classifyParsed is the part of classify that needs no DNS
+// ([netpolicy.Classifier.Parse]).
+func (p *policy) classifyParsed(rawURL string) (v Verdict, name string) {
+	return p.cls.Parse(rawURL)
+}
 
 // privateRoute is the browser the router's routes send a private URL to.
 func (p *policy) privateRoute() where {
@@ -251,7 +194,7 @@ func (p *policy) privateRoute() where {
 // private URL that is not refused, or a URL literal that carries a
 // credential (the secret_in_url rule: kept off the cloud browser).
 func (p *policy) routesLocally(v Verdict) bool {
-	return p.hybrid && v.Err == nil && (v.Class == ClassPrivate || p.keepsOffRemote(v))
+	return p.hybrid && v.Err == nil && (v.Class == ClassPrivate || p.rule.KeepsOffRemote(v))
 }
 
 // route is the README's "Which URL goes where" table, for one call whose URL

@@ -149,20 +149,6 @@ func TestRefuseIsOneRule(t *testing.T) {
 	}
 }
 
-func TestReasonNames(t *testing.T) {
-	t.Parallel()
-	for r, want := range map[Reason]string{ReasonMetadata: "metadata", ReasonPrivate: "private",
-		ReasonPrivateOnRemote: "private_on_remote", ReasonRedirectToPrivate: "redirect_to_private",
-		ReasonInvalidURL: "invalid_url", ReasonSchemeNotAllowed: "scheme_not_allowed", Reason(0): "Reason(0)", Reason(99): "Reason(99)"} {
-		assert.Equal(t, want, r.String())
-	}
-	for r, want := range map[Reason]error{ReasonMetadata: ErrMetadata, ReasonPrivate: ErrPrivate,
-		ReasonPrivateOnRemote: ErrPrivate, ReasonRedirectToPrivate: ErrPrivate,
-		ReasonInvalidURL: ErrInvalidURL, ReasonSchemeNotAllowed: ErrInvalidURL} {
-		assert.ErrorIs(t, &BlockedError{Reason: r}, want, r.String())
-	}
-}
-
 // The URLs a tab lands on that load nothing are allowed everywhere; the
 // browser's own pages are not URLs hybroute routes, so a tab that lands on
 // one is refused like any other invalid URL.

@@ -10,7 +10,8 @@ import (
 // Redaction: API keys, signing keys and URL tokens never appear in an error
 // or a log line, in any of the forms a URL or an error quotes them
 // (internal/redact lists the spellings), and a URL is printed only through
-// shownURL or, for a provider's CDP URL, redactURL.
+// redact.Display (a refusal prints it so, netpolicy.BlockedError) or, for a
+// provider's CDP URL, redactURL.
 
 // redactErr returns err with every secret removed from its text, and the
 // URL of a *url.Error in its redacted form, still unwrapping to err (so
@@ -45,16 +46,3 @@ func (e *redactedError) Unwrap() error { return e.err }
 // session ids) replaced by REDACTED. A string that does not parse as a URL
 // comes back as "[unparseable URL]".
 func redactURL(s string) string { return redact.URL(s) }
-
-// shownURL is every other URL as errors and logs print it (a refused URL,
-// the page a tab landed on, a guard's refusal): its userinfo password and
-// credential-named query values redacted, and cut to a bounded length with
-// the real length noted, so a 1 MiB URL does not make a 1 MiB error.
-func shownURL(s string) string { return redact.Display(s) }
-
-// shownDetail is the text of a refusal's detail, bounded: a parser's error
-// may quote the whole input.
-func shownDetail(err error) string {
-	msg := err.Error()
-	return redact.Cut(msg, 2*redact.MaxDisplay, len(msg))
-}

@@ -200,7 +200,7 @@ func (t *telemetry) countPlan(ctx context.Context, route Route, vs []Verdict, re
 	}
 	t.plans.Add(ctx, 1, t.planOpts[route][planClass(vs)]...)
 	if reason != 0 {
-		if !reason.known() {
+		if reason < 0 || int(reason) >= len(t.blockedOpts) {
 			reason = ReasonInvalidURL
 		}
 		t.blocked.Add(ctx, 1, t.blockedOpts[reason]...)

@@ -1,9 +1,11 @@
 // Package metadata is the one table of the cloud metadata services that
-// hybroute blocks on every route. The address classifier of the root
-// package takes its metadata blocks from here, the in-browser guard derives
-// its Fetch patterns and its WebSocket rules from here, and the scanner of
-// URL literals reads the names from here, so that none of them can know an
-// endpoint the others miss (TestTableCoverage in the root package).
+// hybroute blocks on every route. The address and name classifiers of
+// package netpolicy take their metadata blocks and names from here (and
+// netpolicy.Metadata shows the table read-only), the in-browser guard
+// derives its Fetch patterns and its WebSocket rules from here, and the
+// scanner of URL literals reads the names from here, so that none of them
+// can know an endpoint the others miss (TestMetadataTableCoverage in the
+// root package, TestVerdictMetadataBlocksAreTheTable in netpolicy).
 package metadata
 
 import (

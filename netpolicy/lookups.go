@@ -1,0 +1,245 @@
+package netpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The name lookups of one call. A call's code can name a thousand pages;
+// resolving each literal on its own, one after the other, would make a call
+// wait for a thousand lookups in a row, and let a rebinding name be public
+// for one literal and private for the next. So a call resolves each
+// distinct name once, a bounded number at a time, under the caller's
+// context, and every literal of that name is decided on that one answer.
+// A guard and a landed-URL check reuse the answers while the call runs; an
+// egress check does not (it resolves at connect time, and dials what it
+// resolved).
+
+// ErrTooManyHosts is wrapped by the error of [Classifier.ClassifyAll] for a
+// call that names more distinct host names to resolve than its limit. The
+// call fails closed: nothing is decided, no name is resolved. Its message
+// names the limit and the count.
+var ErrTooManyHosts = errors.New("hybroute: too many hosts in one call")
+
+// Answer is what the resolver said for one name.
+type Answer struct {
+	Addrs []netip.Addr
+	Err   error
+}
+
+// hostAnswer is the answer of one name of a call.
+type hostAnswer struct {
+	name string
+	Answer
+}
+
+// Lookups is the answers one call's names got, by the name the resolver
+// was asked: one lookup per host per call. It is complete before anyone
+// reads it and never changes after, so a guard's goroutines read it
+// without a lock. A nil *Lookups holds nothing.
+type Lookups struct {
+	answers []hostAnswer     // in the order the call names them
+	index   map[string]int32 // name → answer, once the call names more than a few
+	few     [2]hostAnswer    // the answers of a call of one or two names, without another allocation
+}
+
+// indexFrom is how many names a call may have before Lookups indexes them:
+// a call of a few names finds them faster in the slice, and with no map to
+// allocate.
+const indexFrom = 8
+
+func (l *Lookups) find(name string) (int32, bool) {
+	if l.index != nil {
+		k, ok := l.index[name]
+		return k, ok
+	}
+	for k := range l.answers {
+		if l.answers[k].name == name {
+			return int32(k), true
+		}
+	}
+	return 0, false
+}
+
+func (l *Lookups) add(name string) int32 {
+	k := int32(len(l.answers))
+	l.answers = append(l.answers, hostAnswer{name: name})
+	switch {
+	case l.index != nil:
+		l.index[name] = k
+	case len(l.answers) > indexFrom:
+		l.index = make(map[string]int32, 2*len(l.answers))
+		for i, a := range l.answers {
+			l.index[a.name] = int32(i)
+		}
+	}
+	return k
+}
+
+// Get is the answer the call got for name (as the resolver was asked it:
+// no trailing dot), and whether the call named it.
+func (l *Lookups) Get(name string) (Answer, bool) {
+	if l == nil {
+		return Answer{}, false
+	}
+	k, ok := l.find(name)
+	if !ok {
+		return Answer{}, false
+	}
+	return l.answers[k].Answer, true
+}
+
+// Len is the number of names the call resolved.
+func (l *Lookups) Len() int {
+	if l == nil {
+		return 0
+	}
+	return len(l.answers)
+}
+
+// ClassifyAll fills vs (as long as urls) with the verdicts of urls, the
+// classes only (refusing is the [Policy]'s), resolving each distinct name
+// once, at most concurrency at a time. It returns the answers, for the
+// guard and the landed-URL check of the call, or nil when no name was
+// resolved. It fails with [ErrTooManyHosts] before any lookup when the
+// call names more than maxHosts names, and with the context's error when
+// the context ends first; then the verdicts that waited on a lookup carry
+// that error as their ResolveErr.
+func (c *Classifier) ClassifyAll(ctx context.Context, urls []string, vs []Verdict, maxHosts, concurrency int) (*Lookups, error) {
+	var (
+		pending []int32 // per URL: the index of the answer it waits on, or -1
+		look    *Lookups
+		few     [8]int32 // pending's room in a call of a few URLs
+	)
+	for i, u := range urls {
+		v, name := c.Parse(u)
+		vs[i] = v
+		if name == "" {
+			if pending != nil {
+				pending[i] = -1
+			}
+			continue
+		}
+		if pending == nil {
+			// The first name of the call: from here on every URL says
+			// which answer it waits on.
+			if len(urls) <= len(few) {
+				pending = few[:len(urls)]
+			} else {
+				pending = make([]int32, len(urls))
+			}
+			for j := range i {
+				pending[j] = -1
+			}
+			look = &Lookups{}
+			look.answers = look.few[:0]
+		}
+		k, ok := look.find(name)
+		if !ok {
+			k = look.add(name)
+		}
+		pending[i] = k
+	}
+	if look == nil {
+		return nil, nil
+	}
+	if n := len(look.answers); n > maxHosts {
+		return nil, fmt.Errorf("%w: the call names %d hosts to resolve, the limit is %d", ErrTooManyHosts, n, maxHosts)
+	}
+	err := c.lookupAll(ctx, look.answers, concurrency)
+	for i, k := range pending {
+		if k < 0 {
+			continue
+		}
+		if err != nil {
+			vs[i] = Resolved(vs[i], nil, err)
+			continue
+		}
+		a := &look.answers[k]
+		vs[i] = Resolved(vs[i], a.Addrs, a.Err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return look, nil
+}
+
+// lookupsAloneFor is how long a call's lookups run one after the other on
+// the caller's goroutine before others join in. A resolver that answers
+// from a cache answers a whole call's names in less, with no goroutine
+// started; one that asks the network takes 20–50 ms for a single name, so
+// after this the call's names are shared out.
+const lookupsAloneFor = time.Millisecond
+
+// lookupRun is the lookups of one call in progress: the next answer to
+// fill, and the goroutines that joined the caller's.
+type lookupRun struct {
+	ctx     context.Context
+	res     Resolver
+	answers []hostAnswer
+	helpers int
+
+	next   atomic.Int64
+	joined sync.WaitGroup // the helpers are started
+	pool   sync.WaitGroup // the helpers
+}
+
+// work resolves the next name without an answer until none is left or the
+// context ends.
+func (l *lookupRun) work() {
+	for l.ctx.Err() == nil {
+		i := int(l.next.Add(1) - 1)
+		if i >= len(l.answers) {
+			return
+		}
+		a := &l.answers[i]
+		a.Addrs, a.Err = l.res.LookupNetIP(l.ctx, "ip", a.name)
+	}
+}
+
+func (l *lookupRun) join() {
+	defer l.joined.Done()
+	for range l.helpers {
+		l.pool.Go(l.work)
+	}
+}
+
+// lookupAll fills the answers, under ctx. The caller's goroutine resolves
+// the names one after the other; when that takes longer than
+// lookupsAloneFor, more goroutines join it, up to concurrency in all. When
+// ctx ends, no new lookup starts and the lookups in flight end with it (the
+// [Resolver] honours its context, as net.Resolver does); lookupAll then
+// returns ctx's error. No lookup outlives it.
+func (c *Classifier) lookupAll(ctx context.Context, answers []hostAnswer, concurrency int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	helpers := min(len(answers), concurrency) - 1
+	if helpers < 1 {
+		// One name, as in most calls (or no concurrency): nothing to share.
+		for i := range answers {
+			if ctx.Err() != nil {
+				break
+			}
+			a := &answers[i]
+			a.Addrs, a.Err = c.resolver.LookupNetIP(ctx, "ip", a.name)
+		}
+		return ctx.Err()
+	}
+	l := &lookupRun{ctx: ctx, res: c.resolver, answers: answers, helpers: helpers}
+	l.joined.Add(1)
+	join := time.AfterFunc(lookupsAloneFor, l.join)
+	l.work()
+	if !join.Stop() {
+		l.joined.Wait()
+		l.pool.Wait()
+	}
+	// A lookup that failed because ctx ended as it finished must not
+	// pass for a name that does not resolve.
+	return ctx.Err()
+}

@@ -1,0 +1,37 @@
+package hybroute
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestBridgeTablesCoverEveryName: the tables telemetry sizes its metric
+// attributes by hold every class and every reason netpolicy names, and
+// no more: the first index past each is one netpolicy does not know.
+func TestBridgeTablesCoverEveryName(t *testing.T) {
+	t.Parallel()
+	for c := range classNames {
+		assert.Equal(t, Class(c).String(), classNames[c])
+		assert.NotContains(t, classNames[c], "Class(")
+	}
+	assert.Equal(t, fmt.Sprintf("Class(%d)", len(classNames)), Class(len(classNames)).String())
+	for r := 1; r < len(reasons); r++ {
+		assert.NotContains(t, Reason(r).String(), "Reason(", "reason %d", r)
+	}
+	assert.Equal(t, fmt.Sprintf("Reason(%d)", len(reasons)), Reason(len(reasons)).String())
+}
+
+// TestWSPatternsOfTheBlockList: the guard's WebSocket rules name every
+// blocked host, wildcard and single address, in the block list's order;
+// a wider prefix and the allow list cannot be written as such a rule.
+func TestWSPatternsOfTheBlockList(t *testing.T) {
+	t.Parallel()
+	rules, err := parseHostRules([]string{"allowed.test"}, []string{"Bad.test", "*.evil.test", "10.1.2.3", "[::1]", "10.0.0.0/8"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ws{s}?://bad.test:*/*", "ws{s}?://*.evil.test:*/*", "ws{s}?://10.1.2.3:*/*", "ws{s}?://[::1]:*/*"}, rules.wsPatterns())
+	var none *operatorRules
+	assert.Nil(t, none.wsPatterns())
+}
