@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -407,6 +408,38 @@ func TestEgressOwnerRefusalsKeepSentinels(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// flipResolver answers the first lookup of a name with first and every
+// later one with then: a rebinding DNS server.
+type flipResolver struct {
+	first, then []netip.Addr
+	n           atomic.Int32
+}
+
+func (f *flipResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if f.n.Add(1) == 1 {
+		return f.first, nil
+	}
+	return f.then, nil
+}
+
+// TestEgressDecidesWithOneLookup: a decision asks the resolver once and
+// hands the proxy the addresses it was made on, which are all the proxy
+// dials (internal/egress's TestDialsOnlyDecidedAddrs); a later decision
+// sees a rebound answer and refuses it.
+func TestEgressDecidesWithOneLookup(t *testing.T) {
+	t.Parallel()
+	res := &flipResolver{first: addrs("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"), then: addrs("169.254.169.254")}
+	o := egressOwner{testPolicy(res, true)}
+	d, err := o.Decide(context.Background(), "flip.test:443")
+	require.NoError(t, err)
+	assert.Equal(t, res.first, d.Addrs)
+	assert.False(t, d.Private)
+	assert.EqualValues(t, 1, res.n.Load(), "one lookup for the decision")
+	_, err = o.Decide(context.Background(), "flip.test:443")
+	assert.ErrorIs(t, err, ErrMetadata, "the rebound answer is decided afresh")
+	assert.EqualValues(t, 2, res.n.Load())
+}
 
 // BenchmarkEgress measures a page load through the egress proxy against
 // one without it: two Chromiums of the same build with the same flags, one

@@ -222,7 +222,7 @@ type localTab struct {
 	stop context.CancelFunc // detaches chromedp from the tab; guarded by mu
 	bcID cdp.BrowserContextID
 	proc *chromiumProc
-	door *egressSession // the context's own door into the egress proxy, and its grant (egress_grant.go)
+	door *egressSession // the context's own door into the egress proxy, and its grant (internal/egress)
 
 	// settle tells the sidecar that the key's first call is done, so the
 	// spare it took may be replaced now (refillLater); nil for a tab that
@@ -631,7 +631,7 @@ func (s *sidecar) running() (*chromiumProc, error) {
 // would let any local process drive the browser (and leave chromedp's pipe
 // transport), and the profile directory is the sidecar's to make and remove.
 // The proxy flags are managed too: every connection of the local browser
-// goes through the egress check (egress.go), and no flag may take it away.
+// goes through the egress check (internal/egress), and no flag may take it away.
 // Site isolation stays on: a flag may not put sites in one process.
 var managedFlags = []string{"remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe", "user-data-dir",
 	"proxy-server", "proxy-bypass-list", "no-proxy-server", "proxy-pac-url", "proxy-auto-detect",
