@@ -42,7 +42,9 @@
 //	  │            chromedp), internal/cdpcompat (the protocol of each major)
 //	  └─ egress  every connection the local Chromium makes, decided on the
 //	               address it dials, private ones by grant per session
-//	               egress.go, egress_grant.go, egress_leave.go
+//	               internal/egress (the proxy, its doors and grants),
+//	               egress_owner.go (the policy's decisions, a call's grant),
+//	               egress_leave.go (a page leaving its grant)
 //
 // The guard, the landed-URL check and the egress check decide a request
 // with the same verdict and the same policy as the plan, so a URL the plan

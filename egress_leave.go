@@ -14,7 +14,7 @@ import (
 // watchDocuments is the guard's hooks on the local browser's pipe, with
 // one more look at each paused request: a document a page (a session's tab
 // or a popup) starts to load from a host its session's grant does not
-// cover ends the grant (egressProxy.leave). It runs on the Mux's reader
+// cover ends the grant (egress.Proxy.Leave). It runs on the Mux's reader
 // before the guard's own hook, which answers the request on a goroutine
 // of its own: the grant is gone before the request goes on, so no script
 // of the new page ever runs with it.
@@ -45,5 +45,5 @@ func leaveOn(g *browserGuard, e *egressProxy, msg *cdproto.Message) {
 	if ti == nil || ti.Type != "page" || ti.BrowserContextID == "" {
 		return
 	}
-	e.leave(string(ti.BrowserContextID), ev.Request.URL)
+	e.Leave(string(ti.BrowserContextID), ev.Request.URL)
 }

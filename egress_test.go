@@ -1,7 +1,6 @@
 package hybroute
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha1"
 	"encoding/base64"
@@ -12,9 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,9 +19,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/egress"
 )
 
 // The names of the egress tests. The resolver calls imds.test metadata and
@@ -309,7 +306,7 @@ func TestEgressProxyCannotBeRemoved(t *testing.T) {
 	assert.Contains(t, args, "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "WebRTC UDP cannot go around the proxy")
 	assert.Contains(t, args, "--proxy-bypass-list=<-loopback>")
 	assert.Contains(t, args, "--disable-quic")
-	assert.Equal(t, "http://"+currentProc(t, s).egress.addr(), proxy)
+	assert.Equal(t, "http://"+currentProc(t, s).egress.Addr(), proxy)
 }
 
 // The decision itself, without a browser.
@@ -376,6 +373,42 @@ func TestDecideEgress(t *testing.T) {
 	}
 }
 
+// The proxy's refusals are the policy's: what the owner hands it is an
+// *egress.Refusal the proxy answers with 403, that still unwraps to the
+// *BlockedError and the sentinel of its reason.
+func TestEgressOwnerRefusalsKeepSentinels(t *testing.T) {
+	t.Parallel()
+	o := egressOwner{testPolicy(egressResolver(), true)}
+	for _, c := range []struct {
+		err      error
+		sentinel error
+		reason   Reason
+	}{
+		{second(o.Decide(context.Background(), "169.254.169.254:80")), ErrMetadata, ReasonMetadata},
+		{second(o.Decide(context.Background(), "example.com")), ErrInvalidURL, ReasonInvalidURL},
+		{o.Ungranted("10.0.0.5:80", egress.Decision{Host: "10.0.0.5", Addrs: addrs("10.0.0.5"), Port: 80, Private: true}), ErrPrivate, ReasonPrivateNotNamed},
+	} {
+		r, ok := errors.AsType[*egress.Refusal](c.err)
+		require.True(t, ok, "%v", c.err)
+		assert.Equal(t, c.reason.String(), r.Reason)
+		assert.ErrorIs(t, c.err, c.sentinel)
+		be, ok := errors.AsType[*BlockedError](c.err)
+		require.True(t, ok)
+		assert.Equal(t, c.reason, be.Reason)
+	}
+	_, err := o.Decide(context.Background(), "nowhere.test:80")
+	require.Error(t, err)
+	_, ok := errors.AsType[*egress.Refusal](err)
+	assert.False(t, ok, "a name that does not resolve is no refusal: there is nothing to dial")
+	d, err := o.Decide(context.Background(), "localhost:3000")
+	require.NoError(t, err)
+	assert.True(t, d.Private)
+	assert.Equal(t, loopbackAddrs(), d.Addrs)
+	assert.EqualValues(t, 3000, d.Port)
+}
+
+func second[T any](_ T, err error) error { return err }
+
 // flipResolver answers the first lookup of a name with first and every
 // later one with then: a rebinding DNS server.
 type flipResolver struct {
@@ -390,182 +423,22 @@ func (f *flipResolver) LookupNetIP(ctx context.Context, network, host string) ([
 	return f.then, nil
 }
 
-// recordingDialer records what it is asked to dial and fails or answers
-// with one end of a pipe.
-type recordingDialer struct {
-	mu    sync.Mutex
-	addrs []string
-	fail  map[string]bool
-}
-
-func (d *recordingDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	d.mu.Lock()
-	d.addrs = append(d.addrs, addr)
-	d.mu.Unlock()
-	if d.fail[addr] {
-		return nil, errors.New("connection refused")
-	}
-	a, b := net.Pipe()
-	go func() { _ = b.Close() }()
-	return a, nil
-}
-
-func (d *recordingDialer) got() []string {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]string(nil), d.addrs...)
-}
-
-// TestEgressDialsOnlyClassifiedAddrs: the dialer is handed exactly the
-// addresses that were classified, once each, in order; a name is looked up
-// once per connection, so a rebinding answer cannot slip in between the
-// check and the dial; and a later connection is decided afresh.
-func TestEgressDialsOnlyClassifiedAddrs(t *testing.T) {
-	// Not parallel: goleak sees every goroutine of the process.
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+// TestEgressDecidesWithOneLookup: a decision asks the resolver once and
+// hands the proxy the addresses it was made on, which are all the proxy
+// dials (internal/egress's TestDialsOnlyDecidedAddrs); a later decision
+// sees a rebound answer and refuses it.
+func TestEgressDecidesWithOneLookup(t *testing.T) {
+	t.Parallel()
 	res := &flipResolver{first: addrs("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"), then: addrs("169.254.169.254")}
-	d := &recordingDialer{fail: map[string]bool{"93.184.215.14:443": true}}
-	e, err := startEgress(testPolicy(res, true), d.dial, slog.New(slog.DiscardHandler))
+	o := egressOwner{testPolicy(res, true)}
+	d, err := o.Decide(context.Background(), "flip.test:443")
 	require.NoError(t, err)
-	defer e.close()
-
-	c, err := e.dialChecked(context.Background(), nil, "tcp", "flip.test:443")
-	require.NoError(t, err)
-	_ = c.Close()
-	assert.Equal(t, []string{"93.184.215.14:443", "[2606:2800:21f:cb07:6820:80da:af6b:8b2c]:443"}, d.got(),
-		"the first answer failed, the second was tried; nothing else")
-	assert.EqualValues(t, 1, res.n.Load(), "one lookup for the connection")
-
-	_, err = e.dialChecked(context.Background(), nil, "tcp", "flip.test:443")
-	assert.ErrorIs(t, err, ErrMetadata, "the rebound answer is decided when it is dialled")
-	assert.Len(t, d.got(), 2, "and never dialled")
-
-	_, err = e.dialChecked(context.Background(), nil, "tcp", "169.254.169.254:80")
-	assert.ErrorIs(t, err, ErrMetadata)
-	assert.Len(t, d.got(), 2)
-}
-
-// TestEgressProxyAnswers drives the proxy with Go's HTTP client, as
-// Chromium would: absolute-form requests and CONNECT tunnels, refusals as
-// 403 with a short body, and Close leaving no goroutine behind.
-func TestEgressProxyAnswers(t *testing.T) {
-	// Not parallel: goleak sees every goroutine of the process.
-	s := newProbeSite(t)
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	logs := &logBuffer{}
-	e, err := startEgress(testPolicy(egressResolver(), true), loopbackDialer(t), slog.New(slog.NewTextHandler(logs, nil)))
-	require.NoError(t, err)
-	defer e.close()
-	pu, _ := url.Parse("http://" + e.addr())
-	tr := &http.Transport{Proxy: http.ProxyURL(pu)}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-
-	get := func(u string) (int, string) {
-		resp, err := client.Get(u)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	code, body := get(s.url(publicHost, "/via-proxy?q=%zz&x=1"))
-	assert.Equal(t, 200, code)
-	assert.Contains(t, body, "<title>/via-proxy</title>")
-	_, err = client.Get(s.url(imdsHost, "/imds-get"))
-	require.Error(t, err, "a refused plain-HTTP request gets no answer: a network error, like a failed connection")
-	_, err = client.Get(s.url("nowhere.test", "/x"))
-	require.Error(t, err, "so does a name that does not resolve")
-	assert.False(t, s.reached("/imds-get"))
-
-	// CONNECT: refused with 403, allowed with a working tunnel.
-	connect := func(target string) (int, net.Conn, *bufio.Reader) {
-		c, err := net.Dial("tcp", e.addr())
-		require.NoError(t, err)
-		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
-		br := bufio.NewReader(c)
-		resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-		require.NoError(t, err)
-		if resp.StatusCode != 200 {
-			_ = c.Close()
-			return resp.StatusCode, nil, nil
-		}
-		return resp.StatusCode, c, br
-	}
-	connectBody := func(target string) (int, string) {
-		c, err := net.Dial("tcp", e.addr())
-		require.NoError(t, err)
-		defer c.Close()
-		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
-		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	code, body = connectBody(net.JoinHostPort(imdsHost, s.port))
-	assert.Equal(t, http.StatusForbidden, code)
-	assert.Contains(t, body, "cloud metadata")
-	code, _ = connectBody(net.JoinHostPort("nowhere.test", s.port))
-	assert.Equal(t, http.StatusBadGateway, code, "a name that does not resolve is not a refusal, there is nothing to dial")
-	code, c, br := connect(net.JoinHostPort(publicHost, s.port))
-
-	require.Equal(t, 200, code)
-	fmt.Fprintf(c, "GET /tunnelled HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", publicHost)
-	resp, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
-	b, _ := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	_ = c.Close()
-	assert.Contains(t, string(b), "<title>/tunnelled</title>")
-
-	// A WebSocket upgrade sent as a plain absolute-form request (not how
-	// Chromium sends one, but a proxy must not let it slip): decided like
-	// any other request.
-	upgrade := func(host string) (string, error) {
-		c, err := net.Dial("tcp", e.addr())
-		require.NoError(t, err)
-		defer c.Close()
-		target := net.JoinHostPort(host, s.port)
-		fmt.Fprintf(c, "GET http://%s/ws HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-			"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n", target, target)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			return "", err
-		}
-		_ = resp.Body.Close()
-		return resp.Status, nil
-	}
-	st, err := upgrade(publicHost)
-	require.NoError(t, err)
-	assert.Equal(t, "101 Switching Protocols", st)
-	_, err = upgrade(imdsHost)
-	assert.Error(t, err, "a refused upgrade gets no answer")
-
-	// The browser-wide door reaches no private address; a door whose
-	// grant covers it does.
-	code, _ = connectBody(net.JoinHostPort("127.0.0.1", s.port))
-	assert.Equal(t, http.StatusForbidden, code, "a connection of no session is public only")
-	door := loopbackDoor(t, e)
-	via := func(proxy, target string) (int, net.Conn) {
-		c, err := net.Dial("tcp", proxy)
-		require.NoError(t, err)
-		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
-		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
-		require.NoError(t, err)
-		return resp.StatusCode, c
-	}
-
-	// A tunnel still open when the proxy closes is closed with it.
-	code, open := via(door, net.JoinHostPort("127.0.0.1", s.port))
-	require.Equal(t, http.StatusOK, code)
-	require.NotNil(t, open)
-	defer open.Close()
-	tr.CloseIdleConnections()
-	e.close()
-	require.NoError(t, open.SetReadDeadline(time.Now().Add(5*time.Second)))
-	_, err = open.Read(make([]byte, 1))
-	assert.ErrorIs(t, err, io.EOF, "the proxy closed the tunnel")
-	assert.Equal(t, 1, logs.count("host="+imdsHost+" "), "refusals of one host are logged once")
+	assert.Equal(t, res.first, d.Addrs)
+	assert.False(t, d.Private)
+	assert.EqualValues(t, 1, res.n.Load(), "one lookup for the decision")
+	_, err = o.Decide(context.Background(), "flip.test:443")
+	assert.ErrorIs(t, err, ErrMetadata, "the rebound answer is decided afresh")
+	assert.EqualValues(t, 2, res.n.Load())
 }
 
 // BenchmarkEgress measures a page load through the egress proxy against
@@ -578,14 +451,14 @@ func BenchmarkEgress(b *testing.B) {
 	requireChromium(b)
 	s := newProbeSite(b)
 	ctx := testCtx(b)
-	e, err := startEgress(testPolicy(egressResolver(), true), loopbackDialer(b), slog.New(slog.DiscardHandler))
+	e, err := startEgress(ctx, testPolicy(egressResolver(), true), loopbackDialer(b), slog.New(slog.DiscardHandler))
 	require.NoError(b, err)
-	defer e.close()
+	defer e.Close()
 
 	for _, via := range []string{"direct", "proxy"} {
 		var flags []string
 		if via == "proxy" {
-			flags = []string{"--proxy-server=http://" + e.addr(), "--proxy-bypass-list=<-loopback>", "--disable-quic"}
+			flags = []string{"--proxy-server=http://" + e.Addr(), "--proxy-bypass-list=<-loopback>", "--disable-quic"}
 		}
 		c := cloudtest.LaunchChromium(b, flags...)
 		rt, err := connectRemote(ctx, c.WSURL, nil, "the benchmark browser", nil)
@@ -610,165 +483,5 @@ func BenchmarkEgress(b *testing.B) {
 		}
 		_ = rt.close(ctx)
 		c.Close()
-	}
-}
-
-// BenchmarkEgressConnect is the latency the proxy adds to one new
-// connection: a request on a fresh connection each time, straight to the
-// server, through the proxy as a plain HTTP request, and through a CONNECT
-// tunnel. The name is one the resolver answers at once.
-func BenchmarkEgressConnect(b *testing.B) {
-	s := newProbeSite(b)
-	e, err := startEgress(testPolicy(egressResolver(), true), loopbackDialer(b), slog.New(slog.DiscardHandler))
-	require.NoError(b, err)
-	defer e.close()
-	pu, _ := url.Parse("http://" + e.addr())
-	run := func(b *testing.B, tr *http.Transport, u string) {
-		defer tr.CloseIdleConnections()
-		client := &http.Client{Transport: tr}
-		for b.Loop() {
-			resp, err := client.Get(u)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-		}
-	}
-	b.Run("direct", func(b *testing.B) {
-		run(b, &http.Transport{DisableKeepAlives: true}, s.url("127.0.0.1", "/c"))
-	})
-	b.Run("proxy-http", func(b *testing.B) {
-		run(b, &http.Transport{DisableKeepAlives: true, Proxy: http.ProxyURL(pu)}, s.url(publicHost, "/c"))
-	})
-	b.Run("proxy-connect", func(b *testing.B) {
-		// Go's client tunnels https only; dial the tunnel by hand.
-		for b.Loop() {
-			c, err := net.Dial("tcp", e.addr())
-			if err != nil {
-				b.Fatal(err)
-			}
-			target := net.JoinHostPort(publicHost, s.port)
-			fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\nGET /c HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", target, target, target)
-			br := bufio.NewReader(c)
-			resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
-			if err != nil || resp.StatusCode != 200 {
-				b.Fatal(err, resp)
-			}
-			resp, err = http.ReadResponse(br, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			_ = c.Close()
-		}
-	})
-}
-
-// A tunnel whose client has gone is ended, even when the server never
-// closes: a page cannot pile up held connections.
-func TestEgressTunnelEndsWithItsClient(t *testing.T) {
-	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	go func() { // a silent server that never closes
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
-	e, err := startEgress(testPolicy(egressResolver(), true), loopbackDialer(t), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	defer e.close()
-	door := loopbackDoor(t, e)
-	for range 20 {
-		c, err := net.Dial("tcp", door)
-		require.NoError(t, err)
-		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", ln.Addr())
-		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode)
-		_ = c.Close()
-	}
-	assert.Eventually(t, func() bool { e.mu.Lock(); defer e.mu.Unlock(); return len(e.conns) == 0 },
-		10*time.Second, 20*time.Millisecond, "every upstream connection of a closed tunnel is closed")
-}
-
-// Hostile host names cannot grow the warning table or the log.
-func TestEgressLongHostsStayBounded(t *testing.T) {
-	t.Parallel()
-	logs := &logBuffer{}
-	e, err := startEgress(testPolicy(staticResolver{}, false), loopbackDialer(t), slog.New(slog.NewTextHandler(logs, nil)))
-	require.NoError(t, err)
-	defer e.close()
-	for i := range 10 {
-		host := fmt.Sprintf("%d%s.internal:80", i, strings.Repeat("a", 100_000))
-		c, err := net.Dial("tcp", e.addr())
-		require.NoError(t, err)
-		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", host)
-		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
-		require.NoError(t, err)
-		require.Equal(t, http.StatusForbidden, resp.StatusCode)
-		_ = c.Close()
-	}
-	e.warnMu.Lock()
-	total := 0
-	for k := range e.warned {
-		total += len(k)
-	}
-	e.warnMu.Unlock()
-	assert.Less(t, total, 10*1024, "the table keeps cut names")
-	assert.Less(t, len(logs.String()), 64*1024, "the log keeps cut names")
-}
-
-// blockingResolver answers only after its context ends, and late.
-type blockingResolver struct{ entered chan struct{} }
-
-func (b blockingResolver) LookupNetIP(ctx context.Context, _, _ string) ([]netip.Addr, error) {
-	close(b.entered)
-	<-ctx.Done()
-	time.Sleep(200 * time.Millisecond)
-	return nil, ctx.Err()
-}
-
-// close waits for dials in flight: nothing of the proxy outlives it.
-func TestEgressCloseWaitsForDials(t *testing.T) {
-	// Not parallel: goleak sees every goroutine of the process.
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	br := blockingResolver{entered: make(chan struct{})}
-	e, err := startEgress(testPolicy(br, true), loopbackDialer(t), slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	pu, err := url.Parse("http://" + e.addr())
-	require.NoError(t, err)
-	tr := &http.Transport{Proxy: http.ProxyURL(pu)}
-	defer tr.CloseIdleConnections()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if r, err := (&http.Client{Transport: tr}).Get("http://slow.test:81/"); err == nil {
-			_ = r.Body.Close()
-		}
-	}()
-	select {
-	case <-br.entered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the proxy never asked the resolver")
-	}
-	closed := make(chan struct{})
-	go func() { e.close(); close(closed) }()
-	select {
-	case <-closed:
-	case <-time.After(30 * time.Second):
-		t.Fatal("close did not end the lookup in flight")
-	}
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the client's request did not end after close")
 	}
 }

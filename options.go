@@ -60,7 +60,7 @@ type config struct {
 	// lookup may take before the request is refused
 	guardLookup time.Duration
 
-	// connect-time egress check of the local browser (egress.go)
+	// connect-time egress check of the local browser (internal/egress)
 	egressDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// sessions (session.go, fallback.go)

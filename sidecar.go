@@ -202,7 +202,7 @@ func (p *chromiumProc) stop() error {
 			p.guard.wait()
 		}
 		if p.egress != nil {
-			p.egress.close() // after the process: nothing is left to connect through it
+			p.egress.Close() // after the process: nothing is left to connect through it
 		}
 		if rerr := removeProfile(p.dataDir); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -222,7 +222,7 @@ type localTab struct {
 	stop context.CancelFunc // detaches chromedp from the tab; guarded by mu
 	bcID cdp.BrowserContextID
 	proc *chromiumProc
-	door *egressSession // the context's own door into the egress proxy, and its grant (egress_grant.go)
+	door *egressSession // the context's own door into the egress proxy, and its grant (internal/egress)
 
 	// settle tells the sidecar that the key's first call is done, so the
 	// spare it took may be replaced now (refillLater); nil for a tab that
@@ -269,7 +269,7 @@ func (t *localTab) close() error {
 	t.closeOnce.Do(func() {
 		// Last, after the context: nothing of it connects through the
 		// door then.
-		defer t.door.close()
+		defer t.door.Close()
 		t.mu.Lock()
 		stop := t.stop
 		t.mu.Unlock()
@@ -531,7 +531,7 @@ func (s *sidecar) fillSpare(proc *chromiumProc) {
 func makeTab(fctx context.Context, proc *chromiumProc, key string, cfg *config) (*localTab, error) {
 	// The context's own door into the egress proxy: a connection through
 	// it is this context's, and reaches what its session was granted.
-	door, err := proc.egress.openSession()
+	door, err := proc.egress.OpenDoor(fctx)
 	if err != nil {
 		return nil, err
 	}
@@ -539,13 +539,13 @@ func makeTab(fctx context.Context, proc *chromiumProc, key string, cfg *config) 
 	cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	res, err := cdp.Call(cctx, proc.browser, target.CreateBrowserContext,
 		target.CreateBrowserContextParams{DisposeOnDetach: new(true),
-			ProxyServer: "http://" + door.addr(), ProxyBypassList: proxyBypassList})
+			ProxyServer: "http://" + door.Addr(), ProxyBypassList: proxyBypassList})
 	cancel()
 	if err != nil {
-		door.close()
+		door.Close()
 		return nil, proc.wrap(fmt.Errorf("creating a browser context: %w", err))
 	}
-	door.bind(string(res.BrowserContextID))
+	door.Bind(string(res.BrowserContextID))
 	tctx, stop := chromedp.NewContext(proc.ctx,
 		chromedp.WithExistingBrowserContext(res.BrowserContextID),
 		// Cancelling detaches only; close disposes of the browser context,
@@ -631,7 +631,7 @@ func (s *sidecar) running() (*chromiumProc, error) {
 // would let any local process drive the browser (and leave chromedp's pipe
 // transport), and the profile directory is the sidecar's to make and remove.
 // The proxy flags are managed too: every connection of the local browser
-// goes through the egress check (egress.go), and no flag may take it away.
+// goes through the egress check (internal/egress), and no flag may take it away.
 // Site isolation stays on: a flag may not put sites in one process.
 var managedFlags = []string{"remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe", "user-data-dir",
 	"proxy-server", "proxy-bypass-list", "no-proxy-server", "proxy-pac-url", "proxy-auto-detect",
@@ -752,13 +752,13 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	}
 	s.starts.Add(1)
 	// The egress proxy is up before Chromium makes its first connection.
-	egress, err := startEgress(s.pol, s.cfg.egressDialer, s.log)
+	egress, err := startEgress(sctx, s.pol, s.cfg.egressDialer, s.log)
 	if err != nil {
 		return nil, err
 	}
-	opts, err := s.allocatorOptions(path, egress.addr())
+	opts, err := s.allocatorOptions(path, egress.Addr())
 	if err != nil {
-		egress.close()
+		egress.Close()
 		return nil, err
 	}
 	// Our own temp profile (not chromedp's), so we know its name: stop finds
@@ -771,11 +771,11 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 		}
 	}
 	if err != nil {
-		egress.close()
+		egress.Close()
 		return nil, fmt.Errorf("hybroute: making a temp profile for local Chromium: %w", err)
 	}
 	if err := writeProfilePrefs(dataDir); err != nil {
-		egress.close()
+		egress.Close()
 		if rerr := removeProfile(dataDir); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
@@ -823,7 +823,7 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 		if rerr := removeProfile(dataDir); rerr != nil {
 			s.log.Warn("hybroute: removing the temp profile of a failed Chromium start", "dir", dataDir, "err", rerr)
 		}
-		egress.close()
+		egress.Close()
 		if serr := sctx.Err(); serr != nil {
 			return nil, serr
 		}

@@ -111,8 +111,8 @@ func run[T any](ctx context.Context, tab *localTab, a chromedp.Action[T]) (T, er
 func navigate(t *testing.T, ctx context.Context, tab *localTab, url string) {
 	t.Helper()
 	// The grant a router's call naming url would give the tab's session.
-	g, _ := grantOf([]Verdict{tab.proc.egress.pol.classify(ctx, url)})
-	tab.door.set(g)
+	g, _ := grantOf([]Verdict{testPolicy(staticResolver{}, true).classify(ctx, url)})
+	tab.door.Set(g)
 	_, err := run(ctx, tab, chromedp.Action[chromedp.Void](chromedp.Navigate(url)))
 	require.NoError(t, err)
 }

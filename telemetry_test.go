@@ -217,11 +217,11 @@ func TestTelemetryCountsEgressRefusals(t *testing.T) {
 	}
 	pol := testPolicy(staticResolver{}, true)
 	pol.tel = newTelemetry(cfg.meterProvider, cfg.tracerProvider, "")
-	e, err := startEgress(pol, loopbackDialer(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e, err := startEgress(context.Background(), pol, loopbackDialer(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
-	defer e.close()
+	defer e.Close()
 	for _, host := range []string{"169.254.169.254:80", "metadata.google.internal:80"} {
-		c, err := net.Dial("tcp", e.addr())
+		c, err := net.Dial("tcp", e.Addr())
 		require.NoError(t, err)
 		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: x\r\n\r\n", host)
 		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package hybroute
+package egress
 
 import "net"
 

@@ -1,6 +1,6 @@
 //go:build unix
 
-package hybroute
+package egress
 
 import (
 	"net"
@@ -11,8 +11,8 @@ import (
 // (or an end, an error or its read deadline) without reading them, so an
 // idle tunnel holds no buffer; nil when c is not a socket.
 func readableWaiter(c net.Conn) func() error {
-	if ec, ok := c.(*egressConn); ok {
-		c = ec.Conn
+	if pc, ok := c.(*conn); ok {
+		c = pc.Conn
 	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
