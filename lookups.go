@@ -85,6 +85,13 @@ func (c *callLookups) get(name string) (hostAnswer, bool) {
 	return c.answers[k], true
 }
 
+// Answer is the call's answer for name, for the guard's decisions
+// (guard.Lookups).
+func (c *callLookups) Answer(name string) ([]netip.Addr, bool, error) {
+	a, ok := c.get(name)
+	return a.addrs, ok, a.err
+}
+
 // decideAll fills vs with the verdicts of urls (classes only: refuse is the
 // caller's), resolving each distinct name once. It returns the answers, for
 // the guard and the landed-URL check of the call, or nil when no name was
@@ -224,12 +231,4 @@ func (r *Router) lookupAll(ctx context.Context, answers []hostAnswer) error {
 	// A lookup that failed because ctx ended as it finished must not
 	// pass for a name that does not resolve.
 	return ctx.Err()
-}
-
-// callLookupsOf is the answers of the call e is running, or nil between
-// calls.
-func (r *Router) callLookupsOf(e *entry) *callLookups {
-	c, _ := r.inCall.Load(e)
-	look, _ := c.(*callLookups)
-	return look
 }
