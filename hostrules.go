@@ -166,7 +166,7 @@ func (r *operatorRules) refuse(v Verdict) Reason {
 	return 0
 }
 
-// wsPatterns are the offline rules (guard.go) that stop WebSockets to
+// wsPatterns are the offline rules (internal/guard) that stop WebSockets to
 // blocked hosts, which the Fetch domain never pauses: exact hosts,
 // wildcards and single addresses. A wider address prefix cannot be
 // written as a rule (Chromium's matcher honours whole hosts only), nor can

@@ -103,7 +103,7 @@ type entry struct {
 
 // landedURL is where the main frame of the tab calls run in is. One owner
 // keeps it for each kind of tab: the browser's guard, from the events of
-// every page (guard.go), and for a session without CDP, its tab, from what
+// every page (internal/guard), and for a session without CDP, its tab, from what
 // the server last reported (restpage.go). A page not seen to navigate is
 // on about:blank, where a new tab starts.
 func (e *entry) landedURL() string {

@@ -125,7 +125,7 @@ type chromiumProc struct {
 	lost    <-chan struct{} // closed when the pipe to Chromium drops
 	dataDir string          // temp user-data-dir, ours: removed by stop
 	egress  *egressProxy    // every connection of this process goes through it; closed by stop
-	guard   *browserGuard   // the guard of every tab of this process (guard.go)
+	guard   *browserGuard   // the guard of every tab of this process (internal/guard)
 	splice  *cdpmux.Splice  // the guard's Mux on the pipe; its goroutines end with the process
 
 	stopping chan struct{} // closed when the sidecar stops it on purpose
