@@ -214,7 +214,6 @@ type remoteTab struct {
 // newRemoteGuard is the guard of one remote browser connection.
 func (r *Router) newRemoteGuard() *browserGuard {
 	g := newBrowserGuard(&r.cfg, r.pol, r.log, onRemote)
-	g.lookupsOf = r.callLookupsOf
 	return g
 }
 
@@ -305,7 +304,7 @@ func (t *remoteTab) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
 	if t.guard == nil {
 		return
 	}
-	t.guard.log.LogAttrs(ctx, slog.LevelWarn, msg, append(attrs, slog.String("browser", t.browser))...)
+	t.guard.Log().LogAttrs(ctx, slog.LevelWarn, msg, append(attrs, slog.String("browser", t.browser))...)
 }
 
 // learnTarget keeps the ids of the session's browser context and of the
@@ -333,7 +332,7 @@ func (t *remoteTab) learnTarget() {
 func guardedRemote(g *browserGuard, dial func(ctx context.Context) (chromedp.Transport, error)) (context.Context, context.CancelFunc) {
 	a := &cdpmux.Allocator{Dial: dial}
 	if g != nil {
-		a.Hooks, a.Start = g.hooks(), g.start
+		a.Hooks, a.Start = g.Hooks(), g.Start
 	}
 	return chromedp.NewAllocatorContext(context.Background(), a)
 }
@@ -410,7 +409,7 @@ func (t *remoteTab) close(ctx context.Context) error {
 		}
 		t.cancelAlloc()
 		if t.guard != nil {
-			t.guard.wait()
+			t.guard.Wait()
 		}
 	})
 	return err

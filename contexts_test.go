@@ -292,10 +292,8 @@ func TestTargetsBelongToTheirSessionsContext(t *testing.T) {
 
 	// Each guard sees the whole browser: both workers.
 	workers := func(g *browserGuard) map[cdp.BrowserContextID]target.ID {
-		g.mu.Lock()
-		defer g.mu.Unlock()
 		out := map[cdp.BrowserContextID]target.ID{}
-		for id, ti := range g.info {
+		for id, ti := range g.Targets() {
 			if ti.Type == "shared_worker" {
 				out[ti.BrowserContextID] = id
 			}
@@ -310,12 +308,7 @@ func TestTargetsBelongToTheirSessionsContext(t *testing.T) {
 	}
 	require.NotEmpty(t, seen[ctxA], "A's guard saw no worker in A's context (browser %s)", cloud.WSURL)
 	require.NotEmpty(t, seen[ctxB], "A's guard saw no worker in B's context")
-	owner := func(g *browserGuard, id target.ID) *entry {
-		g.mu.Lock()
-		defer g.mu.Unlock()
-		return g.ownerOf(id)
-	}
-	assert.Same(t, ea, owner(ea.bg, seen[ctxA]), "A's worker is A's")
-	assert.Nil(t, owner(ea.bg, seen[ctxB]), "B's worker is not A's")
-	assert.Same(t, eb, owner(eb.bg, seen[ctxB]), "B's worker is B's")
+	assert.Same(t, &ea.gs, ea.bg.OwnerOf(seen[ctxA]), "A's worker is A's")
+	assert.Nil(t, ea.bg.OwnerOf(seen[ctxB]), "B's worker is not A's")
+	assert.Same(t, &eb.gs, eb.bg.OwnerOf(seen[ctxB]), "B's worker is B's")
 }

@@ -38,8 +38,10 @@
 //	  │        state_browser.go, restpage.go (browsers without CDP)
 //	  ├─ guard   every target of the browser, each request paused until
 //	  │            it is decided; navigation to the browser's own pages refused
-//	  │            guard.go, guard_hosts.go, internal/cdpmux (the mux under
-//	  │            chromedp), internal/cdpcompat (the protocol of each major)
+//	  │            internal/guard (it asks guard_owner.go about each URL;
+//	  │            a call hands it a scope of its answers and refusals),
+//	  │            internal/cdpmux (the mux under chromedp),
+//	  │            internal/cdpcompat (the protocol of each major)
 //	  └─ egress  every connection the local Chromium makes, decided on the
 //	               address it dials, private ones by grant per session
 //	               internal/egress (the proxy, its doors and grants),

@@ -19,7 +19,7 @@ import (
 // of its own: the grant is gone before the request goes on, so no script
 // of the new page ever runs with it.
 func watchDocuments(g *browserGuard, e *egressProxy) cdpmux.Hooks {
-	h := g.hooks()
+	h := g.Hooks()
 	inner := h.OnEvent
 	h.OnEvent = func(s target.SessionID, msg *cdproto.Message) bool {
 		if s == "" && msg.Method == cdproto.MethodType(fetch.RequestPaused.Method) {
@@ -39,9 +39,7 @@ func leaveOn(g *browserGuard, e *egressProxy, msg *cdproto.Message) {
 	}
 	// A page's main frame has the page target's id; a frame inside a page
 	// is no page target, and loads under its page's grant.
-	g.mu.Lock()
-	ti := g.info[target.ID(ev.FrameID)]
-	g.mu.Unlock()
+	ti := g.Target(target.ID(ev.FrameID))
 	if ti == nil || ti.Type != "page" || ti.BrowserContextID == "" {
 		return
 	}

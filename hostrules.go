@@ -51,7 +51,7 @@ func parseHostRules(allow, block []string) (*operatorRules, error) {
 // hostRules are the rules as the policy holds them.
 func (r *operatorRules) hostRules() *netpolicy.HostRules { return (*netpolicy.HostRules)(r) }
 
-// wsPatterns are the offline rules (guard.go) that stop WebSockets to
+// wsPatterns are the offline rules (internal/guard) that stop WebSockets to
 // blocked hosts, which the Fetch domain never pauses: exact hosts,
 // wildcards and single addresses. A wider address prefix cannot be
 // written as a rule (Chromium's matcher honours whole hosts only), nor can

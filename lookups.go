@@ -40,6 +40,13 @@ func (c *callLookups) get(name string) (hostAnswer, bool) {
 	return hostAnswer{a.Addrs, a.Err}, ok
 }
 
+// Answer is the call's answer for name, for the guard's decisions
+// (guard.Lookups).
+func (c *callLookups) Answer(name string) ([]netip.Addr, bool, error) {
+	a, ok := c.get(name)
+	return a.addrs, ok, a.err
+}
+
 // decideAll fills vs with the verdicts of urls (classes only: refuse is the
 // caller's), resolving each distinct name once, within the router's limits
 // ([netpolicy.Classifier.ClassifyAll]). It returns the answers, for the
@@ -51,12 +58,4 @@ func (r *Router) decideAll(ctx context.Context, urls []string, vs []Verdict) (*c
 		err = fmt.Errorf("%w (WithMaxHostsPerCall)", err)
 	}
 	return (*callLookups)(look), err
-}
-
-// callLookupsOf is the answers of the call e is running, or nil between
-// calls.
-func (r *Router) callLookupsOf(e *entry) *callLookups {
-	c, _ := r.inCall.Load(e)
-	look, _ := c.(*callLookups)
-	return look
 }

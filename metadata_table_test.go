@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/metadata"
 )
 
@@ -98,8 +99,9 @@ func TestFetchPatternMatch(t *testing.T) {
 func TestMetadataTableCoverage(t *testing.T) {
 	t.Parallel()
 	r := newTestRouter(t, nil, WithAllowPrivateURLs(true))
-	local := offlineRules(onLocal, false)
-	fetchPats := guardPatterns[1:] // [0] is every document, whatever its host
+	local := guard.OfflineRules(guard.Local, false)
+	fetchPats := guard.FetchPatterns(guard.Local)[1:] // [0] is every document, whatever its host
+	metadataLiterals := guard.MetadataLiterals()
 	table := metadata.Table()
 	require.NotEmpty(t, table)
 
@@ -148,14 +150,4 @@ func TestMetadataTableCoverage(t *testing.T) {
 	assert.Contains(t, subs, "metadata")
 	assert.NotContains(t, subs, "metadata.goog", "*metadata* matches it already")
 	assert.Equal(t, len(subs), len(slices.Compact(slices.Sorted(slices.Values(subs)))), "a pattern twice")
-}
-
-func TestV4PrefixText(t *testing.T) {
-	t.Parallel()
-	for in, want := range map[string]string{
-		"169.254.0.0/16": "169.254.", "100.100.100.200/32": "100.100.100.200",
-		"172.16.0.0/12": "172.", "10.0.0.0/8": "10.", "0.0.0.0/0": "",
-	} {
-		assert.Equal(t, want, v4PrefixText(netip.MustParsePrefix(in)), in)
-	}
 }

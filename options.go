@@ -56,7 +56,7 @@ type config struct {
 	// the JavaScript dialogs of every tab (dialog.go)
 	dialogs DialogPolicy
 
-	// the in-browser guard (guard.go): how long one paused request's
+	// the in-browser guard (internal/guard): how long one paused request's
 	// lookup may take before the request is refused
 	guardLookup time.Duration
 

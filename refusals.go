@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 )
 
@@ -28,46 +27,6 @@ type Refusal struct {
 	Err error
 }
 
-// maxRefusalsKept bounds the refusals kept per session; past it the
-// oldest go, and are counted.
-const maxRefusalsKept = 500
-
-// refusalLog is the bounded record of a session's refusals.
-type refusalLog struct {
-	mu      sync.Mutex
-	list    []Refusal
-	dropped int
-}
-
-func (l *refusalLog) add(x Refusal) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.list) >= maxRefusalsKept {
-		n := len(l.list) - maxRefusalsKept + 1
-		l.list = append(l.list[:0], l.list[n:]...)
-		l.dropped += n
-	}
-	l.list = append(l.list, x)
-}
-
-// since is the refusals at or after t, and how many of those may be
-// missing (dropped past the bound while t was already set).
-func (l *refusalLog) since(t time.Time) ([]Refusal, int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []Refusal
-	for _, x := range l.list {
-		if !x.At.Before(t) {
-			out = append(out, x)
-		}
-	}
-	dropped := 0
-	if l.dropped > 0 && len(l.list) > 0 && !l.list[0].At.Before(t) {
-		dropped = l.dropped
-	}
-	return out, dropped
-}
-
 // Refusals returns, from inside a run of [Router.Exec] or
 // [Router.NavigateWith] (ctx is the run's), the requests of the run's
 // session that the guard refused at or after since (at most 500 are kept
@@ -77,6 +36,10 @@ func (r *Router) Refusals(ctx context.Context, since time.Time) ([]Refusal, int,
 	if e == nil {
 		return nil, 0, errors.New("hybroute: Refusals needs the context of a run of Exec or NavigateWith")
 	}
-	out, dropped := e.refusals.since(since)
+	got, dropped := e.gs.Refusals(since)
+	out := make([]Refusal, 0, len(got))
+	for _, x := range got {
+		out = append(out, Refusal(x))
+	}
 	return out, dropped, nil
 }

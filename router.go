@@ -69,12 +69,6 @@ type Router struct {
 	life    context.Context
 	endLife context.CancelFunc
 
-	// inCall holds, for each entry running a call, the name lookups of
-	// that call's plan (*entry → *callLookups), so the guard and the
-	// landed-URL check decide the names the plan resolved on the same
-	// answers, without asking DNS again.
-	inCall sync.Map
-
 	mu     sync.Mutex
 	routes routeMemory // the last route each session key's calls took
 	states stateMemory // each session key's storage state, once loaded (state_session.go)
@@ -127,7 +121,6 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		r.health = &health{store: fleetHealth{r.fleet}, provider: p.Name(), cap: r.cfg.maxBackoff,
 			now: func() time.Time { return r.now() }}
 	}
-	r.side.lookupsOf = r.callLookupsOf
 	r.side.observe = r.tel.queued
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.pol.override {
@@ -511,10 +504,8 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 		}
 	}
 	defer grantCall(e, p.Verdicts)() // the private hosts this call named, and no others
-	if p.lookups != nil {
-		r.inCall.Store(e, p.lookups)
-		defer r.inCall.Delete(e)
-	}
+	// The guard and the landed-URL check decide on the plan's answers.
+	defer e.guard.begin(&e.gs, p.lookups)()
 
 	defer func() { res.Dialogs = e.dialogs.take() }() // however the call ends, before the next one starts
 	if t, ok := e.tab.(*restTab); ok {
@@ -602,32 +593,32 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 	landed := e.landedURL()
 	var err error
 	var blanked bool
-	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, r.callLookupsOf(e)), e.where()); refused != nil {
+	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, e.guard.lookups()), e.where()); refused != nil {
 		r.tel.refused(ctx, "landing", refused)
 		blanked, err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
 	}
 	if e.bg == nil {
 		return landed, blanked, err
 	}
-	for id, u := range e.bg.popups(e) {
+	for id, u := range e.bg.Popups(&e.gs) {
 		if u == "" {
 			// Its navigation was not seen: ask the browser, which names
 			// the URL it is loading or has loaded.
 			qctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
-			u, _ = e.bg.targetURL(qctx, id)
+			u, _ = e.bg.TargetURL(qctx, id)
 			cancel()
 			if u == "" {
 				continue // gone, or about:blank
 			}
 		}
-		refused := r.pol.refuse(r.pol.classifyWith(ctx, u, r.callLookupsOf(e)), e.where())
+		refused := r.pol.refuse(r.pol.classifyWith(ctx, u, e.guard.lookups()), e.where())
 		if refused == nil {
 			continue
 		}
 		r.tel.refused(ctx, "landing", refused)
 		perr := fmt.Errorf("hybroute: popup %s landed on a blocked address, so it was closed: %w", redactURL(clipURL(u)), refused)
 		cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
-		cerr := e.bg.closeTarget(cctx, id)
+		cerr := e.bg.CloseTarget(cctx, id)
 		cancel()
 		if cerr != nil {
 			perr = errors.Join(perr, fmt.Errorf("hybroute: closing the popup: %w", cerr))

@@ -9,11 +9,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/chromedp/cdproto/target"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/hybroute/hybroute/internal/guard"
 )
 
 // tab is a browser tab a session drives: on the sidecar or on a remote
@@ -84,19 +85,16 @@ type entry struct {
 	// and traces (telemetry.go's fallback reasons).
 	fallbackLabel string
 	tab           tab
-	released      atomic.Bool               // Release, the reaper or Close ended it; calls on it get ErrReleased
-	ending        teardown                  // the steps that end the session, once, in order (teardown.go)
-	guard         guardRecord               // what the guard refused during the current call
-	refusals      refusalLog                // what the guard refused, kept across calls (refusals.go)
-	dialogs       dialogRecord              // the dialogs answered since the last call took them
-	tabID         target.ID                 // the tab's target, set by the guard
-	bg            *browserGuard             // the guard of the tab's browser (guard.go)
-	hosts         hostAnswers               // name answers the guard reuses (guard_hosts.go)
-	suspect       atomic.Bool               // the last call ended by its deadline: probe the tab first (tabs.go)
-	origins       originSet                 // the origins its pages went to (state_browser.go)
-	front         atomic.Pointer[target.ID] // the tab calls run in, set by the guard's register (tablist.go)
-	pages         tabPages                  // the session's other tabs that calls ran in (tablist.go)
-	held          heldDialog                // a dialog left for the caller to answer (dialog_hold.go)
+	released      atomic.Bool   // Release, the reaper or Close ended it; calls on it get ErrReleased
+	ending        teardown      // the steps that end the session, once, in order (teardown.go)
+	guard         guardRecord   // the scope of the running call: its answers, what the guard refused (guard_owner.go)
+	gs            guard.Session // the session as the guard knows it: its tab, name answers and refusals
+	dialogs       dialogRecord  // the dialogs answered since the last call took them
+	bg            *browserGuard // the guard of the tab's browser (internal/guard)
+	suspect       atomic.Bool   // the last call ended by its deadline: probe the tab first (tabs.go)
+	origins       originSet     // the origins its pages went to (state_browser.go)
+	pages         tabPages      // the session's other tabs that calls ran in (tablist.go)
+	held          heldDialog    // a dialog left for the caller to answer (dialog_hold.go)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -105,7 +103,7 @@ type entry struct {
 
 // landedURL is where the main frame of the tab calls run in is. One owner
 // keeps it for each kind of tab: the browser's guard, from the events of
-// every page (guard.go), and for a session without CDP, its tab, from what
+// every page (internal/guard), and for a session without CDP, its tab, from what
 // the server last reported (restpage.go). A page not seen to navigate is
 // on about:blank, where a new tab starts.
 func (e *entry) landedURL() string {
@@ -114,7 +112,7 @@ func (e *entry) landedURL() string {
 			return *u
 		}
 	} else if e.bg != nil {
-		if u, ok := e.bg.landedURL(e.frontID()); ok {
+		if u, ok := e.bg.Landed(e.frontID()); ok {
 			return u
 		}
 	}

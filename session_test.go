@@ -23,6 +23,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/guard"
 )
 
 func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
@@ -721,9 +722,9 @@ func TestGuardThatCannotStartFailsCleanly(t *testing.T) {
 	// Not parallel: it swaps the package's guard patterns.
 	requireChromium(t)
 	cloud := cloudtest.LaunchChromium(t)
-	old := everyRequest                                                              // a remote browser's patterns
-	everyRequest = []*fetch.RequestPattern{{URLPattern: "*", RequestStage: "Bogus"}} // Chromium refuses this
-	t.Cleanup(func() { everyRequest = old })
+	old := guard.EveryRequest                                                              // a remote browser's patterns
+	guard.EveryRequest = []*fetch.RequestPattern{{URLPattern: "*", RequestStage: "Bogus"}} // Chromium refuses this
+	t.Cleanup(func() { guard.EveryRequest = old })
 	r, err := New(nil, WithCDPURL(cloud.WSURL), WithAllowPrivateURLs(true), WithResolver(testResolver))
 	require.NoError(t, err)
 	_, err = r.Navigate(testCtx(t), "s", "https://example.com/")

@@ -99,9 +99,6 @@ type sidecar struct {
 	// first start.
 	swept sync.Once
 
-	// lookupsOf is the router's: the guard reuses a call's name answers.
-	lookupsOf func(*entry) *callLookups
-
 	starts atomic.Int32 // Chromium launches attempted, for tests and metrics
 
 	tabs *tabQueue // bounds the tabs made at once (maxTabsAtOnce); the rest wait in turn
@@ -128,7 +125,7 @@ type chromiumProc struct {
 	lost    <-chan struct{} // closed when the pipe to Chromium drops
 	dataDir string          // temp user-data-dir, ours: removed by stop
 	egress  *egressProxy    // every connection of this process goes through it; closed by stop
-	guard   *browserGuard   // the guard of every tab of this process (guard.go)
+	guard   *browserGuard   // the guard of every tab of this process (internal/guard)
 	splice  *cdpmux.Splice  // the guard's Mux on the pipe; its goroutines end with the process
 
 	stopping chan struct{} // closed when the sidecar stops it on purpose
@@ -199,7 +196,7 @@ func (p *chromiumProc) stop() error {
 			p.splice.Wait()
 		}
 		if p.guard != nil {
-			p.guard.wait()
+			p.guard.Wait()
 		}
 		if p.egress != nil {
 			p.egress.Close() // after the process: nothing is left to connect through it
@@ -783,7 +780,6 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 	}
 	// The guard's Mux sits on the pipe between chromedp and Chromium.
 	guard := newBrowserGuard(s.cfg, s.pol, s.log, onLocal)
-	guard.lookupsOf = s.lookupsOf
 	splice := cdpmux.NewSplice(watchDocuments(guard, egress))
 	opts = append(opts, chromedp.UserDataDir(dataDir), splice.Option())
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)
@@ -814,7 +810,7 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 		// failed start never hangs Close. What is left is killed by
 		// removeProfile below.
 		undone := make(chan struct{})
-		go func() { bcancel(); allocCancel(); splice.Wait(); guard.wait(); close(undone) }()
+		go func() { bcancel(); allocCancel(); splice.Wait(); guard.Wait(); close(undone) }()
 		select {
 		case <-undone:
 		case <-time.After(controlTimeout):
@@ -861,7 +857,7 @@ func startGuard(sctx context.Context, g *browserGuard, sp *cdpmux.Splice) error 
 		return errors.New("hybroute: enabling the request guard: no Mux on the browser's pipe")
 	}
 	// Bounded by the start's own bound: it is part of the start.
-	return g.start(sctx, m)
+	return g.Start(sctx, m)
 }
 
 // watch waits for the process to die (or to be stopped on purpose). On a

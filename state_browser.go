@@ -11,14 +11,11 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
-
-	"github.com/hybroute/hybroute/internal/cdpmux"
 )
 
 // A storage state in and out of one session's browser context: cookies
@@ -29,30 +26,6 @@ import (
 // of its own (stubbed pages), so it sends nothing to the site. DOMStorage
 // cannot stand in: Chromium finds a storage only through a frame of its
 // origin.
-
-// stubBlank is the document a stubbed page gets for every allowed
-// navigation.
-var stubBlank = []byte("<!doctype html><title></title>")
-
-// stubbed reports whether the guard answers the target's requests itself.
-func (g *browserGuard) stubbed(id target.ID) bool {
-	_, ok := g.stubs.Load(id)
-	return ok
-}
-
-// fulfillBlank answers an allowed request of a stubbed page: its document
-// with stubBlank, anything else refused (the blank document asks for
-// nothing, and nothing of a stubbed page may reach the network).
-func (g *browserGuard) fulfillBlank(m *cdpmux.Mux, ev *fetch.EventRequestPaused) {
-	if ev.ResourceType != network.ResourceTypeDocument {
-		m.Go(g.life, "", fetch.CommandFailRequest, fetch.FailRequestParams{
-			RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
-		return
-	}
-	m.Go(g.life, "", fetch.CommandFulfillRequest, fetch.FulfillRequestParams{
-		RequestID: ev.RequestID, ResponseCode: 200, Body: stubBlank,
-		ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html; charset=utf-8"}}})
-}
 
 // errStateNoCDP is the error of a state asked of a browser without CDP.
 var errStateNoCDP = fmt.Errorf("%w: storage state needs a browser driven over CDP", ErrNoCDPEndpoint)
@@ -203,8 +176,7 @@ func writePage(tctx context.Context, origin string, local, sess []StateItem) err
 // guard answers with a blank document: the page is of that origin, and
 // nothing went to the site.
 func visitStubbed(tctx context.Context, g *browserGuard, id target.ID, origin string) error {
-	g.stubs.Store(id, struct{}{})
-	defer g.stubs.Delete(id)
+	defer g.Stub(id)()
 	if err := chromedp.Do(tctx, chromedp.Navigate(origin+"/")); err != nil {
 		return fmt.Errorf("hybroute: opening a blank page of %s: %w", origin, err)
 	}
@@ -314,7 +286,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh
 	defer cancel()
 	if fresh {
 		for _, o := range st.Origins {
-			if err := visitStubbed(tctx, e.bg, e.tabID, o.Origin); err != nil {
+			if err := visitStubbed(tctx, e.bg, e.gs.Tab(), o.Origin); err != nil {
 				return err
 			}
 			if err := writePage(tctx, o.Origin, o.LocalStorage, o.SessionStorage); err != nil {

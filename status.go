@@ -113,7 +113,7 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 	st.Open, st.Route, st.CacheKey = true, e.route, e.key
 	st.FallbackFromCloud, st.FallbackReason = e.fallback, e.fallbackAccount
 	if e.bg != nil {
-		st.Browser = e.bg.browser.Product
+		st.Browser = e.bg.Browser().Product
 	}
 	_, st.Profile = e.tab.(*localTab)
 	st.Profile = st.Profile && r.profiles != nil

@@ -161,7 +161,7 @@ func (r *Router) Tabs(ctx context.Context, sessionKey string) ([]Tab, error) {
 		if front != "" {
 			ids = append(ids, front)
 		}
-		others := e.bg.popups(e)
+		others := e.bg.Popups(&e.gs)
 		rest := make([]target.ID, 0, len(others))
 		for id := range others {
 			rest = append(rest, id)
@@ -169,7 +169,7 @@ func (r *Router) Tabs(ctx context.Context, sessionKey string) ([]Tab, error) {
 		slices.Sort(rest)
 		ids = append(ids, rest...)
 		for _, id := range ids {
-			u, title, err := e.bg.targetInfo(ctx, id)
+			u, title, err := targetInfo(ctx, e.bg, id)
 			if err != nil {
 				continue // gone meanwhile
 			}
@@ -196,10 +196,7 @@ func (r *Router) sessionEntries(key string) []*entry {
 
 // frontID is the entry's front tab.
 func (e *entry) frontID() target.ID {
-	if f := e.front.Load(); f != nil {
-		return *f
-	}
-	return ""
+	return e.gs.Tab()
 }
 
 // holding finds the entry of the session that has the page id, and holds
@@ -210,7 +207,7 @@ func (r *Router) holding(key string, id target.ID) (*entry, func(), error) {
 			continue
 		}
 		if e.frontID() != id {
-			if _, ok := e.bg.popups(e)[id]; !ok {
+			if _, ok := e.bg.Popups(&e.gs)[id]; !ok {
 				continue
 			}
 		}
@@ -261,7 +258,7 @@ func (r *Router) CloseTab(ctx context.Context, sessionKey, id string) error {
 	}
 	defer done()
 	if e.frontID() == tid {
-		others := e.bg.popups(e)
+		others := e.bg.Popups(&e.gs)
 		if len(others) == 0 {
 			return ErrLastTab
 		}
@@ -278,7 +275,7 @@ func (r *Router) CloseTab(ctx context.Context, sessionKey, id string) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 	defer cancel()
-	err = e.bg.closeTarget(cctx, tid)
+	err = e.bg.CloseTarget(cctx, tid)
 	if pg, ok := e.pages.take(tid); ok && pg.stop != nil {
 		pg.stop()
 	}
@@ -369,7 +366,7 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx cont
 		case *remoteTab:
 			bcID = t.bcID
 		}
-		if err := e.bg.register(e, tctx, bcID); err != nil {
+		if err := e.bg.Register(&e.gs, e.key, tctx, bcID); err != nil {
 			return err
 		}
 	}
@@ -386,13 +383,13 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx cont
 	if i := int(h.CurrentIndex); i >= 0 && i < len(h.Entries) {
 		u = h.Entries[i].URL
 	}
-	e.bg.setLanded(e.frontID(), u)
+	e.bg.SetLanded(e.frontID(), u)
 	return nil
 }
 
 // targetInfo is the URL and the title the browser reports for a target.
-func (g *browserGuard) targetInfo(ctx context.Context, id target.ID) (string, string, error) {
-	ti, err := g.getTargetInfo(ctx, id)
+func targetInfo(ctx context.Context, g *browserGuard, id target.ID) (string, string, error) {
+	ti, err := g.TargetInfo(ctx, id)
 	if err != nil || ti == nil {
 		return "", "", err
 	}

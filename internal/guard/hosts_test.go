@@ -1,4 +1,4 @@
-package hybroute
+package guard
 
 import (
 	"context"
@@ -10,6 +10,37 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
+
+// countingResolver answers from a table, counting the lookups of each
+// name; a name it does not hold has no answers.
+type countingResolver struct {
+	mu      sync.Mutex
+	n       map[string]int
+	answers map[string][]netip.Addr
+}
+
+func (c *countingResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n[host]++
+	return c.answers[host], nil
+}
+
+// count is how many lookups of name were made.
+func (c *countingResolver) count(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[name]
+}
+
+// addrs parses addresses.
+func addrs(ss ...string) []netip.Addr {
+	var out []netip.Addr
+	for _, s := range ss {
+		out = append(out, netip.MustParseAddr(s))
+	}
+	return out
+}
 
 // gatedResolver answers once gate is closed, counting the lookups.
 type gatedResolver struct {
@@ -31,7 +62,7 @@ func (g *gatedResolver) LookupNetIP(ctx context.Context, network, host string) (
 // again.
 func TestHostAnswersOneLookupPerName(t *testing.T) {
 	res := &gatedResolver{countingResolver: countingResolver{n: map[string]int{},
-		staticResolver: staticResolver{"a.test": addrs("10.0.0.5")}}, gate: make(chan struct{})}
+		answers: map[string][]netip.Addr{"a.test": addrs("10.0.0.5")}}, gate: make(chan struct{})}
 	var h hostAnswers
 	now := time.Now()
 	var wg sync.WaitGroup
@@ -47,12 +78,12 @@ func TestHostAnswersOneLookupPerName(t *testing.T) {
 	for _, a := range got {
 		require.Equal(t, addrs("10.0.0.5"), a)
 	}
-	assert.Equal(t, 1, res.n["a.test"])
+	assert.Equal(t, 1, res.count("a.test"))
 
 	_, _ = h.answer(context.Background(), context.Background(), time.Minute, res, "a.test", now.Add(hostAnswerTTL/2))
-	assert.Equal(t, 1, res.n["a.test"], "answered within its TTL")
+	assert.Equal(t, 1, res.count("a.test"), "answered within its TTL")
 	_, _ = h.answer(context.Background(), context.Background(), time.Minute, res, "a.test", now.Add(hostAnswerTTL+time.Second))
-	assert.Equal(t, 2, res.n["a.test"], "asked again past its TTL")
+	assert.Equal(t, 2, res.count("a.test"), "asked again past its TTL")
 }
 
 // TestHostAnswersTimeoutIsNotKept: a lookup that ran out of time fails its
@@ -60,7 +91,7 @@ func TestHostAnswersOneLookupPerName(t *testing.T) {
 // the next request asks again instead of reading the failure.
 func TestHostAnswersTimeoutIsNotKept(t *testing.T) {
 	res := &gatedResolver{countingResolver: countingResolver{n: map[string]int{},
-		staticResolver: staticResolver{"slow.test": addrs("93.184.215.14")}}, gate: make(chan struct{})}
+		answers: map[string][]netip.Addr{"slow.test": addrs("93.184.215.14")}}, gate: make(chan struct{})}
 	var h hostAnswers
 	_, err := h.answer(context.Background(), context.Background(), 20*time.Millisecond, res, "slow.test", time.Now())
 	require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -73,7 +104,7 @@ func TestHostAnswersTimeoutIsNotKept(t *testing.T) {
 // TestHostAnswersBounded: a session that names more hosts than the bound
 // starts a fresh table rather than growing.
 func TestHostAnswersBounded(t *testing.T) {
-	res := &countingResolver{n: map[string]int{}, staticResolver: staticResolver{}}
+	res := &countingResolver{n: map[string]int{}}
 	var h hostAnswers
 	for i := range maxHostAnswers + 10 {
 		_, _ = h.answer(context.Background(), context.Background(), time.Minute, res, netip.AddrFrom4([4]byte{10, 0, byte(i >> 8), byte(i)}).String()+".test", time.Now())

@@ -1,4 +1,4 @@
-package hybroute
+package guard
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// On a remote browser the guard pauses every HTTP(S) request (guard.go), so
+// On a remote browser the guard pauses every HTTP(S) request, so
 // a page of a hundred subresources on twenty hosts asks about twenty names
 // a hundred times, all at once. hostAnswers answers those from one lookup
 // per name per session: the first request of a name starts the lookup, the

@@ -1,20 +1,23 @@
-package hybroute
+package guard
 
 import (
 	"context"
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cdpcompat"
 	"github.com/hybroute/hybroute/internal/cdpconn"
+	"github.com/hybroute/hybroute/internal/cdpmux"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 )
 
@@ -26,7 +29,6 @@ import (
 // 127.:b.:c.:d are logged, and the guard uses only what holds here.
 func TestOfflineRulePatterns(t *testing.T) {
 	t.Parallel()
-	requireChromium(t)
 	ln, err := net.Listen("tcp", "127.0.0.2:0")
 	if err != nil {
 		t.Skipf("no 127.0.0.2 on this machine: %v", err)
@@ -40,7 +42,8 @@ func TestOfflineRulePatterns(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	port := ln.Addr().(*net.TCPAddr).Port
 	cloud := cloudtest.LaunchChromium(t)
-	ctx := testCtx(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
 	actx, cancelA := chromedpRemote(ctx, cloud.WSURL)
 	defer cancelA()
 	tab, cancelT := chromedp.NewContext(actx)
@@ -83,7 +86,17 @@ func TestOfflineRulePatterns(t *testing.T) {
 
 // chromedpRemote is chromedp's allocator on a remote browser, no guard.
 func chromedpRemote(ctx context.Context, wsURL string) (context.Context, context.CancelFunc) {
-	return guardedRemote(nil, func(ctx context.Context) (chromedp.Transport, error) {
+	return chromedp.NewAllocatorContext(ctx, &cdpmux.Allocator{Dial: func(ctx context.Context) (chromedp.Transport, error) {
 		return cdpconn.Dial(ctx, wsURL, nil)
-	})
+	}})
+}
+
+func TestV4PrefixText(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		"169.254.0.0/16": "169.254.", "100.100.100.200/32": "100.100.100.200",
+		"172.16.0.0/12": "172.", "10.0.0.0/8": "10.", "0.0.0.0/0": "",
+	} {
+		assert.Equal(t, want, v4PrefixText(netip.MustParsePrefix(in)), in)
+	}
 }

@@ -1,0 +1,221 @@
+package hybroute
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"github.com/chromedp/cdproto/cdp"
+
+	"github.com/hybroute/hybroute/internal/guard"
+)
+
+// The guard (internal/guard) pauses what the pages of a browser ask for
+// and asks its owner about each URL. The owner is here: it decides with
+// the same verdict and policy as the plan, so a URL the plan refuses is
+// refused wherever it turns up. The guard knows a session as a
+// guard.Session (entry.gs) and a call as a guard.Scope, which the call
+// hands it (entry.guard); it holds nothing of the router's.
+
+// browserGuard is the guard of one browser connection.
+type browserGuard = guard.Guard
+
+// guardLookupTimeout is the default of the guard's lookup limit, and
+// targetSetupTimeout its bound on the setup of one new target.
+const (
+	guardLookupTimeout = guard.LookupTimeout
+	targetSetupTimeout = guard.TargetSetupTimeout
+)
+
+// newBrowserGuard is the guard of one browser connection on w, deciding
+// with pol.
+func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w where) *browserGuard {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return guard.New(guard.Config{Resolver: pol.resolver, LookupTimeout: cfg.guardLookup, Log: log,
+		RemotePrivate: pol.remotePrivate, WSRules: pol.rules.wsPatterns()}, &guardOwner{pol: pol, w: w, log: log})
+}
+
+// guardOwner is the guard's owner on the browser w.
+type guardOwner struct {
+	pol *policy
+	w   where
+	log *slog.Logger
+}
+
+func (o *guardOwner) Where() guard.Where {
+	if o.w == onRemote {
+		return guard.Remote
+	}
+	return guard.Local
+}
+
+// Decide is the verdict on one hop of a paused request, refused as a
+// literal would be on this browser, and a private hop after a public one
+// refused too. A lookup that ran out of the guard's limit is refused.
+func (o *guardOwner) Decide(url string, look guard.Lookup, afterPublic bool) (bool, error) {
+	v, name := o.pol.classifyParsed(url)
+	if name != "" {
+		addrs, err := look.LookupName(name)
+		v = resolved(v, addrs, err)
+		if errors.Is(err, guard.ErrLookupTimeout) {
+			return false, blocked(v, ReasonLookupTimeout, err)
+		}
+	}
+	return v.Class == ClassPublic, o.pol.refuseHop(v, o.w, afterPublic)
+}
+
+// RefuseNavigation lets a navigation command take a page to about:blank,
+// about:srcdoc, and on the local browser the schemes WithAllowedSchemes
+// names; anything else is refused before it reaches the browser.
+func (o *guardOwner) RefuseNavigation(n guard.Navigation) error {
+	switch {
+	case n.Scheme == "about":
+		if isNoRouteAbout(n.Cleaned) {
+			return nil
+		}
+	case n.Scheme != "" && o.w == onLocal && slices.Contains(o.pol.allowedSchemes, n.Scheme):
+		return nil
+	}
+	return blocked(Verdict{URL: clipURL(n.URL), Class: ClassInvalid}, ReasonSchemeNotAllowed,
+		fmt.Errorf("%s to scheme %q is refused before it reaches the browser", n.Method, n.Scheme))
+}
+
+// Refused logs and counts a request the guard refused.
+func (o *guardOwner) Refused(ctx context.Context, key string, x guard.Refusal) {
+	o.pol.tel.refused(ctx, "guard", x.Err)
+	attrs := []slog.Attr{slog.String("route", o.w.String()), slog.String("target", x.Target),
+		slog.String("resource", x.ResourceType), slog.String("reason", reasonOf(x.Err)),
+		slog.String("error", x.Err.Error())}
+	if key != "" {
+		attrs = append(attrs, slog.String("cache_key", key))
+	}
+	o.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser request refused", attrs...)
+}
+
+func (o *guardOwner) Unsupported(browser, lacks string) error {
+	route := "local"
+	if o.w == onRemote {
+		route = "cloud"
+	}
+	return &UnsupportedBrowserError{Browser: browser, Lacks: lacks, Route: route}
+}
+
+// guardRecord is a session's hold on the scope of its running call: the
+// names the call's plan resolved, which the guard and the landed-URL check
+// decide on, and what the guard refused during the run.
+type guardRecord struct {
+	mu   sync.Mutex
+	s    *guard.Session
+	sc   *guard.Scope
+	look *callLookups // nil between calls
+}
+
+// begin hands the guard session s a scope for a call whose plan got the
+// answers look; the func it returns takes the call's scope back when the
+// call ends, and with it the answers.
+func (g *guardRecord) begin(s *guard.Session, look *callLookups) (end func()) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.s, g.look = s, look
+	g.swapLocked()
+	return func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.s.End(g.sc)
+		g.look = nil
+	}
+}
+
+// reset starts the run's part of the call: what the guard refused before
+// it (while the tab was probed or replaced) is not the run's.
+func (g *guardRecord) reset() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.s != nil {
+		g.swapLocked()
+	}
+}
+
+// swapLocked hands g.s a fresh scope on g.look, then takes the old one
+// back: no request of the call finds the session without a scope in
+// between. Called with g.mu held.
+func (g *guardRecord) swapLocked() {
+	old := g.sc
+	var look guard.Lookups
+	if g.look != nil {
+		look = g.look
+	}
+	g.sc = guard.NewScope(look)
+	g.s.Begin(g.sc)
+	if old != nil {
+		g.s.End(old)
+	}
+}
+
+// err is what the guard refused during the last run.
+func (g *guardRecord) err() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.sc.Err()
+}
+
+// lookups are the answers of the running call, or nil between calls.
+func (g *guardRecord) lookups() *callLookups {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.look
+}
+
+// String names the browser for logs.
+func (w where) String() string {
+	switch w {
+	case onLocal:
+		return "local"
+	case onRemote:
+		return "cloud"
+	}
+	return "plan"
+}
+
+// clipURL bounds a URL for a message.
+func clipURL(s string) string { return guard.ClipURL(s) }
+
+// enableGuard makes the browser's guard watch the entry's tab, which
+// also keeps where its main frame is (landedURL). It returns what the sessions'
+// WaitGroup runs until the tab closes: the guard then forgets the entry.
+func (r *Router) enableGuard(e *entry) (func(), error) {
+	if _, ok := e.tab.(*restTab); ok {
+		// No CDP, no guard in that browser: its landing is what its
+		// REST answers report (restpage.go).
+		return func() {}, nil
+	}
+	tabCtx := e.tab.context()
+	var g *browserGuard
+	var bcID cdp.BrowserContextID
+	switch t := e.tab.(type) {
+	case *remoteTab:
+		g, bcID = t.guard, t.bcID
+	case *localTab:
+		g, bcID = t.proc.guard, t.bcID
+	}
+	if g == nil {
+		return nil, errors.New("hybroute: the tab's browser has no guard")
+	}
+	if err := g.Register(&e.gs, e.key, tabCtx, bcID); err != nil {
+		return nil, err
+	}
+	e.bg = g
+	tab := e.gs.Tab()
+	return func() {
+		select {
+		case <-tabCtx.Done():
+		case <-g.Done():
+		}
+		g.Unregister(&e.gs, tab)
+	}, nil
+}
