@@ -384,8 +384,8 @@ func TestEgressOwnerRefusalsKeepSentinels(t *testing.T) {
 		sentinel error
 		reason   Reason
 	}{
-		{second(o.Decide(context.Background(), "169.254.169.254:80")), ErrMetadata, ReasonMetadata},
-		{second(o.Decide(context.Background(), "example.com")), ErrInvalidURL, ReasonInvalidURL},
+		{errOf(o.Decide(context.Background(), "169.254.169.254:80")), ErrMetadata, ReasonMetadata},
+		{errOf(o.Decide(context.Background(), "example.com")), ErrInvalidURL, ReasonInvalidURL},
 		{o.Ungranted("10.0.0.5:80", egress.Decision{Host: "10.0.0.5", Addrs: addrs("10.0.0.5"), Port: 80, Private: true}), ErrPrivate, ReasonPrivateNotNamed},
 	} {
 		r, ok := errors.AsType[*egress.Refusal](c.err)
@@ -407,7 +407,8 @@ func TestEgressOwnerRefusalsKeepSentinels(t *testing.T) {
 	assert.EqualValues(t, 3000, d.Port)
 }
 
-func second[T any](_ T, err error) error { return err }
+// errOf is the error of a call that returns a value and an error.
+func errOf[T any](_ T, err error) error { return err }
 
 // flipResolver answers the first lookup of a name with first and every
 // later one with then: a rebinding DNS server.
