@@ -1,0 +1,114 @@
+package docs_test
+
+import (
+	"go/build"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/hybroute/hybroute"
+
+// layer is the rank of each package of the library's module: a package may
+// import the module's packages of a lower rank only, so the arrows point
+// one way (docs/decisions/2026-12-03-a-facade-root-and-layers-that-point-one-way.md).
+// A package missing from this table fails the test: a new package takes a
+// place in the layering on purpose, not by accident.
+var layer = map[string]int{
+	// Leaves: one job each, no rules of the product.
+	"internal/metadata":          0,
+	"internal/whatwg":            0,
+	"internal/redact":            0,
+	"internal/procfs":            0,
+	"internal/chromium":          0,
+	"internal/cdpcompat":         0,
+	"internal/cdpmux":            0,
+	"internal/dnstest":           0,
+	"internal/redistest":         0,
+	"internal/storetest":         0,
+	"internal/testenv":           0,
+	"internal/tools/gencorpus":   0,
+	"internal/tools/recordhosts": 0,
+	// What a URL is: the scanner, the CDP dial, and the network policy.
+	"internal/urlscan": 1,
+	"internal/cdpconn": 1,
+	"netpolicy":        1,
+	// Stand-ins for the parts users have (provider APIs in front of a
+	// real Chromium), which know nothing of the library.
+	"internal/cloudtest":   1,
+	"internal/camofoxtest": 2,
+	// The enforcement points: they carry out decisions the root makes.
+	"internal/guard":  2,
+	"internal/egress": 2,
+	// The facade: the Router, its plan, sessions, tabs and providers.
+	"": 3,
+	// Users of the facade.
+	"agent":              4,
+	"internal/agenttest": 5,
+	"examples/agent":     6,
+	"examples/dashboard": 6,
+	"docs":               6,
+}
+
+// forbidden are edges the ranks would allow but the layout does not: the
+// guard and the egress check hold no rule about where a URL may go (they
+// ask the root), and neither knows of the other.
+var forbidden = map[string][]string{
+	"internal/guard":  {"netpolicy", "internal/egress", "internal/urlscan"},
+	"internal/egress": {"netpolicy", "internal/guard", "internal/urlscan"},
+}
+
+func TestLayersPointOneWay(t *testing.T) {
+	seen := map[string]bool{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if rel == "." {
+			rel = ""
+		}
+		base := d.Name()
+		if rel != "" && (strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") || base == "testdata" ||
+			rel == "cmd" || rel == "redisstore") { // modules of their own
+			return filepath.SkipDir
+		}
+		pkg, err := build.Default.ImportDir(path, 0)
+		if err != nil {
+			if _, ok := err.(*build.NoGoError); ok {
+				return nil
+			}
+			return err
+		}
+		seen[rel] = true
+		rank, ok := layer[rel]
+		if !ok {
+			t.Errorf("package %q has no layer: add it to the table in docs/layers_test.go", "./"+rel)
+			return nil
+		}
+		for _, imp := range pkg.Imports {
+			if imp != module && !strings.HasPrefix(imp, module+"/") {
+				continue
+			}
+			dep := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			if slices.Contains(forbidden[rel], dep) {
+				t.Errorf("%q imports %q, which the layout forbids", "./"+rel, "./"+dep)
+			}
+			if r, ok := layer[dep]; ok && r >= rank {
+				t.Errorf("%q (layer %d) imports %q (layer %d): arrows point to lower layers only", "./"+rel, rank, "./"+dep, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range layer {
+		if !seen[p] {
+			t.Errorf("the table names %q, which is no package of the module", "./"+p)
+		}
+	}
+}
