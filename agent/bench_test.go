@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/cdproto/accessibility"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
@@ -148,6 +149,42 @@ func BenchmarkScreenshotBare(b *testing.B) {
 		if _, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkScreenshotAfterFrame is the capture of BenchmarkScreenshotBare
+// asked for after 150 ms without a frame, and asked for right after the
+// page ran one (as the settle that ends a click, a keystroke or a script
+// leaves it): Chromium captures in the frame after the request, a vsync
+// interval later when the page has just had one.
+func BenchmarkScreenshotAfterFrame(b *testing.B) {
+	for _, c := range []struct {
+		name  string
+		frame bool
+	}{{"idle", false}, {"after-frame", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			ctx := bareTab(b, "/")
+			if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+				Width: hybroute.DefaultViewportWidth, Height: hybroute.DefaultViewportHeight, DeviceScaleFactor: 1,
+			}); err != nil {
+				b.Fatal(err)
+			}
+			for b.Loop() {
+				b.StopTimer()
+				time.Sleep(150 * time.Millisecond)
+				if c.frame {
+					if _, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{
+						Expression: "new Promise(r => requestAnimationFrame(() => setTimeout(r, 0)))", AwaitPromise: new(true),
+					}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StartTimer()
+				if _, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng, OptimizeForSpeed: new(true)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 

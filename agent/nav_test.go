@@ -1,6 +1,9 @@
 package agent_test
 
 import (
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,4 +64,21 @@ func TestNavigationTools(t *testing.T) {
 	assert.True(t, res.IsError, res.Text)
 	assert.Contains(t, res.Text, "blocked: the page tried to load http://169.254.169.254/latest/, which targets a cloud metadata endpoint")
 	assert.Equal(t, "about:blank", res.Where.URL)
+}
+
+// TestNavigateReturnsAfterTheFirstFrame: browser_navigate returns once the
+// page has run its first frame after the load event, so what the page
+// does in that frame is there for the next call to read.
+func TestNavigateReturnsAfterTheFirstFrame(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, `<!doctype html><title>loaded</title><body onload="requestAnimationFrame(() => document.title = 'framed')"><h1>Frame</h1>`)
+	}))
+	t.Cleanup(srv.Close)
+	ts := newToolset(t, agenttest.NewRouter(t, nil))
+	const s = "frame"
+	for range 3 {
+		nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/"}))
+		assert.Equal(t, "framed", nav.Where.Title)
+	}
 }

@@ -105,7 +105,7 @@ func (t *Toolset) screenshot(ctx context.Context, s *session, key string, args j
 	}
 	var img Image
 	var what string
-	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.doEither(ctx, s, key, "", reads|light, func(ctx context.Context, c *call) error {
 		var err error
 		img, what, err = t.captureCDP(ctx, s, c, &a)
 		return err
@@ -137,6 +137,15 @@ func (t *Toolset) screenshot(ctx context.Context, s *session, key string, args j
 // image (the clip's scale) and encodes it; the image is checked after, and
 // scaled here if it still exceeds the maxima (a device pixel ratio above 1).
 func (t *Toolset) captureCDP(ctx context.Context, s *session, c *call, a *shotArgs) (Image, string, error) {
+	// The where-line's URL and title are read while the browser captures,
+	// not in a round trip before it (the page's URL was checked where the
+	// Router tracks it: light).
+	info := make(chan struct{})
+	go func() {
+		defer close(info)
+		c.url, c.title, _ = pageInfo(ctx)
+	}()
+	defer func() { <-info }()
 	// Encoding for speed makes a PNG larger (about twice, on a plain
 	// page) and the capture about a fifth faster; a model's image budget
 	// counts pixels, not bytes.

@@ -51,6 +51,8 @@ func TestScreenshotShapes(t *testing.T) {
 	full := mustOK(t, callTool(t, ts, s, "browser_screenshot", nil))
 	fullImg, _ := decodeShot(t, full)
 	assert.Equal(t, 1280, fullImg.Bounds().Dx())
+	assert.Equal(t, snap.Where.Title, full.Where.Title, "the where-line has the page's title")
+	assert.NotEmpty(t, full.Where.Title)
 
 	el := mustOK(t, callTool(t, ts, s, "browser_screenshot", map[string]any{"ref": add}))
 	elImg, mime := decodeShot(t, el)

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/css"
+	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -45,6 +47,7 @@ type session struct {
 	console consoleBuf
 	dl      downloadState
 	net     netState
+	worlds  worldTracker // the walk's world in each tab (snapshot_world.go)
 }
 
 func newSession(consoleLimit int) *session {
@@ -243,7 +246,12 @@ func (t *Toolset) prepareTab(ctx context.Context, s *session, cc *chromedp.Conte
 	// keeps the tab's values without the call's cancellation.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.tabs[id] = cancel
+	if err := s.worlds.listen(cctx, id); err != nil {
+		// Snapshots of the tab take the long way.
+		t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: following the tab's documents", slog.String("error", err.Error()))
+	}
 	warmSnapshotWorld(ctx)
+	quietTab(ctx)
 	msgs := chromedp.Console(cctx)
 	t.bg.Go(func() {
 		defer cancel()
@@ -258,6 +266,19 @@ func (t *Toolset) prepareTab(ctx context.Context, s *session, cc *chromedp.Conte
 		s.tmu.Unlock()
 	})
 	s.tmu.Unlock()
+}
+
+// quietTab turns off the DOM and CSS domains chromedp enables on every
+// tab it attaches to. With DOM on, chromedp reads the whole document
+// (DOM.getDocument) at each document update, twice per navigation, and the
+// renderer answers that before the call that follows the navigation; with
+// CSS on, the renderer reports every style sheet. The tools read the page
+// through its own walk and through backend node ids, which need neither
+// (as Puppeteer does not enable them), and no chromedp query runs on the
+// toolset's tabs. A tab that keeps them on only pays that cost.
+func quietTab(ctx context.Context) {
+	_, _ = chromedp.Call(ctx, css.Disable, cdp.Empty{})
+	_, _ = chromedp.Call(ctx, dom.Disable, cdp.Empty{})
 }
 
 // finish turns a Router result into the tool's Where and, when the page

@@ -205,12 +205,29 @@ func newAXDoc(nodes []*accessibility.Node) *axDoc {
 // renders it as o asks, giving the session's ref table the refs of the
 // whole tree.
 func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapOptions) (string, error) {
+	if w, ok := s.worlds.get(c.target); ok {
+		old := s.refs
+		if old.target != c.target {
+			old.next = 0
+		}
+		items, refs, title, err := walkSnapshot(ctx, cdp.FrameID(c.target), world{unique: w.world}, &old, c.target, w.url)
+		if err == nil {
+			c.title = title
+			return t.keepSnapshot(s, items, refs, w.doc, o)
+		}
+		if !errors.Is(err, errWalk) {
+			return "", err
+		}
+		// The world went with its document (a navigation the events have
+		// not told of yet): the long way finds the page as it is now.
+		s.worlds.forget(c.target)
+	}
 	// A tab's main frame has the tab's target id: its world is asked for
 	// while the frame tree is read, not after.
-	world := make(chan runtime.ExecutionContextID, 1)
+	worldID := make(chan runtime.ExecutionContextID, 1)
 	go func() {
 		id, _ := worldIn(ctx, cdp.FrameID(c.target))
-		world <- id
+		worldID <- id
 	}()
 	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
 	if err != nil {
@@ -226,9 +243,9 @@ func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapO
 	if old.target != c.target {
 		old.next = 0
 	}
-	var mainWorld runtime.ExecutionContextID
+	var mainWorld world
 	if main == cdp.FrameID(c.target) {
-		mainWorld = <-world
+		mainWorld.id = <-worldID
 	}
 	items, refs, title, err := walkSnapshot(ctx, main, mainWorld, &old, c.target, pageURL)
 	if err == nil {

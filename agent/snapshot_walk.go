@@ -71,8 +71,8 @@ type walkResult struct {
 // another origin in a walk of its own.
 // It returns the items, the refs they name, and the document's title.
 // mainWorld is the walk's world in the main frame when the caller has it
-// already, or 0.
-func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld runtime.ExecutionContextID, old *refTable, tab target.ID, pageURL string) ([]*item, refTable, string, error) {
+// already, or the zero world.
+func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld world, old *refTable, tab target.ID, pageURL string) ([]*item, refTable, string, error) {
 	refs := refTable{
 		target: tab,
 		byRef:  make(map[string]refEntry),
@@ -99,9 +99,24 @@ type walker struct {
 	// oopif is the target of a frame of another site the walk runs in,
 	// through a session of its own; empty in the tab's own target.
 	oopif target.ID
-	// mainWorld, when not 0, is the walk's world in frame main.
+	// mainWorld, when not zero, is the walk's world in frame main.
 	main      cdp.FrameID
-	mainWorld runtime.ExecutionContextID
+	mainWorld world
+}
+
+// world names an execution context of the walk: by the id the frame's
+// target gave it, or by its system-wide id, which no other context of
+// any process has.
+type world struct {
+	id     runtime.ExecutionContextID
+	unique string
+}
+
+func (w world) zero() bool { return w.id == 0 && w.unique == "" }
+
+// in points p at the world.
+func (w world) in(p *runtime.CallFunctionOnParams) {
+	p.ExecutionContextID, p.UniqueContextID = w.id, w.unique
 }
 
 // maxFrameDepth bounds frames within frames.
@@ -111,14 +126,21 @@ const maxFrameDepth = 8
 // other origins.
 func (w *walker) frame(id cdp.FrameID, depth int) ([]*item, string, error) {
 	ctxID := w.mainWorld
-	if id != w.main || ctxID == 0 {
-		var err error
-		if ctxID, err = worldIn(w.ctx, id); err != nil {
+	if id != w.main || ctxID.zero() {
+		id, err := worldIn(w.ctx, id)
+		if err != nil {
 			return nil, "", err
 		}
+		ctxID = world{id: id}
+	}
+	// A world known by its system-wide id was made at its document's
+	// start, which defined the walk there; any other may not have.
+	fn := walkJS
+	if ctxID.unique != "" {
+		fn = walkDefined
 	}
 	var res walkResult
-	if err := callIn(w.ctx, ctxID, walkJS, &res, w.refs.next); err != nil {
+	if err := callIn(w.ctx, ctxID, fn, &res, w.refs.next); err != nil {
 		return nil, "", err
 	}
 	if res.Next > w.refs.next {
@@ -133,7 +155,7 @@ func (w *walker) frame(id cdp.FrameID, depth int) ([]*item, string, error) {
 
 // item turns a walked node into the item that prints, naming its ref in
 // the table and reading the frames the walk could not reach.
-func (w *walker) item(n *walkNode, frame cdp.FrameID, ctxID runtime.ExecutionContextID, depth int) *item {
+func (w *walker) item(n *walkNode, frame cdp.FrameID, ctxID world, depth int) *item {
 	if n.text != "" {
 		return &item{text: n.text}
 	}
@@ -163,7 +185,7 @@ func (w *walker) item(n *walkNode, frame cdp.FrameID, ctxID runtime.ExecutionCon
 
 // childFrame walks the frame the walk could not reach (another origin),
 // by the index the walk gave its element.
-func (w *walker) childFrame(ctxID runtime.ExecutionContextID, idx string, depth int) ([]*item, error) {
+func (w *walker) childFrame(ctxID world, idx string, depth int) ([]*item, error) {
 	if depth > maxFrameDepth {
 		return nil, nil
 	}
@@ -171,12 +193,13 @@ func (w *walker) childFrame(ctxID runtime.ExecutionContextID, idx string, depth 
 	if err != nil {
 		return nil, err
 	}
-	obj, err := chromedp.Call(w.ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
+	p := runtime.CallFunctionOnParams{
 		FunctionDeclaration: `(i) => globalThis.__hybroute.frames[i]`,
-		ExecutionContextID:  ctxID,
 		Arguments:           []*runtime.CallArgument{{Value: []byte(strconv.Itoa(i))}},
 		ObjectGroup:         walkWorld,
-	})
+	}
+	ctxID.in(&p)
+	obj, err := chromedp.Call(w.ctx, runtime.CallFunctionOn, p)
 	if err != nil || obj.Result == nil || obj.Result.ObjectID == "" {
 		return nil, fmt.Errorf("the frame element: %w", errWalk)
 	}
@@ -218,11 +241,12 @@ func releaseWalkObjects(ctx context.Context) {
 }
 
 // warmSnapshotWorld has Chromium make the walk's isolated world as each
-// document of the tab starts (and in the one it shows now), so the first
-// snapshot of a page just opened does not wait for it.
+// document of the tab starts (and in the one it shows now), with the walk
+// defined in it, so the first snapshot of a page just opened neither
+// waits for the world nor compiles the walk.
 func warmSnapshotWorld(ctx context.Context) {
 	_, _ = chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-		Source: "0", WorldName: walkWorld, RunImmediately: new(true),
+		Source: "globalThis.__hybrouteWalk = " + walkJS, WorldName: walkWorld, RunImmediately: new(true),
 	})
 }
 
@@ -239,14 +263,14 @@ func worldIn(ctx context.Context, id cdp.FrameID) (runtime.ExecutionContextID, e
 
 // callIn calls fn with args in an execution context and decodes its
 // value into out.
-func callIn(ctx context.Context, ctxID runtime.ExecutionContextID, fn string, out any, args ...any) error {
+func callIn(ctx context.Context, ctxID world, fn string, out any, args ...any) error {
 	cargs, err := callArgs(args)
 	if err != nil {
 		return err
 	}
-	r, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-		FunctionDeclaration: fn, ExecutionContextID: ctxID, Arguments: cargs, ReturnByValue: new(true),
-	})
+	p := runtime.CallFunctionOnParams{FunctionDeclaration: fn, Arguments: cargs, ReturnByValue: new(true)}
+	ctxID.in(&p)
+	r, err := chromedp.Call(ctx, runtime.CallFunctionOn, p)
 	if err != nil {
 		return fmt.Errorf("%w: %w", errWalk, err)
 	}

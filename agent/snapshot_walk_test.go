@@ -58,8 +58,8 @@ func TestSnapshotWalk(t *testing.T) {
 
 	// The page's own scripts do not see the registry, so they cannot
 	// point a ref at another element.
-	probe := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "[document.getElementById('probe').textContent, typeof globalThis.__hybroute]"}))
-	assert.Contains(t, probe.Text, `Result: ["registry undefined","undefined"]`)
+	probe := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "[document.getElementById('probe').textContent, typeof globalThis.__hybroute, typeof globalThis.__hybrouteWalk]"}))
+	assert.Contains(t, probe.Text, `Result: ["registry undefined","undefined","undefined"]`)
 
 	closeRef := refOf(`button "Close dialog"`, snap.Text)
 	require.NotEmpty(t, closeRef)

@@ -227,7 +227,15 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 	cdpRun := func(ctx context.Context) error {
 		c.ran = true
 		return t.run(ctx, s, c, moves, func(ctx context.Context, c *call) error {
-			return chromedp.Do(ctx, chromedp.Navigate(u))
+			if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
+				return err
+			}
+			// The load event comes before the page's first frame: the
+			// page is laid out and painted once before the model reads
+			// it, as it is after a click or a keystroke, rather than in
+			// the first call that reads it.
+			settle(ctx)
+			return nil
 		})
 	}
 	var res hybroute.Result

@@ -25,16 +25,17 @@ import (
 
 // The steps of the session, in the order they run.
 const (
-	stepNavigate   = "navigate"
+	stepNavigate   = "navigate (small page)"
 	stepSnapSmall  = "snapshot (small page)"
 	stepClick      = "click"
 	stepType       = "type"
 	stepExec       = "exec (1+1)"
 	stepScreenshot = "screenshot"
+	stepNavBig     = "navigate (1,500-node catalogue)"
 	stepSnapBig    = "snapshot (1,500-node catalogue)"
 )
 
-var steps = []string{stepNavigate, stepSnapSmall, stepClick, stepType, stepExec, stepScreenshot, stepSnapBig}
+var steps = []string{stepNavigate, stepSnapSmall, stepClick, stepType, stepExec, stepScreenshot, stepNavBig, stepSnapBig}
 
 func main() {
 	hyb := flag.String("hybroute", "bin/hybroute", "the hybroute binary")
@@ -43,6 +44,7 @@ func main() {
 	chromium := flag.String("chromium", "/usr/bin/chromium", "the Chromium all three servers drive")
 	rounds := flag.Int("rounds", 20, "measured rounds of the session per server (after one warm-up round)")
 	verbose := flag.Bool("v", false, "print each server's snapshot texts of the last round to stderr")
+	pause := flag.Duration("pause", 0, "a pause before each call, as an agent thinks between calls (0: back to back)")
 	flag.Parse()
 	// The servers run in a directory of their own: the paths must not
 	// depend on this one.
@@ -61,7 +63,7 @@ func main() {
 	if *dt != "" {
 		servers = append(servers, devtoolsServer(*dt, *chromium))
 	}
-	if err := run(servers, *rounds, *verbose, os.Stdout, os.Stderr); err != nil {
+	if err := run(servers, *rounds, *pause, *verbose, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "hybroute-bench-anchors:", err)
 		os.Exit(1)
 	}
@@ -76,7 +78,7 @@ type record struct {
 	failed []string
 }
 
-func run(servers []server, rounds int, verbose bool, out, log io.Writer) error {
+func run(servers []server, rounds int, pause time.Duration, verbose bool, out, log io.Writer) error {
 	base, stop, err := servePages()
 	if err != nil {
 		return err
@@ -116,7 +118,7 @@ func run(servers []server, rounds int, verbose bool, out, log io.Writer) error {
 	// so a change of the machine's load falls on all of them alike.
 	for round := 0; round <= rounds; round++ {
 		for i, s := range servers {
-			if err := session(ctx, s, sessions[i], base, recs[i], round > 0); err != nil {
+			if err := session(ctx, s, sessions[i], base, recs[i], round > 0, pause); err != nil {
 				// A call that fails (a timeout on a loaded machine) ends this
 				// server's round, not the run: the table says how many.
 				recs[i].failed = append(recs[i].failed, err.Error())
@@ -127,17 +129,17 @@ func run(servers []server, rounds int, verbose bool, out, log io.Writer) error {
 	}
 	if verbose {
 		for i, s := range servers {
-			for _, st := range []string{stepNavigate, stepSnapSmall, stepClick, stepType, "navigate (catalogue)", stepSnapBig} {
+			for _, st := range []string{stepNavigate, stepSnapSmall, stepClick, stepType, stepNavBig, stepSnapBig} {
 				fmt.Fprintf(log, "==== %s, %s ====\n%.3000s\n", s.name, st, recs[i].texts[st])
 			}
 		}
 	}
-	table(out, servers, recs, rounds)
+	table(out, servers, recs, rounds, pause)
 	return nil
 }
 
 // session runs the scripted session once on one server.
-func session(ctx context.Context, s server, cs *mcp.ClientSession, base string, rec *record, measure bool) error {
+func session(ctx context.Context, s server, cs *mcp.ClientSession, base string, rec *record, measure bool, pause time.Duration) error {
 	var button, box string
 	for _, st := range steps {
 		ref, url := "", base+"/"
@@ -146,16 +148,11 @@ func session(ctx context.Context, s server, cs *mcp.ClientSession, base string, 
 			ref = button
 		case stepType:
 			ref = box
-		case stepSnapBig:
-			// The catalogue's navigation is not measured: the small page's is.
-			name, args := s.call(stepNavigate, base+"/catalogue", "")
-			text, _, err := callTool(ctx, cs, s, name, args)
-			if err != nil {
-				return err
-			}
-			rec.texts["navigate (catalogue)"] = text
+		case stepNavBig:
+			url = base + "/catalogue"
 		}
 		name, args := s.call(st, url, ref)
+		time.Sleep(pause)
 		text, took, err := callTool(ctx, cs, s, name, args)
 		if err != nil {
 			return fmt.Errorf("%s: %w", st, err)
@@ -231,8 +228,12 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseco
 // table prints the results as a Markdown table: p50 / p95 in ms per
 // server, and hybroute's p50 over the fastest anchor's; then the text
 // bytes of the responses.
-func table(w io.Writer, servers []server, recs []*record, rounds int) {
-	fmt.Fprintf(w, "\n%d rounds per server, p50 / p95 in ms; the ratio is hybroute's p50 over the fastest anchor's.\n\n", rounds)
+func table(w io.Writer, servers []server, recs []*record, rounds int, pause time.Duration) {
+	gap := "back to back"
+	if pause > 0 {
+		gap = "a pause of " + pause.String() + " before each call"
+	}
+	fmt.Fprintf(w, "\n%d rounds per server, calls %s, p50 / p95 in ms; the ratio is hybroute's p50 over the fastest anchor's.\n\n", rounds, gap)
 	fmt.Fprint(w, "| Tool |")
 	for _, s := range servers {
 		fmt.Fprintf(w, " %s |", s.name)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -41,4 +42,18 @@ func TestPercentile(t *testing.T) {
 	assert.Equal(t, 19*time.Millisecond, percentile(ds, 0.95))
 	assert.Equal(t, time.Duration(0), percentile(nil, 0.5))
 	assert.Equal(t, 20*time.Millisecond, ds[0], "the samples are left in their order")
+}
+
+// TestCatalogueNavigationIsANavigation: the catalogue's navigation, timed
+// as a step of its own, calls each server's navigate tool.
+func TestCatalogueNavigationIsANavigation(t *testing.T) {
+	for _, s := range []server{hybrouteServer("", ""), playwrightServer("", ""), devtoolsServer("", "")} {
+		small, smallArgs := s.call(stepNavigate, "http://x/", "")
+		big, bigArgs := s.call(stepNavBig, "http://x/catalogue", "")
+		assert.Equal(t, small, big, s.name)
+		assert.Equal(t, "http://x/catalogue", bigArgs["url"], s.name)
+		assert.Equal(t, "http://x/", smallArgs["url"], s.name)
+	}
+	assert.Contains(t, steps, stepNavBig)
+	assert.Less(t, slices.Index(steps, stepNavBig), slices.Index(steps, stepSnapBig), "the catalogue is opened before its snapshot")
 }

@@ -42,7 +42,7 @@ func hybrouteServer(bin, chromium string) server {
 		},
 		call: func(step, url, ref string) (string, map[string]any) {
 			switch step {
-			case stepNavigate:
+			case stepNavigate, stepNavBig:
 				return "browser_navigate", map[string]any{"url": url}
 			case stepClick:
 				return "browser_click", map[string]any{"ref": ref}
@@ -71,7 +71,7 @@ func playwrightServer(cli, chromium string) server {
 		},
 		call: func(step, url, ref string) (string, map[string]any) {
 			switch step {
-			case stepNavigate:
+			case stepNavigate, stepNavBig:
 				return "browser_navigate", map[string]any{"url": url}
 			case stepClick:
 				return "browser_click", map[string]any{"target": ref, "element": "the button"}
@@ -103,7 +103,7 @@ func devtoolsServer(index, chromium string) server {
 		},
 		call: func(step, url, ref string) (string, map[string]any) {
 			switch step {
-			case stepNavigate:
+			case stepNavigate, stepNavBig:
 				return "navigate_page", map[string]any{"type": "url", "url": url}
 			case stepClick:
 				return "click", map[string]any{"uid": ref}
