@@ -3,8 +3,11 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
@@ -127,12 +130,38 @@ func (t *Toolset) resize(ctx context.Context, s *session, key string, args json.
 		return toolError(fmt.Sprintf("width %d and height %d: each must be from %d to %d CSS pixels", a.Width, a.Height, minViewport, maxViewport))
 	}
 	res, c, err := t.do(ctx, s, key, "", 0, func(ctx context.Context, c *call) error {
-		_, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-			Width: int64(a.Width), Height: int64(a.Height), DeviceScaleFactor: 1,
+		return whileAttaching(ctx, func() error {
+			_, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
+				Width: int64(a.Width), Height: int64(a.Height), DeviceScaleFactor: 1,
+			})
+			return err
 		})
-		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
 		return fmt.Sprintf("Resized the viewport to %dx%d.", a.Width, a.Height)
 	})
+}
+
+// detachedPage is Chromium's answer to a page-level command sent while the
+// tab swaps the document it shows (a reload or a navigation committing in
+// a new frame host): for that moment no page is attached to the target.
+const detachedPage = "Not attached to an active page"
+
+// whileAttaching runs cmd, and runs it again while Chromium answers that
+// the tab is between two documents, a few frames apart and within ctx: a
+// command right after a reload can meet the swap, and the swap ends on its
+// own. Any other error, or the same one for longer, is cmd's answer.
+func whileAttaching(ctx context.Context, cmd func() error) error {
+	for try := 0; ; try++ {
+		err := cmd()
+		var ce *cdproto.Error
+		if err == nil || try == 4 || !errors.As(err, &ce) || ce.Message != detachedPage {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(try+1) * 20 * time.Millisecond):
+		}
+	}
 }
