@@ -99,6 +99,9 @@ func inNetns(t *testing.T) *decoys {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", "-n", "--", os.Args[0],
 		"-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v",
+		// The copy runs this one test; its parallel subtests wait mostly
+		// on the browser, so more of them run at once than there are CPUs.
+		"-test.parallel=8",
 		"-test.timeout="+timeout.String())
 	cmd.Env = append(os.Environ(), netnsEnv+"="+t.Name())
 	out, err := cmd.CombinedOutput()
