@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -102,6 +103,8 @@ func inNetns(t *testing.T) *decoys {
 		// The copy runs this one test; its parallel subtests wait mostly
 		// on the browser, so more of them run at once than there are CPUs.
 		"-test.parallel=8",
+		// The copy skips what this run skips.
+		"-test.short="+strconv.FormatBool(testing.Short()),
 		"-test.timeout="+timeout.String())
 	cmd.Env = append(os.Environ(), netnsEnv+"="+t.Name())
 	out, err := cmd.CombinedOutput()
