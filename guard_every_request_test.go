@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -78,10 +79,11 @@ var loadingMethods = map[string]string{
 	"iframe":        `el("iframe", {src: u})`,
 }
 
-// hostilePages serves /hostile, whose attack() loads every target by
-// every method and resolves once every attempt is over (to their number),
-// and the public
-// control resources that must load.
+// hostilePages serves /hostile, whose attack(method) loads every target by
+// that method and resolves once every attempt is over (to their number),
+// and the public control resources that must load. Each URL loaded carries
+// the method in its query (via=), so a request that reached a decoy names
+// the method that sent it while pages attack side by side.
 func hostilePages(targets func() []string) func(*http.ServeMux, *site) {
 	return func(mux *http.ServeMux, s *site) {
 		mux.HandleFunc("/hostile", func(w http.ResponseWriter, r *http.Request) {
@@ -108,8 +110,9 @@ const methods = {};
 			// attack(method) is started by the test once the page has
 			// loaded, so the navigation is over before any attempt starts.
 			b.WriteString(`];
+const via = (u, method) => u + (u.includes("?") ? "&" : "?") + "via=" + method;
 function attack(method) {
-  const attempts = targets.map(u => within(methods[method](u)));
+  const attempts = targets.map(u => within(methods[method](via(u, method))));
   return Promise.all(attempts).then(() => new Promise(r => setTimeout(r, 500))).then(() => attempts.length);
 }
 </script>`)
@@ -127,6 +130,10 @@ onconnect = c => { const p = c.ports[0]; p.onmessage = e => answer(p, e.data); }
 		})
 	}
 }
+
+// loadsDocument reports whether the loading method loads its URL as a
+// document (a frame).
+func loadsDocument(method string) bool { return method == "iframe" || method == "object" }
 
 // hostileRules maps the hostile names to their decoys in the stand-in
 // cloud browser, which resolves names itself, as a provider's does.
@@ -172,6 +179,18 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 	attack := func(ctx context.Context, method string) (int, error) {
 		return chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf("attack(%q)", method), chromedp.EvalAwaitPromise))
 	}
+	// requests is what reached the decoys carrying a request, and contacts
+	// the connections that carried none (docs/security.md, Known limits).
+	requests := func() (requests []escape, contacts int) {
+		for _, e := range d.escapes() {
+			if e.connectionOnly() {
+				contacts++
+				continue
+			}
+			requests = append(requests, e)
+		}
+		return requests, contacts
+	}
 
 	t.Run("guarded", func(t *testing.T) {
 		api := cloudtest.NewServer(t, cloudtest.Browserbase, cloud.WSURL,
@@ -179,61 +198,80 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 		logs := &logBuffer{}
 		r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
 			WithProviderHTTPClient(api.HTTPClient())), logs, WithResolver(hostileResolver()))
-		contacts := 0 // connections that carried no request (docs/security.md, Known limits)
-		for _, m := range methods {
-			// A fresh page for each: a refused frame sends the tab to
-			// about:blank. A deadline for each, as on a loaded machine
-			// nineteen of them outlast one.
+		// A fresh page for each method: a refused frame sends the tab to
+		// about:blank. The documents, whose refusal fails the call, take
+		// turns on one session; the other methods attack side by side, each
+		// on a session of its own. What reached the decoys is read once all
+		// are over, so a request that arrives late counts as well.
+		attackOn := func(t *testing.T, key, m string) {
+			// A deadline for each, as on a loaded machine nineteen of
+			// them outlast one.
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			res, err := r.Navigate(ctx, "hostile", s.url(publicHost, "/hostile"))
+			res, err := r.Navigate(ctx, key, s.url(publicHost, "/hostile"))
 			require.NoError(t, err)
 			require.Equal(t, RouteCloud, res.Route)
 			var n int
-			_, err = r.Exec(ctx, "hostile", "", func(ctx context.Context) error {
+			_, err = r.Exec(ctx, key, "", func(ctx context.Context) error {
 				var err error
 				n, err = attack(ctx, m)
 				return err
 			})
-			doc := m == "iframe" || m == "object"
-			if doc {
+			if loadsDocument(m) {
 				// Documents: the call reports them, as before.
 				require.ErrorIs(t, err, ErrMetadata, m)
 			} else {
 				require.NoError(t, err, m)
 			}
 			require.Equal(t, len(hostileTargets(s)), n, m)
-			var requests []escape
-			for _, e := range d.escapes() {
-				if e.connectionOnly() {
-					contacts++
-					continue
-				}
-				requests = append(requests, e)
-			}
-			assert.Empty(t, requests, "%s: requests that reached a decoy from the guarded cloud browser", m)
-			d.reset()
 		}
+		for _, m := range methods {
+			if loadsDocument(m) {
+				attackOn(t, "hostile", m)
+			}
+		}
+		t.Run("methods", func(t *testing.T) {
+			for _, m := range methods {
+				if !loadsDocument(m) {
+					t.Run(m, func(t *testing.T) {
+						t.Parallel()
+						attackOn(t, "hostile-"+m, m)
+					})
+				}
+			}
+		})
+		got, contacts := requests()
+		assert.Empty(t, got, "requests that reached a decoy from the guarded cloud browser (via= names the method)")
+		d.reset()
 		require.True(t, s.reached("/public-control.png"), "the page's public subresource did not load")
-		t.Logf("guarded: 0 requests reached a decoy; %d connections carried none (Chromium's preconnects)", contacts)
+		t.Logf("guarded: %d requests reached a decoy; %d connections carried none (Chromium's preconnects)", len(got), contacts)
 		assert.Positive(t, logs.count("browser request refused"), "the guard logged no refusal")
 	})
 
 	t.Run("control without the guard", func(t *testing.T) {
-		rt, err := connectRemote(testCtx(t), cloud.WSURL, nil, "the unguarded browser", nil)
-		require.NoError(t, err)
-		defer func() { _ = rt.close(context.Background()) }()
-		require.NoError(t, chromedp.Do(rt.ctx, chromedp.Navigate(s.url(publicHost, "/hostile"))))
-		escaped := 0
-		for _, m := range methods {
-			_, err := attack(rt.ctx, m)
-			require.NoError(t, err, m)
-			if slices.ContainsFunc(d.escapes(), func(e escape) bool { return !e.connectionOnly() }) {
-				escaped++
+		t.Run("methods", func(t *testing.T) {
+			for _, m := range methods {
+				t.Run(m, func(t *testing.T) {
+					t.Parallel()
+					rt, err := connectRemote(testCtx(t), cloud.WSURL, nil, "the unguarded browser", nil)
+					require.NoError(t, err)
+					defer func() { _ = rt.close(context.Background()) }()
+					require.NoError(t, chromedp.Do(rt.ctx, chromedp.Navigate(s.url(publicHost, "/hostile"))))
+					_, err = attack(rt.ctx, m)
+					require.NoError(t, err)
+				})
 			}
-			d.reset()
+		})
+		got, _ := requests()
+		escaped := map[string]bool{}
+		for _, e := range got {
+			if f := strings.Fields(e.line); len(f) > 1 {
+				if u, err := url.Parse(f[1]); err == nil && loadingMethods[u.Query().Get("via")] != "" {
+					escaped[u.Query().Get("via")] = true
+				}
+			}
 		}
-		t.Logf("without the guard, the requests of %d of %d loading methods reached a decoy", escaped, len(methods))
-		require.Positive(t, escaped, "the recorder saw nothing: the test could not see an escape")
+		t.Logf("without the guard, the requests of %d of %d loading methods reached a decoy", len(escaped), len(methods))
+		require.NotEmpty(t, got, "the recorder saw nothing: the test could not see an escape")
 	})
 }

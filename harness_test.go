@@ -54,14 +54,18 @@ type site struct {
 type hit struct{ host, path, ua string }
 
 // newSite serves the test pages: any path is a page titled with its path,
-// /redirect-to/<host:port/path> redirects there, and routes may add more.
+// /redirect-to/<host:port/path> redirects there (with the query), and routes may add more.
 func newSite(t testing.TB, routes ...func(mux *http.ServeMux, s *site)) *site {
 	s := &site{}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case strings.HasPrefix(r.URL.Path, "/redirect-to/"):
-			http.Redirect(w, r, "http://"+strings.TrimPrefix(r.URL.Path, "/redirect-to/"), http.StatusFound)
+			to := "http://" + strings.TrimPrefix(r.URL.Path, "/redirect-to/")
+			if r.URL.RawQuery != "" {
+				to += "?" + r.URL.RawQuery
+			}
+			http.Redirect(w, r, to, http.StatusFound)
 			return
 		case r.URL.Path == "/favicon.ico":
 			http.NotFound(w, r)

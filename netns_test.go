@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -99,6 +102,11 @@ func inNetns(t *testing.T) *decoys {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "unshare", "-n", "--", os.Args[0],
 		"-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v",
+		// The copy runs this one test; its parallel subtests wait mostly
+		// on the browser, so more of them run at once than there are CPUs.
+		"-test.parallel=8",
+		// The copy skips what this run skips.
+		"-test.short="+strconv.FormatBool(testing.Short()),
 		"-test.timeout="+timeout.String())
 	cmd.Env = append(os.Environ(), netnsEnv+"="+t.Name())
 	out, err := cmd.CombinedOutput()
@@ -131,6 +139,24 @@ func startDecoys(t *testing.T) *decoys {
 	for _, a := range decoyV6 {
 		if a != "::1" {
 			ip("-6", "addr", "add", a+"/128", "dev", "lo", "nodad")
+		}
+	}
+	// An address added to lo may not be routable yet when ip returns (seen
+	// with IPv6): a decoy that cannot be reached would hide an escape. A
+	// port no decoy listens on answers "refused" once the address is up.
+	for _, a := range append(append([]string(nil), decoyV4...), decoyV6...) {
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			c, err := net.DialTimeout("tcp", net.JoinHostPort(a, "9"), time.Second)
+			if err == nil {
+				_ = c.Close()
+			}
+			if err == nil || errors.Is(err, syscall.ECONNREFUSED) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("decoy %s is not reachable: %v", a, err)
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	d := &decoys{}

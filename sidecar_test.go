@@ -22,21 +22,17 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/hybroute/hybroute/internal/procfs"
+	"github.com/hybroute/hybroute/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
 
-// requireChromium skips a browser test under -short, and when no Chromium
-// is installed.
+// requireChromium skips a browser test under -short, when no Chromium is
+// installed, and on a browser below the supported range.
 func requireChromium(tb testing.TB) {
 	tb.Helper()
-	if testing.Short() {
-		tb.Skip("skipping: this test drives a real Chromium (-short)")
-	}
-	if _, err := findChromium(&config{}); err != nil {
-		tb.Skipf("skipping: this test drives a real Chromium and none is installed (%v)", err)
-	}
+	testenv.RequireChromium(tb)
 	requireSupported(tb)
 }
 
@@ -94,11 +90,8 @@ func testSite(tb testing.TB) *site {
 	})
 }
 
-func testCtx(tb testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	tb.Cleanup(cancel)
-	return ctx
-}
+// testCtx bounds a test's calls: a minute, and no longer than the test.
+func testCtx(tb testing.TB) context.Context { return testenv.Context(tb, time.Minute) }
 
 // run runs one chromedp action on the tab, bounded by ctx.
 func run[T any](ctx context.Context, tab *localTab, a chromedp.Action[T]) (T, error) {

@@ -107,6 +107,7 @@ func accountPage(t *testing.T, r *Router, key, url string) (Result, string, stri
 // fake provider) to local (the sidecar), and local to cloud. The state
 // goes through a file.
 func TestStateMovesBetweenRoutes(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	login := newLoginSite()
 	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
@@ -169,6 +170,7 @@ func TestStateMovesBetweenRoutes(t *testing.T) {
 // TestStateFollowsFallback: a key with a state loaded whose cloud session
 // falls back to local Chromium starts logged in there too.
 func TestStateFollowsFallback(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	login := newLoginSite()
 	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
@@ -190,6 +192,7 @@ func TestStateFollowsFallback(t *testing.T) {
 // it to the other when a call moves it there, both ways, once a state was
 // loaded for its key.
 func TestStateFollowsRouteChange(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	login := newLoginSite()
 	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
@@ -220,6 +223,7 @@ func TestStateFollowsRouteChange(t *testing.T) {
 // name, a name whose lookup failed) never reach the cloud browser; the
 // sidecar session of the same key gets them, and SaveState keeps them.
 func TestStateLocalCookiesStayOffCloud(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	debug := &logBuffer{}
 	w := newWorld(t, cloudtest.Browserbase, WithLogger(slog.New(slog.NewTextHandler(debug, &slog.HandlerOptions{Level: slog.LevelDebug}))))
@@ -368,6 +372,7 @@ func TestStateIsNeverLogged(t *testing.T) {
 // a page logs it in without moving its page, on both routes, and the
 // storage it sets is there at the next visit.
 func TestStateLoadsIntoALiveSession(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	login := newLoginSite()
 	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
@@ -404,6 +409,7 @@ func TestStateLoadsIntoALiveSession(t *testing.T) {
 // one past ParseState's checks) fails the load with ErrBadState naming
 // it, and the others are set.
 func TestRefusedCookiesAreNamed(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
 	r := newBrowserRouter(t, nil, &logBuffer{})

@@ -16,6 +16,7 @@ import (
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/internal/testenv"
 )
 
 // benchToolset is a toolset on a warm local tab showing path of the site.
@@ -43,7 +44,7 @@ func benchToolsetRouter(b *testing.B, path string) (*agent.Toolset, *hybroute.Ro
 // router, no toolset) showing path of the site: the baseline.
 func bareTab(b *testing.B, path string) context.Context {
 	b.Helper()
-	agenttest.RequireChromium(b)
+	testenv.RequireChromium(b)
 	site := agenttest.NewSite(b)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.Flag("no-sandbox", os.Geteuid() == 0))
 	if p := os.Getenv("CHROMIUM"); p != "" {

@@ -12,6 +12,7 @@ import (
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/camofoxtest"
+	"github.com/hybroute/hybroute/internal/testenv"
 )
 
 // TestCamofoxToolset: the toolset drives a page on Camofox (a stand-in of
@@ -19,7 +20,7 @@ import (
 // addresses still run on the local browser, metadata is refused before any
 // request, and browser_exec, which needs CDP, gets the no-CDP message.
 func TestCamofoxToolset(t *testing.T) {
-	agenttest.RequireChromium(t)
+	testenv.RequireChromium(t)
 	site := agenttest.NewSite(t)
 	cf := camofoxtest.New(t, "", "--user-agent="+agenttest.CloudUA, "--host-resolver-rules="+agenttest.HostRules)
 	r := agenttest.NewRouter(t, hybroute.NewCamofox("", hybroute.WithProviderBaseURL(cf.URL)))

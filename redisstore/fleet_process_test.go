@@ -25,6 +25,7 @@ import (
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/redistest"
+	"github.com/hybroute/hybroute/internal/testenv"
 	"github.com/hybroute/hybroute/redisstore"
 )
 
@@ -168,7 +169,7 @@ func TestFleetWindowAcrossProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("skipping: re-runs the test binary as child routers (-short)")
 	}
-	agenttest.RequireChromium(t)
+	testenv.RequireChromium(t)
 	srv := redistest.Start(t)
 	const (
 		routers    = 3

@@ -8,13 +8,14 @@ import (
 
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/camofoxtest"
+	"github.com/hybroute/hybroute/internal/testenv"
 )
 
 // TestMCPOverStdioBinaryOnCamofox: "hybroute mcp --provider camofox"
 // drives the page through the server's REST API ($CAMOFOX_URL, with its
 // access key), and browser_exec, which needs CDP, gets the no-CDP message.
 func TestMCPOverStdioBinaryOnCamofox(t *testing.T) {
-	agenttest.RequireChromium(t)
+	testenv.RequireChromium(t)
 	site := agenttest.NewSite(t)
 	const access = "cf_stdio_access_0123456789"
 	cf := camofoxtest.New(t, access, "--user-agent="+agenttest.CloudUA, "--host-resolver-rules="+agenttest.HostRules)

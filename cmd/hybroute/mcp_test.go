@@ -24,6 +24,7 @@ import (
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testenv"
 )
 
 var wantTools = []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press",
@@ -253,7 +254,7 @@ func (s *syncBuffer) String() string {
 // client to it.
 func startBinary(t *testing.T, envv []string, args ...string) (*client, *syncBuffer) {
 	t.Helper()
-	agenttest.RequireChromium(t)
+	testenv.RequireChromium(t)
 	bin, err := buildBinary()
 	require.NoError(t, err)
 	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)

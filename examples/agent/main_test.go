@@ -12,18 +12,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testenv"
 )
 
 // TestScriptedAgent runs the demo loop and checks that each step had its
 // effect: the click, the search, the exec, the screenshot, the refusal.
 func TestScriptedAgent(t *testing.T) {
-	if testing.Short() {
-		t.Skip("skipping: this test drives a real Chromium (-short)")
-	}
-	if cloudtest.ChromiumPath() == "" {
-		t.Skip("no Chromium installed")
-	}
+	testenv.RequireChromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	shot := filepath.Join(t.TempDir(), "agent.png")

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testenv"
 )
 
 // PublicHost is a name the test resolver calls public and both browsers map
@@ -99,7 +100,7 @@ func RouterOptions(t testing.TB, log io.Writer) []hybroute.Option {
 // t.Cleanup. It skips the test when no Chromium is installed.
 func NewRouter(t testing.TB, p hybroute.Provider, opts ...hybroute.Option) *hybroute.Router {
 	t.Helper()
-	RequireChromium(t)
+	testenv.RequireChromium(t)
 	r, err := hybroute.New(p, append(RouterOptions(t, nil), opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -110,18 +111,6 @@ func NewRouter(t testing.TB, p hybroute.Provider, opts ...hybroute.Option) *hybr
 		}
 	})
 	return r
-}
-
-// RequireChromium skips the test under -short, and when no Chromium is
-// installed.
-func RequireChromium(t testing.TB) {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("skipping: this test drives a real Chromium (-short)")
-	}
-	if cloudtest.ChromiumPath() == "" {
-		t.Skip("no Chromium installed (install the chromium package or set $CHROMIUM)")
-	}
 }
 
 // Cloud is a fake Browserbase with a real Chromium behind it, on loopback.
@@ -137,7 +126,7 @@ const CloudUA = "hybroute-agent-test-cloud"
 // NewCloud starts the cloud: a Chromium and a Browserbase API in front.
 func NewCloud(t testing.TB) *Cloud {
 	t.Helper()
-	RequireChromium(t)
+	testenv.RequireChromium(t)
 	c := cloudtest.LaunchChromium(t, "--user-agent="+CloudUA, "--host-resolver-rules="+HostRules)
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, c.WSURL, cloudtest.WithAPIKey("bb_test_key_agent_0123456789"), cloudtest.WithProjectID("proj-agent"))
 	return &Cloud{API: api, Provider: hybroute.NewBrowserbase(api.APIKey, api.ProjectID, hybroute.WithProviderBaseURL(api.URL))}

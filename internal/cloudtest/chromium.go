@@ -18,19 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybroute/hybroute/internal/chromium"
+	"github.com/hybroute/hybroute/internal/testenv"
 )
-
-// ChromiumPath returns the Chromium binary the helpers launch, found as the
-// library finds its own: $CHROMIUM when set, otherwise the first of the
-// usual names on PATH. It returns "" when there is none.
-func ChromiumPath() string {
-	p, err := chromium.Find()
-	if err != nil {
-		return ""
-	}
-	return p
-}
 
 // Chromium is a running headless Chromium with a DevTools websocket on
 // 127.0.0.1.
@@ -61,13 +50,8 @@ const startTimeout = 30 * time.Second
 // --host-resolver-rules) are added to Flags.
 func LaunchChromium(t testing.TB, extra ...string) *Chromium {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("cloudtest: skipping the test that needs a real browser (-short)")
-	}
-	path := ChromiumPath()
-	if path == "" {
-		t.Skip("cloudtest: no Chromium installed (set $CHROMIUM or install the chromium package); skipping the test that needs a real browser")
-	}
+	testenv.RequireChromium(t)
+	path := testenv.ChromiumPath()
 	dir := t.TempDir()
 	c, err := launch(path, dir, extra)
 	if err != nil {
