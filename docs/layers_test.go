@@ -28,7 +28,6 @@ var layer = map[string]int{
 	"internal/dnstest":           0,
 	"internal/redistest":         0,
 	"internal/storetest":         0,
-	"internal/testenv":           0,
 	"internal/tools/gencorpus":   0,
 	"internal/tools/recordhosts": 0,
 	// What a URL is: the scanner, the CDP dial, and the network policy.
@@ -37,8 +36,9 @@ var layer = map[string]int{
 	"netpolicy":        1,
 	// Stand-ins for the parts users have (provider APIs in front of a
 	// real Chromium), which know nothing of the library.
-	"internal/cloudtest":   1,
-	"internal/camofoxtest": 2,
+	"internal/testenv":     1,
+	"internal/cloudtest":   2,
+	"internal/camofoxtest": 3,
 	// The enforcement points: they carry out decisions the root makes.
 	"internal/guard":  2,
 	"internal/egress": 2,
@@ -94,6 +94,9 @@ func TestLayersPointOneWay(t *testing.T) {
 				continue
 			}
 			dep := strings.TrimPrefix(strings.TrimPrefix(imp, module), "/")
+			if isTestPart(dep) && !isTestPart(rel) && !strings.HasPrefix(rel, "examples/") {
+				t.Errorf("%q imports the test part %q: library code never runs on stand-ins", "./"+rel, "./"+dep)
+			}
 			if slices.Contains(forbidden[rel], dep) {
 				t.Errorf("%q imports %q, which the layout forbids", "./"+rel, "./"+dep)
 			}
@@ -111,4 +114,11 @@ func TestLayersPointOneWay(t *testing.T) {
 			t.Errorf("the table names %q, which is no package of the module", "./"+p)
 		}
 	}
+}
+
+// isTestPart reports whether a package is one of the parts tests run on
+// (stand-ins, a real redis-server, the store suite, test resolvers).
+func isTestPart(rel string) bool {
+	base := rel[strings.LastIndex(rel, "/")+1:]
+	return strings.HasPrefix(rel, "internal/") && (strings.HasSuffix(base, "test") || base == "testenv")
 }
