@@ -132,12 +132,14 @@ func (g *guardRecord) begin(s *guard.Session, look *callLookups) (end func()) {
 }
 
 // reset starts the run's part of the call: what the guard refused before
-// it (while the tab was probed or replaced) is not the run's.
+// it (while the tab was probed or replaced) is not the run's. The scope
+// stays the call's: a document paused before the run and refused during
+// it (a lookup can take seconds) still fails the call.
 func (g *guardRecord) reset() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.s != nil {
-		g.swapLocked()
+	if g.sc != nil {
+		g.sc.Clear()
 	}
 }
 

@@ -88,6 +88,16 @@ func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 
 	_, err = hybrid.Plan(ctx, "s", `fetch("http://169.254.169.254/latest?token=abc123")`)
 	require.ErrorIs(t, err, ErrMetadata, "metadata stays metadata")
+
+	// A private address the options let a remote browser open keeps the
+	// secrets rule: allowing the address is not allowing its credential
+	// onto that browser.
+	override := newTestRouter(t, cloud, WithCDPURL("ws://127.0.0.1:9/devtools/browser/x"), WithAllowPrivateURLs(true))
+	_, err = override.Plan(ctx, "s", `goto("http://10.0.0.5/?token=abc123")`)
+	require.ErrorIs(t, err, ErrSecretInURL)
+	p, err = override.Plan(ctx, "s", `goto("http://10.0.0.5/")`)
+	require.NoError(t, err, "the private address itself is allowed")
+	assert.Equal(t, RouteCloud, p.Route)
 }
 
 // TestURLsInMessagesAreRedactedAndBounded proves a refused URL's error

@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -28,11 +29,21 @@ func (s tracedStore) call(ctx context.Context, op string, do func(ctx context.Co
 		trace.WithAttributes(attribute.String("hybroute.provider", s.tel.provider)))
 	err := do(ctx)
 	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, storeStatus(err))
 		s.tel.storeErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("op", op)))
 	}
 	span.End()
 	return err
+}
+
+// storeStatus is a failed operation's status in its span: a bounded kind,
+// never the store's own text, which can name its address or carry what it
+// read back.
+func storeStatus(err error) string {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "deadline_exceeded"
+	}
+	return "error"
 }
 
 func (s tracedStore) Window(ctx context.Context, provider string) (until time.Time, reason string, err error) {

@@ -103,3 +103,27 @@ func TestScopeRule(t *testing.T) {
 	assert.ErrorIs(t, next.Err(), errPrivate)
 	require.ErrorIs(t, decide(&s, next), errPrivate, "a call that did not name the host: its own lookup")
 }
+
+// Clear forgets what was refused so far and keeps the scope the call's: a
+// refusal decided after it still fails the call; one after End does not.
+func TestScopeClearKeepsTheScopeLive(t *testing.T) {
+	var s Session
+	sc := NewScope(nil)
+	s.Begin(sc)
+	before := errors.New("refused while the tab was probed")
+	sc.refuse(before)
+	sc.Clear()
+	if err := sc.Err(); err != nil {
+		t.Fatalf("Err after Clear = %v, want nil", err)
+	}
+	during := errors.New("refused during the run")
+	s.current().refuse(during)
+	if err := sc.Err(); !errors.Is(err, during) || errors.Is(err, before) {
+		t.Fatalf("Err = %v, want only the refusal after Clear", err)
+	}
+	s.End(sc)
+	sc.refuse(errors.New("after the call"))
+	if err := sc.Err(); err == nil || err.Error() != during.Error() {
+		t.Fatalf("Err after End = %v, want the run's refusal alone", err)
+	}
+}

@@ -91,6 +91,16 @@ func (sc *Scope) Err() error {
 	return errors.Join(sc.refused...)
 }
 
+// Clear forgets what the scope recorded so far and keeps it live: a call
+// clears it where the part of the call that the refusals fail begins. A
+// request paused before and decided after still fails the call, as one
+// decided during it does.
+func (sc *Scope) Clear() {
+	sc.mu.Lock()
+	sc.refused = nil
+	sc.mu.Unlock()
+}
+
 // refuse records err as failing the call; a scope taken back records
 // nothing (its call has read what failed it).
 func (sc *Scope) refuse(err error) {
