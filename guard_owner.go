@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -36,8 +35,8 @@ func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w where) *brows
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return guard.New(guard.Config{Resolver: pol.resolver, LookupTimeout: cfg.guardLookup, Log: log,
-		RemotePrivate: pol.remotePrivate, WSRules: pol.rules.wsPatterns()}, &guardOwner{pol: pol, w: w, log: log})
+	return guard.New(guard.Config{Resolver: pol.cls.Resolver(), LookupTimeout: cfg.guardLookup, Log: log,
+		RemotePrivate: pol.rule.PrivateOnRemote, WSRules: blockedWebSockets(pol.rule.Hosts)}, &guardOwner{pol: pol, w: w, log: log})
 }
 
 // guardOwner is the guard's owner on the browser w.
@@ -78,7 +77,7 @@ func (o *guardOwner) RefuseNavigation(n guard.Navigation) error {
 		if isNoRouteAbout(n.Cleaned) {
 			return nil
 		}
-	case n.Scheme != "" && o.w == onLocal && slices.Contains(o.pol.allowedSchemes, n.Scheme):
+	case n.Scheme != "" && o.w == onLocal && o.pol.cls.AllowsScheme(n.Scheme):
 		return nil
 	}
 	return blocked(Verdict{URL: clipURL(n.URL), Class: ClassInvalid}, ReasonSchemeNotAllowed,

@@ -37,31 +37,14 @@ func WithBlockedHosts(patterns ...string) Option {
 	return func(c *config) { c.blockedHosts = append(c.blockedHosts, patterns...) }
 }
 
-// operatorRules are the parsed operator rules ([netpolicy.HostRules]);
-// nil when there are none.
-type operatorRules netpolicy.HostRules
-
-// parseHostRules reads the patterns of both lists; nil when both are
-// empty.
-func parseHostRules(allow, block []string) (*operatorRules, error) {
-	r, err := netpolicy.ParseHostRules(allow, block)
-	return (*operatorRules)(r), err
-}
-
-// hostRules are the rules as the policy holds them.
-func (r *operatorRules) hostRules() *netpolicy.HostRules { return (*netpolicy.HostRules)(r) }
-
-// wsPatterns are the offline rules (internal/guard) that stop WebSockets to
-// blocked hosts, which the Fetch domain never pauses: exact hosts,
-// wildcards and single addresses. A wider address prefix cannot be
+// blockedWebSockets are the offline rules (internal/guard) that stop
+// WebSockets to blocked hosts, which the Fetch domain never pauses: exact
+// hosts, wildcards and single addresses. A wider address prefix cannot be
 // written as a rule (Chromium's matcher honours whole hosts only), nor can
 // an allow list; on the local browser the egress check holds both.
-func (r *operatorRules) wsPatterns() []string {
-	if r == nil {
-		return nil
-	}
+func blockedWebSockets(r *netpolicy.HostRules) []string {
 	var out []string
-	for _, p := range r.hostRules().Blocked() {
+	for _, p := range r.Blocked() {
 		switch {
 		case p.Host != "":
 			out = append(out, "ws{s}?://"+p.Host+":*/*")

@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // TestBridgeTablesCoverEveryName: the tables telemetry sizes its metric
@@ -29,9 +31,8 @@ func TestBridgeTablesCoverEveryName(t *testing.T) {
 // a wider prefix and the allow list cannot be written as such a rule.
 func TestWSPatternsOfTheBlockList(t *testing.T) {
 	t.Parallel()
-	rules, err := parseHostRules([]string{"allowed.test"}, []string{"Bad.test", "*.evil.test", "10.1.2.3", "[::1]", "10.0.0.0/8"})
+	rules, err := netpolicy.ParseHostRules([]string{"allowed.test"}, []string{"Bad.test", "*.evil.test", "10.1.2.3", "[::1]", "10.0.0.0/8"})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ws{s}?://bad.test:*/*", "ws{s}?://*.evil.test:*/*", "ws{s}?://10.1.2.3:*/*", "ws{s}?://[::1]:*/*"}, rules.wsPatterns())
-	var none *operatorRules
-	assert.Nil(t, none.wsPatterns())
+	assert.Equal(t, []string{"ws{s}?://bad.test:*/*", "ws{s}?://*.evil.test:*/*", "ws{s}?://10.1.2.3:*/*", "ws{s}?://[::1]:*/*"}, blockedWebSockets(rules))
+	assert.Nil(t, blockedWebSockets(nil))
 }

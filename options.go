@@ -31,10 +31,10 @@ type config struct {
 	allowPrivate   bool
 	allowSecrets   bool
 	cdpURL         string
-	allowedHosts   []string       // WithAllowedHosts
-	blockedHosts   []string       // WithBlockedHosts
-	rules          *operatorRules // both, parsed by New
-	cdpClient      *http.Client   // dials the CDP override (WithCDPHTTPClient)
+	allowedHosts   []string             // WithAllowedHosts
+	blockedHosts   []string             // WithBlockedHosts
+	rules          *netpolicy.HostRules // both, parsed by New
+	cdpClient      *http.Client         // dials the CDP override (WithCDPHTTPClient)
 	resolver       Resolver
 	logger         *slog.Logger
 	allowedSchemes []string

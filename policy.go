@@ -84,51 +84,30 @@ const (
 // policy is what the router's options allow, and where its calls run. New
 // builds one; it never changes after that, so it is shared without a lock.
 type policy struct {
-	cls  *netpolicy.Classifier // classifies with resolver and allowedSchemes
-	rule netpolicy.Policy      // the allow/refuse rule, from the switches below
+	cls  *netpolicy.Classifier // classifies with the resolver and the allowed schemes
+	rule netpolicy.Policy      // the allow/refuse rule: private URLs, secrets and host rules per browser
 
-	resolver       Resolver // names are classified with it
-	allowedSchemes []string // extra schemes, local-only (WithAllowedSchemes)
-
-	override     bool // WithCDPURL: every call goes to that browser, none is local
-	local        bool // no provider and no override: every call is local
-	hybrid       bool // a provider, no override, auto-local on: private URLs go to the ::local sidecar
-	localPrivate bool // a private address may be opened on the local browser
-	// remotePrivate: a private address may be opened on a remote browser
-	// (WithAllowPrivateURLs).
-	remotePrivate bool
-	// remoteSecrets: a URL literal that carries a credential may be opened
-	// on a remote browser (WithAllowSecretsInURLs).
-	remoteSecrets bool
-
-	rules *operatorRules // the operator's allow and block lists (hostrules.go); nil: none
+	override bool // WithCDPURL: every call goes to that browser, none is local
+	local    bool // no provider and no override: every call is local
+	hybrid   bool // a provider, no override, auto-local on: private URLs go to the ::local sidecar
 
 	tel *telemetry // counts the refusals of the guard and the egress check; nil in tests without a router
 }
 
 // newPolicy is the policy of cfg, for a router with a provider or without.
 func newPolicy(cfg *config, hasProvider bool, tel *telemetry) *policy {
-	p := &policy{
-		tel:            tel,
-		resolver:       cfg.resolver,
-		allowedSchemes: cfg.allowedSchemes,
-		override:       cfg.cdpURL != "",
-		remotePrivate:  cfg.allowPrivate,
-		remoteSecrets:  cfg.allowSecrets,
-		rules:          cfg.rules,
-	}
+	p := &policy{tel: tel, override: cfg.cdpURL != ""}
 	p.local = !p.override && !hasProvider
 	p.hybrid = !p.override && hasProvider && cfg.autoLocal
-	// With no cloud a private URL runs locally; with auto-local it is
-	// sent to the sidecar; otherwise only an explicit allow lets it run,
-	// on the local fallback too.
-	p.localPrivate = p.local || p.hybrid || cfg.allowPrivate
-	p.cls = netpolicy.NewClassifier(p.resolver, p.allowedSchemes...)
+	p.cls = netpolicy.NewClassifier(cfg.resolver, cfg.allowedSchemes...)
 	p.rule = netpolicy.Policy{
-		PrivateOnLocal:  p.localPrivate,
-		PrivateOnRemote: p.remotePrivate,
-		SecretsOnRemote: p.remoteSecrets,
-		Hosts:           p.rules.hostRules(),
+		// With no cloud a private URL runs locally; with auto-local it is
+		// sent to the sidecar; otherwise only an explicit allow lets it
+		// run, on the local fallback too.
+		PrivateOnLocal:  p.local || p.hybrid || cfg.allowPrivate,
+		PrivateOnRemote: cfg.allowPrivate,
+		SecretsOnRemote: cfg.allowSecrets,
+		Hosts:           cfg.rules,
 	}
 	return p
 }

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hybroute/hybroute/internal/urlscan"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // Route is where a call runs.
@@ -99,7 +100,7 @@ func New(p Provider, opts ...Option) (*Router, error) {
 		r.cfg.logger = slog.Default()
 	}
 	r.log = r.cfg.logger
-	rules, err := parseHostRules(r.cfg.allowedHosts, r.cfg.blockedHosts)
+	rules, err := netpolicy.ParseHostRules(r.cfg.allowedHosts, r.cfg.blockedHosts)
 	if err != nil {
 		return nil, err
 	}
