@@ -136,16 +136,23 @@ func BenchmarkSnapshotTool(b *testing.B) {
 	}
 }
 
-// BenchmarkScreenshotBare is the baseline of a screenshot: one
-// Page.captureScreenshot of the viewport as PNG on a plain tab, emulating
-// the toolset's 1280x720 viewport as the Router does.
-func BenchmarkScreenshotBare(b *testing.B) {
+// viewportTab is a plain tab on the site's root with the toolset's
+// 1280x720 viewport emulated, as the Router sets it.
+func viewportTab(b *testing.B) context.Context {
 	ctx := bareTab(b, "/")
 	if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
 		Width: hybroute.DefaultViewportWidth, Height: hybroute.DefaultViewportHeight, DeviceScaleFactor: 1,
 	}); err != nil {
 		b.Fatal(err)
 	}
+	return ctx
+}
+
+// BenchmarkScreenshotBare is the baseline of a screenshot: one
+// Page.captureScreenshot of the viewport as PNG on a plain tab, emulating
+// the toolset's 1280x720 viewport as the Router does.
+func BenchmarkScreenshotBare(b *testing.B) {
+	ctx := viewportTab(b)
 	for b.Loop() {
 		if _, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatPng}); err != nil {
 			b.Fatal(err)
@@ -164,12 +171,7 @@ func BenchmarkScreenshotAfterFrame(b *testing.B) {
 		frame bool
 	}{{"idle", false}, {"after-frame", true}} {
 		b.Run(c.name, func(b *testing.B) {
-			ctx := bareTab(b, "/")
-			if _, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-				Width: hybroute.DefaultViewportWidth, Height: hybroute.DefaultViewportHeight, DeviceScaleFactor: 1,
-			}); err != nil {
-				b.Fatal(err)
-			}
+			ctx := viewportTab(b)
 			for b.Loop() {
 				b.StopTimer()
 				time.Sleep(150 * time.Millisecond)
