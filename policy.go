@@ -61,7 +61,7 @@ const (
 	// private address that no call of its session named: a private
 	// address is reached only by the session whose call named that host,
 	// and only while its pages stay on the hosts the call named
-	// (egress_grant.go). A public page on the local browser (a URL with a
+	// (internal/egress, grant.go). A public page on the local browser (a URL with a
 	// token, a fallback, a page a call or a link went to) reaches public
 	// addresses only.
 	ReasonPrivateNotNamed = netpolicy.ReasonPrivateNotNamed
