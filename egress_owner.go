@@ -11,6 +11,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/whatwg"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // The root's side of the egress check (internal/egress): the proxy asks
@@ -40,7 +41,7 @@ func (o egressOwner) Decide(ctx context.Context, hostport string) (egress.Decisi
 
 func (o egressOwner) Ungranted(hostport string, d egress.Decision) error {
 	v := Verdict{URL: hostport, Host: d.Host, Addrs: d.Addrs, Class: ClassPrivate}
-	return egressRefusal(blocked(v, ReasonPrivateNotNamed, errNotNamed))
+	return egressRefusal(netpolicy.Block(v, ReasonPrivateNotNamed, errNotNamed))
 }
 
 func (o egressOwner) Refused(ctx context.Context, err error) { o.pol.tel.refused(ctx, "egress", err) }
@@ -86,7 +87,7 @@ func decideEgress(ctx context.Context, pol *policy, hostport string) (v Verdict,
 		return v, 0, err
 	}
 	if len(v.Addrs) == 0 {
-		if c, ok := classifyName(v.Host); ok && c == ClassPrivate {
+		if c, ok := netpolicy.ClassifyName(v.Host); ok && c == ClassPrivate {
 			// localhost and *.localhost: loopback, as Chromium itself
 			// would resolve them, without asking DNS.
 			v.Addrs = loopbackAddrs()
@@ -94,7 +95,7 @@ func decideEgress(ctx context.Context, pol *policy, hostport string) (v Verdict,
 		}
 		rerr := v.ResolveErr
 		if rerr == nil {
-			rerr = errNoAnswers
+			rerr = netpolicy.ErrNoAnswers
 		}
 		return v, 0, fmt.Errorf("hybroute: egress: %s does not resolve, nothing to dial: %w", v.Host, rerr)
 	}
@@ -122,7 +123,7 @@ func grantOf(vs []Verdict) (g egress.Grant, names bool) {
 			continue
 		}
 		g.Add(v.Host, v.Addrs...)
-		if c, ok := classifyName(v.Host); ok && c == ClassPrivate {
+		if c, ok := netpolicy.ClassifyName(v.Host); ok && c == ClassPrivate {
 			g.Add(v.Host, loopbackAddrs()...)
 		}
 	}

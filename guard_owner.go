@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 
 	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // The guard (internal/guard) pauses what the pages of a browser ask for
@@ -60,9 +61,9 @@ func (o *guardOwner) Decide(url string, look guard.Lookup, afterPublic bool) (bo
 	v, name := o.pol.classifyParsed(url)
 	if name != "" {
 		addrs, err := look.LookupName(name)
-		v = resolved(v, addrs, err)
+		v = netpolicy.Resolved(v, addrs, err)
 		if errors.Is(err, guard.ErrLookupTimeout) {
-			return false, blocked(v, ReasonLookupTimeout, err)
+			return false, netpolicy.Block(v, ReasonLookupTimeout, err)
 		}
 	}
 	return v.Class == ClassPublic, o.pol.refuseHop(v, o.w, afterPublic)
@@ -74,21 +75,22 @@ func (o *guardOwner) Decide(url string, look guard.Lookup, afterPublic bool) (bo
 func (o *guardOwner) RefuseNavigation(n guard.Navigation) error {
 	switch {
 	case n.Scheme == "about":
-		if isNoRouteAbout(n.Cleaned) {
+		if netpolicy.IsNoRouteAbout(n.Cleaned) {
 			return nil
 		}
 	case n.Scheme != "" && o.w == onLocal && o.pol.cls.AllowsScheme(n.Scheme):
 		return nil
 	}
-	return blocked(Verdict{URL: clipURL(n.URL), Class: ClassInvalid}, ReasonSchemeNotAllowed,
+	return netpolicy.Block(Verdict{URL: clipURL(n.URL), Class: ClassInvalid}, ReasonSchemeNotAllowed,
 		fmt.Errorf("%s to scheme %q is refused before it reaches the browser", n.Method, n.Scheme))
+
 }
 
 // Refused logs and counts a request the guard refused.
 func (o *guardOwner) Refused(ctx context.Context, key string, x guard.Refusal) {
 	o.pol.tel.refused(ctx, "guard", x.Err)
 	attrs := []slog.Attr{slog.String("route", o.w.String()), slog.String("target", x.Target),
-		slog.String("resource", x.ResourceType), slog.String("reason", reasonOf(x.Err)),
+		slog.String("resource", x.ResourceType), slog.String("reason", netpolicy.ReasonOf(x.Err)),
 		slog.String("error", x.Err.Error())}
 	if key != "" {
 		attrs = append(attrs, slog.String("cache_key", key))

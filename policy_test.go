@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // policySetups are the option sets the security rules name (docs/security.md), by name.
@@ -49,7 +50,7 @@ func outcome(t *testing.T, p *policy, urls ...string) string {
 	}
 	for _, v := range vs {
 		if v.Err != nil {
-			return "blocked " + reasonOf(v.Err)
+			return "blocked " + netpolicy.ReasonOf(v.Err)
 		}
 	}
 	route := p.route(vs, RouteLocal, false, true)
@@ -127,7 +128,7 @@ func TestRefuseIsOneRule(t *testing.T) {
 				case ClassPrivate:
 					want = wantPrivate[i]
 				}
-				assert.Equal(t, want, reasonOf(err), "%s: %s at %d", setup, u, w)
+				assert.Equal(t, want, netpolicy.ReasonOf(err), "%s: %s at %d", setup, u, w)
 				if want != "" {
 					var be *BlockedError
 					require.ErrorAs(t, err, &be)
@@ -141,7 +142,7 @@ func TestRefuseIsOneRule(t *testing.T) {
 			err := p.refuseHop(v, w, true)
 			require.ErrorIs(t, err, ErrPrivate, setup)
 			if p.refuse(v, w) == nil {
-				assert.Equal(t, "redirect_to_private", reasonOf(err), setup)
+				assert.Equal(t, "redirect_to_private", netpolicy.ReasonOf(err), setup)
 				assert.Contains(t, err.Error(), "redirect from a public address")
 			}
 			assert.Equal(t, p.refuse(v, w), p.refuseHop(v, w, false), "a hop that follows no public one is any request")
@@ -170,7 +171,7 @@ func TestLandingsThatLoadNothing(t *testing.T) {
 			for _, w := range []where{inPlan, onLocal, onRemote} {
 				err := p.refuse(v, w)
 				require.ErrorIs(t, err, ErrInvalidURL, "%s: %s", setup, u)
-				assert.Equal(t, "scheme_not_allowed", reasonOf(err))
+				assert.Equal(t, "scheme_not_allowed", netpolicy.ReasonOf(err))
 			}
 		}
 	}

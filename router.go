@@ -291,7 +291,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	var errs []error
 	for i := range p.Verdicts {
 		v := &p.Verdicts[i]
-		markCredential(v)
+		netpolicy.MarkLiteral(v)
 		if v.Err = r.pol.refuse(*v, inPlan); v.Err != nil {
 			errs = append(errs, v.Err)
 		}

@@ -16,6 +16,8 @@ import (
 	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // A storage state in and out of one session's browser context: cookies
@@ -399,7 +401,7 @@ func (h *stateHosts) allowed(ctx context.Context, rawURL string) bool {
 	if h.w == onRemote {
 		// A name under a private-use suffix is private data whatever
 		// it resolves to here.
-		ok = ok && v.ResolveErr == nil && !privateUseSuffix(v.Host) &&
+		ok = ok && v.ResolveErr == nil && !netpolicy.PrivateUseName(v.Host) &&
 			(v.Class == ClassPublic || v.Class == ClassPrivate) && !h.r.pol.routesLocally(v)
 	}
 	h.seen[rawURL] = ok

@@ -43,7 +43,7 @@ type Verdict = netpolicy.Verdict
 // fails: an unparseable URL is [ClassInvalid] with Err set.
 func (r *Router) Verdict(ctx context.Context, rawURL string) Verdict {
 	v := r.pol.classify(ctx, rawURL)
-	markCredential(&v)
+	netpolicy.MarkLiteral(&v)
 	v.Err = r.pol.refuse(v, inPlan)
 	return v
 }
