@@ -26,25 +26,14 @@ const (
 // nil *callLookups holds nothing.
 type callLookups netpolicy.Lookups
 
-// hostAnswer is what the resolver said for one name.
-type hostAnswer struct {
-	addrs []netip.Addr
-	err   error
-}
-
 // np is the lookups as the classifier takes them.
 func (c *callLookups) np() *netpolicy.Lookups { return (*netpolicy.Lookups)(c) }
-
-func (c *callLookups) get(name string) (hostAnswer, bool) {
-	a, ok := c.np().Get(name)
-	return hostAnswer{a.Addrs, a.Err}, ok
-}
 
 // Answer is the call's answer for name, for the guard's decisions
 // (guard.Lookups).
 func (c *callLookups) Answer(name string) ([]netip.Addr, bool, error) {
-	a, ok := c.get(name)
-	return a.addrs, ok, a.err
+	a, ok := c.np().Get(name)
+	return a.Addrs, ok, a.Err
 }
 
 // decideAll fills vs with the verdicts of urls (classes only: refuse is the
