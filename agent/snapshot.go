@@ -206,20 +206,30 @@ func newAXDoc(nodes []*accessibility.Node) *axDoc {
 // whole tree.
 func (t *Toolset) takeSnapshot(ctx context.Context, s *session, c *call, o snapOptions) (string, error) {
 	if w, ok := s.worlds.get(c.target); ok {
+		// The refs are keyed by the document the frame tree names, which
+		// is what an action checks them against; it is read while the
+		// walk runs, and a document other than the events' one (they have
+		// not told of a navigation yet) sends the snapshot the long way.
+		cur := make(chan cdp.LoaderID, 1)
+		go func() {
+			doc, _, _ := documentID(ctx)
+			cur <- doc
+		}()
 		old := s.refs
 		if old.target != c.target {
 			old.next = 0
 		}
 		items, refs, title, err := walkSnapshot(ctx, cdp.FrameID(c.target), world{unique: w.world}, &old, c.target, w.url)
-		if err == nil {
+		doc := <-cur
+		if err == nil && doc == w.doc {
 			c.title = title
-			return t.keepSnapshot(s, items, refs, w.doc, o)
+			return t.keepSnapshot(s, items, refs, doc, o)
 		}
-		if !errors.Is(err, errWalk) {
+		if err != nil && !errors.Is(err, errWalk) {
 			return "", err
 		}
-		// The world went with its document (a navigation the events have
-		// not told of yet): the long way finds the page as it is now.
+		// The world went with its document, or the frame shows another
+		// one: the long way finds the page as it is now.
 		s.worlds.forget(c.target)
 	}
 	// A tab's main frame has the tab's target id: its world is asked for
