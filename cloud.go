@@ -213,7 +213,7 @@ type remoteTab struct {
 
 // newRemoteGuard is the guard of one remote browser connection.
 func (r *Router) newRemoteGuard() *browserGuard {
-	g := newBrowserGuard(&r.cfg, r.pol, r.log, onRemote)
+	g := newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud)
 	return g
 }
 

@@ -20,7 +20,7 @@ func BenchmarkRemoteSessionOpenClose(b *testing.B) {
 	var open, shut time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the test browser", newBrowserGuard(&cfg, pol, nil, onRemote))
+		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the test browser", newBrowserGuard(&cfg, pol, nil, RouteCloud))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -354,7 +354,7 @@ func TestGrantOf(t *testing.T) {
 		vs := make([]Verdict, len(urls))
 		for i, u := range urls {
 			vs[i] = pol.classify(context.Background(), u)
-			vs[i].Err = pol.refuse(vs[i], inPlan)
+			vs[i].Err = pol.refuseLiteral(vs[i])
 		}
 		return vs
 	}

@@ -83,7 +83,7 @@ func decideEgress(ctx context.Context, pol *policy, hostport string) (v Verdict,
 	// wrote it is already canonical, so the URL round-trips.
 	v = pol.classify(ctx, "http://"+net.JoinHostPort(host, ps)+"/")
 	v.URL = hostport
-	if err := pol.refuse(v, onLocal); err != nil {
+	if err := pol.refuse(v, RouteLocal); err != nil {
 		return v, 0, err
 	}
 	if len(v.Addrs) == 0 {

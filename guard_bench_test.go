@@ -40,7 +40,7 @@ func BenchmarkGuardCost(b *testing.B) {
 	for _, guard := range []string{"off", "on"} {
 		var g *browserGuard
 		if guard == "on" {
-			g = newBrowserGuard(&cfg, pol, nil, onRemote)
+			g = newBrowserGuard(&cfg, pol, nil, RouteCloud)
 		}
 		ctx := testCtx(b)
 		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the benchmark browser", g)
@@ -150,7 +150,7 @@ func BenchmarkGuardRTT(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/delay=%v/guard-%s", proto.name, oneWay, guard), func(b *testing.B) {
 					var g *browserGuard
 					if guard == "on" {
-						g = newBrowserGuard(&cfg, pol, nil, onRemote)
+						g = newBrowserGuard(&cfg, pol, nil, RouteCloud)
 					}
 					rt, err := connectRemote(testCtx(b), far.String(), nil, "the benchmark browser", g)
 					if err != nil {

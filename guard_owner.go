@@ -32,27 +32,22 @@ const (
 
 // newBrowserGuard is the guard of one browser connection on w, deciding
 // with pol.
-func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w where) *browserGuard {
+func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w Route) *browserGuard {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return guard.New(guard.Config{Resolver: pol.cls.Resolver(), LookupTimeout: cfg.guardLookup, Log: log,
-		RemotePrivate: pol.rule.PrivateOnRemote, WSRules: blockedWebSockets(pol.rule.Hosts)}, &guardOwner{pol: pol, w: w, log: log})
+		RemotePrivate: pol.rule.PrivateOnCloud, WSRules: blockedWebSockets(pol.rule.Hosts)}, &guardOwner{pol: pol, w: w, log: log})
 }
 
 // guardOwner is the guard's owner on the browser w.
 type guardOwner struct {
 	pol *policy
-	w   where
+	w   Route
 	log *slog.Logger
 }
 
-func (o *guardOwner) Where() guard.Where {
-	if o.w == onRemote {
-		return guard.Remote
-	}
-	return guard.Local
-}
+func (o *guardOwner) Route() Route { return o.w }
 
 // Decide is the verdict on one hop of a paused request, refused as a
 // literal would be on this browser, and a private hop after a public one
@@ -78,7 +73,7 @@ func (o *guardOwner) RefuseNavigation(n guard.Navigation) error {
 		if netpolicy.IsNoRouteAbout(n.Cleaned) {
 			return nil
 		}
-	case n.Scheme != "" && o.w == onLocal && o.pol.cls.AllowsScheme(n.Scheme):
+	case n.Scheme != "" && o.w == RouteLocal && o.pol.cls.AllowsScheme(n.Scheme):
 		return nil
 	}
 	return netpolicy.Block(Verdict{URL: clipURL(n.URL), Class: ClassInvalid}, ReasonSchemeNotAllowed,
@@ -100,7 +95,7 @@ func (o *guardOwner) Refused(ctx context.Context, key string, x guard.Refusal) {
 
 func (o *guardOwner) Unsupported(browser, lacks string) error {
 	route := "local"
-	if o.w == onRemote {
+	if o.w == RouteCloud {
 		route = "cloud"
 	}
 	return &UnsupportedBrowserError{Browser: browser, Lacks: lacks, Route: route}
@@ -172,17 +167,6 @@ func (g *guardRecord) lookups() *callLookups {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.look
-}
-
-// String names the browser for logs.
-func (w where) String() string {
-	switch w {
-	case onLocal:
-		return "local"
-	case onRemote:
-		return "cloud"
-	}
-	return "plan"
 }
 
 // clipURL bounds a URL for a message.

@@ -99,8 +99,8 @@ func TestFetchPatternMatch(t *testing.T) {
 func TestMetadataTableCoverage(t *testing.T) {
 	t.Parallel()
 	r := newTestRouter(t, nil, WithAllowPrivateURLs(true))
-	local := guard.OfflineRules(guard.Local, false)
-	fetchPats := guard.FetchPatterns(guard.Local)[1:] // [0] is every document, whatever its host
+	local := guard.OfflineRules(RouteLocal, false)
+	fetchPats := guard.FetchPatterns(RouteLocal)[1:] // [0] is every document, whatever its host
 	metadataLiterals := guard.MetadataLiterals()
 	table := metadata.Table()
 	require.NotEmpty(t, table)

@@ -634,7 +634,7 @@ func TestConnectCutShortLeavesNoPage(t *testing.T) {
 	made, cut := 0, 0
 	for i := range 40 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i)*4*time.Millisecond)
-		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the test browser", newBrowserGuard(&cfg, pol, nil, onRemote))
+		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the test browser", newBrowserGuard(&cfg, pol, nil, RouteCloud))
 		cancel()
 		if err != nil {
 			require.ErrorIs(t, err, context.DeadlineExceeded)

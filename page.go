@@ -27,7 +27,7 @@ func (r *Router) CheckPage(ctx context.Context) (string, error) {
 		return "", errNotInRun
 	}
 	u := e.landedURL()
-	if err := r.pol.refuse(r.pol.classify(ctx, u), e.where()); err != nil {
+	if err := r.pol.refuse(r.pol.classify(ctx, u), e.route); err != nil {
 		return u, fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
 	}
 	return u, nil
@@ -44,7 +44,7 @@ func (r *Router) RunRoute(ctx context.Context) (route Route, ok bool) {
 	if e == nil {
 		return 0, false
 	}
-	if e.where() == onLocal {
+	if e.route == RouteLocal {
 		return RouteLocal, true
 	}
 	return RouteCloud, true

@@ -67,20 +67,6 @@ const (
 	ReasonPrivateNotNamed = netpolicy.ReasonPrivateNotNamed
 )
 
-// where is the browser a URL would be opened on, as the policy sees it.
-type where int
-
-const (
-	// inPlan is a URL literal of a call being planned: it runs where the
-	// router's routes take a URL of its class.
-	inPlan where = iota
-	// onLocal is the local Chromium: a hybrid ::local session, every
-	// session of a router with no cloud, a cloud session's fallback.
-	onLocal
-	// onRemote is a cloud browser or a CDP override.
-	onRemote
-)
-
 // policy is what the router's options allow, and where its calls run. New
 // builds one; it never changes after that, so it is shared without a lock.
 type policy struct {
@@ -104,42 +90,32 @@ func newPolicy(cfg *config, hasProvider bool, tel *telemetry) *policy {
 		// With no cloud a private URL runs locally; with auto-local it is
 		// sent to the sidecar; otherwise only an explicit allow lets it
 		// run, on the local fallback too.
-		PrivateOnLocal:  p.local || p.hybrid || cfg.allowPrivate,
-		PrivateOnRemote: cfg.allowPrivate,
-		SecretsOnRemote: cfg.allowSecrets,
-		Hosts:           cfg.rules,
+		PrivateOnLocal: p.local || p.hybrid || cfg.allowPrivate,
+		PrivateOnCloud: cfg.allowPrivate,
+		SecretsOnCloud: cfg.allowSecrets,
+		Hosts:          cfg.rules,
 	}
 	return p
 }
 
 // refuse is the allow/refuse rule: nil when a URL of verdict v may be opened
-// at w, else a *BlockedError that names the reason. A URL literal of a plan
-// is judged where the router's routes take a private one, and held to the
+// on the browser of route w, else a *BlockedError that names the reason.
+func (p *policy) refuse(v Verdict, w Route) error {
+	return p.rule.Refuse(v, w)
+}
+
+// refuseLiteral is refuse for a URL literal of a call being planned: it is
+// judged where the router's routes take a private URL, and held to the
 // secrets rule there.
-func (p *policy) refuse(v Verdict, w where) error {
-	if w == inPlan {
-		return p.rule.RefuseLiteral(v, p.at(w))
-	}
-	return p.rule.Refuse(v, p.at(w))
+func (p *policy) refuseLiteral(v Verdict) error {
+	return p.rule.RefuseLiteral(v, p.privateRoute())
 }
 
 // refuseHop is refuse for one document request of a tab, which may be a
 // hop of a redirect chain: a private hop after a public one is refused on
 // every route, as that is how a public page walks a browser into a LAN.
-func (p *policy) refuseHop(v Verdict, w where, afterPublic bool) error {
-	return p.rule.RefuseHop(v, p.at(w), afterPublic)
-}
-
-// at is the browser w names, as the rule sees it: a URL literal of a plan
-// is opened where the routes take a private URL.
-func (p *policy) at(w where) netpolicy.Where {
-	if w == inPlan {
-		w = p.privateRoute()
-	}
-	if w == onLocal {
-		return netpolicy.Local
-	}
-	return netpolicy.Remote
+func (p *policy) refuseHop(v Verdict, w Route, afterPublic bool) error {
+	return p.rule.RefuseHop(v, w, afterPublic)
 }
 
 // classify computes the class of rawURL, with the policy's resolver and
@@ -162,18 +138,18 @@ func (p *policy) classifyParsed(rawURL string) (v Verdict, name string) {
 }
 
 // privateRoute is the browser the router's routes send a private URL to.
-func (p *policy) privateRoute() where {
+func (p *policy) privateRoute() Route {
 	if p.local || p.hybrid {
-		return onLocal
+		return RouteLocal
 	}
-	return onRemote
+	return RouteCloud
 }
 
 // routesLocally is HybridRoutesLocally on a verdict: on a hybrid router, a
 // private URL that is not refused, or a URL literal that carries a
 // credential (the secret_in_url rule: kept off the cloud browser).
 func (p *policy) routesLocally(v Verdict) bool {
-	return p.hybrid && v.Err == nil && (v.Class == ClassPrivate || p.rule.KeepsOffRemote(v))
+	return p.hybrid && v.Err == nil && (v.Class == ClassPrivate || p.rule.KeepsOffCloud(v))
 }
 
 // route is the README's "Which URL goes where" table, for one call whose URL

@@ -46,7 +46,7 @@ func outcome(t *testing.T, p *policy, urls ...string) string {
 	vs := make([]Verdict, len(urls))
 	for i, u := range urls {
 		vs[i] = p.classify(context.Background(), u)
-		vs[i].Err = p.refuse(vs[i], inPlan)
+		vs[i].Err = p.refuseLiteral(vs[i])
 	}
 	for _, v := range vs {
 		if v.Err != nil {
@@ -117,8 +117,8 @@ func TestRefuseIsOneRule(t *testing.T) {
 		for c, u := range urls {
 			v := p.classify(context.Background(), u)
 			require.Equal(t, c, v.Class, u)
-			for i, w := range []where{inPlan, onLocal, onRemote} {
-				err := p.refuse(v, w)
+			for i, refuse := range refusers(p) {
+				err := refuse(v)
 				var want string
 				switch c {
 				case ClassMetadata:
@@ -128,7 +128,7 @@ func TestRefuseIsOneRule(t *testing.T) {
 				case ClassPrivate:
 					want = wantPrivate[i]
 				}
-				assert.Equal(t, want, netpolicy.ReasonOf(err), "%s: %s at %d", setup, u, w)
+				assert.Equal(t, want, netpolicy.ReasonOf(err), "%s: %s at %d", setup, u, i)
 				if want != "" {
 					var be *BlockedError
 					require.ErrorAs(t, err, &be)
@@ -138,7 +138,7 @@ func TestRefuseIsOneRule(t *testing.T) {
 		}
 		// A private hop after a public one is refused on every route.
 		v := p.classify(context.Background(), "http://127.0.0.1/")
-		for _, w := range []where{onLocal, onRemote} {
+		for _, w := range []Route{RouteLocal, RouteCloud} {
 			err := p.refuseHop(v, w, true)
 			require.ErrorIs(t, err, ErrPrivate, setup)
 			if p.refuse(v, w) == nil {
@@ -148,6 +148,14 @@ func TestRefuseIsOneRule(t *testing.T) {
 			assert.Equal(t, p.refuse(v, w), p.refuseHop(v, w, false), "a hop that follows no public one is any request")
 		}
 	}
+}
+
+// refusers are the three places a URL is judged: as a URL literal of a
+// plan, on the local browser, and on a cloud browser.
+func refusers(p *policy) [3]func(Verdict) error {
+	return [3]func(Verdict) error{p.refuseLiteral,
+		func(v Verdict) error { return p.refuse(v, RouteLocal) },
+		func(v Verdict) error { return p.refuse(v, RouteCloud) }}
 }
 
 // The URLs a tab lands on that load nothing are allowed everywhere; the
@@ -160,16 +168,16 @@ func TestLandingsThatLoadNothing(t *testing.T) {
 		for _, u := range []string{"about:blank", "about:srcdoc", "about:blank#top", "chrome-error://chromewebdata/"} {
 			v := p.classify(context.Background(), u)
 			assert.Equal(t, ClassNoRoute, v.Class, u)
-			for _, w := range []where{inPlan, onLocal, onRemote} {
-				assert.NoError(t, p.refuse(v, w), "%s: %s", setup, u)
+			for _, refuse := range refusers(p) {
+				assert.NoError(t, refuse(v), "%s: %s", setup, u)
 			}
 		}
 		for _, u := range []string{"chrome://version", "devtools://devtools/bundled/inspector.html",
 			"chrome-extension://abcdefghijklmnop/x.html", "chrome-untrusted://print/", "chrome-error://other/", "about:config"} {
 			v := p.classify(context.Background(), u)
 			assert.Equal(t, ClassInvalid, v.Class, u)
-			for _, w := range []where{inPlan, onLocal, onRemote} {
-				err := p.refuse(v, w)
+			for _, refuse := range refusers(p) {
+				err := refuse(v)
 				require.ErrorIs(t, err, ErrInvalidURL, "%s: %s", setup, u)
 				assert.Equal(t, "scheme_not_allowed", netpolicy.ReasonOf(err))
 			}

@@ -19,28 +19,20 @@ import (
 
 	"github.com/hybroute/hybroute/internal/urlscan"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
-// Route is where a call runs.
-type Route int
+// Route is where a call runs: [RouteCloud] or [RouteLocal]. It is the
+// module's one location type ([route.Route]): plans, results, the network
+// policy and the request guard all name a browser with it.
+type Route = route.Route
 
 const (
 	// RouteCloud is the configured cloud browser (or a CDP override).
-	RouteCloud Route = iota
+	RouteCloud = route.Cloud
 	// RouteLocal is the local Chromium sidecar.
-	RouteLocal
+	RouteLocal = route.Local
 )
-
-// String returns the name used in logs and metrics.
-func (r Route) String() string {
-	switch r {
-	case RouteCloud:
-		return "cloud"
-	case RouteLocal:
-		return "local"
-	}
-	return fmt.Sprintf("Route(%d)", int(r))
-}
 
 // LocalSuffix is appended to a session key to name its local sidecar
 // session, so the sidecar never shares a cache entry with the cloud route.
@@ -292,7 +284,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	for i := range p.Verdicts {
 		v := &p.Verdicts[i]
 		netpolicy.MarkLiteral(v)
-		if v.Err = r.pol.refuse(*v, inPlan); v.Err != nil {
+		if v.Err = r.pol.refuseLiteral(*v); v.Err != nil {
 			errs = append(errs, v.Err)
 		}
 	}
@@ -594,7 +586,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 	landed := e.landedURL()
 	var err error
 	var blanked bool
-	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, e.guard.lookups()), e.where()); refused != nil {
+	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, e.guard.lookups()), e.route); refused != nil {
 		r.tel.refused(ctx, "landing", refused)
 		blanked, err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
 	}
@@ -612,7 +604,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 				continue // gone, or about:blank
 			}
 		}
-		refused := r.pol.refuse(r.pol.classifyWith(ctx, u, e.guard.lookups()), e.where())
+		refused := r.pol.refuse(r.pol.classifyWith(ctx, u, e.guard.lookups()), e.route)
 		if refused == nil {
 			continue
 		}

@@ -76,7 +76,7 @@ func (c boundCall) Err() error {
 // entry is one cached session: one cache key, one tab.
 type entry struct {
 	key      string
-	route    Route // where it runs: RouteLocal for a fallback
+	route    Route // the browser its calls run on: RouteLocal for a fallback, whatever the plan said
 	fallback bool
 	// fallbackAccount is the key-free account of why a fallback runs
 	// locally, for the caller (Result.FallbackReason).
@@ -240,7 +240,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				return nil, err
 			}
 			r.tel.createDuration.Record(sctx, since(started), metric.WithAttributes(
-				attribute.String("route", e.ranOn().String()), attribute.Bool("fallback", e.fallback)))
+				attribute.String("route", e.route.String()), attribute.Bool("fallback", e.fallback)))
 			w, err := r.armTab(e)
 			if err != nil {
 				_ = e.end()
@@ -482,12 +482,3 @@ const closeGrace = 2 * time.Second
 // idleCloser is a provider whose HTTP client keeps idle connections: Close
 // closes them, so nothing of the router outlives it.
 type idleCloser interface{ CloseIdleConnections() }
-
-// where is the browser of the entry, as the policy sees it.
-func (e *entry) where() where {
-	switch e.tab.(type) {
-	case *remoteTab, *restTab:
-		return onRemote
-	}
-	return onLocal
-}

@@ -779,7 +779,7 @@ func (s *sidecar) start(sctx context.Context) (*chromiumProc, error) {
 		return nil, fmt.Errorf("hybroute: preparing the temp profile of local Chromium: %w", err)
 	}
 	// The guard's Mux sits on the pipe between chromedp and Chromium.
-	guard := newBrowserGuard(s.cfg, s.pol, s.log, onLocal)
+	guard := newBrowserGuard(s.cfg, s.pol, s.log, RouteLocal)
 	splice := cdpmux.NewSplice(watchDocuments(guard, egress))
 	opts = append(opts, chromedp.UserDataDir(dataDir), splice.Option())
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -234,7 +234,7 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 	}
 	var others []string
 	for _, o := range append(e.origins.list(), extra...) {
-		if o != current && !slices.Contains(others, o) && r.pol.refuse(r.pol.classify(ctx, o+"/"), e.where()) == nil {
+		if o != current && !slices.Contains(others, o) && r.pol.refuse(r.pol.classify(ctx, o+"/"), e.route) == nil {
 			others = append(others, o)
 		}
 	}
@@ -388,7 +388,7 @@ func trackOrigins(tabCtx context.Context, e *entry) error {
 // local, never one whose lookup failed (unsure: kept local).
 type stateHosts struct {
 	r    *Router
-	w    where
+	w    Route
 	seen map[string]bool
 }
 
@@ -398,7 +398,7 @@ func (h *stateHosts) allowed(ctx context.Context, rawURL string) bool {
 	}
 	v := h.r.pol.classify(ctx, rawURL)
 	ok := h.r.pol.refuse(v, h.w) == nil
-	if h.w == onRemote {
+	if h.w == RouteCloud {
 		// A name under a private-use suffix is private data whatever
 		// it resolves to here.
 		ok = ok && v.ResolveErr == nil && !netpolicy.PrivateUseName(v.Host) &&
@@ -420,14 +420,14 @@ func cookieURL(domain string) string {
 // split parts st into what may go to a browser at w (kept) and what may
 // not (dropped). On the local browser every cookie is kept without a
 // lookup.
-func (r *Router) split(ctx context.Context, st *State, w where) (kept, dropped *State) {
+func (r *Router) split(ctx context.Context, st *State, w Route) (kept, dropped *State) {
 	kept, dropped = &State{}, &State{}
 	if st == nil {
 		return kept, dropped
 	}
 	h := &stateHosts{r: r, w: w, seen: map[string]bool{}}
 	for _, c := range st.Cookies {
-		if w == onLocal || h.allowed(ctx, cookieURL(c.Domain)) {
+		if w == RouteLocal || h.allowed(ctx, cookieURL(c.Domain)) {
 			kept.Cookies = append(kept.Cookies, c)
 		} else {
 			dropped.Cookies = append(dropped.Cookies, c)

@@ -102,7 +102,7 @@ func (r *Router) LoadState(ctx context.Context, sessionKey string, st *State) er
 	var errs []error
 	for _, e := range r.liveEntries(key) {
 		errs = append(errs, r.withEntry(e, func(e *entry) error {
-			kept, _ := r.split(ctx, st, e.where())
+			kept, _ := r.split(ctx, st, e.route)
 			if err := r.writeEntryState(ctx, e, kept, false, true); err != nil {
 				return fmt.Errorf("hybroute: load state into %s session %q: %w", e.route, e.key, err)
 			}
@@ -143,7 +143,7 @@ func (r *Router) SaveState(ctx context.Context, sessionKey string) (*State, erro
 	snaps := make([]*State, len(es))
 	for i, e := range es {
 		err := r.withEntry(e, func(e *entry) error {
-			_, beyond = r.split(ctx, beyond, e.where())
+			_, beyond = r.split(ctx, beyond, e.route)
 			snap, err := r.readEntryState(ctx, e, originsOf(loaded))
 			if err != nil {
 				return fmt.Errorf("hybroute: save state of %s session %q: %w", e.route, e.key, err)
@@ -219,7 +219,7 @@ func (r *Router) startState(ctx context.Context, e *entry) error {
 	if st == nil {
 		return nil
 	}
-	kept, _ := r.split(ctx, st, e.where())
+	kept, _ := r.split(ctx, st, e.route)
 	if err := r.writeEntryState(ctx, e, kept, true, false); err != nil {
 		return fmt.Errorf("hybroute: loading the storage state: %w", err)
 	}
@@ -254,12 +254,12 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 	if err != nil {
 		return fmt.Errorf("hybroute: carrying the cookies from %s session %q: %w", prev.route, prev.key, err)
 	}
-	_, beyond := r.split(ctx, &State{Cookies: loaded.Cookies}, prev.where())
+	_, beyond := r.split(ctx, &State{Cookies: loaded.Cookies}, prev.route)
 	merged := beyond.merge(&State{Cookies: cookies})
 	next := loaded.clone()
 	next.Cookies = merged.Cookies
 	r.states.put(key, next)
-	kept, _ := r.split(ctx, &State{Cookies: next.Cookies}, e.where())
+	kept, _ := r.split(ctx, &State{Cookies: next.Cookies}, e.route)
 	if err := writeCookies(ctx, e, kept.Cookies, false); err != nil {
 		return fmt.Errorf("hybroute: carrying the cookies to %s session %q: %w", e.route, e.key, err)
 	}

@@ -300,20 +300,12 @@ func providerStatus(err error) string {
 // sessionOpened counts an entry that the cache now holds, and makes its
 // end count it closed.
 func (t *telemetry) sessionOpened(ctx context.Context, e *entry) {
-	opts := metric.WithAttributes(attribute.String("route", e.ranOn().String()))
+	opts := metric.WithAttributes(attribute.String("route", e.route.String()))
 	t.sessionsOpen.Add(ctx, 1, opts)
 	e.ending.add(endCount, func(ctx context.Context) error {
 		t.sessionsOpen.Add(ctx, -1, opts)
 		return nil
 	})
-}
-
-// ranOn is where the entry's calls run: a fallback runs locally.
-func (e *entry) ranOn() Route {
-	if e.fallback {
-		return RouteLocal
-	}
-	return e.route
 }
 
 // observeBackoff reports the provider's back-off window, in seconds left
@@ -409,7 +401,7 @@ func endPlan(span trace.Span, p Plan, err error) {
 func endAcquire(span trace.Span, e *entry, err error) {
 	if span.IsRecording() {
 		if e != nil {
-			span.SetAttributes(attribute.String("hybroute.route", e.ranOn().String()),
+			span.SetAttributes(attribute.String("hybroute.route", e.route.String()),
 				attribute.Bool("hybroute.fallback_from_cloud", e.fallback))
 			if e.fallback {
 				span.SetAttributes(attribute.String("hybroute.fallback_reason", e.fallbackLabel))

@@ -44,7 +44,7 @@ type Verdict = netpolicy.Verdict
 func (r *Router) Verdict(ctx context.Context, rawURL string) Verdict {
 	v := r.pol.classify(ctx, rawURL)
 	netpolicy.MarkLiteral(&v)
-	v.Err = r.pol.refuse(v, inPlan)
+	v.Err = r.pol.refuseLiteral(v)
 	return v
 }
 

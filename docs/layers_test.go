@@ -30,6 +30,9 @@ var layer = map[string]int{
 	"internal/storetest":         0,
 	"internal/tools/gencorpus":   0,
 	"internal/tools/recordhosts": 0,
+	// The one location type: which browser a call, a rule or a guard
+	// speaks of.
+	"route": 0,
 	// What a URL is: the scanner, the CDP dial, and the network policy.
 	"internal/urlscan": 1,
 	"internal/cdpconn": 1,

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/dnstest"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // TestDecisionAllocations: the decision in front of every call stays
@@ -35,7 +36,7 @@ func TestDecisionAllocations(t *testing.T) {
 	}
 	v := cls.Classify(ctx, "http://192.168.1.9/", nil)
 	netpolicy.MarkLiteral(&v)
-	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = pol.RefuseLiteral(v, netpolicy.Local) }))
+	assert.Zero(t, testing.AllocsPerRun(100, func() { _ = pol.RefuseLiteral(v, route.Local) }))
 
 	urls := []string{"https://example.com/", "http://10.0.0.1/api"}
 	vs := make([]netpolicy.Verdict, len(urls))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/dnstest"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // testPolicy decides URL literals as a router with no cloud does: names
@@ -29,7 +30,7 @@ func newTestPolicy(t testing.TB) testPolicy {
 func (p testPolicy) literal(rawURL string) netpolicy.Verdict {
 	v := p.cls.Classify(context.Background(), rawURL, nil)
 	netpolicy.MarkLiteral(&v)
-	v.Err = p.rule.RefuseLiteral(v, netpolicy.Local)
+	v.Err = p.rule.RefuseLiteral(v, route.Local)
 	return v
 }
 
@@ -149,8 +150,8 @@ func TestClassifierAllowedSchemes(t *testing.T) {
 	v := cls.Classify(context.Background(), "file:///etc/hostname", nil)
 	assert.Equal(t, netpolicy.ClassPrivate, v.Class, "a file: URL reads this machine: local only")
 	assert.NoError(t, v.Err)
-	strict := netpolicy.Policy{PrivateOnRemote: true}
-	assert.ErrorIs(t, strict.Refuse(v, netpolicy.Local), netpolicy.ErrPrivate,
+	strict := netpolicy.Policy{PrivateOnCloud: true}
+	assert.ErrorIs(t, strict.Refuse(v, route.Local), netpolicy.ErrPrivate,
 		"an allowed scheme is still private where private URLs are refused")
 	assert.Equal(t, netpolicy.ClassInvalid, netpolicy.NewClassifier(dnstest.Examples).Classify(context.Background(), "file:///etc/hostname", nil).Class)
 	assert.NotNil(t, netpolicy.NewClassifier(nil).Resolver(), "nil is net.DefaultResolver")

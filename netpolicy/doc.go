@@ -20,6 +20,6 @@
 // plan returns, the reasons in errors and logs, and the same rule for a
 // check of their own (a proxy in front of a browser, a URL a tool is about
 // to fetch). It knows nothing of routes, sessions or browsers beyond
-// [Where] a URL would be opened: the hybroute package turns verdicts into
-// routes.
+// the [route.Route] a URL would be opened on: the hybroute package turns
+// verdicts into routes.
 package netpolicy

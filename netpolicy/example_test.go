@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // Classify URL literals as Chromium reads them, then ask the rule of a
@@ -32,11 +33,11 @@ func Example() {
 		v := cls.Classify(ctx, u, nil)
 		netpolicy.MarkLiteral(&v)
 		fmt.Printf("%s: %s; local: %s; remote: %s\n", u, v.Class,
-			opened(pol.RefuseLiteral(v, netpolicy.Local)), opened(pol.RefuseLiteral(v, netpolicy.Remote)))
+			opened(pol.RefuseLiteral(v, route.Local)), opened(pol.RefuseLiteral(v, route.Cloud)))
 	}
 
 	v := cls.Classify(ctx, "http://169.254.169.254/", nil)
-	err := pol.Refuse(v, netpolicy.Local)
+	err := pol.Refuse(v, route.Local)
 	fmt.Println(errors.Is(err, netpolicy.ErrMetadata), err)
 	// Output:
 	// http://0x7f.1:3000/: private; local: opened; remote: refused (private_on_remote)

@@ -3,28 +3,9 @@ package netpolicy
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hybroute/hybroute/route"
 )
-
-// Where is the browser a URL would be opened on, as the rule sees it.
-type Where int
-
-const (
-	// Local is the local Chromium on this machine.
-	Local Where = iota + 1
-	// Remote is a browser elsewhere: a cloud session or a CDP override.
-	Remote
-)
-
-// String names the browser: "local" or "remote".
-func (w Where) String() string {
-	switch w {
-	case Local:
-		return "local"
-	case Remote:
-		return "remote"
-	}
-	return fmt.Sprintf("Where(%d)", int(w))
-}
 
 // Policy is the one allow/refuse rule: what a verdict may open where. A
 // plan asks it for every URL literal, a guard for every request it pauses,
@@ -34,16 +15,16 @@ func (w Where) String() string {
 // a copy never changes under its holder, so it is shared without a lock.
 //
 // The zero Policy is the strictest: no private address on any browser, no
-// credential in a literal on a remote one, no operator rules.
+// credential in a literal on a cloud one, no operator rules.
 type Policy struct {
 	// PrivateOnLocal lets a private address be opened on the local browser.
 	PrivateOnLocal bool
-	// PrivateOnRemote lets a private address be opened on a remote browser
+	// PrivateOnCloud lets a private address be opened on a cloud browser
 	// (which usually cannot reach this machine's network anyway).
-	PrivateOnRemote bool
-	// SecretsOnRemote lets a URL literal that carries a credential
-	// ([Verdict].Credential) be opened on a remote browser.
-	SecretsOnRemote bool
+	PrivateOnCloud bool
+	// SecretsOnCloud lets a URL literal that carries a credential
+	// ([Verdict].Credential) be opened on a cloud browser.
+	SecretsOnCloud bool
 	// Hosts are the operator's allow and block lists; nil: none.
 	Hosts *HostRules
 }
@@ -52,9 +33,9 @@ type Policy struct {
 // nil when v may be opened there, else a [*BlockedError] that names the
 // reason. The operator rules come first; metadata and URLs that cannot be
 // routed are refused everywhere; a private address is refused where the
-// policy does not let one run. A w that is neither [Local] nor [Remote]
+// policy does not let one run. A w that is neither [route.Local] nor [route.Cloud]
 // lets no private address through (fail closed).
-func (p Policy) Refuse(v Verdict, w Where) error {
+func (p Policy) Refuse(v Verdict, w route.Route) error {
 	if r := p.Hosts.Refuse(v); r != 0 {
 		return Block(v, r, nil)
 	}
@@ -68,9 +49,9 @@ func (p Policy) Refuse(v Verdict, w Where) error {
 		return Block(v, ReasonInvalidURL, nil)
 	case ClassPrivate:
 		switch {
-		case w == Local && !p.PrivateOnLocal:
+		case w == route.Local && !p.PrivateOnLocal:
 			return Block(v, ReasonPrivate, nil)
-		case w == Remote && !p.PrivateOnRemote, w != Local && w != Remote:
+		case w == route.Cloud && !p.PrivateOnCloud, w != route.Local && w != route.Cloud:
 			return Block(v, ReasonPrivateOnRemote, nil)
 		}
 	}
@@ -80,23 +61,23 @@ func (p Policy) Refuse(v Verdict, w Where) error {
 // RefuseLiteral is Refuse for a URL literal of a call ([MarkLiteral]),
 // where w is the browser the call takes such a literal to: the secrets
 // rule adds that a literal carrying a credential is refused on any browser
-// but the local one unless SecretsOnRemote.
-func (p Policy) RefuseLiteral(v Verdict, w Where) error {
+// but the local one unless SecretsOnCloud.
+func (p Policy) RefuseLiteral(v Verdict, w route.Route) error {
 	if err := p.Refuse(v, w); err != nil {
 		return err
 	}
-	if w != Local && p.KeepsOffRemote(v) {
+	if w != route.Local && p.KeepsOffCloud(v) {
 		return Block(v, ReasonSecretInURL, secretDetail(v.Credential))
 	}
 	return nil
 }
 
-// KeepsOffRemote reports whether the secrets rule keeps v, a URL literal,
-// off remote browsers: it carries a credential, and the policy does not
+// KeepsOffCloud reports whether the secrets rule keeps v, a URL literal,
+// off cloud browsers: it carries a credential, and the policy does not
 // allow it there. A router that has a local browser takes such a call
 // there instead.
-func (p Policy) KeepsOffRemote(v Verdict) bool {
-	return v.Credential != "" && !p.SecretsOnRemote && (v.Class == ClassPublic || v.Class == ClassPrivate)
+func (p Policy) KeepsOffCloud(v Verdict) bool {
+	return v.Credential != "" && !p.SecretsOnCloud && (v.Class == ClassPublic || v.Class == ClassPrivate)
 }
 
 // secretDetail names the credential a URL carries, for its refusal.
@@ -111,7 +92,7 @@ func secretDetail(name string) error {
 // hop of a redirect chain: a private hop after a public one (afterPublic)
 // is refused on every browser, as that is how a public page walks a
 // browser into a LAN.
-func (p Policy) RefuseHop(v Verdict, w Where, afterPublic bool) error {
+func (p Policy) RefuseHop(v Verdict, w route.Route, afterPublic bool) error {
 	if err := p.Refuse(v, w); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/dnstest"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // TestPolicyRule is the rule on its own, for the switches a router's
@@ -17,7 +18,7 @@ import (
 // (after a public hop) give at each browser, "" where the URL may be
 // opened. Metadata and URLs that cannot be routed are refused everywhere;
 // a private address where its switch is off; a literal with a credential
-// on a remote browser unless SecretsOnRemote; a private hop after a
+// on a remote browser unless SecretsOnCloud; a private hop after a
 // public one everywhere.
 func TestPolicyRule(t *testing.T) {
 	t.Parallel()
@@ -43,31 +44,31 @@ func TestPolicyRule(t *testing.T) {
 	all := func(r string) row { return row{r, r, r} }
 	for _, c := range []struct {
 		policy netpolicy.Policy
-		want   map[string]map[netpolicy.Where]row
+		want   map[string]map[route.Route]row
 	}{
-		{netpolicy.Policy{}, map[string]map[netpolicy.Where]row{
-			"public":   {netpolicy.Local: {}, netpolicy.Remote: {}},
-			"secret":   {netpolicy.Local: {}, netpolicy.Remote: {"", sec, ""}},
-			"private":  {netpolicy.Local: all(priv), netpolicy.Remote: all(rem)},
-			"metadata": {netpolicy.Local: all(meta), netpolicy.Remote: all(meta)},
-			"invalid":  {netpolicy.Local: all(inv), netpolicy.Remote: all(inv)},
-			"noroute":  {netpolicy.Local: {}, netpolicy.Remote: {}},
+		{netpolicy.Policy{}, map[string]map[route.Route]row{
+			"public":   {route.Local: {}, route.Cloud: {}},
+			"secret":   {route.Local: {}, route.Cloud: {"", sec, ""}},
+			"private":  {route.Local: all(priv), route.Cloud: all(rem)},
+			"metadata": {route.Local: all(meta), route.Cloud: all(meta)},
+			"invalid":  {route.Local: all(inv), route.Cloud: all(inv)},
+			"noroute":  {route.Local: {}, route.Cloud: {}},
 		}},
-		{netpolicy.Policy{PrivateOnLocal: true}, map[string]map[netpolicy.Where]row{
-			"public":   {netpolicy.Local: {}, netpolicy.Remote: {}},
-			"secret":   {netpolicy.Local: {}, netpolicy.Remote: {"", sec, ""}},
-			"private":  {netpolicy.Local: {"", "", hop}, netpolicy.Remote: all(rem)},
-			"metadata": {netpolicy.Local: all(meta), netpolicy.Remote: all(meta)},
-			"invalid":  {netpolicy.Local: all(inv), netpolicy.Remote: all(inv)},
-			"noroute":  {netpolicy.Local: {}, netpolicy.Remote: {}},
+		{netpolicy.Policy{PrivateOnLocal: true}, map[string]map[route.Route]row{
+			"public":   {route.Local: {}, route.Cloud: {}},
+			"secret":   {route.Local: {}, route.Cloud: {"", sec, ""}},
+			"private":  {route.Local: {"", "", hop}, route.Cloud: all(rem)},
+			"metadata": {route.Local: all(meta), route.Cloud: all(meta)},
+			"invalid":  {route.Local: all(inv), route.Cloud: all(inv)},
+			"noroute":  {route.Local: {}, route.Cloud: {}},
 		}},
-		{netpolicy.Policy{PrivateOnLocal: true, PrivateOnRemote: true, SecretsOnRemote: true}, map[string]map[netpolicy.Where]row{
-			"public":   {netpolicy.Local: {}, netpolicy.Remote: {}},
-			"secret":   {netpolicy.Local: {}, netpolicy.Remote: {}},
-			"private":  {netpolicy.Local: {"", "", hop}, netpolicy.Remote: {"", "", hop}},
-			"metadata": {netpolicy.Local: all(meta), netpolicy.Remote: all(meta)},
-			"invalid":  {netpolicy.Local: all(inv), netpolicy.Remote: all(inv)},
-			"noroute":  {netpolicy.Local: {}, netpolicy.Remote: {}},
+		{netpolicy.Policy{PrivateOnLocal: true, PrivateOnCloud: true, SecretsOnCloud: true}, map[string]map[route.Route]row{
+			"public":   {route.Local: {}, route.Cloud: {}},
+			"secret":   {route.Local: {}, route.Cloud: {}},
+			"private":  {route.Local: {"", "", hop}, route.Cloud: {"", "", hop}},
+			"metadata": {route.Local: all(meta), route.Cloud: all(meta)},
+			"invalid":  {route.Local: all(inv), route.Cloud: all(inv)},
+			"noroute":  {route.Local: {}, route.Cloud: {}},
 		}},
 	} {
 		for kind, byWhere := range c.want {
@@ -100,20 +101,20 @@ func TestPolicyRule(t *testing.T) {
 func TestPolicyFailsClosed(t *testing.T) {
 	t.Parallel()
 	cls := netpolicy.NewClassifier(dnstest.Examples)
-	open := netpolicy.Policy{PrivateOnLocal: true, PrivateOnRemote: true}
+	open := netpolicy.Policy{PrivateOnLocal: true, PrivateOnCloud: true}
 	v := cls.Classify(context.Background(), "http://10.0.0.1/", nil)
-	for _, w := range []netpolicy.Where{0, 3} {
+	for _, w := range []route.Route{-1, 2} {
 		assert.ErrorIs(t, open.Refuse(v, w), netpolicy.ErrPrivate, "%v", w)
 	}
+	var unset route.Route
+	local := netpolicy.Policy{PrivateOnLocal: true}
+	assert.ErrorIs(t, local.Refuse(v, unset), netpolicy.ErrPrivate, "an unset route is held to the cloud's rules")
 	s := cls.Classify(context.Background(), "https://example.com/?api_key=abc", nil)
 	netpolicy.MarkLiteral(&s)
 	assert.Equal(t, "api_key", s.Credential)
-	assert.True(t, open.KeepsOffRemote(s))
-	assert.ErrorIs(t, open.RefuseLiteral(s, 0), netpolicy.ErrSecretInURL)
-	assert.NoError(t, open.Refuse(s, netpolicy.Remote), "only literals are held to the secrets rule")
-	assert.Equal(t, "Where(0)", netpolicy.Where(0).String())
-	assert.Equal(t, "local", netpolicy.Local.String())
-	assert.Equal(t, "remote", netpolicy.Remote.String())
+	assert.True(t, open.KeepsOffCloud(s))
+	assert.ErrorIs(t, open.RefuseLiteral(s, unset), netpolicy.ErrSecretInURL)
+	assert.NoError(t, open.Refuse(s, route.Cloud), "only literals are held to the secrets rule")
 }
 
 // TestPolicyHostRulesComeFirst: an operator rule refuses a URL the rest of
@@ -132,7 +133,7 @@ func TestPolicyHostRulesComeFirst(t *testing.T) {
 		"http://192.168.1.9/":      nil,
 		"http://[fd12:3456::1]:8/": netpolicy.ErrHostRule,
 	} {
-		err := p.Refuse(cls.Classify(context.Background(), url, nil), netpolicy.Local)
+		err := p.Refuse(cls.Classify(context.Background(), url, nil), route.Local)
 		if want == nil {
 			assert.NoError(t, err, url)
 		} else {

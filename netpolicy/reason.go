@@ -30,7 +30,7 @@ var (
 	// userinfo password) and would be opened by a remote browser: with
 	// hybrid routing such a call runs on the local browser instead; with
 	// auto-local off or a CDP override it is refused, unless the policy
-	// lets secrets reach remote browsers ([Policy].SecretsOnRemote).
+	// lets secrets reach remote browsers ([Policy].SecretsOnCloud).
 	ErrSecretInURL = errors.New("hybroute: URL carries a credential; it is not sent to a cloud browser")
 	// ErrHostRule is wrapped by the error of a URL or connection an operator
 	// rule refused ([ReasonHostBlocked], [ReasonHostNotAllowed]), and by
@@ -52,7 +52,7 @@ const (
 	ReasonPrivate
 	// ReasonPrivateOnRemote is a private address that would be opened by a
 	// remote browser (a cloud session or a CDP override) by a policy that
-	// does not allow it ([Policy].PrivateOnRemote off).
+	// does not allow it ([Policy].PrivateOnCloud off).
 	ReasonPrivateOnRemote
 	// ReasonRedirectToPrivate is a redirect from a public address to a
 	// private one: refused, not followed, on every route.

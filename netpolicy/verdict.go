@@ -34,7 +34,7 @@ type Verdict struct {
 func (v Verdict) Blocked() bool { return v.Err != nil }
 
 // MarkLiteral sets v.Credential for a URL literal that loads from a
-// network, so that [Policy.RefuseLiteral] and [Policy.KeepsOffRemote] can
+// network, so that [Policy.RefuseLiteral] and [Policy.KeepsOffCloud] can
 // hold it to the secrets rule. Only literals are marked: a guard or a
 // landed-URL check classifies without it, so a redirect to a URL with a
 // token (an OAuth flow) is not refused.

@@ -26,6 +26,8 @@ import (
 	"github.com/hybroute/hybroute/internal/cdpcompat"
 	"github.com/hybroute/hybroute/internal/cdpmux"
 	"github.com/hybroute/hybroute/internal/redact"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // TargetSetupTimeout bounds the setup of one paused target; past it the
@@ -76,7 +78,7 @@ func (c *chains) put(id fetch.RequestID, public bool) {
 // Guard is the guard of one browser connection.
 type Guard struct {
 	owner   Owner
-	w       Where
+	w       route.Route
 	res     Resolver
 	log     *slog.Logger
 	lookup  time.Duration
@@ -124,7 +126,7 @@ func New(cfg Config, o Owner) *Guard {
 	if lookup <= 0 {
 		lookup = LookupTimeout
 	}
-	w := o.Where()
+	w := o.Route()
 	g := &Guard{owner: o, w: w, res: cfg.Resolver, log: log, lookup: lookup, offline: append(OfflineRules(w, cfg.RemotePrivate), cfg.WSRules...),
 		info:   map[target.ID]*target.Info{},
 		parent: map[target.ID]target.ID{}, sess: map[target.SessionID]target.ID{},
@@ -186,7 +188,7 @@ func (g *Guard) checkBrowser(ctx context.Context, m *cdpmux.Mux) error {
 	switch {
 	case g.browser.BelowFloor():
 		return g.unsupported(fmt.Sprintf("the protocol of Chromium %d and newer", cdpcompat.MinMajor))
-	case first == cdpcompat.RulesNone && g.w == Remote:
+	case first == cdpcompat.RulesNone && g.w != route.Local:
 		return g.unsupported(lacksOfflineRules)
 	}
 	g.log.LogAttrs(ctx, slog.LevelDebug, "hybroute: guard on", slog.String("route", g.w.String()),
@@ -217,7 +219,7 @@ func (g *Guard) setOffline(ctx context.Context, m *cdpmux.Mux, s target.SessionI
 		shape = shape.Older()
 		g.rules.Store(int32(shape))
 	}
-	if g.w == Remote {
+	if g.w != route.Local {
 		return g.unsupported(lacksOfflineRules)
 	}
 	return nil

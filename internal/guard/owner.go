@@ -6,27 +6,9 @@ import (
 	"log/slog"
 	"net/netip"
 	"time"
+
+	"github.com/hybroute/hybroute/route"
 )
-
-// Where is the browser a guard covers.
-type Where int
-
-const (
-	// Local is the local Chromium, whose connections the egress check
-	// sees too.
-	Local Where = iota + 1
-	// Remote is a cloud browser or a CDP override: the guard is all that
-	// stands between its pages and where they go.
-	Remote
-)
-
-// String names the browser for logs and errors.
-func (w Where) String() string {
-	if w == Remote {
-		return "cloud"
-	}
-	return "local"
-}
 
 // Owner is what the guard asks of its user: where the browser runs, the
 // decision on one URL, and the errors it refuses with. The guard holds no
@@ -35,8 +17,10 @@ func (w Where) String() string {
 // One owner serves one guard; its methods run on the guard's goroutines,
 // several at once.
 type Owner interface {
-	// Where is the browser the guard covers.
-	Where() Where
+	// Route is the browser the guard covers: on route.Cloud the guard is
+	// all that stands between its pages and where they go; on route.Local
+	// the egress check sees every connection too.
+	Route() route.Route
 	// Decide decides one paused request for url, a hop of a redirect
 	// chain: afterPublic says an earlier hop of the chain was public. look
 	// answers the names the decision needs, for the session and the call

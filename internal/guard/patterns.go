@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 
 	"github.com/hybroute/hybroute/internal/metadata"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // FetchPatterns are the requests Fetch pauses on the browser w: every
@@ -17,8 +19,8 @@ import (
 // request whose canonical URL could name a metadata endpoint (the egress
 // check sees the rest at connect time). A pattern is only a filter: the
 // owner decides each request it pauses.
-func FetchPatterns(w Where) []*fetch.RequestPattern {
-	if w == Remote {
+func FetchPatterns(w route.Route) []*fetch.RequestPattern {
+	if w != route.Local {
 		return EveryRequest
 	}
 	return guardPatterns
@@ -122,12 +124,12 @@ var metadataLiterals = func() []string {
 // to the loopback names the matcher can hold (privateWSPatterns). HTTP is
 // Fetch's: the IPv6 and loopback rules name ws and wss only, so an HTTP
 // request to such a host still meets the verdict rather than a rule.
-func OfflineRules(w Where, remotePrivate bool) []string {
+func OfflineRules(w route.Route, remotePrivate bool) []string {
 	var pats []string
 	for _, h := range metadataLiterals {
 		pats = append(pats, "*://"+h+":*/*")
 	}
-	if w == Remote && !remotePrivate {
+	if w != route.Local && !remotePrivate {
 		pats = append(pats, privateWSPatterns...)
 	}
 	return pats

@@ -11,6 +11,8 @@ import (
 	"github.com/chromedp/cdproto/fetch"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // errPrivate is the refusal of scopeOwner.
@@ -23,7 +25,7 @@ var errPrivate = errors.New("private address")
 // guard hands it.
 type scopeOwner struct{}
 
-func (scopeOwner) Where() Where { return Remote }
+func (scopeOwner) Route() route.Route { return route.Cloud }
 
 func (scopeOwner) Decide(raw string, look Lookup, afterPublic bool) (bool, error) {
 	u, err := url.Parse(raw)

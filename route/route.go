@@ -1,0 +1,39 @@
+// Package route names the two browsers a call can run on: a cloud browser
+// (a provider's session or a CDP override) and the local Chromium.
+//
+// It is the one location type of the module. The router's plan and
+// results, the network policy's allow/refuse rule and the request guard
+// all speak of a browser with it, so "where" never has two spellings that
+// could disagree.
+package route
+
+import "strconv"
+
+// Route is where a call runs: the browser that opens its URLs.
+//
+// The zero value is Cloud, the stricter of the two for the network policy:
+// a Route left unset is held to the cloud's rules (no private address, no
+// credential in a URL unless allowed), never to the local browser's.
+type Route int
+
+const (
+	// Cloud is a browser elsewhere: a cloud provider's session or a CDP
+	// override. Nothing but the request guard stands between its pages
+	// and where they go, and it cannot reach this machine's network.
+	Cloud Route = iota
+	// Local is the local Chromium sidecar on this machine, whose
+	// connections the egress check sees too.
+	Local
+)
+
+// String returns the name used in logs, metrics and errors: "cloud" or
+// "local".
+func (r Route) String() string {
+	switch r {
+	case Cloud:
+		return "cloud"
+	case Local:
+		return "local"
+	}
+	return "Route(" + strconv.Itoa(int(r)) + ")"
+}

@@ -1,0 +1,17 @@
+package route_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/hybroute/hybroute/route"
+)
+
+func TestRouteNames(t *testing.T) {
+	assert.Equal(t, "cloud", route.Cloud.String())
+	assert.Equal(t, "local", route.Local.String())
+	assert.Equal(t, "Route(7)", route.Route(7).String())
+	var unset route.Route
+	assert.Equal(t, route.Cloud, unset, "an unset route is held to the cloud's rules")
+}
