@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# make compat: the route, guard, egress and rate-limit fallback tests against each
-# Chromium of a matrix of majors and against the system's Chromium, one
-# table row per browser. The old builds are the headless shells that the
-# npm package @sparticuz/chromium ships (bin/chromium.br, brotli), unpacked
-# once into a cache. Usage: scripts/compat.sh [MAJOR...]
+# make compat: the route, guard, egress and rate-limit fallback tests, and the
+# sidecar's process tests (renderers per session, nothing left after a close),
+# against each Chromium of a matrix of majors and against the system's full
+# Chromium and headless shell, one table row per browser. `make test` runs the
+# whole suite on one browser (the headless shell when installed); this is
+# where the others get the tests that tell browsers apart. The old builds
+# are the headless shells that the npm package @sparticuz/chromium ships
+# (bin/chromium.br, brotli), unpacked once into a cache.
+# Usage: scripts/compat.sh [--fetch] [MAJOR...]; --fetch only fills the
+# cache (CI does that while the tests run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+only_fetch=0
+if [ "${1:-}" = --fetch ]; then
+	only_fetch=1
+	shift
+fi
 majors=("$@")
 [ ${#majors[@]} -gt 0 ] || majors=(130 131 138 143 148 153)
 cache=${HYBROUTE_COMPAT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hybroute-compat}
 mkdir -p "$cache"
-tests='^(TestSeedStoryRateLimitFallsBackToLocal|TestLocalhostGoesToSidecarWhilePublicRunsInCloud|TestMixedCallRunsWhollyLocal|TestGuardHoldsEveryChannelOnCloud|TestGuardRefusesPopupsOnCloud|TestOfflineRulePatterns|TestPrivilegedSchemesAreRefusedOnBothRoutes|TestEgressRefusesWhatURLsCannotShow|TestOldCloudBrowserFallsBackWithTheReason|TestCloudGuardSeesEveryRequest|TestOperatorRulesHoldOnBothRoutes|TestGrantPublicPagesReachNoPrivateAddress|TestBrowserBelowTheFloorIsRefused)$'
+tests='^(TestSeedStoryRateLimitFallsBackToLocal|TestLocalhostGoesToSidecarWhilePublicRunsInCloud|TestMixedCallRunsWhollyLocal|TestGuardHoldsEveryChannelOnCloud|TestGuardRefusesPopupsOnCloud|TestOfflineRulePatterns|TestPrivilegedSchemesAreRefusedOnBothRoutes|TestEgressRefusesWhatURLsCannotShow|TestOldCloudBrowserFallsBackWithTheReason|TestCloudGuardSeesEveryRequest|TestOperatorRulesHoldOnBothRoutes|TestGrantPublicPagesReachNoPrivateAddress|TestBrowserBelowTheFloorIsRefused|TestSessionsStartFewRenderers|TestCloseDuringChromiumStartLeavesNothing|TestCloseLeavesNoChromium|TestLocalWebRTCSendsNoUDP)$'
 
 fetch() { # major -> path of its binary
 	local m=$1 dir="$cache/$1"
@@ -25,6 +35,12 @@ fetch() { # major -> path of its binary
 	fi
 	echo "$dir/chromium"
 }
+
+if [ $only_fetch = 1 ]; then
+	rc=0
+	for m in "${majors[@]}"; do fetch "$m" >/dev/null || rc=1; done
+	exit $rc
+fi
 
 go test -c -o "$cache/hybroute.test" . || exit 1
 rows=() failed=0
