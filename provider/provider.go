@@ -49,7 +49,10 @@ type Session struct {
 	// (a key, a signing key, a token): it is logged only in redacted form.
 	CDPURL string
 	// FallbackFromCloud marks a local session that stands in for a cloud
-	// session the provider could not create; FallbackReason says why.
+	// session the provider could not create; FallbackReason says why. A
+	// provider that has no cloud session to give may return one so
+	// marked: the router then runs the key on its local Chromium, as
+	// after a failed create.
 	FallbackFromCloud bool
 	FallbackReason    string
 	// ExternalCallID is the id a billing gateway gave the create call (the
