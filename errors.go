@@ -89,6 +89,11 @@ var (
 	ErrFallbackFailed = errors.New("hybroute: cloud session failed and the local fallback failed too")
 )
 
+// A failed provider call is a [*provider.Error], which matches the sentinel
+// of its status ([provider.ErrRateLimited], [provider.ErrAuth],
+// [provider.ErrPayment], [provider.ErrUnavailable]); provider_names.go keeps
+// their former names in this package.
+
 // The local Chromium.
 var (
 	// ErrNoChromium is the errors.Is target for "there is no Chromium to run
