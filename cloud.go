@@ -17,6 +17,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/cdpmux"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // Connecting to a remote browser: a cloud provider's session, or the CDP
@@ -99,7 +100,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		})
 		return e, nil
 	}
-	var fellBack *Session
+	var fellBack *provider.Session
 	if errors.Is(err, errProviderFellBack) {
 		fellBack = s
 	}
@@ -121,7 +122,7 @@ var errConnecting = errors.New("connecting")
 // the provider created and we cannot use is released here, on a context of
 // its own, but for one the provider marked fallback (returned with
 // errProviderFellBack), which the floor's entry releases.
-func (r *Router) askProvider(ctx context.Context, key string, budget time.Duration) (*Session, cloudTab, error) {
+func (r *Router) askProvider(ctx context.Context, key string, budget time.Duration) (*provider.Session, cloudTab, error) {
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	s, err := r.calls.CreateSession(pctx, key)
 	cancel()
@@ -226,7 +227,7 @@ func (r *Router) newRemoteGuard() *browserGuard {
 // guard, for benchmarks only).
 //
 // single makes the URL good for one dial only (a session whose provider
-// serves one websocket per session, [Session].SingleConnection): a second
+// serves one websocket per session, [provider.Session].SingleConnection): a second
 // dial fails with errSecondConnection rather than reaching the provider.
 func remoteAllocator(wsURL string, hc *http.Client, g *browserGuard, single bool) (context.Context, context.CancelFunc) {
 	return guardedRemote(g, dialOnce(single, func(ctx context.Context) (chromedp.Transport, error) {

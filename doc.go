@@ -31,8 +31,8 @@
 //	session  one browser session per cache key, created once, released once
 //	  │        session.go, cloud.go (remote browsers), fallback.go (the local
 //	  │        floor), health.go, fleet.go and store.go (provider back-off,
-//	  │        probe and leases), provider.go, providers.go and the other
-//	  │        provider clients, admission.go and bounds.go (caps)
+//	  │        probe and leases), package provider (the sessions of the
+//	  │        cloud providers), admission.go and bounds.go (caps)
 //	tab      the session's pages: its front tab, wedged tabs, dialogs, state
 //	  │        sidecar.go (the local Chromium), tablist.go, tabs.go, dialog.go,
 //	  │        state_browser.go, restpage.go (browsers without CDP)

@@ -89,35 +89,10 @@ var (
 	ErrFallbackFailed = errors.New("hybroute: cloud session failed and the local fallback failed too")
 )
 
-// The provider clients. A failed provider call is a [*ProviderError],
-// which matches the sentinel of its status.
-var (
-	// ErrRateLimited is matched by a [*ProviderError] for HTTP 429. Its
-	// RetryAfter and Limit carry the window and limit the provider
-	// advertised, when it did.
-	ErrRateLimited = errors.New("hybroute: cloud browser provider rate limit exceeded")
-	// ErrProviderAuth is matched by a [*ProviderError] for HTTP 401 and
-	// 403 (but for a billing refusal, which is [ErrProviderPayment]): the
-	// API key, the token or the project was refused.
-	ErrProviderAuth = errors.New("hybroute: cloud browser provider refused the credentials")
-	// ErrUnauthorized is ErrProviderAuth under its former name: the same
-	// error, so errors.Is finds either.
-	ErrUnauthorized = ErrProviderAuth
-	// ErrProviderPayment is matched by a [*ProviderError] for HTTP 402, and
-	// for a 4xx whose code or message is a billing refusal ("insufficient
-	// credits", "payment required"): the account is out of credits or its
-	// plan does not allow the request. It is the configuration's, not an
-	// outage: it opens no back-off window for the fleet.
-	ErrProviderPayment = errors.New("hybroute: cloud browser provider requires payment")
-	// ErrPaymentRequired is ErrProviderPayment under its former name.
-	ErrPaymentRequired = ErrProviderPayment
-	// ErrProviderUnavailable is matched by a [*ProviderError] for HTTP 5xx
-	// and 408, and for failures with no usable answer: network errors,
-	// timeouts and context deadlines, a malformed or oversized answer body.
-	// The cause is wrapped, so errors.Is(err, context.DeadlineExceeded)
-	// also works.
-	ErrProviderUnavailable = errors.New("hybroute: cloud browser provider unavailable")
-)
+// A failed provider call is a [*provider.Error], which matches the sentinel
+// of its status ([provider.ErrRateLimited], [provider.ErrAuth],
+// [provider.ErrPayment], [provider.ErrUnavailable]); provider_names.go keeps
+// their former names in this package.
 
 // The local Chromium.
 var (

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // The README's example, kept compiling here: the morning dashboard
@@ -20,7 +21,7 @@ import (
 func Example() {
 	ctx := context.Background()
 	router, err := hybroute.New(
-		hybroute.NewBrowserbase(os.Getenv("BROWSERBASE_API_KEY"), os.Getenv("BROWSERBASE_PROJECT_ID")),
+		provider.NewBrowserbase(os.Getenv("BROWSERBASE_API_KEY"), os.Getenv("BROWSERBASE_PROJECT_ID")),
 		hybroute.WithLogger(slog.Default()),
 	)
 	if err != nil {
@@ -51,11 +52,11 @@ type restOnly struct {
 
 func (p *restOnly) Name() string { return p.name }
 
-func (p *restOnly) CreateSession(_ context.Context, key string) (*hybroute.Session, error) {
-	return &hybroute.Session{Key: key, ID: fmt.Sprintf("rest-%d", p.n.Add(1))}, nil
+func (p *restOnly) CreateSession(_ context.Context, key string) (*provider.Session, error) {
+	return &provider.Session{Key: key, ID: fmt.Sprintf("rest-%d", p.n.Add(1))}, nil
 }
 
-func (p *restOnly) ReleaseSession(context.Context, *hybroute.Session) error { return nil }
+func (p *restOnly) ReleaseSession(context.Context, *provider.Session) error { return nil }
 
 // A provider whose session has no CDP endpoint (and did not fall back) fails
 // the call with the original message: nothing pretends the call ran, and
@@ -161,11 +162,11 @@ type rateLimited struct{}
 
 func (rateLimited) Name() string { return "Busy" }
 
-func (rateLimited) CreateSession(context.Context, string) (*hybroute.Session, error) {
-	return nil, &hybroute.ProviderError{Provider: "Busy", Op: "create", Status: 429, Code: "RATE_LIMIT_EXCEEDED"}
+func (rateLimited) CreateSession(context.Context, string) (*provider.Session, error) {
+	return nil, &provider.Error{Provider: "Busy", Op: "create", Status: 429, Code: "RATE_LIMIT_EXCEEDED"}
 }
 
-func (rateLimited) ReleaseSession(context.Context, *hybroute.Session) error { return nil }
+func (rateLimited) ReleaseSession(context.Context, *provider.Session) error { return nil }
 
 // With the fallback on (the default), a call whose cloud session the
 // provider refuses runs on the local Chromium, and its Result says so and
@@ -191,7 +192,7 @@ func ExampleWithFallback() {
 	router, _ := hybroute.New(rateLimited{}, hybroute.WithFallback(false), hybroute.WithResolver(publicDNS{}))
 	defer router.Close()
 	_, err := router.Navigate(context.Background(), "s", "https://example.com/")
-	fmt.Println(errors.Is(err, hybroute.ErrRateLimited))
+	fmt.Println(errors.Is(err, provider.ErrRateLimited))
 	// Output:
 	// true
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+
+	"github.com/hybroute/hybroute/provider"
 )
 
 // When the cloud fails: the window every provider failure opens for every
@@ -34,7 +36,7 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 		slog.Duration("retry_after", window),
 		slog.String("error", err.Error()),
 	}
-	var pe *ProviderError
+	var pe *provider.Error
 	if errors.As(err, &pe) {
 		attrs = append(attrs, slog.Int("status", pe.Status))
 		if pe.Code != "" {
@@ -48,7 +50,7 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider failed and the fallback is off", attrs...)
 		return
 	}
-	if l, ok := r.provider.(SessionParamLister); ok {
+	if l, ok := r.provider.(provider.SessionParamLister); ok {
 		if keys := l.SessionParamKeys(); len(keys) > 0 {
 			attrs = append(attrs, slog.String("dropped_params", fmt.Sprint(slices.Sorted(slices.Values(keys)))))
 		}
@@ -67,10 +69,10 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 // floor's. With the fallback off, the call fails with the provider's error.
 // kind is the fallback's bounded name for the metrics; "" derives it from
 // cause.
-func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause error, fellBack *Session, kind string) (*entry, error) {
+func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause error, fellBack *provider.Session, kind string) (*entry, error) {
 	if cause == nil {
 		// The reason may be a shared store's text: quoted, it stays data.
-		cause = fmt.Errorf("%w: %q", ErrProviderUnavailable, reason)
+		cause = fmt.Errorf("%w: %q", provider.ErrUnavailable, reason)
 	}
 	if !r.cfg.fallback {
 		if fellBack != nil {
@@ -112,7 +114,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 // releaseProviderSession gives a session back to the provider on a context
 // of its own: the creation's may be over (Close, a deadline), and a session
 // left open costs the user money and a slot of their concurrency cap.
-func (r *Router) releaseProviderSession(s *Session) {
+func (r *Router) releaseProviderSession(s *provider.Session) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	if err := r.calls.ReleaseSession(ctx, s); err != nil {

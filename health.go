@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hybroute/hybroute/provider"
 )
 
 // The provider's health: unknown (first use, or a window just ended),
@@ -284,7 +286,7 @@ func (h *health) window(err error) time.Duration {
 		// away as long as allowed, until a probe succeeds.
 		return h.cap
 	}
-	var pe *ProviderError
+	var pe *provider.Error
 	if errors.As(err, &pe) && pe.RetryAfter > 0 {
 		return min(pe.RetryAfter, h.cap)
 	}
@@ -318,12 +320,12 @@ func (h *health) last() error {
 // isConfigError reports a failure that is the configuration's, not an outage:
 // the key, the project or the plan was refused.
 func isConfigError(err error) bool {
-	return errors.Is(err, ErrProviderAuth) || errors.Is(err, ErrProviderPayment)
+	return errors.Is(err, provider.ErrAuth) || errors.Is(err, provider.ErrPayment)
 }
 
 // configFix says what to fix for a configuration error.
 func configFix(err error) string {
-	if errors.Is(err, ErrProviderPayment) {
+	if errors.Is(err, provider.ErrPayment) {
 		return "the provider's account is out of credits or its plan does not allow the session: check the plan and billing, or the session params"
 	}
 	return "the provider refused the credentials: check the API key (and the project id, for Browserbase) given to the provider client"
@@ -332,14 +334,14 @@ func configFix(err error) string {
 // fallbackReason is the short, key-free account of a provider failure that
 // a Result carries, e.g. "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED
 // (retry after 17s)".
-func fallbackReason(provider string, err error) string {
+func fallbackReason(name string, err error) string {
 	var ub *UnsupportedBrowserError
 	if errors.As(err, &ub) {
-		return "provider " + provider + ": " + ub.reason()
+		return "provider " + name + ": " + ub.reason()
 	}
-	var pe *ProviderError
+	var pe *provider.Error
 	if errors.As(err, &pe) {
-		s := "provider " + provider + ":"
+		s := "provider " + name + ":"
 		if pe.Status != 0 {
 			s += fmt.Sprintf(" HTTP %d", pe.Status)
 		}
@@ -354,7 +356,7 @@ func fallbackReason(provider string, err error) string {
 		}
 		return s
 	}
-	return "provider " + provider + ": " + shortCause(err)
+	return "provider " + name + ": " + shortCause(err)
 }
 
 // shortCause is the last part of an error chain's text, bounded: the part

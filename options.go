@@ -130,7 +130,7 @@ func WithAllowSecretsInURLs(on bool) Option { return func(c *config) { c.allowSe
 // is not local: hybrid routing is off and private URLs are rejected unless
 // [WithAllowPrivateURLs] is on.
 //
-// It is not the same as a [CDPEndpoint] provider, which makes a browser at
+// It is not the same as a [provider.CDPEndpoint] provider, which makes a browser at
 // a URL the cloud route of a hybrid router: there, private URLs still run
 // on the local Chromium and a browser that cannot be reached falls back to
 // it. WithCDPURL overrides routing instead: nothing runs locally, and a
@@ -141,7 +141,7 @@ func WithCDPURL(url string) Option { return func(c *config) { c.cdpURL = url } }
 // dialled with: its transport, proxy and trusted roots (a private CA, a
 // self-signed test front). Default http.DefaultClient. A provider's
 // sessions are dialled with the provider's own client
-// ([WithProviderHTTPClient]).
+// ([provider.WithHTTPClient]).
 func WithCDPHTTPClient(hc *http.Client) Option { return func(c *config) { c.cdpClient = hc } }
 
 // WithResolver sets the resolver names are classified with
@@ -283,7 +283,7 @@ func WithLocalTimeout(d time.Duration) Option {
 // WithFallback sets whether a cloud session the provider cannot give falls
 // back to local Chromium (default true). Off, for users who must never
 // leave the cloud, the call fails with the provider's error, wrapped (so
-// errors.Is(err, [ErrRateLimited]) and the like work); during a back-off
+// errors.Is(err, [provider.ErrRateLimited]) and the like work); during a back-off
 // window it fails without asking the provider.
 func WithFallback(on bool) Option { return func(c *config) { c.fallback = on } }
 

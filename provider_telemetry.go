@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hybroute/hybroute/provider"
 )
 
 // tracedProvider is the router's Provider decorated with its telemetry:
@@ -17,7 +19,7 @@ import (
 // themselves know nothing of telemetry. Name and the optional interfaces
 // are asked of the provider itself (Router.provider).
 type tracedProvider struct {
-	Provider
+	provider.Provider
 	tel *telemetry
 	log *slog.Logger
 }
@@ -46,8 +48,8 @@ func (p tracedProvider) call(ctx context.Context, op string, call func(ctx conte
 // CreateSession asks the provider for a session, counted and traced. A
 // session with a gateway receipt is logged with it, so a bill and a
 // session can be matched.
-func (p tracedProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
-	var s *Session
+func (p tracedProvider) CreateSession(ctx context.Context, key string) (*provider.Session, error) {
+	var s *provider.Session
 	err := p.call(ctx, "create", func(ctx context.Context) (string, error) {
 		var err error
 		s, err = p.Provider.CreateSession(ctx, key)
@@ -66,7 +68,7 @@ func (p tracedProvider) CreateSession(ctx context.Context, key string) (*Session
 
 // externalCallID is the gateway's receipt in a provider error, if any.
 func externalCallID(err error) string {
-	var pe *ProviderError
+	var pe *provider.Error
 	if errors.As(err, &pe) {
 		return pe.ExternalCallID
 	}
@@ -74,7 +76,7 @@ func externalCallID(err error) string {
 }
 
 // ReleaseSession gives a provider session back, counted and traced.
-func (p tracedProvider) ReleaseSession(ctx context.Context, s *Session) error {
+func (p tracedProvider) ReleaseSession(ctx context.Context, s *provider.Session) error {
 	return p.call(ctx, "release", func(ctx context.Context) (string, error) {
 		return "", p.Provider.ReleaseSession(ctx, s)
 	})

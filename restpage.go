@@ -11,10 +11,12 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/hybroute/hybroute/provider"
 )
 
 // Sessions without CDP. A provider whose browser server has a REST API and
-// no CDP endpoint (Camofox) hands out sessions with a [RESTDriver] instead
+// no CDP endpoint (Camofox) hands out sessions with a [provider.RESTDriver] instead
 // of a CDP URL. The router keeps them like any cloud session (one per key,
 // released, reaped, counted), and the verdicts still decide where each call
 // runs: a private URL goes to the local sidecar, metadata is refused before
@@ -23,7 +25,7 @@ import (
 //   - [Router.ExecREST] and [Router.NavigateREST] hand the run a [RESTPage],
 //     whose every answer names the URL the tab is on; that URL is the
 //     landed URL the router re-checks after the call, and a tab refused its
-//     landing is replaced by a fresh blank one ([RESTDriver.Reset]);
+//     landing is replaced by a fresh blank one ([provider.RESTDriver.Reset]);
 //   - [Router.Exec] and [Router.NavigateWith], whose run speaks CDP, fail
 //     with [ErrNoCDPEndpoint] and its no-CDP message, without running, unless
 //     the fallback took the call (the provider could not give a session, and
@@ -32,46 +34,15 @@ import (
 // What the guard cannot see there is said in docs/security.md (Known limits):
 // with no CDP connection there is no request guard inside that browser.
 
-// RESTDriver drives one tab of a browser server through its REST API. Each
-// method that can move the page returns the URL the server reports the tab
-// on afterwards ("" when the answer named none: the router then keeps the
-// URL it knew). The router serialises the calls of one session.
-type RESTDriver interface {
-	// Navigate opens rawURL in the tab.
-	Navigate(ctx context.Context, rawURL string) (string, error)
-	// Snapshot returns the page's accessibility tree as text, each
-	// interactive element with its ref (e1, e2, …), and the page URL.
-	Snapshot(ctx context.Context) (text, pageURL string, err error)
-	// Click clicks the element of ref (from the last snapshot).
-	Click(ctx context.Context, ref string) (string, error)
-	// Type replaces the text of the field of ref; submit presses Enter.
-	Type(ctx context.Context, ref, text string, submit bool) (string, error)
-	// Press presses a key (Enter, ArrowDown, …) in the page.
-	Press(ctx context.Context, key string) (string, error)
-	// Scroll scrolls the page by about a screen: up, down, left or right.
-	Scroll(ctx context.Context, direction string) (string, error)
-	// Back goes back in the tab's history.
-	Back(ctx context.Context) (string, error)
-	// Screenshot returns a PNG of the viewport, or of the whole page.
-	Screenshot(ctx context.Context, fullPage bool) ([]byte, error)
-	// URL asks the server where the tab is now.
-	URL(ctx context.Context) (string, error)
-	// Reset replaces the tab with a fresh blank one in the same browser
-	// session (its cookies kept): what a refused page is sent away with.
-	Reset(ctx context.Context) error
-	// TabID is the server's id of the current tab.
-	TabID() string
-}
-
 // RESTPage is the page of a session without CDP, as a run of
 // [Router.ExecREST] or [Router.NavigateREST] gets it. Its methods call the
-// [RESTDriver] and keep the URL each answer reports as the page's landed
+// [provider.RESTDriver] and keep the URL each answer reports as the page's landed
 // URL; the reading ones (Snapshot, Screenshot) first ask the server where
 // the tab is, and refuse to read a page the landed-URL rule blocks.
 type RESTPage struct {
 	r *Router
 	e *entry
-	d RESTDriver
+	d provider.RESTDriver
 }
 
 // land keeps u as the page's landed URL.
@@ -181,14 +152,14 @@ func (p *RESTPage) Back(ctx context.Context) (string, error) {
 // restTab is the tab of a session without CDP: what the router keeps of
 // it is its driver and a life that its release ends.
 type restTab struct {
-	d        RESTDriver
+	d        provider.RESTDriver
 	ctx      context.Context
 	end      context.CancelFunc
 	provider string
 	landed   atomic.Pointer[string] // the page URL its server last reported; nil until one did
 }
 
-func newRESTTab(d RESTDriver, provider string) *restTab {
+func newRESTTab(d provider.RESTDriver, provider string) *restTab {
 	ctx, end := context.WithCancel(context.Background())
 	return &restTab{d: d, ctx: ctx, end: end, provider: provider}
 }
@@ -226,7 +197,7 @@ func cdpOnly(run func(ctx context.Context) error) runFunc {
 }
 
 // ExecREST is [Router.Exec] for a run that can drive a session without
-// CDP too: on such a session (a [RESTDriver]'s, Camofox's) run gets the
+// CDP too: on such a session (a [provider.RESTDriver]'s, Camofox's) run gets the
 // session's [RESTPage] and a context that is not a chromedp one; on every
 // other session page is nil and ctx is the chromedp context Exec's run
 // gets. The plan, the route, the fallback and the landed-URL check are
@@ -282,7 +253,7 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 // tabGone reports a server's answer that it does not know the tab: 404,
 // or 410 (camofox-browser's answer for a tab lost in a restart).
 func tabGone(err error) bool {
-	var pe *ProviderError
+	var pe *provider.Error
 	return errors.As(err, &pe) && (pe.Status == http.StatusNotFound || pe.Status == http.StatusGone)
 }
 

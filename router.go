@@ -19,6 +19,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/urlscan"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -45,7 +46,7 @@ const DefaultSessionKey = "default"
 type Router struct {
 	cfg      config
 	pol      *policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
-	provider Provider
+	provider provider.Provider
 	calls    tracedProvider // provider, traced and counted: how the router calls it
 	log      *slog.Logger
 
@@ -72,7 +73,7 @@ type Router struct {
 // New returns a [Router] for the cloud provider p. With p == nil there is no
 // cloud: everything runs on the local Chromium. Close the Router when done
 // with it: Close stops its background reaper and releases every session.
-func New(p Provider, opts ...Option) (*Router, error) {
+func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r := &Router{
 		cfg:      defaultConfig(),
 		provider: p,

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hybroute/hybroute/provider"
 )
 
 // Metrics and traces. Every attribute is one of a bounded set of names
@@ -255,7 +257,7 @@ func (t *telemetry) fellBack(ctx context.Context, reason string) {
 
 // fallbackKind is the bounded name of why the provider gave no session.
 func fallbackKind(err error) string {
-	var pe *ProviderError
+	var pe *provider.Error
 	switch {
 	case errors.Is(err, errConcurrencyLimit):
 		return fallbackConcurrency
@@ -265,15 +267,15 @@ func fallbackKind(err error) string {
 		return fallbackConnectFailed
 	case errors.Is(err, errProviderFellBack):
 		return fallbackProviderFellBack
-	case errors.Is(err, ErrRateLimited):
+	case errors.Is(err, provider.ErrRateLimited):
 		return fallbackRateLimited
-	case errors.Is(err, ErrProviderAuth):
+	case errors.Is(err, provider.ErrAuth):
 		return fallbackUnauthorized
-	case errors.Is(err, ErrProviderPayment):
+	case errors.Is(err, provider.ErrPayment):
 		return fallbackPaymentRequired
 	case errors.Is(err, context.DeadlineExceeded):
 		return fallbackTimeout
-	case errors.Is(err, ErrProviderUnavailable):
+	case errors.Is(err, provider.ErrUnavailable):
 		return fallbackUnavailable
 	case errors.As(err, &pe):
 		return fallbackUnavailable
@@ -287,7 +289,7 @@ func providerStatus(err error) string {
 	if err == nil {
 		return "ok"
 	}
-	var pe *ProviderError
+	var pe *provider.Error
 	if errors.As(err, &pe) && pe.Status != 0 {
 		return strconv.Itoa(pe.Status)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/camofoxtest"
 	"github.com/hybroute/hybroute/internal/testenv"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // TestCamofoxToolset: the toolset drives a page on Camofox (a stand-in of
@@ -23,7 +24,7 @@ func TestCamofoxToolset(t *testing.T) {
 	testenv.RequireChromium(t)
 	site := agenttest.NewSite(t)
 	cf := camofoxtest.New(t, "", "--user-agent="+agenttest.CloudUA, "--host-resolver-rules="+agenttest.HostRules)
-	r := agenttest.NewRouter(t, hybroute.NewCamofox("", hybroute.WithProviderBaseURL(cf.URL)))
+	r := agenttest.NewRouter(t, provider.NewCamofox("", provider.WithBaseURL(cf.URL)))
 	ts := newToolset(t, r)
 	const s = "fox"
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // describe turns the error of a call into text a model can act on: what was
@@ -46,7 +47,7 @@ func describe(err error, c *call, key string) string {
 		return deepest(err, hybroute.ErrNoCDPEndpoint)
 	case errors.Is(err, hybroute.ErrFallbackFailed):
 		msg := "no browser could be started for this session: the cloud provider failed"
-		var pe *hybroute.ProviderError
+		var pe *provider.Error
 		if errors.As(err, &pe) {
 			msg += " (" + pe.Error() + ")"
 		}
@@ -81,7 +82,7 @@ func describe(err error, c *call, key string) string {
 		}
 		return "the page did not load. Check the URL, or whether the site is up."
 	}
-	var pe *hybroute.ProviderError
+	var pe *provider.Error
 	if errors.As(err, &pe) {
 		return pe.Error()
 	}

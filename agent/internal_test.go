@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/provider"
 )
 
 func axv(s string) *accessibility.Value {
@@ -114,7 +115,7 @@ func TestDescribeErrors(t *testing.T) {
 	landed := fmt.Errorf("hybroute: the page landed on a blocked address: %w", meta)
 	assert.Contains(t, describe(landed, &call{ran: true}, "k"), "blocked: the page tried to load http://169.254.169.254/, which targets a cloud metadata endpoint")
 
-	pe := &hybroute.ProviderError{Provider: "Browserbase", Op: "create", Status: 429, Code: "RATE_LIMIT_EXCEEDED"}
+	pe := &provider.Error{Provider: "Browserbase", Op: "create", Status: 429, Code: "RATE_LIMIT_EXCEEDED"}
 	both := fmt.Errorf("hybroute: session %q: %w", "k", fmt.Errorf("%w: cloud: %w; local: %w", hybroute.ErrFallbackFailed, pe, hybroute.ErrNoChromium))
 	text = describe(both, &call{}, "k")
 	assert.Contains(t, text, "no browser could be started for this session: the cloud provider failed (cloud browser provider Browserbase: create session failed: HTTP 429 RATE_LIMIT_EXCEEDED)")

@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // Sessions without CDP. A cloud browser driven through a REST API
@@ -73,7 +74,7 @@ func runREST(ctx context.Context, c *call, p *hybroute.RESTPage, fn restFn) erro
 // ref, a field that takes no text) into what the model can act on; a tab
 // the server lost (404, 410) stays the Router's to report.
 func refusedAction(err error) error {
-	var pe *hybroute.ProviderError
+	var pe *provider.Error
 	if !errors.As(err, &pe) || pe.Status < 400 || pe.Status > 499 || pe.Status == 404 || pe.Status == 410 || pe.Status == 401 || pe.Status == 403 {
 		return err
 	}

@@ -45,7 +45,11 @@ var layer = map[string]int{
 	// The enforcement points: they carry out decisions the root makes.
 	"internal/guard":  2,
 	"internal/egress": 2,
-	// The facade: the Router, its plan, sessions, tabs and providers.
+	// The cloud browser providers: they make and end sessions, and know
+	// nothing of the Router, its rules or its enforcement points.
+	"provider":              2,
+	"internal/providertest": 3,
+	// The facade: the Router, its plan, sessions and tabs.
 	"": 3,
 	// Users of the facade.
 	"agent":              4,
@@ -57,10 +61,12 @@ var layer = map[string]int{
 
 // forbidden are edges the ranks would allow but the layout does not: the
 // guard and the egress check hold no rule about where a URL may go (they
-// ask the root), and neither knows of the other.
+// ask the root), and neither knows of the other; a provider makes
+// sessions and decides nothing about URLs either.
 var forbidden = map[string][]string{
 	"internal/guard":  {"netpolicy", "internal/egress", "internal/urlscan"},
 	"internal/egress": {"netpolicy", "internal/guard", "internal/urlscan"},
+	"provider":        {"netpolicy", "internal/urlscan"},
 }
 
 func TestLayersPointOneWay(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/redistest"
+	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/redisstore"
 )
 
@@ -106,11 +107,11 @@ type liveCounter struct{ now, peak atomic.Int32 }
 // liveProvider counts its sessions in a liveCounter shared by the
 // routers of a fleet.
 type liveProvider struct {
-	hybroute.Provider
+	provider.Provider
 	live *liveCounter
 }
 
-func (p *liveProvider) CreateSession(ctx context.Context, key string) (*hybroute.Session, error) {
+func (p *liveProvider) CreateSession(ctx context.Context, key string) (*provider.Session, error) {
 	s, err := p.Provider.CreateSession(ctx, key)
 	if err == nil {
 		n := p.live.now.Add(1)
@@ -132,7 +133,7 @@ func (p *liveProvider) CloseIdleConnections() {
 	}
 }
 
-func (p *liveProvider) ReleaseSession(ctx context.Context, s *hybroute.Session) error {
+func (p *liveProvider) ReleaseSession(ctx context.Context, s *provider.Session) error {
 	p.live.now.Add(-1)
 	return p.Provider.ReleaseSession(ctx, s)
 }

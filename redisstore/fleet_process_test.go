@@ -26,6 +26,7 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/redistest"
 	"github.com/hybroute/hybroute/internal/testenv"
+	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/redisstore"
 )
 
@@ -246,7 +247,7 @@ func TestFleetWindowChild(t *testing.T) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = c.Close() })
-	p := hybroute.NewBrowserbase(testAPIKey, "proj-1", hybroute.WithProviderBaseURL(os.Getenv("HYBROUTE_FLEET_WINDOW_API")))
+	p := provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(os.Getenv("HYBROUTE_FLEET_WINDOW_API")))
 	// A loaded machine answers slowly: a store call cut short would send
 	// this router to its own window, and the floor must not run out of time.
 	r := agenttest.NewRouter(t, p, hybroute.WithStore(redisstore.New(c)),

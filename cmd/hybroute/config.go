@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // config is what the flags and the environment say about the router.
@@ -70,7 +71,7 @@ var errConfig = errors.New("configuration")
 
 // newProvider builds the provider the configuration names. strict requires
 // its API key (serving needs it; explaining a decision does not).
-func (c *config) newProvider(getenv func(string) string, strict bool) (hybroute.Provider, string, error) {
+func (c *config) newProvider(getenv func(string) string, strict bool) (provider.Provider, string, error) {
 	name := strings.ToLower(strings.TrimSpace(c.provider))
 	kinds := providerKinds()
 	if name == "" {
@@ -82,9 +83,9 @@ func (c *config) newProvider(getenv func(string) string, strict bool) (hybroute.
 			}
 		}
 	}
-	var opts []hybroute.ProviderOption
+	var opts []provider.Option
 	if c.providerURL != "" {
-		opts = append(opts, hybroute.WithProviderBaseURL(c.providerURL))
+		opts = append(opts, provider.WithBaseURL(c.providerURL))
 	}
 	switch name {
 	case "spec":
@@ -93,14 +94,14 @@ func (c *config) newProvider(getenv func(string) string, strict bool) (hybroute.
 		// A camofox-browser server: no API key, an optional access key;
 		// its URL from --provider-url, else $CAMOFOX_URL, else its default.
 		if u := getenv("CAMOFOX_URL"); u != "" && c.providerURL == "" {
-			opts = append(opts, hybroute.WithProviderBaseURL(u))
+			opts = append(opts, provider.WithBaseURL(u))
 		}
-		return hybroute.NewCamofox(getenv("CAMOFOX_ACCESS_KEY"), opts...), name, nil
+		return provider.NewCamofox(getenv("CAMOFOX_ACCESS_KEY"), opts...), name, nil
 	case "cdp":
 		if c.cdpURL == "" {
 			return nil, "", fmt.Errorf("%w: --provider cdp needs --cdp-url", errConfig)
 		}
-		return hybroute.CDPEndpoint(c.cdpURL, opts...), name, nil
+		return provider.CDPEndpoint(c.cdpURL, opts...), name, nil
 	case "none", "local":
 		return nil, "none", nil
 	}

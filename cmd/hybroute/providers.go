@@ -5,7 +5,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // The providers --provider names: what each needs from the environment and
@@ -20,7 +20,7 @@ type providerKind struct {
 	env []string
 	// what says what it is and supports, for the usage text.
 	what string
-	make func(getenv func(string) string, opts []hybroute.ProviderOption) hybroute.Provider
+	make func(getenv func(string) string, opts []provider.Option) provider.Provider
 }
 
 // presetEnv is the key variable of each session API preset.
@@ -38,28 +38,28 @@ var presetEnv = map[string]string{
 func providerKinds() []providerKind {
 	kinds := []providerKind{
 		{name: "browserbase", env: []string{"BROWSERBASE_API_KEY", "BROWSERBASE_PROJECT_ID"}, what: "Browserbase sessions",
-			make: func(getenv func(string) string, opts []hybroute.ProviderOption) hybroute.Provider {
-				return hybroute.NewBrowserbase(getenv("BROWSERBASE_API_KEY"), getenv("BROWSERBASE_PROJECT_ID"), opts...)
+			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {
+				return provider.NewBrowserbase(getenv("BROWSERBASE_API_KEY"), getenv("BROWSERBASE_PROJECT_ID"), opts...)
 			}},
 		{name: "browser-use", env: []string{"BROWSER_USE_API_KEY"}, what: "Browser Use browsers, API v3",
-			make: func(getenv func(string) string, opts []hybroute.ProviderOption) hybroute.Provider {
-				return hybroute.NewBrowserUse(getenv("BROWSER_USE_API_KEY"), opts...)
+			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {
+				return provider.NewBrowserUse(getenv("BROWSER_USE_API_KEY"), opts...)
 			}},
 		{name: "browser-use-v2", env: []string{"BROWSER_USE_API_KEY"}, what: "Browser Use browsers, API v2",
-			make: func(getenv func(string) string, opts []hybroute.ProviderOption) hybroute.Provider {
-				return hybroute.NewBrowserUse(getenv("BROWSER_USE_API_KEY"), append(opts, hybroute.WithBrowserUseAPI(hybroute.BrowserUseV2))...)
+			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {
+				return provider.NewBrowserUse(getenv("BROWSER_USE_API_KEY"), append(opts, provider.WithBrowserUseAPI(provider.BrowserUseV2))...)
 			}},
 		{name: "nous", env: []string{"TOOL_GATEWAY_USER_TOKEN", "BROWSER_USE_GATEWAY_URL"}, what: "Browser Use through the managed gateway (idempotent creates)",
-			make: func(getenv func(string) string, opts []hybroute.ProviderOption) hybroute.Provider {
-				return hybroute.NewBrowserUseGateway(getenv("BROWSER_USE_GATEWAY_URL"), getenv("TOOL_GATEWAY_USER_TOKEN"), opts...)
+			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {
+				return provider.NewBrowserUseGateway(getenv("BROWSER_USE_GATEWAY_URL"), getenv("TOOL_GATEWAY_USER_TOKEN"), opts...)
 			}},
 		{name: "steel", env: []string{"STEEL_API_KEY"}, what: "Steel sessions",
-			make: func(getenv func(string) string, opts []hybroute.ProviderOption) hybroute.Provider {
-				return hybroute.NewSteel(getenv("STEEL_API_KEY"), opts...)
+			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {
+				return provider.NewSteel(getenv("STEEL_API_KEY"), opts...)
 			}},
 	}
-	for _, name := range hybroute.SessionAPIPresets() {
-		spec, _ := hybroute.SessionAPIPreset(name)
+	for _, name := range provider.SessionAPIPresets() {
+		spec, _ := provider.SessionAPIPreset(name)
 		env := presetEnv[name]
 		if env == "" {
 			env = strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_API_KEY"
@@ -69,8 +69,8 @@ func providerKinds() []providerKind {
 			what += ", one websocket per session"
 		}
 		kinds = append(kinds, providerKind{name: name, env: []string{env}, what: what,
-			make: func(getenv func(string) string, opts []hybroute.ProviderOption) hybroute.Provider {
-				p, _ := hybroute.NewSessionAPI(spec, getenv(env), opts...)
+			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {
+				p, _ := provider.NewSessionAPI(spec, getenv(env), opts...)
 				return p
 			}})
 	}
@@ -88,7 +88,7 @@ func providerNames() []string {
 
 // specProvider builds the provider of a --provider-spec file, whose key
 // is $HYBROUTE_PROVIDER_KEY.
-func specProvider(path string, getenv func(string) string, strict bool, opts []hybroute.ProviderOption) (hybroute.Provider, string, error) {
+func specProvider(path string, getenv func(string) string, strict bool, opts []provider.Option) (provider.Provider, string, error) {
 	if path == "" {
 		return nil, "", fmt.Errorf("%w: --provider spec needs --provider-spec FILE", errConfig)
 	}
@@ -97,14 +97,14 @@ func specProvider(path string, getenv func(string) string, strict bool, opts []h
 		return nil, "", fmt.Errorf("%w: --provider-spec: %w", errConfig, err)
 	}
 	defer f.Close()
-	spec, err := hybroute.LoadSessionAPISpec(f)
+	spec, err := provider.LoadSessionAPISpec(f)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: --provider-spec %s: %w", errConfig, path, err)
 	}
 	if strict && getenv(specKeyEnv) == "" {
 		return nil, "", fmt.Errorf("%w: --provider-spec needs %s in the environment", errConfig, specKeyEnv)
 	}
-	p, err := hybroute.NewSessionAPI(spec, getenv(specKeyEnv), opts...)
+	p, err := provider.NewSessionAPI(spec, getenv(specKeyEnv), opts...)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: %w", errConfig, err)
 	}

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // TestEveryProviderIsANameOfTheFlag proves --provider knows the built-in
@@ -20,7 +20,7 @@ import (
 func TestEveryProviderIsANameOfTheFlag(t *testing.T) {
 	names := providerNames()
 	for _, want := range append([]string{"browserbase", "browser-use", "browser-use-v2", "nous", "steel", "cdp", "none", "local", "spec"},
-		hybroute.SessionAPIPresets()...) {
+		provider.SessionAPIPresets()...) {
 		assert.Contains(t, names, want)
 	}
 	for _, k := range providerKinds() {
@@ -39,7 +39,7 @@ func TestEveryProviderIsANameOfTheFlag(t *testing.T) {
 		assert.Contains(t, err.Error(), "needs "+k.env[0], k.name)
 	}
 	_, _, errOut := runCmd(t, nil, "", "mcp", "-h")
-	for _, name := range hybroute.SessionAPIPresets() {
+	for _, name := range provider.SessionAPIPresets() {
 		assert.Contains(t, errOut, name, "the usage names the preset")
 	}
 	assert.Contains(t, errOut, "nous")
@@ -86,5 +86,5 @@ func TestPresetFromTheFlagSpeaksItsAPI(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(strings.Replace(spec, `"id_field"`, `"idfield"`, 1)), 0o600))
 	_, _, err = (&config{provider: "spec", providerSpec: bad}).newProvider(env, true)
-	assert.ErrorIs(t, err, hybroute.ErrInvalidSpec)
+	assert.ErrorIs(t, err, provider.ErrInvalidSpec)
 }

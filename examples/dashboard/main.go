@@ -25,6 +25,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // dashboardHost stands for a public dashboard. The demo's resolver calls it
@@ -51,7 +52,7 @@ func run(out string) error {
 	if err != nil {
 		return err
 	}
-	provider, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	api, err := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Retry-After", "17")
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -63,7 +64,7 @@ func run(out string) error {
 
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	router, err := hybroute.New(
-		hybroute.NewBrowserbase("bb_demo_key", "demo-project", hybroute.WithProviderBaseURL("http://"+provider)),
+		provider.NewBrowserbase("bb_demo_key", "demo-project", provider.WithBaseURL("http://"+api)),
 		hybroute.WithLogger(logger),
 		hybroute.WithResolver(demoResolver{}),
 		// Local Chromium connects through hybroute's egress check, which

@@ -21,6 +21,7 @@ import (
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/testenv"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // PublicHost is a name the test resolver calls public and both browsers map
@@ -98,7 +99,7 @@ func RouterOptions(t testing.TB, log io.Writer) []hybroute.Option {
 
 // NewRouter is a test router for provider p (nil: local only), closed in
 // t.Cleanup. It skips the test when no Chromium is installed.
-func NewRouter(t testing.TB, p hybroute.Provider, opts ...hybroute.Option) *hybroute.Router {
+func NewRouter(t testing.TB, p provider.Provider, opts ...hybroute.Option) *hybroute.Router {
 	t.Helper()
 	testenv.RequireChromium(t)
 	r, err := hybroute.New(p, append(RouterOptions(t, nil), opts...)...)
@@ -116,7 +117,7 @@ func NewRouter(t testing.TB, p hybroute.Provider, opts ...hybroute.Option) *hybr
 // Cloud is a fake Browserbase with a real Chromium behind it, on loopback.
 type Cloud struct {
 	API      *cloudtest.Server
-	Provider *hybroute.Browserbase
+	Provider *provider.Browserbase
 }
 
 // CloudUA is the user agent of the cloud Chromium, so a test can tell who
@@ -129,7 +130,7 @@ func NewCloud(t testing.TB) *Cloud {
 	testenv.RequireChromium(t)
 	c := cloudtest.LaunchChromium(t, "--user-agent="+CloudUA, "--host-resolver-rules="+HostRules)
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, c.WSURL, cloudtest.WithAPIKey("bb_test_key_agent_0123456789"), cloudtest.WithProjectID("proj-agent"))
-	return &Cloud{API: api, Provider: hybroute.NewBrowserbase(api.APIKey, api.ProjectID, hybroute.WithProviderBaseURL(api.URL))}
+	return &Cloud{API: api, Provider: provider.NewBrowserbase(api.APIKey, api.ProjectID, provider.WithBaseURL(api.URL))}
 }
 
 // Site is the test site: a typical page with a heading, a form, a button

@@ -219,7 +219,7 @@ func NewServer(t testing.TB, kind Kind, wsURL string, opts ...ServerOption) *Ser
 	return s
 }
 
-// HTTPClient is the client to give the provider (WithProviderHTTPClient):
+// HTTPClient is the client to give the provider (provider.WithHTTPClient):
 // with WithRealShapes it trusts the Front's certificate and dials the
 // provider names at the front; either way it dials loopback only.
 func (s *Server) HTTPClient() *http.Client {
@@ -243,7 +243,7 @@ func (s *Server) Close() {
 	s.srv.Close()
 }
 
-// EndpointURL is the URL to give hybroute.CDPEndpoint for Kind CDP: the
+// EndpointURL is the URL to give provider.CDPEndpoint for Kind CDP: the
 // server's http URL with ?token=APIKey, or with WithRealShapes
 // wss://cdp.browserless.test?token=APIKey.
 func (s *Server) EndpointURL() string {

@@ -1,4 +1,4 @@
-package hybroute
+package provider
 
 import (
 	"cmp"
@@ -36,8 +36,8 @@ const (
 
 // WithBrowserUseAPI makes a [BrowserUse] client speak the API version v
 // ([BrowserUseV3], the default, or [BrowserUseV2]).
-func WithBrowserUseAPI(v string) ProviderOption {
-	return func(c *providerConfig) { c.api = v }
+func WithBrowserUseAPI(v string) Option {
+	return func(c *config) { c.api = v }
 }
 
 // BrowserUseSession is what a Browser Use browser session is created with.
@@ -58,8 +58,8 @@ type BrowserUseSession struct {
 // [BrowserUse] client (or the managed gateway's) sends: timeout, proxy
 // country, profile. It adds to [WithSessionParams], which it overrides
 // for the fields it sets.
-func WithBrowserUseSession(s BrowserUseSession) ProviderOption {
-	return func(c *providerConfig) {
+func WithBrowserUseSession(s BrowserUseSession) Option {
+	return func(c *config) {
 		if c.params == nil {
 			c.params = map[string]any{}
 		}
@@ -86,7 +86,7 @@ type BrowserUse struct {
 
 // NewBrowserUse returns a [BrowserUse] client, on API v3 unless
 // [WithBrowserUseAPI] says v2. An unknown version is taken as v3.
-func NewBrowserUse(apiKey string, opts ...ProviderOption) *BrowserUse {
+func NewBrowserUse(apiKey string, opts ...Option) *BrowserUse {
 	b := &BrowserUse{apiClient: newAPIClient(DefaultBrowserUseBaseURL, "Browser Use", "X-Browser-Use-API-Key", apiKey, opts)}
 	b.prefix = "/api/" + BrowserUseV3
 	if b.api == BrowserUseV2 {

@@ -1,4 +1,4 @@
-package hybroute
+package provider
 
 import (
 	"context"
@@ -25,7 +25,7 @@ import (
 //     the answer carries "id", "websocketUrl" and "sessionViewerUrl". Its
 //     Puppeteer/Playwright guides connect to websocketUrl with the API key
 //     appended as the "apiKey" query parameter, so the CDP URL this client
-//     returns carries it (see redactURL before logging one). Release is POST
+//     returns carries it (print it only through redact.URL). Release is POST
 //     /v1/sessions/{id}/release.
 //   - A plain CDP endpoint (browserless and self-hosted grids): a ws(s) URL is
 //     dialled as given; an http(s) URL is resolved through GET /json/version
@@ -34,7 +34,7 @@ import (
 //     (e.g. browserless's ?token=) on that host only.
 //
 // Every session carries the client's HTTP client, which dials its CDP
-// websocket too (internal/cdpconn), so WithProviderHTTPClient governs the
+// websocket too (internal/cdpconn), so WithHTTPClient governs the
 // whole session.
 
 // Default API base URLs of the providers.
@@ -51,7 +51,7 @@ type Browserbase struct {
 }
 
 // NewBrowserbase returns a [Browserbase] client for the project.
-func NewBrowserbase(apiKey, projectID string, opts ...ProviderOption) *Browserbase {
+func NewBrowserbase(apiKey, projectID string, opts ...Option) *Browserbase {
 	return &Browserbase{
 		apiClient: newAPIClient(DefaultBrowserbaseBaseURL, "Browserbase", "X-BB-API-Key", apiKey, opts),
 		projectID: projectID,
@@ -89,13 +89,14 @@ func (b *Browserbase) ReleaseSession(ctx context.Context, s *Session) error {
 type Steel struct{ apiClient }
 
 // NewSteel returns a [Steel] client.
-func NewSteel(apiKey string, opts ...ProviderOption) *Steel {
+func NewSteel(apiKey string, opts ...Option) *Steel {
 	return &Steel{newAPIClient(DefaultSteelBaseURL, "Steel", "steel-api-key", apiKey, opts)}
 }
 
 // CreateSession implements [Provider]: POST /v1/sessions. The returned CDPURL
 // is the answer's websocketUrl with the "apiKey" query parameter Steel's
-// websocket requires, so it is a credential: log it only through redactURL.
+// websocket requires, so it is a credential: a Router logs it only in
+// redacted form.
 func (s *Steel) CreateSession(ctx context.Context, key string) (*Session, error) {
 	var out struct {
 		ID           string `json:"id"`
@@ -129,9 +130,9 @@ func (s *Steel) ReleaseSession(ctx context.Context, sess *Session) error {
 	return s.call(ctx, "release", http.MethodPost, "/v1/sessions/"+url.PathEscape(sess.ID)+"/release", nil, nil)
 }
 
-// CDPEndpointProvider is a browser that is already running behind a CDP
+// Endpoint is a browser that is already running behind a CDP
 // endpoint (browserless, a self-hosted grid): nothing to create or release.
-type CDPEndpointProvider struct {
+type Endpoint struct {
 	apiClient
 	raw string
 }
@@ -139,19 +140,19 @@ type CDPEndpointProvider struct {
 // CDPEndpoint returns a provider for a plain CDP endpoint: a ws(s) URL used
 // as given, or an http(s) URL (possibly with ?token=) resolved through
 // /json/version at each CreateSession, keeping the token. Only the
-// [WithProviderHTTPClient] and [WithProviderName] options apply.
+// [WithHTTPClient] and [WithName] options apply.
 //
 // The browser at the URL is the router's cloud route like any provider's:
 // private URLs run on the local Chromium, and an unreachable endpoint falls
 // back to it. To send every call to one browser and never run locally, use
-// [WithCDPURL] instead.
-func CDPEndpoint(rawURL string, opts ...ProviderOption) *CDPEndpointProvider {
-	return &CDPEndpointProvider{apiClient: newAPIClient("", "CDP endpoint", "", "", opts), raw: rawURL}
+// [github.com/hybroute/hybroute.WithCDPURL] instead.
+func CDPEndpoint(rawURL string, opts ...Option) *Endpoint {
+	return &Endpoint{apiClient: newAPIClient("", "CDP endpoint", "", "", opts), raw: rawURL}
 }
 
 // CreateSession implements [Provider]. The session has no ID: there is nothing
 // to release.
-func (p *CDPEndpointProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+func (p *Endpoint) CreateSession(ctx context.Context, key string) (*Session, error) {
 	if p.raw == "" {
 		return nil, p.fail("create", 0, errors.New("no CDP URL configured"))
 	}
@@ -163,11 +164,11 @@ func (p *CDPEndpointProvider) CreateSession(ctx context.Context, key string) (*S
 }
 
 // ReleaseSession implements [Provider]; a CDP endpoint has nothing to release.
-func (p *CDPEndpointProvider) ReleaseSession(context.Context, *Session) error { return nil }
+func (p *Endpoint) ReleaseSession(context.Context, *Session) error { return nil }
 
 var (
 	_ Provider = (*Browserbase)(nil)
 	_ Provider = (*BrowserUse)(nil)
 	_ Provider = (*Steel)(nil)
-	_ Provider = (*CDPEndpointProvider)(nil)
+	_ Provider = (*Endpoint)(nil)
 )

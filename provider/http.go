@@ -1,4 +1,4 @@
-package hybroute
+package provider
 
 import (
 	"bytes"
@@ -32,15 +32,15 @@ const maxAnswerBytes = 1 << 20
 // header, with a scheme such as "Bearer ", or a query parameter), and the
 // plumbing.
 type apiClient struct {
-	providerConfig
+	config
 	keyHeader string
 	keyScheme string // put before the key in keyHeader: "Bearer "
 	keyQuery  string // the query parameter that carries the key (browserless: token)
 	key       string
 }
 
-func newAPIClient(defaultBase, defaultName, keyHeader, key string, opts []ProviderOption) apiClient {
-	return apiClient{providerConfig: newProviderConfig(defaultBase, defaultName, opts), keyHeader: keyHeader, key: key}
+func newAPIClient(defaultBase, defaultName, keyHeader, key string, opts []Option) apiClient {
+	return apiClient{config: newConfig(defaultBase, defaultName, opts), keyHeader: keyHeader, key: key}
 }
 
 // Name implements [Provider].
@@ -50,9 +50,9 @@ func (c *apiClient) Name() string { return c.name }
 func (c *apiClient) SessionParamKeys() []string { return slices.Sorted(maps.Keys(c.params)) }
 
 // CloseIdleConnections closes the idle connections of the default HTTP
-// client, so nothing of the client outlives [Router.Close], which calls
-// it. A client given with [WithProviderHTTPClient] is the caller's, and is
-// left alone.
+// client, so nothing of the client outlives the Router that used it
+// ([github.com/hybroute/hybroute.Router.Close] calls it). A client given
+// with [WithHTTPClient] is the caller's, and is left alone.
 func (c *apiClient) CloseIdleConnections() {
 	if c.own {
 		c.client.CloseIdleConnections()
@@ -69,7 +69,7 @@ func (c *apiClient) createBody(fields map[string]any) map[string]any {
 }
 
 // call sends one JSON request to path under the base URL and decodes a 2xx
-// answer into out (when out is not nil). It returns a *ProviderError for
+// answer into out (when out is not nil). It returns an *Error for
 // every failure.
 func (c *apiClient) call(ctx context.Context, op, method, path string, in, out any) error {
 	_, err := c.request(ctx, op, method, c.baseURL+path, in, out, nil)
@@ -137,21 +137,21 @@ func (c *apiClient) send(req *http.Request, op string, out any) (http.Header, er
 	return resp.Header, nil
 }
 
-// fail builds the *ProviderError of a failure without a usable answer.
-func (c *apiClient) fail(op string, status int, cause error) *ProviderError {
-	return &ProviderError{Provider: c.name, Op: op, Status: status, Err: redactErr(cause, c.secrets())}
+// fail builds the *Error of a failure without a usable answer.
+func (c *apiClient) fail(op string, status int, cause error) *Error {
+	return &Error{Provider: c.name, Op: op, Status: status, Err: redactErr(cause, c.secrets())}
 }
 
 // secrets is the API key in every spelling, for redaction.
 func (c *apiClient) secrets() redact.Secrets { return redact.Values(c.key) }
 
-// answerError turns a non-2xx answer into a *ProviderError, reading the
+// answerError turns a non-2xx answer into an *Error, reading the
 // shapes the providers use: {"error":"RATE_LIMIT_EXCEEDED","retryAfter":17,
 // "limit":200}, {"statusCode":429,"error":"Too Many Requests","message":...},
 // {"error":{"code":...,"message":...}}, {"code":...,"message":...},
 // {"detail":"..."} and {"detail":[{"msg":...}]}.
-func (c *apiClient) answerError(op string, resp *http.Response, data []byte) *ProviderError {
-	e := &ProviderError{Provider: c.name, Op: op, Status: resp.StatusCode,
+func (c *apiClient) answerError(op string, resp *http.Response, data []byte) *Error {
+	e := &Error{Provider: c.name, Op: op, Status: resp.StatusCode,
 		ExternalCallID: truncate(resp.Header.Get(externalCallIDHeader), 200)}
 	if len(data) > maxAnswerBytes {
 		data = data[:maxAnswerBytes]
@@ -279,8 +279,8 @@ func truncate(s string, n int) string {
 // through cdpconn.Resolve: a ws(s) URL as given, an http(s) URL through its
 // /json/version (Browser Use's documented discovery), whose answer is
 // checked before it is used. No answer, however malformed, gets further
-// than a *ProviderError; one with an HTTP status keeps it (401 is
-// ErrProviderAuth), every other is ErrProviderUnavailable. The API key is
+// than an *Error; one with an HTTP status keeps it (401 is
+// ErrAuth), every other is ErrUnavailable. The API key is
 // not sent to the endpoint.
 func (c *apiClient) resolveCDP(ctx context.Context, op, raw string) (string, error) {
 	if raw == "" {

@@ -1,4 +1,4 @@
-package hybroute
+package provider
 
 import (
 	"maps"
@@ -104,7 +104,7 @@ func SessionAPIPresets() []string { return slices.Sorted(maps.Keys(sessionAPIPre
 // NewBrowserless returns the client of browserless's session API
 // (POST /session): its sessions' CDP URLs carry the token, and each serves
 // one websocket, which the router never dials twice.
-func NewBrowserless(token string, opts ...ProviderOption) *SessionAPI {
+func NewBrowserless(token string, opts ...Option) *SessionAPI {
 	spec, _ := SessionAPIPreset("browserless")
 	p, err := NewSessionAPI(spec, token, opts...)
 	if err != nil {

@@ -1,4 +1,4 @@
-package hybroute
+package provider
 
 import (
 	"context"
@@ -54,8 +54,8 @@ const (
 // refusal a retry cannot mend. CreateSession itself retries such an answer
 // up to twice, within its context; a later CreateSession for the same key
 // reuses the kept key.
-func NewBrowserUseGateway(origin, userToken string, opts ...ProviderOption) *BrowserUse {
-	opts = append([]ProviderOption{WithProviderName("nous"), func(c *providerConfig) { c.timeout = gatewayTimeout }}, opts...)
+func NewBrowserUseGateway(origin, userToken string, opts ...Option) *BrowserUse {
+	opts = append([]Option{WithName("nous"), func(c *config) { c.timeout = gatewayTimeout }}, opts...)
 	return &BrowserUse{
 		apiClient: newAPIClient(origin, "nous", "X-Browser-Use-API-Key", userToken, opts),
 		defaults:  map[string]any{"timeout": gatewaySessionMinutes, "proxyCountryCode": gatewayProxyCountry},
@@ -134,7 +134,7 @@ func (g *gatewayCreates) create(ctx context.Context, key string, send func(extra
 // retryWait is the pause before retry n: the answer's Retry-After when it
 // gave one (at most 5 s), else 250 ms doubling.
 func (g *gatewayCreates) retryWait(n int, err error) time.Duration {
-	var pe *ProviderError
+	var pe *Error
 	if errors.As(err, &pe) && pe.RetryAfter > 0 {
 		return min(pe.RetryAfter, 5*time.Second)
 	}
@@ -149,7 +149,7 @@ func (g *gatewayCreates) retryWait(n int, err error) time.Duration {
 // 5xx, or a 409 saying the create is in progress. Any other refusal
 // (auth, payment, a bad request) will not mend by retrying.
 func keepsIdempotencyKey(err error) bool {
-	var pe *ProviderError
+	var pe *Error
 	if !errors.As(err, &pe) {
 		return false
 	}
@@ -164,7 +164,7 @@ func keepsIdempotencyKey(err error) bool {
 
 // inProgress reports a 409 that says the first create is still running
 // ({"error":{"message":"... already in progress"}}, or a code saying so).
-func inProgress(pe *ProviderError) bool {
+func inProgress(pe *Error) bool {
 	text := strings.ToLower(pe.Code + " " + pe.Message)
 	return strings.Contains(text, "in progress") || strings.Contains(text, "in_progress")
 }

@@ -1,4 +1,4 @@
-package hybroute
+package provider_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/providertest"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // lastCreateBody is the JSON body of the fake's last POST.
@@ -27,13 +29,13 @@ func lastCreateBody(t *testing.T, srv *cloudtest.Server) map[string]any {
 	return body
 }
 
-// TestProviderProfileInEachCreateBody: WithProviderProfile reaches each
+// TestProviderProfileInEachCreateBody: WithProfile reaches each
 // provider's fake in the provider's own field, per session key, and the
 // fake (which checks the field's shape) accepts it.
 func TestProviderProfileInEachCreateBody(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	byKey := ProviderProfile{ID: "shared", Persist: true, ByKey: func(key string) string {
+	byKey := provider.Profile{ID: "shared", Persist: true, ByKey: func(key string) string {
 		if key == "alice" {
 			return "ctx-alice"
 		}
@@ -42,9 +44,9 @@ func TestProviderProfileInEachCreateBody(t *testing.T) {
 
 	t.Run("Browserbase", func(t *testing.T) {
 		t.Parallel()
-		srv := cloudtest.NewServer(t, cloudtest.Browserbase, deadWS, cloudtest.WithProjectID("proj-1"))
-		p := NewBrowserbase(srv.APIKey, "proj-1", WithProviderBaseURL(srv.URL), WithProviderProfile(byKey),
-			WithSessionParams(map[string]any{"browserSettings": map[string]any{"blockAds": true}}))
+		srv := cloudtest.NewServer(t, cloudtest.Browserbase, providertest.DeadWS, cloudtest.WithProjectID("proj-1"))
+		p := provider.NewBrowserbase(srv.APIKey, "proj-1", provider.WithBaseURL(srv.URL), provider.WithProfile(byKey),
+			provider.WithSessionParams(map[string]any{"browserSettings": map[string]any{"blockAds": true}}))
 		_, err := p.CreateSession(ctx, "alice")
 		require.NoError(t, err)
 		assert.Equal(t, map[string]any{"blockAds": true, "context": map[string]any{"id": "ctx-alice", "persist": true}},
@@ -54,27 +56,27 @@ func TestProviderProfileInEachCreateBody(t *testing.T) {
 		assert.Equal(t, map[string]any{"id": "shared", "persist": true},
 			lastCreateBody(t, srv)["browserSettings"].(map[string]any)["context"], "a key ByKey does not name takes ID")
 
-		plain := NewBrowserbase(srv.APIKey, "proj-1", WithProviderBaseURL(srv.URL))
+		plain := provider.NewBrowserbase(srv.APIKey, "proj-1", provider.WithBaseURL(srv.URL))
 		_, err = plain.CreateSession(ctx, "carol")
 		require.NoError(t, err)
 		assert.NotContains(t, lastCreateBody(t, srv), "browserSettings", "no profile, no field")
 	})
 	t.Run("Steel", func(t *testing.T) {
 		t.Parallel()
-		srv := cloudtest.NewServer(t, cloudtest.Steel, deadWS)
-		_, err := NewSteel(srv.APIKey, WithProviderBaseURL(srv.URL), WithProviderProfile(byKey)).CreateSession(ctx, "alice")
+		srv := cloudtest.NewServer(t, cloudtest.Steel, providertest.DeadWS)
+		_, err := provider.NewSteel(srv.APIKey, provider.WithBaseURL(srv.URL), provider.WithProfile(byKey)).CreateSession(ctx, "alice")
 		require.NoError(t, err)
 		assert.Equal(t, map[string]any{"profileId": "ctx-alice", "persistProfile": true}, lastCreateBody(t, srv))
 
-		_, err = NewSteel(srv.APIKey, WithProviderBaseURL(srv.URL), WithProviderProfile(ProviderProfile{Persist: true})).CreateSession(ctx, "k")
+		_, err = provider.NewSteel(srv.APIKey, provider.WithBaseURL(srv.URL), provider.WithProfile(provider.Profile{Persist: true})).CreateSession(ctx, "k")
 		require.NoError(t, err)
 		assert.Equal(t, map[string]any{"persistProfile": true}, lastCreateBody(t, srv), "no id: Steel makes a new profile")
 	})
 	t.Run("BrowserUse", func(t *testing.T) {
 		t.Parallel()
-		srv := cloudtest.NewServer(t, cloudtest.BrowserUse, deadWS)
-		p := NewBrowserUse(srv.APIKey, WithProviderBaseURL(srv.URL), WithProviderProfile(byKey),
-			WithBrowserUseSession(BrowserUseSession{ProfileID: "overridden", ProxyCountry: "de"}))
+		srv := cloudtest.NewServer(t, cloudtest.BrowserUse, providertest.DeadWS)
+		p := provider.NewBrowserUse(srv.APIKey, provider.WithBaseURL(srv.URL), provider.WithProfile(byKey),
+			provider.WithBrowserUseSession(provider.BrowserUseSession{ProfileID: "overridden", ProxyCountry: "de"}))
 		_, err := p.CreateSession(ctx, "alice")
 		require.NoError(t, err)
 		assert.Equal(t, map[string]any{"profileId": "ctx-alice", "proxyCountryCode": "de"}, lastCreateBody(t, srv))
@@ -86,20 +88,20 @@ func TestProviderProfileInEachCreateBody(t *testing.T) {
 func TestFakesRefuseBadProfileShapes(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	bb := cloudtest.NewServer(t, cloudtest.Browserbase, deadWS, cloudtest.WithProjectID("proj-1"))
-	_, err := NewBrowserbase(bb.APIKey, "proj-1", WithProviderBaseURL(bb.URL),
-		WithSessionParams(map[string]any{"browserSettings": map[string]any{"context": map[string]any{"persist": true}}})).CreateSession(ctx, "k")
-	var pe *ProviderError
+	bb := cloudtest.NewServer(t, cloudtest.Browserbase, providertest.DeadWS, cloudtest.WithProjectID("proj-1"))
+	_, err := provider.NewBrowserbase(bb.APIKey, "proj-1", provider.WithBaseURL(bb.URL),
+		provider.WithSessionParams(map[string]any{"browserSettings": map[string]any{"context": map[string]any{"persist": true}}})).CreateSession(ctx, "k")
+	var pe *provider.Error
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, http.StatusBadRequest, pe.Status)
 
-	st := cloudtest.NewServer(t, cloudtest.Steel, deadWS)
-	_, err = NewSteel(st.APIKey, WithProviderBaseURL(st.URL), WithSessionParams(map[string]any{"persistProfile": "yes"})).CreateSession(ctx, "k")
+	st := cloudtest.NewServer(t, cloudtest.Steel, providertest.DeadWS)
+	_, err = provider.NewSteel(st.APIKey, provider.WithBaseURL(st.URL), provider.WithSessionParams(map[string]any{"persistProfile": "yes"})).CreateSession(ctx, "k")
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, http.StatusBadRequest, pe.Status)
 
-	bu := cloudtest.NewServer(t, cloudtest.BrowserUse, deadWS)
-	_, err = NewBrowserUse(bu.APIKey, WithProviderBaseURL(bu.URL), WithSessionParams(map[string]any{"profileId": 7})).CreateSession(ctx, "k")
+	bu := cloudtest.NewServer(t, cloudtest.BrowserUse, providertest.DeadWS)
+	_, err = provider.NewBrowserUse(bu.APIKey, provider.WithBaseURL(bu.URL), provider.WithSessionParams(map[string]any{"profileId": 7})).CreateSession(ctx, "k")
 	require.ErrorAs(t, err, &pe)
 	assert.Equal(t, http.StatusUnprocessableEntity, pe.Status)
 }

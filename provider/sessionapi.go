@@ -1,4 +1,4 @@
-package hybroute
+package provider
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 type SessionAPISpec struct {
 	// Name names the provider in logs and errors.
 	Name string `json:"name"`
-	// BaseURL is the API's base URL; WithProviderBaseURL overrides it.
+	// BaseURL is the API's base URL; WithBaseURL overrides it.
 	BaseURL string `json:"base_url"`
 	// Auth says where the API key goes.
 	Auth SessionAPIAuth `json:"auth"`
@@ -137,7 +137,7 @@ type SessionAPI struct {
 }
 
 // NewSessionAPI returns the client of the spec's API with the API key.
-func NewSessionAPI(spec SessionAPISpec, apiKey string, opts ...ProviderOption) (*SessionAPI, error) {
+func NewSessionAPI(spec SessionAPISpec, apiKey string, opts ...Option) (*SessionAPI, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package hybroute
+package provider
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 
 // Camofox is the client of a camofox-browser server: a REST browser server
 // around the Camoufox engine (a Firefox), with no CDP endpoint. Its
-// sessions carry a [RESTDriver] (restpage.go). What the client sends
+// sessions carry a [RESTDriver]. What the client sends
 // follows the server's documented API (its openapi.json and AGENTS.md,
 // version 1.8):
 //
@@ -54,7 +54,7 @@ const DefaultCamofoxBaseURL = "http://localhost:9377"
 // CAMOFOX_ACCESS_KEY, "" when it has none. Each session is a userId of its
 // own on the server (a browser session with its own cookies and storage),
 // named after the session key and this client.
-func NewCamofox(accessKey string, opts ...ProviderOption) *Camofox {
+func NewCamofox(accessKey string, opts ...Option) *Camofox {
 	header, key := "", ""
 	if accessKey != "" {
 		header, key = "Authorization", "Bearer "+accessKey
@@ -106,7 +106,7 @@ func (c *Camofox) ReleaseSession(ctx context.Context, s *Session) error {
 }
 
 func notFound(err error) bool {
-	var pe *ProviderError
+	var pe *Error
 	return err == nil || errors.As(err, &pe) && pe.Status == http.StatusNotFound
 }
 

@@ -1,14 +1,15 @@
-package hybroute
+package provider
 
 import "maps"
 
-// ProviderProfile is the provider's own persistent profile a cloud session
-// starts from, the cloud's counterpart of [WithProfileDir]: a Browserbase
+// Profile is the provider's own persistent profile a cloud session
+// starts from, the cloud's counterpart of
+// [github.com/hybroute/hybroute.WithProfileDir]: a Browserbase
 // context (browserSettings.context), a Steel profile (profileId,
 // persistProfile) or a Browser Use profile (profileId). The profile lives
 // at the provider, made through its own API or dashboard; hybroute only
 // names it in each create call.
-type ProviderProfile struct {
+type Profile struct {
 	// ID is the profile every session starts from, unless ByKey names
 	// another.
 	ID string
@@ -23,18 +24,18 @@ type ProviderProfile struct {
 	Persist bool
 }
 
-// WithProviderProfile makes every cloud session of a [Browserbase],
+// WithProfile makes every cloud session of a [Browserbase],
 // [Steel] or [BrowserUse] client start from the provider's persistent
 // profile p, in the field each provider's create call takes. Its fields
 // win over the same fields in [WithSessionParams] and
 // [WithBrowserUseSession]; the other fields of a browserSettings object
 // in WithSessionParams are kept. Other clients ignore it.
-func WithProviderProfile(p ProviderProfile) ProviderOption {
-	return func(c *providerConfig) { c.profile = p }
+func WithProfile(p Profile) Option {
+	return func(c *config) { c.profile = p }
 }
 
 // idFor is the profile of a session's cache key.
-func (p ProviderProfile) idFor(key string) string {
+func (p Profile) idFor(key string) string {
 	if p.ByKey != nil {
 		if id := p.ByKey(key); id != "" {
 			return id
@@ -45,7 +46,7 @@ func (p ProviderProfile) idFor(key string) string {
 
 // browserbaseContext sets browserSettings.context of a Browserbase create
 // body, keeping the other browser settings the params gave.
-func (p ProviderProfile) browserbaseContext(body map[string]any, key string) {
+func (p Profile) browserbaseContext(body map[string]any, key string) {
 	id := p.idFor(key)
 	if id == "" {
 		return
@@ -59,7 +60,7 @@ func (p ProviderProfile) browserbaseContext(body map[string]any, key string) {
 }
 
 // steelProfile sets profileId and persistProfile of a Steel create body.
-func (p ProviderProfile) steelProfile(body map[string]any, key string) {
+func (p Profile) steelProfile(body map[string]any, key string) {
 	if id := p.idFor(key); id != "" {
 		body["profileId"] = id
 	}
@@ -69,7 +70,7 @@ func (p ProviderProfile) steelProfile(body map[string]any, key string) {
 }
 
 // browserUseProfile sets profileId of a Browser Use create body.
-func (p ProviderProfile) browserUseProfile(body map[string]any, key string) {
+func (p Profile) browserUseProfile(body map[string]any, key string) {
 	if id := p.idFor(key); id != "" {
 		body["profileId"] = id
 	}
