@@ -44,11 +44,20 @@ lint:
 # (a session there costs a third of the CPU of the full browser, so the
 # suite takes a third of the time); `make compat` runs the security matrix
 # on the full browser and on old majors.
+#
+# The modules' tests run at the same time (the commands' and the Redis
+# store's would otherwise wait for the library's, which mostly waits on
+# browsers); each one's output is printed whole when all are done.
 test: headless-shell lint
-	@rc=0; for m in $(MODULES); do \
-		echo "go test -race: $$m"; \
-		(cd $$m && $(GO) test -race -count=1 -timeout 60m ./...) || rc=1; \
-	done; exit $$rc
+	@rc=0; out=$$(mktemp -d); i=0; \
+	for m in $(MODULES); do \
+		i=$$((i+1)); \
+		( cd $$m && $(GO) test -race -count=1 -timeout 60m ./... >$$out/$$i.log 2>&1; echo $$? >$$out/$$i.rc ) & \
+	done; wait; i=0; \
+	for m in $(MODULES); do \
+		i=$$((i+1)); echo "go test -race: $$m"; cat $$out/$$i.log; \
+		[ "$$(cat $$out/$$i.rc)" = 0 ] || rc=1; \
+	done; rm -rf $$out; exit $$rc
 
 demo: chromium
 	$(GO) run ./examples/dashboard
