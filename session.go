@@ -282,8 +282,8 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 // await waits for the result of a creation shared through singleflight, on
 // behalf of one caller. A caller that gives up returns at once; the
 // creation goes on for the others (its context is not the caller's), and
-// Close ends it. The session cache and the sidecar's Chromium start both
-// create this way.
+// Close ends it. The session cache creates this way (the sidecar's
+// Chromium start waits the same way, in internal/sidecar).
 func await[T any](ctx context.Context, ch <-chan singleflight.Result) (T, error) {
 	select {
 	case <-ctx.Done():

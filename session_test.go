@@ -301,7 +301,7 @@ func TestCloseLeavesNoChromium(t *testing.T) {
 		_, err := r.Navigate(ctx, k, s.URL+"/"+k)
 		require.NoError(t, err)
 	}
-	pid := currentProc(t, r.side).pid
+	pid := currentProc(t, r.side).PID()
 	require.NoError(t, r.Close())
 	assert.True(t, processGone(pid), "Chromium (pid %d) outlived Close", pid)
 	assert.Empty(t, processesWith(localUA), "no Chromium process with our flags is left")
@@ -481,10 +481,10 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 
 	// The browser dies during a call: the call says so.
 	_, err = r.Exec(ctx, "s", "", func(ctx context.Context) error {
-		if err := syscall.Kill(proc.pid, syscall.SIGKILL); err != nil {
+		if err := syscall.Kill(proc.PID(), syscall.SIGKILL); err != nil {
 			return err
 		}
-		for !proc.dead() {
+		for !proc.Dead() {
 			if _, err := chromedp.Run(ctx, chromedp.Title()); err != nil {
 				return err
 			}
@@ -503,15 +503,15 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 	res, err := r.Navigate(testCtx(t), "s", s.URL+"/after")
 	require.NoError(t, err)
 	assert.Equal(t, s.URL+"/after", res.LandedURL)
-	assert.NotEqual(t, proc.pid, currentProc(t, r.side).pid)
+	assert.NotEqual(t, proc.PID(), currentProc(t, r.side).PID())
 	_, err = r.Navigate(testCtx(t), "t", s.URL+"/after")
 	require.NoError(t, err)
 	_, err = r.Navigate(testCtx(t), "u", s.URL+"/after")
 	require.NoError(t, err, "a session that had no tab opens directly")
 	assert.Equal(t, 2, logs.count("browser of cached session is gone"), logs.String())
-	assert.EqualValues(t, 2, r.side.starts.Load())
+	assert.EqualValues(t, 2, r.side.Starts())
 	assert.Len(t, browserContexts(t, testCtx(t), r.side), 3, "one browser context per live session")
-	assert.True(t, processGone(proc.pid))
+	assert.True(t, processGone(proc.PID()))
 }
 
 // newLocalRouter is a router with no provider, so that every session is on
@@ -606,7 +606,7 @@ func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
 	wg.Wait()
 	require.NotContains(t, ids, target.ID(""))
 
-	assert.EqualValues(t, 1, r.side.starts.Load(), "Chromium is launched once")
+	assert.EqualValues(t, 1, r.side.Starts(), "Chromium is launched once")
 	byKey := map[string]target.ID{}
 	for i, key := range keys {
 		if prev, ok := byKey[key]; ok {
@@ -691,7 +691,7 @@ func TestConcurrentCallsAndReleases(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.EqualValues(t, 1, r.side.starts.Load())
+	assert.EqualValues(t, 1, r.side.Starts())
 	r.mu.Lock()
 	n := len(r.sess.m)
 	r.mu.Unlock()

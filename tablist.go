@@ -100,11 +100,11 @@ type frontTab interface {
 }
 
 func (t *localTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
-	return openTab(ctx, t.proc.ctx, chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
+	return openTab(ctx, t.proc.Context(), chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
 }
 
 func (t *localTab) open(ctx context.Context, cfg *config) (context.Context, context.CancelFunc, error) {
-	tctx, stop, err := openTab(ctx, t.proc.ctx, chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
+	tctx, stop, err := openTab(ctx, t.proc.Context(), chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,11 +116,7 @@ func (t *localTab) open(ctx context.Context, cfg *config) (context.Context, cont
 }
 
 func (t *localTab) swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old, oldStop := t.ctx, t.stop
-	t.ctx, t.stop = tctx, stop
-	return old, oldStop
+	return t.Swap(tctx, stop)
 }
 
 func (t *remoteTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {

@@ -249,7 +249,7 @@ func abandonTab(old context.Context) {
 // cookies and storage stay), with the router's viewport, and makes it the
 // tab. retire detaches from the old one.
 func (t *localTab) replace(ctx context.Context, cfg *config) (func(), error) {
-	tctx, stop, err := openTab(ctx, t.proc.ctx,
+	tctx, stop, err := openTab(ctx, t.proc.Context(),
 		chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
 	if err != nil {
 		return nil, err
@@ -258,10 +258,7 @@ func (t *localTab) replace(ctx context.Context, cfg *config) (func(), error) {
 		stop()
 		return nil, err
 	}
-	t.mu.Lock()
-	oldStop := t.stop
-	t.ctx, t.stop = tctx, stop
-	t.mu.Unlock()
+	_, oldStop := t.Swap(tctx, stop)
 	return oldStop, nil
 }
 

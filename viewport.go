@@ -3,8 +3,7 @@ package hybroute
 import (
 	"context"
 
-	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/chromedp"
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 // The default viewport of the local browser's tabs. Headless Chromium's own
@@ -20,11 +19,5 @@ const (
 // nothing for it. Device-metrics emulation, not a window size: it holds
 // for the page whatever headless mode makes of the window.
 func setViewport(tabCtx context.Context, cfg *config) error {
-	if cfg.viewportW <= 0 || cfg.viewportH <= 0 {
-		return nil
-	}
-	_, err := chromedp.Call(tabCtx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-		Width: int64(cfg.viewportW), Height: int64(cfg.viewportH), DeviceScaleFactor: 1,
-	})
-	return err
+	return browsertab.SetViewport(tabCtx, cfg.viewportW, cfg.viewportH)
 }
