@@ -8,6 +8,8 @@ import (
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 // With DialogPolicy.Hold, alert, confirm and prompt wait for the caller's
@@ -99,7 +101,7 @@ func (r *Router) AnswerDialog(ctx context.Context, sessionKey string, accept boo
 		if d == nil {
 			continue
 		}
-		actx, cancel := bindTab(tab, ctx)
+		actx, cancel := browsertab.Bind(tab, ctx)
 		_, err := chromedp.Call(actx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: promptText})
 		cancel()
 		if err != nil && ctx.Err() != nil {

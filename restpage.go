@@ -11,6 +11,8 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 // Sessions without CDP. A provider whose browser server has a REST API and
@@ -196,7 +198,7 @@ func newRESTTab(d RESTDriver, provider string) *restTab {
 func (t *restTab) context() context.Context { return t.ctx }
 
 func (t *restTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return bindTab(t.ctx, ctx)
+	return browsertab.Bind(t.ctx, ctx)
 }
 
 func (t *restTab) dead() bool { return t.ctx.Err() != nil }

@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/guard"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
@@ -17,11 +19,6 @@ import (
 // guard and the egress proxy of each process it starts, both deciding with
 // the router's policy on the local browser, and the turn to open a tab
 // (admission.go). The sidecar holds no rule and no config of the router's.
-
-// controlTimeout bounds the protocol calls made on the browser's own
-// behalf (a browser context's dispose, a replaced tab's close), which
-// must neither hang on a wedged browser nor be cut short by a caller.
-const controlTimeout = sc.ControlTimeout
 
 // errSidecarClosed is what opening a local tab returns after Close.
 var errSidecarClosed = sc.ErrClosed
@@ -143,7 +140,7 @@ func (t *localTab) context() context.Context { return t.Context() }
 // bind returns the context a caller's chromedp calls on the tab run with:
 // the caller's deadline bounds the call without closing the tab.
 func (t *localTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return bindTab(t.Context(), ctx)
+	return browsertab.Bind(t.Context(), ctx)
 }
 
 // dead reports whether the Chromium process under the tab has died.
@@ -155,3 +152,20 @@ func (t *localTab) wrapErr(err error) error { return t.WrapErr(err) }
 
 // close detaches from the tab and disposes of its browser context.
 func (t *localTab) close() error { return t.Close() }
+
+// replace swaps a fresh page in the tab's browser context in for one that
+// stopped answering (tabs.go).
+func (t *localTab) replace(ctx context.Context, _ *config) (func(), error) { return t.Replace(ctx) }
+
+// attach, open and swap switch the tab's front page (tablist.go).
+func (t *localTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
+	return t.Attach(ctx, id)
+}
+
+func (t *localTab) open(ctx context.Context, _ *config) (context.Context, context.CancelFunc, error) {
+	return t.OpenPage(ctx)
+}
+
+func (t *localTab) swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
+	return t.Swap(tctx, stop)
+}

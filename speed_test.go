@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 // BenchmarkNewKeySideBySide is the cost of a new session key, side by side
@@ -49,7 +51,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	// lifetime); only the warm-up navigation is bounded.
 	require.NoError(b, chromedp.Do(bctx))
 	ctx, cancel = step()
-	wctx, cancelWarm := bindTab(bctx, ctx)
+	wctx, cancelWarm := browsertab.Bind(bctx, ctx)
 	require.NoError(b, chromedp.Do(wctx, chromedp.Navigate(s.URL+"/warm")))
 	cancelWarm()
 	cancel()
@@ -60,7 +62,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 		start := time.Now()
 		tctx, stop := chromedp.NewContext(bctx, opts...)
 		defer stop()
-		dctx, cancelDL := bindTab(tctx, ctx)
+		dctx, cancelDL := browsertab.Bind(tctx, ctx)
 		defer cancelDL()
 		require.NoError(b, chromedp.Do(dctx, chromedp.Navigate(s.URL+"/p")))
 		return time.Since(start)

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -193,17 +194,17 @@ func withHiddenTab(ctx context.Context, e *entry, fn func(tctx context.Context, 
 	if err != nil {
 		return err
 	}
-	tctx, stop, err := openTab(ctx, e.tab.context(), chromedp.WithExistingBrowserContext(bcID), chromedp.WithDetachOnCancel())
+	tctx, stop, err := browsertab.Open(ctx, e.tab.context(), chromedp.WithExistingBrowserContext(bcID), chromedp.WithDetachOnCancel())
 	if err != nil {
 		return fmt.Errorf("hybroute: opening a tab for the storage: %w", e.tab.wrapErr(err))
 	}
 	defer stop()
-	defer abandonTab(tctx)
+	defer browsertab.Abandon(tctx)
 	c := chromedp.FromContext(tctx)
 	if c == nil || c.Target == nil {
 		return errors.New("hybroute: the storage tab has no target")
 	}
-	cctx, cancel := bindTab(tctx, ctx)
+	cctx, cancel := browsertab.Bind(tctx, ctx)
 	defer cancel()
 	return fn(cctx, c.Target.TargetID)
 }

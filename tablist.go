@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 // A session has a tab per browser it runs in, and the pages its pages open
@@ -99,32 +101,12 @@ type frontTab interface {
 	swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc)
 }
 
-func (t *localTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
-	return openTab(ctx, t.proc.Context(), chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
-}
-
-func (t *localTab) open(ctx context.Context, cfg *config) (context.Context, context.CancelFunc, error) {
-	tctx, stop, err := openTab(ctx, t.proc.Context(), chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := setViewport(tctx, cfg); err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return tctx, stop, nil
-}
-
-func (t *localTab) swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
-	return t.Swap(tctx, stop)
-}
-
 func (t *remoteTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
-	return openTab(ctx, t.ctx, chromedp.WithTargetID(id))
+	return browsertab.Open(ctx, t.ctx, chromedp.WithTargetID(id))
 }
 
 func (t *remoteTab) open(ctx context.Context, _ *config) (context.Context, context.CancelFunc, error) {
-	return openTab(ctx, t.ctx)
+	return browsertab.Open(ctx, t.ctx)
 }
 
 func (t *remoteTab) swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
@@ -369,7 +351,7 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx cont
 	// The landing check reads the front's URL from now on: its own, as
 	// the browser has it (the tracker saw no event of a page it was not
 	// listening to, or of a tab that was not the front).
-	qctx, cancel := bindTab(tctx, ctx)
+	qctx, cancel := browsertab.Bind(tctx, ctx)
 	defer cancel()
 	h, err := chromedp.Call(qctx, page.GetNavigationHistory, cdp.Empty{})
 	if err != nil {

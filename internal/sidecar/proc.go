@@ -12,6 +12,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cdpmux"
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/guard"
@@ -98,7 +99,7 @@ func (p *Proc) Wrap(err error) error {
 	return err
 }
 
-// Stop closes Chromium (gracefully, bounded by ControlTimeout, then by force),
+// Stop closes Chromium (gracefully, bounded by browsertab.ControlTimeout, then by force),
 // and waits until the process, its children and its temp profile are gone.
 func (p *Proc) Stop() error {
 	p.stopOnce.Do(func() {
@@ -112,7 +113,7 @@ func (p *Proc) Stop() error {
 			// Graceful first; a browser too busy to answer in time (a
 			// loaded machine) is killed below, which is no failure of the
 			// stop: only what outlives it is reported.
-			ctx, cancel := context.WithTimeout(p.ctx, ControlTimeout)
+			ctx, cancel := context.WithTimeout(p.ctx, browsertab.ControlTimeout)
 			_ = chromedp.Cancel(ctx)
 			cancel()
 		}

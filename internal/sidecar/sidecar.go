@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cdpmux"
 	"github.com/hybroute/hybroute/internal/chromium"
 	"github.com/hybroute/hybroute/internal/egress"
@@ -24,18 +25,11 @@ import (
 // ErrClosed is what Open returns after Close.
 var ErrClosed = errors.New("hybroute: the local Chromium sidecar is closed")
 
-const (
-	// ControlTimeout bounds the protocol calls the sidecar makes on its own
-	// behalf (create/dispose a browser context, graceful close), which must not
-	// hang on a wedged browser and must not be cut short by a caller's ctx
-	// (that would leave half-made state in Chromium).
-	ControlTimeout = 10 * time.Second
-	// startTimeout bounds one Chromium start. The start is shared by every
-	// session waiting for it and outlives the one that asked first, so it
-	// has a bound of its own rather than a session's creation timeout: a
-	// slow start that one creation gave up on serves the next.
-	startTimeout = 60 * time.Second
-)
+// startTimeout bounds one Chromium start. The start is shared by every
+// session waiting for it and outlives the one that asked first, so it
+// has a bound of its own rather than a session's creation timeout: a
+// slow start that one creation gave up on serves the next.
+const startTimeout = 60 * time.Second
 
 // Config is what the sidecar needs of its user's configuration.
 type Config struct {
@@ -520,7 +514,7 @@ func (s *Sidecar) start(sctx context.Context) (*Proc, error) {
 		go func() { bcancel(); allocCancel(); splice.Wait(); guard.Wait(); close(undone) }()
 		select {
 		case <-undone:
-		case <-time.After(ControlTimeout):
+		case <-time.After(browsertab.ControlTimeout):
 			s.log.Warn("hybroute: a cut-short Chromium start did not stop in time; killing what it left", "dir", dataDir)
 		}
 		if rerr := removeProfile(dataDir); rerr != nil {

@@ -23,7 +23,9 @@ type Tab struct {
 	stop context.CancelFunc // detaches chromedp from the tab; guarded by mu
 	bcID cdp.BrowserContextID
 	proc *Proc
-	door *egress.Door // the context's own door into the egress proxy, and its grant (internal/egress)
+	// the viewport of every page of the tab (Config)
+	viewW, viewH int
+	door         *egress.Door // the context's own door into the egress proxy, and its grant (internal/egress)
 
 	// settle tells the sidecar that the key's first call is done, so the
 	// spare it took may be replaced now (refillLater); nil for a tab that
@@ -60,6 +62,40 @@ func (t *Tab) Swap(tctx context.Context, stop context.CancelFunc) (context.Conte
 	return old, oldStop
 }
 
+// OpenPage opens a fresh page in the tab's browser context (its cookies
+// and storage), with the sidecar's viewport; it does not make it the
+// tab's page (Swap does). A ctx that ends first undoes it.
+func (t *Tab) OpenPage(ctx context.Context) (context.Context, context.CancelFunc, error) {
+	tctx, stop, err := browsertab.Open(ctx, t.proc.ctx,
+		chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := browsertab.SetViewport(tctx, t.viewW, t.viewH); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return tctx, stop, nil
+}
+
+// Attach opens a chromedp context on the page id, an existing page of the
+// tab's browser context.
+func (t *Tab) Attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
+	return browsertab.Open(ctx, t.proc.ctx, chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
+}
+
+// Replace opens a fresh page in the tab's browser context (its cookies
+// and storage stay) and makes it the tab's page, for a page that stopped
+// answering. retire detaches from the old one.
+func (t *Tab) Replace(ctx context.Context) (retire func(), err error) {
+	tctx, stop, err := t.OpenPage(ctx)
+	if err != nil {
+		return nil, err
+	}
+	_, oldStop := t.Swap(tctx, stop)
+	return oldStop, nil
+}
+
 // BrowserContextID is the tab's browser context.
 func (t *Tab) BrowserContextID() cdp.BrowserContextID { return t.bcID }
 
@@ -91,7 +127,7 @@ func (t *Tab) Close() error {
 		if t.proc.Ended() {
 			return // the browser context goes with the process
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), ControlTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
 		defer cancel()
 		_, err := cdp.Call(ctx, t.proc.browser, target.DisposeBrowserContext,
 			target.DisposeBrowserContextParams{BrowserContextID: t.bcID})
@@ -112,7 +148,7 @@ func (s *Sidecar) makeTab(fctx context.Context, proc *Proc, key string) (*Tab, e
 		return nil, err
 	}
 	// Not under fctx: a cancel after Chromium made the context would leak it.
-	cctx, cancel := context.WithTimeout(context.Background(), ControlTimeout)
+	cctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
 	res, err := cdp.Call(cctx, proc.browser, target.CreateBrowserContext,
 		target.CreateBrowserContextParams{DisposeOnDetach: new(true),
 			ProxyServer: "http://" + door.Addr(), ProxyBypassList: proxyBypassList})
@@ -127,11 +163,12 @@ func (s *Sidecar) makeTab(fctx context.Context, proc *Proc, key string) (*Tab, e
 		// Cancelling detaches only; close disposes of the browser context,
 		// which closes the page in one step.
 		chromedp.WithDetachOnCancel())
-	t := &Tab{key: key, ctx: tctx, stop: stop, bcID: res.BrowserContextID, proc: proc, door: door}
+	t := &Tab{key: key, ctx: tctx, stop: stop, bcID: res.BrowserContextID, proc: proc, door: door,
+		viewW: s.cfg.ViewportWidth, viewH: s.cfg.ViewportHeight}
 	unhook := context.AfterFunc(fctx, stop)
 	err = chromedp.Do(tctx) // creates and attaches the page; binds it to tctx
 	if err == nil {
-		err = browsertab.SetViewport(tctx, s.cfg.ViewportWidth, s.cfg.ViewportHeight)
+		err = browsertab.SetViewport(tctx, t.viewW, t.viewH)
 	}
 	if !unhook() || err != nil {
 		// Best effort: if the dispose fails the browser is going away, and
