@@ -97,7 +97,7 @@ var errReleasedWhileCreating = fmt.Errorf("%w while it was being created", ErrRe
 // back. Calls still on it fail with ErrReleased.
 func (e *entry) end() error {
 	e.released.Store(true)
-	defer e.pages.stopAll()
+	defer e.pages.StopAll()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	return e.ending.run(ctx)
