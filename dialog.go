@@ -63,15 +63,7 @@ type dialogRecord struct{ browsertab.Dialogs }
 // take returns the recorded dialogs, as a Result reports them, and
 // forgets them.
 func (d *dialogRecord) take() []Dialog {
-	ds := d.Take()
-	if ds == nil {
-		return nil
-	}
-	out := make([]Dialog, len(ds))
-	for i, x := range ds {
-		out[i] = Dialog(x)
-	}
-	return out
+	return convertAll(d.Take(), func(x browsertab.Dialog) Dialog { return Dialog(x) })
 }
 
 // watchDialogs subscribes to the dialogs of the entry's current tab and
