@@ -32,7 +32,7 @@ type tab interface {
 	wrapErr(err error) error
 	// replace swaps in a fresh tab in the same browser context, for a tab
 	// that stopped answering (tabs.go). retire lets go of the old one,
-	// after abandonTab is done with it.
+	// after browsertab.Abandon is done with it.
 	replace(ctx context.Context, cfg *config) (retire func(), err error)
 }
 
