@@ -632,7 +632,8 @@ func (s *Sidecar) Close() error {
 // Starts is how many Chromium launches were attempted.
 func (s *Sidecar) Starts() int { return int(s.starts.Load()) }
 
-// Running is the live Chromium process, nil when none runs.
+// Running is the current Chromium process: nil before the first start,
+// after Close, and once a death was seen.
 func (s *Sidecar) Running() *Proc {
 	s.mu.Lock()
 	defer s.mu.Unlock()
