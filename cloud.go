@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/cdpmux"
 	"github.com/hybroute/hybroute/provider"
@@ -284,11 +285,11 @@ func connectRemoteSession(ctx context.Context, wsURL string, hc *http.Client, br
 	actx, cancelAlloc := remoteAllocator(wsURL, hc, g, single)
 	tctx, _ := chromedp.NewContext(actx, chromedp.WithNewBrowserContext()) // ended by close, with chromedp.Cancel
 	t := &remoteTab{ctx: tctx, cancelAlloc: cancelAlloc, guard: g, browser: browser}
-	err := firstAction(ctx, tctx, openSettleTimeout, func(state openState) {
+	err := browsertab.FirstAction(ctx, tctx, openSettleTimeout, func(state browsertab.OpenState) {
 		switch state {
-		case openSettled:
+		case browsertab.OpenSettled:
 			t.learnTarget()
-		case openUnsettled:
+		case browsertab.OpenUnsettled:
 			t.warn(ctx, "hybroute: a tab's opening cut short did not settle in time; its tab may stay open on the browser")
 		}
 		_ = t.close(ctx)
@@ -339,7 +340,7 @@ func guardedRemote(g *browserGuard, dial func(ctx context.Context) (chromedp.Tra
 }
 
 func (t *remoteTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return bindTab(t.context(), ctx)
+	return browsertab.Bind(t.context(), ctx)
 }
 
 func (t *remoteTab) context() context.Context {
@@ -396,7 +397,7 @@ func (t *remoteTab) close(ctx context.Context) error {
 				// The pages at least; the context goes with the
 				// connection below.
 				for _, id := range ids {
-					err = errors.Join(err, closeTarget(cctx, t.ctx, id))
+					err = errors.Join(err, browsertab.CloseTarget(cctx, t.ctx, id))
 				}
 			}
 			cancel()
@@ -431,19 +432,6 @@ func (t *remoteTab) openTargets() []target.ID {
 	return ids
 }
 
-// closeTarget closes the target id on the browser of tabCtx, within ctx,
-// and counts a target already gone as closed.
-func closeTarget(ctx, tabCtx context.Context, id target.ID) error {
-	c := chromedp.FromContext(tabCtx)
-	if c == nil || c.Browser == nil {
-		return nil
-	}
-	if _, err := cdp.Call(ctx, c.Browser, target.CloseTarget, target.CloseTargetParams{TargetID: id}); err != nil && !targetGone(err) {
-		return fmt.Errorf("closing the tab %s: %w", id, err)
-	}
-	return nil
-}
-
 // disposeContext disposes of the browser context id on the browser of
 // tabCtx, within ctx, which closes every page in it; a context already
 // gone counts as disposed of, and an empty id as nothing to do.
@@ -462,10 +450,4 @@ func disposeContext(ctx, tabCtx context.Context, id cdp.BrowserContextID) error 
 // that is no longer there ("Failed to find context with id").
 func contextGone(err error) bool {
 	return strings.Contains(err.Error(), "Failed to find context")
-}
-
-// targetGone reports Chromium's answer to a command on a target that is
-// no longer there ("No target with given id found").
-func targetGone(err error) bool {
-	return strings.Contains(err.Error(), "No target with given id")
 }

@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 // With DialogPolicy.Hold, alert, confirm and prompt wait for the caller's
@@ -28,59 +29,20 @@ var ErrDialogOpen = errors.New("hybroute: a JavaScript dialog is open and waits 
 var ErrNoDialog = errors.New("hybroute: no JavaScript dialog waits for an answer")
 
 // heldDialog is an entry's dialog left for the caller, and the call it
-// ends when it opens.
-type heldDialog struct {
-	mu        sync.Mutex
-	d         *Dialog
-	tab       context.Context // the tab it opened in, which takes the answer
-	interrupt func()          // ends the running call; nil between calls
-}
+// ends when it opens (internal/browsertab holds it).
+type heldDialog struct{ browsertab.Held }
 
-// open records a dialog the caller answers, and ends the running call.
-func (h *heldDialog) open(d Dialog, tab context.Context) {
-	h.mu.Lock()
-	h.d, h.tab = &d, tab
-	stop := h.interrupt
-	h.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-}
-
+// pending is the dialog that waits, if one does.
 func (h *heldDialog) pending() (Dialog, bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.d == nil {
-		return Dialog{}, false
-	}
-	return *h.d, true
+	d, ok := h.Pending()
+	return Dialog(d), ok
 }
 
-// interrupts returns the run's context, ended when a held dialog opens
-// (on a router that holds them). stop ends the watch with the run.
+// interrupts returns the run's context, ended with ErrDialogOpen when a
+// held dialog opens (on a router that holds them). stop ends the watch
+// with the run.
 func (h *heldDialog) interrupts(ctx context.Context, hold bool) (context.Context, func()) {
-	if !hold {
-		return ctx, func() {}
-	}
-	cctx, cancel := context.WithCancelCause(ctx)
-	h.mu.Lock()
-	h.interrupt = func() { cancel(ErrDialogOpen) }
-	h.mu.Unlock()
-	return cctx, func() {
-		h.mu.Lock()
-		h.interrupt = nil
-		h.mu.Unlock()
-		cancel(nil)
-	}
-}
-
-// take forgets the held dialog once it is answered.
-func (h *heldDialog) take(d *Dialog) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.d == d {
-		h.d, h.tab = nil, nil
-	}
+	return h.Interrupts(ctx, hold, ErrDialogOpen)
 }
 
 // AnswerDialog answers the dialog that waits in the session sessionKey
@@ -93,26 +55,24 @@ func (r *Router) AnswerDialog(ctx context.Context, sessionKey string, accept boo
 		return Dialog{}, err
 	}
 	for _, e := range r.sessionEntries(key) {
-		e.held.mu.Lock()
-		d, tab := e.held.d, e.held.tab
-		e.held.mu.Unlock()
+		d, tab := e.held.Waiting()
 		if d == nil {
 			continue
 		}
-		actx, cancel := bindTab(tab, ctx)
+		actx, cancel := browsertab.Bind(tab, ctx)
 		_, err := chromedp.Call(actx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: promptText})
 		cancel()
 		if err != nil && ctx.Err() != nil {
-			return *d, err // the caller gave up: the dialog may still wait
+			return Dialog(*d), err // the caller gave up: the dialog may still wait
 		}
 		// Answered, or gone (with its tab, or closed by the browser: the
 		// answer then fails): either way nothing waits any more, and the
 		// session must not stay refused for it.
-		e.held.take(d)
+		e.held.Take(d)
 		if err != nil && tab.Err() == nil {
-			return *d, fmt.Errorf("hybroute: answering the %s dialog: %w", d.Type, e.tab.wrapErr(err))
+			return Dialog(*d), fmt.Errorf("hybroute: answering the %s dialog: %w", d.Type, e.tab.wrapErr(err))
 		}
-		out := *d
+		out := Dialog(*d)
 		out.Pending, out.Accepted = false, accept
 		return out, nil
 	}

@@ -34,7 +34,8 @@
 //	  │        probe and leases), package provider (the sessions of the
 //	  │        cloud providers), admission.go and bounds.go (caps)
 //	tab      the session's pages: its front tab, wedged tabs, dialogs, state
-//	  │        sidecar.go (the local Chromium), tablist.go, tabs.go, dialog.go,
+//	  │        internal/sidecar and sidecar_owner.go (the local Chromium),
+//	  │        internal/browsertab, tablist.go, tabs.go, dialog.go,
 //	  │        state_browser.go, restpage.go (browsers without CDP)
 //	  ├─ guard   every target of the browser, each request paused until
 //	  │            it is decided; navigation to the browser's own pages refused
@@ -46,7 +47,7 @@
 //	               address it dials, private ones by grant per session
 //	               internal/egress (the proxy, its doors and grants),
 //	               egress_owner.go (the policy's decisions, a call's grant),
-//	               egress_leave.go (a page leaving its grant)
+//	               internal/sidecar (a page leaving its grant)
 //
 // The guard, the landed-URL check and the egress check decide a request
 // with the same verdict and the same policy as the plan, so a URL the plan

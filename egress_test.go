@@ -288,14 +288,14 @@ func TestEgressProxyCannotBeRemoved(t *testing.T) {
 		_, err := s.open(testCtx(t), "k")
 		require.Error(t, err, "%v", f)
 		assert.Regexp(t, "managed by the sidecar|a flag name is", err.Error(), "%v", f)
-		assert.Zero(t, s.starts.Load()-1, "one attempt, no Chromium left running")
+		assert.Zero(t, s.Starts()-1, "one attempt, no Chromium left running")
 		assert.False(t, s.alive())
 	}
 
 	s := newTestSidecar(t)
 	_, err := s.open(testCtx(t), "k")
 	require.NoError(t, err)
-	args := cmdline(currentProc(t, s).pid)
+	args := cmdline(currentProc(t, s).PID())
 	var proxy string
 	for _, a := range args {
 		if v, ok := strings.CutPrefix(a, "--proxy-server="); ok {
@@ -306,7 +306,7 @@ func TestEgressProxyCannotBeRemoved(t *testing.T) {
 	assert.Contains(t, args, "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "WebRTC UDP cannot go around the proxy")
 	assert.Contains(t, args, "--proxy-bypass-list=<-loopback>")
 	assert.Contains(t, args, "--disable-quic")
-	assert.Equal(t, "http://"+currentProc(t, s).egress.Addr(), proxy)
+	assert.Equal(t, "http://"+currentProc(t, s).Egress().Addr(), proxy)
 }
 
 // The decision itself, without a browser.

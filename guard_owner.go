@@ -188,7 +188,7 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 	case *remoteTab:
 		g, bcID = t.guard, t.bcID
 	case *localTab:
-		g, bcID = t.proc.guard, t.bcID
+		g, bcID = t.proc.Guard(), t.bcID
 	}
 	if g == nil {
 		return nil, errors.New("hybroute: the tab's browser has no guard")

@@ -339,5 +339,5 @@ func TestSidecarSurvivesChromeSettings(t *testing.T) {
 	res, err := r.Navigate(testCtx(t), "b", s.URL+"/after")
 	require.NoError(t, err)
 	assert.Equal(t, s.URL+"/after", res.LandedURL)
-	assert.EqualValues(t, 1, r.side.starts.Load(), "Chromium was not restarted")
+	assert.EqualValues(t, 1, r.side.Starts(), "Chromium was not restarted")
 }

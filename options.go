@@ -43,7 +43,7 @@ type config struct {
 	lookupConcurrency int
 	maxHostsPerCall   int
 
-	// the local Chromium (sidecar.go)
+	// the local Chromium (internal/sidecar, sidecar_owner.go)
 	chromiumPath  string
 	chromiumFlags map[string]any
 	viewportW     int // every local tab's viewport (viewport.go); 0 leaves Chromium's own

@@ -398,7 +398,7 @@ func TestBrowsersKilledUnderLoad(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, local(k), res.Route == RouteLocal, "key %d's route", k)
 	}
-	pid := currentProc(t, w.r.side).pid
+	pid := currentProc(t, w.r.side).PID()
 	// Every key runs a call that lasts until its browser dies.
 	var started sync.WaitGroup
 	errs := make([]error, keys)
@@ -448,7 +448,7 @@ func TestBrowsersKilledUnderLoad(t *testing.T) {
 			fellBack++
 		}
 	}
-	newPid := currentProc(t, w.r.side).pid
+	newPid := currentProc(t, w.r.side).PID()
 	start := time.Now()
 	require.NoError(t, w.r.Close())
 	t.Logf("kill: %d keys (%d cloud, %d local), calls in flight: %d ErrBrowserDead of %d; next calls: %d failed, %d on the fallback; local Chromium %d then %d; %d local Chromium left after Close (%v); %d warning lines",

@@ -19,6 +19,8 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/storage"
+
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 )
 
 // Persistent profiles (WithProfileDir): the local browser keeps one warm
@@ -243,11 +245,11 @@ func (ps *profileStore) restore(ctx context.Context, t *localTab, key string) er
 		}
 		if params := cookieParams(st.Cookies, time.Now()); len(params) > 0 {
 			cctx, cancel := context.WithTimeout(ctx, controlTimeout)
-			_, err := cdp.Call(cctx, t.proc.browser, storage.SetCookies,
+			_, err := cdp.Call(cctx, t.proc.Browser(), storage.SetCookies,
 				storage.SetCookiesParams{Cookies: params, BrowserContextID: t.bcID})
 			cancel()
 			if err != nil {
-				return t.proc.wrap(fmt.Errorf("hybroute: restoring the profile of session %q: %w", key, err))
+				return t.proc.Wrap(fmt.Errorf("hybroute: restoring the profile of session %q: %w", key, err))
 			}
 		}
 		ps.last[key] = sha256.Sum256(b)
@@ -259,7 +261,7 @@ func (ps *profileStore) restore(ctx context.Context, t *localTab, key string) er
 // readJar reads a jar: nil when there is none yet; a symlink, a
 // non-regular file or an oversized one is an error.
 func readJar(name string) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|oNoFollow, 0)
+	f, err := os.OpenFile(name, os.O_RDONLY|sc.NoFollow, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -281,14 +283,14 @@ func readJar(name string) ([]byte, error) {
 // is gone has nothing to give: its jar keeps the last save. Called with
 // ps.mu held.
 func (ps *profileStore) save(t *localTab, key string) error {
-	if t.proc.ended() {
+	if t.proc.Ended() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
 	defer cancel()
-	res, err := cdp.Call(ctx, t.proc.browser, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: t.bcID})
+	res, err := cdp.Call(ctx, t.proc.Browser(), storage.GetCookies, storage.GetCookiesParams{BrowserContextID: t.bcID})
 	if err != nil {
-		if t.proc.ended() {
+		if t.proc.Ended() {
 			return nil
 		}
 		return fmt.Errorf("hybroute: saving the profile of session %q: %w", key, err)

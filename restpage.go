@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -167,7 +168,7 @@ func newRESTTab(d provider.RESTDriver, provider string) *restTab {
 func (t *restTab) context() context.Context { return t.ctx }
 
 func (t *restTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return bindTab(t.ctx, ctx)
+	return browsertab.Bind(t.ctx, ctx)
 }
 
 func (t *restTab) dead() bool { return t.ctx.Err() != nil }

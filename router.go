@@ -535,7 +535,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 	if runErr != nil {
 		rspan.SetStatus(codes.Error, errorKind(runErr))
 	}
-	callerErr := ctx.Err() // bindTab: set whenever the caller ended the call
+	callerErr := ctx.Err() // browsertab.Bind: set whenever the caller ended the call
 	if d, ok := e.held.pending(); ok && runErr != nil && callerErr == nil {
 		// The dialog, not the run, ended the call: the tab is fine and
 		// waits for the caller's answer.

@@ -32,45 +32,8 @@ type tab interface {
 	wrapErr(err error) error
 	// replace swaps in a fresh tab in the same browser context, for a tab
 	// that stopped answering (tabs.go). retire lets go of the old one,
-	// after abandonTab is done with it.
+	// after browsertab.Abandon is done with it.
 	replace(ctx context.Context, cfg *config) (retire func(), err error)
-}
-
-// bindTab returns a child of the tab's chromedp context that also ends when
-// ctx ends, and reports ctx's deadline: a call's deadline bounds the call
-// without closing the tab, which belongs to the session, not to the call.
-//
-// The child has no timer of its own: it ends only after ctx has, so a call
-// that its caller's deadline ended always finds ctx.Err() set. (With the
-// deadline on a second timer, that timer could fire first: the call failed
-// while ctx still said nothing, and it was taken for a failure of the
-// tab's, not a deadline.)
-func bindTab(tabCtx, ctx context.Context) (context.Context, context.CancelFunc) {
-	c, cancel := context.WithCancelCause(tabCtx)
-	stop := context.AfterFunc(ctx, func() { cancel(ctx.Err()) })
-	return boundCall{Context: c, caller: ctx}, func() { stop(); cancel(nil) }
-}
-
-// boundCall is a call's context on a tab (bindTab). Its Err is
-// context.DeadlineExceeded when the caller's deadline ended it, as the
-// caller's own is, and context.Cause agrees; contexts derived from it read
-// context.Canceled then (the context package gives children their
-// parent's cancel error, not its Err), with the deadline as their Cause.
-type boundCall struct {
-	context.Context // a child of the tab's context, ended by the caller's
-	caller          context.Context
-}
-
-// Deadline is the caller's: run may size its own waits by it.
-func (c boundCall) Deadline() (time.Time, bool) { return c.caller.Deadline() }
-
-// Err is fixed once the call ends (the cause of its end does not change).
-func (c boundCall) Err() error {
-	err := c.Context.Err()
-	if err != nil && errors.Is(context.Cause(c.Context), context.DeadlineExceeded) {
-		return context.DeadlineExceeded
-	}
-	return err
 }
 
 // entry is one cached session: one cache key, one tab.
@@ -134,7 +97,7 @@ var errReleasedWhileCreating = fmt.Errorf("%w while it was being created", ErrRe
 // back. Calls still on it fail with ErrReleased.
 func (e *entry) end() error {
 	e.released.Store(true)
-	defer e.pages.stopAll()
+	defer e.pages.StopAll()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	return e.ending.run(ctx)
@@ -282,8 +245,8 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 // await waits for the result of a creation shared through singleflight, on
 // behalf of one caller. A caller that gives up returns at once; the
 // creation goes on for the others (its context is not the caller's), and
-// Close ends it. The session cache and the sidecar's Chromium start both
-// create this way.
+// Close ends it. The session cache creates this way (the sidecar's
+// Chromium start waits the same way, in internal/sidecar).
 func await[T any](ctx context.Context, ch <-chan singleflight.Result) (T, error) {
 	select {
 	case <-ctx.Done():

@@ -301,7 +301,7 @@ func TestCloseLeavesNoChromium(t *testing.T) {
 		_, err := r.Navigate(ctx, k, s.URL+"/"+k)
 		require.NoError(t, err)
 	}
-	pid := currentProc(t, r.side).pid
+	pid := currentProc(t, r.side).PID()
 	require.NoError(t, r.Close())
 	assert.True(t, processGone(pid), "Chromium (pid %d) outlived Close", pid)
 	assert.Empty(t, processesWith(localUA), "no Chromium process with our flags is left")
@@ -481,10 +481,10 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 
 	// The browser dies during a call: the call says so.
 	_, err = r.Exec(ctx, "s", "", func(ctx context.Context) error {
-		if err := syscall.Kill(proc.pid, syscall.SIGKILL); err != nil {
+		if err := syscall.Kill(proc.PID(), syscall.SIGKILL); err != nil {
 			return err
 		}
-		for !proc.dead() {
+		for !proc.Dead() {
 			if _, err := chromedp.Run(ctx, chromedp.Title()); err != nil {
 				return err
 			}
@@ -503,15 +503,15 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 	res, err := r.Navigate(testCtx(t), "s", s.URL+"/after")
 	require.NoError(t, err)
 	assert.Equal(t, s.URL+"/after", res.LandedURL)
-	assert.NotEqual(t, proc.pid, currentProc(t, r.side).pid)
+	assert.NotEqual(t, proc.PID(), currentProc(t, r.side).PID())
 	_, err = r.Navigate(testCtx(t), "t", s.URL+"/after")
 	require.NoError(t, err)
 	_, err = r.Navigate(testCtx(t), "u", s.URL+"/after")
 	require.NoError(t, err, "a session that had no tab opens directly")
 	assert.Equal(t, 2, logs.count("browser of cached session is gone"), logs.String())
-	assert.EqualValues(t, 2, r.side.starts.Load())
+	assert.EqualValues(t, 2, r.side.Starts())
 	assert.Len(t, browserContexts(t, testCtx(t), r.side), 3, "one browser context per live session")
-	assert.True(t, processGone(proc.pid))
+	assert.True(t, processGone(proc.PID()))
 }
 
 // newLocalRouter is a router with no provider, so that every session is on
@@ -606,7 +606,7 @@ func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
 	wg.Wait()
 	require.NotContains(t, ids, target.ID(""))
 
-	assert.EqualValues(t, 1, r.side.starts.Load(), "Chromium is launched once")
+	assert.EqualValues(t, 1, r.side.Starts(), "Chromium is launched once")
 	byKey := map[string]target.ID{}
 	for i, key := range keys {
 		if prev, ok := byKey[key]; ok {
@@ -691,7 +691,7 @@ func TestConcurrentCallsAndReleases(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.EqualValues(t, 1, r.side.starts.Load())
+	assert.EqualValues(t, 1, r.side.Starts())
 	r.mu.Lock()
 	n := len(r.sess.m)
 	r.mu.Unlock()
@@ -841,69 +841,4 @@ func TestReleaseDuringCreationIsNotLost(t *testing.T) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	assert.Empty(t, r.sess.m, "the released session was not stored")
-}
-
-// A call's context ends only after its caller's: one its deadline ended
-// always finds the caller's error set, and reads as the caller's deadline.
-// The tab's end ends the call too, and a call's end leaves the tab alone.
-func TestBindTabEndsAfterTheCaller(t *testing.T) {
-	t.Parallel()
-	for i := range 200 {
-		tab, endTab := context.WithCancel(context.Background())
-		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i%5)*time.Millisecond)
-		cctx, stop := bindTab(tab, ctx)
-		dl, ok := cctx.Deadline()
-		want, _ := ctx.Deadline()
-		require.True(t, ok)
-		require.Equal(t, want, dl)
-		select {
-		case <-cctx.Done():
-		case <-time.After(10 * time.Second):
-			t.Fatal("the call outlived its caller's deadline by 10 s")
-		}
-		require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded, "the call ended before its caller did (round %d)", i)
-		require.ErrorIs(t, cctx.Err(), context.DeadlineExceeded)
-		require.ErrorIs(t, context.Cause(cctx), context.DeadlineExceeded)
-		stop()
-		require.ErrorIs(t, cctx.Err(), context.DeadlineExceeded, "an ended call's error does not change")
-		require.NoError(t, tab.Err(), "a call's end must not end the tab")
-		cancel()
-		endTab()
-	}
-
-	tab, endTab := context.WithCancel(context.Background())
-	cctx, stop := bindTab(tab, context.Background())
-	defer stop()
-	_, ok := cctx.Deadline()
-	assert.False(t, ok)
-	endTab()
-	<-cctx.Done()
-	assert.ErrorIs(t, cctx.Err(), context.Canceled, "the tab's end ends the call")
-
-	// Ended by its own cancel before the caller's deadline: Canceled, and
-	// it stays so after the deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	cctx, stop = bindTab(context.Background(), ctx)
-	child, cancelChild := context.WithTimeout(cctx, time.Hour)
-	defer cancelChild()
-	stop()
-	<-ctx.Done()
-	assert.ErrorIs(t, cctx.Err(), context.Canceled)
-	assert.ErrorIs(t, child.Err(), context.Canceled)
-
-	// A context derived from the call ends with the caller's deadline too,
-	// with it as its cause.
-	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Millisecond)
-	defer cancel()
-	cctx, stop = bindTab(context.Background(), ctx)
-	defer stop()
-	child, cancelChild = context.WithTimeout(cctx, time.Hour)
-	defer cancelChild()
-	select {
-	case <-child.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("a context derived from the call outlived the caller's deadline")
-	}
-	assert.ErrorIs(t, context.Cause(child), context.DeadlineExceeded)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 )
 
 // TestSessionsStartFewRenderers counts the renderer processes the
@@ -26,7 +28,7 @@ func TestSessionsStartFewRenderers(t *testing.T) {
 	r := newTestRouter(t, nil)
 	ctx := testCtx(t)
 	require.NoError(t, r.Warm(ctx))
-	browser := r.side.proc.pid
+	browser := currentProc(t, r.side).PID()
 	seen := map[int]bool{}
 	webUI := map[int]bool{} // renderers of Chrome's own UI pages
 	stop := make(chan struct{})
@@ -100,7 +102,7 @@ func renderersOf(browser int) []int {
 func descendsFrom(pid, ancestor int) bool {
 	for range 8 {
 		var ok bool
-		if pid, ok = parentOf(pid); !ok || pid <= 1 {
+		if pid, ok = sc.ParentOf(pid); !ok || pid <= 1 {
 			return false
 		}
 		if pid == ancestor {

@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/hybroute/hybroute/internal/procfs"
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/testenv"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -127,10 +128,9 @@ func eval[T any](t *testing.T, ctx context.Context, tab *localTab, js string) T 
 // currentProc returns the running process, for assertions.
 func currentProc(t *testing.T, s *sidecar) *chromiumProc {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	require.NotNil(t, s.proc, "no Chromium is running")
-	return s.proc
+	p := s.Running()
+	require.NotNil(t, p, "no Chromium is running")
+	return p
 }
 
 // browserContexts lists the browser contexts that keys hold on the running
@@ -139,25 +139,8 @@ func currentProc(t *testing.T, s *sidecar) *chromiumProc {
 // first, so that its timer cannot make one while the contexts are listed.
 func browserContexts(t *testing.T, ctx context.Context, s *sidecar) []cdp.BrowserContextID {
 	t.Helper()
-	s.mu.Lock()
-	if s.refillTimer != nil {
-		s.stopRefillTimer()
-		if s.proc != nil {
-			s.fillSpare(s.proc)
-		}
-	}
-	done := s.spareDone
-	s.mu.Unlock()
-	if done != nil {
-		<-done
-	}
-	s.mu.Lock()
-	var spare cdp.BrowserContextID
-	if s.spare != nil {
-		spare = s.spare.bcID
-	}
-	s.mu.Unlock()
-	res, err := cdp.Call(ctx, currentProc(t, s).browser, target.GetBrowserContexts, cdp.Empty{})
+	spare := s.SettleSpare()
+	res, err := cdp.Call(ctx, currentProc(t, s).Browser(), target.GetBrowserContexts, cdp.Empty{})
 	require.NoError(t, err)
 	return slices.DeleteFunc(res.BrowserContextIDs, func(id cdp.BrowserContextID) bool { return id == spare })
 }
@@ -165,7 +148,7 @@ func browserContexts(t *testing.T, ctx context.Context, s *sidecar) []cdp.Browse
 // pagesIn counts the page targets in one browser context.
 func pagesIn(t *testing.T, ctx context.Context, s *sidecar, id cdp.BrowserContextID) int {
 	t.Helper()
-	res, err := cdp.Call(ctx, currentProc(t, s).browser, target.GetTargets, target.GetTargetsParams{})
+	res, err := cdp.Call(ctx, currentProc(t, s).Browser(), target.GetTargets, target.GetTargetsParams{})
 	require.NoError(t, err)
 	n := 0
 	for _, info := range res.TargetInfos {
@@ -193,7 +176,7 @@ func processesWith(arg string) []int {
 		if err != nil {
 			continue
 		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && hasArg(b, []byte(arg)) {
+		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && sc.HasArg(b, []byte(arg)) {
 			pids = append(pids, pid)
 		}
 	}
@@ -247,7 +230,7 @@ func TestSidecarConcurrentOpensShareOneStart(t *testing.T) {
 	close(start)
 	wg.Wait()
 	require.NotContains(t, tabs, (*localTab)(nil))
-	assert.EqualValues(t, 1, s.starts.Load(), "Chromium is launched once")
+	assert.EqualValues(t, 1, s.Starts(), "Chromium is launched once")
 
 	ids := browserContexts(t, ctx, s)
 	assert.Len(t, ids, len(tabs), "one browser context per tab")
@@ -296,7 +279,7 @@ func TestSidecarTabCloseDisposesItsContext(t *testing.T) {
 	navigate(t, ctx, a2, site.URL+"/echo")
 	assert.Equal(t, "cookie=", title(t, ctx, a2), "the new context has none of the old cookies")
 	assert.True(t, s.alive(), "closing a tab keeps Chromium warm")
-	assert.EqualValues(t, 1, s.starts.Load())
+	assert.EqualValues(t, 1, s.Starts())
 }
 
 func TestSidecarCloseLeavesNothing(t *testing.T) {
@@ -317,9 +300,7 @@ func TestSidecarCloseLeavesNothing(t *testing.T) {
 		require.NoError(t, err)
 		navigate(t, ctx, tab, site.URL)
 	}
-	s.mu.Lock()
-	pid := s.proc.pid
-	s.mu.Unlock()
+	pid := currentProc(t, s).PID()
 	require.NotZero(t, pid)
 	var dataDirArg string
 	for _, a := range cmdline(pid) {
@@ -330,16 +311,16 @@ func TestSidecarCloseLeavesNothing(t *testing.T) {
 	require.NotEmpty(t, dataDirArg, "Chromium runs with a temp user-data-dir")
 	dataDir := strings.TrimPrefix(dataDirArg, "--user-data-dir=")
 	require.DirExists(t, dataDir)
-	require.Greater(t, len(processesOf([]byte(dataDirArg))), 1, "Chromium and its children run")
+	require.Greater(t, len(sc.ProcessesOf([]byte(dataDirArg))), 1, "Chromium and its children run")
 	if runtime.GOOS == "linux" {
 		own := procfs.Bytes(fmt.Sprintf("/proc/%d/smaps_rollup", pid), "Pss:")
-		assert.Greater(t, memoryWith([]byte(dataDirArg)), own, "the memory measure counts the children, not the browser process alone")
+		assert.Greater(t, sc.MemoryWith([]byte(dataDirArg)), own, "the memory measure counts the children, not the browser process alone")
 	}
 
 	require.NoError(t, s.close())
 	assert.False(t, s.alive())
 	assert.True(t, processGone(pid), "the Chromium process %d is gone", pid)
-	assert.Empty(t, processesOf([]byte(dataDirArg)), "no child of Chromium is left")
+	assert.Empty(t, sc.ProcessesOf([]byte(dataDirArg)), "no child of Chromium is left")
 	assert.NoDirExists(t, dataDir, "the temp user-data-dir is removed")
 	require.NoError(t, s.close(), "close twice is harmless")
 
@@ -361,7 +342,7 @@ func TestSidecarBrowserDeath(t *testing.T) {
 	require.NoError(t, err)
 	navigate(t, ctx, a, site.URL+"/")
 	old := currentProc(t, s)
-	require.NoError(t, syscall.Kill(old.pid, syscall.SIGKILL))
+	require.NoError(t, syscall.Kill(old.PID(), syscall.SIGKILL))
 
 	_, err = run(ctx, a, chromedp.Title())
 	require.Error(t, err)
@@ -375,12 +356,12 @@ func TestSidecarBrowserDeath(t *testing.T) {
 	a2, err := s.open(ctx, "A")
 	require.NoError(t, err, "the next open recovers")
 	assert.True(t, s.alive())
-	assert.NotEqual(t, old.pid, currentProc(t, s).pid, "on a fresh Chromium")
+	assert.NotEqual(t, old.PID(), currentProc(t, s).PID(), "on a fresh Chromium")
 	navigate(t, ctx, a2, site.URL+"/")
 	assert.Equal(t, "/", title(t, ctx, a2))
-	assert.EqualValues(t, 2, s.starts.Load())
+	assert.EqualValues(t, 2, s.Starts())
 	assert.Len(t, browserContexts(t, ctx, s), 1, "nothing of the dead process is left in the new one")
-	assert.True(t, processGone(old.pid))
+	assert.True(t, processGone(old.PID()))
 }
 
 func TestSidecarNoChromium(t *testing.T) {
@@ -391,7 +372,7 @@ func TestSidecarNoChromium(t *testing.T) {
 	assert.Contains(t, err.Error(), "apt-get install -y chromium")
 	assert.Contains(t, err.Error(), "WithChromiumPath")
 	assert.False(t, s.alive())
-	assert.EqualValues(t, 0, s.starts.Load())
+	assert.EqualValues(t, 0, s.Starts())
 
 	// Nothing on PATH, no $CHROMIUM: the same sentinel.
 	t.Setenv("PATH", t.TempDir())
@@ -413,7 +394,7 @@ func TestSidecarCancelledOpen(t *testing.T) {
 	_, err := s.open(ctx, "k")
 	require.ErrorIs(t, err, context.Canceled)
 	assert.False(t, s.alive())
-	assert.EqualValues(t, 0, s.starts.Load())
+	assert.EqualValues(t, 0, s.Starts())
 
 	// A caller that gives up in the middle of the Chromium start does not
 	// end it (other sessions may be waiting for it); close does, and kills
@@ -448,7 +429,7 @@ func TestSidecarCancelledOpen(t *testing.T) {
 	defer cancel2()
 	_, err = s2.open(short, "k2")
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a later open waits for the same start")
-	assert.EqualValues(t, 1, s2.starts.Load(), "and launches nothing of its own")
+	assert.EqualValues(t, 1, s2.Starts(), "and launches nothing of its own")
 
 	require.NoError(t, s2.close())
 	assert.True(t, processGone(pid), "close ends the start and kills the half-started process")
@@ -497,7 +478,7 @@ func TestSidecarFlags(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "hybroute-test/1", eval[string](t, ctx, tab, `navigator.userAgent`))
 
-	args := cmdline(currentProc(t, s).pid)
+	args := cmdline(currentProc(t, s).PID())
 	for _, want := range []string{"--headless", "--disable-background-networking", "--disable-component-update",
 		"--disable-sync", "--no-first-run", "--disable-gpu", "--remote-debugging-pipe", "--site-per-process"} {
 		assert.Contains(t, args, want)
@@ -551,126 +532,6 @@ func TestSidecarConcurrentOpenClose(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	assert.EqualValues(t, 1, s.starts.Load())
+	assert.EqualValues(t, 1, s.Starts())
 	assert.Len(t, browserContexts(t, testCtx(t), s), len(kept), "exactly one browser context per open tab")
-}
-
-// BenchmarkSidecarSecondSession times a new session's tab on a warm Chromium:
-// open + a trivial evaluate, then close. "spare-ready" lets the sidecar's
-// spare tab be made between sessions (outside the timer), as between real
-// sessions; "back-to-back" opens the next key at once, so the spare is
-// usually still being made and the open waits for it.
-func BenchmarkSidecarSecondSession(b *testing.B) {
-	requireChromium(b)
-	for _, mode := range []string{"spare-ready", "back-to-back"} {
-		b.Run(mode, func(b *testing.B) {
-			s := newTestSidecar(b)
-			ctx := testCtx(b)
-			if _, err := s.open(ctx, "warm"); err != nil {
-				b.Fatal(err)
-			}
-			settle := func() {
-				s.mu.Lock()
-				done := s.spareDone
-				s.mu.Unlock()
-				if done != nil {
-					<-done
-				}
-			}
-			var openDur time.Duration
-			for i := 0; b.Loop(); i++ {
-				if mode == "spare-ready" {
-					b.StopTimer()
-					settle()
-					b.StartTimer()
-				}
-				key := "bench" + strconv.Itoa(i)
-				t0 := time.Now()
-				tab, err := s.open(ctx, key)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := chromedp.Run(tab.context(), chromedp.Evaluate[int]("1+1")); err != nil {
-					b.Fatal(err)
-				}
-				openDur += time.Since(t0)
-				if err := tab.close(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(openDur.Microseconds())/1000/float64(b.N), "ms-open+eval/op")
-		})
-	}
-}
-
-func BenchmarkSidecarColdStart(b *testing.B) {
-	requireChromium(b)
-	ctx := testCtx(b)
-	for b.Loop() {
-		s := testSidecar(b)
-		tab, err := s.open(ctx, "cold")
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := chromedp.Run(tab.context(), chromedp.Evaluate[int]("1+1")); err != nil {
-			b.Fatal(err)
-		}
-		b.StopTimer()
-		if err := s.close(); err != nil {
-			b.Fatal(err)
-		}
-		b.StartTimer()
-	}
-}
-
-// TestSpareRefillWaitsForFirstCall: a key that takes the spare tab does
-// not have the next one made while its first call runs (making a browser
-// context and a tab holds up Chromium's UI thread, which starts that
-// call's navigation), but as soon as the call is done; and a key that
-// never settles gets its replacement after spareRefillAfter.
-func TestSpareRefillWaitsForFirstCall(t *testing.T) {
-	t.Parallel()
-	requireChromium(t)
-	s := newTestSidecar(t)
-	ctx := testCtx(t)
-	state := func() (spare, coming, timer bool, done chan struct{}) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.spare != nil, s.spareCancel != nil, s.refillTimer != nil, s.spareDone
-	}
-	waitSpare := func() {
-		t.Helper()
-		for {
-			spare, _, _, done := state()
-			if spare {
-				return
-			}
-			select {
-			case <-ctx.Done():
-				t.Fatal("no spare tab was made before the deadline")
-			case <-done:
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
-
-	a, err := s.open(ctx, "A") // starts Chromium; takes the first spare
-	require.NoError(t, err)
-	spare, coming, timer, _ := state()
-	assert.False(t, spare || coming, "no spare is made while A's first call runs")
-	assert.True(t, timer, "a refill is pending")
-	a.settled()
-	spare, coming, timer, _ = state()
-	assert.True(t, spare || coming, "A settled: the next spare is being made")
-	assert.False(t, timer)
-	waitSpare()
-
-	b, err := s.open(ctx, "B") // takes the spare, never settles
-	require.NoError(t, err)
-	spare, coming, _, _ = state()
-	assert.False(t, spare || coming)
-	waitSpare() // the timer makes it
-	assert.NotEqual(t, a.bcID, b.bcID)
-	require.NoError(t, a.close())
-	require.NoError(t, b.close())
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 // BenchmarkNewKeySideBySide is the cost of a new session key, side by side
@@ -49,7 +51,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	// lifetime); only the warm-up navigation is bounded.
 	require.NoError(b, chromedp.Do(bctx))
 	ctx, cancel = step()
-	wctx, cancelWarm := bindTab(bctx, ctx)
+	wctx, cancelWarm := browsertab.Bind(bctx, ctx)
 	require.NoError(b, chromedp.Do(wctx, chromedp.Navigate(s.URL+"/warm")))
 	cancelWarm()
 	cancel()
@@ -60,7 +62,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 		start := time.Now()
 		tctx, stop := chromedp.NewContext(bctx, opts...)
 		defer stop()
-		dctx, cancelDL := bindTab(tctx, ctx)
+		dctx, cancelDL := browsertab.Bind(tctx, ctx)
 		defer cancelDL()
 		require.NoError(b, chromedp.Do(dctx, chromedp.Navigate(s.URL+"/p")))
 		return time.Since(start)
@@ -102,11 +104,9 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 
 			// Last, so that the spare the parts took has had the time
 			// of the two plain keys to come back: a warm sidecar.
-			r.side.mu.Lock()
-			if r.side.spare != nil {
+			if r.side.SpareState().Ready {
 				ready++
 			}
-			r.side.mu.Unlock()
 			start = time.Now()
 			_, err = r.Navigate(ctx, key, s.URL+"/p")
 			router = append(router, time.Since(start))

@@ -2,21 +2,18 @@ package hybroute
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -32,10 +29,10 @@ import (
 // errStateNoCDP is the error of a state asked of a browser without CDP.
 var errStateNoCDP = fmt.Errorf("%w: storage state needs a browser driven over CDP", ErrNoCDPEndpoint)
 
-// stateBrowser is the browser connection and the browser context of e.
+// stateBrowser is e's browser context, as its state is read and written.
 // Without the context's id it fails: the default context is not the
 // session's, and may be another's.
-func stateBrowser(e *entry) (*chromedp.Browser, cdp.BrowserContextID, error) {
+func stateBrowser(e *entry) (browsertab.Context, error) {
 	var id cdp.BrowserContextID
 	switch t := e.tab.(type) {
 	case *remoteTab:
@@ -43,88 +40,40 @@ func stateBrowser(e *entry) (*chromedp.Browser, cdp.BrowserContextID, error) {
 	case *localTab:
 		id = t.bcID
 	default:
-		return nil, "", errStateNoCDP
+		return browsertab.Context{}, errStateNoCDP
 	}
 	c := chromedp.FromContext(e.tab.context())
 	if id == "" || c == nil || c.Browser == nil {
-		return nil, "", errors.New("hybroute: the session's browser context is not known")
+		return browsertab.Context{}, errors.New("hybroute: the session's browser context is not known")
 	}
-	return c.Browser, id, nil
+	return browsertab.Context{Browser: c.Browser, ID: id, Tab: e.tab.context(), Wrap: e.tab.wrapErr, Dead: e.tab.dead}, nil
 }
 
 // readCookies reads the cookies of e's browser context. Partitioned
 // cookies are left out: the storageState shape cannot hold their partition.
 func readCookies(ctx context.Context, e *entry) ([]StateCookie, error) {
-	b, id, err := stateBrowser(e)
+	bc, err := stateBrowser(e)
 	if err != nil {
 		return nil, err
 	}
-	res, err := cdp.Call(ctx, b, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: id})
+	cs, err := bc.ReadCookies(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("hybroute: reading the cookies: %w", e.tab.wrapErr(err))
+		return nil, err
 	}
-	out := make([]StateCookie, 0, len(res.Cookies))
-	for _, c := range res.Cookies {
-		if c == nil || c.PartitionKey != nil || c.PartitionKeyOpaque {
-			continue
-		}
-		sc := StateCookie{Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path, Expires: c.Expires,
-			HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: string(c.SameSite)}
-		if c.Session {
-			sc.Expires = -1
-		}
-		if sc.SameSite == "" {
-			sc.SameSite = "Lax" // what Chromium does with one that names none, and what Playwright writes
-		}
-		out = append(out, sc)
-	}
-	return out, nil
+	return convertAll(cs, func(c browsertab.Cookie) StateCookie { return StateCookie(c) }), nil
 }
 
 // writeCookies sets cs in e's browser context; with replace, the context's
-// cookies are cleared first. A cookie that expired is left out.
+// cookies are cleared first. A cookie that expired is left out; one the
+// browser refuses fails the write with ErrBadState, once the others are set.
 func writeCookies(ctx context.Context, e *entry, cs []StateCookie, replace bool) error {
-	b, id, err := stateBrowser(e)
+	bc, err := stateBrowser(e)
 	if err != nil {
 		return err
 	}
-	if replace {
-		if _, err := cdp.Call(ctx, b, storage.ClearCookies, storage.ClearCookiesParams{BrowserContextID: id}); err != nil {
-			return fmt.Errorf("hybroute: clearing the cookies: %w", e.tab.wrapErr(err))
-		}
-	}
-	now := float64(time.Now().Unix())
-	ps := make([]*network.CookieParam, 0, len(cs))
-	for _, c := range cs {
-		if c.Expires > 0 && c.Expires < now {
-			continue
-		}
-		p := &network.CookieParam{Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path,
-			Secure: c.Secure, HTTPOnly: c.HTTPOnly, SameSite: network.CookieSameSite(c.SameSite)}
-		if c.Expires > 0 {
-			p.Expires = cdp.TimeSinceEpoch(c.Expires)
-		}
-		ps = append(ps, p)
-	}
-	if len(ps) == 0 {
-		return nil
-	}
-	if _, err := cdp.Call(ctx, b, storage.SetCookies, storage.SetCookiesParams{Cookies: ps, BrowserContextID: id}); err == nil {
-		return nil
-	} else if e.tab.dead() || ctx.Err() != nil {
-		return fmt.Errorf("hybroute: setting the cookies: %w", e.tab.wrapErr(err))
-	}
-	// Chromium refuses the whole list for one cookie it will not take,
-	// and does not say which: one at a time, the others are set, and the
-	// error names the ones it refused.
-	var refused []string
-	for _, p := range ps {
-		if _, err := cdp.Call(ctx, b, storage.SetCookies, storage.SetCookiesParams{Cookies: []*network.CookieParam{p}, BrowserContextID: id}); err != nil {
-			if e.tab.dead() || ctx.Err() != nil {
-				return fmt.Errorf("hybroute: setting the cookies: %w", e.tab.wrapErr(err))
-			}
-			refused = append(refused, p.Name+"@"+p.Domain)
-		}
+	refused, err := bc.WriteCookies(ctx, convertAll(cs, func(c StateCookie) browsertab.Cookie { return browsertab.Cookie(c) }), replace)
+	if err != nil {
+		return err
 	}
 	if len(refused) > 0 {
 		return fmt.Errorf("hybroute: setting the cookies: %w: the browser refused %q", ErrBadState, refused)
@@ -132,46 +81,27 @@ func writeCookies(ctx context.Context, e *entry, cs []StateCookie, replace bool)
 	return nil
 }
 
-// pageStorage is what readStorageJS returns.
-type pageStorage struct {
-	Origin string      `json:"origin"`
-	Local  []StateItem `json:"l"`
-	Sess   []StateItem `json:"s"`
+// convertAll converts a slice of plain data into another type of the same
+// fields, nil for nil: internal/browsertab works on copies of the public
+// types.
+func convertAll[From, To any](xs []From, conv func(From) To) []To {
+	if xs == nil {
+		return nil
+	}
+	out := make([]To, len(xs))
+	for i, x := range xs {
+		out[i] = conv(x)
+	}
+	return out
 }
 
-const readStorageJS = `(() => {
-	const read = s => { const out = []; for (let i = 0; i < s.length; i++) { const k = s.key(i); out.push({name: k, value: s.getItem(k)}); } return out; };
-	return {origin: location.origin, l: read(localStorage), s: read(sessionStorage)};
-})()`
-
-// writeStorageJS sets the items of d ({l, s}) in the page's storages and
-// returns the page's origin, so the caller sees where they went.
-const writeStorageJS = `((d) => {
-	for (const it of d.l || []) localStorage.setItem(it.name, it.value);
-	for (const it of d.s || []) sessionStorage.setItem(it.name, it.value);
-	return location.origin;
-})(%s)`
-
-// readPage reads the storages of the page of tctx.
-func readPage(tctx context.Context) (pageStorage, error) {
-	return chromedp.Run(tctx, chromedp.Evaluate[pageStorage](readStorageJS))
+// stateItems and browserItems convert an origin's storage items.
+func stateItems(xs []browsertab.Item) []StateItem {
+	return convertAll(xs, func(x browsertab.Item) StateItem { return StateItem(x) })
 }
 
-// writePage sets local and sess in the page of tctx, which must be at
-// origin.
-func writePage(tctx context.Context, origin string, local, sess []StateItem) error {
-	d, err := json.Marshal(pageStorage{Local: local, Sess: sess})
-	if err != nil {
-		return err
-	}
-	got, err := chromedp.Run(tctx, chromedp.Evaluate[string](fmt.Sprintf(writeStorageJS, d)))
-	if err != nil {
-		return fmt.Errorf("hybroute: setting the storage of %s: %w", origin, err)
-	}
-	if got != origin {
-		return fmt.Errorf("hybroute: setting the storage of %s: the page is at %s", origin, got)
-	}
-	return nil
+func browserItems(xs []StateItem) []browsertab.Item {
+	return convertAll(xs, func(x StateItem) browsertab.Item { return browsertab.Item(x) })
 }
 
 // visitStubbed takes the page of tctx (target id) to origin, which the
@@ -189,23 +119,11 @@ func visitStubbed(tctx context.Context, g *browserGuard, id target.ID, origin st
 // it: a page of other origins than the session's tab's, which stays where
 // it is.
 func withHiddenTab(ctx context.Context, e *entry, fn func(tctx context.Context, id target.ID) error) error {
-	_, bcID, err := stateBrowser(e)
+	bc, err := stateBrowser(e)
 	if err != nil {
 		return err
 	}
-	tctx, stop, err := openTab(ctx, e.tab.context(), chromedp.WithExistingBrowserContext(bcID), chromedp.WithDetachOnCancel())
-	if err != nil {
-		return fmt.Errorf("hybroute: opening a tab for the storage: %w", e.tab.wrapErr(err))
-	}
-	defer stop()
-	defer abandonTab(tctx)
-	c := chromedp.FromContext(tctx)
-	if c == nil || c.Target == nil {
-		return errors.New("hybroute: the storage tab has no target")
-	}
-	cctx, cancel := bindTab(tctx, ctx)
-	defer cancel()
-	return fn(cctx, c.Target.TargetID)
+	return bc.WithHiddenTab(ctx, fn)
 }
 
 // readEntryState reads e's state: its cookies, the storages of its page's
@@ -222,14 +140,14 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 	current := ""
 	if landed := e.landedURL(); strings.HasPrefix(landed, "http:") || strings.HasPrefix(landed, "https:") {
 		tctx, cancel := e.tab.bind(ctx)
-		ps, err := readPage(tctx)
+		ps, err := browsertab.ReadPage(tctx)
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("hybroute: reading the page's storage: %w", e.tab.wrapErr(err))
 		}
 		if norm, err := stateOrigin(ps.Origin); err == nil {
 			current = norm
-			st.addOrigin(norm, ps.Local, ps.Sess)
+			st.addOrigin(norm, stateItems(ps.Local), stateItems(ps.Sess))
 		}
 	}
 	var others []string
@@ -246,11 +164,11 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 			if err := visitStubbed(tctx, e.bg, id, o); err != nil {
 				return err
 			}
-			ps, err := readPage(tctx)
+			ps, err := browsertab.ReadPage(tctx)
 			if err != nil {
 				return fmt.Errorf("hybroute: reading the storage of %s: %w", o, err)
 			}
-			st.addOrigin(o, ps.Local, nil)
+			st.addOrigin(o, stateItems(ps.Local), nil)
 		}
 		return nil
 	})
@@ -291,7 +209,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh
 			if err := visitStubbed(tctx, e.bg, e.gs.Tab(), o.Origin); err != nil {
 				return err
 			}
-			if err := writePage(tctx, o.Origin, o.LocalStorage, o.SessionStorage); err != nil {
+			if err := browsertab.WritePage(tctx, o.Origin, browserItems(o.LocalStorage), browserItems(o.SessionStorage)); err != nil {
 				return err
 			}
 		}
@@ -304,7 +222,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh
 		if cur, err := stateOrigin(strings.TrimSuffix(originOf(landed), "/")); err == nil {
 			for _, o := range st.Origins {
 				if o.Origin == cur && len(o.SessionStorage) > 0 {
-					if err := writePage(tctx, cur, nil, o.SessionStorage); err != nil {
+					if err := browsertab.WritePage(tctx, cur, nil, browserItems(o.SessionStorage)); err != nil {
 						return err
 					}
 				}
@@ -319,7 +237,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh
 			if err := visitStubbed(hctx, e.bg, id, o.Origin); err != nil {
 				return err
 			}
-			if err := writePage(hctx, o.Origin, o.LocalStorage, nil); err != nil {
+			if err := browsertab.WritePage(hctx, o.Origin, browserItems(o.LocalStorage), nil); err != nil {
 				return err
 			}
 		}

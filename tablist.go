@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 // A session has a tab per browser it runs in, and the pages its pages open
@@ -45,49 +46,8 @@ type Tab struct {
 	Front, Current bool
 }
 
-// tabPage is a tab of an entry that is not its front: the chromedp context
-// attached to it, and what ends that (nil: the context lives as long as the
-// connection, as a remote session's first tab does).
-type tabPage struct {
-	ctx  context.Context
-	stop context.CancelFunc
-}
-
 // tabPages are an entry's attached tabs other than its front.
-type tabPages struct {
-	mu sync.Mutex
-	m  map[target.ID]tabPage
-}
-
-func (p *tabPages) put(id target.ID, pg tabPage) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.m == nil {
-		p.m = map[target.ID]tabPage{}
-	}
-	p.m[id] = pg
-}
-
-func (p *tabPages) take(id target.ID) (tabPage, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	pg, ok := p.m[id]
-	delete(p.m, id)
-	return pg, ok
-}
-
-// stopAll ends the attached contexts, when the session ends.
-func (p *tabPages) stopAll() {
-	p.mu.Lock()
-	pages := p.m
-	p.m = nil
-	p.mu.Unlock()
-	for _, pg := range pages {
-		if pg.stop != nil {
-			pg.stop()
-		}
-	}
-}
+type tabPages = browsertab.Pages
 
 // frontTab is what an entry's tab must do to switch its front.
 type frontTab interface {
@@ -99,36 +59,12 @@ type frontTab interface {
 	swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc)
 }
 
-func (t *localTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
-	return openTab(ctx, t.proc.ctx, chromedp.WithTargetID(id), chromedp.WithDetachOnCancel())
-}
-
-func (t *localTab) open(ctx context.Context, cfg *config) (context.Context, context.CancelFunc, error) {
-	tctx, stop, err := openTab(ctx, t.proc.ctx, chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := setViewport(tctx, cfg); err != nil {
-		stop()
-		return nil, nil, err
-	}
-	return tctx, stop, nil
-}
-
-func (t *localTab) swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old, oldStop := t.ctx, t.stop
-	t.ctx, t.stop = tctx, stop
-	return old, oldStop
-}
-
 func (t *remoteTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
-	return openTab(ctx, t.ctx, chromedp.WithTargetID(id))
+	return browsertab.Open(ctx, t.ctx, chromedp.WithTargetID(id))
 }
 
 func (t *remoteTab) open(ctx context.Context, _ *config) (context.Context, context.CancelFunc, error) {
-	return openTab(ctx, t.ctx)
+	return browsertab.Open(ctx, t.ctx)
 }
 
 func (t *remoteTab) swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
@@ -276,8 +212,8 @@ func (r *Router) CloseTab(ctx context.Context, sessionKey, id string) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 	defer cancel()
 	err = e.bg.CloseTarget(cctx, tid)
-	if pg, ok := e.pages.take(tid); ok && pg.stop != nil {
-		pg.stop()
+	if pg, ok := e.pages.Take(tid); ok && pg.Stop != nil {
+		pg.Stop()
 	}
 	return err
 }
@@ -323,8 +259,8 @@ func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {
 	if !ok {
 		return fmt.Errorf("hybroute: a session of this browser has one tab")
 	}
-	if pg, ok := e.pages.take(id); ok {
-		return r.makeFront(ctx, e, ft, pg.ctx, pg.stop, false)
+	if pg, ok := e.pages.Take(id); ok {
+		return r.makeFront(ctx, e, ft, pg.Ctx, pg.Stop, false)
 	}
 	actx, cancel := context.WithTimeout(ctx, r.cfg.createTimeout)
 	defer cancel()
@@ -342,7 +278,7 @@ func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {
 func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx context.Context, stop context.CancelFunc, fresh bool) error {
 	old, oldStop := ft.swap(tctx, stop)
 	if c := chromedp.FromContext(old); c != nil && c.Target != nil {
-		e.pages.put(c.Target.TargetID, tabPage{ctx: old, stop: oldStop})
+		e.pages.Put(c.Target.TargetID, browsertab.Page{Ctx: old, Stop: oldStop})
 	}
 	if fresh {
 		w, err := r.armTab(e)
@@ -373,7 +309,7 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx cont
 	// The landing check reads the front's URL from now on: its own, as
 	// the browser has it (the tracker saw no event of a page it was not
 	// listening to, or of a tab that was not the front).
-	qctx, cancel := bindTab(tctx, ctx)
+	qctx, cancel := browsertab.Bind(tctx, ctx)
 	defer cancel()
 	h, err := chromedp.Call(qctx, page.GetNavigationHistory, cdp.Empty{})
 	if err != nil {

@@ -1,30 +1,11 @@
 package hybroute
 
-import (
-	"context"
-
-	"github.com/chromedp/cdproto/emulation"
-	"github.com/chromedp/chromedp"
-)
-
 // The default viewport of the local browser's tabs. Headless Chromium's own
 // is what is left of an 800x600 window (780x437), smaller than any page is
-// designed for; agents screenshot and click in it.
+// designed for; agents screenshot and click in it. Every local tab gets it
+// when it is made (internal/browsertab's SetViewport), so a call pays
+// nothing for it.
 const (
 	DefaultViewportWidth  = 1280
 	DefaultViewportHeight = 720
 )
-
-// setViewport gives a new local tab the configured viewport. It runs when
-// the tab is made (for the spare, ahead of any call), so a call pays
-// nothing for it. Device-metrics emulation, not a window size: it holds
-// for the page whatever headless mode makes of the window.
-func setViewport(tabCtx context.Context, cfg *config) error {
-	if cfg.viewportW <= 0 || cfg.viewportH <= 0 {
-		return nil
-	}
-	_, err := chromedp.Call(tabCtx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
-		Width: int64(cfg.viewportW), Height: int64(cfg.viewportH), DeviceScaleFactor: 1,
-	})
-	return err
-}

@@ -283,7 +283,7 @@ func TestLocalWebRTCPolicyIsManaged(t *testing.T) {
 	_, err := s.open(testCtx(t), "k")
 	require.NoError(t, err)
 	p := currentProc(t, s)
-	args := cmdline(p.pid)
+	args := cmdline(p.PID())
 	assert.Contains(t, args, "--webrtc-ip-handling-policy=disable_non_proxied_udp", "the switch Chrome reads")
 	assert.Contains(t, args, "--force-webrtc-ip-handling-policy=disable_non_proxied_udp", "the switch headless shells read")
 	var features string
@@ -293,7 +293,7 @@ func TestLocalWebRTCPolicyIsManaged(t *testing.T) {
 		}
 	}
 	assert.Contains(t, strings.Split(features, ","), "NetworkTimeServiceQuerying", "no secure-time query of Chromium's own at start")
-	b, err := os.ReadFile(filepath.Join(p.dataDir, "Default", "Preferences"))
+	b, err := os.ReadFile(filepath.Join(p.DataDir(), "Default", "Preferences"))
 	require.NoError(t, err)
 	var prefs struct {
 		WebRTC struct {

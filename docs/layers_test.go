@@ -43,30 +43,38 @@ var layer = map[string]int{
 	"internal/cloudtest":   2,
 	"internal/camofoxtest": 3,
 	// The enforcement points: they carry out decisions the root makes.
-	"internal/guard":  2,
-	"internal/egress": 2,
+	// Beside them, the mechanics of a tab, on any browser.
+	"internal/guard":      2,
+	"internal/egress":     2,
+	"internal/browsertab": 2,
 	// The cloud browser providers: they make and end sessions, and know
 	// nothing of the Router, its rules or its enforcement points.
 	"provider":              2,
 	"internal/providertest": 3,
+	// The local Chromium's process, with its guard and egress proxy.
+	"internal/sidecar": 3,
 	// The facade: the Router, its plan, sessions and tabs.
-	"": 3,
+	"": 4,
 	// Users of the facade.
-	"agent":              4,
-	"internal/agenttest": 5,
-	"examples/agent":     6,
-	"examples/dashboard": 6,
-	"docs":               6,
+	"agent":              5,
+	"internal/agenttest": 6,
+	"examples/agent":     7,
+	"examples/dashboard": 7,
+	"docs":               7,
 }
 
 // forbidden are edges the ranks would allow but the layout does not: the
 // guard and the egress check hold no rule about where a URL may go (they
-// ask the root), and neither knows of the other; a provider makes
-// sessions and decides nothing about URLs either.
+// ask the root), and neither knows of the other; the tab mechanics and the
+// sidecar hold no rule either (the sidecar's guard and proxy come from its
+// owner, the root); a provider makes sessions and decides nothing about
+// URLs either.
 var forbidden = map[string][]string{
-	"internal/guard":  {"netpolicy", "internal/egress", "internal/urlscan"},
-	"internal/egress": {"netpolicy", "internal/guard", "internal/urlscan"},
-	"provider":        {"netpolicy", "internal/urlscan"},
+	"internal/guard":      {"netpolicy", "internal/egress", "internal/urlscan"},
+	"internal/egress":     {"netpolicy", "internal/guard", "internal/urlscan"},
+	"internal/browsertab": {"netpolicy", "internal/urlscan", "internal/guard", "internal/egress"},
+	"internal/sidecar":    {"netpolicy", "internal/urlscan"},
+	"provider":            {"netpolicy", "internal/urlscan"},
 }
 
 func TestLayersPointOneWay(t *testing.T) {

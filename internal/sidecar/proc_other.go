@@ -1,6 +1,6 @@
 //go:build !linux
 
-package hybroute
+package sidecar
 
 import (
 	"errors"
@@ -11,17 +11,17 @@ import (
 // chromedp's allocator still kills the browser process itself.
 func killProcessesWith(arg []byte) int { return 0 }
 
-// parentOf knows no parent off Linux: there is no /proc to read.
-func parentOf(pid int) (int, bool) { return 0, false }
+// ParentOf knows no parent off Linux: there is no /proc to read.
+func ParentOf(pid int) (int, bool) { return 0, false }
 
-// processesOf finds nothing off Linux: there is no /proc to search.
-func processesOf(arg []byte) []int { return nil }
+// ProcessesOf finds nothing off Linux: there is no /proc to search.
+func ProcessesOf(arg []byte) []int { return nil }
 
-// memoryWith measures nothing off Linux: WithMaxLocalMemory does nothing.
-func memoryWith(arg []byte) int64 { return 0 }
+// MemoryWith measures nothing off Linux: WithMaxLocalMemory does nothing.
+func MemoryWith(arg []byte) int64 { return 0 }
 
-// oNoFollow is 0 off Linux: the sweep, which would need it, does not run.
-const oNoFollow = 0
+// NoFollow is 0 off Linux: the sweep, which would need it, does not run.
+const NoFollow = 0
 
 // processStart cannot tell one process from another off Linux, so no
 // profile is ever taken for a dead process's leftover.

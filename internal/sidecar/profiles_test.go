@@ -1,4 +1,4 @@
-package hybroute
+package sidecar
 
 import (
 	"fmt"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/testenv"
 )
 
 // deadPid is the pid of a process that has exited and been reaped.
@@ -91,7 +93,7 @@ func TestSweepProfilesRemovesOnlyDeadOwners(t *testing.T) {
 // profile a killed process left, and its own profile names its owner, so a
 // second sidecar of the same (live) process keeps it.
 func TestSidecarStartSweepsLeftovers(t *testing.T) {
-	requireChromium(t)
+	testenv.RequireChromium(t)
 	if runtime.GOOS != "linux" {
 		t.Skip("the sweep runs only where /proc tells processes apart")
 	}
@@ -101,7 +103,7 @@ func TestSidecarStartSweepsLeftovers(t *testing.T) {
 
 	ctx := testCtx(t)
 	s := newTestSidecar(t)
-	_, err := s.open(ctx, "a")
+	_, err := s.Open(ctx, "a")
 	require.NoError(t, err)
 	assert.NoDirExists(t, gone, "the first start swept the leftover")
 	s.mu.Lock()
@@ -116,7 +118,7 @@ func TestSidecarStartSweepsLeftovers(t *testing.T) {
 	assert.Equal(t, myStart, start)
 
 	s2 := newTestSidecar(t)
-	_, err = s2.open(ctx, "b")
+	_, err = s2.Open(ctx, "b")
 	require.NoError(t, err)
 	assert.DirExists(t, own, "a live owner's profile is kept")
 }

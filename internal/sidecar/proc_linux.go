@@ -1,4 +1,4 @@
-package hybroute
+package sidecar
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // how many it found. It finds nothing where there is no /proc.
 func killProcessesWith(arg []byte) int {
 	n := 0
-	for _, pid := range processesOf(arg) {
+	for _, pid := range ProcessesOf(arg) {
 		if syscall.Kill(pid, syscall.SIGKILL) == nil {
 			n++
 		}
@@ -24,12 +24,12 @@ func killProcessesWith(arg []byte) int {
 	return n
 }
 
-// processesOf lists the processes whose command line holds arg as a whole
+// ProcessesOf lists the processes whose command line holds arg as a whole
 // argument, and every descendant of theirs, but never this process. The
 // full Chromium passes its --user-data-dir to every child, which finds
 // children that outlived a killed browser; a headless shell passes it to
 // none, and its children are found as the browser's descendants.
-func processesOf(arg []byte) []int {
+func ProcessesOf(arg []byte) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -42,10 +42,10 @@ func processesOf(arg []byte) []int {
 		if err != nil || pid == self {
 			continue
 		}
-		if ppid, ok := parentOf(pid); ok {
+		if ppid, ok := ParentOf(pid); ok {
 			children[ppid] = append(children[ppid], pid)
 		}
-		if cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && hasArg(cmd, arg) {
+		if cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && HasArg(cmd, arg) {
 			next = append(next, pid)
 		}
 	}
@@ -63,8 +63,8 @@ func processesOf(arg []byte) []int {
 	return out
 }
 
-// parentOf is the parent pid of process pid, from /proc/PID/stat.
-func parentOf(pid int) (int, bool) {
+// ParentOf is the parent pid of process pid, from /proc/PID/stat.
+func ParentOf(pid int) (int, bool) {
 	f, err := statFields(pid)
 	if err != nil || len(f) < 2 {
 		return 0, false
@@ -88,8 +88,9 @@ func statFields(pid int) ([]string, error) {
 	return strings.Fields(string(b[i+1:])), nil
 }
 
-// oNoFollow makes an open fail on a symlink.
-const oNoFollow = syscall.O_NOFOLLOW
+// NoFollow makes an open fail on a symlink (the profile sweep reads owner
+// files with it, and so do readers of other files a symlink could replace).
+const NoFollow = syscall.O_NOFOLLOW
 
 // processStart is the start time of process pid (clock ticks since boot,
 // from /proc/PID/stat), which with the pid names one process: a pid can be
@@ -111,13 +112,13 @@ func ownedByUs(fi os.FileInfo) bool {
 	return ok && int(st.Uid) == os.Getuid()
 }
 
-// memoryWith is the proportional set size, in bytes, of the processes
+// MemoryWith is the proportional set size, in bytes, of the processes
 // whose command line holds arg as a whole argument and of their
-// descendants (processesOf): shared pages counted once across them. 0
+// descendants (ProcessesOf): shared pages counted once across them. 0
 // where there is no /proc.
-func memoryWith(arg []byte) int64 {
+func MemoryWith(arg []byte) int64 {
 	var total int64
-	for _, pid := range processesOf(arg) {
+	for _, pid := range ProcessesOf(arg) {
 		total += procfs.Bytes("/proc/"+strconv.Itoa(pid)+"/smaps_rollup", "Pss:")
 	}
 	return total

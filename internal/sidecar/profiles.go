@@ -1,4 +1,4 @@
-package hybroute
+package sidecar
 
 import (
 	"errors"
@@ -88,7 +88,7 @@ func readOwner(dir string) (int, string, bool) {
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 4096 {
 		return 0, "", false
 	}
-	f, err := os.OpenFile(name, os.O_RDONLY|oNoFollow, 0)
+	f, err := os.OpenFile(name, os.O_RDONLY|NoFollow, 0)
 	if err != nil {
 		return 0, "", false
 	}

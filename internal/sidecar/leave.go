@@ -1,4 +1,4 @@
-package hybroute
+package sidecar
 
 import (
 	"github.com/chromedp/cdproto"
@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/cdpmux"
+	"github.com/hybroute/hybroute/internal/egress"
+	"github.com/hybroute/hybroute/internal/guard"
 )
 
 // watchDocuments is the guard's hooks on the local browser's pipe, with
@@ -18,7 +20,7 @@ import (
 // before the guard's own hook, which answers the request on a goroutine
 // of its own: the grant is gone before the request goes on, so no script
 // of the new page ever runs with it.
-func watchDocuments(g *browserGuard, e *egressProxy) cdpmux.Hooks {
+func watchDocuments(g *guard.Guard, e *egress.Proxy) cdpmux.Hooks {
 	h := g.Hooks()
 	inner := h.OnEvent
 	h.OnEvent = func(s target.SessionID, msg *cdproto.Message) bool {
@@ -31,7 +33,7 @@ func watchDocuments(g *browserGuard, e *egressProxy) cdpmux.Hooks {
 }
 
 // leaveOn tells the egress proxy of a paused document request of a page.
-func leaveOn(g *browserGuard, e *egressProxy, msg *cdproto.Message) {
+func leaveOn(g *guard.Guard, e *egress.Proxy, msg *cdproto.Message) {
 	ev := new(fetch.EventRequestPaused)
 	if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) != nil ||
 		ev.ResourceType != network.ResourceTypeDocument || ev.Request == nil {

@@ -1,0 +1,216 @@
+package browsertab
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+)
+
+// JavaScript dialogs (alert, confirm, prompt, beforeunload) stop the page
+// until someone answers them. Nobody watches a headless tab, so each is
+// answered as soon as it opens, by a DialogPolicy, and recorded for the
+// call it opened during; or, held, left open for the caller to answer,
+// ending the call it interrupts.
+//
+// DialogPolicy and Dialog are plain data with the same fields as the
+// root's public DialogPolicy and Dialog, which convert to and from them:
+// the root documents its users' types, and the compiler keeps the two in
+// step (a conversion between structs that differ does not compile).
+
+// DialogPolicy is how a tab's dialogs are answered.
+type DialogPolicy struct {
+	Accept                 bool   // accept alert, confirm and prompt
+	PromptText             string // what an accepted prompt returns
+	KeepPageOnBeforeUnload bool   // dismiss beforeunload: the page stays
+	Hold                   bool   // leave alert, confirm and prompt for the caller
+}
+
+// Accepts reports whether the policy accepts a dialog of type t.
+func (p DialogPolicy) Accepts(t page.DialogType) bool {
+	if t == page.DialogTypeBeforeunload {
+		return !p.KeepPageOnBeforeUnload
+	}
+	return p.Accept
+}
+
+// Dialog is one dialog a page opened, and how it was answered.
+type Dialog struct {
+	Type          string // "alert", "confirm", "prompt" or "beforeunload"
+	Message       string // what the page asked, cut (CutMessage)
+	Accepted      bool
+	Pending       bool   // held for the caller's answer
+	DefaultPrompt string // a held prompt's default text
+}
+
+// maxDialogsKept bounds the dialogs one take reports; a page that opens
+// alerts in a loop is reported by its first ones and a count.
+const maxDialogsKept = 16
+
+// Dialogs is the dialogs a session's tabs opened since the last call
+// took them. The zero value is empty and ready.
+type Dialogs struct {
+	mu      sync.Mutex
+	list    []Dialog
+	dropped int
+}
+
+// Add records one dialog.
+func (d *Dialogs) Add(x Dialog) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.list) >= maxDialogsKept {
+		d.dropped++
+		return
+	}
+	d.list = append(d.list, x)
+}
+
+// Take returns the recorded dialogs and forgets them. Dialogs past the
+// bound are summed up in a last entry of type "dropped".
+func (d *Dialogs) Take() []Dialog {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.list
+	if d.dropped > 0 {
+		out = append(out, Dialog{Type: "dropped", Message: fmt.Sprintf("%d more dialogs were answered the same way and not listed", d.dropped)})
+	}
+	d.list, d.dropped = nil, 0
+	return out
+}
+
+// CutMessage cuts s to at most limit bytes on a rune boundary, noting the
+// real length: a page chooses the text, and it ends up in logs and in a
+// model's context.
+func CutMessage(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	note := fmt.Sprintf("… [%d bytes]", len(s))
+	cut := limit - len(note)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:max(cut, 0)] + note
+}
+
+// Answerer answers the dialogs of one tab by a policy, recording each in
+// Dialogs, or holding it in Held.
+type Answerer struct {
+	Policy     DialogPolicy
+	MaxMessage int // a message and a default prompt are cut to it (CutMessage)
+	Dialogs    *Dialogs
+	Held       *Held
+	// Failed is told of an answer the browser refused while the tab
+	// lives; nil tells no one.
+	Failed func(d Dialog, err error)
+}
+
+// Watch subscribes to the dialogs of the tab tabCtx and returns the loop
+// that answers them until the tab closes. The loop must be run (or the
+// tab closed) for the subscription to end.
+func (a Answerer) Watch(tabCtx context.Context) func() {
+	sctx, stop := context.WithCancel(tabCtx)
+	events := chromedp.Events(sctx, page.JavascriptDialogOpening)
+	return func() {
+		defer stop()
+		var answers sync.WaitGroup
+		defer answers.Wait()
+		for ev, err := range events {
+			if err != nil {
+				return // the tab is gone
+			}
+			d := Dialog{Type: string(ev.Type), Message: CutMessage(ev.Message, a.MaxMessage), Accepted: a.Policy.Accepts(ev.Type)}
+			if a.Policy.Hold && ev.Type != page.DialogTypeBeforeunload {
+				d.Accepted, d.Pending, d.DefaultPrompt = false, true, CutMessage(ev.DefaultPrompt, a.MaxMessage)
+				a.Dialogs.Add(d)
+				a.Held.Open(d, tabCtx)
+				continue
+			}
+			// Recorded before it is answered: the call the dialog held
+			// up sees it when it goes on.
+			a.Dialogs.Add(d)
+			// Answered from another goroutine than the one receiving
+			// events, which the answer's reply needs.
+			answers.Go(func() {
+				_, err := chromedp.Call(tabCtx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{
+					Accept: d.Accepted, PromptText: a.Policy.PromptText,
+				})
+				if err != nil && tabCtx.Err() == nil && a.Failed != nil {
+					a.Failed(d, err)
+				}
+			})
+		}
+	}
+}
+
+// Held is a session's dialog left for the caller (DialogPolicy.Hold), and
+// the call it ends when it opens. A page that opens one stops until it is
+// answered: the command that made it open does not return before, so the
+// running call is ended at once rather than taken for a wedged tab. The
+// zero value holds none.
+type Held struct {
+	mu        sync.Mutex
+	d         *Dialog
+	tab       context.Context // the tab it opened in, which takes the answer
+	interrupt func()          // ends the running call; nil between calls
+}
+
+// Open records a dialog the caller answers, and ends the running call.
+func (h *Held) Open(d Dialog, tab context.Context) {
+	h.mu.Lock()
+	h.d, h.tab = &d, tab
+	stop := h.interrupt
+	h.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+}
+
+// Pending is the dialog that waits, if one does.
+func (h *Held) Pending() (Dialog, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.d == nil {
+		return Dialog{}, false
+	}
+	return *h.d, true
+}
+
+// Waiting is the dialog that waits and the tab it opened in, which takes
+// the answer; nil when none waits. Take it once it is answered.
+func (h *Held) Waiting() (*Dialog, context.Context) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.d, h.tab
+}
+
+// Interrupts returns the run's context, ended with cause when a held
+// dialog opens (when hold is set). stop ends the watch with the run.
+func (h *Held) Interrupts(ctx context.Context, hold bool, cause error) (context.Context, func()) {
+	if !hold {
+		return ctx, func() {}
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	h.mu.Lock()
+	h.interrupt = func() { cancel(cause) }
+	h.mu.Unlock()
+	return cctx, func() {
+		h.mu.Lock()
+		h.interrupt = nil
+		h.mu.Unlock()
+		cancel(nil)
+	}
+}
+
+// Take forgets the held dialog d once it is answered.
+func (h *Held) Take(d *Dialog) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.d == d {
+		h.d, h.tab = nil, nil
+	}
+}
