@@ -90,7 +90,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 		if r.life.Err() != nil {
 			return nil, ErrClosed // Close ended it: not an outage to report
 		}
-		if r.health.floorFailed() {
+		if r.health.FloorFailed() {
 			r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider and local Chromium both failed",
 				slog.String("provider", r.provider.Name()), slog.String("session", key),
 				slog.String("error", err.Error()))
@@ -105,7 +105,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 		kind = fallbackKind(cause)
 	}
 	e.fallbackLabel = kind
-	r.tel.fellBack(ctx, kind)
+	r.tel.FellBack(ctx, kind)
 	return e, nil
 }
 

@@ -8,9 +8,6 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 )
 
 // Sessions without CDP. A provider whose browser server has a REST API and
@@ -253,7 +250,7 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 	defer cancel()
 	started := time.Now()
 	runErr := run(context.WithValue(cctx, runKey{}, e), page)
-	r.tel.callDuration.Record(ctx, since(started), metric.WithAttributes(attribute.String("route", res.Route.String())))
+	r.tel.Ran(ctx, res.Route.String(), started)
 	if runErr != nil {
 		if e.released.Load() && ctx.Err() == nil {
 			runErr = fmt.Errorf("%w: %w", ErrReleased, runErr)

@@ -27,13 +27,19 @@ var layer = map[string]int{
 	"internal/cdpmux":            0,
 	"internal/dnstest":           0,
 	"internal/redistest":         0,
-	"internal/storetest":         0,
 	"internal/tools/gencorpus":   0,
 	"internal/tools/recordhosts": 0,
 	// What a URL is: the scanner, the CDP dial, and the network policy.
 	"internal/urlscan": 1,
 	"internal/cdpconn": 1,
 	"netpolicy":        1,
+	// The router's shared state, guarded (the fleet), and the provider's
+	// health kept in it: mechanisms that know nothing of the policy, the
+	// telemetry or a provider's errors.
+	"internal/fleet":  1,
+	"internal/health": 1,
+	// The conformance suite of every Store, on the fleet's method set.
+	"internal/storetest": 2,
 	// Stand-ins for the parts users have (provider APIs in front of a
 	// real Chromium), which know nothing of the library.
 	"internal/testenv":     1,
@@ -42,6 +48,8 @@ var layer = map[string]int{
 	// The enforcement points: they carry out decisions the root makes.
 	"internal/guard":  2,
 	"internal/egress": 2,
+	// The instruments and the bounded names they count under.
+	"internal/telemetry": 2,
 	// The facade: the Router, its plan, sessions, tabs and providers.
 	"": 3,
 	// Users of the facade.
