@@ -19,20 +19,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// Store is what the fleet asks of a store: the method set of
-// hybroute.Store, whose documentation says what each method owes.
-type Store interface {
-	Window(ctx context.Context, provider string) (until time.Time, reason string, err error)
-	OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error
-	CloseWindow(ctx context.Context, provider string) error
-	TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error)
-	DoneProbe(ctx context.Context, provider string) error
-	AcquireSlot(ctx context.Context, provider, holder string, limit int, ttl time.Duration) (bool, error)
-	RenewSlot(ctx context.Context, provider, holder string, ttl time.Duration) (bool, error)
-	ReleaseSlot(ctx context.Context, provider, holder string) error
-}
+	"github.com/hybroute/hybroute/store"
+)
 
 // storeRetry is how long after a failed call the fleet stays on its
 // in-process state before it asks the store again, so that an outage
@@ -43,10 +32,10 @@ const storeRetry = time.Second
 type Config struct {
 	// Shared is the store the replicas share; nil: none, Local is the
 	// only state and nothing can fail.
-	Shared Store
+	Shared store.Store
 	// Local is the in-process state a failing shared store falls back
 	// to. It must not fail.
-	Local    Store
+	Local    store.Store
 	Timeout  time.Duration // bounds one call to Shared
 	Provider string        // the provider's Name()
 	Log      *slog.Logger
@@ -56,8 +45,8 @@ type Config struct {
 
 // Fleet is the router's store, guarded, and its concurrency leases.
 type Fleet struct {
-	store    Store // the shared store; local when none is
-	local    Store
+	store    store.Store // the shared store; local when none is
+	local    store.Store
 	own      bool // no shared store: store is local, nothing can fail
 	timeout  time.Duration
 	provider string
@@ -119,7 +108,7 @@ func (f *Fleet) Limit() int { return f.limit }
 // call runs one call on the shared store, bounded by the timeout. It
 // returns false, having logged the failure, when the store failed or is
 // being given a rest: the caller then uses f.local.
-func (f *Fleet) call(ctx context.Context, op string, do func(ctx context.Context, s Store) error) bool {
+func (f *Fleet) call(ctx context.Context, op string, do func(ctx context.Context, s store.Store) error) bool {
 	if f.own {
 		_ = do(ctx, f.local)
 		return true
@@ -171,7 +160,7 @@ func (f *Fleet) AcquireSlot(ctx context.Context) (*Lease, bool) {
 	f.reassert(ctx)
 	l := &Lease{holder: f.id + "-" + strconv.FormatUint(f.seq.Add(1), 10)}
 	var ok bool
-	if !f.call(ctx, "acquire_slot", func(ctx context.Context, s Store) (err error) {
+	if !f.call(ctx, "acquire_slot", func(ctx context.Context, s store.Store) (err error) {
 		ok, err = s.AcquireSlot(ctx, f.provider, l.holder, f.limit, f.ttl)
 		return err
 	}) {
@@ -215,7 +204,7 @@ func (f *Fleet) Release(ctx context.Context, l *Lease) {
 		return
 	}
 	f.shared.Add(-1)
-	f.call(ctx, "release_slot", func(ctx context.Context, s Store) error {
+	f.call(ctx, "release_slot", func(ctx context.Context, s store.Store) error {
 		return s.ReleaseSlot(ctx, f.provider, l.holder)
 	})
 }
@@ -255,7 +244,7 @@ func (f *Fleet) renewLease(ctx context.Context, l *Lease) bool {
 		return false
 	}
 	var had bool
-	if !f.call(ctx, "renew_slot", func(ctx context.Context, s Store) (err error) {
+	if !f.call(ctx, "renew_slot", func(ctx context.Context, s store.Store) (err error) {
 		had, err = s.RenewSlot(ctx, f.provider, l.holder, f.ttl)
 		return err
 	}) {

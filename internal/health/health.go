@@ -6,7 +6,7 @@
 // they go straight to local Chromium.
 //
 // What replicas of a fleet must agree on (the window and the one probe)
-// lives behind [Store]; what only this process needs (the log-once flags,
+// lives behind a [store.Health]; what only this process needs (the log-once flags,
 // the doubling of windows without Retry-After, the channel its own
 // waiters sleep on) lives in [Health]. What a provider's error means (its
 // account, its Retry-After, whether it is the configuration's) is the
@@ -22,22 +22,12 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/hybroute/hybroute/store"
 )
 
-// Store holds the provider's back-off window and its single probe. The
-// router's is the fleet's guarded view of its store (internal/fleet).
-// Times are the router's clock's.
-type Store interface {
-	// Window reports the open back-off window of provider (zero until if none) and its reason.
-	Window(ctx context.Context, provider string) (until time.Time, reason string, err error)
-	OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error
-	CloseWindow(ctx context.Context, provider string) error
-	// TryProbe claims the one probe of provider for ttl; true if the caller owns it. DoneProbe gives it up.
-	TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error)
-	DoneProbe(ctx context.Context, provider string) error
-}
-
-// Failure is what the owner reads from a provider's error.
+// Failure is what the router reads from a provider's error
+// ([Config].Explain).
 type Failure struct {
 	// Reason is the short, key-free account of the failure; it is cleaned
 	// ([CleanReason]) before it goes anywhere.
@@ -51,16 +41,20 @@ type Failure struct {
 
 // Config is what a Health is made of.
 type Config struct {
-	Store    Store
+	// Store holds the window and the probe: the router's is the fleet's
+	// guarded view of its store (internal/fleet). Its instants are Now's.
+	Store    store.Health
 	Provider string           // the provider's Name()
 	Cap      time.Duration    // the longest window (WithProviderBackoffCap)
 	Now      func() time.Time // the router's clock
-	Explain  func(error) Failure
+	// Explain reads a provider's failure: this package reads no
+	// provider's errors itself.
+	Explain func(error) Failure
 }
 
 // Health is the router's view of its provider's health, over a store.
 type Health struct {
-	store    Store
+	store    store.Health
 	provider string
 	cap      time.Duration
 	now      func() time.Time

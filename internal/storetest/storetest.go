@@ -11,13 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/store"
 )
 
-// Store is hybroute.Store's method set, as the fleet asks it of a store
-// (internal/fleet): the root package's own tests use this package, which
-// therefore cannot import the root.
-type Store = fleet.Store
+// Store is the interface the suite holds a store to.
+type Store = store.Store
 
 // long is a ttl no test outlives; short is one every test waits out with
 // expire.
