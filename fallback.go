@@ -10,7 +10,7 @@ import (
 )
 
 // When the cloud fails: the window every provider failure opens for every
-// session key (health.go keeps it, with the single probe), the one log
+// session key (internal/health keeps it, with the single probe), the one log
 // line per outage, and the local floor that takes a cloud session's place.
 // The successful path is cloud.go's.
 
