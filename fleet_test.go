@@ -95,7 +95,7 @@ func TestFleetStoreOutageFallsBackToLocalState(t *testing.T) {
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
-		t.Fatal("a hanging store held up acquireSlot")
+		t.Fatal("a hanging store held up AcquireSlot")
 	}
 	require.True(t, okB)
 	assert.True(t, b.Local(), "the in-process state gave the slot")
