@@ -11,6 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	itel "github.com/hybroute/hybroute/internal/telemetry"
 )
 
 // waitQueued waits until q has n openings waiting.
@@ -164,5 +166,5 @@ func TestBurstOfSessionsSucceedsOrIsBusy(t *testing.T) {
 	}
 	t.Logf("%d ran, %d were refused as busy", ok, busy)
 	assert.Positive(t, ok)
-	assert.EqualValues(t, busy, probe.value(t, metricTabQueueWait, "outcome", "busy"), "each busy answer's wait is recorded as such")
+	assert.EqualValues(t, busy, probe.value(t, itel.MetricTabQueueWait, "outcome", "busy"), "each busy answer's wait is recorded as such")
 }

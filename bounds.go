@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 )
 
 // Bounded sessions. A client that goes away without releasing its session
@@ -167,7 +164,7 @@ func (r *Router) endEvicted(ctx context.Context, e *entry, reason string) {
 	defer r.sess.wg.Done()
 	idle := time.Since(time.Unix(0, e.lastUsed.Load())).Round(time.Second)
 	err := e.end()
-	r.tel.evictions.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", reason)))
+	r.tel.Evicted(ctx, reason)
 	attrs := []slog.Attr{slog.String("cache_key", e.key), slog.String("route", e.route.String()),
 		slog.String("reason", reason), slog.Duration("idle", idle)}
 	if err != nil {

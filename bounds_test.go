@@ -8,6 +8,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	itel "github.com/hybroute/hybroute/internal/telemetry"
 )
 
 // evalOne runs a trivial call on key's session.
@@ -101,5 +103,5 @@ func TestMaxLocalMemoryEvictsIdleLocalSessions(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Evicted)
 	assert.Equal(t, []string{"a"}, sessionKeys(r))
-	assert.EqualValues(t, 2, probe.value(t, metricEvictions, "reason", evictMaxMemory))
+	assert.EqualValues(t, 2, probe.value(t, itel.MetricEvictions, "reason", evictMaxMemory))
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/cdpmux"
+	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -27,39 +28,39 @@ import (
 // cloudEntry makes a cloud session for key, or the local floor when the
 // provider cannot give one (fallback.go). It never caches a failed cloud
 // session: either it returns a working entry (cloud or fallback) or nothing
-// at all. health.go decides whether it asks the provider at all: not while
+// at all. internal/health decides whether it asks the provider at all: not while
 // a window is open, and only one creation (the probe) while the provider's
 // health is unknown. A creation the provider may serve then takes one of
 // the fleet's concurrency slots ([WithProviderConcurrency]), held for the
 // session's life.
 func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duration) (*entry, error) {
-	adm, reason := r.health.admit(ctx, budget)
+	adm, reason := r.health.Admit(ctx, budget)
 	switch adm {
-	case admitLocal:
+	case health.Local:
 		// The provider asked us to stay away: no API call, no log line.
-		return r.fallbackEntry(ctx, key, reason, r.health.last(), nil, fallbackBackoffWindow)
-	case admitRefused:
+		return r.fallbackEntry(ctx, key, reason, r.health.Last(), nil, fallbackBackoffWindow)
+	case health.Refused:
 		// The provider refused the key or the payment lately: no API
 		// call, and the fallback says so, not "back-off window".
-		return r.fallbackEntry(ctx, key, reason, r.health.last(), nil, "")
+		return r.fallbackEntry(ctx, key, reason, r.health.Last(), nil, "")
 	}
-	slot, ok := r.fleet.acquireSlot(ctx)
+	slot, ok := r.fleet.AcquireSlot(ctx)
 	if !ok {
-		if adm == admitProbe {
+		if adm == health.Probe {
 			// No question was asked: the waiters look again, and one of
 			// them probes.
-			r.health.probeDone()
+			r.health.ProbeDone()
 		}
 		return r.fallbackEntry(ctx, key, errConcurrencyLimit.Error(), nil, nil, fallbackConcurrency)
 	}
 	e, err := r.cloudSession(ctx, key, budget, adm)
 	if err != nil || e.fallback {
-		r.fleet.release(context.WithoutCancel(ctx), slot)
+		r.fleet.Release(context.WithoutCancel(ctx), slot)
 		return e, err
 	}
 	if slot != nil {
 		e.ending.add(endSlot, func(ctx context.Context) error {
-			r.fleet.release(ctx, slot)
+			r.fleet.Release(ctx, slot)
 			return nil
 		})
 	}
@@ -67,20 +68,20 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 }
 
 // cloudSession asks the provider for a session and connects to it, or
-// falls back to local Chromium, and tells health.go what it learnt.
-func (r *Router) cloudSession(ctx context.Context, key string, budget time.Duration, adm admission) (*entry, error) {
+// falls back to local Chromium, and tells internal/health what it learnt.
+func (r *Router) cloudSession(ctx context.Context, key string, budget time.Duration, adm health.Admission) (*entry, error) {
 	started := r.now()
 	s, t, err := r.askProvider(ctx, key, budget)
 	var nc *noCDPError
 	switch {
 	case err == nil || errors.As(err, &nc):
 		// The provider answered: it is up, whatever its answer lacks.
-		if r.health.succeeded(ctx, started) {
+		if r.health.Succeeded(ctx, started) {
 			r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: cloud provider recovered",
 				slog.String("provider", r.provider.Name()))
 		}
-		if adm == admitProbe {
-			r.health.probeDone()
+		if adm == health.Probe {
+			r.health.ProbeDone()
 		}
 		if err != nil {
 			return nil, err
@@ -94,7 +95,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 			// The tab's close may have spent ctx's budget on a loaded
 			// browser; the provider's release gets one of its own, or the
 			// session would run on. (The fleet slot's release after it
-			// makes its own too: fleet.call.)
+			// makes its own too: internal/fleet.)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
 			return r.calls.ReleaseSession(ctx, s)
@@ -105,9 +106,9 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 	if errors.Is(err, errProviderFellBack) {
 		fellBack = s
 	}
-	first, window, reason := r.health.failed(ctx, err)
-	if adm == admitProbe {
-		r.health.probeDone() // after the window opened: the waiters go local
+	first, window, reason := r.health.Failed(ctx, err)
+	if adm == health.Probe {
+		r.health.ProbeDone() // after the window opened: the waiters go local
 	}
 	if first {
 		r.logProviderFailure(ctx, key, err, window)

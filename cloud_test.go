@@ -134,7 +134,7 @@ func TestMalformedEndpointAnswersFallBack(t *testing.T) {
 			require.NoError(t, err, "the floor takes the call")
 			assert.True(t, res.FallbackFromCloud)
 			assert.Equal(t, localUA, site.uaOf("/"+key))
-			cause := r.health.last()
+			cause := r.health.Last()
 			require.Error(t, cause)
 			assert.Contains(t, cause.Error(), row.want)
 			assertErrNoSpelling(t, cause, "tok+en/x==")

@@ -30,8 +30,9 @@
 //	  │        router.go (Plan, PlanNavigate), routes.go (a session's last route)
 //	session  one browser session per cache key, created once, released once
 //	  │        session.go, cloud.go (remote browsers), fallback.go (the local
-//	  │        floor), health.go, fleet.go and store.go (provider back-off,
-//	  │        probe and leases), package provider (the sessions of the
+//	  │        floor), internal/health, internal/fleet and package store
+//	  │        (provider back-off, probe and leases; fleet_owner.go hands
+//	  │        them the options), package provider (the sessions of the
 //	  │        cloud providers), admission.go and bounds.go (caps)
 //	tab      the session's pages: its front tab, wedged tabs, dialogs, state
 //	  │        internal/sidecar and sidecar_owner.go (the local Chromium),

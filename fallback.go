@@ -12,7 +12,7 @@ import (
 )
 
 // When the cloud fails: the window every provider failure opens for every
-// session key (health.go keeps it, with the single probe), the one log
+// session key (internal/health keeps it, with the single probe), the one log
 // line per outage, and the local floor that takes a cloud session's place.
 // The successful path is cloud.go's.
 
@@ -92,7 +92,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 		if r.life.Err() != nil {
 			return nil, ErrClosed // Close ended it: not an outage to report
 		}
-		if r.health.floorFailed() {
+		if r.health.FloorFailed() {
 			r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider and local Chromium both failed",
 				slog.String("provider", r.provider.Name()), slog.String("session", key),
 				slog.String("error", err.Error()))
@@ -107,7 +107,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 		kind = fallbackKind(cause)
 	}
 	e.fallbackLabel = kind
-	r.tel.fellBack(ctx, kind)
+	r.tel.FellBack(ctx, kind)
 	return e, nil
 }
 

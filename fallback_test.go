@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/health"
 )
 
 const fallbackLine = "falling back to local Chromium"
@@ -269,7 +270,7 @@ func TestProviderFailuresFallBack(t *testing.T) {
 			assert.Equal(t, 1, w.logs.count(fallbackLine))
 			assert.Contains(t, w.logs.String(), row.status)
 			assert.NotContains(t, w.logs.String(), testAPIKey)
-			assert.ErrorIs(t, w.r.health.last(), row.sentinel)
+			assert.ErrorIs(t, w.r.health.Last(), row.sentinel)
 			if isConfigError(row.sentinel) {
 				assert.Contains(t, w.logs.String(), "level=ERROR", "a configuration error is an ERROR")
 				assert.Contains(t, w.logs.String(), "fix=")
@@ -399,10 +400,11 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 }
 
 // testHealth is a health over the in-process store with a clock the test
-// moves.
-func testHealth(capW time.Duration) (*health, *testClock) {
+// moves, reading failures as the router does.
+func testHealth(capW time.Duration) (*health.Health, *MemoryStore, *testClock) {
 	c := &testClock{t: time.Now()}
-	return &health{store: new(MemoryStore), provider: "P", cap: capW, now: c.now}, c
+	s := new(MemoryStore)
+	return health.New(health.Config{Store: s, Provider: "P", Cap: capW, Now: c.now, Explain: providerFailure("P")}), s, c
 }
 
 func TestEveryFailureOpensAWindow(t *testing.T) {
@@ -429,24 +431,20 @@ func TestEveryFailureOpensAWindow(t *testing.T) {
 		{"403 stays at the cap", []error{&ProviderError{Status: 403}}, []time.Duration{time.Minute}},
 	}
 	for _, row := range rows {
-		h, clock := testHealth(time.Minute)
+		h, store, clock := testHealth(time.Minute)
 		for i, err := range row.errs {
-			first, w, reason := h.failed(ctx, err)
+			first, w, reason := h.Failed(ctx, err)
 			assert.Equal(t, i == 0, first, "%s: one log line per outage", row.name)
 			assert.Equal(t, row.want[i], w, "%s: failure %d", row.name, i)
 			assert.NotEmpty(t, reason)
-			until, got, _ := h.store.Window(ctx, "P")
+			until, got, _ := store.Window(ctx, "P")
 			if isConfigError(err) {
 				// Not an outage: no window in the fleet's store, but this
-				// process holds its creations off the provider.
+				// process holds its creations off the provider, with the
+				// refusal as the reason, until the window has passed.
 				assert.True(t, until.IsZero(), "%s: a configuration error opens no window in the store", row.name)
-				h.mu.Lock()
-				held, heldReason := h.heldUntil, h.heldReason
-				h.mu.Unlock()
-				assert.True(t, held.After(clock.now()), "%s: the refusal is held", row.name)
-				assert.Equal(t, reason, heldReason)
-				adm, why := h.admit(ctx, time.Second)
-				assert.Equal(t, admitRefused, adm, row.name)
+				adm, why := h.Admit(ctx, time.Second)
+				assert.Equal(t, health.Refused, adm, "%s: the refusal is held", row.name)
 				assert.Equal(t, reason, why)
 				continue
 			}
@@ -458,13 +456,12 @@ func TestEveryFailureOpensAWindow(t *testing.T) {
 		// A success that began after the failures ends the outage and the
 		// growth: the next failure opens the shortest window again.
 		clock.advance(time.Second)
-		assert.True(t, h.succeeded(ctx, clock.now()), row.name)
-		until, _, _ := h.store.Window(ctx, "P")
+		assert.True(t, h.Succeeded(ctx, clock.now()), row.name)
+		until, _, _ := store.Window(ctx, "P")
 		assert.True(t, until.IsZero(), "%s: a success closes the window", row.name)
-		h.mu.Lock()
-		assert.True(t, h.heldUntil.IsZero(), "%s: a success ends a held refusal", row.name)
-		h.mu.Unlock()
-		_, w, _ := h.failed(ctx, &ProviderError{Status: 500})
+		adm, _ := h.Admit(ctx, time.Second)
+		assert.Equal(t, health.Cloud, adm, "%s: a success ends a held refusal", row.name)
+		_, w, _ := h.Failed(ctx, &ProviderError{Status: 500})
 		assert.Equal(t, 5*time.Second, w, row.name)
 	}
 }
@@ -514,26 +511,26 @@ func BenchmarkRateLimitToLoadedLocalPage(b *testing.B) {
 func TestHealthIgnoresSuccessOlderThanTheFailure(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	h, clock := testHealth(time.Minute)
+	h, _, clock := testHealth(time.Minute)
 	t0 := clock.now()
-	first, window, _ := h.failed(ctx, &ProviderError{Status: 429, RetryAfter: 17 * time.Second})
+	first, window, _ := h.Failed(ctx, &ProviderError{Status: 429, RetryAfter: 17 * time.Second})
 	assert.True(t, first)
 	assert.Equal(t, 17*time.Second, window)
 	clock.advance(time.Second)
-	first, _, _ = h.failed(ctx, &ProviderError{Status: 429, RetryAfter: time.Second})
+	first, _, _ = h.Failed(ctx, &ProviderError{Status: 429, RetryAfter: time.Second})
 	assert.False(t, first, "one outage, one log line")
 	clock.advance(9 * time.Second)
-	adm, _ := h.admit(ctx, time.Second)
-	assert.Equal(t, admitLocal, adm, "a shorter later window does not shorten the open one")
+	adm, _ := h.Admit(ctx, time.Second)
+	assert.Equal(t, health.Local, adm, "a shorter later window does not shorten the open one")
 
-	assert.False(t, h.succeeded(ctx, t0), "a creation that began before the 429 proves nothing")
-	adm, _ = h.admit(ctx, time.Second)
-	assert.Equal(t, admitLocal, adm)
+	assert.False(t, h.Succeeded(ctx, t0), "a creation that began before the 429 proves nothing")
+	adm, _ = h.Admit(ctx, time.Second)
+	assert.Equal(t, health.Local, adm)
 
-	assert.True(t, h.succeeded(ctx, clock.now()), "a creation that began after it ends the outage")
-	adm, _ = h.admit(ctx, time.Second)
-	assert.Equal(t, admitCloud, adm, "healthy: no probe needed")
-	first, _, _ = h.failed(ctx, errors.New("x"))
+	assert.True(t, h.Succeeded(ctx, clock.now()), "a creation that began after it ends the outage")
+	adm, _ = h.Admit(ctx, time.Second)
+	assert.Equal(t, health.Cloud, adm, "healthy: no probe needed")
+	first, _, _ = h.Failed(ctx, errors.New("x"))
 	assert.True(t, first, "the next outage is logged again")
 }
 
@@ -543,13 +540,13 @@ func TestOneProbeTheOthersWait(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	for _, ok := range []bool{false, true} {
-		h, _ := testHealth(time.Minute)
-		adm, _ := h.admit(ctx, time.Second)
-		require.Equal(t, admitProbe, adm, "unknown: the first creation probes")
+		h, _, clock := testHealth(time.Minute)
+		adm, _ := h.Admit(ctx, time.Second)
+		require.Equal(t, health.Probe, adm, "unknown: the first creation probes")
 		const waiters = 20
-		got := make(chan admission, waiters)
+		got := make(chan health.Admission, waiters)
 		for range waiters {
-			go func() { a, _ := h.admit(ctx, 30*time.Second); got <- a }()
+			go func() { a, _ := h.Admit(ctx, 30*time.Second); got <- a }()
 		}
 		select {
 		case a := <-got:
@@ -557,14 +554,14 @@ func TestOneProbeTheOthersWait(t *testing.T) {
 		case <-time.After(50 * time.Millisecond):
 		}
 		if ok {
-			h.succeeded(ctx, h.now())
+			h.Succeeded(ctx, clock.now())
 		} else {
-			h.failed(ctx, &ProviderError{Status: 429, RetryAfter: 17 * time.Second})
+			h.Failed(ctx, &ProviderError{Status: 429, RetryAfter: 17 * time.Second})
 		}
-		h.probeDone()
-		want := admitLocal
+		h.ProbeDone()
+		want := health.Local
 		if ok {
-			want = admitCloud
+			want = health.Cloud
 		}
 		for range waiters {
 			select {
@@ -578,23 +575,23 @@ func TestOneProbeTheOthersWait(t *testing.T) {
 
 	// A waiter whose budget runs short goes local without calling the
 	// provider.
-	h, _ := testHealth(time.Minute)
-	adm, _ := h.admit(ctx, time.Second)
-	require.Equal(t, admitProbe, adm)
-	adm, reason := h.admit(ctx, 20*time.Millisecond)
-	assert.Equal(t, admitLocal, adm)
+	h, _, _ := testHealth(time.Minute)
+	adm, _ := h.Admit(ctx, time.Second)
+	require.Equal(t, health.Probe, adm)
+	adm, reason := h.Admit(ctx, 20*time.Millisecond)
+	assert.Equal(t, health.Local, adm)
 	assert.Contains(t, reason, "probe")
-	h.probeDone()
+	h.ProbeDone()
 
 	// The window ends: the next creation probes again, once.
-	h2, clock := testHealth(time.Minute)
-	h2.failed(ctx, &ProviderError{Status: 429, RetryAfter: 2 * time.Second})
+	h2, _, clock := testHealth(time.Minute)
+	h2.Failed(ctx, &ProviderError{Status: 429, RetryAfter: 2 * time.Second})
 	clock.advance(3 * time.Second)
-	adm, _ = h2.admit(ctx, time.Second)
-	assert.Equal(t, admitProbe, adm)
-	adm, _ = h2.admit(ctx, 10*time.Millisecond)
-	assert.Equal(t, admitLocal, adm, "one probe per window end")
-	h2.probeDone()
+	adm, _ = h2.Admit(ctx, time.Second)
+	assert.Equal(t, health.Probe, adm)
+	adm, _ = h2.Admit(ctx, 10*time.Millisecond)
+	assert.Equal(t, health.Local, adm, "one probe per window end")
+	h2.ProbeDone()
 }
 
 func TestStrictFallbackStillRefusesPrivate(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/fleet"
 )
 
 // fleetRouter is a router of a fleet sharing store: its provider is never
@@ -53,13 +55,13 @@ func TestFleetCapAcrossRouters(t *testing.T) {
 	routers := []*Router{fleetRouter(t, store, limit, nil), fleetRouter(t, store, limit, nil), fleetRouter(t, store, limit, nil)}
 	ctx := testCtx(t)
 	var mu sync.Mutex
-	var got []*lease
+	var got []*fleet.Lease
 	var owners []*Router
 	var wg sync.WaitGroup
 	for i := range 50 {
 		r := routers[i%3]
 		wg.Go(func() {
-			if l, ok := r.fleet.acquireSlot(ctx); ok {
+			if l, ok := r.fleet.AcquireSlot(ctx); ok {
 				mu.Lock()
 				got, owners = append(got, l), append(owners, r)
 				mu.Unlock()
@@ -69,15 +71,15 @@ func TestFleetCapAcrossRouters(t *testing.T) {
 	wg.Wait()
 	require.Len(t, got, limit, "the fleet's cap, not one per router")
 	for _, l := range got {
-		assert.False(t, l.isLocal(), "every slot came from the shared store")
+		assert.False(t, l.Local(), "every slot came from the shared store")
 	}
 	assert.Equal(t, limit, store.leases("Cloud"))
-	_, ok := routers[0].fleet.acquireSlot(ctx)
+	_, ok := routers[0].fleet.AcquireSlot(ctx)
 	assert.False(t, ok)
-	owners[0].fleet.release(ctx, got[0])
-	l, ok := routers[2].fleet.acquireSlot(ctx)
+	owners[0].fleet.Release(ctx, got[0])
+	l, ok := routers[2].fleet.AcquireSlot(ctx)
 	require.True(t, ok, "a released slot is free for any router")
-	routers[2].fleet.release(ctx, l)
+	routers[2].fleet.Release(ctx, l)
 }
 
 // A router holds its slots while it lives (its leases are renewed past
@@ -91,21 +93,21 @@ func TestFleetKilledRouterSlotsComeBack(t *testing.T) {
 	r := fleetRouter(t, store, 3, nil)
 	ctx := testCtx(t)
 	for range 3 {
-		_, ok := holder.fleet.acquireSlot(ctx)
+		_, ok := holder.fleet.AcquireSlot(ctx)
 		require.True(t, ok)
 	}
 	// Past three of its ttls the holder, alive, still holds every slot.
 	end := time.Now().Add(3 * ttl)
 	for time.Now().Before(end) {
-		_, ok := r.fleet.acquireSlot(ctx)
+		_, ok := r.fleet.AcquireSlot(ctx)
 		require.False(t, ok, "a live router's renewed leases hold the cap")
 		time.Sleep(ttl / 4)
 	}
 	holder.endLife() // what a SIGKILL leaves: its renewals stop, nothing is released
-	var l *lease
+	var l *fleet.Lease
 	deadline := time.After(30 * time.Second)
 	for l == nil {
-		if got, ok := r.fleet.acquireSlot(ctx); ok {
+		if got, ok := r.fleet.AcquireSlot(ctx); ok {
 			l = got
 			break
 		}
@@ -115,8 +117,8 @@ func TestFleetKilledRouterSlotsComeBack(t *testing.T) {
 		case <-time.After(ttl / 4):
 		}
 	}
-	assert.False(t, l.isLocal())
-	r.fleet.release(ctx, l)
+	assert.False(t, l.Local())
+	r.fleet.Release(ctx, l)
 }
 
 // withSlotTTL sets the lease ttl (and so the renewal period) of a test router.

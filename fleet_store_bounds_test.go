@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/health"
 )
 
 // A shared store is not trusted past the router's own options. Values
@@ -30,7 +32,7 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 	t.Parallel()
 	store := &flakyStore{}
 	const (
-		budget  = 5 * time.Second // the create timeout: a probe's claim is budget+probeSlack
+		budget  = 5 * time.Second // the create timeout: a probe's claim is budget+health.ProbeSlack
 		slotTTL = 2 * time.Second
 		capW    = time.Minute
 	)
@@ -57,7 +59,7 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 	assert.True(t, res.FallbackFromCloud, "the claim is held: this session waited its budget for the probe")
 	state(func(p *memProvider) {
 		// Zero: the repaired claim was given back, which is bounded too.
-		assert.True(t, p.probe.IsZero() || time.Until(p.probe) <= budget+probeSlack, "the claim got a lease, at most one probe's: %v", p.probe)
+		assert.True(t, p.probe.IsZero() || time.Until(p.probe) <= budget+health.ProbeSlack, "the claim got a lease, at most one probe's: %v", p.probe)
 	})
 
 	// Once the claim's lease and the ghosts' have run out, a new session
@@ -93,7 +95,7 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 	assert.Contains(t, res.FallbackReason, "HTTP 429", "the reason is still told")
 	state(func(p *memProvider) {
 		assert.False(t, p.until.After(clock.now().Add(capW)), "the stored window was cut to the cap: %v", p.until)
-		assert.LessOrEqual(t, len(p.reason), maxReason, "the cut window keeps the cleaned reason")
+		assert.LessOrEqual(t, len(p.reason), health.MaxReason, "the cut window keeps the cleaned reason")
 	})
 
 	// Past the cap (on the router's clock), the provider is asked again.
@@ -108,7 +110,7 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 // assertCleanReason checks a reason is bounded, quotable data.
 func assertCleanReason(t *testing.T, reason string) {
 	t.Helper()
-	assert.LessOrEqual(t, len(reason), maxReason)
+	assert.LessOrEqual(t, len(reason), health.MaxReason)
 	assert.True(t, utf8.ValidString(reason))
 	for _, r := range reason {
 		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || strings.ContainsRune("\"\\`", r) {
@@ -129,13 +131,13 @@ func TestCleanReason(t *testing.T) {
 		{"bad\xff\xfeutf8", "badutf8"},
 		{"", ""},
 	} {
-		assert.Equal(t, row.want, cleanReason(row.in), "%q", row.in)
+		assert.Equal(t, row.want, health.CleanReason(row.in), "%q", row.in)
 	}
-	long := cleanReason(strings.Repeat("é", 1000))
-	assert.LessOrEqual(t, len(long), maxReason)
+	long := health.CleanReason(strings.Repeat("é", 1000))
+	assert.LessOrEqual(t, len(long), health.MaxReason)
 	assert.True(t, utf8.ValidString(long), "cut on a character boundary")
 	assert.True(t, strings.HasSuffix(long, "…"))
-	assertCleanReason(t, cleanReason(strings.Repeat("\x01\"\\", 1<<20)+"end"))
+	assertCleanReason(t, health.CleanReason(strings.Repeat("\x01\"\\", 1<<20)+"end"))
 }
 
 // The in-process store holds no hostile values, but a router reading a
@@ -143,31 +145,31 @@ func TestCleanReason(t *testing.T) {
 func TestWindowReadIsCappedAndRepaired(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	h, clock := testHealth(time.Minute)
-	require.NoError(t, h.store.OpenWindow(ctx, "P", clock.now().Add(10*365*24*time.Hour), "reason\nwith a break"))
-	adm, reason := h.admit(ctx, time.Second)
-	assert.Equal(t, admitLocal, adm)
+	h, store, clock := testHealth(time.Minute)
+	require.NoError(t, store.OpenWindow(ctx, "P", clock.now().Add(10*365*24*time.Hour), "reason\nwith a break"))
+	adm, reason := h.Admit(ctx, time.Second)
+	assert.Equal(t, health.Local, adm)
 	assert.Equal(t, "reason with a break", reason)
-	until, _, err := h.store.Window(ctx, "P")
+	until, _, err := store.Window(ctx, "P")
 	require.NoError(t, err)
 	assert.Equal(t, clock.now().Add(time.Minute), until, "the stored window was cut to the cap")
 	clock.advance(time.Minute)
-	adm, _ = h.admit(ctx, time.Second)
-	assert.Equal(t, admitProbe, adm, "past the cap the provider is probed")
+	adm, _ = h.Admit(ctx, time.Second)
+	assert.Equal(t, health.Probe, adm, "past the cap the provider is probed")
 }
 
 // liveSlots counts the leases a test holds across routers, as sessions.
 type liveSlots struct {
 	mu   sync.Mutex
-	held map[*lease]*Router
+	held map[*fleet.Lease]*Router
 }
 
 func (s *liveSlots) take(ctx context.Context, r *Router) bool {
-	l, ok := r.fleet.acquireSlot(ctx)
+	l, ok := r.fleet.AcquireSlot(ctx)
 	if ok {
 		s.mu.Lock()
 		if s.held == nil {
-			s.held = map[*lease]*Router{}
+			s.held = map[*fleet.Lease]*Router{}
 		}
 		s.held[l] = r
 		s.mu.Unlock()
@@ -182,7 +184,7 @@ func (s *liveSlots) give(ctx context.Context, r *Router) {
 	for l, o := range s.held {
 		if o == r {
 			delete(s.held, l)
-			r.fleet.release(ctx, l)
+			r.fleet.Release(ctx, l)
 			return
 		}
 	}
@@ -263,38 +265,21 @@ func TestFleetRecountsAfterStoreRestart(t *testing.T) {
 	require.True(t, live.take(ctx, holder))
 
 	store.mode.Store(1)
-	holder.fleet.renew(ctx) // fails: the holder rests on its own state
+	holder.fleet.Renew(ctx) // fails: the holder rests on its own state
 	store.forget()
 	store.mode.Store(0)
 	// A router that saw the store fail gives it a rest before it asks
 	// again; end the rest, so that what follows is the empty store's
 	// answer.
-	waitStore := func(r *Router) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			r.fleet.mu.Lock()
-			r.fleet.retryAt = time.Time{}
-			r.fleet.mu.Unlock()
-			if r.fleet.call(ctx, "ping", func(ctx context.Context, s Store) error {
-				_, _, err := s.Window(ctx, "ping")
-				return err
-			}) {
-				return
-			}
-			require.True(t, time.Now().Before(deadline), "the store never answered after its restart")
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	waitStore(holder)
-	waitStore(other)
+	holder.fleet.Retry()
+	other.fleet.Retry()
 	require.Zero(t, store.leases("Cloud"), "the restarted store is empty")
 
 	// The other router, knowing nothing, fills the empty store.
 	require.True(t, live.take(ctx, other))
 	require.True(t, live.take(ctx, other))
 	// The holder's next renewal counts its sessions again.
-	holder.fleet.renew(ctx)
+	holder.fleet.Renew(ctx)
 	assert.Equal(t, 4, store.leases("Cloud"), "every open session is counted")
 	live.give(ctx, other)
 	assert.False(t, live.take(ctx, other), "three open sessions, cap %d", limit)

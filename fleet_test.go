@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/fleet"
 )
 
 // flakyStore is a MemoryStore that can be made to fail every call, or to
@@ -57,10 +58,13 @@ func (s *flakyStore) ReleaseSlot(ctx context.Context, p, h string) error {
 	return s.MemoryStore.ReleaseSlot(ctx, p, h)
 }
 
-func testFleet(t *testing.T, s Store, limit int, logs *logBuffer) *fleet {
+func testFleet(t *testing.T, s Store, limit int, logs *logBuffer, opts ...Option) *fleet.Fleet {
 	t.Helper()
 	cfg := defaultConfig()
 	cfg.store, cfg.providerConcurrency, cfg.storeTimeout = s, limit, 100*time.Millisecond
+	for _, o := range opts {
+		o(&cfg)
+	}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	return newFleet(&cfg, "Cloud", log, newTelemetry(nil, nil, "Cloud"))
 }
@@ -75,60 +79,56 @@ func TestFleetStoreOutageFallsBackToLocalState(t *testing.T) {
 	logs := &logBuffer{}
 	f := testFleet(t, s, 3, logs)
 
-	a, ok := f.acquireSlot(ctx)
+	a, ok := f.AcquireSlot(ctx)
 	require.True(t, ok)
-	assert.False(t, a.isLocal(), "taken from the store")
+	assert.False(t, a.Local(), "taken from the store")
 
 	s.mode.Store(2) // hangs: every call is cut at the timeout
 	done := make(chan struct{})
-	var b, c *lease
+	var b, c *fleet.Lease
 	var okB, okC bool
 	go func() {
 		defer close(done)
-		b, okB = f.acquireSlot(ctx)
-		c, okC = f.acquireSlot(ctx)
+		b, okB = f.AcquireSlot(ctx)
+		c, okC = f.AcquireSlot(ctx)
 	}()
 	select {
 	case <-done:
 	case <-time.After(20 * time.Second):
-		t.Fatal("a hanging store held up acquireSlot")
+		t.Fatal("a hanging store held up AcquireSlot")
 	}
 	require.True(t, okB)
-	assert.True(t, b.isLocal(), "the in-process state gave the slot")
+	assert.True(t, b.Local(), "the in-process state gave the slot")
 	require.True(t, okC)
-	_, okD := f.acquireSlot(ctx)
+	_, okD := f.AcquireSlot(ctx)
 	assert.False(t, okD, "the cap holds on local state too, counting the shared slot still held")
 	assert.Equal(t, int32(2), s.calls.Load(), "a failed store is left alone for a while, not asked on every call")
-	f.release(ctx, b)
+	f.Release(ctx, b)
 
 	s.mode.Store(1) // fails at once: the same outage, not a new warning
-	f.mu.Lock()
-	f.retryAt = time.Time{}
-	f.mu.Unlock()
-	d, ok := f.acquireSlot(ctx)
+	f.Retry()
+	d, ok := f.AcquireSlot(ctx)
 	require.True(t, ok)
 
 	// The store is back. Three sessions are open (a, and c and d taken
 	// while it was away): before it is asked for a fourth, it is told of
 	// c and d, and the cap of three holds.
 	s.mode.Store(0)
-	f.mu.Lock()
-	f.retryAt = time.Time{}
-	f.mu.Unlock()
-	_, ok = f.acquireSlot(ctx)
+	f.Retry()
+	_, ok = f.AcquireSlot(ctx)
 	assert.False(t, ok, "the slots taken while the store was away count in it now")
-	assert.False(t, c.isLocal())
-	assert.False(t, d.isLocal())
-	f.release(ctx, d)
-	e, ok := f.acquireSlot(ctx)
+	assert.False(t, c.Local())
+	assert.False(t, d.Local())
+	f.Release(ctx, d)
+	e, ok := f.AcquireSlot(ctx)
 	require.True(t, ok)
-	assert.False(t, e.isLocal(), "the store is asked again")
+	assert.False(t, e.Local(), "the store is asked again")
 	assert.Equal(t, 1, logs.count("store unreachable"), logs.String())
 	assert.Equal(t, 1, logs.count("store recovered"), logs.String())
 	assert.Contains(t, logs.String(), "limit reached")
-	f.release(ctx, a)
-	f.release(ctx, e)
-	f.release(ctx, c)
+	f.Release(ctx, a)
+	f.Release(ctx, e)
+	f.Release(ctx, c)
 }
 
 // Leases are renewed while their sessions live, so they outlast their ttl;
@@ -137,24 +137,23 @@ func TestFleetRenewsLeases(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	s := &MemoryStore{}
-	f := testFleet(t, s, 1, &logBuffer{})
-	f.ttl = 200 * time.Millisecond
-	l, ok := f.acquireSlot(ctx)
+	f := testFleet(t, s, 1, &logBuffer{}, withSlotTTL(200*time.Millisecond))
+	l, ok := f.AcquireSlot(ctx)
 	require.True(t, ok)
 	for range 4 {
 		time.Sleep(100 * time.Millisecond)
-		f.renew(ctx)
+		f.Renew(ctx)
 	}
 	ok, err := s.AcquireSlot(ctx, "Cloud", "intruder", 1, time.Minute)
 	require.NoError(t, err)
 	assert.False(t, ok, "the renewed lease still holds the only slot")
 
-	require.NoError(t, s.ReleaseSlot(ctx, "Cloud", l.holder)) // lost, as after an expiry
-	f.renew(ctx)
+	require.NoError(t, s.ReleaseSlot(ctx, "Cloud", l.Holder())) // lost, as after an expiry
+	f.Renew(ctx)
 	ok, err = s.AcquireSlot(ctx, "Cloud", "intruder", 1, time.Minute)
 	require.NoError(t, err)
 	assert.False(t, ok, "the renewal took the lost lease again")
-	f.release(ctx, l)
+	f.Release(ctx, l)
 	ok, err = s.AcquireSlot(ctx, "Cloud", "intruder", 1, time.Minute)
 	require.NoError(t, err)
 	assert.True(t, ok, "released")
@@ -194,7 +193,7 @@ func TestFleetHealthSharesWindowAndSurvivesOutage(t *testing.T) {
 	ctx := testCtx(t)
 	s := &flakyHealthStore{}
 	logs := &logBuffer{}
-	a, b := fleetHealth{testFleet(t, s, 0, logs)}, fleetHealth{testFleet(t, s, 0, &logBuffer{})}
+	a, b := testFleet(t, s, 0, logs).Health(), testFleet(t, s, 0, &logBuffer{}).Health()
 	until := time.Now().Add(17 * time.Second).Truncate(time.Millisecond)
 	require.NoError(t, a.OpenWindow(ctx, "Cloud", until, "rate limited"))
 	got, reason, err := b.Window(ctx, "Cloud")

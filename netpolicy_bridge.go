@@ -11,17 +11,3 @@ func invalid(v Verdict, reason Reason, detail error) Verdict {
 	v.Err = netpolicy.Block(v, reason, detail)
 	return v
 }
-
-// classNames are the classes' names by class, and reasons index the
-// reasons (0 is none), for the metric attributes telemetry makes ahead of
-// time. TestBridgeTablesCoverEveryName holds them to netpolicy's.
-var (
-	classNames = [...]string{
-		ClassPublic:   ClassPublic.String(),
-		ClassPrivate:  ClassPrivate.String(),
-		ClassMetadata: ClassMetadata.String(),
-		ClassInvalid:  ClassInvalid.String(),
-		ClassNoRoute:  ClassNoRoute.String(),
-	}
-	reasons [ReasonPrivateNotNamed + 1]struct{}
-)

@@ -149,7 +149,7 @@ func TestPaymentRefusalOpensNoFleetWindow(t *testing.T) {
 		assert.Contains(t, res.FallbackReason, "HTTP 402")
 	}
 	assert.EqualValues(t, 1, srv.Creates(), "the refusal holds later creations off the provider")
-	until, _, err := fleetHealth{r.fleet}.Window(context.Background(), r.provider.Name())
+	until, _, err := r.fleet.Health().Window(context.Background(), r.provider.Name())
 	require.NoError(t, err)
 	assert.True(t, until.IsZero(), "no back-off window in the fleet's store for a payment refusal")
 	assert.Equal(t, 1, logs.count("refused the configuration"), "logs: %s", logs)

@@ -9,9 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
-
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/provider"
 )
@@ -225,7 +222,7 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 	defer cancel()
 	started := time.Now()
 	runErr := run(context.WithValue(cctx, runKey{}, e), page)
-	r.tel.callDuration.Record(ctx, since(started), metric.WithAttributes(attribute.String("route", res.Route.String())))
+	r.tel.Ran(ctx, res.Route.String(), started)
 	if runErr != nil {
 		if e.released.Load() && ctx.Err() == nil {
 			runErr = fmt.Errorf("%w: %w", ErrReleased, runErr)

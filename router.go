@@ -14,9 +14,11 @@ import (
 	"github.com/chromedp/chromedp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/health"
+	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
@@ -52,10 +54,10 @@ type Router struct {
 
 	side     *sidecar
 	profiles *profileStore // WithProfileDir: the cookie jars of local sessions; nil without it
-	health   *health       // the provider's health: its window and its single probe (health.go)
+	health   *health.Health
 	tel      *telemetry
 	// fleet is the store, guarded, and the concurrency leases.
-	fleet *fleet
+	fleet *fleet.Fleet
 	now   func() time.Time // the fallback's clock; tests move it instead of sleeping
 
 	// life ends at Close: work that outlives its caller (session
@@ -109,11 +111,10 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
 	r.calls = tracedProvider{Provider: p, tel: r.tel, log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
-	r.observeBackoff(r.cfg.meterProvider)
+	r.observeBackoff()
 	r.side = newSidecar(&r.cfg, r.pol)
 	if p != nil {
-		r.health = &health{store: fleetHealth{r.fleet}, provider: p.Name(), cap: r.cfg.maxBackoff,
-			now: func() time.Time { return r.now() }}
+		r.health = r.newHealth(p)
 	}
 	r.side.observe = r.tel.queued
 	r.life, r.endLife = context.WithCancel(context.Background())
@@ -127,8 +128,8 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 			return nil, err
 		}
 	}
-	if p != nil && !r.pol.override && r.fleet.limit > 0 {
-		r.sess.wg.Go(r.renewLeases)
+	if p != nil && !r.pol.override && r.fleet.Limit() > 0 {
+		r.sess.wg.Go(func() { r.fleet.KeepLeases(r.life) })
 	}
 	return r, nil
 }
@@ -298,7 +299,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	p.Route = r.pol.route(p.Verdicts, p.prev, p.hasPrev, navigates)
 	p.CacheKey = r.pol.cacheKey(key, p.Route)
 	if len(errs) > 0 {
-		r.tel.countPlan(ctx, p.Route, p.Verdicts, leadingReason(errs))
+		r.tel.countPlan(ctx, p.Route, p.Verdicts, itel.LeadingReason(errs))
 		return p, blockedCall(errs)
 	}
 	r.tel.countPlan(ctx, p.Route, p.Verdicts, 0)
@@ -378,7 +379,7 @@ func (r *Router) Close() error {
 	r.closed = true
 	r.routes.clear()
 	r.mu.Unlock()
-	defer r.tel.stop()
+	defer r.tel.Stop()
 	err := r.closeSessions()
 	if r.profiles != nil {
 		err = errors.Join(err, r.profiles.close())
@@ -531,7 +532,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 	if lt, ok := e.tab.(*localTab); ok {
 		lt.settled() // the sidecar's next spare is made now, not during this call
 	}
-	r.tel.callDuration.Record(ctx, since(started), metric.WithAttributes(attribute.String("route", res.Route.String())))
+	r.tel.Ran(ctx, res.Route.String(), started)
 	if runErr != nil {
 		rspan.SetStatus(codes.Error, errorKind(runErr))
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
@@ -202,8 +201,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			if err != nil {
 				return nil, err
 			}
-			r.tel.createDuration.Record(sctx, since(started), metric.WithAttributes(
-				attribute.String("route", e.route.String()), attribute.Bool("fallback", e.fallback)))
+			r.tel.Created(sctx, e.route.String(), e.fallback, started)
 			w, err := r.armTab(e)
 			if err != nil {
 				_ = e.end()

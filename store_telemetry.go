@@ -7,7 +7,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -30,7 +29,7 @@ func (s tracedStore) call(ctx context.Context, op string, do func(ctx context.Co
 	err := do(ctx)
 	if err != nil {
 		span.SetStatus(codes.Error, storeStatus(err))
-		s.tel.storeErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("op", op)))
+		s.tel.StoreFailed(ctx, op)
 	}
 	span.End()
 	return err

@@ -11,6 +11,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	itel "github.com/hybroute/hybroute/internal/telemetry"
 )
 
 // Every operation on a shared store is a span, and every failed one is
@@ -26,18 +28,18 @@ func TestStoreTelemetryDecoratesTheSharedStore(t *testing.T) {
 	cfg.store, cfg.providerConcurrency, cfg.storeTimeout = s, 2, 100*time.Millisecond
 	f := newFleet(&cfg, "Cloud", slog.New(slog.DiscardHandler), tel)
 
-	a, ok := f.acquireSlot(ctx)
+	a, ok := f.AcquireSlot(ctx)
 	require.True(t, ok)
-	require.False(t, a.isLocal())
+	require.False(t, a.Local())
 	spans := p.ended("hybroute.store.acquire_slot")
 	require.Len(t, spans, 1, "one span per store operation")
 	assert.Equal(t, "Cloud", spanAttr(spans[0], "hybroute.provider"))
 	assert.Equal(t, codes.Unset, spans[0].Status().Code)
-	assert.Zero(t, p.value(t, metricStoreErrors), "an answered operation is no error")
+	assert.Zero(t, p.value(t, itel.MetricStoreErrors), "an answered operation is no error")
 
 	s.mode.Store(1)
-	f.release(ctx, a)
-	assert.Equal(t, int64(1), p.value(t, metricStoreErrors, "op", "release_slot"))
+	f.Release(ctx, a)
+	assert.Equal(t, int64(1), p.value(t, itel.MetricStoreErrors, "op", "release_slot"))
 	spans = p.ended("hybroute.store.release_slot")
 	require.Len(t, spans, 1)
 	assert.Equal(t, codes.Error, spans[0].Status().Code)
@@ -48,8 +50,8 @@ func TestStoreTelemetryDecoratesTheSharedStore(t *testing.T) {
 	own := defaultConfig()
 	own.providerConcurrency = 2
 	g := newFleet(&own, "Cloud", slog.New(slog.DiscardHandler), tel)
-	b, ok := g.acquireSlot(ctx)
+	b, ok := g.AcquireSlot(ctx)
 	require.True(t, ok)
-	g.release(ctx, b)
+	g.Release(ctx, b)
 	assert.Len(t, p.ended("hybroute.store.acquire_slot"), 1, "the in-process store made a span")
 }

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	itel "github.com/hybroute/hybroute/internal/telemetry"
 )
 
 // telemetryProbe is a router's metrics and spans, read in memory.
@@ -112,8 +113,8 @@ func TestTelemetryCountsDecisions(t *testing.T) {
 	// A metadata URL: blocked before any session exists.
 	_, err := w.r.Navigate(ctx, "a", "http://169.254.169.254/latest/meta-data/?token=secret")
 	require.ErrorIs(t, err, ErrMetadata)
-	assert.EqualValues(t, 1, probe.value(t, metricBlocked, "reason", "metadata"))
-	assert.EqualValues(t, 1, probe.value(t, metricPlans, "route", "cloud", "class", "metadata"))
+	assert.EqualValues(t, 1, probe.value(t, itel.MetricBlocked, "reason", "metadata"))
+	assert.EqualValues(t, 1, probe.value(t, itel.MetricPlans, "route", "cloud", "class", "metadata"))
 
 	// The 429: one provider request, one fallback, and the window that
 	// sends the next new key local without asking.
@@ -123,25 +124,25 @@ func TestTelemetryCountsDecisions(t *testing.T) {
 	res, err = w.r.Navigate(ctx, "b", w.site.url(publicHost, "/two"))
 	require.NoError(t, err)
 	require.True(t, res.FallbackFromCloud)
-	assert.EqualValues(t, 1, probe.value(t, metricProviderRequests, "provider", "Browserbase", "operation", "create", "status", "429"))
-	assert.EqualValues(t, 1, probe.value(t, metricFallbacks, "provider", "Browserbase", "reason", fallbackRateLimited))
-	assert.EqualValues(t, 1, probe.value(t, metricFallbacks, "provider", "Browserbase", "reason", fallbackBackoffWindow))
-	assert.EqualValues(t, 2, probe.value(t, metricPlans, "route", "cloud", "class", "public"))
-	assert.EqualValues(t, 2, probe.value(t, metricSessionsOpen, "route", "local"))
-	assert.EqualValues(t, 2, probe.value(t, metricSessionCreate, "route", "local", "fallback", "true"))
-	assert.EqualValues(t, 2, probe.value(t, metricCallDuration, "route", "local"))
+	assert.EqualValues(t, 1, probe.value(t, itel.MetricProviderRequests, "provider", "Browserbase", "operation", "create", "status", "429"))
+	assert.EqualValues(t, 1, probe.value(t, itel.MetricFallbacks, "provider", "Browserbase", "reason", fallbackRateLimited))
+	assert.EqualValues(t, 1, probe.value(t, itel.MetricFallbacks, "provider", "Browserbase", "reason", fallbackBackoffWindow))
+	assert.EqualValues(t, 2, probe.value(t, itel.MetricPlans, "route", "cloud", "class", "public"))
+	assert.EqualValues(t, 2, probe.value(t, itel.MetricSessionsOpen, "route", "local"))
+	assert.EqualValues(t, 2, probe.value(t, itel.MetricSessionCreate, "route", "local", "fallback", "true"))
+	assert.EqualValues(t, 2, probe.value(t, itel.MetricCallDuration, "route", "local"))
 	assert.Positive(t, backoffSeconds(t, probe), "the window is open")
 
 	// A private URL: the ::local sidecar.
 	_, err = w.r.Navigate(ctx, "c", "http://127.0.0.1:"+w.site.port+"/here")
 	require.NoError(t, err)
-	assert.EqualValues(t, 1, probe.value(t, metricPlans, "route", "local", "class", "private"))
-	assert.EqualValues(t, 3, probe.value(t, metricSessionsOpen, "route", "local"))
+	assert.EqualValues(t, 1, probe.value(t, itel.MetricPlans, "route", "local", "class", "private"))
+	assert.EqualValues(t, 3, probe.value(t, itel.MetricSessionsOpen, "route", "local"))
 
 	// A redirect from public to private, refused by the guard.
 	_, err = w.r.Navigate(ctx, "a", w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/inside"))
 	require.ErrorIs(t, err, ErrPrivate)
-	assert.EqualValues(t, 1, probe.value(t, metricRefusals, "source", "guard", "reason", "redirect_to_private"))
+	assert.EqualValues(t, 1, probe.value(t, itel.MetricRefusals, "source", "guard", "reason", "redirect_to_private"))
 
 	// The spans: one per call, the plan, the session and the provider
 	// request under it, with the route and the fallback.
@@ -175,7 +176,7 @@ func TestTelemetryCountsDecisions(t *testing.T) {
 
 	// Close releases every session: none is counted open.
 	require.NoError(t, w.r.Close())
-	assert.EqualValues(t, 0, probe.value(t, metricSessionsOpen))
+	assert.EqualValues(t, 0, probe.value(t, itel.MetricSessionsOpen))
 }
 
 // backoffSeconds reads the back-off gauge.
@@ -185,7 +186,7 @@ func backoffSeconds(t *testing.T, p *telemetryProbe) float64 {
 	require.NoError(t, p.reader.Collect(context.Background(), &rm))
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if g, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == metricBackoff {
+			if g, ok := m.Data.(metricdata.Gauge[float64]); ok && m.Name == itel.MetricBackoff {
 				for _, dp := range g.DataPoints {
 					return dp.Value
 				}
@@ -203,7 +204,7 @@ func TestTelemetryPlanAllocatesNothingExtra(t *testing.T) {
 	vs := []Verdict{{Class: ClassPublic}}
 	allocs := testing.AllocsPerRun(100, func() { r.tel.countPlan(ctx, RouteCloud, vs, ReasonMetadata) })
 	assert.Zero(t, allocs)
-	assert.False(t, strings.Contains(planClassName(nil), "public"))
+	assert.False(t, strings.Contains(itel.PlanClassName(nil), "public"))
 }
 
 // The egress check counts what it refuses, by class and reason, and never
@@ -229,5 +230,5 @@ func TestTelemetryCountsEgressRefusals(t *testing.T) {
 		require.Equal(t, http.StatusForbidden, resp.StatusCode)
 		_ = c.Close()
 	}
-	assert.EqualValues(t, 2, probe.value(t, metricRefusals, "source", "egress", "class", "metadata", "reason", "metadata"))
+	assert.EqualValues(t, 2, probe.value(t, itel.MetricRefusals, "source", "egress", "class", "metadata", "reason", "metadata"))
 }

@@ -19,6 +19,7 @@ const module = "github.com/hybroute/hybroute"
 var layer = map[string]int{
 	// Leaves: one job each, no rules of the product.
 	"internal/metadata":          0,
+	"store":                      0,
 	"internal/whatwg":            0,
 	"internal/redact":            0,
 	"internal/procfs":            0,
@@ -27,7 +28,6 @@ var layer = map[string]int{
 	"internal/cdpmux":            0,
 	"internal/dnstest":           0,
 	"internal/redistest":         0,
-	"internal/storetest":         0,
 	"internal/tools/gencorpus":   0,
 	"internal/tools/recordhosts": 0,
 	// The one location type: which browser a call, a rule or a guard
@@ -37,6 +37,13 @@ var layer = map[string]int{
 	"internal/urlscan": 1,
 	"internal/cdpconn": 1,
 	"netpolicy":        1,
+	// The router's shared state, guarded (the fleet), and the provider's
+	// health kept in it: mechanisms that know nothing of the policy, the
+	// telemetry or a provider's errors.
+	"internal/fleet":  1,
+	"internal/health": 1,
+	// The conformance suite every Store runs.
+	"internal/storetest": 1,
 	// Stand-ins for the parts users have (provider APIs in front of a
 	// real Chromium), which know nothing of the library.
 	"internal/testenv":     1,
@@ -53,6 +60,8 @@ var layer = map[string]int{
 	"internal/providertest": 3,
 	// The local Chromium's process, with its guard and egress proxy.
 	"internal/sidecar": 3,
+	// The instruments and the bounded names they count under.
+	"internal/telemetry": 2,
 	// The facade: the Router, its plan, sessions and tabs.
 	"": 4,
 	// Users of the facade.

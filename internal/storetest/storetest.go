@@ -10,20 +10,12 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hybroute/hybroute/store"
 )
 
-// Store is hybroute.Store's method set, repeated here so that the root
-// package's own tests can use this package without an import cycle.
-type Store interface {
-	Window(ctx context.Context, provider string) (until time.Time, reason string, err error)
-	OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error
-	CloseWindow(ctx context.Context, provider string) error
-	TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error)
-	DoneProbe(ctx context.Context, provider string) error
-	AcquireSlot(ctx context.Context, provider, holder string, limit int, ttl time.Duration) (bool, error)
-	RenewSlot(ctx context.Context, provider, holder string, ttl time.Duration) (bool, error)
-	ReleaseSlot(ctx context.Context, provider, holder string) error
-}
+// Store is the interface the suite holds a store to.
+type Store = store.Store
 
 // long is a ttl no test outlives; short is one every test waits out with
 // expire.

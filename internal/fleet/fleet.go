@@ -1,4 +1,14 @@
-package hybroute
+// Package fleet is the router's side of a shared store: every call to it is
+// bounded by a short timeout, and a store that fails or is slow is replaced
+// by the router's own in-process state until it answers again, with one
+// warning per outage and one line when it is back. The provider's
+// concurrency leases live here too: taken per cloud session, renewed while
+// it lives, and registered again with a store that lost them.
+//
+// The fleet knows nothing of telemetry (the root decorates the shared store
+// before it hands it over) nor of what a window means (internal/health
+// reads and writes it through [Fleet.Health]).
+package fleet
 
 import (
 	"context"
@@ -9,32 +19,35 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/hybroute/hybroute/store"
 )
 
-// The router's side of the [Store]: every call to a shared store is bounded
-// by a short timeout, and a store that fails or is slow is replaced by the
-// router's own in-process state until it answers again, with one warning
-// per outage and one line when it is back. The provider's concurrency
-// leases live here too.
+// storeRetry is how long after a failed call the fleet stays on its
+// in-process state before it asks the store again, so that an outage
+// costs one timeout a second, not one per call.
+const storeRetry = time.Second
 
-const (
-	// defaultStoreTimeout bounds one store call.
-	defaultStoreTimeout = 500 * time.Millisecond
-	// storeRetry is how long after a failed call the router stays on its
-	// in-process state before it asks the store again, so that an outage
-	// costs one timeout a second, not one per call.
-	storeRetry = time.Second
-	// defaultSlotTTL is a concurrency lease's life without renewal: a
-	// replica that dies holds its slots this long at most. Leases are
-	// renewed every third of it.
-	defaultSlotTTL = 30 * time.Second
-)
+// Config is what a fleet is made of.
+type Config struct {
+	// Shared is the store the replicas share; nil: none, Local is the
+	// only state and nothing can fail.
+	Shared store.Store
+	// Local is the in-process state a failing shared store falls back
+	// to. It must not fail.
+	Local    store.Store
+	Timeout  time.Duration // bounds one call to Shared
+	Provider string        // the provider's Name()
+	Log      *slog.Logger
+	Limit    int           // the concurrency cap; 0: none
+	TTL      time.Duration // a lease's life without renewal
+}
 
-// fleet is the router's store, guarded.
-type fleet struct {
-	store    Store        // the configured store; local when none is
-	local    *MemoryStore // the in-process state a failing store falls back to
-	own      bool         // no store was configured: shared is local, nothing can fail
+// Fleet is the router's store, guarded, and its concurrency leases.
+type Fleet struct {
+	store    store.Store // the shared store; local when none is
+	local    store.Store
+	own      bool // no shared store: store is local, nothing can fail
 	timeout  time.Duration
 	provider string
 	log      *slog.Logger
@@ -43,18 +56,17 @@ type fleet struct {
 	down    bool      // a store failure was logged and no success seen since
 	retryAt time.Time // before this, the store is not asked
 
-	// the concurrency cap (WithProviderConcurrency)
 	limit  int
 	ttl    time.Duration
 	id     string // this router's part of every holder name
 	seq    atomic.Uint64
 	full   atomic.Bool  // the cap was logged as reached and no slot was taken since
 	shared atomic.Int64 // leases this router holds in the shared store
-	leases sync.Map     // holder -> *lease, the leases to renew
+	leases sync.Map     // holder -> *Lease, the leases to renew
 }
 
-// lease is one concurrency slot a cloud session holds.
-type lease struct {
+// Lease is one concurrency slot a cloud session holds.
+type Lease struct {
 	holder string
 	// mu orders a renewal's store call against the release's: a renewal
 	// adds a lease the store lost back, and must not add one just
@@ -64,24 +76,25 @@ type lease struct {
 	released bool
 }
 
-// isLocal reports whether the lease is counted by the in-process state
+// Holder is the lease's name in the store.
+func (l *Lease) Holder() string { return l.holder }
+
+// Local reports whether the lease is counted by the in-process state
 // only: taken while the store was down, and not yet registered with it.
-func (l *lease) isLocal() bool {
+func (l *Lease) Local() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.local
 }
 
-func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *fleet {
-	f := &fleet{
-		store: cfg.store, local: &MemoryStore{}, timeout: cfg.storeTimeout,
-		provider: provider, log: log,
-		limit: cfg.providerConcurrency, ttl: cfg.slotTTL,
+// New makes the fleet c describes.
+func New(c Config) *Fleet {
+	f := &Fleet{
+		store: c.Shared, local: c.Local, timeout: c.Timeout,
+		provider: c.Provider, log: c.Log, limit: c.Limit, ttl: c.TTL,
 	}
 	if f.store == nil {
 		f.store, f.own = f.local, true
-	} else {
-		f.store = tracedStore{Store: f.store, tel: tel}
 	}
 	var b [6]byte
 	_, _ = rand.Read(b[:])
@@ -89,10 +102,13 @@ func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *f
 	return f
 }
 
+// Limit is the concurrency cap; 0: none.
+func (f *Fleet) Limit() int { return f.limit }
+
 // call runs one call on the shared store, bounded by the timeout. It
-// returns false, having logged the failure (tracedStore counts it), when the store
-// failed or is being given a rest: the caller then uses f.local.
-func (f *fleet) call(ctx context.Context, op string, do func(ctx context.Context, s Store) error) bool {
+// returns false, having logged the failure, when the store failed or is
+// being given a rest: the caller then uses f.local.
+func (f *Fleet) call(ctx context.Context, op string, do func(ctx context.Context, s store.Store) error) bool {
 	if f.own {
 		_ = do(ctx, f.local)
 		return true
@@ -125,9 +141,16 @@ func (f *fleet) call(ctx context.Context, op string, do func(ctx context.Context
 	return false
 }
 
-// acquireSlot takes a concurrency slot for a new cloud session, or reports
+// Retry ends the rest a failed store is given: the next call asks it.
+func (f *Fleet) Retry() {
+	f.mu.Lock()
+	f.retryAt = time.Time{}
+	f.mu.Unlock()
+}
+
+// AcquireSlot takes a concurrency slot for a new cloud session, or reports
 // that the cap is reached. With no cap it takes nothing and succeeds.
-func (f *fleet) acquireSlot(ctx context.Context) (*lease, bool) {
+func (f *Fleet) AcquireSlot(ctx context.Context) (*Lease, bool) {
 	if f.limit <= 0 {
 		return nil, true
 	}
@@ -135,9 +158,9 @@ func (f *fleet) acquireSlot(ctx context.Context) (*lease, bool) {
 	// for more: one that restarted empty would otherwise hand out the
 	// slots of sessions still open.
 	f.reassert(ctx)
-	l := &lease{holder: f.id + "-" + strconv.FormatUint(f.seq.Add(1), 10)}
+	l := &Lease{holder: f.id + "-" + strconv.FormatUint(f.seq.Add(1), 10)}
 	var ok bool
-	if !f.call(ctx, "acquire_slot", func(ctx context.Context, s Store) (err error) {
+	if !f.call(ctx, "acquire_slot", func(ctx context.Context, s store.Store) (err error) {
 		ok, err = s.AcquireSlot(ctx, f.provider, l.holder, f.limit, f.ttl)
 		return err
 	}) {
@@ -163,9 +186,9 @@ func (f *fleet) acquireSlot(ctx context.Context) (*lease, bool) {
 	return l, true
 }
 
-// release gives the slot back, once. A store that cannot be told lets the
+// Release gives the slot back, once. A store that cannot be told lets the
 // lease expire.
-func (f *fleet) release(ctx context.Context, l *lease) {
+func (f *Fleet) Release(ctx context.Context, l *Lease) {
 	if l == nil {
 		return
 	}
@@ -181,12 +204,12 @@ func (f *fleet) release(ctx context.Context, l *lease) {
 		return
 	}
 	f.shared.Add(-1)
-	f.call(ctx, "release_slot", func(ctx context.Context, s Store) error {
+	f.call(ctx, "release_slot", func(ctx context.Context, s store.Store) error {
 		return s.ReleaseSlot(ctx, f.provider, l.holder)
 	})
 }
 
-// renew extends every lease this router holds, and registers again with
+// Renew extends every lease this router holds, and registers again with
 // the store every lease it no longer counts: one lost while the store was
 // unreachable, or forgotten by a store that restarted empty or was
 // flushed, and one taken from the in-process state during an outage. A
@@ -194,12 +217,12 @@ func (f *fleet) release(ctx context.Context, l *lease) {
 // hands, and a store that does not count it would give its slot to a new
 // session, so that the fleet would run over its cap for as long as the
 // session lives. It reports how many leases the store had lost.
-func (f *fleet) renew(ctx context.Context) int { return f.renewAll(ctx, 0) }
+func (f *Fleet) Renew(ctx context.Context) int { return f.renewAll(ctx, 0) }
 
-// renewAll is renew, with lost leases already found and registered again.
-func (f *fleet) renewAll(ctx context.Context, lost int) int {
+// renewAll is Renew, with lost leases already found and registered again.
+func (f *Fleet) renewAll(ctx context.Context, lost int) int {
 	f.leases.Range(func(_, v any) bool {
-		if f.renewLease(ctx, v.(*lease)) {
+		if f.renewLease(ctx, v.(*Lease)) {
 			lost++
 		}
 		return true
@@ -214,14 +237,14 @@ func (f *fleet) renewAll(ctx context.Context, lost int) int {
 // renewLease renews one lease, registering it with the store if the store
 // had lost it or never had it, and reports whether the store had lost it.
 // With the store away, a lease of the in-process state is renewed there.
-func (f *fleet) renewLease(ctx context.Context, l *lease) bool {
+func (f *Fleet) renewLease(ctx context.Context, l *Lease) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
 		return false
 	}
 	var had bool
-	if !f.call(ctx, "renew_slot", func(ctx context.Context, s Store) (err error) {
+	if !f.call(ctx, "renew_slot", func(ctx context.Context, s store.Store) (err error) {
 		had, err = s.RenewSlot(ctx, f.provider, l.holder, f.ttl)
 		return err
 	}) {
@@ -246,92 +269,37 @@ func (f *fleet) renewLease(ctx context.Context, l *lease) bool {
 // again, so that the store counts this router's open sessions before it
 // counts a new one. Other routers register theirs at their next renewal,
 // within a third of a lease.
-func (f *fleet) reassert(ctx context.Context) {
-	var first *lease
+func (f *Fleet) reassert(ctx context.Context) {
+	var first *Lease
 	anyLocal := false
 	f.leases.Range(func(_, v any) bool {
-		l := v.(*lease)
+		l := v.(*Lease)
 		if first == nil {
 			first = l
 		}
-		anyLocal = l.isLocal()
+		anyLocal = l.Local()
 		return !anyLocal
 	})
 	if first == nil {
 		return
 	}
 	if anyLocal {
-		f.renew(ctx)
+		f.Renew(ctx)
 	} else if f.renewLease(ctx, first) {
 		f.renewAll(ctx, 1)
 	}
 }
 
-// renewLeases renews the leases every third of their life until the
-// router closes.
-func (r *Router) renewLeases() {
-	t := time.NewTicker(r.fleet.ttl / 3)
+// KeepLeases renews the leases every third of their life until ctx ends.
+func (f *Fleet) KeepLeases(ctx context.Context) {
+	t := time.NewTicker(f.ttl / 3)
 	defer t.Stop()
 	for {
 		select {
-		case <-r.life.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
-			_ = r.fleet.renew(r.life)
+			_ = f.Renew(ctx)
 		}
 	}
-}
-
-// fleetHealth is the provider's window and probe on the fleet's store,
-// guarded as every store call is: it has the method set of the health
-// store the fallback keeps its window and probe in. A window is written to
-// the router's own state as well, so that an outage of the store does not
-// forget the windows this router opened.
-type fleetHealth struct{ f *fleet }
-
-func (h fleetHealth) Window(ctx context.Context, provider string) (until time.Time, reason string, err error) {
-	if !h.f.call(ctx, "window", func(ctx context.Context, s Store) (err error) {
-		until, reason, err = s.Window(ctx, provider)
-		return err
-	}) {
-		return h.f.local.Window(ctx, provider)
-	}
-	return until, reason, nil
-}
-
-func (h fleetHealth) OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error {
-	if !h.f.own {
-		h.f.call(ctx, "open_window", func(ctx context.Context, s Store) error {
-			return s.OpenWindow(ctx, provider, until, reason)
-		})
-	}
-	return h.f.local.OpenWindow(ctx, provider, until, reason)
-}
-
-func (h fleetHealth) CloseWindow(ctx context.Context, provider string) error {
-	if !h.f.own {
-		h.f.call(ctx, "close_window", func(ctx context.Context, s Store) error {
-			return s.CloseWindow(ctx, provider)
-		})
-	}
-	return h.f.local.CloseWindow(ctx, provider)
-}
-
-func (h fleetHealth) TryProbe(ctx context.Context, provider string, ttl time.Duration) (ok bool, err error) {
-	if !h.f.call(ctx, "try_probe", func(ctx context.Context, s Store) (err error) {
-		ok, err = s.TryProbe(ctx, provider, ttl)
-		return err
-	}) {
-		return h.f.local.TryProbe(ctx, provider, ttl)
-	}
-	return ok, nil
-}
-
-func (h fleetHealth) DoneProbe(ctx context.Context, provider string) error {
-	if !h.f.own {
-		h.f.call(ctx, "done_probe", func(ctx context.Context, s Store) error {
-			return s.DoneProbe(ctx, provider)
-		})
-	}
-	return h.f.local.DoneProbe(ctx, provider)
 }

@@ -1,49 +1,64 @@
-package hybroute
+// Package health is the router's view of its provider's health: unknown
+// (first use, or a window just ended), healthy (a creation succeeded
+// since), or down (a back-off window is open). While it is unknown, one
+// creation probes the provider and the others wait for its answer; while
+// it is healthy, creations go to the provider at once; while it is down,
+// they go straight to local Chromium.
+//
+// What replicas of a fleet must agree on (the window and the one probe)
+// lives behind a [store.Health]; what only this process needs (the log-once flags,
+// the doubling of windows without Retry-After, the channel its own
+// waiters sleep on) lives in [Health]. What a provider's error means (its
+// account, its Retry-After, whether it is the configuration's) is the
+// owner's to say ([Config].Explain): this package reads no provider's
+// errors.
+package health
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/store"
 )
 
-// The provider's health: unknown (first use, or a window just ended),
-// healthy (a creation succeeded since), or down (a back-off window is open).
-// While it is unknown, one creation probes the provider and the others wait
-// for its answer; while it is healthy, creations go to the provider at
-// once; while it is down, they go straight to local Chromium.
-//
-// What replicas of a fleet must agree on (the window and the one probe)
-// lives behind healthStore; what only this process needs (the log-once
-// flags, the doubling of windows without Retry-After, the channel its own
-// waiters sleep on) lives in health.
-
-// healthStore holds the provider's back-off window and its single probe.
-// The router's is fleetHealth, over its [Store] ([MemoryStore] unless
-// [WithStore] names a shared one).
-// Times are the router's clock's.
-type healthStore interface {
-	// Window reports the open back-off window of provider (zero until if none) and its reason.
-	Window(ctx context.Context, provider string) (until time.Time, reason string, err error)
-	OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error
-	CloseWindow(ctx context.Context, provider string) error
-	// TryProbe claims the one probe of provider for ttl; true if the caller owns it. DoneProbe gives it up.
-	TryProbe(ctx context.Context, provider string, ttl time.Duration) (bool, error)
-	DoneProbe(ctx context.Context, provider string) error
+// Failure is what the router reads from a provider's error
+// ([Config].Explain).
+type Failure struct {
+	// Reason is the short, key-free account of the failure; it is cleaned
+	// ([CleanReason]) before it goes anywhere.
+	Reason string
+	// RetryAfter is the window the provider asked for; 0: none.
+	RetryAfter time.Duration
+	// Config: the provider refused the configuration (the key, the
+	// project, the payment), which is no outage.
+	Config bool
 }
 
-// health is the router's view of its provider's health, over a store.
-type health struct {
-	store    healthStore
+// Config is what a Health is made of.
+type Config struct {
+	// Store holds the window and the probe: the router's is the fleet's
+	// guarded view of its store (internal/fleet). Its instants are Now's.
+	Store    store.Health
+	Provider string           // the provider's Name()
+	Cap      time.Duration    // the longest window (WithProviderBackoffCap)
+	Now      func() time.Time // the router's clock
+	// Explain reads a provider's failure: this package reads no
+	// provider's errors itself.
+	Explain func(error) Failure
+}
+
+// Health is the router's view of its provider's health, over a store.
+type Health struct {
+	store    store.Health
 	provider string
-	cap      time.Duration    // WithProviderBackoffCap
-	now      func() time.Time // the router's clock
+	cap      time.Duration
+	now      func() time.Time
+	explain  func(error) Failure
 
 	mu          sync.Mutex
 	healthy     bool          // a creation succeeded and no failure came since
@@ -51,37 +66,42 @@ type health struct {
 	streak      int           // failures without Retry-After since the last success: the window doubles
 	outage      bool          // a failure was logged and no success seen since
 	floorLogged bool          // the double failure of this outage was logged
-	configErr   bool          // the outage is a configuration error (401/402/403): windows stay at the cap
+	configErr   bool          // the outage is a configuration error: windows stay at the cap
 	heldUntil   time.Time     // a configuration error holds this process's creations off the provider until then
 	heldReason  string        // and says why
 	lastErr     error         // the latest failure
 	failedAt    time.Time     // the latest failure
 }
 
-// admission is what health tells a creation to do.
-type admission int
+// New makes the Health c describes.
+func New(c Config) *Health {
+	return &Health{store: c.Store, provider: c.Provider, cap: c.Cap, now: c.Now, explain: c.Explain}
+}
+
+// Admission is what health tells a creation to do.
+type Admission int
 
 const (
-	admitCloud   admission = iota // ask the provider alongside the others
-	admitProbe                    // ask the provider as the probe; call probeDone after
-	admitLocal                    // go local: the window is open (or the probe did not answer in time)
-	admitRefused                  // go local: the provider refused the configuration (key, payment) lately
+	Cloud   Admission = iota // ask the provider alongside the others
+	Probe                    // ask the provider as the probe; call ProbeDone after
+	Local                    // go local: the window is open (or the probe did not answer in time)
+	Refused                  // go local: the provider refused the configuration (key, payment) lately
 )
 
 // errProbePending is the fallback reason of a creation that waited for the
 // probe longer than its budget allowed.
 var errProbePending = errors.New("the provider's health probe did not answer in time")
 
-// admit decides where a new cloud session goes. A creation that must wait
-// for another's probe waits at most budget. On admitLocal, reason says why.
-func (h *health) admit(ctx context.Context, budget time.Duration) (admission, string) {
+// Admit decides where a new cloud session goes. A creation that must wait
+// for another's probe waits at most budget. On Local and Refused, the reason says why.
+func (h *Health) Admit(ctx context.Context, budget time.Duration) (Admission, string) {
 	deadline := time.Now().Add(budget)
 	for {
 		h.mu.Lock()
 		if h.now().Before(h.heldUntil) {
 			reason := h.heldReason
 			h.mu.Unlock()
-			return admitRefused, reason
+			return Refused, reason
 		}
 		h.mu.Unlock()
 		until, reason, err := h.readWindow(ctx)
@@ -89,16 +109,16 @@ func (h *health) admit(ctx context.Context, budget time.Duration) (admission, st
 			h.mu.Lock()
 			h.healthy = false
 			h.mu.Unlock()
-			return admitLocal, reason
+			return Local, reason
 		}
 		h.mu.Lock()
 		if h.healthy {
 			h.mu.Unlock()
-			return admitCloud, ""
+			return Cloud, ""
 		}
 		wait := h.probing
 		if wait == nil {
-			ok, err := h.store.TryProbe(ctx, h.provider, budget+probeSlack)
+			ok, err := h.store.TryProbe(ctx, h.provider, budget+ProbeSlack)
 			if ok {
 				// Another router's probe may have opened the window and
 				// given the claim back between the look above and this
@@ -107,7 +127,7 @@ func (h *health) admit(ctx context.Context, budget time.Duration) (admission, st
 					h.healthy = false
 					h.mu.Unlock()
 					_ = h.store.DoneProbe(ctx, h.provider)
-					return admitLocal, reason
+					return Local, reason
 				}
 			}
 			if err != nil || ok {
@@ -115,7 +135,7 @@ func (h *health) admit(ctx context.Context, budget time.Duration) (admission, st
 				// this creation probes on its own.
 				h.probing = make(chan struct{})
 				h.mu.Unlock()
-				return admitProbe, ""
+				return Probe, ""
 			}
 		}
 		h.mu.Unlock()
@@ -123,7 +143,7 @@ func (h *health) admit(ctx context.Context, budget time.Duration) (admission, st
 		// for its answer, but not past this creation's budget.
 		left := time.Until(deadline)
 		if left <= 0 {
-			return admitLocal, errProbePending.Error()
+			return Local, errProbePending.Error()
 		}
 		var poll <-chan time.Time
 		if wait == nil {
@@ -137,7 +157,7 @@ func (h *health) admit(ctx context.Context, budget time.Duration) (admission, st
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return admitLocal, errProbePending.Error()
+			return Local, errProbePending.Error()
 		}
 		t.Stop()
 	}
@@ -150,12 +170,12 @@ func (h *health) admit(ctx context.Context, budget time.Duration) (admission, st
 // look), and its reason is cleaned to bounded, quotable data. A shared
 // store may hold anything another program, a bug or an attacker with its
 // password wrote there.
-func (h *health) readWindow(ctx context.Context) (time.Time, string, error) {
+func (h *Health) readWindow(ctx context.Context) (time.Time, string, error) {
 	until, reason, err := h.store.Window(ctx, h.provider)
 	if err != nil || until.IsZero() {
 		return until, "", err
 	}
-	reason = cleanReason(reason)
+	reason = CleanReason(reason)
 	if bound := h.now().Add(h.cap); until.After(bound) {
 		// A store's windows only grow: cutting one is a close and a new
 		// open. A router that looks in between finds no window and
@@ -167,20 +187,20 @@ func (h *health) readWindow(ctx context.Context) (time.Time, string, error) {
 	return until, reason, nil
 }
 
-// maxReason bounds a fallback reason in bytes: it reaches
+// MaxReason bounds a fallback reason in bytes: it reaches
 // Result.FallbackReason, logs and an agent's tool text.
-const maxReason = 256
+const MaxReason = 256
 
-// cleanReason makes a reason safe to carry as data: valid UTF-8, no
+// CleanReason makes a reason safe to carry as data: valid UTF-8, no
 // control or format characters (line breaks, terminal escapes, bidi
 // overrides; a line break or a tab becomes a space), no quote or backslash
 // that could end the quoting around it (they become ' and /), and at most
-// maxReason bytes, cut on a character boundary. A reason read from a shared
+// MaxReason bytes, cut on a character boundary. A reason read from a shared
 // store is the text of whoever wrote it: to a model reading a tool's result
 // it must stay a short quoted string, not instructions.
-func cleanReason(s string) string {
+func CleanReason(s string) string {
 	var b strings.Builder
-	for i := 0; i < len(s) && b.Len() <= maxReason; {
+	for i := 0; i < len(s) && b.Len() <= MaxReason; {
 		r, n := utf8.DecodeRuneInString(s[i:])
 		i += n
 		switch {
@@ -198,24 +218,24 @@ func cleanReason(s string) string {
 		b.WriteRune(r)
 	}
 	out := b.String()
-	if len(out) <= maxReason {
+	if len(out) <= MaxReason {
 		return out
 	}
 	const ellipsis = "…"
-	cut := maxReason - len(ellipsis)
+	cut := MaxReason - len(ellipsis)
 	for cut > 0 && !utf8.RuneStart(out[cut]) {
 		cut--
 	}
 	return out[:cut] + ellipsis
 }
 
-// probeSlack is how long a probe's claim outlives its budget: the CDP
+// ProbeSlack is how long a probe's claim outlives its budget: the CDP
 // connect after the provider's answer belongs to the probe too.
-const probeSlack = 5 * time.Second
+const ProbeSlack = 5 * time.Second
 
-// probeDone ends this process's probe: the waiters look again and find the
+// ProbeDone ends this process's probe: the waiters look again and find the
 // provider healthy or the window open.
-func (h *health) probeDone() {
+func (h *Health) ProbeDone() {
 	h.mu.Lock()
 	ch := h.probing
 	h.probing = nil
@@ -226,11 +246,11 @@ func (h *health) probeDone() {
 	}
 }
 
-// succeeded records a working cloud session and reports whether it ended an
+// Succeeded records a working cloud session and reports whether it ended an
 // outage (the one "recovered" line). A success whose attempt began before
 // the latest failure says nothing about the provider now (a slow creation
 // finishing after a 429), so it changes nothing.
-func (h *health) succeeded(ctx context.Context, started time.Time) bool {
+func (h *Health) Succeeded(ctx context.Context, started time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if started.Before(h.failedAt) {
@@ -246,7 +266,7 @@ func (h *health) succeeded(ctx context.Context, started time.Time) bool {
 	return was
 }
 
-// failed records a provider failure, opens its window, and reports whether
+// Failed records a provider failure, opens its window, and reports whether
 // it is the first of this outage (the one to log) and the window.
 //
 // A configuration error (the key, the token or the payment refused) is not
@@ -255,16 +275,17 @@ func (h *health) succeeded(ctx context.Context, started time.Time) bool {
 // creations off the provider until the cap, each going local with the
 // refusal as its reason; then one creation asks again. Every replica finds
 // a refused key out for itself, by one call.
-func (h *health) failed(ctx context.Context, err error) (first bool, window time.Duration, reason string) {
+func (h *Health) Failed(ctx context.Context, err error) (first bool, window time.Duration, reason string) {
 	now := h.now()
-	reason = cleanReason(fallbackReason(h.provider, err))
+	f := h.explain(err)
+	reason = CleanReason(f.Reason)
+	config := f.Config
 	h.mu.Lock()
 	h.healthy = false
-	config := isConfigError(err)
 	if config {
 		h.configErr = true
 	}
-	window = h.window(err)
+	window = h.window(f.RetryAfter)
 	h.lastErr, h.failedAt = err, now
 	first = !h.outage
 	h.outage = true
@@ -278,17 +299,16 @@ func (h *health) failed(ctx context.Context, err error) (first bool, window time
 	return first, window, reason
 }
 
-// window is how long new sessions stay off the provider after err. Called
-// with h.mu held.
-func (h *health) window(err error) time.Duration {
+// window is how long new sessions stay off the provider after a failure
+// that asked for retryAfter. Called with h.mu held.
+func (h *Health) window(retryAfter time.Duration) time.Duration {
 	if h.configErr {
 		// A wrong key or an empty account does not heal by itself: stay
 		// away as long as allowed, until a probe succeeds.
 		return h.cap
 	}
-	var pe *provider.Error
-	if errors.As(err, &pe) && pe.RetryAfter > 0 {
-		return min(pe.RetryAfter, h.cap)
+	if retryAfter > 0 {
+		return min(retryAfter, h.cap)
 	}
 	// No advertised window: short, and doubling while the failures last.
 	w := firstWindow << min(h.streak, 30)
@@ -300,9 +320,9 @@ func (h *health) window(err error) time.Duration {
 // further one doubles it, up to the cap.
 const firstWindow = 5 * time.Second
 
-// floorFailed reports whether the double failure is the first of this
+// FloorFailed reports whether the double failure is the first of this
 // outage (the one to log).
-func (h *health) floorFailed() bool {
+func (h *Health) FloorFailed() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	first := !h.floorLogged
@@ -310,75 +330,9 @@ func (h *health) floorFailed() bool {
 	return first
 }
 
-// last is the failure that opened the current window, if this process saw it.
-func (h *health) last() error {
+// Last is the failure that opened the current window, if this process saw it.
+func (h *Health) Last() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.lastErr
-}
-
-// isConfigError reports a failure that is the configuration's, not an outage:
-// the key, the project or the plan was refused.
-func isConfigError(err error) bool {
-	return errors.Is(err, provider.ErrAuth) || errors.Is(err, provider.ErrPayment)
-}
-
-// configFix says what to fix for a configuration error.
-func configFix(err error) string {
-	if errors.Is(err, provider.ErrPayment) {
-		return "the provider's account is out of credits or its plan does not allow the session: check the plan and billing, or the session params"
-	}
-	return "the provider refused the credentials: check the API key (and the project id, for Browserbase) given to the provider client"
-}
-
-// fallbackReason is the short, key-free account of a provider failure that
-// a Result carries, e.g. "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED
-// (retry after 17s)".
-func fallbackReason(name string, err error) string {
-	var ub *UnsupportedBrowserError
-	if errors.As(err, &ub) {
-		return "provider " + name + ": " + ub.reason()
-	}
-	var pe *provider.Error
-	if errors.As(err, &pe) {
-		s := "provider " + name + ":"
-		if pe.Status != 0 {
-			s += fmt.Sprintf(" HTTP %d", pe.Status)
-		}
-		if pe.Code != "" {
-			s += " " + pe.Code
-		}
-		if pe.Status == 0 || (pe.Status < 300 && pe.Err != nil) {
-			s += " " + shortCause(pe.Err)
-		}
-		if pe.RetryAfter > 0 {
-			s += " (retry after " + pe.RetryAfter.String() + ")"
-		}
-		return s
-	}
-	return "provider " + name + ": " + shortCause(err)
-}
-
-// shortCause is the last part of an error chain's text, bounded: the part
-// that says what went wrong, without the URL and the path to it.
-func shortCause(err error) string {
-	if err == nil {
-		return "no answer"
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return "no answer in time"
-	case errors.Is(err, errProviderFellBack):
-		return err.Error()
-	}
-	s := err.Error()
-	const limit = 160
-	if len(s) > limit {
-		i := limit
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		s = s[:i] + "…"
-	}
-	return s
 }
