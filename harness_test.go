@@ -347,7 +347,6 @@ var shared struct {
 func sharedWorld(t *testing.T, routes ...func(*http.ServeMux, *site)) *world {
 	t.Helper()
 	requireChromium(t)
-	requireCloudGuard(t)
 	shared.once.Do(buildShared)
 	if shared.err != nil {
 		t.Fatalf("building the shared world: %v", shared.err)
