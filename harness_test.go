@@ -3,18 +3,22 @@ package hybroute
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
@@ -169,6 +173,9 @@ type world struct {
 	api   *cloudtest.Server
 	logs  *logBuffer
 	r     *Router
+	// sess is the session key of a test on the shared world ("" on a
+	// world of the test's own, whose keys are all the test's).
+	sess string
 }
 
 // testAPIKey is the worlds' API key. Its "+", "/" and "=" make its raw,
@@ -303,4 +310,161 @@ func loopbackFor(addr string) (string, error) {
 		return netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), ap.Port()).String(), nil
 	}
 	return "", fmt.Errorf("%s is neither loopback nor a test stand-in: tests send traffic to loopback only", a)
+}
+
+// The shared world: one Router per test binary, with its sidecar Chromium
+// and its cloud stand-in (a Chromium behind a fake Browserbase), built on
+// the first test that asks for it and closed in TestMain after every test
+// has run. Each test on it has a session key of its own, which is a browser
+// context of its own on both routes, and a site of its own (both browsers
+// map the test names to loopback on any port, so the site's hits are the
+// test's alone).
+//
+// Browsers cannot be shared between Routers: each Router's guard
+// intercepts requests browser-wide (keepalive beacons after a tab closes,
+// favicons and other requests the browser makes on its own are only caught
+// there), so two Routers on one browser would pause and decide each
+// other's requests. Sharing therefore means sharing the Router, and only a
+// test whose assertions are about its own session can use it: its routes,
+// verdicts, landed URLs, the pages its browsers fetched, and the refusals
+// returned to its calls. A test keeps a world of its own when it needs
+// options of its own, counts log lines, provider creates and releases or
+// processes, reads the Router's session table, or closes or kills a
+// browser or the Router: on the shared world those would be other tests'
+// too. The shared world's resolver is guardResolver, which answers every
+// name of the default worlds the same way and adds the guard tests' names.
+var shared struct {
+	once sync.Once
+	tb   *binaryTB
+	w    *world
+	err  error
+}
+
+// sharedWorld is the shared world for t with a site of t's own (serving
+// routes), and w.sess, a session key of t's own that t releases when it
+// ends. w.logs, w.api and w.cloud are nil: the log, the provider's counts
+// and the cloud browser are every test's. t must not close w.r.
+func sharedWorld(t *testing.T, routes ...func(*http.ServeMux, *site)) *world {
+	t.Helper()
+	requireChromium(t)
+	shared.once.Do(buildShared)
+	if shared.err != nil {
+		t.Fatalf("building the shared world: %v", shared.err)
+	}
+	w := &world{t: t, site: newSite(t, routes...), r: shared.w.r}
+	w.sess = w.sessNamed("")
+	return w
+}
+
+// sessNamed is another session key of the test on the shared world (name
+// tells it from w.sess), released when the test ends.
+func (w *world) sessNamed(name string) string {
+	key := "t:" + w.t.Name()
+	if name != "" {
+		key += "#" + name
+	}
+	w.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		assert.NoError(w.t, w.r.Release(ctx, key), "releasing the test's sessions")
+	})
+	return key
+}
+
+// buildShared builds the shared world on a binaryTB: what it starts lives
+// until closeShared.
+func buildShared() {
+	shared.tb = &binaryTB{}
+	defer func() {
+		if p := recover(); p != nil {
+			if p != errBinaryTBFailed {
+				panic(p)
+			}
+			shared.err = fmt.Errorf("%s", strings.Join(shared.tb.errors(), "; "))
+		}
+	}()
+	shared.w = buildWorld(shared.tb, cloudtest.Browserbase, true, nil, WithResolver(guardResolver()))
+}
+
+// closeShared closes the shared world if it was built, and returns what
+// went wrong while it lived (a stray dial of its egress proxy, a failed
+// close).
+func closeShared() []string {
+	if shared.tb == nil {
+		return nil
+	}
+	return shared.tb.close()
+}
+
+// binaryTB is the testing.TB of what lives as long as the test binary. It
+// implements what the world's builders call; any other method panics (the
+// embedded TB is nil). Fatal errors panic with errBinaryTBFailed, which
+// buildShared recovers; other errors are kept and fail the run in TestMain.
+type binaryTB struct {
+	testing.TB
+
+	mu       sync.Mutex
+	cleanups []func()
+	errs     []string
+}
+
+var errBinaryTBFailed = errors.New("shared world failed")
+
+func (b *binaryTB) Helper()      {}
+func (b *binaryTB) Name() string { return "shared world" }
+func (b *binaryTB) Cleanup(f func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.cleanups = append(b.cleanups, f)
+}
+
+func (b *binaryTB) TempDir() string {
+	dir, err := os.MkdirTemp("", "hybroute-shared-")
+	if err != nil {
+		b.Fatalf("temporary directory: %v", err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	return dir
+}
+
+func (b *binaryTB) Errorf(format string, args ...any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.errs = append(b.errs, fmt.Sprintf(format, args...))
+}
+func (b *binaryTB) Error(args ...any)                 { b.Errorf("%s", fmt.Sprint(args...)) }
+func (b *binaryTB) Fatalf(format string, args ...any) { b.Errorf(format, args...); b.FailNow() }
+func (b *binaryTB) Fatal(args ...any)                 { b.Error(args...); b.FailNow() }
+func (b *binaryTB) FailNow()                          { panic(errBinaryTBFailed) }
+func (b *binaryTB) Skipf(format string, args ...any)  { b.Fatalf("skipped: "+format, args...) }
+func (b *binaryTB) Skip(args ...any)                  { b.Fatal(append([]any{"skipped: "}, args...)...) }
+func (b *binaryTB) SkipNow()                          { b.Fatal("skipped") }
+func (b *binaryTB) Logf(string, ...any)               {}
+func (b *binaryTB) Log(...any)                        {}
+func (b *binaryTB) Failed() bool                      { return len(b.errors()) > 0 }
+
+func (b *binaryTB) errors() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.errs)
+}
+
+// close runs the cleanups, last first, as testing does, and returns the
+// errors of the binary's life.
+func (b *binaryTB) close() []string {
+	b.mu.Lock()
+	fs := b.cleanups
+	b.cleanups = nil
+	b.mu.Unlock()
+	for i := len(fs) - 1; i >= 0; i-- {
+		func() {
+			defer func() {
+				if p := recover(); p != nil && p != errBinaryTBFailed {
+					panic(p)
+				}
+			}()
+			fs[i]()
+		}()
+	}
+	return b.errors()
 }

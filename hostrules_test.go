@@ -21,6 +21,7 @@ func TestNewRefusesABadHostPattern(t *testing.T) {
 // the allow list leaves out, is reached by neither browser through a
 // document, a popup, a fetch, a redirect or a WebSocket.
 func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
 	const forbidden = widgetsHost
 	for _, rc := range []struct {
@@ -32,6 +33,7 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 	} {
 		for _, route := range []string{"cloud", "local"} {
 			t.Run(rc.name+"/"+route, func(t *testing.T) {
+				t.Parallel() // each on browsers of its own
 				var s *site
 				var r *Router
 				if route == "cloud" {

@@ -20,6 +20,12 @@ func TestMain(m *testing.M) {
 	net.DefaultResolver = &net.Resolver{PreferGo: true, Dial: stray.dial("DNS lookup through")}
 	http.DefaultTransport.(*http.Transport).DialContext = stray.dial("HTTP dial of")
 	code := m.Run()
+	if errs := closeShared(); len(errs) > 0 {
+		fmt.Fprintf(os.Stderr, "FAIL: the shared world: %v\n", errs)
+		if code == 0 {
+			code = 1
+		}
+	}
 	if tried := stray.list(); len(tried) > 0 {
 		fmt.Fprintf(os.Stderr, "FAIL: tests tried to leave loopback %d times (refused): %v\n", len(tried), tried)
 		if code == 0 {

@@ -78,8 +78,9 @@ func (d *decoys) reset() {
 // inNetns runs the calling test inside a network namespace with the
 // decoys. Inside it returns the decoys. Outside it runs the test again, in
 // a copy of the test binary under unshare -n, fails this test if that copy
-// did not pass, and returns nil: the caller then returns at once. Tests
-// are skipped where namespaces cannot be made (not root, no unshare).
+// did not pass, and returns nil: the caller then returns at once; the
+// caller is parallel from there on. Tests are skipped where namespaces
+// cannot be made (not root, no unshare).
 func inNetns(t *testing.T) *decoys {
 	t.Helper()
 	if os.Getenv(netnsEnv) == t.Name() {
@@ -94,6 +95,10 @@ func inNetns(t *testing.T) *decoys {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("skipping: recording escapes needs ip(8)")
 	}
+	// Out here the test only waits for its copy, which has a network
+	// namespace and browsers of its own: it waits beside the other
+	// parallel tests rather than holding up the run.
+	t.Parallel()
 	timeout := 10 * time.Minute
 	if dl, ok := t.Deadline(); ok {
 		timeout = time.Until(dl) - 10*time.Second

@@ -9,8 +9,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/hybroute/hybroute/internal/cloudtest"
 )
 
 // One session, one page: code runs where the session's page is, a
@@ -18,59 +16,59 @@ import (
 // and the result says when the page changed browsers.
 func TestOneSessionOnePage(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, cloudtest.Browserbase)
+	w := sharedWorld(t)
 	ctx := testCtx(t)
 
-	res, err := w.r.Navigate(ctx, "s", w.site.url("localhost", "/dev"))
+	res, err := w.r.Navigate(ctx, w.sess, w.site.url("localhost", "/dev"))
 	require.NoError(t, err)
-	assert.Equal(t, "s::local", res.CacheKey)
+	assert.Equal(t, w.sess+"::local", res.CacheKey)
 	assert.False(t, res.PageChanged, "a new session has no page to leave")
 
 	// A public URL in a comment must not take this call to the cloud
 	// browser, where the session has no page.
 	var title string
-	res, err = w.r.Exec(ctx, "s", "// docs: "+w.site.url(publicHost, "/docs")+"\ndocument.title", func(ctx context.Context) (err error) {
+	res, err = w.r.Exec(ctx, w.sess, "// docs: "+w.site.url(publicHost, "/docs")+"\ndocument.title", func(ctx context.Context) (err error) {
 		title, err = pageTitle(ctx)
 		return err
 	})
 	require.NoError(t, err)
-	assert.Equal(t, "s::local", res.CacheKey, "the call ran where the page is")
+	assert.Equal(t, w.sess+"::local", res.CacheKey, "the call ran where the page is")
 	assert.Equal(t, "/dev", title)
 	assert.False(t, res.PageChanged)
 
-	res, err = w.r.Exec(ctx, "s", "document.title", func(ctx context.Context) (err error) {
+	res, err = w.r.Exec(ctx, w.sess, "document.title", func(ctx context.Context) (err error) {
 		title, err = pageTitle(ctx)
 		return err
 	})
 	require.NoError(t, err)
-	assert.Equal(t, "s::local", res.CacheKey, "the URL-less follow-up stays with the page")
+	assert.Equal(t, w.sess+"::local", res.CacheKey, "the URL-less follow-up stays with the page")
 	assert.Equal(t, "/dev", title)
 
 	// Navigation picks the browser: a public page goes to the cloud.
-	res, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/public"))
+	res, err = w.r.Navigate(ctx, w.sess, w.site.url(publicHost, "/public"))
 	require.NoError(t, err)
-	assert.Equal(t, "s", res.CacheKey)
+	assert.Equal(t, w.sess, res.CacheKey)
 	assert.True(t, res.PageChanged)
-	assert.Equal(t, "s::local", res.PreviousCacheKey)
+	assert.Equal(t, w.sess+"::local", res.PreviousCacheKey)
 	assert.Equal(t, cloudUA, w.site.uaOf("/public"))
 
 	// A private navigation after a cloud one pulls the page local.
-	res, err = w.r.Navigate(ctx, "s", w.site.url("127.0.0.1", "/lan"))
+	res, err = w.r.Navigate(ctx, w.sess, w.site.url("127.0.0.1", "/lan"))
 	require.NoError(t, err)
 	assert.Equal(t, RouteLocal, res.Route)
 	assert.True(t, res.PageChanged, "the page changed browsers")
-	assert.Equal(t, "s", res.PreviousCacheKey)
+	assert.Equal(t, w.sess, res.PreviousCacheKey)
 	assert.Equal(t, localUA, w.site.uaOf("/lan"))
 
 	// So does a private URL in code, even from the cloud.
-	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/public2"))
+	_, err = w.r.Navigate(ctx, w.sess, w.site.url(publicHost, "/public2"))
 	require.NoError(t, err)
-	res, err = w.r.Exec(ctx, "s", `fetch("`+w.site.url("localhost", "/api")+`")`, func(ctx context.Context) (err error) {
+	res, err = w.r.Exec(ctx, w.sess, `fetch("`+w.site.url("localhost", "/api")+`")`, func(ctx context.Context) (err error) {
 		title, err = pageTitle(ctx)
 		return err
 	})
 	require.NoError(t, err)
-	assert.Equal(t, "s::local", res.CacheKey, "a private target pulls the call local")
+	assert.Equal(t, w.sess+"::local", res.CacheKey, "a private target pulls the call local")
 	assert.True(t, res.PageChanged)
 	assert.Equal(t, "/lan", title, "the local tab kept its own page")
 }
@@ -106,14 +104,13 @@ func TestLocalViewport(t *testing.T) {
 // CheckPage applies the landing rule from inside a run, and only there.
 func TestCheckPage(t *testing.T) {
 	t.Parallel()
-	requireChromium(t)
-	s := newSite(t)
-	r := newBrowserRouter(t, nil, &logBuffer{})
+	w := sharedWorld(t)
+	s, r := w.site, w.r
 	_, err := r.CheckPage(context.Background())
 	require.ErrorIs(t, err, errNotInRun)
 	ctx := testCtx(t)
 	var got string
-	_, err = r.Exec(ctx, "cp", `goto("`+s.URL+`/here")`, func(ctx context.Context) (err error) {
+	_, err = r.Exec(ctx, w.sess, `goto("`+s.URL+`/here")`, func(ctx context.Context) (err error) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/here")); err != nil {
 			return err
 		}
@@ -128,12 +125,11 @@ func TestCheckPage(t *testing.T) {
 // moves the landed URL the checks read, with no new document.
 func TestLandedURLFollowsNavigationWithinTheDocument(t *testing.T) {
 	t.Parallel()
-	requireChromium(t)
-	s := newSite(t)
-	r := newBrowserRouter(t, nil, &logBuffer{})
+	w := sharedWorld(t)
+	s, r := w.site, w.r
 	ctx := testCtx(t)
 	var pushed, hashed string
-	res, err := r.Exec(ctx, "within", `goto("`+s.URL+`/here")`, func(ctx context.Context) (err error) {
+	res, err := r.Exec(ctx, w.sess, `goto("`+s.URL+`/here")`, func(ctx context.Context) (err error) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/here")); err != nil {
 			return err
 		}

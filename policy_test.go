@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -193,7 +192,7 @@ func TestLandingsThatLoadNothing(t *testing.T) {
 // Chromium's error page, which loads nothing: that is no refusal.
 func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, cloudtest.Browserbase)
+	w := sharedWorld(t)
 	ctx := testCtx(t)
 	dead := "http://127.0.0.1:" + strings.TrimPrefix(closedPort(t), "127.0.0.1:") + "/"
 	for _, route := range []struct {
@@ -205,7 +204,7 @@ func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 	} {
 		t.Run(route.name, func(t *testing.T) {
 			// A navigation picks the browser, whichever the page was in.
-			res, err := w.r.NavigateWith(ctx, "s", route.page, func(ctx context.Context) error {
+			res, err := w.r.NavigateWith(ctx, w.sess, route.page, func(ctx context.Context) error {
 				if err := chromedp.Do(ctx, chromedp.Navigate(route.page)); err != nil {
 					return err
 				}
@@ -215,12 +214,12 @@ func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 			assert.Contains(t, err.Error(), "(scheme_not_allowed)")
 			assert.Contains(t, err.Error(), "refused before it reaches the browser")
 			assert.Equal(t, route.want, res.Route)
-			assert.Equal(t, "about:blank", location(t, w.r, "s"), "a refused call sends the tab to about:blank")
+			assert.Equal(t, "about:blank", location(t, w.r, w.sess), "a refused call sends the tab to about:blank")
 
 			if route.want == RouteLocal {
 				// A failed load on the local browser: the call fails with
 				// the browser's error, the tab is on its error page.
-				_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+				_, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context) error {
 					return chromedp.Do(ctx, chromedp.Navigate(dead))
 				})
 				require.Error(t, err)
@@ -228,7 +227,7 @@ func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 				// The error page commits after the failed navigation has
 				// returned: the next call lands there, and is not refused.
 				var loc string
-				res, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) (err error) {
+				res, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context) (err error) {
 					loc, err = chromedp.Run(ctx, chromedp.Location())
 					return err
 				})

@@ -101,23 +101,23 @@ func TestMixedCallRunsWhollyLocal(t *testing.T) {
 
 func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 	t.Parallel()
-	w := newWorld(t, cloudtest.Browserbase)
+	w := sharedWorld(t)
 	ctx := testCtx(t)
 
 	// A public page that redirects to a private address, on the cloud.
 	to := w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/inside")
-	res, err := w.r.Navigate(ctx, "s", to)
+	res, err := w.r.Navigate(ctx, w.sess, to)
 	require.ErrorIs(t, err, ErrPrivate)
 	assert.Contains(t, err.Error(), "http://127.0.0.1:"+w.site.port+"/inside")
 	assert.Equal(t, RouteCloud, res.Route)
 	assert.Equal(t, cloudUA, w.site.uaOf("/redirect-to/127.0.0.1:"+w.site.port+"/inside"))
 	assert.Empty(t, w.site.uaOf("/inside"), "the redirect was not followed")
-	assert.Equal(t, "about:blank", location(t, w.r, "s"))
+	assert.Equal(t, "about:blank", location(t, w.r, w.sess))
 
 	// Script-built navigation (no literal in the code) is refused the same
 	// way. The call waits until the refused navigation has left its mark:
 	// the error page the tab shows instead of about:blank.
-	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+	_, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context) error {
 		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.href = "http://" + "127.0.0.1:`+w.site.port+`/scripted"`)); err != nil {
 			return err
 		}
@@ -128,7 +128,7 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 
 	// On the local route, a redirect to metadata is refused too.
 	to = w.site.url("localhost", "/redirect-to/"+metadataHost+":"+w.site.port+"/computeMetadata/v1/")
-	res, err = w.r.Navigate(ctx, "s", to)
+	res, err = w.r.Navigate(ctx, w.sess, to)
 	require.ErrorIs(t, err, ErrMetadata)
 	assert.Equal(t, RouteLocal, res.Route)
 	assert.Empty(t, w.site.uaOf("/computeMetadata/v1/"))
@@ -136,7 +136,7 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 	// A subresource request to metadata from a local page is refused, and
 	// the page sees a network error.
 	var got string
-	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) (err error) {
+	_, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context) (err error) {
 		got, err = chromedp.Run(ctx, chromedp.Evaluate[string](
 			`fetch("http://`+metadataHost+`:`+w.site.port+`/computeMetadata/v1/").then(() => "loaded", e => "refused: " + e.message)`,
 			chromedp.EvalAwaitPromise))
@@ -553,26 +553,28 @@ func targetIn(ctx context.Context) target.ID {
 
 func TestSessionKeysAreIsolated(t *testing.T) {
 	t.Parallel()
-	r, site := newLocalRouter(t, &logBuffer{})
+	w := sharedWorld(t)
+	r, site := w.r, testSite(t)
+	keyA, keyB := w.sessNamed("A"), w.sessNamed("B")
 	ctx := testCtx(t)
 
-	_, err := r.Navigate(ctx, "A", site.URL+"/")
+	_, err := r.Navigate(ctx, keyA, site.URL+"/")
 	require.NoError(t, err)
-	evalOn[bool](t, r, "A", `document.cookie = "who=alice; path=/"; localStorage.setItem("who", "alice"); true`)
-	a := localTabOf(t, r, "A")
+	evalOn[bool](t, r, keyA, `document.cookie = "who=alice; path=/"; localStorage.setItem("who", "alice"); true`)
+	a := localTabOf(t, r, keyA+LocalSuffix)
 
-	_, err = r.Navigate(ctx, "B", site.URL+"/echo")
+	_, err = r.Navigate(ctx, keyB, site.URL+"/echo")
 	require.NoError(t, err)
-	assert.NotEqual(t, a.bcID, localTabOf(t, r, "B").bcID, "each key has its own browser context")
-	assert.Equal(t, "cookie=", evalOn[string](t, r, "B", `document.title`), "B's requests carry no cookie of A")
-	assert.Equal(t, "", evalOn[string](t, r, "B", `document.cookie`))
-	assert.Nil(t, evalOn[*string](t, r, "B", `localStorage.getItem("who")`), "B sees no storage of A")
+	assert.NotEqual(t, a.bcID, localTabOf(t, r, keyB+LocalSuffix).bcID, "each key has its own browser context")
+	assert.Equal(t, "cookie=", evalOn[string](t, r, keyB, `document.title`), "B's requests carry no cookie of A")
+	assert.Equal(t, "", evalOn[string](t, r, keyB, `document.cookie`))
+	assert.Nil(t, evalOn[*string](t, r, keyB, `localStorage.getItem("who")`), "B sees no storage of A")
 
-	_, err = r.Navigate(ctx, "A", site.URL+"/echo")
+	_, err = r.Navigate(ctx, keyA, site.URL+"/echo")
 	require.NoError(t, err)
-	assert.Same(t, a, localTabOf(t, r, "A"), "a later call of A runs in A's tab")
-	assert.Equal(t, "cookie=who=alice", evalOn[string](t, r, "A", `document.title`), "A's cookie persists across calls")
-	assert.Equal(t, "alice", evalOn[string](t, r, "A", `localStorage.getItem("who")`))
+	assert.Same(t, a, localTabOf(t, r, keyA+LocalSuffix), "a later call of A runs in A's tab")
+	assert.Equal(t, "cookie=who=alice", evalOn[string](t, r, keyA, `document.title`), "A's cookie persists across calls")
+	assert.Equal(t, "alice", evalOn[string](t, r, keyA, `localStorage.getItem("who")`))
 }
 
 func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
@@ -639,26 +641,28 @@ func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
 
 func TestReleaseFreesTheSession(t *testing.T) {
 	t.Parallel()
-	r, site := newLocalRouter(t, &logBuffer{})
+	w := sharedWorld(t)
+	r, site := w.r, testSite(t)
+	keyA := w.sessNamed("A")
 	ctx := testCtx(t)
 
-	_, err := r.Navigate(ctx, "A", site.URL+"/")
+	_, err := r.Navigate(ctx, keyA, site.URL+"/")
 	require.NoError(t, err)
-	evalOn[bool](t, r, "A", `document.cookie = "who=alice; path=/"; true`)
-	a := localTabOf(t, r, "A")
-	require.Len(t, browserContexts(t, ctx, r.side), 1)
+	evalOn[bool](t, r, keyA, `document.cookie = "who=alice; path=/"; true`)
+	a := localTabOf(t, r, keyA+LocalSuffix)
+	require.Contains(t, browserContexts(t, ctx, r.side), a.bcID)
 
-	require.NoError(t, r.Release(ctx, "A"))
-	assert.Empty(t, browserContexts(t, ctx, r.side), "release disposes of the session's browser context")
+	require.NoError(t, r.Release(ctx, keyA))
+	assert.NotContains(t, browserContexts(t, ctx, r.side), a.bcID, "release disposes of the session's browser context")
 	_, err = run(ctx, a, chromedp.Title())
 	assert.Error(t, err, "a released tab is unusable")
-	require.NoError(t, r.Release(ctx, "A"), "releasing twice is harmless")
-	require.NoError(t, r.Release(ctx, "never-opened"))
+	require.NoError(t, r.Release(ctx, keyA), "releasing twice is harmless")
+	require.NoError(t, r.Release(ctx, w.sessNamed("never-opened")))
 
-	_, err = r.Navigate(ctx, "A", site.URL+"/echo")
+	_, err = r.Navigate(ctx, keyA, site.URL+"/echo")
 	require.NoError(t, err)
-	assert.NotEqual(t, a.bcID, localTabOf(t, r, "A").bcID, "the next call makes a new browser context")
-	assert.Equal(t, "cookie=", evalOn[string](t, r, "A", `document.title`), "the new context has none of the old cookies")
+	assert.NotEqual(t, a.bcID, localTabOf(t, r, keyA+LocalSuffix).bcID, "the next call makes a new browser context")
+	assert.Equal(t, "cookie=", evalOn[string](t, r, keyA, `document.title`), "the new context has none of the old cookies")
 	assert.True(t, r.side.alive(), "release keeps Chromium warm")
 }
 
