@@ -1,9 +1,11 @@
 package hybroute
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -167,24 +169,20 @@ func cmdline(pid int) []string {
 	return strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
 }
 
-// processesWith lists the processes whose command line has the argument arg.
-func processesWith(arg string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && sc.HasArg(b, []byte(arg)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
+// processGone reports that pid has exited: no such process, or one that
+// is dead and waits to be reaped (a zombie). A browser's children that
+// outlive it are handed to the machine's init, which in a container may
+// never reap them.
 func processGone(pid int) bool {
-	return errors.Is(syscall.Kill(pid, 0), syscall.ESRCH)
+	if errors.Is(syscall.Kill(pid, 0), syscall.ESRCH) {
+		return true
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return errors.Is(err, fs.ErrNotExist)
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i >= 0 && i+2 < len(b) && (b[i+2] == 'Z' || b[i+2] == 'X')
 }
 
 func TestSidecarNavigatesAndReadsTitle(t *testing.T) {
