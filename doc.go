@@ -24,8 +24,9 @@
 //	  │        lookup per host per call, the metadata table), internal/whatwg
 //	  │        (hosts as Chromium parses them), internal/metadata
 //	policy   the one allow/refuse rule and the routing table, from the options
-//	  │        netpolicy.Policy (the rule), policy.go (the options turned
-//	  │        into it, routes, cache keys), options.go
+//	  │        netpolicy.Policy (the rule), package route (the one location
+//	  │        type: cloud or local), policy.go (the options turned into
+//	  │        it, routes, cache keys), options.go
 //	plan     the route and cache key of a call, from its verdicts
 //	  │        router.go (Plan, PlanNavigate), routes.go (a session's last route)
 //	session  one browser session per cache key, created once, released once
