@@ -29,35 +29,35 @@ const controlTimeout = browsertab.ControlTimeout
 // the previous call ended by its deadline. It reports whether the tab was
 // replaced.
 func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
-	if !e.suspect.Load() {
+	if !e.h.ProbeFirst() {
 		return false, nil
 	}
-	if browsertab.Probe(ctx, e.tab.context()) == nil {
-		e.suspect.Store(false)
+	if browsertab.Probe(ctx, e.h.Context()) == nil {
+		e.h.SetProbeFirst(false)
 		return false, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return false, err // the caller gave up, not the tab: ask again next time
 	}
-	old := e.tab.context()
+	old := e.h.Context()
 	// First stop the script that holds the renderer: Chromium may put the
 	// new tab in the same renderer process (same site, a process limit).
 	browsertab.Terminate(old)
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.createTimeout)
-	retire, err := e.tab.replace(rctx, &r.cfg)
+	retire, err := e.h.Tab().Replace(rctx)
 	cancel()
 	if err != nil {
 		// No fresh tab in this browser context: drop the session, so the
 		// next call starts a fresh one rather than meet this tab again.
 		r.drop(e)
-		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", e.tab.wrapErr(err))
+		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", e.h.WrapErr(err))
 	}
-	e.suspect.Store(false)
+	e.h.SetProbeFirst(false)
 	w, err := r.armTab(e)
 	if err != nil {
 		// A tab with no guard must not run a call.
 		r.drop(e)
-		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.tab.wrapErr(err))
+		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.h.WrapErr(err))
 	}
 	r.mu.Lock()
 	w.startLocked(r)
@@ -91,7 +91,7 @@ func (r *Router) armTab(e *entry) (tabWatchers, error) {
 	if err != nil {
 		return tabWatchers{}, err
 	}
-	return tabWatchers{guard: guard, dialogs: r.watchDialogs(e, e.tab.context())}, nil
+	return tabWatchers{guard: guard, dialogs: r.watchDialogs(e, e.h.Context())}, nil
 }
 
 // startLocked runs the watchers, with r.mu held: on the sessions' wait
@@ -151,7 +151,7 @@ func (p *replacedPage) get() context.Context {
 // the tab. Its retire closes a replacement
 // that is itself replaced (chromedp closes a child tab when its context
 // ends); the first tab's context stays, as it holds the connection.
-func (t *remoteTab) replace(ctx context.Context, _ *config) (func(), error) {
+func (t *remoteTab) Replace(ctx context.Context) (func(), error) {
 	tctx, stop, err := browsertab.Open(ctx, t.ctx)
 	if err != nil {
 		return nil, err
