@@ -206,7 +206,7 @@ type remoteTab struct {
 	ctx         context.Context      // the first tab's: it holds the connection to the browser
 	target      target.ID            // the first tab's target, once known (learnTarget)
 	bcID        cdp.BrowserContextID // the session's browser context, once known (learnTarget)
-	page        replacedPage         // the tab calls run in, when a wedged first tab was replaced (tabs.go)
+	page        browsertab.Front     // the tab calls run in, once the first was replaced (tabs.go) or another made the front (tablist.go)
 	cancelAlloc context.CancelFunc
 	guard       *browserGuard // the guard of this connection's browser
 	once        sync.Once
@@ -344,7 +344,7 @@ func guardedRemote(g *browserGuard, dial func(ctx context.Context) (chromedp.Tra
 }
 
 func (t *remoteTab) Context() context.Context {
-	if c := t.page.get(); c != nil {
+	if c := t.page.Get(); c != nil {
 		return c
 	}
 	return t.ctx
@@ -421,7 +421,7 @@ func (t *remoteTab) close(ctx context.Context) error {
 // when it was replaced (tabs.go; the first was closed then, best effort).
 func (t *remoteTab) openTargets() []target.ID {
 	var ids []target.ID
-	if p := t.page.get(); p != nil {
+	if p := t.page.Get(); p != nil {
 		if c := chromedp.FromContext(p); c != nil && c.Target != nil {
 			ids = append(ids, c.Target.TargetID)
 		}

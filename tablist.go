@@ -56,10 +56,7 @@ func (t *remoteTab) OpenPage(ctx context.Context) (context.Context, context.Canc
 
 func (t *remoteTab) Swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
 	old := t.Context()
-	t.page.mu.Lock()
-	defer t.page.mu.Unlock()
-	oldStop := t.page.stop
-	t.page.ctx, t.page.stop = tctx, stop
+	_, oldStop := t.page.Swap(tctx, stop)
 	return old, oldStop
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
@@ -131,35 +130,18 @@ func (r *Router) drop(e *entry) {
 // of an opening on a loaded browser: a shorter bound left tabs open there.
 const openSettleTimeout = targetSetupTimeout + 15*time.Second
 
-// replacedPage is the tab a remote session's calls run in once its first
-// tab was replaced. The first tab's context holds the connection to the
-// browser, so it lives on (closed), and the new tab is its child.
-type replacedPage struct {
-	mu   sync.Mutex
-	ctx  context.Context
-	stop context.CancelFunc
-}
-
-func (p *replacedPage) get() context.Context {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ctx
-}
-
-// replace opens a fresh tab on the remote browser, in the browser context
+// Replace opens a fresh tab on the remote browser, in the browser context
 // of the first (chromedp gives a child context its parent's), and makes it
-// the tab. Its retire closes a replacement
-// that is itself replaced (chromedp closes a child tab when its context
-// ends); the first tab's context stays, as it holds the connection.
+// the tab's front page. The first tab's context holds the connection to the
+// browser, so it lives on (closed), and the new tab is its child. Its
+// retire closes a replacement that is itself replaced (chromedp closes a
+// child tab when its context ends); the first tab's context stays.
 func (t *remoteTab) Replace(ctx context.Context) (func(), error) {
 	tctx, stop, err := browsertab.Open(ctx, t.ctx)
 	if err != nil {
 		return nil, err
 	}
-	t.page.mu.Lock()
-	oldStop := t.page.stop
-	t.page.ctx, t.page.stop = tctx, stop
-	t.page.mu.Unlock()
+	_, oldStop := t.page.Swap(tctx, stop)
 	if oldStop == nil {
 		oldStop = func() {}
 	}

@@ -138,3 +138,38 @@ func (s *Origins) List() []string {
 	}
 	return out
 }
+
+// Front is the page a tab's calls run in: the chromedp context on it and
+// what ends that context. A replacement of a wedged page or a switch of the
+// front swaps it; the kind of tab that holds it closes it with the tab.
+// The zero value has no page.
+type Front struct {
+	mu   sync.Mutex
+	ctx  context.Context
+	stop context.CancelFunc
+}
+
+// Get is the front page's context; nil before the first Swap.
+func (f *Front) Get() context.Context {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ctx
+}
+
+// Stopper is what ends the front page's context; nil before the first
+// Swap, or when nothing ends it but the connection.
+func (f *Front) Stopper() context.CancelFunc {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stop
+}
+
+// Swap makes ctx, which stop ends, the front page, and returns the page
+// it was.
+func (f *Front) Swap(ctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old, oldStop := f.ctx, f.stop
+	f.ctx, f.stop = ctx, stop
+	return old, oldStop
+}
