@@ -18,7 +18,10 @@ import (
 	"github.com/hybroute/hybroute/internal/guard"
 )
 
-// entry is one cached session: one cache key, one tab.
+// entry is one cached session: one cache key, one tab. It holds what the
+// Router decides of the session (its key, route and fallback, its
+// teardown, its use, the guard's session and the call's scope); the tab and
+// the tab layer's records are its handle's (internal/browsertab).
 type entry struct {
 	key      string
 	route    Route // the browser its calls run on: RouteLocal for a fallback, whatever the plan said
@@ -46,15 +49,14 @@ type entry struct {
 
 // landedURL is where the main frame of the tab calls run in is. One owner
 // keeps it for each kind of tab: the browser's guard, from the events of
-// every page (internal/guard), and for a session without CDP, its tab, from what
-// the server last reported (restpage.go). A page not seen to navigate is
-// on about:blank, where a new tab starts.
+// every page (internal/guard), and for a session without CDP, its handle,
+// from what the server last reported (restpage.go). A page not seen to
+// navigate is on about:blank, where a new tab starts.
 func (e *entry) landedURL() string {
-	if _, ok := e.h.Tab().(*restTab); ok {
-		if u, ok := e.h.Landed(); ok {
-			return u
-		}
-	} else if e.bg != nil {
+	if u, ok := e.h.Landed(); ok {
+		return u
+	}
+	if e.bg != nil {
 		if u, ok := e.bg.Landed(e.frontID()); ok {
 			return u
 		}
