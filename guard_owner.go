@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/chromedp/cdproto/cdp"
-
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/netpolicy"
 )
@@ -183,17 +181,16 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 	}
 	tabCtx := e.h.Context()
 	var g *browserGuard
-	var bcID cdp.BrowserContextID
 	switch t := e.h.Tab().(type) {
 	case *remoteTab:
-		g, bcID = t.guard, t.bcID
+		g = t.guard
 	case *localTab:
-		g, bcID = t.proc.Guard(), t.bcID
+		g = t.proc.Guard()
 	}
 	if g == nil {
 		return nil, errors.New("hybroute: the tab's browser has no guard")
 	}
-	if err := g.Register(&e.gs, e.key, tabCtx, bcID); err != nil {
+	if err := g.Register(&e.gs, e.key, tabCtx, e.h.Tab().BrowserContextID()); err != nil {
 		return nil, err
 	}
 	e.bg = g
