@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -32,15 +31,10 @@ var errStateNoCDP = fmt.Errorf("%w: storage state needs a browser driven over CD
 // Without the context's id it fails: the default context is not the
 // session's, and may be another's.
 func stateBrowser(e *entry) (browsertab.Context, error) {
-	var id cdp.BrowserContextID
-	switch t := e.h.Tab().(type) {
-	case *remoteTab:
-		id = t.bcID
-	case *localTab:
-		id = t.bcID
-	default:
-		return browsertab.Context{}, errStateNoCDP
+	if _, ok := e.h.Paged(); !ok {
+		return browsertab.Context{}, errStateNoCDP // the kinds driven over CDP are the ones with pages
 	}
+	id := e.h.Tab().BrowserContextID()
 	c := chromedp.FromContext(e.h.Context())
 	if id == "" || c == nil || c.Browser == nil {
 		return browsertab.Context{}, errors.New("hybroute: the session's browser context is not known")
