@@ -87,7 +87,7 @@ func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 	if used == 0 {
 		return nil
 	}
-	local := func(e *entry) bool { _, ok := e.tab.(*localTab); return ok }
+	local := func(e *entry) bool { _, ok := e.h.Tab().(*localTab); return ok }
 	r.mu.Lock()
 	n := 0
 	for _, e := range r.sess.m {

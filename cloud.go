@@ -86,7 +86,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		if err != nil {
 			return nil, err
 		}
-		e := &entry{key: key, route: RouteCloud, tab: t}
+		e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t)}
 		e.ending.add(endTab, func(ctx context.Context) error {
 			_ = t.close(ctx) // the provider's release ends what is left of it
 			return nil
@@ -169,7 +169,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 // cloudTab is the tab of a cloud session: over CDP (remoteTab) or through
 // a REST API (restTab). close ends it; the provider's release follows.
 type cloudTab interface {
-	tab
+	browsertab.Tab
 	close(ctx context.Context) error
 }
 
@@ -179,7 +179,7 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 	if err == nil {
 		var t *remoteTab
 		if t, err = connectRemote(ctx, ws, r.cfg.cdpClient, "the browser of the CDP override", r.newRemoteGuard()); err == nil {
-			e := &entry{key: key, route: RouteCloud, tab: t}
+			e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t)}
 			e.ending.add(endTab, t.close)
 			return e, nil
 		}
@@ -207,7 +207,7 @@ type remoteTab struct {
 	ctx         context.Context      // the first tab's: it holds the connection to the browser
 	target      target.ID            // the first tab's target, once known (learnTarget)
 	bcID        cdp.BrowserContextID // the session's browser context, once known (learnTarget)
-	page        replacedPage         // the tab calls run in, when a wedged first tab was replaced (tabs.go)
+	page        browsertab.Front     // the tab calls run in, once the first was replaced (tabs.go) or another made the front (tablist.go)
 	cancelAlloc context.CancelFunc
 	guard       *browserGuard // the guard of this connection's browser
 	once        sync.Once
@@ -326,6 +326,10 @@ func (t *remoteTab) learnTarget() {
 	}
 }
 
+// BrowserContextID is the session's browser context, once learnTarget
+// knew it.
+func (t *remoteTab) BrowserContextID() cdp.BrowserContextID { return t.bcID }
+
 // guardedRemote is the seam between the cloud connection and the guard: an
 // allocator context for chromedp.NewContext whose connection, made by dial,
 // runs through the guard's Mux, with the guard on before chromedp opens its
@@ -340,12 +344,8 @@ func guardedRemote(g *browserGuard, dial func(ctx context.Context) (chromedp.Tra
 	return chromedp.NewAllocatorContext(context.Background(), a)
 }
 
-func (t *remoteTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return browsertab.Bind(t.context(), ctx)
-}
-
-func (t *remoteTab) context() context.Context {
-	if c := t.page.get(); c != nil {
+func (t *remoteTab) Context() context.Context {
+	if c := t.page.Get(); c != nil {
 		return c
 	}
 	return t.ctx
@@ -354,8 +354,8 @@ func (t *remoteTab) context() context.Context {
 // dead covers a replacement tab too: it is a child of the first. A dropped
 // connection counts as soon as chromedp knows it, before it has cancelled
 // the tab's context.
-func (t *remoteTab) dead() bool {
-	if t.context().Err() != nil {
+func (t *remoteTab) Dead() bool {
+	if t.Context().Err() != nil {
 		return true
 	}
 	if c := chromedp.FromContext(t.ctx); c != nil && c.Browser != nil {
@@ -368,8 +368,8 @@ func (t *remoteTab) dead() bool {
 	return false
 }
 
-func (t *remoteTab) wrapErr(err error) error {
-	if err != nil && t.dead() && !errors.Is(err, ErrBrowserDead) {
+func (t *remoteTab) WrapErr(err error) error {
+	if err != nil && t.Dead() && !errors.Is(err, ErrBrowserDead) {
 		return fmt.Errorf("%w: %w", remoteDead(t.browser), err)
 	}
 	return err
@@ -391,7 +391,7 @@ func (t *remoteTab) close(ctx context.Context) error {
 		// nothing to do it with: Chromium disposed of the context then
 		// (disposeOnDetach).
 		ids := t.openTargets()
-		if (t.bcID != "" || len(ids) > 0) && !t.dead() {
+		if (t.bcID != "" || len(ids) > 0) && !t.Dead() {
 			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			err = disposeContext(cctx, t.ctx, t.bcID)
 			if err != nil || t.bcID == "" {
@@ -422,7 +422,7 @@ func (t *remoteTab) close(ctx context.Context) error {
 // when it was replaced (tabs.go; the first was closed then, best effort).
 func (t *remoteTab) openTargets() []target.ID {
 	var ids []target.ID
-	if p := t.page.get(); p != nil {
+	if p := t.page.Get(); p != nil {
 		if c := chromedp.FromContext(p); c != nil && c.Target != nil {
 			ids = append(ids, c.Target.TargetID)
 		}

@@ -129,7 +129,7 @@ func sessionOf(t *testing.T, r *Router, key string) *entry {
 // remoteContextOf is the browser context of a remote session's tab.
 func remoteContextOf(t *testing.T, r *Router, key string) cdp.BrowserContextID {
 	t.Helper()
-	rt, ok := sessionOf(t, r, key).tab.(*remoteTab)
+	rt, ok := sessionOf(t, r, key).h.Tab().(*remoteTab)
 	require.True(t, ok, "session %q is not on a remote browser", key)
 	return rt.bcID
 }

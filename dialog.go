@@ -56,26 +56,22 @@ type Dialog struct {
 // chooses the text, and it ends up in logs and in a model's context.
 const MaxDialogMessage = 1024
 
-// dialogRecord is the dialogs a session's tabs opened since the last call
-// took them (internal/browsertab records them).
-type dialogRecord struct{ browsertab.Dialogs }
-
-// take returns the recorded dialogs, as a Result reports them, and
-// forgets them.
-func (d *dialogRecord) take() []Dialog {
-	return convertAll(d.Take(), func(x browsertab.Dialog) Dialog { return Dialog(x) })
+// takeDialogs returns the dialogs the session's tabs opened since the last
+// call took them, as a Result reports them, and forgets them.
+func takeDialogs(h *browsertab.Handle) []Dialog {
+	return convertAll(h.Dialogs.Take(), func(x browsertab.Dialog) Dialog { return Dialog(x) })
 }
 
 // watchDialogs subscribes to the dialogs of the entry's current tab and
 // returns the loop that answers them until the tab closes. Like the guard's,
 // the loop runs in the sessions' WaitGroup.
 func (r *Router) watchDialogs(e *entry, tabCtx context.Context) func() {
-	if _, ok := e.tab.(*restTab); ok {
+	if _, ok := e.h.Tab().(*restTab); ok {
 		return func() {} // its server answers its dialogs
 	}
 	return browsertab.Answerer{
 		Policy: browsertab.DialogPolicy(r.cfg.dialogs), MaxMessage: MaxDialogMessage,
-		Dialogs: &e.dialogs.Dialogs, Held: &e.held.Held,
+		Dialogs: &e.h.Dialogs, Held: &e.h.Held,
 		Failed: func(d browsertab.Dialog, err error) {
 			r.log.LogAttrs(tabCtx, slog.LevelDebug, "hybroute: answering a dialog",
 				slog.String("cache_key", e.key), slog.String("type", d.Type), slog.String("error", err.Error()))

@@ -28,21 +28,18 @@ var ErrDialogOpen = errors.New("hybroute: a JavaScript dialog is open and waits 
 // ErrNoDialog is returned by [Router.AnswerDialog] when no dialog waits.
 var ErrNoDialog = errors.New("hybroute: no JavaScript dialog waits for an answer")
 
-// heldDialog is an entry's dialog left for the caller, and the call it
-// ends when it opens (internal/browsertab holds it).
-type heldDialog struct{ browsertab.Held }
-
-// pending is the dialog that waits, if one does.
-func (h *heldDialog) pending() (Dialog, bool) {
-	d, ok := h.Pending()
+// pendingDialog is the session's dialog that waits for the caller, if one
+// does.
+func pendingDialog(h *browsertab.Handle) (Dialog, bool) {
+	d, ok := h.Held.Pending()
 	return Dialog(d), ok
 }
 
 // interrupts returns the run's context, ended with ErrDialogOpen when a
 // held dialog opens (on a router that holds them). stop ends the watch
 // with the run.
-func (h *heldDialog) interrupts(ctx context.Context, hold bool) (context.Context, func()) {
-	return h.Interrupts(ctx, hold, ErrDialogOpen)
+func interrupts(h *browsertab.Handle, ctx context.Context, hold bool) (context.Context, func()) {
+	return h.Held.Interrupts(ctx, hold, ErrDialogOpen)
 }
 
 // AnswerDialog answers the dialog that waits in the session sessionKey
@@ -55,7 +52,7 @@ func (r *Router) AnswerDialog(ctx context.Context, sessionKey string, accept boo
 		return Dialog{}, err
 	}
 	for _, e := range r.sessionEntries(key) {
-		d, tab := e.held.Waiting()
+		d, tab := e.h.Held.Waiting()
 		if d == nil {
 			continue
 		}
@@ -68,9 +65,9 @@ func (r *Router) AnswerDialog(ctx context.Context, sessionKey string, accept boo
 		// Answered, or gone (with its tab, or closed by the browser: the
 		// answer then fails): either way nothing waits any more, and the
 		// session must not stay refused for it.
-		e.held.Take(d)
+		e.h.Held.Take(d)
 		if err != nil && tab.Err() == nil {
-			return Dialog(*d), fmt.Errorf("hybroute: answering the %s dialog: %w", d.Type, e.tab.wrapErr(err))
+			return Dialog(*d), fmt.Errorf("hybroute: answering the %s dialog: %w", d.Type, e.h.WrapErr(err))
 		}
 		out := Dialog(*d)
 		out.Pending, out.Accepted = false, accept

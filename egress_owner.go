@@ -153,7 +153,7 @@ func isWebURL(raw string) bool {
 // page, then localhost); when it ends on a page the grant does not cover,
 // the grant ends there.
 func grantCall(e *entry, vs []Verdict) (done func()) {
-	lt, ok := e.tab.(*localTab)
+	lt, ok := e.h.Tab().(*localTab)
 	if !ok || lt.door == nil {
 		return func() {}
 	}

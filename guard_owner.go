@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"sync"
 
-	"github.com/chromedp/cdproto/cdp"
-
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/netpolicy"
 )
@@ -176,24 +174,23 @@ func clipURL(s string) string { return guard.ClipURL(s) }
 // also keeps where its main frame is (landedURL). It returns what the sessions'
 // WaitGroup runs until the tab closes: the guard then forgets the entry.
 func (r *Router) enableGuard(e *entry) (func(), error) {
-	if _, ok := e.tab.(*restTab); ok {
+	if _, ok := e.h.Tab().(*restTab); ok {
 		// No CDP, no guard in that browser: its landing is what its
 		// REST answers report (restpage.go).
 		return func() {}, nil
 	}
-	tabCtx := e.tab.context()
+	tabCtx := e.h.Context()
 	var g *browserGuard
-	var bcID cdp.BrowserContextID
-	switch t := e.tab.(type) {
+	switch t := e.h.Tab().(type) {
 	case *remoteTab:
-		g, bcID = t.guard, t.bcID
+		g = t.guard
 	case *localTab:
-		g, bcID = t.proc.Guard(), t.bcID
+		g = t.proc.Guard()
 	}
 	if g == nil {
 		return nil, errors.New("hybroute: the tab's browser has no guard")
 	}
-	if err := g.Register(&e.gs, e.key, tabCtx, bcID); err != nil {
+	if err := g.Register(&e.gs, e.key, tabCtx, e.h.Tab().BrowserContextID()); err != nil {
 		return nil, err
 	}
 	e.bg = g

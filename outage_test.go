@@ -19,11 +19,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 )
 
@@ -334,15 +336,13 @@ func TestReleaseAndCloseDuringCreationLeakNothing(t *testing.T) {
 // cache that need none.
 type fakeTab struct{}
 
-func (fakeTab) context() context.Context { return context.Background() }
-func (fakeTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithCancel(ctx)
-}
-func (fakeTab) dead() bool              { return false }
-func (fakeTab) wrapErr(err error) error { return err }
-func (fakeTab) replace(context.Context, *config) (func(), error) {
+func (fakeTab) Context() context.Context { return context.Background() }
+func (fakeTab) Dead() bool               { return false }
+func (fakeTab) WrapErr(err error) error  { return err }
+func (fakeTab) Replace(context.Context) (func(), error) {
 	return nil, errors.New("a fake tab cannot be replaced")
 }
+func (fakeTab) BrowserContextID() cdp.BrowserContextID { return "" }
 
 // Close releases sessions side by side, and the provider's own HTTP client
 // leaves no connection and no goroutine behind.
@@ -360,7 +360,7 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 		key := "s" + strconv.Itoa(i)
 		s, err := p.CreateSession(ctx, key)
 		require.NoError(t, err)
-		e := &entry{key: key, route: RouteCloud, tab: fakeTab{}}
+		e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(fakeTab{})}
 		e.ending.add(endProvider, func(ctx context.Context) error { return p.ReleaseSession(ctx, s) })
 		r.sess.m[key] = e
 	}

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"sync/atomic"
 	"time"
 
-	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/chromedp/cdproto/cdp"
+
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -46,7 +46,7 @@ type RESTPage struct {
 // land keeps u as the page's landed URL.
 func (p *RESTPage) land(u string) {
 	if u != "" {
-		p.e.tab.(*restTab).landed.Store(&u)
+		p.e.h.SetLanded(u)
 	}
 }
 
@@ -154,7 +154,6 @@ type restTab struct {
 	ctx      context.Context
 	end      context.CancelFunc
 	provider string
-	landed   atomic.Pointer[string] // the page URL its server last reported; nil until one did
 }
 
 func newRESTTab(d provider.RESTDriver, provider string) *restTab {
@@ -162,21 +161,20 @@ func newRESTTab(d provider.RESTDriver, provider string) *restTab {
 	return &restTab{d: d, ctx: ctx, end: end, provider: provider}
 }
 
-func (t *restTab) context() context.Context { return t.ctx }
+func (t *restTab) Context() context.Context { return t.ctx }
 
-func (t *restTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return browsertab.Bind(t.ctx, ctx)
-}
+func (t *restTab) Dead() bool { return t.ctx.Err() != nil }
 
-func (t *restTab) dead() bool { return t.ctx.Err() != nil }
+func (t *restTab) WrapErr(err error) error { return err }
 
-func (t *restTab) wrapErr(err error) error { return err }
-
-// replace is never asked of a REST tab: only a CDP call can leave a tab
+// Replace is never asked of a REST tab: only a CDP call can leave a tab
 // wedged (tabs.go), and none runs here.
-func (t *restTab) replace(context.Context, *config) (func(), error) {
+func (t *restTab) Replace(context.Context) (func(), error) {
 	return nil, errors.New("hybroute: a tab driven through a REST API is not replaced over CDP")
 }
+
+// BrowserContextID is empty: the server keeps the tab's browser context.
+func (t *restTab) BrowserContextID() cdp.BrowserContextID { return "" }
 
 // close ends the tab's life; the provider's release closes it on the
 // server.
@@ -218,7 +216,7 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, &noCDPError{provider: t.provider})
 	}
 	page := &RESTPage{r: r, e: e, d: t.d}
-	cctx, cancel := t.bind(ctx)
+	cctx, cancel := e.h.Bind(ctx)
 	defer cancel()
 	started := time.Now()
 	runErr := run(context.WithValue(cctx, runKey{}, e), page)
@@ -235,7 +233,7 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 			return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, runErr)
 		}
 		err := fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, runErr)
-		if !t.dead() {
+		if !t.Dead() {
 			if landed, blanked, lerr := r.checkRESTLanding(ctx, e, t); lerr != nil {
 				res.LandedURL, res.SentToBlank = landed, blanked
 				err = errors.Join(err, lerr)
@@ -274,7 +272,6 @@ func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *restTab) (st
 			slog.String("cache_key", e.key), slog.String("error", rerr.Error()))
 		return landed, false, errors.Join(err, fmt.Errorf("hybroute: replacing the tab with a blank one: %w", rerr))
 	}
-	blank := "about:blank"
-	t.landed.Store(&blank)
+	e.h.SetLanded("about:blank")
 	return landed, true, err
 }

@@ -502,34 +502,34 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 	// The guard and the landed-URL check decide on the plan's answers.
 	defer e.guard.begin(&e.gs, p.lookups)()
 
-	defer func() { res.Dialogs = e.dialogs.take() }() // however the call ends, before the next one starts
-	if t, ok := e.tab.(*restTab); ok {
+	defer func() { res.Dialogs = takeDialogs(e.h) }() // however the call ends, before the next one starts
+	if t, ok := e.h.Tab().(*restTab); ok {
 		return r.execREST(ctx, p, e, t, res, run, rest)
 	}
 	if res.TabReplaced, err = r.recoverTab(ctx, e); err != nil {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
 	}
-	if d, ok := e.held.pending(); ok {
+	if d, ok := pendingDialog(e.h); ok {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w: %s %q waits for an answer", e.route, p.CacheKey, ErrDialogOpen, d.Type, d.Message)
 	}
 	e.guard.reset()
 	rctx, rspan := r.tel.tracer.Start(ctx, "hybroute.run",
 		trace.WithAttributes(attribute.String("hybroute.route", res.Route.String())))
 	defer rspan.End()
-	cctx, cancel := e.tab.bind(rctx)
+	cctx, cancel := e.h.Bind(rctx)
 	defer cancel()
-	cctx, stopHold := e.held.interrupts(cctx, r.cfg.dialogs.Hold)
+	cctx, stopHold := interrupts(e.h, cctx, r.cfg.dialogs.Hold)
 	defer stopHold()
 	started := time.Now()
-	front := e.tab.context()
+	front := e.h.Context()
 	runErr := run(context.WithValue(context.WithValue(cctx, runKey{}, e), runCaller{}, rctx), nil)
-	if e.tab.context() != front {
+	if e.h.Context() != front {
 		// The run opened a tab (OpenTab): what follows checks that one.
 		var cancelFront context.CancelFunc
-		cctx, cancelFront = e.tab.bind(rctx)
+		cctx, cancelFront = e.h.Bind(rctx)
 		defer cancelFront()
 	}
-	if lt, ok := e.tab.(*localTab); ok {
+	if lt, ok := e.h.Tab().(*localTab); ok {
 		lt.settled() // the sidecar's next spare is made now, not during this call
 	}
 	r.tel.Ran(ctx, res.Route.String(), started)
@@ -537,7 +537,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 		rspan.SetStatus(codes.Error, errorKind(runErr))
 	}
 	callerErr := ctx.Err() // browsertab.Bind: set whenever the caller ended the call
-	if d, ok := e.held.pending(); ok && runErr != nil && callerErr == nil {
+	if d, ok := pendingDialog(e.h); ok && runErr != nil && callerErr == nil {
 		// The dialog, not the run, ended the call: the tab is fine and
 		// waits for the caller's answer.
 		runErr = fmt.Errorf("%w: %s %q opened during the call", ErrDialogOpen, d.Type, d.Message)
@@ -545,7 +545,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 	if runErr != nil && callerErr != nil {
 		// The call's deadline (or its caller) ended it: the page may be
 		// wedged. The next call asks the tab before it relies on it.
-		e.suspect.Store(true)
+		e.h.SetProbeFirst(true)
 	}
 	if gerr := e.guard.err(); gerr != nil {
 		// The page tried to go where the policy does not let it: that is
@@ -560,14 +560,14 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 			// context the release cancelled, is what the caller hears.
 			err = fmt.Errorf("%w: %w", ErrReleased, err)
 		} else {
-			err = e.tab.wrapErr(err)
+			err = e.h.WrapErr(err)
 		}
 		if callerErr != nil && !errors.Is(err, callerErr) {
 			err = fmt.Errorf("%w (%w)", err, callerErr)
 		}
 		err = fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
 		// A failed run can still leave the tab somewhere it must not stay.
-		if cctx.Err() == nil && !e.tab.dead() {
+		if cctx.Err() == nil && !e.h.Dead() {
 			if landed, blanked, lerr := r.checkLanding(ctx, cctx, e); lerr != nil {
 				res.LandedURL, res.SentToBlank = landed, blanked
 				err = errors.Join(err, lerr)

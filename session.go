@@ -13,29 +13,14 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/guard"
 )
 
-// tab is a browser tab a session drives: on the sidecar or on a remote
-// browser. Both kinds answer the same questions so Exec need not care.
-type tab interface {
-	// context is the tab's own chromedp context. Never cancel it: release
-	// the session instead.
-	context() context.Context
-	// bind returns the context a call's chromedp actions run with: bound to
-	// the tab, ended by ctx, never closing the tab when it ends.
-	bind(ctx context.Context) (context.Context, context.CancelFunc)
-	// dead reports that the browser under the tab is gone.
-	dead() bool
-	// wrapErr turns a call's error into one that names a dead browser.
-	wrapErr(err error) error
-	// replace swaps in a fresh tab in the same browser context, for a tab
-	// that stopped answering (tabs.go). retire lets go of the old one,
-	// after browsertab.Abandon is done with it.
-	replace(ctx context.Context, cfg *config) (retire func(), err error)
-}
-
-// entry is one cached session: one cache key, one tab.
+// entry is one cached session: one cache key, one tab. It holds what the
+// Router decides of the session (its key, route and fallback, its
+// teardown, its use, the guard's session and the call's scope); the tab and
+// the tab layer's records are its handle's (internal/browsertab).
 type entry struct {
 	key      string
 	route    Route // the browser its calls run on: RouteLocal for a fallback, whatever the plan said
@@ -46,17 +31,15 @@ type entry struct {
 	// fallbackLabel is the bounded name of that cause, for the metrics
 	// and traces (telemetry.go's fallback reasons).
 	fallbackLabel string
-	tab           tab
-	released      atomic.Bool   // Release, the reaper or Close ended it; calls on it get ErrReleased
-	ending        teardown      // the steps that end the session, once, in order (teardown.go)
-	guard         guardRecord   // the scope of the running call: its answers, what the guard refused (guard_owner.go)
-	gs            guard.Session // the session as the guard knows it: its tab, name answers and refusals
-	dialogs       dialogRecord  // the dialogs answered since the last call took them
-	bg            *browserGuard // the guard of the tab's browser (internal/guard)
-	suspect       atomic.Bool   // the last call ended by its deadline: probe the tab first (tabs.go)
-	origins       originSet     // the origins its pages went to (state_browser.go)
-	pages         tabPages      // the session's other tabs that calls ran in (tablist.go)
-	held          heldDialog    // a dialog left for the caller to answer (dialog_hold.go)
+	// h is the tab and what the tab layer records of it (its dialogs,
+	// pages, origins, whether to probe it first); the entry lends it to
+	// the call that holds callMu.
+	h        *browsertab.Handle
+	released atomic.Bool   // Release, the reaper or Close ended it; calls on it get ErrReleased
+	ending   teardown      // the steps that end the session, once, in order (teardown.go)
+	guard    guardRecord   // the scope of the running call: its answers, what the guard refused (guard_owner.go)
+	gs       guard.Session // the session as the guard knows it: its tab, name answers and refusals
+	bg       *browserGuard // the guard of the tab's browser (internal/guard)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -65,15 +48,14 @@ type entry struct {
 
 // landedURL is where the main frame of the tab calls run in is. One owner
 // keeps it for each kind of tab: the browser's guard, from the events of
-// every page (internal/guard), and for a session without CDP, its tab, from what
-// the server last reported (restpage.go). A page not seen to navigate is
-// on about:blank, where a new tab starts.
+// every page (internal/guard), and for a session without CDP, its handle,
+// from what the server last reported (restpage.go). A page not seen to
+// navigate is on about:blank, where a new tab starts.
 func (e *entry) landedURL() string {
-	if t, ok := e.tab.(*restTab); ok {
-		if u := t.landed.Load(); u != nil {
-			return *u
-		}
-	} else if e.bg != nil {
+	if u, ok := e.h.Landed(); ok {
+		return u
+	}
+	if e.bg != nil {
 		if u, ok := e.bg.Landed(e.frontID()); ok {
 			return u
 		}
@@ -96,7 +78,7 @@ var errReleasedWhileCreating = fmt.Errorf("%w while it was being created", ErrRe
 // back. Calls still on it fail with ErrReleased.
 func (e *entry) end() error {
 	e.released.Store(true)
-	defer e.pages.StopAll()
+	defer e.h.Pages.StopAll()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	return e.ending.run(ctx)
@@ -126,7 +108,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 		}
 		r.startReaper()
 		e := r.sess.m[p.CacheKey]
-		if e != nil && !e.tab.dead() {
+		if e != nil && !e.h.Dead() {
 			e.inUse.Add(1)
 			r.mu.Unlock()
 			return e, nil
@@ -205,7 +187,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			w, err := r.armTab(e)
 			if err != nil {
 				_ = e.end()
-				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.tab.wrapErr(err))
+				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.h.WrapErr(err))
 			}
 			if err := r.startState(sctx, e); err != nil {
 				_ = e.end()
@@ -284,7 +266,7 @@ func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entr
 			return nil, err
 		}
 	}
-	e := &entry{key: key, route: route, tab: lt}
+	e := &entry{key: key, route: route, h: browsertab.NewHandle(lt)}
 	if r.profiles != nil {
 		e.ending.add(endTab, func(context.Context) error { return r.profiles.release(lt) })
 	}
@@ -331,7 +313,7 @@ func (r *Router) reapIdle(now time.Time) int {
 		if e.inUse.Load() > 0 {
 			continue
 		}
-		if e.tab.dead() || now.Sub(time.Unix(0, e.lastUsed.Load())) > r.cfg.idleTimeout {
+		if e.h.Dead() || now.Sub(time.Unix(0, e.lastUsed.Load())) > r.cfg.idleTimeout {
 			delete(r.sess.m, k)
 			idle = append(idle, e)
 		}

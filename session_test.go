@@ -276,7 +276,7 @@ func TestDeadCloudBrowserIsReplaced(t *testing.T) {
 	e := w.r.sess.m["s"]
 	w.r.mu.Unlock()
 	require.NotNil(t, e)
-	require.Eventually(t, e.tab.dead, 10*time.Second, 10*time.Millisecond, "the lost connection marks the tab dead")
+	require.Eventually(t, e.h.Dead, 10*time.Second, 10*time.Millisecond, "the lost connection marks the tab dead")
 
 	// The next call does not hit the broken session: it starts over, and
 	// as the provider's endpoint is gone, the floor takes it.
@@ -389,7 +389,7 @@ func BenchmarkCloudCallOverhead(b *testing.B) {
 		e := w.r.sess.m["s"]
 		w.r.mu.Unlock()
 		for b.Loop() {
-			if _, err := chromedp.Run(e.tab.context(), chromedp.Location()); err != nil {
+			if _, err := chromedp.Run(e.h.Context(), chromedp.Location()); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -539,7 +539,7 @@ func localTabOf(t *testing.T, r *Router, cacheKey string) *localTab {
 	defer r.mu.Unlock()
 	e := r.sess.m[cacheKey]
 	require.NotNil(t, e, "no session %q is cached", cacheKey)
-	lt, ok := e.tab.(*localTab)
+	lt, ok := e.h.Tab().(*localTab)
 	require.True(t, ok, "session %q is not on the sidecar", cacheKey)
 	return lt
 }

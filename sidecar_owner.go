@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/target"
 
-	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/guard"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
@@ -133,39 +131,5 @@ type localTab struct {
 // settled is called when the first call on the tab has ended.
 func (t *localTab) settled() { t.Settled() }
 
-// context returns the chromedp context bound to the tab. Never cancel it;
-// close the tab instead.
-func (t *localTab) context() context.Context { return t.Context() }
-
-// bind returns the context a caller's chromedp calls on the tab run with:
-// the caller's deadline bounds the call without closing the tab.
-func (t *localTab) bind(ctx context.Context) (context.Context, context.CancelFunc) {
-	return browsertab.Bind(t.Context(), ctx)
-}
-
-// dead reports whether the Chromium process under the tab has died.
-func (t *localTab) dead() bool { return t.Dead() }
-
-// wrapErr turns the error of a chromedp call on the tab into one that wraps
-// ErrBrowserDead when the process died under it.
-func (t *localTab) wrapErr(err error) error { return t.WrapErr(err) }
-
 // close detaches from the tab and disposes of its browser context.
 func (t *localTab) close() error { return t.Close() }
-
-// replace swaps a fresh page in the tab's browser context in for one that
-// stopped answering (tabs.go).
-func (t *localTab) replace(ctx context.Context, _ *config) (func(), error) { return t.Replace(ctx) }
-
-// attach, open and swap switch the tab's front page (tablist.go).
-func (t *localTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
-	return t.Attach(ctx, id)
-}
-
-func (t *localTab) open(ctx context.Context, _ *config) (context.Context, context.CancelFunc, error) {
-	return t.OpenPage(ctx)
-}
-
-func (t *localTab) swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
-	return t.Swap(tctx, stop)
-}

@@ -23,6 +23,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/procfs"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/testenv"
@@ -98,10 +99,10 @@ func testCtx(tb testing.TB) context.Context { return testenv.Context(tb, time.Mi
 
 // run runs one chromedp action on the tab, bounded by ctx.
 func run[T any](ctx context.Context, tab *localTab, a chromedp.Action[T]) (T, error) {
-	c, cancel := tab.bind(ctx)
+	c, cancel := browsertab.Bind(tab.Context(), ctx)
 	defer cancel()
 	v, err := chromedp.Run(c, a)
-	return v, tab.wrapErr(err)
+	return v, tab.WrapErr(err)
 }
 
 func navigate(t *testing.T, ctx context.Context, tab *localTab, url string) {
@@ -344,10 +345,10 @@ func TestSidecarBrowserDeath(t *testing.T) {
 
 	_, err = run(ctx, a, chromedp.Title())
 	require.Error(t, err)
-	require.Eventually(t, a.dead, 30*time.Second, 10*time.Millisecond)
-	assert.ErrorIs(t, a.wrapErr(err), ErrBrowserDead, "a call on a tab of a dead browser says so")
-	assert.Contains(t, a.wrapErr(err).Error(), "died")
-	assert.True(t, b.dead(), "every tab of the process died with it")
+	require.Eventually(t, a.Dead, 30*time.Second, 10*time.Millisecond)
+	assert.ErrorIs(t, a.WrapErr(err), ErrBrowserDead, "a call on a tab of a dead browser says so")
+	assert.Contains(t, a.WrapErr(err).Error(), "died")
+	assert.True(t, b.Dead(), "every tab of the process died with it")
 	assert.False(t, s.alive())
 	assert.NoError(t, a.close(), "closing a dead tab is harmless")
 

@@ -78,7 +78,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 			tab, err := r.side.open(ctx, key+"-parts")
 			require.NoError(b, err)
 			open = append(open, time.Since(start))
-			e := &entry{key: key, route: RouteLocal, tab: tab}
+			e := &entry{key: key, route: RouteLocal, h: browsertab.NewHandle(tab)}
 			e.ending.add(endTab, func(context.Context) error { return tab.close() })
 			start = time.Now()
 			g, err := r.enableGuard(e)
@@ -87,7 +87,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 			done := make(chan struct{})
 			go func() { defer close(done); g() }()
 			start = time.Now()
-			pctx, cancelPage := tab.bind(ctx)
+			pctx, cancelPage := browsertab.Bind(tab.Context(), ctx)
 			require.NoError(b, chromedp.Do(pctx, chromedp.Navigate(s.URL+"/p")))
 			cancelPage()
 			tab.settled()

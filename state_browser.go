@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
-	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -33,20 +31,15 @@ var errStateNoCDP = fmt.Errorf("%w: storage state needs a browser driven over CD
 // Without the context's id it fails: the default context is not the
 // session's, and may be another's.
 func stateBrowser(e *entry) (browsertab.Context, error) {
-	var id cdp.BrowserContextID
-	switch t := e.tab.(type) {
-	case *remoteTab:
-		id = t.bcID
-	case *localTab:
-		id = t.bcID
-	default:
-		return browsertab.Context{}, errStateNoCDP
+	if _, ok := e.h.Paged(); !ok {
+		return browsertab.Context{}, errStateNoCDP // the kinds driven over CDP are the ones with pages
 	}
-	c := chromedp.FromContext(e.tab.context())
+	id := e.h.Tab().BrowserContextID()
+	c := chromedp.FromContext(e.h.Context())
 	if id == "" || c == nil || c.Browser == nil {
 		return browsertab.Context{}, errors.New("hybroute: the session's browser context is not known")
 	}
-	return browsertab.Context{Browser: c.Browser, ID: id, Tab: e.tab.context(), Wrap: e.tab.wrapErr, Dead: e.tab.dead}, nil
+	return browsertab.Context{Browser: c.Browser, ID: id, Tab: e.h.Context(), Wrap: e.h.WrapErr, Dead: e.h.Dead}, nil
 }
 
 // readCookies reads the cookies of e's browser context. Partitioned
@@ -139,11 +132,11 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 	st := &State{Cookies: cookies}
 	current := ""
 	if landed := e.landedURL(); strings.HasPrefix(landed, "http:") || strings.HasPrefix(landed, "https:") {
-		tctx, cancel := e.tab.bind(ctx)
+		tctx, cancel := e.h.Bind(ctx)
 		ps, err := browsertab.ReadPage(tctx)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("hybroute: reading the page's storage: %w", e.tab.wrapErr(err))
+			return nil, fmt.Errorf("hybroute: reading the page's storage: %w", e.h.WrapErr(err))
 		}
 		if norm, err := stateOrigin(ps.Origin); err == nil {
 			current = norm
@@ -151,7 +144,7 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 		}
 	}
 	var others []string
-	for _, o := range append(e.origins.list(), extra...) {
+	for _, o := range append(e.h.Origins.List(), extra...) {
 		if o != current && !slices.Contains(others, o) && r.pol.refuse(r.pol.classify(ctx, o+"/"), e.route) == nil {
 			others = append(others, o)
 		}
@@ -202,7 +195,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh
 	if e.bg == nil {
 		return errors.New("hybroute: the session's browser has no guard")
 	}
-	tctx, cancel := e.tab.bind(ctx)
+	tctx, cancel := e.h.Bind(ctx)
 	defer cancel()
 	if fresh {
 		for _, o := range st.Origins {
@@ -214,7 +207,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh
 			}
 		}
 		if err := chromedp.Do(tctx, chromedp.Navigate("about:blank")); err != nil {
-			return fmt.Errorf("hybroute: leaving the storage pages: %w", e.tab.wrapErr(err))
+			return fmt.Errorf("hybroute: leaving the storage pages: %w", e.h.WrapErr(err))
 		}
 		return nil
 	}
@@ -258,41 +251,13 @@ func originOf(u string) string {
 	return u[:i+3] + rest
 }
 
-// originSet is the origins a session's tab went to, for SaveState to read
-// the storage of: Chromium lists no origins that hold storage.
-type originSet struct {
-	mu sync.Mutex
-	m  map[string]struct{}
-}
-
-func (s *originSet) add(o string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]struct{}{}
-	}
-	if len(s.m) < maxStateOrigins {
-		s.m[o] = struct{}{}
-	}
-}
-
-func (s *originSet) list() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.m))
-	for o := range s.m {
-		out = append(out, o)
-	}
-	return out
-}
-
 // trackOrigins records the origin of every frame the tab's pages
 // navigate, from the events chromedp receives (no command).
 func trackOrigins(tabCtx context.Context, e *entry) error {
 	return chromedp.Listen(tabCtx, func(ev any) {
 		if ev, ok := ev.(*page.EventFrameNavigated); ok && ev.Frame != nil {
 			if o, err := stateOrigin(ev.Frame.SecurityOrigin); err == nil {
-				e.origins.add(o)
+				e.h.Origins.Add(o, maxStateOrigins)
 			}
 		}
 	})

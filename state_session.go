@@ -176,7 +176,7 @@ func (r *Router) liveEntries(key string) []*entry {
 	defer r.mu.Unlock()
 	var es []*entry
 	for _, k := range [...]string{first, other} {
-		if e := r.sess.m[k]; e != nil && !e.tab.dead() {
+		if e := r.sess.m[k]; e != nil && !e.h.Dead() {
 			e.inUse.Add(1)
 			es = append(es, e)
 		}
@@ -206,13 +206,13 @@ func (r *Router) isClosed() bool {
 // are tracked from now on, and the key's state, if it has one, is loaded
 // before the session's first page.
 func (r *Router) startState(ctx context.Context, e *entry) error {
-	if _, ok := e.tab.(*restTab); ok {
+	if _, ok := e.h.Tab().(*restTab); ok {
 		if r.stateOf(baseKey(e.key)) != nil {
 			return errStateNoCDP
 		}
 		return nil
 	}
-	if err := trackOrigins(e.tab.context(), e); err != nil {
+	if err := trackOrigins(e.h.Context(), e); err != nil {
 		return err
 	}
 	st := r.stateOf(baseKey(e.key))
@@ -246,7 +246,7 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 		return nil
 	}
 	defer prev.inUse.Add(-1)
-	if prev.tab.dead() || !prev.callMu.TryLock() {
+	if prev.h.Dead() || !prev.callMu.TryLock() {
 		return nil
 	}
 	cookies, err := readCookies(ctx, prev)

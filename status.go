@@ -107,7 +107,7 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 			e = r.sess.m[k]
 		}
 	}
-	if e == nil || e.released.Load() || e.tab.dead() {
+	if e == nil || e.released.Load() || e.h.Dead() {
 		return st, nil
 	}
 	st.Open, st.Route, st.CacheKey = true, e.route, e.key
@@ -115,7 +115,7 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 	if e.bg != nil {
 		st.Browser = e.bg.Browser().Product
 	}
-	_, st.Profile = e.tab.(*localTab)
+	_, st.Profile = e.h.Tab().(*localTab)
 	st.Profile = st.Profile && r.profiles != nil
 	return st, nil
 }

@@ -46,33 +46,17 @@ type Tab struct {
 	Front, Current bool
 }
 
-// tabPages are an entry's attached tabs other than its front.
-type tabPages = browsertab.Pages
-
-// frontTab is what an entry's tab must do to switch its front.
-type frontTab interface {
-	// attach opens a chromedp context on an existing page of the session.
-	attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error)
-	// open opens a fresh page in the session's browser context.
-	open(ctx context.Context, cfg *config) (context.Context, context.CancelFunc, error)
-	// swap makes tctx the front and returns the previous front.
-	swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc)
-}
-
-func (t *remoteTab) attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
+func (t *remoteTab) Attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
 	return browsertab.Open(ctx, t.ctx, chromedp.WithTargetID(id))
 }
 
-func (t *remoteTab) open(ctx context.Context, _ *config) (context.Context, context.CancelFunc, error) {
+func (t *remoteTab) OpenPage(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	return browsertab.Open(ctx, t.ctx)
 }
 
-func (t *remoteTab) swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
-	old := t.context()
-	t.page.mu.Lock()
-	defer t.page.mu.Unlock()
-	oldStop := t.page.stop
-	t.page.ctx, t.page.stop = tctx, stop
+func (t *remoteTab) Swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
+	old := t.Context()
+	_, oldStop := t.page.Swap(tctx, stop)
 	return old, oldStop
 }
 
@@ -169,7 +153,7 @@ func (r *Router) SelectTab(ctx context.Context, sessionKey, id string) (Route, e
 	}
 	defer done()
 	if err := r.toFront(ctx, e, target.ID(id)); err != nil {
-		return 0, fmt.Errorf("hybroute: selecting tab %s: %w", id, e.tab.wrapErr(err))
+		return 0, fmt.Errorf("hybroute: selecting tab %s: %w", id, e.h.WrapErr(err))
 	}
 	planned := e.route
 	if e.fallback {
@@ -206,13 +190,13 @@ func (r *Router) CloseTab(ctx context.Context, sessionKey, id string) error {
 			}
 		})[0]
 		if err := r.toFront(ctx, e, next); err != nil {
-			return fmt.Errorf("hybroute: closing tab %s: %w", id, e.tab.wrapErr(err))
+			return fmt.Errorf("hybroute: closing tab %s: %w", id, e.h.WrapErr(err))
 		}
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
 	defer cancel()
 	err = e.bg.CloseTarget(cctx, tid)
-	if pg, ok := e.pages.Take(tid); ok && pg.Stop != nil {
+	if pg, ok := e.h.Pages.Take(tid); ok && pg.Stop != nil {
 		pg.Stop()
 	}
 	return err
@@ -230,18 +214,18 @@ func (r *Router) OpenTab(ctx context.Context) (context.Context, error) {
 	if e == nil || caller == nil {
 		return nil, errNotInRun
 	}
-	ft, ok := e.tab.(frontTab)
+	ft, ok := e.h.Paged()
 	if !ok {
 		return nil, fmt.Errorf("hybroute: a session of this browser has one tab")
 	}
-	tctx, stop, err := ft.open(caller, &r.cfg)
+	tctx, stop, err := ft.OpenPage(caller)
 	if err != nil {
-		return nil, fmt.Errorf("hybroute: opening a tab: %w", e.tab.wrapErr(err))
+		return nil, fmt.Errorf("hybroute: opening a tab: %w", e.h.WrapErr(err))
 	}
 	if err := r.makeFront(caller, e, ft, tctx, stop, true); err != nil {
 		return nil, err
 	}
-	cctx, cancel := e.tab.bind(caller)
+	cctx, cancel := e.h.Bind(caller)
 	context.AfterFunc(ctx, cancel)
 	return context.WithValue(context.WithValue(cctx, runKey{}, e), runCaller{}, caller), nil
 }
@@ -255,16 +239,16 @@ func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {
 	if e.frontID() == id {
 		return nil
 	}
-	ft, ok := e.tab.(frontTab)
+	ft, ok := e.h.Paged()
 	if !ok {
 		return fmt.Errorf("hybroute: a session of this browser has one tab")
 	}
-	if pg, ok := e.pages.Take(id); ok {
+	if pg, ok := e.h.Pages.Take(id); ok {
 		return r.makeFront(ctx, e, ft, pg.Ctx, pg.Stop, false)
 	}
 	actx, cancel := context.WithTimeout(ctx, r.cfg.createTimeout)
 	defer cancel()
-	tctx, stop, err := ft.attach(actx, id)
+	tctx, stop, err := ft.Attach(actx, id)
 	if err != nil {
 		return err
 	}
@@ -275,17 +259,17 @@ func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {
 // a front before) gets what every front tab has: the guard's
 // registration, the landing tracker, the dialog answerer. One that was
 // the front before has them still, and is registered again as the tab.
-func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx context.Context, stop context.CancelFunc, fresh bool) error {
-	old, oldStop := ft.swap(tctx, stop)
+func (r *Router) makeFront(ctx context.Context, e *entry, ft browsertab.PagedTab, tctx context.Context, stop context.CancelFunc, fresh bool) error {
+	old, oldStop := ft.Swap(tctx, stop)
 	if c := chromedp.FromContext(old); c != nil && c.Target != nil {
-		e.pages.Put(c.Target.TargetID, browsertab.Page{Ctx: old, Stop: oldStop})
+		e.h.Pages.Put(c.Target.TargetID, browsertab.Page{Ctx: old, Stop: oldStop})
 	}
 	if fresh {
 		w, err := r.armTab(e)
 		if err != nil {
 			// A tab with no guard must not run a call.
 			r.drop(e)
-			return fmt.Errorf("hybroute: enabling the request guard on a tab: %w", e.tab.wrapErr(err))
+			return fmt.Errorf("hybroute: enabling the request guard on a tab: %w", e.h.WrapErr(err))
 		}
 		r.mu.Lock()
 		w.startLocked(r)
@@ -295,14 +279,7 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft frontTab, tctx cont
 			return ErrClosed
 		}
 	} else {
-		var bcID cdp.BrowserContextID
-		switch t := e.tab.(type) {
-		case *localTab:
-			bcID = t.bcID
-		case *remoteTab:
-			bcID = t.bcID
-		}
-		if err := e.bg.Register(&e.gs, e.key, tctx, bcID); err != nil {
+		if err := e.bg.Register(&e.gs, e.key, tctx, ft.BrowserContextID()); err != nil {
 			return err
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
@@ -29,35 +28,35 @@ const controlTimeout = browsertab.ControlTimeout
 // the previous call ended by its deadline. It reports whether the tab was
 // replaced.
 func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
-	if !e.suspect.Load() {
+	if !e.h.ProbeFirst() {
 		return false, nil
 	}
-	if browsertab.Probe(ctx, e.tab.context()) == nil {
-		e.suspect.Store(false)
+	if browsertab.Probe(ctx, e.h.Context()) == nil {
+		e.h.SetProbeFirst(false)
 		return false, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return false, err // the caller gave up, not the tab: ask again next time
 	}
-	old := e.tab.context()
+	old := e.h.Context()
 	// First stop the script that holds the renderer: Chromium may put the
 	// new tab in the same renderer process (same site, a process limit).
 	browsertab.Terminate(old)
 	rctx, cancel := context.WithTimeout(ctx, r.cfg.createTimeout)
-	retire, err := e.tab.replace(rctx, &r.cfg)
+	retire, err := e.h.Tab().Replace(rctx)
 	cancel()
 	if err != nil {
 		// No fresh tab in this browser context: drop the session, so the
 		// next call starts a fresh one rather than meet this tab again.
 		r.drop(e)
-		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", e.tab.wrapErr(err))
+		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", e.h.WrapErr(err))
 	}
-	e.suspect.Store(false)
+	e.h.SetProbeFirst(false)
 	w, err := r.armTab(e)
 	if err != nil {
 		// A tab with no guard must not run a call.
 		r.drop(e)
-		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.tab.wrapErr(err))
+		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.h.WrapErr(err))
 	}
 	r.mu.Lock()
 	w.startLocked(r)
@@ -91,7 +90,7 @@ func (r *Router) armTab(e *entry) (tabWatchers, error) {
 	if err != nil {
 		return tabWatchers{}, err
 	}
-	return tabWatchers{guard: guard, dialogs: r.watchDialogs(e, e.tab.context())}, nil
+	return tabWatchers{guard: guard, dialogs: r.watchDialogs(e, e.h.Context())}, nil
 }
 
 // startLocked runs the watchers, with r.mu held: on the sessions' wait
@@ -131,35 +130,18 @@ func (r *Router) drop(e *entry) {
 // of an opening on a loaded browser: a shorter bound left tabs open there.
 const openSettleTimeout = targetSetupTimeout + 15*time.Second
 
-// replacedPage is the tab a remote session's calls run in once its first
-// tab was replaced. The first tab's context holds the connection to the
-// browser, so it lives on (closed), and the new tab is its child.
-type replacedPage struct {
-	mu   sync.Mutex
-	ctx  context.Context
-	stop context.CancelFunc
-}
-
-func (p *replacedPage) get() context.Context {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.ctx
-}
-
-// replace opens a fresh tab on the remote browser, in the browser context
+// Replace opens a fresh tab on the remote browser, in the browser context
 // of the first (chromedp gives a child context its parent's), and makes it
-// the tab. Its retire closes a replacement
-// that is itself replaced (chromedp closes a child tab when its context
-// ends); the first tab's context stays, as it holds the connection.
-func (t *remoteTab) replace(ctx context.Context, _ *config) (func(), error) {
+// the tab's front page. The first tab's context holds the connection to the
+// browser, so it lives on (closed), and the new tab is its child. Its
+// retire closes a replacement that is itself replaced (chromedp closes a
+// child tab when its context ends); the first tab's context stays.
+func (t *remoteTab) Replace(ctx context.Context) (func(), error) {
 	tctx, stop, err := browsertab.Open(ctx, t.ctx)
 	if err != nil {
 		return nil, err
 	}
-	t.page.mu.Lock()
-	oldStop := t.page.stop
-	t.page.ctx, t.page.stop = tctx, stop
-	t.page.mu.Unlock()
+	_, oldStop := t.page.Swap(tctx, stop)
 	if oldStop == nil {
 		oldStop = func() {}
 	}

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 // The stage of a step, not the order it was added in, says when it runs;
@@ -58,7 +60,7 @@ func TestTeardownRunsByStageOnce(t *testing.T) {
 func TestDropMarksTheSessionReleased(t *testing.T) {
 	t.Parallel()
 	r := newTestRouter(t, nil)
-	e := &entry{key: "s", route: RouteCloud, tab: fakeTab{}}
+	e := &entry{key: "s", route: RouteCloud, h: browsertab.NewHandle(fakeTab{})}
 	ends := 0
 	e.ending.add(endProvider, func(context.Context) error { ends++; return nil })
 	r.mu.Lock()

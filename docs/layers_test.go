@@ -50,7 +50,8 @@ var layer = map[string]int{
 	"internal/cloudtest":   2,
 	"internal/camofoxtest": 3,
 	// The enforcement points: they carry out decisions the root makes.
-	// Beside them, the mechanics of a tab, on any browser.
+	// Beside them, the mechanics of a tab, on any browser, and the handle a
+	// session keeps of its tab.
 	"internal/guard":      2,
 	"internal/egress":     2,
 	"internal/browsertab": 2,

@@ -17,12 +17,10 @@ import (
 // Its page can be swapped for another in the same browser context (Swap);
 // the browser context, its door and its process stay the tab's for life.
 type Tab struct {
-	key  string // the session's cache key, for errors
-	mu   sync.Mutex
-	ctx  context.Context    // chromedp context bound to the tab's page; guarded by mu (Swap)
-	stop context.CancelFunc // detaches chromedp from the tab; guarded by mu
-	bcID cdp.BrowserContextID
-	proc *Proc
+	key   string           // the session's cache key, for errors
+	front browsertab.Front // the page calls run in; its stop detaches chromedp from it
+	bcID  cdp.BrowserContextID
+	proc  *Proc
 	// the viewport of every page of the tab (Config)
 	viewW, viewH int
 	door         *egress.Door // the context's own door into the egress proxy, and its grant (internal/egress)
@@ -46,20 +44,12 @@ func (t *Tab) Settled() {
 // Context returns the chromedp context bound to the tab's page. Run
 // chromedp actions on a context bound to it (tab.Bind); never cancel it
 // yourself, close the tab instead.
-func (t *Tab) Context() context.Context {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.ctx
-}
+func (t *Tab) Context() context.Context { return t.front.Get() }
 
 // Swap makes tctx, a page in the tab's browser context that stop detaches
 // from, the tab's page, and returns the page it was.
 func (t *Tab) Swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	old, oldStop := t.ctx, t.stop
-	t.ctx, t.stop = tctx, stop
-	return old, oldStop
+	return t.front.Swap(tctx, stop)
 }
 
 // OpenPage opens a fresh page in the tab's browser context (its cookies
@@ -120,10 +110,7 @@ func (t *Tab) Close() error {
 		// Last, after the context: nothing of it connects through the
 		// door then.
 		defer t.door.Close()
-		t.mu.Lock()
-		stop := t.stop
-		t.mu.Unlock()
-		stop()
+		t.front.Stopper()()
 		if t.proc.Ended() {
 			return // the browser context goes with the process
 		}
@@ -163,8 +150,9 @@ func (s *Sidecar) makeTab(fctx context.Context, proc *Proc, key string) (*Tab, e
 		// Cancelling detaches only; close disposes of the browser context,
 		// which closes the page in one step.
 		chromedp.WithDetachOnCancel())
-	t := &Tab{key: key, ctx: tctx, stop: stop, bcID: res.BrowserContextID, proc: proc, door: door,
+	t := &Tab{key: key, bcID: res.BrowserContextID, proc: proc, door: door,
 		viewW: s.cfg.ViewportWidth, viewH: s.cfg.ViewportHeight}
+	t.front.Swap(tctx, stop)
 	unhook := context.AfterFunc(fctx, stop)
 	err = chromedp.Do(tctx) // creates and attaches the page; binds it to tctx
 	if err == nil {
