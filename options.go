@@ -210,8 +210,11 @@ func WithChromiumPath(path string) Option {
 // flags the sidecar manages (remote-debugging-port, remote-debugging-address,
 // remote-debugging-pipe, user-data-dir, and the proxy flags that send every
 // connection through the egress check: proxy-server, proxy-bypass-list,
-// no-proxy-server, proxy-pac-url, proxy-auto-detect, the QUIC switches and
-// force-webrtc-ip-handling-policy) make the start fail.
+// no-proxy-server, proxy-pac-url, proxy-auto-detect, the QUIC switches,
+// force-webrtc-ip-handling-policy, and the extension switches, since an
+// extension's proxy outranks the command line's; and the site-isolation
+// ones: site-per-process, disable-site-isolation-trials, single-process)
+// make the start fail.
 func WithChromiumFlags(flags map[string]any) Option {
 	return func(c *config) {
 		if c.chromiumFlags == nil {

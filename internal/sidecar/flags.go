@@ -15,12 +15,15 @@ import (
 // transport), and the profile directory is the sidecar's to make and remove.
 // The proxy flags are managed too: every connection of the local browser
 // goes through the egress check (internal/egress), and no flag may take it away.
+// Extensions stay off and none is loaded: an extension's proxy setting
+// outranks the command line's, so one could take the egress check away.
 // Site isolation stays on: a flag may not put sites in one process
 // (--single-process runs every renderer inside the browser process,
 // whatever --site-per-process says).
 var managedFlags = []string{"remote-debugging-port", "remote-debugging-address", "remote-debugging-pipe", "user-data-dir",
 	"proxy-server", "proxy-bypass-list", "no-proxy-server", "proxy-pac-url", "proxy-auto-detect",
 	"disable-quic", "enable-quic", "origin-to-force-quic-on", "webrtc-ip-handling-policy", "force-webrtc-ip-handling-policy",
+	"disable-extensions", "load-extension", "disable-extensions-except",
 	"site-per-process", "disable-site-isolation-trials", "single-process"}
 
 // proxyBypassList removes Chromium's implicit bypass of localhost and

@@ -12,11 +12,13 @@ import (
 // renderer, of every site and every session's browser context, inside the
 // browser process, whatever --site-per-process says (the headless shell
 // with a cross-site iframe runs 3 renderer processes without it, none
-// with it).
+// with it). So is turning extensions on or loading one: an extension's
+// proxy setting outranks the command line's.
 func TestManagedFlagsCannotBeSet(t *testing.T) {
 	t.Parallel()
 	for _, f := range []string{"single-process", "site-per-process", "disable-site-isolation-trials",
-		"proxy-server", "no-proxy-server", "remote-debugging-port"} {
+		"proxy-server", "no-proxy-server", "remote-debugging-port",
+		"disable-extensions", "load-extension", "disable-extensions-except"} {
 		s := New(Config{Flags: map[string]any{f: true}}, testOwner{})
 		_, err := s.allocatorOptions("/usr/bin/chromium", "127.0.0.1:1")
 		assert.ErrorContains(t, err, "managed by the sidecar", f)
