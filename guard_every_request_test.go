@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -246,6 +247,15 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 		require.True(t, s.reached("/public-control.png"), "the page's public subresource did not load")
 		t.Logf("guarded: %d requests reached a decoy; %d connections carried none (Chromium's preconnects)", len(got), contacts)
 		assert.Positive(t, logs.count("browser request refused"), "the guard logged no refusal")
+		// Each method's attempt, seen by the guard: a method whose requests
+		// never left the page (a worker that never started) would pass the
+		// check above with nothing to refuse. The control below cannot show
+		// this for every method, as a dedicated worker on the unguarded
+		// browser may never run.
+		for _, m := range methods {
+			via := regexp.MustCompile(`via=` + regexp.QuoteMeta(m) + `([^a-z-]|$)`)
+			assert.True(t, via.MatchString(logs.String()), "the guard refused no request of %s: it attempted nothing", m)
+		}
 	})
 
 	t.Run("control without the guard", func(t *testing.T) {

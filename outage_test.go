@@ -27,6 +27,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 )
 
 // The load and fault suite of provider outages. The quick part runs with
@@ -554,18 +555,32 @@ func TestCancellationStorm(t *testing.T) {
 }
 
 // processesUnder lists the processes whose command line names a
-// --user-data-dir inside dir.
+// --user-data-dir inside dir, and their descendants: a headless shell
+// passes the argument to none of its children.
 func processesUnder(dir string) []int {
 	entries, _ := os.ReadDir("/proc")
 	arg := []byte("--user-data-dir=" + dir + string(os.PathSeparator))
-	var pids []int
+	children := map[int][]int{}
+	var next []int
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+		if err != nil || pid == os.Getpid() {
 			continue
 		}
+		if ppid, ok := sc.ParentOf(pid); ok {
+			children[ppid] = append(children[ppid], pid)
+		}
 		if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && bytes.Contains(b, arg) {
+			next = append(next, pid)
+		}
+	}
+	var pids []int
+	for len(next) > 0 {
+		pid := next[len(next)-1]
+		next = next[:len(next)-1]
+		if !slices.Contains(pids, pid) {
 			pids = append(pids, pid)
+			next = append(next, children[pid]...)
 		}
 	}
 	return pids
@@ -596,10 +611,30 @@ func TestCloseDuringChromiumStartLeavesNothing(t *testing.T) {
 				break
 			}
 		}
+		// Every process of the start, taken until close returns: once the
+		// browser is gone, a child of a headless shell that outlived it
+		// carries no --user-data-dir and has no parent to be found under.
+		seen := map[int]bool{}
+		stopWatch, watched := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(watched)
+			for {
+				for _, p := range processesUnder(tmp) {
+					seen[p] = true
+				}
+				select {
+				case <-stopWatch:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+			}
+		}()
 		time.Sleep(delay)
 		start := time.Now()
 		require.NoError(t, s.close())
 		took := time.Since(start)
+		close(stopWatch)
+		<-watched
 		var err error
 		select {
 		case err = <-errc:
@@ -612,6 +647,9 @@ func TestCloseDuringChromiumStartLeavesNothing(t *testing.T) {
 			i, delay, launched, len(left), len(profiles), err, took.Round(time.Millisecond))
 		assert.Positive(t, launched, "the start had launched Chromium")
 		assert.Empty(t, left, "no Chromium process outlives close")
+		for p := range seen {
+			assert.True(t, processGone(p), "a process of the start (pid %d) outlived close", p)
+		}
 		assert.Empty(t, profiles, "no temp profile outlives close")
 		if err != nil {
 			assert.ErrorIs(t, err, errSidecarClosed, "the open ended by close says so")
