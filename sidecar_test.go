@@ -281,6 +281,42 @@ func TestSidecarTabCloseDisposesItsContext(t *testing.T) {
 	assert.EqualValues(t, 1, s.Starts())
 }
 
+// TestSidecarCloseKillsAStuckChild: a child of the browser that does not
+// end with it (here frozen, as a wedged renderer or network service would
+// be) is killed by close all the same. The headless shell starts its
+// children without the profile argument, and once the browser is gone
+// they belong to init: close has to know them from before.
+func TestSidecarCloseKillsAStuckChild(t *testing.T) {
+	t.Parallel() // the frozen process is its own sidecar's
+	requireChromium(t)
+	if runtime.GOOS != "linux" {
+		t.Skip("the process tree is read from /proc")
+	}
+	site := testSite(t)
+	ctx := testCtx(t)
+	s := testSidecar(t)
+	tab, err := s.open(ctx, "stuck")
+	require.NoError(t, err)
+	navigate(t, ctx, tab, site.URL)
+	proc := currentProc(t, s)
+	tree := sc.ProcessesOf([]byte("--user-data-dir=" + proc.DataDir()))
+	child := 0
+	for _, p := range tree {
+		// A child renames its command line into one space-separated string.
+		if p != proc.PID() && strings.Contains(strings.Join(cmdline(p), " "), " --type=") {
+			child = p
+			break
+		}
+	}
+	require.NotZero(t, child, "the browser runs children: %v", tree)
+	require.NoError(t, syscall.Kill(child, syscall.SIGSTOP))
+	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
+
+	_ = s.close() // a frozen child may fail the graceful close; what counts is what is left
+	assert.True(t, processGone(proc.PID()), "the browser (pid %d) is gone", proc.PID())
+	assert.True(t, processGone(child), "the frozen child (pid %d, %v) outlived close", child, cmdline(child))
+}
+
 func TestSidecarCloseLeavesNothing(t *testing.T) {
 	// Not parallel: goleak sees every goroutine of the process.
 	requireChromium(t)

@@ -117,8 +117,12 @@ func (p *Proc) Stop() error {
 			_ = chromedp.Cancel(ctx)
 			cancel()
 		}
+		// The browser's processes, named before it goes: a child that does
+		// not end with it (wedged, or frozen) is killed after it.
+		fam := familyOf([]byte("--user-data-dir=" + p.dataDir))
 		p.cancel() // kills what is left, waits for the allocation to end
-		p.alloc()  // waits for chromedp's goroutines of this browser
+		fam.kill()
+		p.alloc() // waits for chromedp's goroutines of this browser
 		if p.splice != nil {
 			p.splice.Wait()
 		}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/hybroute/hybroute/internal/procfs"
 )
@@ -61,6 +63,56 @@ func ProcessesOf(arg []byte) []int {
 		}
 	}
 	return out
+}
+
+// family is a browser's processes as they stood when it was taken, each
+// named by its pid and start time.
+type family []member
+
+type member struct {
+	pid   int
+	start string
+}
+
+// familyOf is what ProcessesOf(arg) finds now, with each one's start time.
+// Taken while the browser runs, it still names the children that outlive
+// it: the headless shell starts them without its profile argument, and
+// once the browser is gone they belong to init, where nothing else can
+// tell them from any other process.
+func familyOf(arg []byte) family {
+	var f family
+	for _, pid := range ProcessesOf(arg) {
+		if start, err := processStart(pid); err == nil {
+			f = append(f, member{pid, start})
+		}
+	}
+	return f
+}
+
+// kill SIGKILLs each member still running as the process it was (a pid
+// reused since has another start time), waits a moment for them to be
+// gone, and says how many it found.
+func (f family) kill() int {
+	var left family
+	for _, m := range f {
+		if m.running() && syscall.Kill(m.pid, syscall.SIGKILL) == nil {
+			left = append(left, m)
+		}
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if !slices.ContainsFunc(left, member.running) {
+			break
+		}
+	}
+	return len(left)
+}
+
+// running reports that m is still the process it was and has not exited:
+// a zombie (dead, waiting for a parent to reap it, which an orphan's init
+// in a container may never do) counts as gone.
+func (m member) running() bool {
+	f, err := statFields(m.pid)
+	return err == nil && len(f) >= 20 && f[19] == m.start && f[0] != "Z" && f[0] != "X"
 }
 
 // ParentOf is the parent pid of process pid, from /proc/PID/stat.

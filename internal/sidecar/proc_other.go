@@ -11,6 +11,12 @@ import (
 // chromedp's allocator still kills the browser process itself.
 func killProcessesWith(arg []byte) int { return 0 }
 
+// family finds nothing off Linux: there is no /proc to search.
+type family struct{}
+
+func familyOf(arg []byte) family { return family{} }
+func (family) kill() int         { return 0 }
+
 // ParentOf knows no parent off Linux: there is no /proc to read.
 func ParentOf(pid int) (int, bool) { return 0, false }
 

@@ -611,6 +611,13 @@ func (s *Sidecar) Close() error {
 	s.spare = nil
 	s.mu.Unlock()
 
+	// The browser's processes, named before anything of it ends: a child
+	// that does not end with the browser (wedged, or frozen) is killed
+	// after it (Proc.Stop does the same for a browser stopped alone).
+	var fam family
+	if proc != nil {
+		fam = familyOf([]byte("--user-data-dir=" + proc.dataDir))
+	}
 	s.endLife() // a start in flight kills what it launched
 	if spareCancel != nil {
 		spareCancel() // the maker sees closed and undoes its tab
@@ -621,6 +628,7 @@ func (s *Sidecar) Close() error {
 	var err error
 	if proc != nil {
 		err = proc.Stop()
+		fam.kill()
 	}
 	s.wg.Wait()
 	if err != nil {
