@@ -281,13 +281,13 @@ func TestGrantCoversOnlyWhatTheCallNamed(t *testing.T) {
 	assert.Empty(t, escapesOf(d, "a-after"))
 }
 
-// TestGrantSeedStory: the job the sidecar exists for still works on a
+// TestGrantMixedCallKeepsItsLocalhost: the job the sidecar exists for still works on a
 // hybrid router with the grants: a call that mixes http://localhost:PORT
 // and a public URL runs wholly local, the page on localhost reaches its
 // own server, and so do the calls after it that name no URL. Then a call
 // that sends the same local session to a public page with a token takes
 // localhost out of its reach.
-func TestGrantSeedStory(t *testing.T) {
+func TestGrantMixedCallKeepsItsLocalhost(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newSite(t, func(mux *http.ServeMux, _ *site) {

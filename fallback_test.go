@@ -27,7 +27,7 @@ const fallbackLine = "falling back to local Chromium"
 // The job the library exists for: the provider answers 429
 // RATE_LIMIT_EXCEEDED, and the morning screenshot is taken anyway, on local
 // Chromium, with one log line.
-func TestSeedStoryRateLimitFallsBackToLocal(t *testing.T) {
+func TestRateLimitedCloudFallsBackToLocal(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
 	withClock(w.r) // the advertised window stays open however slow the machine

@@ -20,7 +20,7 @@ majors=("$@")
 [ ${#majors[@]} -gt 0 ] || majors=(130 131 138 143 148 153)
 cache=${HYBROUTE_COMPAT_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/hybroute-compat}
 mkdir -p "$cache"
-tests='^(TestSeedStoryRateLimitFallsBackToLocal|TestLocalhostGoesToSidecarWhilePublicRunsInCloud|TestMixedCallRunsWhollyLocal|TestGuardHoldsEveryChannelOnCloud|TestGuardRefusesPopupsOnCloud|TestPrivilegedSchemesAreRefusedOnBothRoutes|TestEgressRefusesWhatURLsCannotShow|TestOldCloudBrowserFallsBackWithTheReason|TestCloudGuardSeesEveryRequest|TestOperatorRulesHoldOnBothRoutes|TestGrantPublicPagesReachNoPrivateAddress|TestBrowserBelowTheFloorIsRefused|TestSessionsStartFewRenderers|TestCloseDuringChromiumStartLeavesNothing|TestCloseLeavesNoChromium|TestLocalWebRTCSendsNoUDP)$'
+tests='^(TestRateLimitedCloudFallsBackToLocal|TestLocalhostGoesToSidecarWhilePublicRunsInCloud|TestMixedCallRunsWhollyLocal|TestGuardHoldsEveryChannelOnCloud|TestGuardRefusesPopupsOnCloud|TestPrivilegedSchemesAreRefusedOnBothRoutes|TestEgressRefusesWhatURLsCannotShow|TestOldCloudBrowserFallsBackWithTheReason|TestCloudGuardSeesEveryRequest|TestOperatorRulesHoldOnBothRoutes|TestGrantPublicPagesReachNoPrivateAddress|TestBrowserBelowTheFloorIsRefused|TestSessionsStartFewRenderers|TestCloseDuringChromiumStartLeavesNothing|TestCloseLeavesNoChromium|TestLocalWebRTCSendsNoUDP)$'
 # The guard's own tests that depend on the browser's major.
 guard_tests='^(TestOfflineRulePatterns)$'
 
