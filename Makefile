@@ -55,10 +55,11 @@ test: headless-shell lint
 	@rc=0; out=$$(mktemp -d); i=0; \
 	for m in $(MODULES); do \
 		i=$$((i+1)); \
-		( cd $$m && $(GO) test -race -count=1 -vet=off -timeout 60m ./... >$$out/$$i.log 2>&1; echo $$? >$$out/$$i.rc ) & \
+		( t0=$$(date +%s); cd $$m && $(GO) test -race -count=1 -vet=off -timeout 60m ./... >$$out/$$i.log 2>&1; echo $$? >$$out/$$i.rc; \
+		  echo $$(( $$(date +%s) - t0 )) >$$out/$$i.s ) & \
 	done; wait; i=0; \
 	for m in $(MODULES); do \
-		i=$$((i+1)); echo "go test -race: $$m"; cat $$out/$$i.log; \
+		i=$$((i+1)); echo "go test -race: $$m ($$(cat $$out/$$i.s) s, compiling included)"; cat $$out/$$i.log; \
 		[ "$$(cat $$out/$$i.rc)" = 0 ] || rc=1; \
 	done; rm -rf $$out; exit $$rc
 

@@ -9,6 +9,7 @@
 #                       saying so, when it cannot be reached (CI reaches the
 #                       package registries only)
 set -euo pipefail
+trap 'echo "lint: took $SECONDS s"' EXIT
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
 STATICCHECK=${STATICCHECK:-honnef.co/go/tools/cmd/staticcheck@v0.8.2}
