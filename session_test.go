@@ -725,11 +725,11 @@ func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {
 	assert.Empty(t, s.uaOf("/router-admin"))
 
 	// Private to private, and a direct private navigation, are fine. On a
-	// session of its own: right after a tab was sent to about:blank,
-	// chromedp's wait for the next load can take a late event of that
-	// blank page for its own and return before the new page commits
-	// (1 or 2 runs in 30 under -race -count=30, before and after the
-	// re-layering), and this part checks the redirect, not that.
+	// session of its own: right after a tab was sent to about:blank, the
+	// next navigation can return before its page commits (1 or 2 runs in
+	// 30 under -race -count=30, before and after the re-layering; likely a
+	// late event of the blank page taken for the new load), and this part
+	// checks the redirect, not that.
 	res, err = r.Navigate(ctx, "s2", s.url("localhost", "/redirect-to/127.0.0.1:"+s.port+"/lan-page"))
 	require.NoError(t, err)
 	assert.Equal(t, localUA, s.uaOf("/lan-page"))
