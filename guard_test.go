@@ -145,12 +145,12 @@ func asUserGesture(p *runtime.EvaluateParams) { p.UserGesture = new(true) }
 func TestGuardHoldsEveryChannelOnCloud(t *testing.T) {
 	requireCloudGuard(t)
 	t.Parallel()
-	w := sharedWorld(t, guardPages)
+	w := newWorldServing(t, cloudtest.Browserbase, guardPages, WithResolver(guardResolver()))
 	ctx := testCtx(t)
-	_, err := w.r.Navigate(ctx, w.sess, w.site.url(publicHost, "/channels"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/channels"))
 	require.NoError(t, err)
 	var title string
-	_, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context) error {
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
 		for {
 			title, _ = chromedp.Run(ctx, chromedp.Title())
 			if strings.HasPrefix(title, "done") {
@@ -176,7 +176,7 @@ func TestGuardHoldsEveryChannelOnCloud(t *testing.T) {
 func TestGuardRefusesPopupsOnCloud(t *testing.T) {
 	requireCloudGuard(t)
 	t.Parallel()
-	w := sharedWorld(t, guardPages)
+	w := newWorldServing(t, cloudtest.Browserbase, guardPages, WithResolver(guardResolver()))
 	ctx := testCtx(t)
 	for _, how := range []string{"open", "a", "form"} {
 		for _, to := range []struct {
@@ -186,15 +186,15 @@ func TestGuardRefusesPopupsOnCloud(t *testing.T) {
 			{metadataHost, "/popup-metadata-" + how, ErrMetadata},
 			{"127.0.0.1", "/popup-loopback-" + how, ErrPrivate},
 		} {
-			_, err := w.r.Navigate(ctx, w.sess, w.site.url(publicHost, "/opener"))
+			_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/opener"))
 			require.NoError(t, err)
-			_, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context) error {
+			_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
 				// The URL is built at run time: no literal names it.
 				js := fmt.Sprintf(`go(%q, "http://" + %q + ":%s" + %q)`, how, to.host, w.site.port, to.path)
 				if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](js, asUserGesture)); err != nil {
 					return err
 				}
-				return awaitRefusalAndNoPopup(ctx, w.r, w.sess)
+				return awaitRefusalAndNoPopup(ctx, w.r, "s")
 			})
 			require.ErrorIs(t, err, to.want, how+" "+to.path)
 			assert.Contains(t, err.Error(), "popup", "the error names the target")

@@ -331,7 +331,12 @@ func loopbackFor(addr string) (string, error) {
 // options of its own, counts log lines, provider creates and releases or
 // processes, reads the Router's session table, or closes or kills a
 // browser or the Router: on the shared world those would be other tests'
-// too. The shared world's resolver is guardResolver, which answers every
+// too. So does a test that waits for the guard to refuse a request of its
+// cloud session (a popup, a redirect hop, a page's channel): the cloud
+// stand-in is one Chromium, each session a connection of its own with a
+// guard of its own, and a request another session's guard pauses first is
+// refused without reaching this session's call (real providers give each
+// session a browser). The shared world's resolver is guardResolver, which answers every
 // name of the default worlds the same way and adds the guard tests' names.
 var shared struct {
 	once sync.Once

@@ -102,23 +102,23 @@ func TestMixedCallRunsWhollyLocal(t *testing.T) {
 
 func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 	t.Parallel()
-	w := sharedWorld(t)
+	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 
 	// A public page that redirects to a private address, on the cloud.
 	to := w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/inside")
-	res, err := w.r.Navigate(ctx, w.sess, to)
+	res, err := w.r.Navigate(ctx, "s", to)
 	require.ErrorIs(t, err, ErrPrivate)
 	assert.Contains(t, err.Error(), "http://127.0.0.1:"+w.site.port+"/inside")
 	assert.Equal(t, RouteCloud, res.Route)
 	assert.Equal(t, cloudUA, w.site.uaOf("/redirect-to/127.0.0.1:"+w.site.port+"/inside"))
 	assert.Empty(t, w.site.uaOf("/inside"), "the redirect was not followed")
-	assert.Equal(t, "about:blank", location(t, w.r, w.sess))
+	assert.Equal(t, "about:blank", location(t, w.r, "s"))
 
 	// Script-built navigation (no literal in the code) is refused the same
 	// way. The call waits until the refused navigation has left its mark:
 	// the error page the tab shows instead of about:blank.
-	_, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context) error {
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
 		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.href = "http://" + "127.0.0.1:`+w.site.port+`/scripted"`)); err != nil {
 			return err
 		}
@@ -129,7 +129,7 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 
 	// On the local route, a redirect to metadata is refused too.
 	to = w.site.url("localhost", "/redirect-to/"+metadataHost+":"+w.site.port+"/computeMetadata/v1/")
-	res, err = w.r.Navigate(ctx, w.sess, to)
+	res, err = w.r.Navigate(ctx, "s", to)
 	require.ErrorIs(t, err, ErrMetadata)
 	assert.Equal(t, RouteLocal, res.Route)
 	assert.Empty(t, w.site.uaOf("/computeMetadata/v1/"))
@@ -137,7 +137,7 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 	// A subresource request to metadata from a local page is refused, and
 	// the page sees a network error.
 	var got string
-	_, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context) (err error) {
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) (err error) {
 		got, err = chromedp.Run(ctx, chromedp.Evaluate[string](
 			`fetch("http://`+metadataHost+`:`+w.site.port+`/computeMetadata/v1/").then(() => "loaded", e => "refused: " + e.message)`,
 			chromedp.EvalAwaitPromise))
