@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -91,12 +92,29 @@ func (p *Proc) Ended() bool {
 }
 
 // Wrap marks err as a death of the browser (Config.Dead) when the process
-// is gone, unless it is marked already.
+// is gone, unless it is marked already. chromedp names the process's exit
+// in the error of a call it ended (an *exec.ExitError in the chain), which
+// can come before this process's watcher has seen the exit; unless we
+// stopped the browser, that exit is its death too.
 func (p *Proc) Wrap(err error) error {
-	if err != nil && p.Dead() && !errors.Is(err, p.deadErr) {
+	if err == nil || errors.Is(err, p.deadErr) {
+		return err
+	}
+	var exit *exec.ExitError
+	if p.Dead() || (errors.As(err, &exit) && !p.stopRequested()) {
 		return fmt.Errorf("%w (pid %d): %w", p.deadErr, p.pid, err)
 	}
 	return err
+}
+
+// stopRequested reports whether Stop has begun.
+func (p *Proc) stopRequested() bool {
+	select {
+	case <-p.stopping:
+		return true
+	default:
+		return false
+	}
 }
 
 // Stop closes Chromium (gracefully, bounded by browsertab.ControlTimeout, then by force),
