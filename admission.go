@@ -24,35 +24,8 @@ type admissionKey struct{}
 // admissionTerms are what a call's context says about its wait for a tab.
 type admissionTerms struct {
 	caller context.Context // the call's own context: its deadline, and whether its caller is gone
-	run    time.Duration   // the run's own budget (WithRunTimeout), kept out of the wait's
+	run    time.Duration   // the run's own budget (RunTimeout), kept out of the wait's
 	wait   bool            // WaitForTurn: wait rather than be refused at once
-}
-
-type runTimeoutKey struct{}
-type waitForTurnKey struct{}
-
-// WithRunTimeout gives a call's run (what it does in the page: the
-// navigation, the script) its own budget d, which starts once the call has
-// its session. The time before (the wait for a turn to open a tab, the
-// tab's opening) counts only against ctx's deadline, which should then be
-// longer than d: the difference is the most the call waits for a turn.
-// A run that d ends fails with context.DeadlineExceeded, as a call whose
-// ctx ended does; a wait that runs out fails with [ErrBusy].
-func WithRunTimeout(ctx context.Context, d time.Duration) context.Context {
-	return context.WithValue(ctx, runTimeoutKey{}, d)
-}
-
-// WaitForTurn makes a call wait for its turn to open a local tab even when
-// the queue ahead of it looks longer than its budget allows, rather than
-// fail at once with [ErrBusy]. It still ends when its context does.
-func WaitForTurn(ctx context.Context) context.Context {
-	return context.WithValue(ctx, waitForTurnKey{}, true)
-}
-
-// runTimeout is the run budget ctx carries, 0 for none.
-func runTimeout(ctx context.Context) time.Duration {
-	d, _ := ctx.Value(runTimeoutKey{}).(time.Duration)
-	return max(d, 0)
 }
 
 // withAdmission records the caller's terms on the context a session's

@@ -144,11 +144,10 @@ func TestBurstOfSessionsSucceedsOrIsBusy(t *testing.T) {
 			// 1 s for the wait, 30 s for the run.
 			cctx, cancel := context.WithTimeout(ctx, 31*time.Second)
 			defer cancel()
-			cctx = WithRunTimeout(cctx, 30*time.Second)
-			_, errs[i] = r.Exec(cctx, "burst"+strconv.Itoa(i), "1", func(ctx context.Context) error {
+			_, errs[i] = r.Exec(cctx, "burst"+strconv.Itoa(i), "1", func(ctx context.Context, call *Call) error {
 				_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1"))
 				return err
-			})
+			}, RunTimeout(30*time.Second))
 		})
 	}
 	wg.Wait()

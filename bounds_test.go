@@ -14,7 +14,7 @@ import (
 
 // evalOne runs a trivial call on key's session.
 func evalOne(ctx context.Context, r *Router, key string) (Result, error) {
-	return r.Exec(ctx, key, "1", func(ctx context.Context) error {
+	return r.Exec(ctx, key, "1", func(ctx context.Context, call *Call) error {
 		_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1"))
 		return err
 	})
@@ -65,7 +65,7 @@ func TestMaxSessionsEvictsLeastRecentlyUsed(t *testing.T) {
 	done := make(chan error, 2)
 	for _, k := range []string{"b", "c"} {
 		go func() {
-			_, err := r.Exec(ctx, k, "1", func(context.Context) error {
+			_, err := r.Exec(ctx, k, "1", func(context.Context, *Call) error {
 				running <- struct{}{}
 				<-hold
 				return nil

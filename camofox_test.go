@@ -59,7 +59,7 @@ func TestCamofoxDrivesAPublicPageThroughREST(t *testing.T) {
 	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 
-	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/report"))
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/report"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, res.Route)
 	assert.False(t, res.FallbackFromCloud)
@@ -69,7 +69,8 @@ func TestCamofoxDrivesAPublicPageThroughREST(t *testing.T) {
 	assert.Equal(t, 1, w.requestsOf("POST /tabs/", "/navigate"))
 
 	var text, png string
-	res, err = w.r.ExecREST(ctx, "s", "", func(ctx context.Context, page *RESTPage) error {
+	res, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
+		page := call.REST()
 		require.NotNil(t, page, "a Camofox session is driven through its page")
 		var err error
 		if text, _, err = page.Snapshot(ctx); err != nil {
@@ -78,7 +79,7 @@ func TestCamofoxDrivesAPublicPageThroughREST(t *testing.T) {
 		b, err := page.Screenshot(ctx, false)
 		png = string(b)
 		return err
-	})
+	}, DrivesREST())
 	require.NoError(t, err)
 	assert.Contains(t, text, `- heading "Revenue: 42" [level=1]`)
 	assert.True(t, strings.HasPrefix(png, "\x89PNG"))
@@ -95,7 +96,7 @@ func TestCamofoxPrivateURLRunsOnTheSidecar(t *testing.T) {
 	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 
-	res, err := w.r.Navigate(ctx, "s", w.site.url("127.0.0.1", "/local"))
+	res, err := w.r.Navigate(ctx, "s", w.site.url("127.0.0.1", "/local"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, RouteLocal, res.Route)
 	assert.Equal(t, "s"+LocalSuffix, res.CacheKey)
@@ -103,7 +104,7 @@ func TestCamofoxPrivateURLRunsOnTheSidecar(t *testing.T) {
 	assert.Empty(t, w.cf.Requests(), "the Camofox server never heard of the private URL")
 
 	// The sidecar speaks CDP: chromedp code runs there.
-	res, err = w.r.Exec(ctx, "s", `fetch("http://127.0.0.1:1/")`, func(ctx context.Context) error {
+	res, err = w.r.Exec(ctx, "s", `fetch("http://127.0.0.1:1/")`, func(ctx context.Context, call *Call) error {
 		title, err := pageTitle(ctx)
 		assert.Equal(t, "/local", title)
 		return err
@@ -118,12 +119,12 @@ func TestCamofoxMetadataIsRefusedBeforeAnyRequest(t *testing.T) {
 	w := newCamofoxWorld(t)
 
 	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", w.site.url(metadataHost, "/computeMetadata/v1/")} {
-		_, err := w.r.Navigate(ctx, "s", u)
+		_, err := w.r.Navigate(ctx, "s", u, nil)
 		require.ErrorIs(t, err, ErrMetadata, u)
-		_, err = w.r.ExecREST(ctx, "s", `fetch("`+u+`")`, func(context.Context, *RESTPage) error {
+		_, err = w.r.Exec(ctx, "s", `fetch("`+u+`")`, func(context.Context, *Call) error {
 			t.Error("a call naming metadata ran")
 			return nil
-		})
+		}, DrivesREST())
 		require.ErrorIs(t, err, ErrMetadata, u)
 	}
 	assert.Empty(t, w.cf.Requests(), "no request reached the Camofox server")
@@ -145,7 +146,7 @@ func TestCamofoxLandingIsCheckedFromTheRESTAnswer(t *testing.T) {
 	for _, c := range cases {
 		start := w.requestsOf("DELETE /tabs/", "")
 		u := w.site.url(publicHost, "/redirect-to/"+c.to)
-		res, err := w.r.Navigate(ctx, "s", u)
+		res, err := w.r.Navigate(ctx, "s", u, nil)
 		require.ErrorIs(t, err, c.want, c.name)
 		assert.Contains(t, err.Error(), "landed on a blocked address", c.name)
 		assert.True(t, res.SentToBlank, "%s: the tab was replaced by a blank one", c.name)
@@ -155,10 +156,11 @@ func TestCamofoxLandingIsCheckedFromTheRESTAnswer(t *testing.T) {
 
 		// Nothing is read from the blank tab's predecessor: the next read
 		// asks where the tab is, and it is nowhere blocked.
-		res, err = w.r.ExecREST(ctx, "s", "", func(ctx context.Context, page *RESTPage) error {
+		res, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
+			page := call.REST()
 			_, err := page.CheckPage(ctx)
 			return err
-		})
+		}, DrivesREST())
 		require.NoError(t, err, c.name)
 		assert.Equal(t, "about:blank", res.LandedURL, c.name)
 	}
@@ -170,7 +172,7 @@ func TestCamofoxExecWithCDPCodeFailsWithTheSeedMessage(t *testing.T) {
 	w := newCamofoxWorld(t)
 
 	for range 2 {
-		res, err := w.r.Exec(ctx, "s", "document.title", func(context.Context) error {
+		res, err := w.r.Exec(ctx, "s", "document.title", func(context.Context, *Call) error {
 			t.Error("CDP code ran on a session without CDP")
 			return nil
 		})
@@ -180,7 +182,7 @@ func TestCamofoxExecWithCDPCodeFailsWithTheSeedMessage(t *testing.T) {
 		assert.False(t, res.FallbackFromCloud)
 	}
 	// NavigateWith's run speaks CDP too.
-	_, err := w.r.NavigateWith(ctx, "s", w.site.url(publicHost, "/x"), func(context.Context) error {
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"), func(context.Context, *Call) error {
 		t.Error("CDP code ran on a session without CDP")
 		return nil
 	})
@@ -195,7 +197,7 @@ func TestCamofoxFallbackTakesTheCDPCall(t *testing.T) {
 	w := newCamofoxWorld(t)
 	w.cf.FailCreates(429)
 
-	res, err := w.r.Exec(ctx, "s", "document.title", func(ctx context.Context) error {
+	res, err := w.r.Exec(ctx, "s", "document.title", func(ctx context.Context, call *Call) error {
 		_, err := pageTitle(ctx)
 		return err
 	})
@@ -213,7 +215,7 @@ func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
 	cf := camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA)
 	r := newBrowserRouter(t, NewCamofox("wrong", WithProviderBaseURL(cf.URL)), &logBuffer{}, WithFallback(false))
 
-	_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/")
+	_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/", nil)
 	require.ErrorIs(t, err, ErrUnauthorized)
 	assert.NotContains(t, err.Error(), "wrong")
 	assert.True(t, slices.Contains(cf.Requests(), "POST /tabs"))
@@ -224,16 +226,16 @@ func TestCamofoxTabTheServerLostEndsTheSession(t *testing.T) {
 	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
 
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/one"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/one"), nil)
 	require.NoError(t, err)
 	w.cf.Forget() // a server restart
 
-	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/two"))
+	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/two"), nil)
 	require.ErrorIs(t, err, ErrBrowserDead)
 	assert.Contains(t, err.Error(), "the tab of Camofox is gone")
 	assert.False(t, w.site.reached("/two"))
 
-	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/two"))
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/two"), nil)
 	require.NoError(t, err, "the next call makes a new session")
 	assert.Equal(t, w.site.url(publicHost, "/two"), res.LandedURL)
 	assert.Equal(t, 2, w.requestsOf("POST /tabs", "/tabs"))
@@ -249,7 +251,7 @@ func TestCamofoxSessionsAreUsersOfTheirOwn(t *testing.T) {
 
 	for _, r := range []*Router{w.r, other} {
 		for _, key := range []string{"a", "b"} {
-			_, err := r.Navigate(ctx, key, w.site.url(publicHost, "/"+key))
+			_, err := r.Navigate(ctx, key, w.site.url(publicHost, "/"+key), nil)
 			require.NoError(t, err)
 		}
 	}
@@ -271,13 +273,14 @@ func BenchmarkCamofoxREST(b *testing.B) {
 	cf := camofoxtest.New(b, "", "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
 	r := newBrowserRouter(b, NewCamofox("", WithProviderBaseURL(cf.URL)), &logBuffer{})
 	ctx := context.Background()
-	_, err := r.Navigate(ctx, "s", s.url(publicHost, "/"))
+	_, err := r.Navigate(ctx, "s", s.url(publicHost, "/"), nil)
 	require.NoError(b, err)
 	for b.Loop() {
-		if _, err := r.ExecREST(ctx, "s", "", func(ctx context.Context, page *RESTPage) error {
+		if _, err := r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
+			page := call.REST()
 			_, err := page.CheckPage(ctx)
 			return err
-		}); err != nil {
+		}, DrivesREST()); err != nil {
 			b.Fatal(err)
 		}
 	}

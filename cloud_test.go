@@ -32,7 +32,7 @@ func TestRealProviderShapesRunOnTheCloud(t *testing.T) {
 		t.Run(string(kind), func(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t, kind)
-			res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/shape-"+string(kind)))
+			res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/shape-"+string(kind)), nil)
 			require.NoError(t, err)
 			assert.False(t, res.FallbackFromCloud, "logs: %s", w.logs)
 			assert.Equal(t, RouteCloud, res.Route)
@@ -59,7 +59,7 @@ func TestRealProviderShapesRunOnTheCloud(t *testing.T) {
 func TestOldDevToolsShapeStillRuns(t *testing.T) {
 	t.Parallel()
 	w := newWorldOldShape(t, cloudtest.Browserbase)
-	res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/old-shape"))
+	res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/old-shape"), nil)
 	require.NoError(t, err)
 	assert.False(t, res.FallbackFromCloud, "logs: %s", w.logs)
 	assert.Equal(t, cloudUA, w.site.uaOf("/old-shape"))
@@ -130,7 +130,7 @@ func TestMalformedEndpointAnswersFallBack(t *testing.T) {
 			p.url.Store(&u)
 			before := versions.Load()
 			key := fmt.Sprintf("k%d", i)
-			res, err := r.Navigate(testCtx(t), key, site.url(publicHost, "/"+key))
+			res, err := r.Navigate(testCtx(t), key, site.url(publicHost, "/"+key), nil)
 			require.NoError(t, err, "the floor takes the call")
 			assert.True(t, res.FallbackFromCloud)
 			assert.Equal(t, localUA, site.uaOf("/"+key))
@@ -191,7 +191,7 @@ func TestKeysNeverInLogsOrErrors(t *testing.T) {
 			t.Parallel()
 			w := newWorld(t, kind)
 			w.api.Front.OnUpgrade(cloudtest.Status(http.StatusForbidden, "forbidden: "+testAPIKey+" "+url.QueryEscape(testAPIKey)))
-			res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/refused-"+string(kind)))
+			res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/refused-"+string(kind)), nil)
 			require.NoError(t, err)
 			require.True(t, res.FallbackFromCloud)
 			assert.Contains(t, w.logs.String(), "HTTP 403")
@@ -211,14 +211,14 @@ func TestKeysNeverInLogsOrErrors(t *testing.T) {
 		logs := &logBuffer{}
 		r := newBrowserRouter(t, nil, logs, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
 		api.Front.OnUpgrade(cloudtest.Status(http.StatusUnauthorized, "bad token "+testAPIKey))
-		_, err := r.Navigate(testCtx(t), "s", "https://example.com/")
+		_, err := r.Navigate(testCtx(t), "s", "https://example.com/", nil)
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "token=REDACTED", "the error names the endpoint")
 		assertErrNoSpelling(t, err, testAPIKey)
 		assertNoSpelling(t, logs.String(), testAPIKey)
 
 		// Working, the override runs the call on its browser.
-		v, err := r.Exec(testCtx(t), "s", "", func(ctx context.Context) error {
+		v, err := r.Exec(testCtx(t), "s", "", func(ctx context.Context, call *Call) error {
 			_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("6*7"))
 			return err
 		})
@@ -242,9 +242,9 @@ func TestDeadBrowserErrorsNameTheBrowser(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Steel)
 	ctx := testCtx(t)
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/before"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/before"), nil)
 	require.NoError(t, err)
-	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 		w.api.Front.DropConnections()
 		for {
 			if _, err := chromedp.Run(ctx, chromedp.Title()); err != nil {

@@ -63,7 +63,7 @@ func TestOldCloudBrowserFallsBackWithTheReason(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	w := newWorldServing(t, cloudtest.Browserbase, guardPages, WithResolver(guardResolver()))
-	res, err := w.r.Navigate(testCtx(t), "old", w.site.url(publicHost, "/opener"))
+	res, err := w.r.Navigate(testCtx(t), "old", w.site.url(publicHost, "/opener"), nil)
 	require.NoError(t, err)
 	if cdpcompat.FirstOfflineRules(testMajor()) != cdpcompat.RulesNone {
 		assert.Equal(t, RouteCloud, res.Route)
@@ -94,7 +94,7 @@ func TestBrowserBelowTheFloorIsRefused(t *testing.T) {
 	require.True(t, errors.As(err, &ub))
 	assert.Contains(t, ub.Browser, strconv.Itoa(testMajor()))
 	assert.Contains(t, err.Error(), "Chromium 131 to the newest")
-	_, err = r.Navigate(testCtx(t), "s", "http://127.0.0.1:1/")
+	_, err = r.Navigate(testCtx(t), "s", "http://127.0.0.1:1/", nil)
 	require.ErrorIs(t, err, ErrUnsupportedBrowser)
 	assert.False(t, strings.Contains(err.Error(), "target detached"), err.Error())
 }

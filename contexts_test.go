@@ -146,7 +146,7 @@ func TestSessionsOnASharedBrowserAreIsolated(t *testing.T) {
 	page := s.url(publicHost, "/shared")
 
 	// B listens first, so a message of A's would reach it.
-	_, err := r.NavigateWith(ctx, "b", page, func(ctx context.Context) error {
+	_, err := r.Navigate(ctx, "b", page, func(ctx context.Context, call *Call) error {
 		if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
 			return err
 		}
@@ -159,7 +159,7 @@ func TestSessionsOnASharedBrowserAreIsolated(t *testing.T) {
 	// A stores, posts, and waits until a listener of its own context heard
 	// the message: it was sent. Then it opens a popup on the same origin.
 	var heardByA string
-	_, err = r.NavigateWith(ctx, "a", page, func(ctx context.Context) error {
+	_, err = r.Navigate(ctx, "a", page, func(ctx context.Context, call *Call) error {
 		if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
 			return err
 		}
@@ -189,7 +189,7 @@ func TestSessionsOnASharedBrowserAreIsolated(t *testing.T) {
 		Heard   []string `json:"heard"`
 	}
 	var b seen
-	_, err = r.Exec(ctx, "b", "", func(ctx context.Context) error {
+	_, err = r.Exec(ctx, "b", "", func(ctx context.Context, call *Call) error {
 		var err error
 		b, err = chromedp.Run(ctx, chromedp.Evaluate[seen](`(async () => {
   for (let i = 0; i < 40 && heard.length === 0; i++) await new Promise(ok => setTimeout(ok, 50));
@@ -218,13 +218,13 @@ func TestSessionsOnASharedBrowserAreIsolated(t *testing.T) {
 
 	// B's context and tab are untouched, and a new A starts clean.
 	assert.Contains(t, remoteContexts(t, cloud.WSURL), ctxB)
-	_, err = r.Exec(ctx, "b", "", func(ctx context.Context) error {
+	_, err = r.Exec(ctx, "b", "", func(ctx context.Context, call *Call) error {
 		_, err := chromedp.Run(ctx, chromedp.Evaluate[int](`1`))
 		return err
 	})
 	require.NoError(t, err)
 	var again seen
-	_, err = r.NavigateWith(ctx, "a", page, func(ctx context.Context) error {
+	_, err = r.Navigate(ctx, "a", page, func(ctx context.Context, call *Call) error {
 		if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
 			return err
 		}
@@ -248,7 +248,7 @@ func TestLostConnectionTakesTheSessionsContext(t *testing.T) {
 	api := cloudtest.NewServer(t, cloudtest.CDP, cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithRealShapes())
 	r := newBrowserRouter(t, nil, &logBuffer{}, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
 	ctx := testCtx(t)
-	_, err := r.Navigate(ctx, "a", s.url(publicHost, "/before-the-drop"))
+	_, err := r.Navigate(ctx, "a", s.url(publicHost, "/before-the-drop"), nil)
 	require.NoError(t, err)
 	id := remoteContextOf(t, r, "a")
 	require.NotEmpty(t, id, "the session has no browser context of its own")
@@ -269,7 +269,7 @@ func TestTargetsBelongToTheirSessionsContext(t *testing.T) {
 	ctx := testCtx(t)
 	for _, key := range []string{"a", "b"} {
 		u := s.url(publicHost, "/worker")
-		_, err := r.NavigateWith(ctx, key, u, func(ctx context.Context) error {
+		_, err := r.Navigate(ctx, key, u, func(ctx context.Context, call *Call) error {
 			if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 				return err
 			}
@@ -278,7 +278,7 @@ func TestTargetsBelongToTheirSessionsContext(t *testing.T) {
 		})
 		require.NoError(t, err)
 		var title string
-		_, err = r.Exec(ctx, key, "", func(ctx context.Context) error {
+		_, err = r.Exec(ctx, key, "", func(ctx context.Context, call *Call) error {
 			var err error
 			title, err = chromedp.Run(ctx, chromedp.Title())
 			return err

@@ -47,7 +47,7 @@ func TestDialogsAreAnsweredAndReported(t *testing.T) {
 			r := newBrowserRouter(t, nil, &logBuffer{}, WithDialogPolicy(tc.policy))
 			ctx := testCtx(t)
 			var got string
-			res, err := r.Exec(ctx, "d", "", func(ctx context.Context) (err error) {
+			res, err := r.Exec(ctx, "d", "", func(ctx context.Context, call *Call) (err error) {
 				got, err = evalString(ctx, `[alert("hello"), confirm("sure?"), prompt("name?", "def"), alert("`+long+`")].map(String).slice(0, 3).join("|")`)
 				return err
 			})
@@ -60,25 +60,25 @@ func TestDialogsAreAnsweredAndReported(t *testing.T) {
 			assert.LessOrEqual(t, len(res.Dialogs[3].Message), MaxDialogMessage, "a message is bounded")
 			assert.Contains(t, res.Dialogs[3].Message, "[3072 bytes]", "with its real length")
 
-			res, err = r.Exec(ctx, "d", "", func(ctx context.Context) error { return nil })
+			res, err = r.Exec(ctx, "d", "", func(ctx context.Context, call *Call) error { return nil })
 			require.NoError(t, err)
 			assert.Empty(t, res.Dialogs, "a dialog is reported once")
 
 			// beforeunload: the page asks (it had a user gesture), the
 			// router answers, and navigating on works.
-			_, err = r.Navigate(ctx, "d", s.URL+"/leave")
+			_, err = r.Navigate(ctx, "d", s.URL+"/leave", nil)
 			require.NoError(t, err)
-			_, err = r.Exec(ctx, "d", "", func(ctx context.Context) error {
+			_, err = r.Exec(ctx, "d", "", func(ctx context.Context, call *Call) error {
 				return chromedp.Do(ctx, chromedp.Click(chromedp.CSS("#b")))
 			})
 			require.NoError(t, err)
-			res, err = r.Navigate(ctx, "d", s.URL+"/after")
+			res, err = r.Navigate(ctx, "d", s.URL+"/after", nil)
 			require.NotEmpty(t, res.Dialogs)
 			assert.Equal(t, Dialog{Type: "beforeunload", Accepted: !tc.policy.KeepPageOnBeforeUnload}, res.Dialogs[0])
 			if tc.policy.KeepPageOnBeforeUnload {
 				require.Error(t, err, "the page stayed: the navigation was cancelled")
 				var title string
-				res, err = r.Exec(ctx, "d", "", func(ctx context.Context) (err error) {
+				res, err = r.Exec(ctx, "d", "", func(ctx context.Context, call *Call) (err error) {
 					title, err = pageTitle(ctx)
 					return err
 				})
@@ -88,7 +88,7 @@ func TestDialogsAreAnsweredAndReported(t *testing.T) {
 			}
 			require.NoError(t, err, "the navigation after a beforeunload page works")
 			assert.Equal(t, s.URL+"/after", res.LandedURL)
-			res, err = r.Navigate(ctx, "d", s.URL+"/after2")
+			res, err = r.Navigate(ctx, "d", s.URL+"/after2", nil)
 			require.NoError(t, err)
 			assert.Equal(t, s.URL+"/after2", res.LandedURL)
 		})

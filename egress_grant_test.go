@@ -120,7 +120,7 @@ func grantRouter(t *testing.T, p Provider, logs *logBuffer, opts ...Option) *Rou
 func probeIn(t *testing.T, r *Router, session, tag string, targets, tls []string) string {
 	t.Helper()
 	var got string
-	_, err := r.Exec(testCtx(t), session, `probe()`, func(ctx context.Context) error {
+	_, err := r.Exec(testCtx(t), session, `probe()`, func(ctx context.Context, call *Call) error {
 		var err error
 		got, err = chromedp.Run(ctx, chromedp.Evaluate[string](probeJS(tag, targets, tls), chromedp.EvalAwaitPromise))
 		return err
@@ -153,7 +153,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 	t.Run("a URL with a token", func(t *testing.T) {
 		d.reset()
 		ctx := testCtx(t)
-		res, err := hybrid.Navigate(ctx, "token", s.url(publicHost, "/next?token=1"))
+		res, err := hybrid.Navigate(ctx, "token", s.url(publicHost, "/next?token=1"), nil)
 		require.NoError(t, err)
 		require.Equal(t, RouteLocal, res.Route, "the token kept the page off the cloud")
 		assert.Equal(t, "", probeIn(t, hybrid, "token", "token", escapeTargets, tlsTargets), "the page reached nothing")
@@ -163,12 +163,12 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 	t.Run("a link from a granted page", func(t *testing.T) {
 		d.reset()
 		ctx := testCtx(t)
-		_, err := hybrid.Navigate(ctx, "link", s.url("localhost", "/app"))
+		_, err := hybrid.Navigate(ctx, "link", s.url("localhost", "/app"), nil)
 		require.NoError(t, err)
 		// The page goes on by itself (a call that names no URL): the
 		// grant ends as the public document starts to load.
 		public := s.url(publicHost, "/evil")
-		_, err = hybrid.Exec(ctx, "link", `click()`, func(ctx context.Context) error {
+		_, err = hybrid.Exec(ctx, "link", `click()`, func(ctx context.Context, call *Call) error {
 			_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](fmt.Sprintf(`setTimeout(() => { location.href = %q }, 0), true`, public)))
 			if err != nil {
 				return err
@@ -193,7 +193,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 	t.Run("a fallback", func(t *testing.T) {
 		d.reset()
 		api.OnCreate(cloudtest.RateLimited("17"))
-		res, err := hybrid.Navigate(testCtx(t), "fallback", s.url(publicHost, "/fallback"))
+		res, err := hybrid.Navigate(testCtx(t), "fallback", s.url(publicHost, "/fallback"), nil)
 		require.NoError(t, err)
 		require.True(t, res.FallbackFromCloud)
 		assert.Equal(t, "", probeIn(t, hybrid, "fallback", "fallback", escapeTargets, tlsTargets))
@@ -205,7 +205,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 		logs := &logBuffer{}
 		local := grantRouter(t, nil, logs)
 		ctx := testCtx(t)
-		_, err := local.Navigate(ctx, "public", s.url(publicHost, "/plain"))
+		_, err := local.Navigate(ctx, "public", s.url(publicHost, "/plain"), nil)
 		require.NoError(t, err)
 		assert.Equal(t, "", probeIn(t, local, "public", "plain", escapeTargets, tlsTargets))
 		assert.Empty(t, escapesOf(d, "plain"))
@@ -214,7 +214,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 		// decoys the grant covers, and the decoys record it.
 		d.reset()
 		_, err = local.Exec(testCtx(t), "granted", `goto("`+s.url("localhost", "/granted")+`"); fetch("http://10.0.0.5/")`,
-			func(ctx context.Context) error {
+			func(ctx context.Context, call *Call) error {
 				return chromedp.Do(ctx, chromedp.Navigate(s.url("localhost", "/granted")))
 			})
 		require.NoError(t, err)
@@ -245,7 +245,7 @@ func TestGrantCoversOnlyWhatTheCallNamed(t *testing.T) {
 	r := grantRouter(t, nil, logs)
 	open := func(session, page, code string) {
 		t.Helper()
-		_, err := r.Exec(testCtx(t), session, code, func(ctx context.Context) error { return chromedp.Do(ctx, chromedp.Navigate(page)) })
+		_, err := r.Exec(testCtx(t), session, code, func(ctx context.Context, call *Call) error { return chromedp.Do(ctx, chromedp.Navigate(page)) })
 		require.NoError(t, err)
 	}
 	others := []string{"http://192.168.1.10/", "http://172.16.0.5:8080/", "http://[fd12:3456::5]/", "http://" + lanHost + "/",
@@ -305,7 +305,7 @@ func TestGrantMixedCallKeepsItsLocalhost(t *testing.T) {
 	app := s.url("localhost", "/")
 	read := func(path string) (string, error) {
 		var got string
-		_, err := r.Exec(ctx, "dev", `read()`, func(ctx context.Context) error {
+		_, err := r.Exec(ctx, "dev", `read()`, func(ctx context.Context, call *Call) error {
 			var err error
 			got, err = chromedp.Run(ctx, chromedp.Evaluate[string](
 				fmt.Sprintf(`fetch(%q).then(r => r.text(), e => "network error: " + e)`, path), chromedp.EvalAwaitPromise))
@@ -316,7 +316,7 @@ func TestGrantMixedCallKeepsItsLocalhost(t *testing.T) {
 
 	var got string
 	res, err := r.Exec(ctx, "dev", `await page.goto("`+app+`"); await fetch("https://`+publicHost+`/cdn.js")`,
-		func(ctx context.Context) error {
+		func(ctx context.Context, call *Call) error {
 			if err := chromedp.Do(ctx, chromedp.Navigate(app)); err != nil {
 				return err
 			}
@@ -336,7 +336,7 @@ func TestGrantMixedCallKeepsItsLocalhost(t *testing.T) {
 
 	// The same local session goes to a public page with a token: its
 	// page is public now, and localhost is out of its reach.
-	res, err = r.Navigate(ctx, "dev", s.url(publicHost, "/next?token=1"))
+	res, err = r.Navigate(ctx, "dev", s.url(publicHost, "/next?token=1"), nil)
 	require.NoError(t, err)
 	require.Equal(t, "dev"+LocalSuffix, res.CacheKey)
 	got, err = read(s.url("localhost", "/api/after"))

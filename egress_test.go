@@ -114,7 +114,7 @@ func webSocketJS(u string) string {
 func evalIn(t *testing.T, r *Router, session, page, js string) string {
 	t.Helper()
 	var got string
-	_, err := r.Exec(testCtx(t), session, `await page.goto("`+page+`")`, func(ctx context.Context) error {
+	_, err := r.Exec(testCtx(t), session, `await page.goto("`+page+`")`, func(ctx context.Context, call *Call) error {
 		if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
 			return err
 		}
@@ -151,7 +151,7 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 	})
 	t.Run("popup", func(t *testing.T) {
 		var got string
-		_, err := r.Exec(testCtx(t), "popup", `await page.goto("`+page+`")`, func(ctx context.Context) error {
+		_, err := r.Exec(testCtx(t), "popup", `await page.goto("`+page+`")`, func(ctx context.Context, call *Call) error {
 			if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
 				return err
 			}
@@ -213,7 +213,7 @@ func TestEgressCarriesAllowedTraffic(t *testing.T) {
 	r := newBrowserRouter(t, nil, logs, WithResolver(egressResolver()))
 	ctx := testCtx(t)
 	for _, u := range []string{s.url(publicHost, "/public"), s.url("localhost", "/localhost"), s.url("127.0.0.1", "/literal")} {
-		res, err := r.Navigate(ctx, "s", u)
+		res, err := r.Navigate(ctx, "s", u, nil)
 		require.NoError(t, err, u)
 		assert.Equal(t, u, res.LandedURL)
 		p := u[strings.LastIndexByte(u, '/'):]
@@ -245,7 +245,7 @@ func TestEgressStrictFallbackRefusesPrivate(t *testing.T) {
 	page := w.site.url(publicHost, "/strict-page")
 	target := "http://" + "127.0.0.1:" + w.site.port + "/strict-secret"
 	var got string
-	res, err := w.r.Exec(testCtx(t), "s", `await page.goto("`+page+`")`, func(ctx context.Context) error {
+	res, err := w.r.Exec(testCtx(t), "s", `await page.goto("`+page+`")`, func(ctx context.Context, call *Call) error {
 		if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
 			return err
 		}

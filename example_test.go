@@ -32,7 +32,7 @@ func Example() {
 	url := "https://dashboard.example.com/"
 	var png []byte
 	res, err := router.Exec(ctx, "morning-dashboard", `await page.goto("`+url+`")`,
-		func(ctx context.Context) error { // ctx is bound to the session's tab
+		func(ctx context.Context, call *hybroute.Call) error { // ctx is bound to the session's tab
 			if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 				return err
 			}
@@ -64,7 +64,7 @@ func (p *restOnly) ReleaseSession(context.Context, *provider.Session) error { re
 func Example_restOnlyProvider() {
 	router, _ := hybroute.New(&restOnly{name: "AcmeREST"})
 	defer router.Close()
-	_, err := router.Exec(context.Background(), "s", `document.title`, func(context.Context) error {
+	_, err := router.Exec(context.Background(), "s", `document.title`, func(context.Context, *hybroute.Call) error {
 		panic("not called: there is no browser to run on")
 	})
 	fmt.Println(errors.Is(err, hybroute.ErrNoCDPEndpoint))
@@ -88,10 +88,10 @@ func ExampleRouter_Plan() {
 }
 
 // Navigate opens a URL in the browser its verdict picks: a public page on
-// the cloud browser, localhost on the local Chromium. NavigateWith runs
-// the caller's chromedp code on the tab once the page is there. Not run
-// here: it starts a local Chromium.
-func ExampleRouter_NavigateWith() {
+// the cloud browser, localhost on the local Chromium. A run of the
+// caller's own navigates and then drives the tab. Not run here: it starts
+// a local Chromium.
+func ExampleRouter_Navigate() {
 	ctx := context.Background()
 	router, err := hybroute.New(nil) // no provider: every call runs on the local Chromium
 	if err != nil {
@@ -100,7 +100,11 @@ func ExampleRouter_NavigateWith() {
 	defer router.Close()
 
 	var title string
-	res, err := router.NavigateWith(ctx, "dev", "http://localhost:3000/", func(ctx context.Context) error {
+	u := "http://localhost:3000/"
+	res, err := router.Navigate(ctx, "dev", u, func(ctx context.Context, call *hybroute.Call) error {
+		if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
+			return err
+		}
 		title, err = chromedp.Run(ctx, chromedp.Title())
 		return err
 	})
@@ -117,7 +121,7 @@ func ExampleRouter_Exec() {
 	router, _ := hybroute.New(&restOnly{name: "Cloud"})
 	defer router.Close()
 	code := `fetch("http://0251.0376.0251.0376/latest/meta-data/iam/")` // 169.254.169.254 in octal
-	_, err := router.Exec(context.Background(), "s", code, func(context.Context) error {
+	_, err := router.Exec(context.Background(), "s", code, func(context.Context, *hybroute.Call) error {
 		panic("not called: the call is refused before it runs")
 	})
 	fmt.Println(errors.Is(err, hybroute.ErrMetadata))
@@ -141,13 +145,14 @@ func (publicDNS) LookupNetIP(context.Context, string, string) ([]netip.Addr, err
 
 // A navigation picks the browser: a private address runs on the local
 // Chromium under the session's local cache key, a public one on the
-// cloud. Like Plan, PlanNavigate starts nothing and remembers nothing.
-func ExampleRouter_PlanNavigate() {
+// cloud. Plan with Navigation is Navigate's plan: it starts nothing and
+// remembers nothing.
+func ExampleRouter_Plan_navigation() {
 	router, _ := hybroute.New(&restOnly{name: "Cloud"}, hybroute.WithResolver(publicDNS{}))
 	defer router.Close()
 	ctx := context.Background()
 	for _, u := range []string{"http://192.168.1.9/", "http://2130706433:3000/", "https://example.com/"} {
-		p, err := router.PlanNavigate(ctx, "s", u)
+		p, err := router.Plan(ctx, "s", u, hybroute.Navigation())
 		fmt.Println(u, "→", p.Route, p.CacheKey, err)
 	}
 	// Output:
@@ -178,7 +183,7 @@ func Example_fallback() {
 		return
 	}
 	defer router.Close()
-	res, err := router.Navigate(ctx, "morning-dashboard", "https://example.com/")
+	res, err := router.Navigate(ctx, "morning-dashboard", "https://example.com/", nil)
 	if err != nil {
 		return
 	}
@@ -191,7 +196,7 @@ func Example_fallback() {
 func ExampleWithFallback() {
 	router, _ := hybroute.New(rateLimited{}, hybroute.WithFallback(false), hybroute.WithResolver(publicDNS{}))
 	defer router.Close()
-	_, err := router.Navigate(context.Background(), "s", "https://example.com/")
+	_, err := router.Navigate(context.Background(), "s", "https://example.com/", nil)
 	fmt.Println(errors.Is(err, provider.ErrRateLimited))
 	// Output:
 	// true

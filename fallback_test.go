@@ -39,7 +39,7 @@ func TestRateLimitedCloudFallsBackToLocal(t *testing.T) {
 
 	var png []byte
 	res, err := w.r.Exec(ctx, "morning", `await page.goto("`+dash+`"); await page.screenshot()`,
-		func(ctx context.Context) error {
+		func(ctx context.Context, call *Call) error {
 			if err := chromedp.Do(ctx, chromedp.Navigate(dash)); err != nil {
 				return err
 			}
@@ -64,10 +64,10 @@ func TestRateLimitedCloudFallsBackToLocal(t *testing.T) {
 
 	// The same key keeps its browser; a new key goes straight to local
 	// while the advertised window is open. Neither calls the provider.
-	res, err = w.r.Navigate(ctx, "morning", w.site.url(publicHost, "/again"))
+	res, err = w.r.Navigate(ctx, "morning", w.site.url(publicHost, "/again"), nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud)
-	res, err = w.r.Navigate(ctx, "evening", w.site.url(publicHost, "/other"))
+	res, err = w.r.Navigate(ctx, "evening", w.site.url(publicHost, "/other"), nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud)
 	assert.Equal(t, localUA, w.site.uaOf("/other"))
@@ -76,7 +76,7 @@ func TestRateLimitedCloudFallsBackToLocal(t *testing.T) {
 	assert.Equal(t, "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED (retry after 17s)", res.FallbackReason)
 
 	// A fallback is a local session in its errors.
-	_, err = w.r.Exec(ctx, "morning", "", func(context.Context) error { return errors.New("boom") })
+	_, err = w.r.Exec(ctx, "morning", "", func(context.Context, *Call) error { return errors.New("boom") })
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), `call on local session "morning"`)
 }
@@ -94,7 +94,7 @@ func TestFallbackOffFailsWithTheProvidersError(t *testing.T) {
 	withClock(r)
 	ctx := testCtx(t)
 	for _, key := range []string{"a", "b"} {
-		_, err := r.Navigate(ctx, key, "https://"+publicHost+"/")
+		_, err := r.Navigate(ctx, key, "https://"+publicHost+"/", nil)
 		require.ErrorIs(t, err, ErrRateLimited, key)
 		assert.Contains(t, err.Error(), "fallback is off")
 		assert.NotContains(t, err.Error(), testAPIKey)
@@ -117,7 +117,7 @@ func TestFallbackLogNamesDroppedParamsAndTheFix(t *testing.T) {
 		WithSessionParams(map[string]any{"keepAlive": true, "region": "eu-central-1"}))
 	r := newTestRouter(t, p, WithChromiumPath("/nonexistent/chromium"),
 		WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	_, err := r.Navigate(testCtx(t), "s", "https://"+publicHost+"/")
+	_, err := r.Navigate(testCtx(t), "s", "https://"+publicHost+"/", nil)
 	require.ErrorIs(t, err, ErrFallbackFailed)
 	require.ErrorIs(t, err, ErrUnauthorized)
 	assert.Contains(t, logs.String(), "level=ERROR")
@@ -176,9 +176,9 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 	clock := withClock(w.r)
 	w.api.OnCreate(cloudtest.RateLimited("17"))
 	ctx := testCtx(t)
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/a"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/a"), nil)
 	require.NoError(t, err)
-	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 		return chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`localStorage.setItem("k", "kept")`))
 	})
 	require.NoError(t, err)
@@ -187,7 +187,7 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 	// The provider is healthy again, but the session on the fallback
 	// keeps its browser (its storage) until it is released.
 	var got string
-	res, err := w.r.Exec(ctx, "s", "", func(ctx context.Context) (err error) {
+	res, err := w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) (err error) {
 		got, err = chromedp.Run(ctx, chromedp.Evaluate[string](`localStorage.getItem("k")`))
 		return err
 	})
@@ -197,7 +197,7 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 	assert.EqualValues(t, 1, w.api.Creates())
 
 	// A new key after the window tries the cloud again, and gets it.
-	res, err = w.r.Navigate(ctx, "t", w.site.url(publicHost, "/cloud"))
+	res, err = w.r.Navigate(ctx, "t", w.site.url(publicHost, "/cloud"), nil)
 	require.NoError(t, err)
 	assert.False(t, res.FallbackFromCloud)
 	assert.Equal(t, cloudUA, w.site.uaOf("/cloud"))
@@ -208,7 +208,7 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 	w.api.OnCreate(cloudtest.RateLimited("17"), cloudtest.RateLimited("17"))
 	for _, k := range []string{"u", "v"} {
 		clock.advance(18 * time.Second) // past the window: both ask the provider
-		res, err = w.r.Navigate(ctx, k, w.site.url(publicHost, "/"+k))
+		res, err = w.r.Navigate(ctx, k, w.site.url(publicHost, "/"+k), nil)
 		require.NoError(t, err)
 		assert.True(t, res.FallbackFromCloud)
 	}
@@ -219,7 +219,7 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 	// once the second outage's window has passed.
 	clock.advance(18 * time.Second)
 	require.NoError(t, w.r.Release(ctx, "s"))
-	res, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/back"))
+	res, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/back"), nil)
 	require.NoError(t, err)
 	assert.False(t, res.FallbackFromCloud)
 	assert.Equal(t, cloudUA, w.site.uaOf("/back"))
@@ -260,7 +260,7 @@ func TestProviderFailuresFallBack(t *testing.T) {
 			defer cancel()
 			require.NoError(t, w.r.Warm(ctx))
 			w.api.OnCreate(row.reply)
-			res, err := w.r.Navigate(ctx, "k", w.site.url(publicHost, "/page"))
+			res, err := w.r.Navigate(ctx, "k", w.site.url(publicHost, "/page"), nil)
 			require.NoError(t, err)
 			assert.True(t, res.FallbackFromCloud)
 			assert.Equal(t, RouteLocal, res.Route)
@@ -278,7 +278,7 @@ func TestProviderFailuresFallBack(t *testing.T) {
 
 			// Every failure opens a window: a new key goes local without
 			// asking the provider.
-			res, err = w.r.Navigate(ctx, "k2", w.site.url(publicHost, "/page2"))
+			res, err = w.r.Navigate(ctx, "k2", w.site.url(publicHost, "/page2"), nil)
 			require.NoError(t, err)
 			assert.True(t, res.FallbackFromCloud)
 			assert.Contains(t, res.FallbackReason, row.reason)
@@ -308,25 +308,25 @@ func TestNoCDPEndpointFailsWithTheExactMessage(t *testing.T) {
 
 	r := newBrowserRouter(t, &restOnlyProvider{name: "AcmeREST"}, &logBuffer{})
 	for range 2 { // a failed session never poisons its key, nor fakes success
-		_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/")
+		_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/", nil)
 		require.ErrorIs(t, err, ErrNoCDPEndpoint)
 		assert.Contains(t, err.Error(), "Cloud browser provider AcmeREST returned no CDP endpoint, so Browser Use mode cannot drive it. Switch to the built-in browser tools for this provider.")
 	}
 
 	w := newWorld(t, cloudtest.Browserbase)
 	w.api.OnCreate(cloudtest.NoCDP(), cloudtest.NoCDP())
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"), nil)
 	require.ErrorIs(t, err, ErrNoCDPEndpoint)
 	var nc *noCDPError
 	require.ErrorAs(t, err, &nc)
 	assert.Equal(t, want[:len("Cloud browser provider ")]+"Browserbase"+want[len("Cloud browser provider %s"):], nc.Error())
 	assert.EqualValues(t, 1, w.api.Releases(), "the session without an endpoint is given back")
-	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"))
+	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"), nil)
 	require.ErrorIs(t, err, ErrNoCDPEndpoint)
 	assert.EqualValues(t, 2, w.api.Creates(), "nothing was cached: the next call asked again")
 
 	// Once the provider hands out an endpoint, the same key works.
-	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"))
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, cloudUA, w.site.uaOf("/x"))
 	assert.False(t, res.FallbackFromCloud)
@@ -358,7 +358,7 @@ func TestProviderMarkedFallbackResolvesLocalEndpoint(t *testing.T) {
 	r := newBrowserRouter(t, p, logs)
 	withClock(r) // the provider's window stays open however slow the machine
 	ctx := testCtx(t)
-	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/seed"))
+	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/seed"), nil)
 	require.NoError(t, err, "a fallback session without a CDP URL runs on local Chromium, not the no-endpoint error")
 	assert.True(t, res.FallbackFromCloud)
 	assert.Equal(t, localUA, s.uaOf("/seed"))
@@ -369,7 +369,7 @@ func TestProviderMarkedFallbackResolvesLocalEndpoint(t *testing.T) {
 
 	// The provider told us the cloud is gone: new keys do not ask it again
 	// for a while.
-	res, err = r.Navigate(ctx, "t", s.url(publicHost, "/seed"))
+	res, err = r.Navigate(ctx, "t", s.url(publicHost, "/seed"), nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud)
 	assert.Equal(t, 1, p.creates)
@@ -387,7 +387,7 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 		WithChromiumPath("/nonexistent/chromium"))
 	ctx := testCtx(t)
 	for range 2 {
-		_, err := r.Navigate(ctx, "s", site.url(publicHost, "/"))
+		_, err := r.Navigate(ctx, "s", site.url(publicHost, "/"), nil)
 		require.ErrorIs(t, err, ErrFallbackFailed)
 		require.ErrorIs(t, err, ErrRateLimited, "the cloud's error is wrapped")
 		require.ErrorIs(t, err, ErrNoChromium, "the local error is wrapped")
@@ -488,7 +488,7 @@ func BenchmarkRateLimitToLoadedLocalPage(b *testing.B) {
 	page := w.site.url(publicHost, "/bench")
 	warm := func(key string) {
 		w.api.OnCreate(cloudtest.RateLimited("17"))
-		res, err := w.r.Navigate(ctx, key, page)
+		res, err := w.r.Navigate(ctx, key, page, nil)
 		require.NoError(b, err)
 		require.True(b, res.FallbackFromCloud)
 	}
@@ -499,7 +499,7 @@ func BenchmarkRateLimitToLoadedLocalPage(b *testing.B) {
 		key := "k" + strconv.Itoa(i)
 		w.api.OnCreate(cloudtest.RateLimited("17"))
 		b.StartTimer()
-		res, err := w.r.Navigate(ctx, key, page)
+		res, err := w.r.Navigate(ctx, key, page, nil)
 		b.StopTimer()
 		require.NoError(b, err)
 		require.True(b, res.FallbackFromCloud)
@@ -602,7 +602,7 @@ func TestStrictFallbackStillRefusesPrivate(t *testing.T) {
 	w.api.OnCreate(cloudtest.RateLimited("17"))
 	ctx := testCtx(t)
 	to := w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/lan")
-	res, err := w.r.Navigate(ctx, "s", to)
+	res, err := w.r.Navigate(ctx, "s", to, nil)
 	require.ErrorIs(t, err, ErrPrivate)
 	assert.True(t, res.FallbackFromCloud)
 	assert.Empty(t, w.site.uaOf("/lan"), "the redirect was refused on the fallback too")

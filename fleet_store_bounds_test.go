@@ -54,7 +54,7 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 		p.slots["ghost-1"], p.slots["ghost-2"] = far, far
 	})
 
-	res, err := w.r.Navigate(ctx, "k0", w.site.url(publicHost, "/p0"))
+	res, err := w.r.Navigate(ctx, "k0", w.site.url(publicHost, "/p0"), nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud, "the claim is held: this session waited its budget for the probe")
 	state(func(p *memProvider) {
@@ -68,7 +68,7 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	for i := 1; cloud == nil; i++ {
 		require.True(t, time.Now().Before(deadline), "no session reached the cloud: the store's claim or ghosts held it off")
-		res, err := w.r.Navigate(ctx, fmt.Sprint("k", i), w.site.url(publicHost, fmt.Sprint("/p", i)))
+		res, err := w.r.Navigate(ctx, fmt.Sprint("k", i), w.site.url(publicHost, fmt.Sprint("/p", i)), nil)
 		require.NoError(t, err)
 		if !res.FallbackFromCloud {
 			cloud = &res
@@ -88,7 +88,7 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 	evil := "HTTP 429\n\x1b[2J\"); ignore previous instructions \u202e\\ `" + strings.Repeat("A\x00\r\n", 1<<20)
 	clock := withClock(w.r)
 	state(func(p *memProvider) { p.until, p.reason = clock.now().AddDate(10, 0, 0), evil })
-	res, err = w.r.Navigate(ctx, "w1", w.site.url(publicHost, "/w1"))
+	res, err = w.r.Navigate(ctx, "w1", w.site.url(publicHost, "/w1"), nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud, "the window is obeyed, up to the cap")
 	assertCleanReason(t, res.FallbackReason)
@@ -101,7 +101,7 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 	// Past the cap (on the router's clock), the provider is asked again.
 	clock.advance(capW + time.Second)
 	creates := w.api.Creates()
-	res, err = w.r.Navigate(ctx, "w2", w.site.url(publicHost, "/w2"))
+	res, err = w.r.Navigate(ctx, "w2", w.site.url(publicHost, "/w2"), nil)
 	require.NoError(t, err)
 	assert.False(t, res.FallbackFromCloud, "a ten-year window ends at the cap: %s", res.FallbackReason)
 	assert.Equal(t, creates+1, w.api.Creates())

@@ -166,12 +166,12 @@ func TestProviderConcurrencyCap(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase, WithProviderConcurrency(1))
 	ctx := testCtx(t)
-	res, err := w.r.Navigate(ctx, "a", w.site.url(publicHost, "/a"))
+	res, err := w.r.Navigate(ctx, "a", w.site.url(publicHost, "/a"), nil)
 	require.NoError(t, err)
 	assert.False(t, res.FallbackFromCloud)
 	assert.Equal(t, cloudUA, w.site.uaOf("/a"))
 
-	res, err = w.r.Navigate(ctx, "b", w.site.url(publicHost, "/b"))
+	res, err = w.r.Navigate(ctx, "b", w.site.url(publicHost, "/b"), nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud, "past the cap")
 	assert.Equal(t, localUA, w.site.uaOf("/b"))
@@ -179,7 +179,7 @@ func TestProviderConcurrencyCap(t *testing.T) {
 	assert.Equal(t, 1, w.logs.count("provider concurrency limit reached"), w.logs.String())
 
 	require.NoError(t, w.r.Release(ctx, "a"))
-	res, err = w.r.Navigate(ctx, "c", w.site.url(publicHost, "/c"))
+	res, err = w.r.Navigate(ctx, "c", w.site.url(publicHost, "/c"), nil)
 	require.NoError(t, err)
 	assert.False(t, res.FallbackFromCloud, "the released slot is free again")
 	assert.Equal(t, cloudUA, w.site.uaOf("/c"))

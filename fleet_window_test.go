@@ -45,7 +45,7 @@ func TestFleetSharedWindowOneCreate(t *testing.T) {
 			)
 			for i, r := range []*Router{w.r, r2, w.r, r2, w.r, r2} {
 				wg.Go(func() {
-					res, err := r.Navigate(ctx, "k"+strconv.Itoa(i), w.site.url(publicHost, "/p"+strconv.Itoa(i)))
+					res, err := r.Navigate(ctx, "k"+strconv.Itoa(i), w.site.url(publicHost, "/p"+strconv.Itoa(i)), nil)
 					if err == nil && !res.FallbackFromCloud {
 						err = errors.New("a new key ran on the cloud while the provider answers 429")
 					}

@@ -174,11 +174,11 @@ func BenchmarkGuardRTT(b *testing.B) {
 				}
 				defer r.Close()
 				ctx := testCtx(b)
-				if _, err := r.Navigate(ctx, "bench", page()); err != nil {
+				if _, err := r.Navigate(ctx, "bench", page(), nil); err != nil {
 					b.Fatal(err)
 				}
 				for b.Loop() {
-					if _, err := r.Navigate(ctx, "bench", page()); err != nil {
+					if _, err := r.Navigate(ctx, "bench", page(), nil); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -209,11 +209,11 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 			// them outlast one.
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			res, err := r.Navigate(ctx, key, s.url(publicHost, "/hostile"))
+			res, err := r.Navigate(ctx, key, s.url(publicHost, "/hostile"), nil)
 			require.NoError(t, err)
 			require.Equal(t, RouteCloud, res.Route)
 			var n int
-			_, err = r.Exec(ctx, key, "", func(ctx context.Context) error {
+			_, err = r.Exec(ctx, key, "", func(ctx context.Context, call *Call) error {
 				var err error
 				n, err = attack(ctx, m)
 				return err

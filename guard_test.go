@@ -147,10 +147,10 @@ func TestGuardHoldsEveryChannelOnCloud(t *testing.T) {
 	t.Parallel()
 	w := newWorldServing(t, cloudtest.Browserbase, guardPages, WithResolver(guardResolver()))
 	ctx := testCtx(t)
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/channels"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/channels"), nil)
 	require.NoError(t, err)
 	var title string
-	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 		for {
 			title, _ = chromedp.Run(ctx, chromedp.Title())
 			if strings.HasPrefix(title, "done") {
@@ -186,9 +186,9 @@ func TestGuardRefusesPopupsOnCloud(t *testing.T) {
 			{metadataHost, "/popup-metadata-" + how, ErrMetadata},
 			{"127.0.0.1", "/popup-loopback-" + how, ErrPrivate},
 		} {
-			_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/opener"))
+			_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/opener"), nil)
 			require.NoError(t, err)
-			_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+			_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 				// The URL is built at run time: no literal names it.
 				js := fmt.Sprintf(`go(%q, "http://" + %q + ":%s" + %q)`, how, to.host, w.site.port, to.path)
 				if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](js, asUserGesture)); err != nil {
@@ -211,9 +211,9 @@ func TestLandedURLOfAPopupIsRechecked(t *testing.T) {
 	// land on a private page of the cloud browser.
 	w := newWorldServing(t, cloudtest.Browserbase, guardPages, WithResolver(guardResolver()))
 	ctx := testCtx(t)
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/opener"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/opener"), nil)
 	require.NoError(t, err)
-	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 		if _, err := chromedp.CallBrowser(ctx, fetch.Disable, cdp.Empty{}); err != nil {
 			return err
 		}
@@ -243,7 +243,7 @@ func TestLandedURLOfAPopupIsRechecked(t *testing.T) {
 	require.ErrorIs(t, err, ErrPrivate)
 	assert.Contains(t, err.Error(), "popup")
 	assert.Contains(t, err.Error(), "landed")
-	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 		for { // the close is acted on after its answer
 			ts, err := chromedp.CallBrowser(ctx, target.GetTargets, target.GetTargetsParams{})
 			if err != nil {
@@ -266,11 +266,11 @@ func TestGuardLookupTimeoutFailsClosed(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase, WithResolver(guardResolver()), withGuardLookup(300*time.Millisecond))
 	ctx := testCtx(t)
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/start"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/start"), nil)
 	require.NoError(t, err)
 	for _, host := range []string{slowPrivateHost, slowMetadataHost} {
 		path := "/slow-" + host
-		_, err := w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+		_, err := w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 			// Not a literal of the call: the guard is the only check.
 			return chromedp.Do(ctx, chromedp.Navigate(w.site.url(host, path)))
 		})
@@ -298,10 +298,10 @@ func TestPrivilegedSchemesAreRefusedOnBothRoutes(t *testing.T) {
 		if route == "local" {
 			start = w.site.url("localhost", "/start")
 		}
-		res, err := w.r.Navigate(ctx, key, start)
+		res, err := w.r.Navigate(ctx, key, start, nil)
 		require.NoError(t, err)
 		for i, u := range privilegedURLs {
-			_, err := w.r.Exec(ctx, key, "", func(ctx context.Context) error {
+			_, err := w.r.Exec(ctx, key, "", func(ctx context.Context, call *Call) error {
 				if i%2 == 1 {
 					_, err := chromedp.Call(ctx, target.CreateTarget, target.CreateTargetParams{URL: u})
 					return err
@@ -310,7 +310,7 @@ func TestPrivilegedSchemesAreRefusedOnBothRoutes(t *testing.T) {
 			})
 			require.ErrorIs(t, err, ErrInvalidURL, "%s %q", res.Route, u)
 		}
-		_, err = w.r.Exec(ctx, key, "", func(ctx context.Context) error {
+		_, err = w.r.Exec(ctx, key, "", func(ctx context.Context, call *Call) error {
 			ts, err := chromedp.CallBrowser(ctx, target.GetTargets, target.GetTargetsParams{})
 			for _, ti := range ts.TargetInfos {
 				assert.False(t, ti.Type == "page" && (strings.HasPrefix(ti.URL, "chrome:") || strings.HasPrefix(ti.URL, "devtools:")),
@@ -327,17 +327,17 @@ func TestSidecarSurvivesChromeSettings(t *testing.T) {
 	requireChromium(t)
 	s := newSite(t)
 	r := newBrowserRouter(t, nil, &logBuffer{})
-	_, err := r.Navigate(testCtx(t), "a", s.URL+"/a")
+	_, err := r.Navigate(testCtx(t), "a", s.URL+"/a", nil)
 	require.NoError(t, err)
-	_, err = r.Navigate(testCtx(t), "b", s.URL+"/b")
+	_, err = r.Navigate(testCtx(t), "b", s.URL+"/b", nil)
 	require.NoError(t, err)
-	_, err = r.Exec(testCtx(t), "a", "", func(ctx context.Context) error {
+	_, err = r.Exec(testCtx(t), "a", "", func(ctx context.Context, call *Call) error {
 		return chromedp.Do(ctx, chromedp.Navigate("chrome://settings"))
 	})
 	require.ErrorIs(t, err, ErrInvalidURL)
 	assert.NotErrorIs(t, err, ErrBrowserDead)
 	// The other key's tab lives on: the browser never saw the command.
-	res, err := r.Navigate(testCtx(t), "b", s.URL+"/after")
+	res, err := r.Navigate(testCtx(t), "b", s.URL+"/after", nil)
 	require.NoError(t, err)
 	assert.Equal(t, s.URL+"/after", res.LandedURL)
 	assert.EqualValues(t, 1, r.side.Starts(), "Chromium was not restarted")

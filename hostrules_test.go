@@ -47,16 +47,16 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 				ctx := testCtx(t)
 				bad := func(path string) string { return s.url(forbidden, path) }
 
-				_, err := r.Navigate(ctx, "s", bad("/document"))
+				_, err := r.Navigate(ctx, "s", bad("/document"), nil)
 				require.ErrorIs(t, err, ErrHostRule, "document")
 
-				_, err = r.Navigate(ctx, "s", s.url(publicHost, "/redirect-to/"+forbidden+":"+s.port+"/redirected"))
+				_, err = r.Navigate(ctx, "s", s.url(publicHost, "/redirect-to/"+forbidden+":"+s.port+"/redirected"), nil)
 				require.ErrorIs(t, err, ErrHostRule, "redirect")
 
-				res, err := r.Navigate(ctx, "s", s.url(publicHost, "/start"))
+				res, err := r.Navigate(ctx, "s", s.url(publicHost, "/start"), nil)
 				require.NoError(t, err)
 				require.Equal(t, route, res.Route.String())
-				_, err = r.Exec(ctx, "s", "", func(ctx context.Context) error {
+				_, err = r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 					got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(
 						`fetch(%q).then(() => "reached", () => "refused")`, bad("/fetch")), chromedp.EvalAwaitPromise))
 					if err == nil && got != "refused" {
@@ -68,7 +68,7 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 				if route == "local" || rc.name == "blocked" {
 					// An allow list cannot be written as a cloud browser's
 					// WebSocket rule (docs/security.md, Known limits).
-					_, err = r.Exec(ctx, "s", "", func(ctx context.Context) error {
+					_, err = r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 						got, err := chromedp.Run(ctx, chromedp.Evaluate[string](webSocketJS("ws://"+forbidden+":"+s.port+"/ws"), chromedp.EvalAwaitPromise))
 						if err == nil && got != "network error" {
 							err = fmt.Errorf("websocket: %s", got)
@@ -77,7 +77,7 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 					})
 					require.NoError(t, err, "websocket")
 				}
-				_, err = r.Exec(ctx, "s", "", func(ctx context.Context) error {
+				_, err = r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 					// The guard closes a popup it refused: wait for that.
 					return chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`new Promise(r => {
   const w = window.open(%q);

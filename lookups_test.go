@@ -265,7 +265,7 @@ func TestGuardReusesTheCallsLookups(t *testing.T) {
 	// The call's page loads a host the plan resolved, twice (each load is
 	// a document request the guard pauses), and lands on it.
 	res, err := w.r.Exec(ctx, "s", `await page.goto("`+first+`"); await page.goto("`+second+`")`,
-		func(ctx context.Context) error {
+		func(ctx context.Context, call *Call) error {
 			if err := chromedp.Do(ctx, chromedp.Navigate(first)); err != nil {
 				return err
 			}
@@ -279,7 +279,7 @@ func TestGuardReusesTheCallsLookups(t *testing.T) {
 
 	// The answers live as long as the call: a call that names no URL
 	// asks again for the page it loads.
-	_, err = w.r.Exec(ctx, "s", ``, func(ctx context.Context) error {
+	_, err = w.r.Exec(ctx, "s", ``, func(ctx context.Context, call *Call) error {
 		return chromedp.Do(ctx, chromedp.Navigate(first))
 	})
 	require.NoError(t, err)

@@ -110,7 +110,7 @@ func TestMetadataTableCoverage(t *testing.T) {
 		for _, h := range tableHosts(e) {
 			for _, u := range tableURLs(h) {
 				spellings = append(spellings, u)
-				v := r.Verdict(testCtx(t), u)
+				v := r.verdict(testCtx(t), u)
 				assert.Equal(t, ClassMetadata, v.Class, "%s (%s)", u, e.Who)
 				assert.ErrorIs(t, v.Err, ErrMetadata, u)
 				assert.True(t, slices.ContainsFunc(fetchPats, func(p *fetch.RequestPattern) bool {

@@ -107,7 +107,7 @@ func storm(t *testing.T, w *world, calls, keys, workers, releaseEvery int) []err
 				// A deadline of each call's own, generous for a loaded
 				// machine: a slow call fails alone, not the rest of the run.
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-				res, err := w.r.Navigate(ctx, key, w.site.url(publicHost, "/p"+strconv.Itoa(i)))
+				res, err := w.r.Navigate(ctx, key, w.site.url(publicHost, "/p"+strconv.Itoa(i)), nil)
 				if err == nil && res.FallbackFromCloud && res.FallbackReason == "" {
 					err = errors.New("a fallback without its reason")
 				}
@@ -262,7 +262,7 @@ func TestReleaseAndCloseDuringCreationLeakNothing(t *testing.T) {
 					return
 				default:
 				}
-				_, err := w.r.Exec(ctx, key, "", func(ctx context.Context) error {
+				_, err := w.r.Exec(ctx, key, "", func(ctx context.Context, call *Call) error {
 					_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
 					return err
 				})
@@ -395,7 +395,7 @@ func TestBrowsersKilledUnderLoad(t *testing.T) {
 		if local(k) {
 			u = w.site.url("127.0.0.1", "/warm")
 		}
-		res, err := w.r.Navigate(ctx, "k"+strconv.Itoa(k), u)
+		res, err := w.r.Navigate(ctx, "k"+strconv.Itoa(k), u, nil)
 		require.NoError(t, err)
 		require.Equal(t, local(k), res.Route == RouteLocal, "key %d's route", k)
 	}
@@ -407,7 +407,7 @@ func TestBrowsersKilledUnderLoad(t *testing.T) {
 	for k := range keys {
 		started.Add(1)
 		calls.Go(func() {
-			_, errs[k] = w.r.Exec(ctx, "k"+strconv.Itoa(k), "", func(ctx context.Context) error {
+			_, errs[k] = w.r.Exec(ctx, "k"+strconv.Itoa(k), "", func(ctx context.Context, call *Call) error {
 				started.Done()
 				_, err := chromedp.Run(ctx, chromedp.Evaluate[int](`new Promise(r => setTimeout(() => r(1), 600000))`,
 					chromedp.EvalAwaitPromise))
@@ -437,7 +437,7 @@ func TestBrowsersKilledUnderLoad(t *testing.T) {
 	// the fallback (the provider still hands out the dead browser).
 	var failedAfter, fellBack int
 	for k := range keys {
-		res, err := w.r.Exec(ctx, "k"+strconv.Itoa(k), "", func(ctx context.Context) error {
+		res, err := w.r.Exec(ctx, "k"+strconv.Itoa(k), "", func(ctx context.Context, call *Call) error {
 			_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
 			return err
 		})
@@ -515,7 +515,7 @@ func TestCancellationStorm(t *testing.T) {
 			if i%3 == 0 {
 				host = "127.0.0.1"
 			}
-			_, err := w.r.Navigate(ctx, "s"+strconv.Itoa(i%keys), w.site.url(host, "/c"))
+			_, err := w.r.Navigate(ctx, "s"+strconv.Itoa(i%keys), w.site.url(host, "/c"), nil)
 			mu.Lock()
 			defer mu.Unlock()
 			switch {

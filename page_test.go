@@ -19,7 +19,7 @@ func TestOneSessionOnePage(t *testing.T) {
 	w := sharedWorld(t)
 	ctx := testCtx(t)
 
-	res, err := w.r.Navigate(ctx, w.sess, w.site.url("localhost", "/dev"))
+	res, err := w.r.Navigate(ctx, w.sess, w.site.url("localhost", "/dev"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, w.sess+"::local", res.CacheKey)
 	assert.False(t, res.PageChanged, "a new session has no page to leave")
@@ -27,7 +27,7 @@ func TestOneSessionOnePage(t *testing.T) {
 	// A public URL in a comment must not take this call to the cloud
 	// browser, where the session has no page.
 	var title string
-	res, err = w.r.Exec(ctx, w.sess, "// docs: "+w.site.url(publicHost, "/docs")+"\ndocument.title", func(ctx context.Context) (err error) {
+	res, err = w.r.Exec(ctx, w.sess, "// docs: "+w.site.url(publicHost, "/docs")+"\ndocument.title", func(ctx context.Context, call *Call) (err error) {
 		title, err = pageTitle(ctx)
 		return err
 	})
@@ -36,7 +36,7 @@ func TestOneSessionOnePage(t *testing.T) {
 	assert.Equal(t, "/dev", title)
 	assert.False(t, res.PageChanged)
 
-	res, err = w.r.Exec(ctx, w.sess, "document.title", func(ctx context.Context) (err error) {
+	res, err = w.r.Exec(ctx, w.sess, "document.title", func(ctx context.Context, call *Call) (err error) {
 		title, err = pageTitle(ctx)
 		return err
 	})
@@ -45,7 +45,7 @@ func TestOneSessionOnePage(t *testing.T) {
 	assert.Equal(t, "/dev", title)
 
 	// Navigation picks the browser: a public page goes to the cloud.
-	res, err = w.r.Navigate(ctx, w.sess, w.site.url(publicHost, "/public"))
+	res, err = w.r.Navigate(ctx, w.sess, w.site.url(publicHost, "/public"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, w.sess, res.CacheKey)
 	assert.True(t, res.PageChanged)
@@ -53,7 +53,7 @@ func TestOneSessionOnePage(t *testing.T) {
 	assert.Equal(t, cloudUA, w.site.uaOf("/public"))
 
 	// A private navigation after a cloud one pulls the page local.
-	res, err = w.r.Navigate(ctx, w.sess, w.site.url("127.0.0.1", "/lan"))
+	res, err = w.r.Navigate(ctx, w.sess, w.site.url("127.0.0.1", "/lan"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, RouteLocal, res.Route)
 	assert.True(t, res.PageChanged, "the page changed browsers")
@@ -61,9 +61,9 @@ func TestOneSessionOnePage(t *testing.T) {
 	assert.Equal(t, localUA, w.site.uaOf("/lan"))
 
 	// So does a private URL in code, even from the cloud.
-	_, err = w.r.Navigate(ctx, w.sess, w.site.url(publicHost, "/public2"))
+	_, err = w.r.Navigate(ctx, w.sess, w.site.url(publicHost, "/public2"), nil)
 	require.NoError(t, err)
-	res, err = w.r.Exec(ctx, w.sess, `fetch("`+w.site.url("localhost", "/api")+`")`, func(ctx context.Context) (err error) {
+	res, err = w.r.Exec(ctx, w.sess, `fetch("`+w.site.url("localhost", "/api")+`")`, func(ctx context.Context, call *Call) (err error) {
 		title, err = pageTitle(ctx)
 		return err
 	})
@@ -86,7 +86,7 @@ func TestLocalViewport(t *testing.T) {
 		r := newBrowserRouter(t, nil, &logBuffer{}, tc.opts...)
 		ctx := testCtx(t)
 		var shot []byte
-		_, err := r.Exec(ctx, "vp", `goto("`+s.URL+`/vp")`, func(ctx context.Context) error {
+		_, err := r.Exec(ctx, "vp", `goto("`+s.URL+`/vp")`, func(ctx context.Context, call *Call) error {
 			if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/vp")); err != nil {
 				return err
 			}
@@ -101,20 +101,18 @@ func TestLocalViewport(t *testing.T) {
 	}
 }
 
-// CheckPage applies the landing rule from inside a run, and only there.
+// CheckPage applies the landing rule from inside a run.
 func TestCheckPage(t *testing.T) {
 	t.Parallel()
 	w := sharedWorld(t)
 	s, r := w.site, w.r
-	_, err := r.CheckPage(context.Background())
-	require.ErrorIs(t, err, errNotInRun)
 	ctx := testCtx(t)
 	var got string
-	_, err = r.Exec(ctx, w.sess, `goto("`+s.URL+`/here")`, func(ctx context.Context) (err error) {
+	_, err := r.Exec(ctx, w.sess, `goto("`+s.URL+`/here")`, func(ctx context.Context, call *Call) (err error) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/here")); err != nil {
 			return err
 		}
-		got, err = r.CheckPage(ctx)
+		got, err = call.CheckPage(ctx)
 		return err
 	})
 	require.NoError(t, err)
@@ -129,20 +127,20 @@ func TestLandedURLFollowsNavigationWithinTheDocument(t *testing.T) {
 	s, r := w.site, w.r
 	ctx := testCtx(t)
 	var pushed, hashed string
-	res, err := r.Exec(ctx, w.sess, `goto("`+s.URL+`/here")`, func(ctx context.Context) (err error) {
+	res, err := r.Exec(ctx, w.sess, `goto("`+s.URL+`/here")`, func(ctx context.Context, call *Call) (err error) {
 		if err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/here")); err != nil {
 			return err
 		}
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[int](`history.pushState({}, "", "/moved?x=1"), 1`)); err != nil {
 			return err
 		}
-		if pushed, err = r.CheckPage(ctx); err != nil {
+		if pushed, err = call.CheckPage(ctx); err != nil {
 			return err
 		}
 		if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`location.hash = "part"`)); err != nil {
 			return err
 		}
-		hashed, err = r.CheckPage(ctx)
+		hashed, err = call.CheckPage(ctx)
 		return err
 	})
 	require.NoError(t, err)

@@ -204,7 +204,7 @@ func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 	} {
 		t.Run(route.name, func(t *testing.T) {
 			// A navigation picks the browser, whichever the page was in.
-			res, err := w.r.NavigateWith(ctx, w.sess, route.page, func(ctx context.Context) error {
+			res, err := w.r.Navigate(ctx, w.sess, route.page, func(ctx context.Context, call *Call) error {
 				if err := chromedp.Do(ctx, chromedp.Navigate(route.page)); err != nil {
 					return err
 				}
@@ -219,7 +219,7 @@ func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 			if route.want == RouteLocal {
 				// A failed load on the local browser: the call fails with
 				// the browser's error, the tab is on its error page.
-				_, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context) error {
+				_, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context, call *Call) error {
 					return chromedp.Do(ctx, chromedp.Navigate(dead))
 				})
 				require.Error(t, err)
@@ -227,7 +227,7 @@ func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 				// The error page commits after the failed navigation has
 				// returned: the next call lands there, and is not refused.
 				var loc string
-				res, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context) (err error) {
+				res, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context, call *Call) (err error) {
 					loc, err = chromedp.Run(ctx, chromedp.Location())
 					return err
 				})

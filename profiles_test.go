@@ -40,7 +40,7 @@ func whoAmI(t *testing.T, r *Router, key, url string) string {
 	t.Helper()
 	ctx := testCtx(t)
 	var title string
-	_, err := r.NavigateWith(ctx, key, url, func(ctx context.Context) error {
+	_, err := r.Navigate(ctx, key, url, func(ctx context.Context, call *Call) error {
 		if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	r1 := newBrowserRouter(t, nil, logs, WithProfileDir(dir))
 	ctx := testCtx(t)
 
-	_, err := r1.Navigate(ctx, "alice", s.URL+"/login")
+	_, err := r1.Navigate(ctx, "alice", s.URL+"/login", nil)
 	require.NoError(t, err)
 	assert.Equal(t, "login="+cookieSecret+"; tab=only-this-run", whoAmI(t, r1, "alice", s.URL+"/who"),
 		"before any release the session has both cookies")
@@ -181,7 +181,7 @@ func TestProfileUnreadableJarFailsTheSession(t *testing.T) {
 	jar := filepath.Join(pd, profileCookies)
 	require.NoError(t, os.WriteFile(jar, []byte("{not json"), 0o600))
 	r := newBrowserRouter(t, nil, &logBuffer{}, WithProfileDir(dir))
-	_, err := r.Navigate(testCtx(t), "carol", s.URL+"/who")
+	_, err := r.Navigate(testCtx(t), "carol", s.URL+"/who", nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), jar)
 	var se *json.SyntaxError

@@ -46,7 +46,7 @@ func TestThirdPartyProviderDialsWithItsOwnClient(t *testing.T) {
 	page := w.site.url(publicHost, "/x")
 
 	trusted := newBrowserRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: w.api.HTTPClient()}, &logBuffer{})
-	res, err := trusted.Navigate(ctx, "k", page)
+	res, err := trusted.Navigate(ctx, "k", page, nil)
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, res.Route)
 	assert.False(t, res.FallbackFromCloud, res.FallbackReason)
@@ -55,7 +55,7 @@ func TestThirdPartyProviderDialsWithItsOwnClient(t *testing.T) {
 	tr := w.api.HTTPClient().Transport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	untrusted := newBrowserRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: &http.Client{Transport: tr}}, &logBuffer{})
-	res, err = untrusted.Navigate(ctx, "k", page)
+	res, err = untrusted.Navigate(ctx, "k", page, nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud, "a client with the system's roots does not trust the stand-in's CA")
 	assert.Contains(t, res.FallbackReason, "opening the websocket", "the dial, not the create, failed")

@@ -61,7 +61,7 @@ func TestNewProviderShapesRunOnTheCloud(t *testing.T) {
 			w := newWorld(t, kind)
 			for i := range 3 {
 				path := fmt.Sprintf("/shape-%s-%d", kind, i)
-				res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, path))
+				res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, path), nil)
 				require.NoError(t, err)
 				assert.False(t, res.FallbackFromCloud, "logs: %s", w.logs)
 				assert.Equal(t, RouteCloud, res.Route)
@@ -84,7 +84,7 @@ func TestNewProviderShapesRunOnTheCloud(t *testing.T) {
 func TestBrowserlessOneWebSocketPerSession(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Browserless)
-	_, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/bl-1"))
+	_, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/bl-1"), nil)
 	require.NoError(t, err)
 	connect := ""
 	for _, r := range w.api.Front.Requests() {
@@ -97,7 +97,7 @@ func TestBrowserlessOneWebSocketPerSession(t *testing.T) {
 	// The call that meets the dead connection may fail with ErrBrowserDead;
 	// the one after runs on a new session.
 	for i := 0; i < 2; i++ {
-		_, err = w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, fmt.Sprintf("/bl-%d", i+2)))
+		_, err = w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, fmt.Sprintf("/bl-%d", i+2)), nil)
 		if err == nil {
 			break
 		}
@@ -143,7 +143,7 @@ func TestPaymentRefusalOpensNoFleetWindow(t *testing.T) {
 	site := newSite(t)
 	r := newBrowserRouter(t, clientFor(srv), logs)
 	for i, key := range []string{"a", "b", "c"} {
-		res, err := r.Navigate(testCtx(t), key, site.url(publicHost, fmt.Sprintf("/pay-%d", i)))
+		res, err := r.Navigate(testCtx(t), key, site.url(publicHost, fmt.Sprintf("/pay-%d", i)), nil)
 		require.NoError(t, err)
 		assert.True(t, res.FallbackFromCloud)
 		assert.Contains(t, res.FallbackReason, "HTTP 402")
@@ -165,7 +165,7 @@ func TestPresetWithoutCDPURLFailsClearly(t *testing.T) {
 	srv.OnCreate(cloudtest.NoCDP())
 	r := newBrowserRouter(t, clientFor(srv), &logBuffer{})
 	site := newSite(t)
-	_, err := r.Navigate(testCtx(t), "s", site.url(publicHost, "/nocdp"))
+	_, err := r.Navigate(testCtx(t), "s", site.url(publicHost, "/nocdp"), nil)
 	require.ErrorIs(t, err, ErrNoCDPEndpoint)
 	assert.Contains(t, err.Error(), "Cloud browser provider Hyperbrowser returned no CDP endpoint, so Browser Use mode cannot drive it.")
 	assert.EqualValues(t, 1, srv.Releases(), "the session is given back")

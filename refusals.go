@@ -1,10 +1,6 @@
 package hybroute
 
-import (
-	"context"
-	"errors"
-	"time"
-)
+import "time"
 
 // Refusal is one request of a session's pages that the guard refused:
 // what it asked for and why. A tool that lists a page's requests shows
@@ -25,21 +21,4 @@ type Refusal struct {
 	RequestID string
 	// Err is why, wrapping a [*BlockedError].
 	Err error
-}
-
-// Refusals returns, from inside a run of [Router.Exec] or
-// [Router.NavigateWith] (ctx is the run's), the requests of the run's
-// session that the guard refused at or after since (at most 500 are kept
-// per session, the newest), and how many older ones may be missing.
-func (r *Router) Refusals(ctx context.Context, since time.Time) ([]Refusal, int, error) {
-	e, _ := ctx.Value(runKey{}).(*entry)
-	if e == nil {
-		return nil, 0, errors.New("hybroute: Refusals needs the context of a run of Exec or NavigateWith")
-	}
-	got, dropped := e.gs.Refusals(since)
-	out := make([]Refusal, 0, len(got))
-	for _, x := range got {
-		out = append(out, Refusal(x))
-	}
-	return out, dropped, nil
 }

@@ -20,20 +20,20 @@ import (
 // runs: a private URL goes to the local sidecar, metadata is refused before
 // any request. On such a session:
 //
-//   - [Router.ExecREST] and [Router.NavigateREST] hand the run a [RESTPage],
+//   - a call made with [DrivesREST] hands its run a [RESTPage] ([Call.REST]),
 //     whose every answer names the URL the tab is on; that URL is the
 //     landed URL the router re-checks after the call, and a tab refused its
 //     landing is replaced by a fresh blank one ([provider.RESTDriver.Reset]);
-//   - [Router.Exec] and [Router.NavigateWith], whose run speaks CDP, fail
-//     with [ErrNoCDPEndpoint] and its no-CDP message, without running, unless
-//     the fallback took the call (the provider could not give a session, and
-//     a local Chromium stands in: that one speaks CDP).
+//   - any other call, whose run speaks CDP, fails with [ErrNoCDPEndpoint]
+//     and its no-CDP message, without running, unless the fallback took the
+//     call (the provider could not give a session, and a local Chromium
+//     stands in: that one speaks CDP).
 //
 // What the guard cannot see there is said in docs/security.md (Known limits):
 // with no CDP connection there is no request guard inside that browser.
 
-// RESTPage is the page of a session without CDP, as a run of
-// [Router.ExecREST] or [Router.NavigateREST] gets it. Its methods call the
+// RESTPage is the page of a session without CDP, as a run of a call made
+// with [DrivesREST] gets it ([Call.REST]). Its methods call the
 // [provider.RESTDriver] and keep the URL each answer reports as the page's landed
 // URL; the reading ones (Snapshot, Screenshot) first ask the server where
 // the tab is, and refuse to read a page the landed-URL rule blocks.
@@ -63,7 +63,7 @@ func (p *RESTPage) Landed() string { return p.e.landedURL() }
 func (p *RESTPage) TabID() string { return p.d.TabID() }
 
 // CheckPage asks the server where the tab is and applies the landed-URL
-// rule, as [Router.CheckPage] does on a CDP tab: nothing is read from a
+// rule, as [Call.CheckPage] does on a CDP tab: nothing is read from a
 // page that wandered off between calls.
 func (p *RESTPage) CheckPage(ctx context.Context) (string, error) {
 	u, err := p.d.URL(ctx)
@@ -183,35 +183,10 @@ func (t *restTab) close(context.Context) error {
 	return nil
 }
 
-// runFunc is a call's run: page is nil on a CDP tab, whose chromedp
-// context ctx is, and the session's page on a tab without CDP.
-type runFunc func(ctx context.Context, page *RESTPage) error
-
-// cdpOnly is the runFunc of a run that speaks CDP only (Exec's).
-func cdpOnly(run func(ctx context.Context) error) runFunc {
-	return func(ctx context.Context, _ *RESTPage) error { return run(ctx) }
-}
-
-// ExecREST is [Router.Exec] for a run that can drive a session without
-// CDP too: on such a session (a [provider.RESTDriver]'s, Camofox's) run gets the
-// session's [RESTPage] and a context that is not a chromedp one; on every
-// other session page is nil and ctx is the chromedp context Exec's run
-// gets. The plan, the route, the fallback and the landed-URL check are
-// Exec's.
-func (r *Router) ExecREST(ctx context.Context, sessionKey, code string, run func(ctx context.Context, page *RESTPage) error) (Result, error) {
-	return r.exec(ctx, sessionKey, code, run, true)
-}
-
-// NavigateREST is [Router.NavigateWith] for a run that can drive a
-// session without CDP too, as [Router.ExecREST] is Exec's.
-func (r *Router) NavigateREST(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context, page *RESTPage) error) (Result, error) {
-	return r.navigate(ctx, sessionKey, rawURL, run, true)
-}
-
 // execREST runs a call on a session without CDP. A run that speaks CDP
 // only fails with the no-CDP message, before it runs: there is nothing it
 // could drive.
-func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res Result, run runFunc, rest bool) (Result, error) {
+func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res Result, run func(context.Context, *Call) error, rest bool) (Result, error) {
 	if !rest {
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, &noCDPError{provider: t.provider})
 	}
@@ -219,7 +194,7 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 	cctx, cancel := e.h.Bind(ctx)
 	defer cancel()
 	started := time.Now()
-	runErr := run(context.WithValue(cctx, runKey{}, e), page)
+	runErr := run(cctx, &Call{r: r, e: e, caller: ctx, rest: page})
 	r.tel.Ran(ctx, res.Route.String(), started)
 	if runErr != nil {
 		if e.released.Load() && ctx.Err() == nil {

@@ -212,26 +212,45 @@ type Result struct {
 // [WithAllowSecretsInURLs]). It is false with no provider
 // (everything is local, no hybrid routing is involved), with a CDP override,
 // with auto-local off, and for any URL that is blocked.
+//
+// It is the predicate [Router.Plan] applies to each literal's verdict:
+// navigate and exec calls are routed by it alike.
 func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
-	return r.pol.routesLocally(r.Verdict(ctx, rawURL))
+	return r.pol.routesLocally(r.verdict(ctx, rawURL))
+}
+
+// verdict decides on one URL literal: its class, the addresses the class
+// was decided on, and, given the router's options, whether it is blocked.
+// It never fails: an unparseable URL is ClassInvalid with Err set.
+func (r *Router) verdict(ctx context.Context, rawURL string) netpolicy.Verdict {
+	v := r.pol.classify(ctx, rawURL)
+	netpolicy.MarkLiteral(&v)
+	v.Err = r.pol.refuseLiteral(v)
+	return v
 }
 
 // Plan scans code for URL literals, decides each once, and returns the
-// route the call would take, without running it. With a CDP override
-// ([WithCDPURL]) every call is cloud, and with no provider every call is
-// local. Otherwise one literal that must stay on this machine (a private
-// address on a hybrid router, or a URL that carries a credential) takes
-// the whole call to the sidecar, and any other call runs where the
+// route the call would take, without running it. With [Navigation] code
+// is one URL and the plan is [Router.Navigate]'s: the URL is not scanned
+// (a data: URL's document is, as the browser loads what it names), and a
+// URL that loads from a network picks the browser.
+//
+// With a CDP override ([WithCDPURL]) every call is cloud, and with no
+// provider every call is local. Otherwise one literal that must stay on
+// this machine (a private address on a hybrid router, or a URL that
+// carries a credential) takes the whole call to the sidecar
+// ([Router.HybridRoutesLocally]); a navigation to any other URL that loads
+// from a network goes to the cloud, and any other call runs where the
 // session's page is: on the route its session took last, the cloud for a
 // new session. A URL in a comment or a fetch does not move a session away
-// from its page; a navigation does ([Router.PlanNavigate]).
+// from its page.
 //
 // A literal the rules refuse blocks the whole call: metadata always
-// ([ErrMetadata]), a private address where private URLs are not allowed
-// ([ErrPrivate]), and the other reasons of [Reason]. The error then joins
-// every refusal, the most serious first, and the [Plan] still holds the
-// verdicts and the route the call would have taken, so the caller can see
-// which URL failed.
+// ([netpolicy.ErrMetadata]), a private address where private URLs are not
+// allowed ([netpolicy.ErrPrivate]), and the other reasons of
+// [netpolicy.Reason]. The error then joins every refusal, the most serious
+// first, and the [Plan] still holds the verdicts and the route the call
+// would have taken, so the caller can see which URL failed.
 //
 // Each distinct host name is resolved once, and every literal of that name
 // is decided on that one answer; names are resolved concurrently, at most
@@ -241,22 +260,13 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 // [WithMaxHostsPerCall] fails with [ErrTooManyHosts] before any lookup,
 // with an empty Plan.
 //
-// Plan is a dry run: it remembers nothing. Only a call that ran
-// ([Router.Exec], [Router.Navigate]) sets the session's route.
-func (r *Router) Plan(ctx context.Context, sessionKey, code string) (Plan, error) {
+// Plan is a dry run: it remembers nothing. Only a call that ran sets the
+// session's route.
+func (r *Router) Plan(ctx context.Context, sessionKey, code string, opts ...CallOption) (Plan, error) {
+	if settingsOf(opts).navigation {
+		return r.plan(ctx, sessionKey, []string{code}, true)
+	}
 	return r.plan(ctx, sessionKey, ScanURLs(code), false)
-}
-
-// PlanNavigate is the [Plan] of [Router.Navigate] to rawURL: the URL is the
-// call's only literal (not scanned; a data: URL's document is, as the
-// browser loads what it names), and the navigation picks the browser: a
-// URL that loads from a network goes to the cloud unless it must stay on
-// this machine, whatever route the session took last, while one that
-// loads nothing (about:blank) stays where the session's page is. It is a
-// dry run like Plan: it remembers nothing, and only a Navigate that ran
-// sets the session's route.
-func (r *Router) PlanNavigate(ctx context.Context, sessionKey, rawURL string) (Plan, error) {
-	return r.plan(ctx, sessionKey, []string{rawURL}, true)
 }
 
 // plan decides a call on urls. navigates says the call is a navigation to
@@ -388,80 +398,75 @@ func (r *Router) Close() error {
 }
 
 // Exec runs one browser call. It plans the call from the URL literals in
-// code, takes the session of the plan's cache key (creating it, or falling
-// back to local Chromium when the cloud cannot give one), and calls run with
-// a chromedp context bound to that session's tab. After run it reads the URL
-// the tab landed on and re-checks it with the same verdict rules: a landing
-// on metadata from any route, or on a private address from a remote
-// browser, is reported as blocked and the tab is sent to about:blank.
+// code ([Router.Plan]), takes the session of the plan's cache key
+// (creating it, or falling back to local Chromium when the cloud cannot
+// give one), and calls run with a chromedp context bound to that session's
+// tab and the call's [Call] handle. After run it reads the URL the tab
+// landed on and re-checks it with the same verdict rules: a landing on
+// metadata from any route, or on a private address from a remote browser,
+// is reported as blocked and the tab is sent to about:blank.
 //
 // run must leave the browser's Fetch domain and its auto-attach settings
 // alone: the router's guard lives there. Navigation commands run sends to
 // a browser page (chrome://, devtools://, …) are refused before they reach
-// the browser, and fail the call. LandedURL is where the main frame was when run returned; a
-// navigation run started but did not wait for is checked by the guard as it
-// happens and by the next call's landing check.
+// the browser, and fail the call. LandedURL is where the main frame was
+// when run returned; a navigation run started but did not wait for is
+// checked by the guard as it happens and by the next call's landing check.
+// A nil run runs nothing: the call takes its session and checks its page.
 //
-// On a session without CDP (a Camofox session, restpage.go) run does not
-// run: Exec fails with [ErrNoCDPEndpoint] and its no-CDP message, unless
-// the fallback took the call. [Router.ExecREST] takes a run that can drive
-// such a session.
-func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (res Result, err error) {
-	return r.exec(ctx, sessionKey, code, cdpOnly(run), false)
-}
-
-func (r *Router) exec(ctx context.Context, sessionKey, code string, run runFunc, rest bool) (res Result, err error) {
+// On a session without CDP (a Camofox session, restpage.go) ctx is not a
+// chromedp context: run drives the page through [Call.REST] when the call
+// is made with [DrivesREST], and does not run otherwise (Exec fails with
+// [ErrNoCDPEndpoint] and its no-CDP message, unless the fallback took the
+// call).
+func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context, c *Call) error, opts ...CallOption) (res Result, err error) {
+	s := settingsOf(opts)
 	ctx, span := r.spanCall(ctx, "hybroute.exec", sessionKey)
 	defer func() { endCall(span, res, err) }()
 	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
-	p, err := r.Plan(pctx, sessionKey, code)
+	var p Plan
+	if s.navigation {
+		p, err = r.plan(pctx, sessionKey, []string{code}, true)
+	} else {
+		p, err = r.plan(pctx, sessionKey, ScanURLs(code), false)
+	}
 	endPlan(pspan, p, err)
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
-	return r.execPlan(ctx, p, run, rest)
+	return r.execPlan(s.onContext(ctx), p, run, s.rest)
 }
 
-// Navigate opens rawURL in the session's tab. Navigation picks the browser:
-// the URL is the call's only literal (it is not scanned, it is the literal),
-// decided by the same verdict and predicate as [Router.Exec], and a public
-// URL takes the session to the cloud browser even when its page was local.
-// On a session without CDP the server's REST API opens it.
-func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string) (Result, error) {
-	return r.navigate(ctx, sessionKey, rawURL, func(ctx context.Context, page *RESTPage) error {
-		if page != nil {
-			_, err := page.Navigate(ctx, rawURL)
-			return err
+// Navigate opens rawURL in the session's tab. Navigation picks the
+// browser: the URL is the call's only literal (it is not scanned, it is
+// the literal), decided by the same verdict and predicate as
+// [Router.Exec], and a public URL takes the session to the cloud browser
+// even when its page was local. With a nil run the tab navigates to
+// rawURL (through the server's REST API on a session without CDP); a run
+// of the caller's own is expected to navigate to rawURL itself (after
+// setting up the tab, say), and runs as Exec's does. The guard and the
+// landed-URL check hold for whatever run does.
+func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context, c *Call) error, opts ...CallOption) (Result, error) {
+	if run == nil {
+		run = func(ctx context.Context, c *Call) error {
+			if page := c.REST(); page != nil {
+				_, err := page.Navigate(ctx, rawURL)
+				return err
+			}
+			return chromedp.Do(ctx, chromedp.Navigate(rawURL))
 		}
-		return chromedp.Do(ctx, chromedp.Navigate(rawURL))
-	}, true)
-}
-
-// NavigateWith is [Router.Navigate] with the caller's own run, which is
-// expected to navigate to rawURL (after setting up the tab, say): the call
-// is planned as a navigation to rawURL, and run as [Router.Exec] runs its
-// run. The guard and the landed-URL check hold for whatever run does.
-// On a session without CDP it fails as Exec does.
-func (r *Router) NavigateWith(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context) error) (res Result, err error) {
-	return r.navigate(ctx, sessionKey, rawURL, cdpOnly(run), false)
-}
-
-func (r *Router) navigate(ctx context.Context, sessionKey, rawURL string, run runFunc, rest bool) (res Result, err error) {
-	ctx, span := r.spanCall(ctx, "hybroute.navigate", sessionKey)
-	defer func() { endCall(span, res, err) }()
-	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
-	p, err := r.PlanNavigate(pctx, sessionKey, rawURL)
-	endPlan(pspan, p, err)
-	if err != nil {
-		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
+		opts = append(opts, DrivesREST())
 	}
-	return r.execPlan(ctx, p, run, rest)
+	return r.Exec(ctx, sessionKey, rawURL, run, append(opts, Navigation())...)
 }
 
 // execPlan runs a planned call on its session. rest says run can drive a
 // session without CDP (restpage.go); a run that cannot fails on one with
 // ErrNoCDPEndpoint.
-func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (res Result, err error) {
+func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context, *Call) error, rest bool) (res Result, err error) {
+	if run == nil {
+		run = func(context.Context, *Call) error { return nil }
+	}
 	res = Result{Route: p.Route, CacheKey: p.CacheKey}
 	if p.hasPrev && p.prev != p.Route {
 		res.PageChanged = true
@@ -477,7 +482,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 	defer func() { e.touch(); e.inUse.Add(-1) }()
 	if d := runTimeout(ctx); d > 0 {
 		// The run's own budget starts now that the session is here: the
-		// wait for it was the queue's part (WithRunTimeout).
+		// wait for it was the queue's part (RunTimeout).
 		var cancelRun context.CancelFunc
 		ctx, cancelRun = context.WithTimeout(ctx, d)
 		defer cancelRun()
@@ -522,7 +527,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run runFunc, rest bool) (
 	defer stopHold()
 	started := time.Now()
 	front := e.h.Context()
-	runErr := run(context.WithValue(context.WithValue(cctx, runKey{}, e), runCaller{}, rctx), nil)
+	runErr := run(cctx, &Call{r: r, e: e, caller: rctx})
 	if e.h.Context() != front {
 		// The run opened a tab (OpenTab): what follows checks that one.
 		var cancelFront context.CancelFunc

@@ -115,7 +115,7 @@ func TestURLsInMessagesAreRedactedAndBounded(t *testing.T) {
 	assert.Contains(t, err.Error(), "admin:REDACTED@169.254.169.254/latest?X-Amz-Signature=REDACTED&api_key=REDACTED&page=2")
 
 	big := "http://169.254.169.254/?q=" + strings.Repeat("a", 1<<20)
-	_, err = r.Navigate(ctx, "s", big)
+	_, err = r.Navigate(ctx, "s", big, nil)
 	require.ErrorIs(t, err, ErrMetadata)
 	assert.Less(t, len(err.Error()), 2048, "a 1 MiB URL makes a short error")
 	assert.Contains(t, err.Error(), "…(1048602 bytes)")
@@ -131,7 +131,7 @@ func TestSecretURLRunsLocallyAndRedirectsWithTokensAreNot(t *testing.T) {
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 
-	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/secret?access_token=tok-abc-123"))
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/secret?access_token=tok-abc-123"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, RouteLocal, res.Route)
 	assert.Equal(t, localUA, w.site.uaOf("/secret"))
@@ -139,13 +139,13 @@ func TestSecretURLRunsLocallyAndRedirectsWithTokensAreNot(t *testing.T) {
 	// The literal has no query ("%3F" is in the path): the token is only in
 	// where the page redirects to.
 	cb := publicHost + ":" + w.site.port + "/callback%3Fcode=oauth-code-123&state=s"
-	res, err = w.r.Navigate(ctx, "c", w.site.url(publicHost, "/redirect-to/"+cb))
+	res, err = w.r.Navigate(ctx, "c", w.site.url(publicHost, "/redirect-to/"+cb), nil)
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, res.Route)
 	assert.Equal(t, cloudUA, w.site.uaOf("/callback"), "the redirect with a token was followed on the cloud")
 
 	meta := metadataHost + ":" + w.site.port + "/latest%3Ftoken=meta-tok-456"
-	_, err = w.r.Navigate(ctx, "c", w.site.url(publicHost, "/redirect-to/"+meta))
+	_, err = w.r.Navigate(ctx, "c", w.site.url(publicHost, "/redirect-to/"+meta), nil)
 	require.ErrorIs(t, err, ErrMetadata)
 	assert.NotContains(t, err.Error(), "meta-tok-456", "the refused hop is shown redacted")
 	assert.Contains(t, err.Error(), "token=REDACTED")

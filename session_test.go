@@ -36,21 +36,21 @@ func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
 			w := newWorld(t, kind)
 			ctx := testCtx(t)
 
-			res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/public"))
+			res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/public"), nil)
 			require.NoError(t, err)
 			assert.Equal(t, RouteCloud, res.Route)
 			assert.Equal(t, "s", res.CacheKey)
 			assert.False(t, res.FallbackFromCloud)
 			assert.Equal(t, cloudUA, w.site.uaOf("/public"), "the public page ran in the cloud browser")
 
-			res, err = w.r.Navigate(ctx, "s", w.site.url("localhost", "/dev"))
+			res, err = w.r.Navigate(ctx, "s", w.site.url("localhost", "/dev"), nil)
 			require.NoError(t, err)
 			assert.Equal(t, RouteLocal, res.Route)
 			assert.Equal(t, "s::local", res.CacheKey)
 			assert.Equal(t, localUA, w.site.uaOf("/dev"), "localhost ran in the local sidecar")
 
 			// exec takes the same predicate: a LAN literal in code goes local
-			res, err = w.r.Exec(ctx, "s", `fetch("`+w.site.URL+`/api")`, func(ctx context.Context) error {
+			res, err = w.r.Exec(ctx, "s", `fetch("`+w.site.URL+`/api")`, func(ctx context.Context, call *Call) error {
 				return chromedp.Do(ctx, chromedp.Navigate(w.site.URL+"/api"))
 			})
 			require.NoError(t, err)
@@ -59,7 +59,7 @@ func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
 
 			// sticky: a URL-less call stays on the local route
 			var got string
-			res, err = w.r.Exec(ctx, "s", `document.title`, func(ctx context.Context) (err error) {
+			res, err = w.r.Exec(ctx, "s", `document.title`, func(ctx context.Context, call *Call) (err error) {
 				got, err = pageTitle(ctx)
 				return err
 			})
@@ -70,7 +70,7 @@ func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
 
 			// and back to the cloud tab, which kept its page: a navigation
 			// picks the browser
-			res, err = w.r.NavigateWith(ctx, "s", w.site.url(publicHost, "/public"), func(ctx context.Context) (err error) {
+			res, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/public"), func(ctx context.Context, _ *Call) (err error) {
 				got, err = pageTitle(ctx)
 				return err
 			})
@@ -89,7 +89,7 @@ func TestMixedCallRunsWhollyLocal(t *testing.T) {
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 	pub, priv := w.site.url(publicHost, "/mixed-public"), w.site.url("127.0.0.1", "/mixed-private")
-	res, err := w.r.Exec(ctx, "s", `await page.goto("`+pub+`"); await fetch("`+priv+`")`, func(ctx context.Context) error {
+	res, err := w.r.Exec(ctx, "s", `await page.goto("`+pub+`"); await fetch("`+priv+`")`, func(ctx context.Context, call *Call) error {
 		return chromedp.Do(ctx, chromedp.Navigate(pub), chromedp.Navigate(priv))
 	})
 	require.NoError(t, err)
@@ -107,7 +107,7 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 
 	// A public page that redirects to a private address, on the cloud.
 	to := w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/inside")
-	res, err := w.r.Navigate(ctx, "s", to)
+	res, err := w.r.Navigate(ctx, "s", to, nil)
 	require.ErrorIs(t, err, ErrPrivate)
 	assert.Contains(t, err.Error(), "http://127.0.0.1:"+w.site.port+"/inside")
 	assert.Equal(t, RouteCloud, res.Route)
@@ -118,7 +118,7 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 	// Script-built navigation (no literal in the code) is refused the same
 	// way. The call waits until the refused navigation has left its mark:
 	// the error page the tab shows instead of about:blank.
-	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 		if err := chromedp.Do(ctx, chromedp.Evaluate[chromedp.Void](`location.href = "http://" + "127.0.0.1:`+w.site.port+`/scripted"`)); err != nil {
 			return err
 		}
@@ -129,7 +129,7 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 
 	// On the local route, a redirect to metadata is refused too.
 	to = w.site.url("localhost", "/redirect-to/"+metadataHost+":"+w.site.port+"/computeMetadata/v1/")
-	res, err = w.r.Navigate(ctx, "s", to)
+	res, err = w.r.Navigate(ctx, "s", to, nil)
 	require.ErrorIs(t, err, ErrMetadata)
 	assert.Equal(t, RouteLocal, res.Route)
 	assert.Empty(t, w.site.uaOf("/computeMetadata/v1/"))
@@ -137,7 +137,7 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 	// A subresource request to metadata from a local page is refused, and
 	// the page sees a network error.
 	var got string
-	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context) (err error) {
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) (err error) {
 		got, err = chromedp.Run(ctx, chromedp.Evaluate[string](
 			`fetch("http://`+metadataHost+`:`+w.site.port+`/computeMetadata/v1/").then(() => "loaded", e => "refused: " + e.message)`,
 			chromedp.EvalAwaitPromise))
@@ -155,10 +155,10 @@ func TestLandedURLIsRechecked(t *testing.T) {
 	// land on a private page from the cloud route.
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/start"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/start"), nil)
 	require.NoError(t, err)
 	inside := "http://127.0.0.1:" + w.site.port + "/inside"
-	res, err := w.r.Exec(ctx, "s", "", func(ctx context.Context) error {
+	res, err := w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 		if _, err := chromedp.CallBrowser(ctx, fetch.Disable, cdp.Empty{}); err != nil {
 			return err
 		}
@@ -190,7 +190,7 @@ func waitLocationLeaves(ctx context.Context, from string) error {
 func location(t *testing.T, r *Router, key string) string {
 	t.Helper()
 	var loc string
-	_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context) (err error) {
+	_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context, call *Call) (err error) {
 		loc, err = chromedp.Run(ctx, chromedp.Location())
 		return err
 	})
@@ -206,7 +206,7 @@ func TestConcurrentCallsShareOneCreation(t *testing.T) {
 	errs := make([]error, 8)
 	for i := range errs {
 		wg.Go(func() {
-			_, errs[i] = w.r.Navigate(ctx, "shared", w.site.url(publicHost, "/c"))
+			_, errs[i] = w.r.Navigate(ctx, "shared", w.site.url(publicHost, "/c"), nil)
 		})
 	}
 	wg.Wait()
@@ -220,9 +220,9 @@ func TestReaperReleasesIdleSessions(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase, WithIdleTimeout(100*time.Millisecond, 20*time.Millisecond))
 	ctx := testCtx(t)
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/idle"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/idle"), nil)
 	require.NoError(t, err)
-	_, err = w.r.Navigate(ctx, "s", w.site.url("localhost", "/idle-local"))
+	_, err = w.r.Navigate(ctx, "s", w.site.url("localhost", "/idle-local"), nil)
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return w.api.Releases() == 1 }, 20*time.Second, 20*time.Millisecond,
 		"the idle cloud session is released through the provider")
@@ -233,7 +233,7 @@ func TestReaperReleasesIdleSessions(t *testing.T) {
 	}, 20*time.Second, 20*time.Millisecond, "the idle local session is released too")
 
 	// The next call starts over with a new cloud session.
-	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/idle"))
+	_, err = w.r.Navigate(ctx, "s", w.site.url(publicHost, "/idle"), nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2, w.api.Creates())
 }
@@ -243,21 +243,21 @@ func TestCancelledCallLosesNothing(t *testing.T) {
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx, cancel := context.WithCancel(testCtx(t))
 	cancel()
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"), nil)
 	require.ErrorIs(t, err, context.Canceled)
 
 	// A run that outlives its deadline fails with the deadline, and the
 	// session still works afterwards.
-	_, err = w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/x"))
+	_, err = w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/x"), nil)
 	require.NoError(t, err)
 	short, cancel2 := context.WithTimeout(testCtx(t), 200*time.Millisecond)
 	defer cancel2()
-	_, err = w.r.Exec(short, "s", "", func(ctx context.Context) error {
+	_, err = w.r.Exec(short, "s", "", func(ctx context.Context, call *Call) error {
 		<-ctx.Done()
 		return ctx.Err()
 	})
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/y"))
+	res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/y"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, cloudUA, w.site.uaOf("/y"))
 	assert.False(t, res.FallbackFromCloud)
@@ -268,7 +268,7 @@ func TestDeadCloudBrowserIsReplaced(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/a"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/a"), nil)
 	require.NoError(t, err)
 	w.cloud.Close() // the cloud browser dies under the cached session
 	require.Eventually(t, w.cloud.Exited, 10*time.Second, 10*time.Millisecond)
@@ -280,7 +280,7 @@ func TestDeadCloudBrowserIsReplaced(t *testing.T) {
 
 	// The next call does not hit the broken session: it starts over, and
 	// as the provider's endpoint is gone, the floor takes it.
-	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/c"))
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/c"), nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud)
 	assert.Equal(t, localUA, w.site.uaOf("/c"))
@@ -299,7 +299,7 @@ func TestCloseLeavesNoChromium(t *testing.T) {
 	require.NoError(t, err)
 	ctx := testCtx(t)
 	for _, k := range []string{"a", "b"} {
-		_, err := r.Navigate(ctx, k, s.URL+"/"+k)
+		_, err := r.Navigate(ctx, k, s.URL+"/"+k, nil)
 		require.NoError(t, err)
 	}
 	proc := currentProc(t, r.side)
@@ -315,7 +315,7 @@ func TestCloseLeavesNoChromium(t *testing.T) {
 	for _, p := range tree {
 		assert.True(t, processGone(p), "a process of the browser (pid %d) outlived Close", p)
 	}
-	_, err = r.Navigate(ctx, "a", s.URL)
+	_, err = r.Navigate(ctx, "a", s.URL, nil)
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.NoError(t, r.Close(), "Close is idempotent")
 }
@@ -330,7 +330,7 @@ func TestCDPURLNeverLeaksInErrors(t *testing.T) {
 	logs := &logBuffer{}
 	site := newSite(t)
 	r := newBrowserRouter(t, p, logs)
-	res, err := r.Navigate(testCtx(t), "s", site.url(publicHost, "/"))
+	res, err := r.Navigate(testCtx(t), "s", site.url(publicHost, "/"), nil)
 	require.NoError(t, err, "an unreachable cloud falls back to local")
 	assert.True(t, res.FallbackFromCloud)
 	assert.NotContains(t, logs.String(), "sekrit-token-123456")
@@ -352,11 +352,11 @@ func closedPort(t *testing.T) string {
 func BenchmarkSecondLocalSession(b *testing.B) {
 	r, s := newLocalRouter(b, &logBuffer{})
 	ctx := testCtx(b)
-	_, err := r.Navigate(ctx, "warm", s.URL+"/warm")
+	_, err := r.Navigate(ctx, "warm", s.URL+"/warm", nil)
 	require.NoError(b, err)
 	for i := 0; b.Loop(); i++ {
 		key := "k" + strconv.Itoa(i)
-		_, err := r.Navigate(ctx, key, s.URL+"/p")
+		_, err := r.Navigate(ctx, key, s.URL+"/p", nil)
 		b.StopTimer()
 		require.NoError(b, err)
 		require.NoError(b, r.Release(ctx, key))
@@ -372,10 +372,10 @@ func BenchmarkSecondLocalSession(b *testing.B) {
 func BenchmarkCloudCallOverhead(b *testing.B) {
 	w := newWorld(b, cloudtest.Browserbase)
 	ctx := testCtx(b)
-	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/bench"))
+	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/bench"), nil)
 	require.NoError(b, err)
 	code := `await page.goto("https://example.com/"); await page.click("#go")`
-	noop := func(context.Context) error { return nil }
+	noop := func(context.Context, *Call) error { return nil }
 	b.Run("exec", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
@@ -429,7 +429,7 @@ func TestCloseEndsCreationsInFlight(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Navigate(ctx, "k", "https://example.com/")
+		_, err := r.Navigate(ctx, "k", "https://example.com/", nil)
 		done <- err
 	}()
 	<-p.entered
@@ -466,12 +466,12 @@ func TestMalformedURLLosesNothing(t *testing.T) {
 	w := newWorld(t, cloudtest.Browserbase)
 	ctx := testCtx(t)
 	for _, bad := range []string{"http://1.2.3.256/", "http://[::1/", "javascript:alert(1)", "http://exa<mple.com/"} {
-		res, err := w.r.Navigate(ctx, "s", bad)
+		res, err := w.r.Navigate(ctx, "s", bad, nil)
 		require.ErrorIs(t, err, ErrInvalidURL, bad)
 		assert.Empty(t, res.LandedURL)
 	}
 	assert.EqualValues(t, 0, w.api.Creates(), "a refused URL starts no session")
-	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/fine"))
+	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/fine"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, cloudUA, w.site.uaOf("/fine"))
 	assert.Equal(t, RouteCloud, res.Route)
@@ -483,14 +483,14 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 	// No sweep of the reaper, which would drop a dead session quietly.
 	r, s := newLocalRouter(t, logs, WithIdleTimeout(time.Hour, time.Hour))
 	ctx := testCtx(t)
-	_, err := r.Navigate(ctx, "s", s.URL+"/before")
+	_, err := r.Navigate(ctx, "s", s.URL+"/before", nil)
 	require.NoError(t, err)
-	_, err = r.Navigate(ctx, "t", s.URL+"/before")
+	_, err = r.Navigate(ctx, "t", s.URL+"/before", nil)
 	require.NoError(t, err)
 	proc := currentProc(t, r.side)
 
 	// The browser dies during a call: the call says so.
-	_, err = r.Exec(ctx, "s", "", func(ctx context.Context) error {
+	_, err = r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 		if err := syscall.Kill(proc.PID(), syscall.SIGKILL); err != nil {
 			return err
 		}
@@ -510,13 +510,13 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 	// The floor comes back by itself: the next call of each session runs
 	// on a fresh Chromium, and the log says, once per session, that its
 	// browser (and so its cookies and tabs) was lost.
-	res, err := r.Navigate(testCtx(t), "s", s.URL+"/after")
+	res, err := r.Navigate(testCtx(t), "s", s.URL+"/after", nil)
 	require.NoError(t, err)
 	assert.Equal(t, s.URL+"/after", res.LandedURL)
 	assert.NotEqual(t, proc.PID(), currentProc(t, r.side).PID())
-	_, err = r.Navigate(testCtx(t), "t", s.URL+"/after")
+	_, err = r.Navigate(testCtx(t), "t", s.URL+"/after", nil)
 	require.NoError(t, err)
-	_, err = r.Navigate(testCtx(t), "u", s.URL+"/after")
+	_, err = r.Navigate(testCtx(t), "u", s.URL+"/after", nil)
 	require.NoError(t, err, "a session that had no tab opens directly")
 	assert.Equal(t, 2, logs.count("browser of cached session is gone"), logs.String())
 	assert.EqualValues(t, 2, r.side.Starts())
@@ -548,7 +548,7 @@ func localTabOf(t *testing.T, r *Router, cacheKey string) *localTab {
 func evalOn[T any](t *testing.T, r *Router, key, js string) T {
 	t.Helper()
 	var v T
-	_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context) (err error) {
+	_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context, call *Call) (err error) {
 		v, err = chromedp.Run(ctx, chromedp.Evaluate[T](js))
 		return err
 	})
@@ -568,19 +568,19 @@ func TestSessionKeysAreIsolated(t *testing.T) {
 	keyA, keyB := w.sessNamed("A"), w.sessNamed("B")
 	ctx := testCtx(t)
 
-	_, err := r.Navigate(ctx, keyA, site.URL+"/")
+	_, err := r.Navigate(ctx, keyA, site.URL+"/", nil)
 	require.NoError(t, err)
 	evalOn[bool](t, r, keyA, `document.cookie = "who=alice; path=/"; localStorage.setItem("who", "alice"); true`)
 	a := localTabOf(t, r, keyA+LocalSuffix)
 
-	_, err = r.Navigate(ctx, keyB, site.URL+"/echo")
+	_, err = r.Navigate(ctx, keyB, site.URL+"/echo", nil)
 	require.NoError(t, err)
 	assert.NotEqual(t, a.bcID, localTabOf(t, r, keyB+LocalSuffix).bcID, "each key has its own browser context")
 	assert.Equal(t, "cookie=", evalOn[string](t, r, keyB, `document.title`), "B's requests carry no cookie of A")
 	assert.Equal(t, "", evalOn[string](t, r, keyB, `document.cookie`))
 	assert.Nil(t, evalOn[*string](t, r, keyB, `localStorage.getItem("who")`), "B sees no storage of A")
 
-	_, err = r.Navigate(ctx, keyA, site.URL+"/echo")
+	_, err = r.Navigate(ctx, keyA, site.URL+"/echo", nil)
 	require.NoError(t, err)
 	assert.Same(t, a, localTabOf(t, r, keyA+LocalSuffix), "a later call of A runs in A's tab")
 	assert.Equal(t, "cookie=who=alice", evalOn[string](t, r, keyA, `document.title`), "A's cookie persists across calls")
@@ -593,7 +593,7 @@ func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
 	ctx := testCtx(t)
 	call := func(key string) target.ID {
 		var id target.ID
-		_, err := r.Exec(ctx, key, "", func(ctx context.Context) error {
+		_, err := r.Exec(ctx, key, "", func(ctx context.Context, call *Call) error {
 			id = targetIn(ctx)
 			return nil
 		})
@@ -656,7 +656,7 @@ func TestReleaseFreesTheSession(t *testing.T) {
 	keyA := w.sessNamed("A")
 	ctx := testCtx(t)
 
-	_, err := r.Navigate(ctx, keyA, site.URL+"/")
+	_, err := r.Navigate(ctx, keyA, site.URL+"/", nil)
 	require.NoError(t, err)
 	evalOn[bool](t, r, keyA, `document.cookie = "who=alice; path=/"; true`)
 	a := localTabOf(t, r, keyA+LocalSuffix)
@@ -669,7 +669,7 @@ func TestReleaseFreesTheSession(t *testing.T) {
 	require.NoError(t, r.Release(ctx, keyA), "releasing twice is harmless")
 	require.NoError(t, r.Release(ctx, w.sessNamed("never-opened")))
 
-	_, err = r.Navigate(ctx, keyA, site.URL+"/echo")
+	_, err = r.Navigate(ctx, keyA, site.URL+"/echo", nil)
 	require.NoError(t, err)
 	assert.NotEqual(t, a.bcID, localTabOf(t, r, keyA+LocalSuffix).bcID, "the next call makes a new browser context")
 	assert.Equal(t, "cookie=", evalOn[string](t, r, keyA, `document.title`), "the new context has none of the old cookies")
@@ -686,7 +686,7 @@ func TestConcurrentCallsAndReleases(t *testing.T) {
 		wg.Go(func() {
 			for i := range 6 {
 				key := fmt.Sprintf("k%d", (g+i)%4)
-				_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context) error {
+				_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context, call *Call) error {
 					_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
 					return err
 				})
@@ -718,7 +718,7 @@ func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {
 	s := newSite(t)
 	r := newBrowserRouter(t, nil, &logBuffer{}) // no provider: everything local
 	ctx := testCtx(t)
-	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/redirect-to/127.0.0.1:"+s.port+"/router-admin"))
+	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/redirect-to/127.0.0.1:"+s.port+"/router-admin"), nil)
 	require.ErrorIs(t, err, ErrPrivate, "a public page must not walk the local browser into the LAN")
 	assert.Contains(t, err.Error(), "redirect from a public address")
 	assert.Equal(t, RouteLocal, res.Route)
@@ -730,7 +730,7 @@ func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {
 	// 30 under -race -count=30, before and after the re-layering; likely a
 	// late event of the blank page taken for the new load), and this part
 	// checks the redirect, not that.
-	res, err = r.Navigate(ctx, "s2", s.url("localhost", "/redirect-to/127.0.0.1:"+s.port+"/lan-page"))
+	res, err = r.Navigate(ctx, "s2", s.url("localhost", "/redirect-to/127.0.0.1:"+s.port+"/lan-page"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, localUA, s.uaOf("/lan-page"))
 	assert.Equal(t, "http://127.0.0.1:"+s.port+"/lan-page", res.LandedURL)
@@ -746,7 +746,7 @@ func TestGuardThatCannotStartFailsCleanly(t *testing.T) {
 	t.Cleanup(func() { guard.EveryRequest = old })
 	r, err := New(nil, WithCDPURL(cloud.WSURL), WithAllowPrivateURLs(true), WithResolver(testResolver))
 	require.NoError(t, err)
-	_, err = r.Navigate(testCtx(t), "s", "https://example.com/")
+	_, err = r.Navigate(testCtx(t), "s", "https://example.com/", nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "enabling the request guard", "a browser that refuses the guard gets no session")
 	done := make(chan error, 1)
@@ -777,11 +777,11 @@ func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
 	res := hangResolver{testResolverWith(publicHost, "93.184.215.14")}
 	r := newBrowserRouter(t, nil, &logBuffer{}, WithResolver(res), withGuardLookup(500*time.Millisecond),
 		WithChromiumFlags(map[string]any{"host-resolver-rules": hostRules + ", MAP slow.test 127.0.0.1"}))
-	_, err := r.Navigate(testCtx(t), "s", s.URL+"/warm")
+	_, err := r.Navigate(testCtx(t), "s", s.URL+"/warm", nil)
 	require.NoError(t, err)
 	// A frame whose lookup never answers: the guard refuses it once its
 	// limit runs out (fail closed), and the call says why.
-	_, err = r.Exec(testCtx(t), "s", "", func(ctx context.Context) error {
+	_, err = r.Exec(testCtx(t), "s", "", func(ctx context.Context, call *Call) error {
 		err := chromedp.Do(ctx, chromedp.Navigate(s.URL+"/host"),
 			chromedp.Evaluate[chromedp.Void](`document.body.innerHTML = '<iframe src="http://slow.test:`+s.port+`/x"></iframe>'`))
 		if err != nil {
@@ -793,7 +793,7 @@ func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
 	assert.Contains(t, err.Error(), "lookup timed out")
 	assert.False(t, s.reached("/x"), "the frame whose name did not resolve in time was not loaded")
 	// The next call on the same tab is not held up behind that lookup.
-	_, err = r.Navigate(testCtx(t), "s", s.URL+"/plain")
+	_, err = r.Navigate(testCtx(t), "s", s.URL+"/plain", nil)
 	require.NoError(t, err)
 	assert.Equal(t, localUA, s.uaOf("/plain"))
 }
@@ -820,9 +820,9 @@ func TestImpatientCallerDoesNotFailAPatientOne(t *testing.T) {
 	short, cancel := context.WithTimeout(testCtx(t), 150*time.Millisecond)
 	defer cancel()
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = w.r.Navigate(short, "s", w.site.url(publicHost, "/a")) })
+	wg.Go(func() { _, _ = w.r.Navigate(short, "s", w.site.url(publicHost, "/a"), nil) })
 	time.Sleep(20 * time.Millisecond) // the short caller starts the creation
-	res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/b"))
+	res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/b"), nil)
 	wg.Wait()
 	require.NoError(t, err, "the patient caller shares the creation and gets the session")
 	assert.False(t, res.FallbackFromCloud, "a short caller's deadline is not a provider outage")
@@ -850,7 +850,7 @@ func TestReleaseDuringCreationIsNotLost(t *testing.T) {
 	r := newBrowserRouter(t, g, &logBuffer{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Navigate(testCtx(t), "k", "https://example.com/")
+		_, err := r.Navigate(testCtx(t), "k", "https://example.com/", nil)
 		done <- err
 	}()
 	<-g.entered

@@ -53,7 +53,7 @@ func TestSessionsStartFewRenderers(t *testing.T) {
 	const sessions = 6
 	for i := range sessions {
 		key := fmt.Sprint("one-renderer-", i)
-		_, err := r.Navigate(ctx, key, s.url("127.0.0.1", fmt.Sprintf("/r%d", i)))
+		_, err := r.Navigate(ctx, key, s.url("127.0.0.1", fmt.Sprintf("/r%d", i)), nil)
 		require.NoError(t, err)
 		require.NoError(t, r.Release(ctx, key))
 	}

@@ -36,7 +36,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	}
 	ctx, cancel := step()
 	require.NoError(b, r.Warm(ctx))
-	_, err := r.Navigate(ctx, "warm", s.URL+"/warm")
+	_, err := r.Navigate(ctx, "warm", s.URL+"/warm", nil)
 	require.NoError(b, err)
 	cancel()
 
@@ -108,7 +108,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 				ready++
 			}
 			start = time.Now()
-			_, err = r.Navigate(ctx, key, s.URL+"/p")
+			_, err = r.Navigate(ctx, key, s.URL+"/p", nil)
 			router = append(router, time.Since(start))
 			require.NoError(b, err)
 			require.NoError(b, r.Release(ctx, key))

@@ -28,7 +28,7 @@ func BenchmarkSessionWithState(b *testing.B) {
 		},
 	}
 	page := s.url(publicHost, "/p")
-	_, err := r.Navigate(ctx, "warm", page)
+	_, err := r.Navigate(ctx, "warm", page, nil)
 	require(err)
 	for _, withState := range []bool{false, true} {
 		b.Run(fmt.Sprintf("state=%v", withState), func(b *testing.B) {
@@ -38,7 +38,7 @@ func BenchmarkSessionWithState(b *testing.B) {
 				if withState {
 					require(r.LoadState(ctx, key, st))
 				}
-				_, err := r.Navigate(ctx, key, page)
+				_, err := r.Navigate(ctx, key, page, nil)
 				require(err)
 				require(r.Release(ctx, key))
 				cancel()

@@ -62,9 +62,9 @@ func newLoginSite() *loginSite { return &loginSite{users: map[string]string{}} }
 func logIn(t *testing.T, r *Router, key, page, user string) Result {
 	t.Helper()
 	ctx := testCtx(t)
-	res, err := r.Navigate(ctx, key, page)
+	res, err := r.Navigate(ctx, key, page, nil)
 	require.NoError(t, err)
-	_, err = r.Exec(ctx, key, "", func(ctx context.Context) error {
+	_, err = r.Exec(ctx, key, "", func(ctx context.Context, call *Call) error {
 		_, err := chromedp.Run(ctx, chromedp.Evaluate[int](`fetch("/login", {method: "POST", body: new URLSearchParams({user: "`+user+`"})}).then(r => {
 			localStorage.setItem("theme", "dark-`+user+`");
 			sessionStorage.setItem("draft", "half-written");
@@ -82,7 +82,7 @@ func accountPage(t *testing.T, r *Router, key, url string) (Result, string, stri
 	t.Helper()
 	ctx := testCtx(t)
 	var title, theme, draft string
-	res, err := r.NavigateWith(ctx, key, url, func(ctx context.Context) error {
+	res, err := r.Navigate(ctx, key, url, func(ctx context.Context, call *Call) error {
 		if err := chromedp.Do(ctx, chromedp.Navigate(url)); err != nil {
 			return err
 		}
@@ -201,7 +201,7 @@ func TestStateFollowsRouteChange(t *testing.T) {
 	// The cloud session logs in; a call on a private page moves the key
 	// to the sidecar, which gets the cookie.
 	logIn(t, w.r, "dave", w.site.url(publicHost, "/login-page"), "dave")
-	res, err := w.r.Navigate(ctx, "dave", w.site.URL+"/private")
+	res, err := w.r.Navigate(ctx, "dave", w.site.URL+"/private", nil)
 	require.NoError(t, err)
 	require.True(t, res.PageChanged)
 	require.Equal(t, "dave"+LocalSuffix, res.CacheKey)
@@ -211,7 +211,7 @@ func TestStateFollowsRouteChange(t *testing.T) {
 	// A cookie the sidecar gets for a public host goes back with it.
 	e := liveEntry(t, w.r, "dave"+LocalSuffix)
 	require.NoError(t, writeCookies(ctx, e, []StateCookie{{Name: "pref", Value: "v1", Domain: publicHost, Path: "/", Expires: -1}}, false))
-	res, err = w.r.Navigate(ctx, "dave", w.site.url(publicHost, "/account"))
+	res, err = w.r.Navigate(ctx, "dave", w.site.url(publicHost, "/account"), nil)
 	require.NoError(t, err)
 	require.True(t, res.PageChanged)
 	require.Equal(t, RouteCloud, res.Route)
@@ -242,13 +242,13 @@ func TestStateLocalCookiesStayOffCloud(t *testing.T) {
 		},
 	}
 	require.NoError(t, w.r.LoadState(ctx, "erin", st))
-	res, err := w.r.Navigate(ctx, "erin", w.site.url(publicHost, "/x"))
+	res, err := w.r.Navigate(ctx, "erin", w.site.url(publicHost, "/x"), nil)
 	require.NoError(t, err)
 	require.Equal(t, RouteCloud, res.Route)
 	assert.Equal(t, []string{"pub@." + publicHost}, cookieNames(t, w.r, "erin"), "only the public host's cookie is in the cloud browser")
 	assert.False(t, w.site.reached("/"), "loading the storage sent no request to the site")
 
-	res, err = w.r.Navigate(ctx, "erin", w.site.URL+"/here")
+	res, err = w.r.Navigate(ctx, "erin", w.site.URL+"/here", nil)
 	require.NoError(t, err)
 	require.Equal(t, RouteLocal, res.Route)
 	assert.ElementsMatch(t, []string{"pub@." + publicHost, "loop@localhost", "lan@10.1.2.3", "corp@.public.internal", "unknown@no-answer.example"},
@@ -390,7 +390,7 @@ func TestStateLoadsIntoALiveSession(t *testing.T) {
 			require.Empty(t, theme)
 			require.NoError(t, r.LoadState(testCtx(t), key, st))
 			var at string
-			_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context) error {
+			_, err := r.Exec(testCtx(t), key, "", func(ctx context.Context, call *Call) error {
 				var err error
 				at, err = chromedp.Run(ctx, chromedp.Location())
 				return err
@@ -414,7 +414,7 @@ func TestRefusedCookiesAreNamed(t *testing.T) {
 	s := newSite(t)
 	r := newBrowserRouter(t, nil, &logBuffer{})
 	ctx := testCtx(t)
-	_, err := r.Navigate(ctx, "k", s.url(publicHost, "/a"))
+	_, err := r.Navigate(ctx, "k", s.url(publicHost, "/a"), nil)
 	require.NoError(t, err)
 	e := liveEntry(t, r, "k")
 	err = writeCookies(ctx, e, []StateCookie{

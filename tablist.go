@@ -16,7 +16,7 @@ import (
 )
 
 // A session has a tab per browser it runs in, and the pages its pages open
-// (popups the guard let load) or that the caller opens ([Router.OpenTab]).
+// (popups the guard let load) or that the caller opens ([Call.OpenTab]).
 // Every page of a session's browser context is the session's: the guard
 // covers each one from its first request, and the landing check after a
 // call checks each one. One of them is the session's front tab, the one
@@ -202,37 +202,28 @@ func (r *Router) CloseTab(ctx context.Context, sessionKey, id string) error {
 	return err
 }
 
-// OpenTab opens a fresh page in the browser of the run ctx belongs to
-// (ctx is a run's of [Router.Exec] or [Router.NavigateWith]) and makes it
-// the front tab. It returns the context the rest of the run drives the new
-// tab with; the landing check after the run checks the new tab. Navigate
-// it in a run of NavigateWith, so that its URL is planned and decided like
-// any navigation.
-func (r *Router) OpenTab(ctx context.Context) (context.Context, error) {
-	e, _ := ctx.Value(runKey{}).(*entry)
-	caller, _ := ctx.Value(runCaller{}).(context.Context)
-	if e == nil || caller == nil {
-		return nil, errNotInRun
-	}
+// OpenTab opens a fresh page in the browser the run drives and makes it
+// the session's front tab. It returns the context the rest of the run
+// drives the new tab with; the landing check after the run checks the new
+// tab. Navigate it in a run of [Router.Navigate], so that its URL is
+// planned and decided like any navigation.
+func (c *Call) OpenTab(ctx context.Context) (context.Context, error) {
+	e := c.e
 	ft, ok := e.h.Paged()
 	if !ok {
 		return nil, fmt.Errorf("hybroute: a session of this browser has one tab")
 	}
-	tctx, stop, err := ft.OpenPage(caller)
+	tctx, stop, err := ft.OpenPage(c.caller)
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: opening a tab: %w", e.h.WrapErr(err))
 	}
-	if err := r.makeFront(caller, e, ft, tctx, stop, true); err != nil {
+	if err := c.r.makeFront(c.caller, e, ft, tctx, stop, true); err != nil {
 		return nil, err
 	}
-	cctx, cancel := e.h.Bind(caller)
+	cctx, cancel := e.h.Bind(c.caller)
 	context.AfterFunc(ctx, cancel)
-	return context.WithValue(context.WithValue(cctx, runKey{}, e), runCaller{}, caller), nil
+	return cctx, nil
 }
-
-// runCaller marks a run's context with the context of its call (before it
-// was bound to the tab), so a run can bind another tab to it.
-type runCaller struct{}
 
 // toFront makes the page id, which is the entry's, its front tab.
 func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {

@@ -28,28 +28,28 @@ func TestWedgedTabIsReplaced(t *testing.T) {
 			// Generous: two browsers on a shared machine, and a probe.
 			ctx, cancelAll := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancelAll()
-			_, err := w.r.Navigate(ctx, "w", w.site.url(host, "/before"))
+			_, err := w.r.Navigate(ctx, "w", w.site.url(host, "/before"), nil)
 			require.NoError(t, err)
-			_, err = w.r.Exec(ctx, "w", "", func(ctx context.Context) error {
+			_, err = w.r.Exec(ctx, "w", "", func(ctx context.Context, call *Call) error {
 				_, err := evalString(ctx, `document.cookie = "kept=yes; max-age=600"; "ok"`)
 				return err
 			})
 			require.NoError(t, err)
 
 			short, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, err = w.r.Exec(short, "w", "", func(ctx context.Context) error {
+			_, err = w.r.Exec(short, "w", "", func(ctx context.Context, call *Call) error {
 				_, err := evalString(ctx, `while (true) {}`)
 				return err
 			})
 			cancel()
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 
-			res, err := w.r.Navigate(ctx, "w", w.site.url(host, "/after"))
+			res, err := w.r.Navigate(ctx, "w", w.site.url(host, "/after"), nil)
 			require.NoError(t, err, "the next call on the key works; logs: %s", w.logs)
 			assert.True(t, res.TabReplaced)
 			assert.Equal(t, w.site.url(host, "/after"), res.LandedURL)
 			var cookie string
-			res, err = w.r.Exec(ctx, "w", "", func(ctx context.Context) (err error) {
+			res, err = w.r.Exec(ctx, "w", "", func(ctx context.Context, call *Call) (err error) {
 				cookie, err = evalString(ctx, `document.cookie`)
 				return err
 			})
@@ -60,13 +60,13 @@ func TestWedgedTabIsReplaced(t *testing.T) {
 			// A call that merely timed out on a tab that still answers
 			// keeps its tab.
 			short, cancel = context.WithTimeout(ctx, 500*time.Millisecond)
-			_, err = w.r.Exec(short, "w", "", func(ctx context.Context) error {
+			_, err = w.r.Exec(short, "w", "", func(ctx context.Context, call *Call) error {
 				_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`new Promise(r => setTimeout(() => r(true), 5000))`))
 				return err
 			})
 			cancel()
 			require.Error(t, err)
-			res, err = w.r.Exec(ctx, "w", "", func(ctx context.Context) (err error) {
+			res, err = w.r.Exec(ctx, "w", "", func(ctx context.Context, call *Call) (err error) {
 				cookie, err = evalString(ctx, `location.pathname`)
 				return err
 			})

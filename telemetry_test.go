@@ -111,17 +111,17 @@ func TestTelemetryCountsDecisions(t *testing.T) {
 	ctx := testCtx(t)
 
 	// A metadata URL: blocked before any session exists.
-	_, err := w.r.Navigate(ctx, "a", "http://169.254.169.254/latest/meta-data/?token=secret")
+	_, err := w.r.Navigate(ctx, "a", "http://169.254.169.254/latest/meta-data/?token=secret", nil)
 	require.ErrorIs(t, err, ErrMetadata)
 	assert.EqualValues(t, 1, probe.value(t, itel.MetricBlocked, "reason", "metadata"))
 	assert.EqualValues(t, 1, probe.value(t, itel.MetricPlans, "route", "cloud", "class", "metadata"))
 
 	// The 429: one provider request, one fallback, and the window that
 	// sends the next new key local without asking.
-	res, err := w.r.Navigate(ctx, "a", w.site.url(publicHost, "/one"))
+	res, err := w.r.Navigate(ctx, "a", w.site.url(publicHost, "/one"), nil)
 	require.NoError(t, err)
 	require.True(t, res.FallbackFromCloud)
-	res, err = w.r.Navigate(ctx, "b", w.site.url(publicHost, "/two"))
+	res, err = w.r.Navigate(ctx, "b", w.site.url(publicHost, "/two"), nil)
 	require.NoError(t, err)
 	require.True(t, res.FallbackFromCloud)
 	assert.EqualValues(t, 1, probe.value(t, itel.MetricProviderRequests, "provider", "Browserbase", "operation", "create", "status", "429"))
@@ -134,13 +134,13 @@ func TestTelemetryCountsDecisions(t *testing.T) {
 	assert.Positive(t, backoffSeconds(t, probe), "the window is open")
 
 	// A private URL: the ::local sidecar.
-	_, err = w.r.Navigate(ctx, "c", "http://127.0.0.1:"+w.site.port+"/here")
+	_, err = w.r.Navigate(ctx, "c", "http://127.0.0.1:"+w.site.port+"/here", nil)
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, probe.value(t, itel.MetricPlans, "route", "local", "class", "private"))
 	assert.EqualValues(t, 3, probe.value(t, itel.MetricSessionsOpen, "route", "local"))
 
 	// A redirect from public to private, refused by the guard.
-	_, err = w.r.Navigate(ctx, "a", w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/inside"))
+	_, err = w.r.Navigate(ctx, "a", w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/inside"), nil)
 	require.ErrorIs(t, err, ErrPrivate)
 	assert.EqualValues(t, 1, probe.value(t, itel.MetricRefusals, "source", "guard", "reason", "redirect_to_private"))
 

@@ -150,11 +150,11 @@ func TestDataURLsThroughNavigate(t *testing.T) {
 	ctx := context.Background()
 	r := newTestRouter(t, &stubProvider{name: "C"})
 	meta := "data:text/html;base64," + base64.StdEncoding.EncodeToString([]byte(`<img src="http://169.254.169.254/">`))
-	_, err := r.Navigate(ctx, "nav", meta)
+	_, err := r.Navigate(ctx, "nav", meta, nil)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrMetadata)
 
-	_, err = r.Navigate(ctx, "nav", "data:text/html;base64,@@@")
+	_, err = r.Navigate(ctx, "nav", "data:text/html;base64,@@@", nil)
 	require.Error(t, err, "an undecodable data: URL fails closed")
 	assert.ErrorIs(t, err, ErrInvalidURL)
 

@@ -1,7 +1,6 @@
 package hybroute
 
 import (
-	"context"
 	"net/netip"
 
 	"github.com/hybroute/hybroute/netpolicy"
@@ -37,16 +36,6 @@ const (
 // Verdict is the single decision on one URL literal: both the safety check
 // and the route are read from it, never recomputed ([netpolicy.Verdict]).
 type Verdict = netpolicy.Verdict
-
-// Verdict decides on one URL: its class, the addresses the class was decided
-// on, and, given the router's options, whether it is blocked. It never
-// fails: an unparseable URL is [ClassInvalid] with Err set.
-func (r *Router) Verdict(ctx context.Context, rawURL string) Verdict {
-	v := r.pol.classify(ctx, rawURL)
-	netpolicy.MarkLiteral(&v)
-	v.Err = r.pol.refuseLiteral(v)
-	return v
-}
 
 // ClassifyAddr classifies one address. Metadata is checked first, because
 // several metadata addresses sit inside private ranges; IPv6 forms that embed

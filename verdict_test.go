@@ -34,13 +34,13 @@ func TestVerdictAllowedScheme(t *testing.T) {
 	t.Parallel()
 	p := &stubProvider{name: "Cloud"}
 	r := newTestRouter(t, p, WithAllowedSchemes("file:"))
-	v := r.Verdict(context.Background(), "file:///etc/hostname")
+	v := r.verdict(context.Background(), "file:///etc/hostname")
 	assert.Equal(t, ClassPrivate, v.Class, "a file: URL reads this machine: local only")
 	assert.NoError(t, v.Err)
 	assert.True(t, r.HybridRoutesLocally(context.Background(), "file:///etc/hostname"))
 
 	strict := newTestRouter(t, p, WithAllowedSchemes("file"), WithAutoLocalForPrivateURLs(false))
-	assert.ErrorIs(t, strict.Verdict(context.Background(), "file:///etc/hostname").Err, ErrPrivate,
+	assert.ErrorIs(t, strict.verdict(context.Background(), "file:///etc/hostname").Err, ErrPrivate,
 		"an allowed scheme is still private where private URLs are rejected")
 }
 
@@ -64,7 +64,7 @@ func FuzzVerdict(f *testing.F) {
 		newTestRouter(f, cloud, WithCDPURL("ws://127.0.0.1:1/"), WithAllowPrivateURLs(true))}
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, r := range routers {
-			v := r.Verdict(context.Background(), raw)
+			v := r.verdict(context.Background(), raw)
 			if v.Class == ClassMetadata || v.Class == ClassInvalid {
 				if v.Err == nil {
 					t.Fatalf("%q: %v verdict is routable", raw, v.Class)
@@ -99,7 +99,7 @@ func BenchmarkVerdict(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				_ = r.Verdict(ctx, bc.url)
+				_ = r.verdict(ctx, bc.url)
 			}
 		})
 	}
@@ -112,7 +112,7 @@ func TestVerdictAllocations(t *testing.T) {
 	r := newTestRouter(t, &stubProvider{name: "Cloud"})
 	ctx := context.Background()
 	for _, u := range []string{"http://127.0.0.1:8080/api", "http://[::1]:3000/", "https://93.184.215.14/"} {
-		n := testing.AllocsPerRun(100, func() { _ = r.Verdict(ctx, u) })
+		n := testing.AllocsPerRun(100, func() { _ = r.verdict(ctx, u) })
 		assert.LessOrEqual(t, n, 2.0, u)
 	}
 }

@@ -238,7 +238,7 @@ func TestLocalWebRTCStrictRefusesTURNOverTCP(t *testing.T) {
 	cfg := `{"iceServers":[{"urls":"turn:` + turn.addr() + `?transport=tcp",` + turnCred + `},` +
 		`{"urls":"stun:` + lo.addr() + `"},{"urls":"stun:` + meta.addr() + `"}]}`
 	var got string
-	res, err := w.r.Exec(testCtx(t), "s", `await page.goto("`+page+`")`, func(ctx2 context.Context) error {
+	res, err := w.r.Exec(testCtx(t), "s", `await page.goto("`+page+`")`, func(ctx2 context.Context, call *Call) error {
 		if err := chromedp.Do(ctx2, chromedp.Navigate(page)); err != nil {
 			return err
 		}

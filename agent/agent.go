@@ -40,20 +40,29 @@ import (
 	"github.com/hybroute/hybroute"
 )
 
-// Router is what the toolset needs from a router. *hybroute.Router satisfies
-// it; a wrapper (metrics, a fleet-wide router) can stand in its place.
+// Router is what the toolset needs from a router: every method of
+// *hybroute.Router that a tool calls, and nothing it finds out at run time.
+// A wrapper (metrics, a fleet-wide router) embeds *hybroute.Router and
+// overrides what it changes. What a tool asks about the page a call runs
+// on (its route, the landed-URL check before a read, the guard's
+// refusals, a new tab, a page without CDP) it asks the call's
+// [hybroute.Call], which only the Router hands out: no wrapper can leave a
+// page unchecked.
 type Router interface {
-	Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context) error) (hybroute.Result, error)
-	NavigateWith(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context) error) (hybroute.Result, error)
+	Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context, c *hybroute.Call) error, opts ...hybroute.CallOption) (hybroute.Result, error)
+	Navigate(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context, c *hybroute.Call) error, opts ...hybroute.CallOption) (hybroute.Result, error)
 	Release(ctx context.Context, sessionKey string) error
+	AnswerDialog(ctx context.Context, sessionKey string, accept bool, promptText string) (hybroute.Dialog, error)
+	SaveState(ctx context.Context, sessionKey string) (*hybroute.State, error)
+	LoadState(ctx context.Context, sessionKey string, st *hybroute.State) error
+	Status(ctx context.Context, sessionKey string) (hybroute.SessionStatus, error)
+	Rules() hybroute.Rules
+	Tabs(ctx context.Context, sessionKey string) ([]hybroute.Tab, error)
+	SelectTab(ctx context.Context, sessionKey, id string) (hybroute.Route, error)
+	CloseTab(ctx context.Context, sessionKey, id string) error
 }
 
-// pageChecker is the optional part of a Router that lets the content tools
-// check the page's URL before they read it, by the Router's landed-URL
-// rule for the browser the page is in. *hybroute.Router has it.
-type pageChecker interface {
-	CheckPage(ctx context.Context) (string, error)
-}
+var _ Router = (*hybroute.Router)(nil)
 
 // ErrClosed is returned by Call after Close.
 var ErrClosed = errors.New("agent: the toolset is closed")
@@ -305,14 +314,10 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 		args = json.RawMessage("{}")
 	}
 	// The wait for a turn at the local browser and the work in the page
-	// have budgets of their own (hybroute.WithRunTimeout): the whole call
-	// is bounded by both together.
+	// have budgets of their own (callOptions): the whole call is bounded
+	// by both together.
 	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout+t.cfg.queueWait)
 	defer cancel()
-	cctx = hybroute.WithRunTimeout(cctx, t.cfg.callTimeout)
-	if t.cfg.waitForTurn {
-		cctx = hybroute.WaitForTurn(cctx)
-	}
 	res := def.run(t, cctx, s, sessionKey, args)
 	if res.IsError {
 		if err := ctx.Err(); err != nil {
@@ -377,6 +382,17 @@ func (t *Toolset) session(key string) (*session, error) {
 		t.sessions[key] = s
 	}
 	return s, nil
+}
+
+// callOptions are the options of every Router call a tool makes: the
+// run's own budget, and whether a call waits for its turn at a busy local
+// browser.
+func (t *Toolset) callOptions(more ...hybroute.CallOption) []hybroute.CallOption {
+	opts := append(make([]hybroute.CallOption, 0, 2+len(more)), hybroute.RunTimeout(t.cfg.callTimeout))
+	if t.cfg.waitForTurn {
+		opts = append(opts, hybroute.WaitForTurn())
+	}
+	return append(opts, more...)
 }
 
 // toolError is a Result the model reads as a failed tool call.

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -367,29 +368,37 @@ func TestViewportOption(t *testing.T) {
 	assert.Equal(t, [2]int{800, 600}, [2]int{shot.Images[0].Width, shot.Images[0].Height})
 }
 
-// strictRouter is the test router with a page check that refuses one path
-// too, so a page can wander onto a URL the content tools must not read.
-type strictRouter struct {
+// wrappedRouter is a router as a user wraps one: it embeds the Router and
+// overrides the calls it counts. The toolset sees it through agent.Router
+// alone, so every tool must still work and every read still be checked.
+type wrappedRouter struct {
 	*hybroute.Router
-	refuse string
+	execs, navigations *atomic.Int64
 }
 
-func (s strictRouter) CheckPage(ctx context.Context) (string, error) {
-	u, err := s.Router.CheckPage(ctx)
-	if err == nil && strings.HasSuffix(u, s.refuse) {
-		err = fmt.Errorf("the page is at a blocked address: %w",
-			&hybroute.BlockedError{URL: u, Class: hybroute.ClassPrivate, Reason: hybroute.ReasonPrivate})
-	}
-	return u, err
+func (w wrappedRouter) Exec(ctx context.Context, key, code string, run func(context.Context, *hybroute.Call) error, opts ...hybroute.CallOption) (hybroute.Result, error) {
+	w.execs.Add(1)
+	return w.Router.Exec(ctx, key, code, run, opts...)
+}
+
+func (w wrappedRouter) Navigate(ctx context.Context, key, u string, run func(context.Context, *hybroute.Call) error, opts ...hybroute.CallOption) (hybroute.Result, error) {
+	w.navigations.Add(1)
+	return w.Router.Navigate(ctx, key, u, run, opts...)
+}
+
+func newWrapped(r *hybroute.Router) wrappedRouter {
+	return wrappedRouter{Router: r, execs: new(atomic.Int64), navigations: new(atomic.Int64)}
 }
 
 // TestContentToolsRecheckThePage: a page that moved on its own between two
-// calls is re-checked before a content tool reads it.
+// calls is re-checked before a content tool reads it, through a router
+// the user wrapped.
 func TestContentToolsRecheckThePage(t *testing.T) {
 	site := agenttest.NewSite(t)
-	ts := newToolset(t, strictRouter{Router: agenttest.NewRouter(t, nil), refuse: "/page2"})
+	w := newWrapped(agenttest.NewRouter(t, nil))
+	ts := newToolset(t, w)
 	mustOK(t, callTool(t, ts, "wander", "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/")}))
-	mustOK(t, callTool(t, ts, "wander", "browser_exec", map[string]string{"code": `setTimeout(() => { location.href = "/page2" }, 100); "later"`}))
+	mustOK(t, callTool(t, ts, "wander", "browser_exec", map[string]string{"code": `setTimeout(() => { location.href = atob("aHR0cDovLzE2OS4yNTQuMTY5LjI1NC9sYXRlc3QvbWV0YS1kYXRhLw==") }, 100); "later"`}))
 	var last agent.Result
 	require.Eventually(t, func() bool {
 		// A snapshot taken while the page is between documents can fail
@@ -398,9 +407,42 @@ func TestContentToolsRecheckThePage(t *testing.T) {
 		return last.IsError && strings.Contains(last.Text, "blocked:")
 	}, 30*time.Second, 100*time.Millisecond, "the page never moved")
 	t.Log(last.Text)
-	assert.Contains(t, last.Text, "blocked: the page is at "+site.URL("127.0.0.1", "/page2")+", which targets a private or internal address")
-	assert.Contains(t, last.Text, "Nothing was read from it")
-	assert.NotContains(t, last.Text, "Second page", "the page's content is not in the result")
+	// The Router's handle refuses the read, whichever of its checks sees
+	// the page first: the guard as the page loads, the page check after.
+	assert.Regexp(t, `blocked: the page (is at|tried to load) http://169\.254\.169\.254/latest/meta-data/, which targets a cloud metadata endpoint`, last.Text)
+	assert.NotContains(t, last.Text, "[ref=", "nothing of a page is in the result")
+	assert.Positive(t, w.execs.Load(), "the calls went through the wrapper")
+	assert.Positive(t, w.navigations.Load())
+}
+
+// TestWrappedRouterLosesNothing: every tool that needs more of the Router
+// than a call (tabs, dialogs, state, status, uploads, downloads, the
+// guard's refusals) works through a wrapped router as through the Router.
+func TestWrappedRouterLosesNothing(t *testing.T) {
+	site := agenttest.NewSite(t)
+	w := newWrapped(agenttest.NewRouter(t, nil, hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true})))
+	ts := newToolset(t, w, agent.WithStateDir(t.TempDir()))
+	const s = "wrapped"
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/")}))
+	st := mustOK(t, callTool(t, ts, s, "browser_status", nil))
+	assert.Contains(t, st.Text, "local")
+	tabs := mustOK(t, callTool(t, ts, s, "browser_tabs", map[string]string{"action": "new", "url": site.URL("127.0.0.1", "/page2")}))
+	assert.Contains(t, tabs.Text, "Opened a new tab")
+	list := mustOK(t, callTool(t, ts, s, "browser_tabs", map[string]string{"action": "list"}))
+	assert.Contains(t, list.Text, "t2")
+	saved := mustOK(t, callTool(t, ts, s, "browser_state_save", map[string]string{"name": "w"}))
+	assert.Contains(t, saved.Text, "Saved this session's state")
+	mustOK(t, callTool(t, ts, s, "browser_state_load", map[string]string{"name": "w"}))
+	held := callTool(t, ts, s, "browser_exec", map[string]string{"code": `setTimeout(() => confirm("sure?"), 0); 1`})
+	require.False(t, held.IsError, held.Text)
+	var answered agent.Result
+	require.Eventually(t, func() bool {
+		answered = callTool(t, ts, s, "browser_handle_dialog", map[string]any{"accept": true})
+		return !answered.IsError
+	}, 20*time.Second, 100*time.Millisecond, "the dialog never waited for an answer")
+	assert.Contains(t, answered.Text, `Accepted the confirm "sure?"`)
+	netw := mustOK(t, callTool(t, ts, s, "browser_network_requests", nil))
+	assert.Contains(t, netw.Text, "127.0.0.1")
 }
 
 // TestDialogsAndAWedgedTab: the model reads which dialogs the page opened

@@ -74,7 +74,7 @@ func BenchmarkExecBare(b *testing.B) {
 // (plan, session lookup, landed-URL check), on the toolset's tab.
 func BenchmarkExecRouter(b *testing.B) {
 	_, r, ctx := benchToolsetRouter(b, "/")
-	run := func(ctx context.Context) error {
+	run := func(ctx context.Context, _ *hybroute.Call) error {
 		_, err := chromedp.Run(ctx, chromedp.Evaluate[int]("1+1"))
 		return err
 	}
@@ -207,7 +207,7 @@ func BenchmarkScreenshotTool(b *testing.B) {
 // BenchmarkSnapshotTool.
 func BenchmarkSnapshotRouter(b *testing.B) {
 	_, r, ctx := benchToolsetRouter(b, "/")
-	run := func(ctx context.Context) error {
+	run := func(ctx context.Context, _ *hybroute.Call) error {
 		_, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 		return err
 	}

@@ -21,12 +21,6 @@ var dialogDefs = []toolDef{
 	},
 }
 
-// dialogRouter is the optional part of a Router that lets the caller
-// answer dialogs. *hybroute.Router has it.
-type dialogRouter interface {
-	AnswerDialog(ctx context.Context, sessionKey string, accept bool, promptText string) (hybroute.Dialog, error)
-}
-
 // dialogWaits is the result of an action the page answered with a dialog
 // that waits for the model.
 const dialogWaits = "The page opened a dialog and waits for your answer (below). Answer it with browser_handle_dialog before anything else: the page does nothing until then."
@@ -54,15 +48,11 @@ func (t *Toolset) handleDialog(ctx context.Context, s *session, key string, args
 	if err := decode(args, &a); err != nil {
 		return argError(err)
 	}
-	dr, ok := t.r.(dialogRouter)
-	if !ok {
-		return toolError("this server answers dialogs itself; results list them")
-	}
 	text := ""
 	if a.PromptText != nil {
 		text = *a.PromptText
 	}
-	d, err := dr.AnswerDialog(ctx, key, a.Accept, text)
+	d, err := t.r.AnswerDialog(ctx, key, a.Accept, text)
 	switch {
 	case errors.Is(err, hybroute.ErrNoDialog):
 		return toolError("no dialog waits for an answer. Unless the server lets the model answer dialogs (hybroute mcp --dialogs model), they are answered as they open, and the results list them.")

@@ -47,13 +47,6 @@ const (
 	ToolPDFSave   = "browser_pdf_save"
 )
 
-// routeTeller is the optional part of a Router that says where a run's
-// browser is. *hybroute.Router has it. Without it, downloads are denied:
-// the toolset cannot tell whether the browser's disk is this machine's.
-type routeTeller interface {
-	RunRoute(ctx context.Context) (hybroute.Route, bool)
-}
-
 // DefaultMaxDownloadBytes bounds one saved file (downloads and PDFs).
 const DefaultMaxDownloadBytes = 100 << 20
 
@@ -192,16 +185,11 @@ func (d *downloadState) own(x *download) {
 }
 
 // denyReason is why a tab's downloads are denied, "" when they are saved.
-func (t *Toolset) denyReason(ctx context.Context) string {
+func (t *Toolset) denyReason(c *call) string {
 	if t.cfg.downloadDir == "" {
 		return "downloads are off: the operator set no download directory (hybroute mcp --download-dir), so the browser refused the file"
 	}
-	rt, ok := t.r.(routeTeller)
-	if !ok {
-		return "downloads are off: this router cannot say whether the browser runs on this machine"
-	}
-	route, inRun := rt.RunRoute(ctx)
-	if !inRun || route != hybroute.RouteLocal {
+	if c.h.Route() != hybroute.RouteLocal {
 		return "the page is in the cloud browser, which runs on the provider's machine: downloads are saved from the local browser only, so it refused the file"
 	}
 	return ""
@@ -233,7 +221,7 @@ func (t *Toolset) watchTab(ctx context.Context, s *session, c *call) error {
 	_, set := d.contexts[bc]
 	d.mu.Unlock()
 	if !set {
-		why := t.denyReason(ctx)
+		why := t.denyReason(c)
 		p := browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: bc, EventsEnabled: new(true)}
 		if why == "" {
 			dir, err := d.stagingDir(t.cfg.downloadDir)

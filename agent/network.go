@@ -31,12 +31,6 @@ const networkSchema = `{"type":"object","properties":{` +
 	`"filter":{"type":"string","description":"Show only requests whose URL contains this text"}` +
 	`},"additionalProperties":false}`
 
-// refusalTeller is the optional part of a Router that tells what the
-// guard refused. *hybroute.Router has it.
-type refusalTeller interface {
-	Refusals(ctx context.Context, since time.Time) ([]hybroute.Refusal, int, error)
-}
-
 // maxRequestsKept bounds a tab's request log; past it the oldest go, and
 // are counted.
 const maxRequestsKept = 500
@@ -177,7 +171,7 @@ func (t *Toolset) networkRequests(ctx context.Context, s *session, key string, a
 	var text string
 	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
 		var err error
-		text, err = t.renderRequests(ctx, s, c.target, a.Limit, a.Filter)
+		text, err = t.renderRequests(s, c, a.Limit, a.Filter)
 		return err
 	}, func(context.Context, *hybroute.RESTPage, *call) error {
 		return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report its requests")
@@ -187,7 +181,8 @@ func (t *Toolset) networkRequests(ctx context.Context, s *session, key string, a
 
 // renderRequests writes the tab's requests and the guard's refusals since
 // the tab's last navigation.
-func (t *Toolset) renderRequests(ctx context.Context, s *session, tab target.ID, limit int, filter string) (string, error) {
+func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) (string, error) {
+	tab := c.target
 	n := &s.net
 	n.mu.Lock()
 	l := n.tabs[tab]
@@ -204,12 +199,7 @@ func (t *Toolset) renderRequests(ctx context.Context, s *session, tab target.ID,
 
 	var refusals []hybroute.Refusal
 	var refDropped int
-	if rt, ok := t.r.(refusalTeller); ok {
-		var err error
-		if refusals, refDropped, err = rt.Refusals(ctx, since); err != nil {
-			return "", err
-		}
-	}
+	refusals, refDropped = c.h.Refusals(since)
 	why := map[network.RequestID]hybroute.Refusal{}
 	for _, x := range refusals {
 		if x.RequestID != "" {

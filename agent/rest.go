@@ -20,13 +20,6 @@ import (
 // endpoint" message ([hybroute.ErrNoCDPEndpoint]), which tells the model to
 // use the other tools, so it is passed on as it is.
 
-// restRouter is the optional part of a Router that drives sessions without
-// CDP. *hybroute.Router has it.
-type restRouter interface {
-	ExecREST(ctx context.Context, sessionKey, code string, run func(ctx context.Context, page *hybroute.RESTPage) error) (hybroute.Result, error)
-	NavigateREST(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context, page *hybroute.RESTPage) error) (hybroute.Result, error)
-}
-
 // restFn is a tool's body on a page driven through a REST API.
 type restFn func(ctx context.Context, p *hybroute.RESTPage, c *call) error
 
@@ -38,13 +31,10 @@ const restTarget target.ID = "rest"
 // doEither is do for a tool that also runs on a session without CDP: fn on
 // a CDP tab, rest on a REST page.
 func (t *Toolset) doEither(ctx context.Context, s *session, key, code string, u use, fn func(ctx context.Context, c *call) error, rest restFn) (hybroute.Result, *call, error) {
-	rr, ok := t.r.(restRouter)
-	if !ok {
-		return t.do(ctx, s, key, code, u, fn)
-	}
 	c := &call{}
-	res, err := rr.ExecREST(ctx, key, code, func(ctx context.Context, page *hybroute.RESTPage) error {
-		c.ran = true
+	res, err := t.r.Exec(ctx, key, code, func(ctx context.Context, h *hybroute.Call) error {
+		page := h.REST()
+		c.ran, c.h = true, h
 		if page == nil {
 			return t.run(ctx, s, c, u, fn)
 		}
@@ -56,7 +46,7 @@ func (t *Toolset) doEither(ctx context.Context, s *session, key, code string, u 
 			}
 		}
 		return runREST(ctx, c, page, rest)
-	})
+	}, t.callOptions(hybroute.DrivesREST())...)
 	return res, c, err
 }
 

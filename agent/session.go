@@ -86,12 +86,13 @@ func (s *session) end() {
 
 // call is one tool call's run inside the Router's Exec.
 type call struct {
-	ran    bool      // the Router gave the call a browser and ran it
-	target target.ID // the tab it ran in
-	title  string    // the page title at the end of the call
-	url    string    // the page URL the run saw last (Where uses the Router's)
-	moved  bool      // the tool saw the page navigate
-	script bool      // the call runs the model's script (a timeout is the script's)
+	h      *hybroute.Call // the Router's handle of the call; nil until it runs
+	ran    bool           // the Router gave the call a browser and ran it
+	target target.ID      // the tab it ran in
+	title  string         // the page title at the end of the call
+	url    string         // the page URL the run saw last (Where uses the Router's)
+	moved  bool           // the tool saw the page navigate
+	script bool           // the call runs the model's script (a timeout is the script's)
 	// blanked: the Router refused a page of the call and sent the tab to
 	// about:blank (Result.SentToBlank).
 	blanked bool
@@ -132,10 +133,10 @@ func modelErrorf(format string, args ...any) error {
 // before fn reads anything from it.
 func (t *Toolset) do(ctx context.Context, s *session, key, code string, u use, fn func(ctx context.Context, c *call) error) (hybroute.Result, *call, error) {
 	c := &call{}
-	res, err := t.r.Exec(ctx, key, code, func(ctx context.Context) error {
-		c.ran = true
+	res, err := t.r.Exec(ctx, key, code, func(ctx context.Context, h *hybroute.Call) error {
+		c.ran, c.h = true, h
 		return t.run(ctx, s, c, u, fn)
-	})
+	}, t.callOptions()...)
 	return res, c, err
 }
 
@@ -158,7 +159,7 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 	}
 	mark := s.dl.mark()
 	if u&light != 0 {
-		if err := t.checkPage(ctx); err != nil {
+		if err := checkPage(ctx, c); err != nil {
 			return err
 		}
 	} else if u&reads != 0 || u&moves == 0 {
@@ -171,7 +172,7 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 		// checked then (and the Router re-checks it after every call);
 		// anything else is checked now.
 		if u&reads != 0 && (pu != s.checked || c.target != s.checkedIn) {
-			if err := t.checkPage(ctx); err != nil {
+			if err := checkPage(ctx, c); err != nil {
 				return err
 			}
 			s.checked, s.checkedIn = pu, c.target
@@ -197,12 +198,8 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 // checkPage refuses to read a page whose URL the floor blocks where the
 // page is (the Router's landed-URL rule, which the Router applies after
 // the call too): this check comes first, so nothing is read from it.
-func (t *Toolset) checkPage(ctx context.Context) error {
-	pc, ok := t.r.(pageChecker)
-	if !ok {
-		return nil
-	}
-	if _, err := pc.CheckPage(ctx); err != nil {
+func checkPage(ctx context.Context, c *call) error {
+	if _, err := c.h.CheckPage(ctx); err != nil {
 		return &pageBlockedError{err: err}
 	}
 	return nil

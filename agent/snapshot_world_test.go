@@ -20,6 +20,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/agenttest"
+
+	"github.com/hybroute/hybroute"
 )
 
 // TestSnapshotInTheWorldOfTheTabsEvents: after a navigation the snapshot
@@ -60,7 +62,7 @@ func TestSnapshotInTheWorldOfTheTabsEvents(t *testing.T) {
 	// shows, and the world is not the page's own.
 	var doc cdp.LoaderID
 	var topLayer error
-	_, err = r.Exec(ctx, key, "", func(ctx context.Context) error {
+	_, err = r.Exec(ctx, key, "", func(ctx context.Context, call *hybroute.Call) error {
 		var err error
 		doc, _, err = documentID(ctx)
 		_, topLayer = chromedp.Call(ctx, dom.GetTopLayerElements, cdp.Empty{})

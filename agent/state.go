@@ -28,13 +28,6 @@ const (
 	ToolStateLoad = "browser_state_load"
 )
 
-// stateRouter is the optional part of a Router the storage-state tools
-// need. *hybroute.Router has it.
-type stateRouter interface {
-	SaveState(ctx context.Context, sessionKey string) (*hybroute.State, error)
-	LoadState(ctx context.Context, sessionKey string, st *hybroute.State) error
-}
-
 // WithStateDir lets browser_state_save and browser_state_load keep state
 // files in dir, each by a plain name (NAME.json): no path, no "..", no
 // symbolic link. Without it, or with "", both tools answer that they are
@@ -92,11 +85,7 @@ func (t *Toolset) stateSave(ctx context.Context, _ *session, key string, args js
 	if err != nil {
 		return argError(err)
 	}
-	sr, ok := t.r.(stateRouter)
-	if !ok {
-		return toolError("this router cannot save a session's state")
-	}
-	st, err := sr.SaveState(ctx, key)
+	st, err := t.r.SaveState(ctx, key)
 	if errors.Is(err, hybroute.ErrNoSession) {
 		return toolError("this session has no browser yet: open a page with browser_navigate first")
 	}
@@ -125,11 +114,7 @@ func (t *Toolset) stateLoad(ctx context.Context, _ *session, key string, args js
 	if err != nil {
 		return toolError("the state " + quote(name, 80) + " cannot be loaded: " + err.Error())
 	}
-	sr, ok := t.r.(stateRouter)
-	if !ok {
-		return toolError("this router cannot load a state into a session")
-	}
-	if err := sr.LoadState(ctx, key, st); err != nil {
+	if err := t.r.LoadState(ctx, key, st); err != nil {
 		return toolError("loading the state failed: " + scrubKey(innermost(err), key))
 	}
 	return Result{Text: fmt.Sprintf("Loaded the state %s into this session: %d cookies, %d origins with storage. Open the site with browser_navigate.",

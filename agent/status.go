@@ -13,13 +13,6 @@ import (
 // under which rules.
 const ToolStatus = "browser_status"
 
-// statusReporter is the optional part of a Router that reports a
-// session's browser and its rules. *hybroute.Router has it.
-type statusReporter interface {
-	Status(ctx context.Context, sessionKey string) (hybroute.SessionStatus, error)
-	Rules() hybroute.Rules
-}
-
 var statusTool = toolDef{
 	name: ToolStatus,
 	desc: "Tell where this session's browser runs and under which rules, without opening anything: " +
@@ -35,15 +28,11 @@ func (t *Toolset) status(ctx context.Context, _ *session, key string, args json.
 	if err := decode(args, &struct{}{}); err != nil {
 		return argError(err)
 	}
-	sr, ok := t.r.(statusReporter)
-	if !ok {
-		return toolError("this server's router does not report its status")
-	}
-	st, err := sr.Status(ctx, key)
+	st, err := t.r.Status(ctx, key)
 	if err != nil {
 		return toolError(describe(err, nil, key))
 	}
-	return Result{Text: statusText(st, sr.Rules())}
+	return Result{Text: statusText(st, t.r.Rules())}
 }
 
 // maxReasonRunes caps a fallback's reason as the tool shows it.

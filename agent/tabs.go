@@ -25,15 +25,6 @@ var tabDefs = []toolDef{
 	},
 }
 
-// tabRouter is the optional part of a Router that keeps several tabs per
-// session. *hybroute.Router has it.
-type tabRouter interface {
-	Tabs(ctx context.Context, sessionKey string) ([]hybroute.Tab, error)
-	SelectTab(ctx context.Context, sessionKey, id string) (hybroute.Route, error)
-	CloseTab(ctx context.Context, sessionKey, id string) error
-	OpenTab(ctx context.Context) (context.Context, error)
-}
-
 // tabNames gives the browser's long target ids short names the model
 // writes, stable for the session's life.
 type tabNames struct {
@@ -67,10 +58,6 @@ func (t *Toolset) tabsTool(ctx context.Context, s *session, key string, args jso
 	if err := decode(args, &a); err != nil {
 		return argError(err)
 	}
-	tr, ok := t.r.(tabRouter)
-	if !ok {
-		return toolError("this server keeps one tab per session; browser_tabs is not available")
-	}
 	if (a.Action == "select" || a.Action == "close") == (a.ID == "") {
 		if a.ID == "" {
 			return toolError(a.Action + " needs the tab's id from browser_tabs list, e.g. t2")
@@ -82,9 +69,9 @@ func (t *Toolset) tabsTool(ctx context.Context, s *session, key string, args jso
 	}
 	switch a.Action {
 	case "list":
-		return t.listTabs(ctx, tr, s, key, "")
+		return t.listTabs(ctx, s, key, "")
 	case "new":
-		return t.newTab(ctx, tr, s, key, strings.TrimSpace(a.URL))
+		return t.newTab(ctx, s, key, strings.TrimSpace(a.URL))
 	case "select", "close":
 		id, ok := s.names.id(a.ID)
 		if !ok {
@@ -93,9 +80,9 @@ func (t *Toolset) tabsTool(ctx context.Context, s *session, key string, args jso
 		var err error
 		msg := "Switched to tab " + a.ID + "."
 		if a.Action == "select" {
-			_, err = tr.SelectTab(ctx, key, id)
+			_, err = t.r.SelectTab(ctx, key, id)
 		} else {
-			err = tr.CloseTab(ctx, key, id)
+			err = t.r.CloseTab(ctx, key, id)
 			msg = "Closed tab " + a.ID + "."
 		}
 		if err != nil {
@@ -128,8 +115,8 @@ func (t *Toolset) showFront(ctx context.Context, s *session, key, msg string) Re
 	return t.finishCall(s, key, res, c, err, func() string { return msg })
 }
 
-func (t *Toolset) listTabs(ctx context.Context, tr tabRouter, s *session, key, head string) Result {
-	tabs, err := tr.Tabs(ctx, key)
+func (t *Toolset) listTabs(ctx context.Context, s *session, key, head string) Result {
+	tabs, err := t.r.Tabs(ctx, key)
 	if err != nil {
 		return toolError(describe(err, nil, key))
 	}
@@ -156,12 +143,12 @@ func (t *Toolset) listTabs(ctx context.Context, tr tabRouter, s *session, key, h
 	return Result{Text: b.String()}
 }
 
-func (t *Toolset) newTab(ctx context.Context, tr tabRouter, s *session, key, raw string) Result {
+func (t *Toolset) newTab(ctx context.Context, s *session, key, raw string) Result {
 	c := &call{}
-	open := func(nav string) func(ctx context.Context) error {
-		return func(ctx context.Context) error {
-			c.ran = true
-			tctx, err := tr.OpenTab(ctx)
+	open := func(nav string) func(ctx context.Context, h *hybroute.Call) error {
+		return func(ctx context.Context, h *hybroute.Call) error {
+			c.ran, c.h = true, h
+			tctx, err := h.OpenTab(ctx)
 			if err != nil {
 				return err
 			}
@@ -177,12 +164,12 @@ func (t *Toolset) newTab(ctx context.Context, tr tabRouter, s *session, key, raw
 	var err error
 	u := ""
 	if raw == "" {
-		res, err = t.r.Exec(ctx, key, "", open(""))
+		res, err = t.r.Exec(ctx, key, "", open(""), t.callOptions()...)
 	} else {
 		// The URL is planned as a navigation: it decides the browser the
 		// tab opens in, and the floor refuses it before any tab opens.
 		u = CompleteURL(raw)
-		res, err = t.r.NavigateWith(ctx, key, u, open(u))
+		res, err = t.r.Navigate(ctx, key, u, open(u), t.callOptions()...)
 	}
 	if c.ran && c.target != "" && !res.PageChanged {
 		s.pageTarget = c.target // a tab the model asked for: no "started afresh" note

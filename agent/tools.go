@@ -224,8 +224,15 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 	}
 	// Navigation picks the browser: the URL is the call's only literal.
 	c := &call{}
-	cdpRun := func(ctx context.Context) error {
-		c.ran = true
+	res, err := t.r.Navigate(ctx, key, u, func(ctx context.Context, h *hybroute.Call) error {
+		c.ran, c.h = true, h
+		if page := h.REST(); page != nil {
+			return runREST(ctx, c, page, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+				c.moved = true
+				_, err := p.Navigate(ctx, u)
+				return err
+			})
+		}
 		return t.run(ctx, s, c, moves, func(ctx context.Context, c *call) error {
 			if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 				return err
@@ -237,24 +244,7 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 			settle(ctx)
 			return nil
 		})
-	}
-	var res hybroute.Result
-	var err error
-	if rr, ok := t.r.(restRouter); ok {
-		res, err = rr.NavigateREST(ctx, key, u, func(ctx context.Context, page *hybroute.RESTPage) error {
-			if page == nil {
-				return cdpRun(ctx)
-			}
-			c.ran = true
-			return runREST(ctx, c, page, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-				c.moved = true
-				_, err := p.Navigate(ctx, u)
-				return err
-			})
-		})
-	} else {
-		res, err = t.r.NavigateWith(ctx, key, u, cdpRun)
-	}
+	}, t.callOptions(hybroute.DrivesREST())...)
 	return t.finishCall(s, key, res, c, err, body)
 }
 

@@ -40,12 +40,6 @@ var uploadDefs = []toolDef{
 	},
 }
 
-// runRouter is the optional part of a Router that says which browser a
-// run drives. *hybroute.Router has it.
-type runRouter interface {
-	RunRoute(ctx context.Context) (hybroute.Route, bool)
-}
-
 func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args json.RawMessage) Result {
 	var a struct {
 		Ref   string   `json:"ref"`
@@ -64,11 +58,7 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 	var what string
 	var navigated bool
 	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
-		rr, ok := t.r.(runRouter)
-		if !ok {
-			return modelErrorf("this server cannot tell which browser runs the session, so it uploads no file")
-		}
-		if route, _ := rr.RunRoute(ctx); route != hybroute.RouteLocal {
+		if c.h.Route() != hybroute.RouteLocal {
 			return modelErrorf("the session's page is in the cloud browser, which cannot read this machine's files; files are uploaded into pages of the local browser only")
 		}
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)

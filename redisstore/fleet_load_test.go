@@ -70,7 +70,7 @@ func TestFleetCapLoad(t *testing.T) {
 	for i := range 50 {
 		r := routers[i%3]
 		wg.Go(func() {
-			res, err := r.Navigate(ctx, fmt.Sprint("k", i), site.URL(agenttest.PublicHost, fmt.Sprint("/p", i)))
+			res, err := r.Navigate(ctx, fmt.Sprint("k", i), site.URL(agenttest.PublicHost, fmt.Sprint("/p", i)), nil)
 			switch {
 			case err != nil:
 				failed.Add(1)

@@ -276,7 +276,7 @@ func TestFleetWindowChild(t *testing.T) {
 				default:
 				}
 				key := "w" + strconv.Itoa(w) + "-" + strconv.Itoa(i)
-				res, err := r.Navigate(ctx, key, site+"/"+key)
+				res, err := r.Navigate(ctx, key, site+"/"+key, nil)
 				calls.Add(1)
 				if err == nil && !res.FallbackFromCloud {
 					err = errors.New("ran on the cloud while the provider answers 429")

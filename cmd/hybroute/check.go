@@ -184,7 +184,7 @@ func explainAll(ctx context.Context, r *hybroute.Router, cfg *config, provider, 
 	}
 	for _, in := range urls {
 		u := agent.CompleteURL(in)
-		ur := explain(ctx, r, cfg, provider, in, r.Verdict(ctx, u), len(rep.URLs))
+		ur := explain(ctx, r, cfg, provider, in, verdictOf(ctx, r, u), len(rep.URLs))
 		rep.URLs = append(rep.URLs, ur)
 		if !strings.HasPrefix(strings.ToLower(u), "data:") {
 			continue
@@ -193,7 +193,7 @@ func explainAll(ctx context.Context, r *hybroute.Router, cfg *config, provider, 
 		// plan of opening it decides it.
 		at := len(rep.URLs) - 1
 		key := fmt.Sprintf("%s-%d", checkSession, at)
-		p, err := r.PlanNavigate(ctx, key, u)
+		p, err := r.Plan(ctx, key, u, hybroute.Navigation())
 		for _, v := range p.Verdicts {
 			if v.URL == u {
 				continue
@@ -214,6 +214,16 @@ func explainAll(ctx context.Context, r *hybroute.Router, cfg *config, provider, 
 		}
 	}
 	return rep
+}
+
+// verdictOf is the verdict on u as the plan of a navigation to it decides
+// it: the first of the plan's verdicts is the URL's own.
+func verdictOf(ctx context.Context, r *hybroute.Router, u string) hybroute.Verdict {
+	p, err := r.Plan(ctx, checkSession+"-verdict", u, hybroute.Navigation())
+	if len(p.Verdicts) == 0 {
+		return hybroute.Verdict{URL: u, Class: hybroute.ClassInvalid, Err: err}
+	}
+	return p.Verdicts[0]
 }
 
 // explain builds the report of one URL from its verdict. Its route is the

@@ -98,7 +98,7 @@ func run(out string) error {
 	fmt.Println("\nThe morning job:")
 	start := time.Now()
 	var png []byte
-	res, err := router.Exec(ctx, "morning-dashboard", code, func(ctx context.Context) error {
+	res, err := router.Exec(ctx, "morning-dashboard", code, func(ctx context.Context, call *hybroute.Call) error {
 		if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#chart"))); err != nil {
 			return err
 		}
@@ -117,7 +117,7 @@ func run(out string) error {
 	// A second job inside the Retry-After window does not ask the provider
 	// again and logs nothing new.
 	start = time.Now()
-	res, err = router.Navigate(ctx, "evening-dashboard", url)
+	res, err = router.Navigate(ctx, "evening-dashboard", url, nil)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,142 @@
+package hybroute
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hybroute/hybroute/route"
+)
+
+// Call is the handle of one call, given to its run by [Router.Exec] and
+// [Router.Navigate]. It is how a run asks about the page it drives: which
+// browser it is in, whether the floor lets the run read it, the requests
+// the guard refused, a second tab, and the page of a browser without CDP.
+// It is valid until the run returns.
+type Call struct {
+	r *Router
+	e *entry
+	// caller is the call's context before it was bound to the tab: a tab
+	// the run opens is bound to it too.
+	caller context.Context
+	rest   *RESTPage
+}
+
+// Route is the browser the run drives: [route.Local] for the local
+// Chromium (a fallback included), [route.Cloud] for a remote browser. A
+// tool that hands the browser something of this machine (a file to
+// upload) asks it first: a remote browser must not be given paths of this
+// machine.
+func (c *Call) Route() route.Route {
+	if c.e.route == route.Local {
+		return route.Local
+	}
+	return route.Cloud
+}
+
+// CheckPage applies the landed-URL rule to the page's current URL: it
+// returns the URL, and an error wrapping a [*netpolicy.BlockedError] when
+// the page is where its browser must not be (metadata anywhere, a private
+// address on a remote browser). The Router checks the URL after every
+// call too; a run that reads the page (its text, a screenshot) checks
+// first, so nothing is read from a page that wandered off between calls.
+// On a CDP tab it costs no round trip: the URL is kept from the tab's
+// events. On a browser without CDP it asks the server ([RESTPage.CheckPage]).
+func (c *Call) CheckPage(ctx context.Context) (string, error) {
+	if c.rest != nil {
+		return c.rest.CheckPage(ctx)
+	}
+	u := c.e.landedURL()
+	if err := c.r.pol.refuse(c.r.pol.classify(ctx, u), c.e.route); err != nil {
+		return u, fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
+	}
+	return u, nil
+}
+
+// REST is the page of a session without CDP (a [provider.RESTDriver]'s,
+// Camofox's), for a run of a call made with [DrivesREST]; nil on every
+// other session, whose run drives the tab through the chromedp context it
+// was given.
+func (c *Call) REST() *RESTPage { return c.rest }
+
+// Refusals returns the requests of the session's pages that the guard
+// refused at or after since (at most 500 are kept per session, the
+// newest), and how many older ones may be missing.
+func (c *Call) Refusals(since time.Time) ([]Refusal, int) {
+	got, dropped := c.e.gs.Refusals(since)
+	out := make([]Refusal, 0, len(got))
+	for _, x := range got {
+		out = append(out, Refusal(x))
+	}
+	return out, dropped
+}
+
+// CallOption sets something of one call of [Router.Exec],
+// [Router.Navigate] or [Router.Plan].
+type CallOption func(*callSettings)
+
+// callSettings are a call's options.
+type callSettings struct {
+	run        time.Duration // RunTimeout
+	wait       bool          // WaitForTurn
+	rest       bool          // DrivesREST
+	navigation bool          // Navigation
+}
+
+func settingsOf(opts []CallOption) callSettings {
+	var s callSettings
+	for _, o := range opts {
+		if o != nil {
+			o(&s)
+		}
+	}
+	return s
+}
+
+// RunTimeout gives the call's run (what it does in the page: the
+// navigation, the script) its own budget d, which starts once the call has
+// its session. The time before (the wait for a turn to open a tab, the
+// tab's opening) counts only against ctx's deadline, which should then be
+// longer than d: the difference is the most the call waits for a turn.
+// A run that d ends fails with context.DeadlineExceeded, as a call whose
+// ctx ended does; a wait that runs out fails with [ErrBusy].
+func RunTimeout(d time.Duration) CallOption {
+	return func(s *callSettings) { s.run = max(d, 0) }
+}
+
+// WaitForTurn makes the call wait for its turn to open a local tab even
+// when the queue ahead of it looks longer than its budget allows, rather
+// than fail at once with [ErrBusy]. It still ends when its context does.
+func WaitForTurn() CallOption { return func(s *callSettings) { s.wait = true } }
+
+// DrivesREST says the run can drive a session without CDP through
+// [Call.REST]. Without it, a call that lands on such a session fails with
+// [ErrNoCDPEndpoint] before its run runs (unless the fallback took the
+// call to the local Chromium, which speaks CDP).
+func DrivesREST() CallOption { return func(s *callSettings) { s.rest = true } }
+
+// Navigation makes [Router.Plan] plan a navigation to code, which is then
+// one URL: it is not scanned, and it picks the browser, as
+// [Router.Navigate] does.
+func Navigation() CallOption { return func(s *callSettings) { s.navigation = true } }
+
+// The call's settings travel to the session's creation, which runs apart
+// from the caller (admission.go), on its context.
+type runTimeoutKey struct{}
+type waitForTurnKey struct{}
+
+func (s callSettings) onContext(ctx context.Context) context.Context {
+	if s.run > 0 {
+		ctx = context.WithValue(ctx, runTimeoutKey{}, s.run)
+	}
+	if s.wait {
+		ctx = context.WithValue(ctx, waitForTurnKey{}, true)
+	}
+	return ctx
+}
+
+// runTimeout is the run budget ctx carries, 0 for none.
+func runTimeout(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(runTimeoutKey{}).(time.Duration)
+	return max(d, 0)
+}
