@@ -41,6 +41,10 @@ const (
 // session, so the sidecar never shares a cache entry with the cloud route.
 const LocalSuffix = "::local"
 
+// settleTimeout bounds a call's wait for the load an earlier call left
+// running: past it, the call runs on the page as it is.
+const settleTimeout = 5 * time.Second
+
 // DefaultSessionKey stands in for an empty session key.
 const DefaultSessionKey = "default"
 
@@ -516,6 +520,12 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	}
 	if d, ok := pendingDialog(e.h); ok {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w: %s %q waits for an answer", e.route, p.CacheKey, ErrDialogOpen, d.Type, d.Message)
+	}
+	if e.bg != nil {
+		// A navigation of an earlier call may still be loading (a failed
+		// load's error page commits after the call returned): the run
+		// starts on a still page (guard.Guard.Settle).
+		e.bg.Settle(ctx, e.frontID(), settleTimeout)
 	}
 	e.guard.reset()
 	rctx, rspan := r.tel.tracer.Start(ctx, "hybroute.run",

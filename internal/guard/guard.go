@@ -396,7 +396,7 @@ func (g *Guard) onDetach(s target.SessionID) {
 	}
 	// The target is gone: forget it and every frame of it.
 	delete(g.refs, id)
-	delete(g.landed, id)
+	g.forget(id)
 	delete(g.info, id)
 	delete(g.parent, id)
 	for f, t := range g.frames {
@@ -437,7 +437,32 @@ func (g *Guard) onEvent(s target.SessionID, msg *cdproto.Message) bool {
 		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) == nil && ev.Frame != nil && ev.Frame.ParentID == "" {
 			g.mu.Lock()
 			if id, ok := g.sess[s]; ok && g.refs[id] > 0 {
-				g.landed[id] = landing{frame: ev.Frame.ID, url: ev.Frame.URL + ev.Frame.URLFragment}
+				g.landed[id] = landing{frame: ev.Frame.ID, url: ev.Frame.URL + ev.Frame.URLFragment, loading: g.landed[id].loading}
+			}
+			g.mu.Unlock()
+		}
+	case cdproto.MethodType(page.FrameStartedLoading.Method):
+		ev := new(page.EventFrameStartedLoading)
+		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) == nil {
+			g.mu.Lock()
+			if id, ok := g.sess[s]; ok && g.refs[id] > 0 {
+				if l := g.landed[id]; isMainFrame(id, l, ev.FrameID) && l.loading == nil {
+					l.loading = make(chan struct{})
+					g.landed[id] = l
+				}
+			}
+			g.mu.Unlock()
+		}
+	case cdproto.MethodType(page.FrameStoppedLoading.Method):
+		ev := new(page.EventFrameStoppedLoading)
+		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) == nil {
+			g.mu.Lock()
+			if id, ok := g.sess[s]; ok {
+				if l := g.landed[id]; isMainFrame(id, l, ev.FrameID) && l.loading != nil {
+					close(l.loading)
+					l.loading = nil
+					g.landed[id] = l
+				}
 			}
 			g.mu.Unlock()
 		}
@@ -447,7 +472,8 @@ func (g *Guard) onEvent(s target.SessionID, msg *cdproto.Message) bool {
 			g.mu.Lock()
 			if id, ok := g.sess[s]; ok && g.refs[id] > 0 {
 				if l, ok := g.landed[id]; ok && l.frame == ev.FrameID {
-					g.landed[id] = landing{frame: l.frame, url: ev.URL}
+					l.url = ev.URL
+					g.landed[id] = l
 				}
 			}
 			g.mu.Unlock()
@@ -462,6 +488,49 @@ func (g *Guard) onEvent(s target.SessionID, msg *cdproto.Message) bool {
 type landing struct {
 	frame cdp.FrameID
 	url   string
+	// loading is open while the main frame loads (from its
+	// frameStartedLoading to its frameStoppedLoading), closed when it
+	// stops; nil when it is not loading.
+	loading chan struct{}
+}
+
+// isMainFrame reports whether frame is the main frame of page id: the one
+// its last navigation named, or, before any, the page's own id, which
+// Chromium gives the main frame of a page target.
+func isMainFrame(id target.ID, l landing, frame cdp.FrameID) bool {
+	return frame == l.frame || frame == cdp.FrameID(id)
+}
+
+// forget drops what is kept of page id's landing; a wait for its load ends.
+func (g *Guard) forget(id target.ID) {
+	if l, ok := g.landed[id]; ok && l.loading != nil {
+		close(l.loading)
+	}
+	delete(g.landed, id)
+}
+
+// Settle waits, at most max and while ctx lasts, until the main frame of
+// page id stops loading. A navigation can outlive the call that started
+// it: Page.navigate answers a failed load (a name that does not resolve,
+// a refused connection) at once, and the browser commits and loads its
+// error page after the call returned. A command of the next call that
+// lands while that page commits in its process fails with "Not attached
+// to an active page", and the next call's wait for its own load can end
+// on the error page's load. So a call starts once the page is still.
+func (g *Guard) Settle(ctx context.Context, id target.ID, max time.Duration) {
+	g.mu.Lock()
+	ch := g.landed[id].loading
+	g.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
 
 // Landed is the URL of the main frame of page id, as the events of the
@@ -736,7 +805,7 @@ func (g *Guard) CloseTarget(ctx context.Context, id target.ID) error {
 		// It is going (its detach comes later): no landing check of it.
 		g.mu.Lock()
 		delete(g.info, id)
-		delete(g.landed, id)
+		g.forget(id)
 		g.mu.Unlock()
 	}
 	return err
