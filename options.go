@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -102,8 +103,8 @@ func defaultConfig() config {
 		guardLookup:       guardLookupTimeout,
 		viewportW:         DefaultViewportWidth,
 		viewportH:         DefaultViewportHeight,
-		storeTimeout:      defaultStoreTimeout,
-		slotTTL:           defaultSlotTTL,
+		storeTimeout:      fleet.DefaultTimeout,
+		slotTTL:           fleet.DefaultTTL,
 	}
 }
 
