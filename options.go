@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -100,7 +101,7 @@ func defaultConfig() config {
 		createTimeout:     60 * time.Second,
 		localTimeout:      60 * time.Second,
 		fallback:          true,
-		guardLookup:       guardLookupTimeout,
+		guardLookup:       guard.LookupTimeout,
 		viewportW:         DefaultViewportWidth,
 		viewportH:         DefaultViewportHeight,
 		storeTimeout:      fleet.DefaultTimeout,

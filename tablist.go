@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/guard"
 )
 
 // A session has a tab per browser it runs in, and the pages its pages open
@@ -301,7 +302,7 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft browsertab.PagedTab
 }
 
 // targetInfo is the URL and the title the browser reports for a target.
-func targetInfo(ctx context.Context, g *browserGuard, id target.ID) (string, string, error) {
+func targetInfo(ctx context.Context, g *guard.Guard, id target.ID) (string, string, error) {
 	ti, err := g.TargetInfo(ctx, id)
 	if err != nil || ti == nil {
 		return "", "", err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/guard"
 )
 
 // A wedged tab recovers by itself. A call that its deadline ended may have
@@ -126,9 +127,9 @@ func (r *Router) drop(e *entry) {
 
 // openSettleTimeout bounds how long an opening its caller cut short is
 // still waited for, so that the tab it made can be closed. It outlasts the
-// guard's setup of the new target (targetSetupTimeout), the longest step
+// guard's setup of the new target (guard.TargetSetupTimeout), the longest step
 // of an opening on a loaded browser: a shorter bound left tabs open there.
-const openSettleTimeout = targetSetupTimeout + 15*time.Second
+const openSettleTimeout = guard.TargetSetupTimeout + 15*time.Second
 
 // Replace opens a fresh tab on the remote browser, in the browser context
 // of the first (chromedp gives a child context its parent's), and makes it
