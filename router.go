@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
@@ -600,7 +601,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 		if u == "" {
 			// Its navigation was not seen: ask the browser, which names
 			// the URL it is loading or has loaded.
-			qctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+			qctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
 			u, _ = e.bg.TargetURL(qctx, id)
 			cancel()
 			if u == "" {
@@ -613,7 +614,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 		}
 		r.tel.refused(ctx, "landing", refused)
 		perr := fmt.Errorf("hybroute: popup %s landed on a blocked address, so it was closed: %w", redactURL(guard.ClipURL(u)), refused)
-		cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+		cctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
 		cerr := e.bg.CloseTarget(cctx, id)
 		cancel()
 		if cerr != nil {

@@ -194,7 +194,7 @@ func (r *Router) CloseTab(ctx context.Context, sessionKey, id string) error {
 			return fmt.Errorf("hybroute: closing tab %s: %w", id, e.h.WrapErr(err))
 		}
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), browsertab.ControlTimeout)
 	defer cancel()
 	err = e.bg.CloseTarget(cctx, tid)
 	if pg, ok := e.h.Pages.Take(tid); ok && pg.Stop != nil {
