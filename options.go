@@ -77,7 +77,7 @@ type config struct {
 	maxSessions    int
 	maxLocalMemory int64
 
-	// the fleet (store.go, fleet_owner.go)
+	// the fleet (store.go, fallback.go)
 	store               Store // nil: a MemoryStore of the router's own
 	storeTimeout        time.Duration
 	providerConcurrency int           // 0: no cap

@@ -120,3 +120,17 @@ func TestScopeClearKeepsTheScopeLive(t *testing.T) {
 		t.Fatalf("Err after End = %v, want the run's refusal alone", err)
 	}
 }
+
+// TestConfigWithoutDecisionsRefuses: a guard whose Config names no Decide
+// or RefuseNavigation refuses every request and every navigation it
+// holds (fail closed).
+func TestConfigWithoutDecisionsRefuses(t *testing.T) {
+	t.Parallel()
+	g := New(Config{Route: route.Cloud, Resolver: &countingResolver{n: map[string]int{}}})
+	t.Cleanup(g.end)
+	var s Session
+	err := g.decide(&fetch.EventRequestPaused{RequestID: "1"}, "https://a.test/", &s, nil)
+	assert.ErrorIs(t, err, errNoDecision)
+	assert.ErrorIs(t, g.cfg.RefuseNavigation(navigation("Page.navigate", "about:blank")), errNoDecision)
+	assert.Error(t, g.cfg.Unsupported("Chrome/1", "everything"), "a browser it cannot cover is an error")
+}

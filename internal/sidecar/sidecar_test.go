@@ -195,3 +195,16 @@ func BenchmarkSidecarColdStart(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// TestConfigWithoutEnforcementStartsNothing: a sidecar whose Config names
+// no guard or no egress proxy starts no Chromium (fail closed).
+func TestConfigWithoutEnforcementStartsNothing(t *testing.T) {
+	t.Parallel()
+	for _, c := range []Config{{}, {Guard: testConfig().Guard}, {Egress: testConfig().Egress}} {
+		s := New(c)
+		_, err := s.Open(testCtx(t), "k")
+		assert.ErrorIs(t, err, errNoEnforcement)
+		assert.False(t, s.Alive(), "no Chromium runs")
+		assert.NoError(t, s.Close())
+	}
+}
