@@ -83,7 +83,7 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) error {
 // idle session to end means ErrBusy.
 func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 	budget := r.cfg.maxLocalMemory
-	used := r.side.memory()
+	used := r.side.Memory()
 	if used == 0 {
 		return nil
 	}
@@ -126,7 +126,7 @@ func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 	for _, v := range victims {
 		r.endEvicted(ctx, v, evictMaxMemory)
 	}
-	r.side.credit(per * int64(len(victims)))
+	r.side.Credit(per * int64(len(victims)))
 	if len(victims) == 0 && needRoom {
 		return fmt.Errorf("%w: the local browser uses %d MiB, at or over its budget of %d MiB (WithMaxLocalMemory), and none of its sessions is idle",
 			ErrBusy, used>>20, budget>>20)

@@ -95,7 +95,7 @@ func TestMaxLocalMemoryEvictsIdleLocalSessions(t *testing.T) {
 	ctx := testCtx(t)
 	_, err := evalOne(ctx, r, "a")
 	require.NoError(t, err)
-	assert.Positive(t, r.side.memory(), "the browser's memory is measured")
+	assert.Positive(t, r.side.Memory(), "the browser's memory is measured")
 	_, err = evalOne(ctx, r, "b")
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b"}, sessionKeys(r), "a, idle, made room for b")

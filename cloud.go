@@ -18,6 +18,7 @@ import (
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/cdpmux"
+	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/provider"
 )
@@ -157,7 +158,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 		connCtx, cancel = context.WithDeadline(connCtx, dl)
 		defer cancel()
 	}
-	t, err := connectRemoteSession(connCtx, s.CDPURL, s.HTTPClient, "the cloud browser of "+r.provider.Name(), r.newRemoteGuard(), s.SingleConnection)
+	t, err := connectRemoteSession(connCtx, s.CDPURL, s.HTTPClient, "the cloud browser of "+r.provider.Name(), newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud), s.SingleConnection)
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("%w to session %s of %s at %s: %w",
@@ -178,7 +179,7 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 	ws, err := cdpconn.Resolve(ctx, r.cfg.cdpClient, r.cfg.cdpURL, nil)
 	if err == nil {
 		var t *remoteTab
-		if t, err = connectRemote(ctx, ws, r.cfg.cdpClient, "the browser of the CDP override", r.newRemoteGuard()); err == nil {
+		if t, err = connectRemote(ctx, ws, r.cfg.cdpClient, "the browser of the CDP override", newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud)); err == nil {
 			e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t)}
 			e.ending.add(endTab, t.close)
 			return e, nil
@@ -209,15 +210,9 @@ type remoteTab struct {
 	bcID        cdp.BrowserContextID // the session's browser context, once known (learnTarget)
 	page        browsertab.Front     // the tab calls run in, once the first was replaced (tabs.go) or another made the front (tablist.go)
 	cancelAlloc context.CancelFunc
-	guard       *browserGuard // the guard of this connection's browser
+	guard       *guard.Guard // the guard of this connection's browser
 	once        sync.Once
 	browser     string // names the browser in errors: "the cloud browser of Steel"
-}
-
-// newRemoteGuard is the guard of one remote browser connection.
-func (r *Router) newRemoteGuard() *browserGuard {
-	g := newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud)
-	return g
 }
 
 // remoteAllocator is the one place a remote browser is dialled: the
@@ -231,7 +226,7 @@ func (r *Router) newRemoteGuard() *browserGuard {
 // single makes the URL good for one dial only (a session whose provider
 // serves one websocket per session, [provider.Session].SingleConnection): a second
 // dial fails with errSecondConnection rather than reaching the provider.
-func remoteAllocator(wsURL string, hc *http.Client, g *browserGuard, single bool) (context.Context, context.CancelFunc) {
+func remoteAllocator(wsURL string, hc *http.Client, g *guard.Guard, single bool) (context.Context, context.CancelFunc) {
 	return guardedRemote(g, dialOnce(single, func(ctx context.Context) (chromedp.Transport, error) {
 		ws, err := cdpconn.Resolve(ctx, hc, wsURL, nil)
 		if err != nil {
@@ -276,13 +271,13 @@ var errSecondConnection = errors.New("hybroute: the provider serves one CDP conn
 // and of every page in it, when this connection goes: an opening cut short
 // past its settle, or a connection lost, leaves nothing behind. close
 // disposes of it first, while the connection is up.
-func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser string, g *browserGuard) (*remoteTab, error) {
+func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser string, g *guard.Guard) (*remoteTab, error) {
 	return connectRemoteSession(ctx, wsURL, hc, browser, g, false)
 }
 
 // connectRemoteSession is connectRemote for a provider's session, which
 // may allow one websocket only (single).
-func connectRemoteSession(ctx context.Context, wsURL string, hc *http.Client, browser string, g *browserGuard, single bool) (*remoteTab, error) {
+func connectRemoteSession(ctx context.Context, wsURL string, hc *http.Client, browser string, g *guard.Guard, single bool) (*remoteTab, error) {
 	actx, cancelAlloc := remoteAllocator(wsURL, hc, g, single)
 	tctx, _ := chromedp.NewContext(actx, chromedp.WithNewBrowserContext()) // ended by close, with chromedp.Cancel
 	t := &remoteTab{ctx: tctx, cancelAlloc: cancelAlloc, guard: g, browser: browser}
@@ -336,7 +331,7 @@ func (t *remoteTab) BrowserContextID() cdp.BrowserContextID { return t.bcID }
 // tab. However the connection is dialled (TLS, a provider's URL shape), it
 // must be made through here: a connection without the Mux has no guard on
 // popups, frames, workers or WebSockets, and no refusal of chrome:// URLs.
-func guardedRemote(g *browserGuard, dial func(ctx context.Context) (chromedp.Transport, error)) (context.Context, context.CancelFunc) {
+func guardedRemote(g *guard.Guard, dial func(ctx context.Context) (chromedp.Transport, error)) (context.Context, context.CancelFunc) {
 	a := &cdpmux.Allocator{Dial: dial}
 	if g != nil {
 		a.Hooks, a.Start = g.Hooks(), g.Start

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cdpcompat"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 )
 
 // The browser under test is $CHROMIUM (make compat sets it to each build
@@ -22,7 +23,7 @@ import (
 // the cloud route skip on such a browser, since it never runs there.
 
 var testMajor = sync.OnceValue(func() int {
-	path, err := findChromium(&config{})
+	path, err := sc.Find("", ErrNoChromium)
 	if err != nil {
 		return 0
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/guard"
 )
 
 // Sessions that share a remote browser (the CDP override's here) each run
@@ -291,7 +292,7 @@ func TestTargetsBelongToTheirSessionsContext(t *testing.T) {
 	require.NotEmpty(t, ctxA)
 
 	// Each guard sees the whole browser: both workers.
-	workers := func(g *browserGuard) map[cdp.BrowserContextID]target.ID {
+	workers := func(g *guard.Guard) map[cdp.BrowserContextID]target.ID {
 		out := map[cdp.BrowserContextID]target.ID{}
 		for id, ti := range g.Targets() {
 			if ti.Type == "shared_worker" {

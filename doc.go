@@ -32,7 +32,7 @@
 //	session  one browser session per cache key, created once, released once
 //	  │        session.go, cloud.go (remote browsers), fallback.go (the local
 //	  │        floor), internal/health, internal/fleet and package store
-//	  │        (provider back-off, probe and leases; fleet_owner.go hands
+//	  │        (provider back-off, probe and leases; fallback.go hands
 //	  │        them the options), package provider (the sessions of the
 //	  │        cloud providers), admission.go and bounds.go (caps)
 //	tab      the session's pages: its front tab, wedged tabs, dialogs, state

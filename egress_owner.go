@@ -19,32 +19,33 @@ import (
 // its session's grant. The rules stay here, with every other verdict; the
 // proxy only carries them out.
 
-type (
-	egressProxy   = egress.Proxy // every connection of one local Chromium
-	egressSession = egress.Door  // one browser context's door, and its grant
-)
-
 // startEgress starts the proxy of one local Chromium on a loopback port.
 // It decides every connection with pol and dials the allowed ones with
 // dial (nil: a net.Dialer). ctx bounds the start only.
-func startEgress(ctx context.Context, pol *policy, dial func(ctx context.Context, network, addr string) (net.Conn, error), logger *slog.Logger) (*egressProxy, error) {
-	return egress.Start(ctx, egressOwner{pol}, egress.Config{Dial: dial, Log: logger})
+func startEgress(ctx context.Context, pol *policy, dial func(ctx context.Context, network, addr string) (net.Conn, error), logger *slog.Logger) (*egress.Proxy, error) {
+	cfg := egressRules(pol)
+	cfg.Dial, cfg.Log = dial, logger
+	return egress.Start(ctx, cfg)
 }
 
-// egressOwner decides the proxy's connections with the router's policy.
-type egressOwner struct{ pol *policy }
-
-func (o egressOwner) Decide(ctx context.Context, hostport string) (egress.Decision, error) {
-	v, port, err := decideEgress(ctx, o.pol, hostport)
-	return egress.Decision{Host: v.Host, Addrs: v.Addrs, Port: port, Private: v.Class == ClassPrivate}, egressRefusal(err)
+// egressRules are the proxy's decisions, with the router's policy.
+func egressRules(pol *policy) egress.Config {
+	return egress.Config{
+		Decide: func(ctx context.Context, hostport string) (egress.Decision, error) {
+			v, port, err := decideEgress(ctx, pol, hostport)
+			return egress.Decision{Host: v.Host, Addrs: v.Addrs, Port: port, Private: v.Class == ClassPrivate}, egressRefusal(err)
+		},
+		Ungranted: ungranted,
+		Refused:   func(ctx context.Context, err error) { pol.tel.refused(ctx, "egress", err) },
+	}
 }
 
-func (o egressOwner) Ungranted(hostport string, d egress.Decision) error {
+// ungranted is the refusal of a connection to hostport, at the private
+// addresses d, that no call of its session named.
+func ungranted(hostport string, d egress.Decision) error {
 	v := Verdict{URL: hostport, Host: d.Host, Addrs: d.Addrs, Class: ClassPrivate}
 	return egressRefusal(netpolicy.Block(v, ReasonPrivateNotNamed, errNotNamed))
 }
-
-func (o egressOwner) Refused(ctx context.Context, err error) { o.pol.tel.refused(ctx, "egress", err) }
 
 var errNotNamed = errors.New("no call of this session named the host; a public page on the local browser reaches public addresses only")
 

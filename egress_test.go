@@ -289,7 +289,7 @@ func TestEgressProxyCannotBeRemoved(t *testing.T) {
 		require.Error(t, err, "%v", f)
 		assert.Regexp(t, "managed by the sidecar|a flag name is", err.Error(), "%v", f)
 		assert.Zero(t, s.Starts()-1, "one attempt, no Chromium left running")
-		assert.False(t, s.alive())
+		assert.False(t, s.Alive())
 	}
 
 	s := newTestSidecar(t)
@@ -378,7 +378,7 @@ func TestDecideEgress(t *testing.T) {
 // *BlockedError and the sentinel of its reason.
 func TestEgressOwnerRefusalsKeepSentinels(t *testing.T) {
 	t.Parallel()
-	o := egressOwner{testPolicy(egressResolver(), true)}
+	o := egressRules(testPolicy(egressResolver(), true))
 	for _, c := range []struct {
 		err      error
 		sentinel error
@@ -431,7 +431,7 @@ func (f *flipResolver) LookupNetIP(ctx context.Context, network, host string) ([
 func TestEgressDecidesWithOneLookup(t *testing.T) {
 	t.Parallel()
 	res := &flipResolver{first: addrs("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"), then: addrs("169.254.169.254")}
-	o := egressOwner{testPolicy(res, true)}
+	o := egressRules(testPolicy(res, true))
 	d, err := o.Decide(context.Background(), "flip.test:443")
 	require.NoError(t, err)
 	assert.Equal(t, res.first, d.Addrs)

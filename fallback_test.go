@@ -20,6 +20,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/health"
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 )
 
 const fallbackLine = "falling back to local Chromium"
@@ -100,7 +101,7 @@ func TestFallbackOffFailsWithTheProvidersError(t *testing.T) {
 		assert.NotContains(t, err.Error(), testAPIKey)
 	}
 	assert.EqualValues(t, 1, api.Creates(), "the window holds with the fallback off too")
-	assert.False(t, r.side.alive(), "no local Chromium")
+	assert.False(t, r.side.Alive(), "no local Chromium")
 	assert.Equal(t, 0, logs.count(fallbackLine))
 	assert.Equal(t, 1, logs.count("fallback is off"))
 }
@@ -132,7 +133,7 @@ func TestWarm(t *testing.T) {
 	t.Parallel()
 	r := newTestRouter(t, nil, WithChromiumPath("/nonexistent/chromium"))
 	require.ErrorIs(t, r.Warm(testCtx(t)), ErrNoChromium)
-	if _, err := findChromium(&config{}); err == nil {
+	if _, err := sc.Find("", ErrNoChromium); err == nil {
 		// The flags are checked before anything is launched.
 		r = newTestRouter(t, nil, WithChromiumFlags(map[string]any{"proxy-server": "direct://"}))
 		err := r.Warm(testCtx(t))

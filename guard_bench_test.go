@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/guard"
 )
 
 // BenchmarkGuardCost measures what the guard on every target costs a page
@@ -37,9 +38,9 @@ func BenchmarkGuardCost(b *testing.B) {
 	cfg.allowPrivate = true
 	cfg.resolver = testResolver
 	pol := newPolicy(&cfg, false, nil)
-	for _, guard := range []string{"off", "on"} {
-		var g *browserGuard
-		if guard == "on" {
+	for _, mode := range []string{"off", "on"} {
+		var g *guard.Guard
+		if mode == "on" {
 			g = newBrowserGuard(&cfg, pol, nil, RouteCloud)
 		}
 		ctx := testCtx(b)
@@ -48,7 +49,7 @@ func BenchmarkGuardCost(b *testing.B) {
 			b.Fatal(err)
 		}
 		n := 0
-		b.Run("page/guard-"+guard, func(b *testing.B) {
+		b.Run("page/guard-"+mode, func(b *testing.B) {
 			for b.Loop() {
 				n++
 				if err := chromedp.Do(rt.ctx, chromedp.Navigate(fmt.Sprintf("%s/bench-page?%d", s.URL, n))); err != nil {
@@ -56,7 +57,7 @@ func BenchmarkGuardCost(b *testing.B) {
 				}
 			}
 		})
-		b.Run("popup/guard-"+guard, func(b *testing.B) {
+		b.Run("popup/guard-"+mode, func(b *testing.B) {
 			if err := chromedp.Do(rt.ctx, chromedp.Navigate(s.URL+"/opener")); err != nil {
 				b.Fatal(err)
 			}
@@ -146,10 +147,10 @@ func BenchmarkGuardRTT(b *testing.B) {
 		for _, oneWay := range []time.Duration{0, 25 * time.Millisecond, 50 * time.Millisecond} {
 			far := *u
 			far.Host = cloudtest.DelayProxy(b, u.Host, oneWay)
-			for _, guard := range []string{"off", "on"} {
-				b.Run(fmt.Sprintf("%s/delay=%v/guard-%s", proto.name, oneWay, guard), func(b *testing.B) {
-					var g *browserGuard
-					if guard == "on" {
+			for _, mode := range []string{"off", "on"} {
+				b.Run(fmt.Sprintf("%s/delay=%v/guard-%s", proto.name, oneWay, mode), func(b *testing.B) {
+					var g *guard.Guard
+					if mode == "on" {
 						g = newBrowserGuard(&cfg, pol, nil, RouteCloud)
 					}
 					rt, err := connectRemote(testCtx(b), far.String(), nil, "the benchmark browser", g)

@@ -12,45 +12,36 @@ import (
 )
 
 // The guard (internal/guard) pauses what the pages of a browser ask for
-// and asks its owner about each URL. The owner is here: it decides with
-// the same verdict and policy as the plan, so a URL the plan refuses is
-// refused wherever it turns up. The guard knows a session as a
-// guard.Session (entry.gs) and a call as a guard.Scope, which the call
-// hands it (entry.guard); it holds nothing of the router's.
-
-// browserGuard is the guard of one browser connection.
-type browserGuard = guard.Guard
-
-// guardLookupTimeout is the default of the guard's lookup limit, and
-// targetSetupTimeout its bound on the setup of one new target.
-const (
-	guardLookupTimeout = guard.LookupTimeout
-	targetSetupTimeout = guard.TargetSetupTimeout
-)
+// and asks the decisions here about each URL: the same verdict and policy
+// as the plan, so a URL the plan refuses is refused wherever it turns up.
+// The guard knows a session as a guard.Session (entry.gs) and a call as a
+// guard.Scope, which the call hands it (entry.guard); it holds nothing of
+// the router's.
 
 // newBrowserGuard is the guard of one browser connection on w, deciding
 // with pol.
-func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w Route) *browserGuard {
+func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w Route) *guard.Guard {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return guard.New(guard.Config{Resolver: pol.cls.Resolver(), LookupTimeout: cfg.guardLookup, Log: log,
-		RemotePrivate: pol.rule.PrivateOnCloud, WSRules: blockedWebSockets(pol.rule.Hosts)}, &guardOwner{pol: pol, w: w, log: log})
+	d := guardRules{pol: pol, w: w, log: log}
+	return guard.New(guard.Config{Route: w, Decide: d.decide, RefuseNavigation: d.refuseNavigation,
+		Refused: d.refused, Unsupported: d.unsupported,
+		Resolver: pol.cls.Resolver(), LookupTimeout: cfg.guardLookup, Log: log,
+		RemotePrivate: pol.rule.PrivateOnCloud, WSRules: blockedWebSockets(pol.rule.Hosts)})
 }
 
-// guardOwner is the guard's owner on the browser w.
-type guardOwner struct {
+// guardRules are the guard's decisions on the browser w.
+type guardRules struct {
 	pol *policy
 	w   Route
 	log *slog.Logger
 }
 
-func (o *guardOwner) Route() Route { return o.w }
-
-// Decide is the verdict on one hop of a paused request, refused as a
+// decide is the verdict on one hop of a paused request, refused as a
 // literal would be on this browser, and a private hop after a public one
 // refused too. A lookup that ran out of the guard's limit is refused.
-func (o *guardOwner) Decide(url string, look guard.Lookup, afterPublic bool) (bool, error) {
+func (o guardRules) decide(url string, look guard.Lookup, afterPublic bool) (bool, error) {
 	v, name := o.pol.classifyParsed(url)
 	if name != "" {
 		addrs, err := look.LookupName(name)
@@ -62,10 +53,10 @@ func (o *guardOwner) Decide(url string, look guard.Lookup, afterPublic bool) (bo
 	return v.Class == ClassPublic, o.pol.refuseHop(v, o.w, afterPublic)
 }
 
-// RefuseNavigation lets a navigation command take a page to about:blank,
+// refuseNavigation lets a navigation command take a page to about:blank,
 // about:srcdoc, and on the local browser the schemes WithAllowedSchemes
 // names; anything else is refused before it reaches the browser.
-func (o *guardOwner) RefuseNavigation(n guard.Navigation) error {
+func (o guardRules) refuseNavigation(n guard.Navigation) error {
 	switch {
 	case n.Scheme == "about":
 		if netpolicy.IsNoRouteAbout(n.Cleaned) {
@@ -74,13 +65,13 @@ func (o *guardOwner) RefuseNavigation(n guard.Navigation) error {
 	case n.Scheme != "" && o.w == RouteLocal && o.pol.cls.AllowsScheme(n.Scheme):
 		return nil
 	}
-	return netpolicy.Block(Verdict{URL: clipURL(n.URL), Class: ClassInvalid}, ReasonSchemeNotAllowed,
+	return netpolicy.Block(Verdict{URL: guard.ClipURL(n.URL), Class: ClassInvalid}, ReasonSchemeNotAllowed,
 		fmt.Errorf("%s to scheme %q is refused before it reaches the browser", n.Method, n.Scheme))
 
 }
 
-// Refused logs and counts a request the guard refused.
-func (o *guardOwner) Refused(ctx context.Context, key string, x guard.Refusal) {
+// refused logs and counts a request the guard refused.
+func (o guardRules) refused(ctx context.Context, key string, x guard.Refusal) {
 	o.pol.tel.refused(ctx, "guard", x.Err)
 	attrs := []slog.Attr{slog.String("route", o.w.String()), slog.String("target", x.Target),
 		slog.String("resource", x.ResourceType), slog.String("reason", netpolicy.ReasonOf(x.Err)),
@@ -91,7 +82,8 @@ func (o *guardOwner) Refused(ctx context.Context, key string, x guard.Refusal) {
 	o.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser request refused", attrs...)
 }
 
-func (o *guardOwner) Unsupported(browser, lacks string) error {
+// unsupported is the error of a browser the guard cannot cover.
+func (o guardRules) unsupported(browser, lacks string) error {
 	route := "local"
 	if o.w == RouteCloud {
 		route = "cloud"
@@ -167,9 +159,6 @@ func (g *guardRecord) lookups() *callLookups {
 	return g.look
 }
 
-// clipURL bounds a URL for a message.
-func clipURL(s string) string { return guard.ClipURL(s) }
-
 // enableGuard makes the browser's guard watch the entry's tab, which
 // also keeps where its main frame is (landedURL). It returns what the sessions'
 // WaitGroup runs until the tab closes: the guard then forgets the entry.
@@ -180,7 +169,7 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 		return func() {}, nil
 	}
 	tabCtx := e.h.Context()
-	var g *browserGuard
+	var g *guard.Guard
 	switch t := e.h.Tab().(type) {
 	case *remoteTab:
 		g = t.guard

@@ -12,6 +12,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -75,7 +77,7 @@ type config struct {
 	maxSessions    int
 	maxLocalMemory int64
 
-	// the fleet (store.go, fleet_owner.go)
+	// the fleet (store.go, fallback.go)
 	store               Store // nil: a MemoryStore of the router's own
 	storeTimeout        time.Duration
 	providerConcurrency int           // 0: no cap
@@ -99,11 +101,11 @@ func defaultConfig() config {
 		createTimeout:     60 * time.Second,
 		localTimeout:      60 * time.Second,
 		fallback:          true,
-		guardLookup:       guardLookupTimeout,
+		guardLookup:       guard.LookupTimeout,
 		viewportW:         DefaultViewportWidth,
 		viewportH:         DefaultViewportHeight,
-		storeTimeout:      defaultStoreTimeout,
-		slotTTL:           defaultSlotTTL,
+		storeTimeout:      fleet.DefaultTimeout,
+		slotTTL:           fleet.DefaultTTL,
 	}
 }
 

@@ -313,10 +313,10 @@ func TestReleaseAndCloseDuringCreationLeakNothing(t *testing.T) {
 	left := cloudPages(t, w.cloud) - baseline
 	contextsLeft := len(remoteContexts(t, w.cloud.WSURL)) - contextsBefore
 	t.Logf("release/close: %d callers, %d calls, %d failed, provider made %d sessions and ended %d, %d live, %d cloud pages and %d browser contexts left, Chromium left: %v, goroutines %d before and %d after, Close took %v",
-		callers, calls.Load(), len(errs), w.api.Made(), w.api.Ended(), w.api.LiveCount(), left, contextsLeft, w.r.side.alive(),
+		callers, calls.Load(), len(errs), w.api.Made(), w.api.Ended(), w.api.LiveCount(), left, contextsLeft, w.r.side.Alive(),
 		before, runtime.NumGoroutine(), closeTook.Round(time.Millisecond))
 	assert.LessOrEqual(t, contextsLeft, 0, "the cloud browser has no browser context of ours left")
-	assert.False(t, w.r.side.alive(), "no local Chromium outlives Close")
+	assert.False(t, w.r.side.Alive(), "no local Chromium outlives Close")
 	assert.Equal(t, w.api.Made(), w.api.Ended(), "every session the provider made is released through it")
 	assert.Zero(t, w.api.LiveCount())
 	if !assert.LessOrEqual(t, left, 0, "the cloud browser has no page of ours left: %q", cloudPageList(t, w.cloud)) {
@@ -453,13 +453,13 @@ func TestBrowsersKilledUnderLoad(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, w.r.Close())
 	t.Logf("kill: %d keys (%d cloud, %d local), calls in flight: %d ErrBrowserDead of %d; next calls: %d failed, %d on the fallback; local Chromium %d then %d; %d local Chromium left after Close (%v); %d warning lines",
-		keys, keys/2, keys/2, dead, keys, failedAfter, fellBack, pid, newPid, boolInt(w.r.side.alive()),
+		keys, keys/2, keys/2, dead, keys, failedAfter, fellBack, pid, newPid, boolInt(w.r.side.Alive()),
 		time.Since(start).Round(time.Millisecond), w.logs.count(fallbackLine))
 	assert.Zero(t, failedAfter, "the next calls go on")
 	assert.Equal(t, keys/2, fellBack, "the cloud keys fell back")
 	assert.NotEqual(t, pid, newPid, "a fresh local Chromium")
 	assert.True(t, processGone(pid))
-	assert.False(t, w.r.side.alive())
+	assert.False(t, w.r.side.Alive())
 }
 
 func boolInt(b bool) int {
@@ -538,7 +538,7 @@ func TestCancellationStorm(t *testing.T) {
 	}
 	left := cloudPages(t, w.cloud) - baseline
 	t.Logf("storm: %d callers over %d keys: %d ok, %d gave up, %d other errors; provider made %d sessions and ended %d; %d cloud pages left; local Chromium left: %v; Close took %v",
-		callers, keys, ok, cancelled, len(wrong), w.api.Made(), w.api.Ended(), left, w.r.side.alive(), closeTook.Round(time.Millisecond))
+		callers, keys, ok, cancelled, len(wrong), w.api.Made(), w.api.Ended(), left, w.r.side.Alive(), closeTook.Round(time.Millisecond))
 	for _, err := range wrong {
 		t.Errorf("a caller that gave up hears its own context's error: %v", err)
 	}
@@ -551,7 +551,7 @@ func TestCancellationStorm(t *testing.T) {
 			}
 		}
 	}
-	assert.False(t, w.r.side.alive())
+	assert.False(t, w.r.side.Alive())
 }
 
 // processesUnder lists the processes whose command line names a
@@ -631,7 +631,7 @@ func TestCloseDuringChromiumStartLeavesNothing(t *testing.T) {
 		}()
 		time.Sleep(delay)
 		start := time.Now()
-		require.NoError(t, s.close())
+		require.NoError(t, s.Close())
 		took := time.Since(start)
 		close(stopWatch)
 		<-watched
@@ -652,9 +652,9 @@ func TestCloseDuringChromiumStartLeavesNothing(t *testing.T) {
 		}
 		assert.Empty(t, profiles, "no temp profile outlives close")
 		if err != nil {
-			assert.ErrorIs(t, err, errSidecarClosed, "the open ended by close says so")
+			assert.ErrorIs(t, err, sc.ErrClosed, "the open ended by close says so")
 		}
-		assert.False(t, s.alive())
+		assert.False(t, s.Alive())
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/storage"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 )
 
@@ -244,7 +245,7 @@ func (ps *profileStore) restore(ctx context.Context, t *localTab, key string) er
 			return fmt.Errorf("hybroute: reading the profile of session %q: %s: %w", key, filepath.Join(d, profileCookies), err)
 		}
 		if params := cookieParams(st.Cookies, time.Now()); len(params) > 0 {
-			cctx, cancel := context.WithTimeout(ctx, controlTimeout)
+			cctx, cancel := context.WithTimeout(ctx, browsertab.ControlTimeout)
 			_, err := cdp.Call(cctx, t.proc.Browser(), storage.SetCookies,
 				storage.SetCookiesParams{Cookies: params, BrowserContextID: t.bcID})
 			cancel()
@@ -286,7 +287,7 @@ func (ps *profileStore) save(t *localTab, key string) error {
 	if t.proc.Ended() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
 	defer cancel()
 	res, err := cdp.Call(ctx, t.proc.Browser(), storage.GetCookies, storage.GetCookiesParams{BrowserContextID: t.bcID})
 	if err != nil {

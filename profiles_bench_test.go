@@ -62,7 +62,7 @@ func BenchmarkProfileJar(b *testing.B) {
 		t2 := time.Now()
 		restore += t1.Sub(t0)
 		save += t2.Sub(t1)
-		_ = tab.close()
+		_ = tab.Close()
 	}
 	b.ReportMetric(float64(restore.Microseconds())/float64(b.N), "restore-µs/op")
 	b.ReportMetric(float64(save.Microseconds())/float64(b.N), "save-µs/op")

@@ -16,7 +16,9 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
@@ -150,7 +152,7 @@ func (r *Router) Warm(ctx context.Context) error {
 	if closed {
 		return ErrClosed
 	}
-	if _, err := r.side.browser(ctx); err != nil {
+	if _, err := r.side.Browser(ctx); err != nil {
 		return fmt.Errorf("hybroute: warming the local Chromium: %w", err)
 	}
 	return nil
@@ -545,7 +547,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		defer cancelFront()
 	}
 	if lt, ok := e.h.Tab().(*localTab); ok {
-		lt.settled() // the sidecar's next spare is made now, not during this call
+		lt.Settled() // the sidecar's next spare is made now, not during this call
 	}
 	r.tel.Ran(ctx, res.Route.String(), started)
 	if runErr != nil {
@@ -614,7 +616,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 		if u == "" {
 			// Its navigation was not seen: ask the browser, which names
 			// the URL it is loading or has loaded.
-			qctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+			qctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
 			u, _ = e.bg.TargetURL(qctx, id)
 			cancel()
 			if u == "" {
@@ -626,8 +628,8 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 			continue
 		}
 		r.tel.refused(ctx, "landing", refused)
-		perr := fmt.Errorf("hybroute: popup %s landed on a blocked address, so it was closed: %w", redactURL(clipURL(u)), refused)
-		cctx, cancel := context.WithTimeout(context.Background(), controlTimeout)
+		perr := fmt.Errorf("hybroute: popup %s landed on a blocked address, so it was closed: %w", redactURL(guard.ClipURL(u)), refused)
+		cctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
 		cerr := e.bg.CloseTarget(cctx, id)
 		cancel()
 		if cerr != nil {

@@ -39,7 +39,7 @@ type entry struct {
 	ending   teardown      // the steps that end the session, once, in order (teardown.go)
 	guard    guardRecord   // the scope of the running call: its answers, what the guard refused (guard_owner.go)
 	gs       guard.Session // the session as the guard knows it: its tab, name answers and refusals
-	bg       *browserGuard // the guard of the tab's browser (internal/guard)
+	bg       *guard.Guard  // the guard of the tab's browser (internal/guard)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -262,7 +262,7 @@ func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entr
 	}
 	if r.profiles != nil {
 		if err := r.profiles.restore(ctx, lt, key); err != nil {
-			_ = lt.close()
+			_ = lt.Close()
 			return nil, err
 		}
 	}
@@ -270,7 +270,7 @@ func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entr
 	if r.profiles != nil {
 		e.ending.add(endTab, func(context.Context) error { return r.profiles.release(lt) })
 	}
-	e.ending.add(endTab, func(context.Context) error { return lt.close() })
+	e.ending.add(endTab, func(context.Context) error { return lt.Close() })
 	return e, nil
 }
 
@@ -393,7 +393,7 @@ func (r *Router) closeSessions() error {
 	if r.profiles != nil {
 		r.profiles.saveAll() // before the browser contexts go with the Chromium
 	}
-	sideErr := r.side.close()
+	sideErr := r.side.Close()
 	errs := make([]error, len(es))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, closeParallel)

@@ -505,7 +505,7 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 	require.ErrorIs(t, err, ErrBrowserDead, "a call on a tab of a dead browser says so")
 	assert.Contains(t, err.Error(), "the local Chromium died", "and names the browser that died")
 	assert.NotContains(t, err.Error(), "cloud")
-	assert.False(t, r.side.alive())
+	assert.False(t, r.side.Alive())
 
 	// The floor comes back by itself: the next call of each session runs
 	// on a fresh Chromium, and the log says, once per session, that its
@@ -673,7 +673,7 @@ func TestReleaseFreesTheSession(t *testing.T) {
 	require.NoError(t, err)
 	assert.NotEqual(t, a.bcID, localTabOf(t, r, keyA+LocalSuffix).bcID, "the next call makes a new browser context")
 	assert.Equal(t, "cookie=", evalOn[string](t, r, keyA, `document.title`), "the new context has none of the old cookies")
-	assert.True(t, r.side.alive(), "release keeps Chromium warm")
+	assert.True(t, r.side.Alive(), "release keeps Chromium warm")
 }
 
 // TestConcurrentCallsAndReleases hammers calls and releases of a few keys

@@ -79,7 +79,7 @@ func testSidecar(tb testing.TB, opts ...Option) *sidecar {
 func newTestSidecar(tb testing.TB, opts ...Option) *sidecar {
 	tb.Helper()
 	s := testSidecar(tb, opts...)
-	tb.Cleanup(func() { assert.NoError(tb, s.close()) })
+	tb.Cleanup(func() { assert.NoError(tb, s.Close()) })
 	return s
 }
 
@@ -129,7 +129,7 @@ func eval[T any](t *testing.T, ctx context.Context, tab *localTab, js string) T 
 }
 
 // currentProc returns the running process, for assertions.
-func currentProc(t *testing.T, s *sidecar) *chromiumProc {
+func currentProc(t *testing.T, s *sidecar) *sc.Proc {
 	t.Helper()
 	p := s.Running()
 	require.NotNil(t, p, "no Chromium is running")
@@ -193,10 +193,10 @@ func TestSidecarNavigatesAndReadsTitle(t *testing.T) {
 	site := testSite(t)
 	ctx := testCtx(t)
 
-	assert.False(t, s.alive(), "nothing starts before the first open")
+	assert.False(t, s.Alive(), "nothing starts before the first open")
 	tab, err := s.open(ctx, "sess::local")
 	require.NoError(t, err)
-	assert.True(t, s.alive())
+	assert.True(t, s.Alive())
 
 	navigate(t, ctx, tab, site.URL+"/")
 	assert.Equal(t, "/", title(t, ctx, tab), "the page's title is its path")
@@ -266,18 +266,18 @@ func TestSidecarTabCloseDisposesItsContext(t *testing.T) {
 	eval[bool](t, ctx, a, `document.cookie = "who=alice; path=/"; true`)
 	require.Len(t, browserContexts(t, ctx, s), 1)
 
-	require.NoError(t, a.close())
+	require.NoError(t, a.Close())
 	assert.Empty(t, browserContexts(t, ctx, s), "close disposes of the tab's browser context")
 	_, err = run(ctx, a, chromedp.Title())
 	assert.Error(t, err, "a closed tab is unusable")
-	require.NoError(t, a.close(), "closing twice is harmless")
+	require.NoError(t, a.Close(), "closing twice is harmless")
 
 	a2, err := s.open(ctx, "A")
 	require.NoError(t, err)
 	assert.NotEqual(t, a.bcID, a2.bcID, "the next open makes a new browser context")
 	navigate(t, ctx, a2, site.URL+"/echo")
 	assert.Equal(t, "cookie=", title(t, ctx, a2), "the new context has none of the old cookies")
-	assert.True(t, s.alive(), "closing a tab keeps Chromium warm")
+	assert.True(t, s.Alive(), "closing a tab keeps Chromium warm")
 	assert.EqualValues(t, 1, s.Starts())
 }
 
@@ -312,7 +312,7 @@ func TestSidecarCloseKillsAStuckChild(t *testing.T) {
 	require.NoError(t, syscall.Kill(child, syscall.SIGSTOP))
 	t.Cleanup(func() { _ = syscall.Kill(child, syscall.SIGKILL) })
 
-	_ = s.close() // a frozen child may fail the graceful close; what counts is what is left
+	_ = s.Close() // a frozen child may fail the graceful close; what counts is what is left
 	assert.True(t, processGone(proc.PID()), "the browser (pid %d) is gone", proc.PID())
 	assert.True(t, processGone(child), "the frozen child (pid %d, %v) outlived close", child, cmdline(child))
 }
@@ -358,18 +358,18 @@ func TestSidecarCloseLeavesNothing(t *testing.T) {
 		assert.Greater(t, sc.MemoryWith([]byte(dataDirArg)), own, "the memory measure counts the children, not the browser process alone")
 	}
 
-	require.NoError(t, s.close())
-	assert.False(t, s.alive())
+	require.NoError(t, s.Close())
+	assert.False(t, s.Alive())
 	assert.True(t, processGone(pid), "the Chromium process %d is gone", pid)
 	for _, p := range tree {
 		assert.True(t, processGone(p), "a process of the browser (pid %d) outlived close", p)
 	}
 	assert.Empty(t, sc.ProcessesOf([]byte(dataDirArg)), "no child of Chromium is left")
 	assert.NoDirExists(t, dataDir, "the temp user-data-dir is removed")
-	require.NoError(t, s.close(), "close twice is harmless")
+	require.NoError(t, s.Close(), "close twice is harmless")
 
 	_, err := s.open(ctx, "a")
-	assert.ErrorIs(t, err, errSidecarClosed)
+	assert.ErrorIs(t, err, sc.ErrClosed)
 	site.Close()
 }
 
@@ -394,12 +394,12 @@ func TestSidecarBrowserDeath(t *testing.T) {
 	assert.ErrorIs(t, a.WrapErr(err), ErrBrowserDead, "a call on a tab of a dead browser says so")
 	assert.Contains(t, a.WrapErr(err).Error(), "died")
 	assert.True(t, b.Dead(), "every tab of the process died with it")
-	assert.False(t, s.alive())
-	assert.NoError(t, a.close(), "closing a dead tab is harmless")
+	assert.False(t, s.Alive())
+	assert.NoError(t, a.Close(), "closing a dead tab is harmless")
 
 	a2, err := s.open(ctx, "A")
 	require.NoError(t, err, "the next open recovers")
-	assert.True(t, s.alive())
+	assert.True(t, s.Alive())
 	assert.NotEqual(t, old.PID(), currentProc(t, s).PID(), "on a fresh Chromium")
 	navigate(t, ctx, a2, site.URL+"/")
 	assert.Equal(t, "/", title(t, ctx, a2))
@@ -415,7 +415,7 @@ func TestSidecarNoChromium(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoChromium)
 	assert.Contains(t, err.Error(), "apt-get install -y chromium")
 	assert.Contains(t, err.Error(), "WithChromiumPath")
-	assert.False(t, s.alive())
+	assert.False(t, s.Alive())
 	assert.EqualValues(t, 0, s.Starts())
 
 	// Nothing on PATH, no $CHROMIUM: the same sentinel.
@@ -437,7 +437,7 @@ func TestSidecarCancelledOpen(t *testing.T) {
 	cancel()
 	_, err := s.open(ctx, "k")
 	require.ErrorIs(t, err, context.Canceled)
-	assert.False(t, s.alive())
+	assert.False(t, s.Alive())
 	assert.EqualValues(t, 0, s.Starts())
 
 	// A caller that gives up in the middle of the Chromium start does not
@@ -475,11 +475,11 @@ func TestSidecarCancelledOpen(t *testing.T) {
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a later open waits for the same start")
 	assert.EqualValues(t, 1, s2.Starts(), "and launches nothing of its own")
 
-	require.NoError(t, s2.close())
+	require.NoError(t, s2.Close())
 	assert.True(t, processGone(pid), "close ends the start and kills the half-started process")
-	assert.False(t, s2.alive())
+	assert.False(t, s2.Alive())
 	_, err = s2.open(context.Background(), "k")
-	assert.ErrorIs(t, err, errSidecarClosed)
+	assert.ErrorIs(t, err, sc.ErrClosed)
 }
 
 func TestSidecarCancelledOpenOnWarmBrowser(t *testing.T) {
@@ -506,7 +506,7 @@ func TestSidecarCancelledOpenOnWarmBrowser(t *testing.T) {
 		if err != nil {
 			require.ErrorIs(t, err, context.Canceled)
 		} else {
-			require.NoError(t, tab.close(), "tab %v", tab.bcID)
+			require.NoError(t, tab.Close(), "tab %v", tab.bcID)
 		}
 		cancel()
 		assert.Len(t, browserContexts(t, ctx, s), 1, "no half-made tab is left behind")
@@ -541,7 +541,7 @@ func TestSidecarFlags(t *testing.T) {
 		managed := newTestSidecar(t, WithChromiumFlags(map[string]any{f: "9222"}))
 		_, err = managed.open(ctx, "k")
 		assert.ErrorContains(t, err, "managed by the sidecar", f)
-		assert.False(t, managed.alive(), f)
+		assert.False(t, managed.Alive(), f)
 	}
 }
 
@@ -571,7 +571,7 @@ func TestSidecarConcurrentOpenClose(t *testing.T) {
 					mu.Unlock()
 					continue
 				}
-				assert.NoError(t, tab.close())
+				assert.NoError(t, tab.Close())
 			}
 		})
 	}

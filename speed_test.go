@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 )
 
 // BenchmarkNewKeySideBySide is the cost of a new session key, side by side
@@ -40,7 +41,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	require.NoError(b, err)
 	cancel()
 
-	path, err := findChromium(&config{})
+	path, err := sc.Find("", ErrNoChromium)
 	require.NoError(b, err)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Flag("no-sandbox", os.Geteuid() == 0))...)
@@ -79,7 +80,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 			require.NoError(b, err)
 			open = append(open, time.Since(start))
 			e := &entry{key: key, route: RouteLocal, h: browsertab.NewHandle(tab)}
-			e.ending.add(endTab, func(context.Context) error { return tab.close() })
+			e.ending.add(endTab, func(context.Context) error { return tab.Close() })
 			start = time.Now()
 			g, err := r.enableGuard(e)
 			require.NoError(b, err)
@@ -90,7 +91,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 			pctx, cancelPage := browsertab.Bind(tab.Context(), ctx)
 			require.NoError(b, chromedp.Do(pctx, chromedp.Navigate(s.URL+"/p")))
 			cancelPage()
-			tab.settled()
+			tab.Settled()
 			page = append(page, time.Since(start))
 			require.NoError(b, e.end())
 			select {

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -100,7 +101,7 @@ func browserItems(xs []StateItem) []browsertab.Item {
 // visitStubbed takes the page of tctx (target id) to origin, which the
 // guard answers with a blank document: the page is of that origin, and
 // nothing went to the site.
-func visitStubbed(tctx context.Context, g *browserGuard, id target.ID, origin string) error {
+func visitStubbed(tctx context.Context, g *guard.Guard, id target.ID, origin string) error {
 	defer g.Stub(id)()
 	if err := chromedp.Do(tctx, chromedp.Navigate(origin+"/")); err != nil {
 		return fmt.Errorf("hybroute: opening a blank page of %s: %w", origin, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/guard"
 )
 
 // A session has a tab per browser it runs in, and the pages its pages open
@@ -193,7 +194,7 @@ func (r *Router) CloseTab(ctx context.Context, sessionKey, id string) error {
 			return fmt.Errorf("hybroute: closing tab %s: %w", id, e.h.WrapErr(err))
 		}
 	}
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controlTimeout)
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), browsertab.ControlTimeout)
 	defer cancel()
 	err = e.bg.CloseTarget(cctx, tid)
 	if pg, ok := e.h.Pages.Take(tid); ok && pg.Stop != nil {
@@ -292,7 +293,7 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft browsertab.PagedTab
 }
 
 // targetInfo is the URL and the title the browser reports for a target.
-func targetInfo(ctx context.Context, g *browserGuard, id target.ID) (string, string, error) {
+func targetInfo(ctx context.Context, g *guard.Guard, id target.ID) (string, string, error) {
 	ti, err := g.TargetInfo(ctx, id)
 	if err != nil || ti == nil {
 		return "", "", err

@@ -2,59 +2,37 @@ package hybroute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/guard"
 )
 
-// A wedged tab recovers by itself. A call that its deadline ended may have
-// left the page unable to answer (a script in an endless loop holds the
-// renderer's main thread; every later command on the tab would wait for
-// it). The session is not lost for that: its browser context, with the
-// cookies and storage, is fine. So the next call on the entry first asks
-// the tab a trivial question (a Runtime.evaluate of 1, bounded by
-// browsertab.ProbeTimeout); a tab that does not answer is replaced by a fresh tab
+// A wedged tab recovers by itself (browsertab's Handle.Recover): a tab
+// its last call's deadline left unable to answer is replaced by a fresh tab
 // in the same browser context, with the guard, the landing tracker and the
 // dialog answerer on it, and the result says so (Result.TabReplaced).
 
-// controlTimeout bounds the protocol calls made on the browser's own
-// behalf (a browser context's dispose, a replaced tab's close), which
-// must neither hang on a wedged browser nor be cut short by a caller.
-const controlTimeout = browsertab.ControlTimeout
-
 // recoverTab runs at the start of a call, under the entry's callMu, when
 // the previous call ended by its deadline. It reports whether the tab was
-// replaced.
+// replaced. A session whose tab could not be replaced, or whose
+// replacement could not be guarded, is dropped: the next call starts a
+// fresh one rather than meet this tab again, and a tab with no guard must
+// not run a call.
 func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
-	if !e.h.ProbeFirst() {
-		return false, nil
-	}
-	if browsertab.Probe(ctx, e.h.Context()) == nil {
-		e.h.SetProbeFirst(false)
-		return false, nil
-	}
-	if err := ctx.Err(); err != nil {
-		return false, err // the caller gave up, not the tab: ask again next time
-	}
-	old := e.h.Context()
-	// First stop the script that holds the renderer: Chromium may put the
-	// new tab in the same renderer process (same site, a process limit).
-	browsertab.Terminate(old)
-	rctx, cancel := context.WithTimeout(ctx, r.cfg.createTimeout)
-	retire, err := e.h.Tab().Replace(rctx)
-	cancel()
-	if err != nil {
-		// No fresh tab in this browser context: drop the session, so the
-		// next call starts a fresh one rather than meet this tab again.
+	retire, err := e.h.Recover(ctx, r.cfg.createTimeout)
+	if rerr, ok := errors.AsType[*browsertab.ReplaceError](err); ok {
 		r.drop(e)
-		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", e.h.WrapErr(err))
+		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", rerr.Err)
 	}
-	e.h.SetProbeFirst(false)
+	if err != nil || retire == nil {
+		return false, err
+	}
 	w, err := r.armTab(e)
 	if err != nil {
-		// A tab with no guard must not run a call.
 		r.drop(e)
 		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.h.WrapErr(err))
 	}
@@ -62,14 +40,10 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 	w.startLocked(r)
 	if r.closed {
 		r.mu.Unlock()
-		browsertab.Abandon(old)
 		retire()
 		return false, ErrClosed
 	}
-	r.sess.wg.Go(func() {
-		browsertab.Abandon(old)
-		retire()
-	})
+	r.sess.wg.Go(retire)
 	r.mu.Unlock()
 	r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: a tab did not answer after its call's deadline; replaced it in the same browser context",
 		slog.String("cache_key", e.key), slog.String("route", e.route.String()))
@@ -126,9 +100,9 @@ func (r *Router) drop(e *entry) {
 
 // openSettleTimeout bounds how long an opening its caller cut short is
 // still waited for, so that the tab it made can be closed. It outlasts the
-// guard's setup of the new target (targetSetupTimeout), the longest step
+// guard's setup of the new target (guard.TargetSetupTimeout), the longest step
 // of an opening on a loaded browser: a shorter bound left tabs open there.
-const openSettleTimeout = targetSetupTimeout + 15*time.Second
+const openSettleTimeout = guard.TargetSetupTimeout + 15*time.Second
 
 // Replace opens a fresh tab on the remote browser, in the browser context
 // of the first (chromedp gives a child context its parent's), and makes it

@@ -276,7 +276,7 @@ func TestLocalWebRTCPolicyIsManaged(t *testing.T) {
 		_, err := s.open(testCtx(t), "k")
 		require.Error(t, err, "%v", f)
 		assert.Contains(t, err.Error(), "managed by the sidecar", "%v", f)
-		assert.False(t, s.alive())
+		assert.False(t, s.Alive())
 	}
 
 	s := newTestSidecar(t)

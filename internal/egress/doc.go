@@ -14,14 +14,14 @@
 //
 // # What it decides
 //
-// The proxy has no rules of its own: its [Owner] decides each host:port,
+// The proxy has no rules of its own: its [Config].Decide decides each host:port,
 // with the same classifier and policy as every other check of its user,
 // resolving a name once. The proxy then dials only the addresses that were
 // decided ([Decision].Addrs): there is no second lookup, so DNS rebinding
 // cannot swap them. A refusal ([Refusal]) is a 403 with a short text body
 // for a CONNECT tunnel (Chromium turns it into a network error), a
 // connection closed without an answer for a plain-HTTP request, one
-// warning per host and minute in the log, and a call of [Owner].Refused.
+// warning per host and minute in the log, and a call of [Config].Refused.
 //
 // The proxy bounds what it holds ([Limits]): a cap on the connections
 // from the browser, past which new ones are closed at once, a timeout on
@@ -42,10 +42,10 @@
 // A session reaches a private address only by its door's [Grant]: the
 // private hosts its call named, on any port, and the addresses those names
 // had (so the page on localhost:3000 reaches its API on 127.0.0.1:8080). A
-// host it does not name is refused ([Owner].Ungranted): a session granted
+// host it does not name is refused ([Config].Ungranted): a session granted
 // 192.168.1.9 does not reach 10.0.0.5. The grant ends when a page of the
 // session starts loading a document from a host the grant does not cover
 // and the running call did not name ([Proxy.Leave], [Door.NameCall]); the
 // upstream connections dialled under it are closed then. What earns a
-// grant, and metadata's refusal whatever a grant says, are the owner's.
+// grant, and metadata's refusal whatever a grant says, are its user's.
 package egress

@@ -222,10 +222,10 @@ func (p *Proxy) admitPrivate(door *Door, hostport string, dec Decision) error {
 	return p.ungranted(hostport, dec)
 }
 
-// ungranted is the owner's refusal of a private connection no grant
+// ungranted is Config.Ungranted's refusal of a private connection no grant
 // covers; one that gives none still fails the connection (fail closed).
 func (p *Proxy) ungranted(hostport string, dec Decision) error {
-	if err := p.owner.Ungranted(hostport, dec); err != nil {
+	if err := p.cfg.Ungranted(hostport, dec); err != nil {
 		return err
 	}
 	return errNotGranted

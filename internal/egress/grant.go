@@ -17,7 +17,7 @@ type Grant struct {
 	addrs map[netip.Addr]struct{} // the addresses the named hosts had
 }
 
-// Add grants host (as the owner's parser writes it) on any port, and the
+// Add grants host (as the deciding parser writes it) on any port, and the
 // addresses addrs, which a connection may then name by literal.
 func (g *Grant) Add(host string, addrs ...netip.Addr) {
 	if g.hosts == nil {
@@ -40,7 +40,7 @@ func grantHost(h string) string {
 }
 
 // Covers reports whether the grant lets a connection to host (as the
-// owner's parser writes it) reach addrs: host is a named host, or host is
+// deciding parser writes it) reach addrs: host is a named host, or host is
 // an address literal one of the named hosts had.
 func (g Grant) Covers(host string, addrs []netip.Addr) bool {
 	if len(g.hosts) == 0 {

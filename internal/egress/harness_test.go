@@ -43,7 +43,7 @@ type row struct {
 	kind  kind
 }
 
-// tableOwner is an Owner that decides by its table. A name not in it does
+// tableOwner decides by its table (the Config's functions are its methods). A name not in it does
 // not resolve, unless strict, when it is refused. lookup, when set,
 // answers instead of the table (a resolver that flips, hangs or blocks).
 type tableOwner struct {
@@ -115,14 +115,15 @@ func loopbackOnly(t testing.TB) func(ctx context.Context, network, addr string) 
 	}
 }
 
-// start starts a proxy with owner and the loopback-only dialer; Close runs
-// at the end of the test.
-func start(t testing.TB, owner Owner, cfg Config) *Proxy {
+// start starts a proxy deciding with owner and the loopback-only dialer;
+// Close runs at the end of the test.
+func start(t testing.TB, owner *tableOwner, cfg Config) *Proxy {
 	t.Helper()
+	cfg.Decide, cfg.Ungranted, cfg.Refused = owner.Decide, owner.Ungranted, owner.Refused
 	if cfg.Dial == nil {
 		cfg.Dial = loopbackOnly(t)
 	}
-	p, err := Start(context.Background(), owner, cfg)
+	p, err := Start(context.Background(), cfg)
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
 	return p

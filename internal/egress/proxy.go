@@ -18,7 +18,23 @@ import (
 // Config is how a proxy dials and logs, and its bounds. Its zero value
 // is usable.
 type Config struct {
-	// Dial dials an address the owner allowed (an IP:port it decided).
+	// Decide decides hostport (host:port, as the browser asked for it).
+	// It resolves a name once: the proxy dials the decision's Addrs and
+	// nothing else. A refusal is a *Refusal; any other error means there
+	// is nothing to dial (a name that does not resolve), and the proxy
+	// answers it as a failed connection. On a refusal the Decision carries
+	// what is known (Host, Addrs) for the log. Nil refuses every
+	// connection. The proxy has no rules of its own, so the connect-time
+	// check cannot disagree with the rest of its user's checks.
+	Decide func(ctx context.Context, hostport string) (Decision, error)
+	// Ungranted is the refusal (a *Refusal) of a connection to hostport,
+	// at the private addresses d decided, for a door whose grant does not
+	// cover it. Nil, or a nil answer, still refuses it.
+	Ungranted func(hostport string, d Decision) error
+	// Refused records one refusal (a *Refusal) of Decide or Ungranted.
+	// Nil: the proxy's own log line only.
+	Refused func(ctx context.Context, err error)
+	// Dial dials an address Decide allowed (an IP:port it decided).
 	// Nil: a net.Dialer with a 15 s timeout.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Log takes one warning per refused host and minute, the cap's
@@ -33,9 +49,9 @@ type Config struct {
 // Proxy is the egress proxy of one browser process: it starts before the
 // process and is closed after it.
 type Proxy struct {
-	owner Owner
-	log   *slog.Logger
-	dial  func(ctx context.Context, network, addr string) (net.Conn, error)
+	cfg  Config // its decisions, with the defaults filled in
+	log  *slog.Logger
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	lim    Limits
 	ln     net.Listener
@@ -60,19 +76,33 @@ type Proxy struct {
 	warned map[string]time.Time
 }
 
+// errNoDecision refuses every connection of a Config without Decide (fail
+// closed).
+var errNoDecision = &Refusal{Class: "unknown", Reason: "no_decision", Phrase: "no rule decides this connection",
+	Err: errors.New("hybroute: egress: the proxy has no decision for this connection")}
+
 // errClosed is the error of a dial asked for after Close.
 var errClosed = errors.New("hybroute: egress proxy closed")
 
 // Start starts a proxy on a loopback port that decides every connection
-// with owner. ctx bounds the start only; the proxy runs until Close.
-func Start(ctx context.Context, owner Owner, cfg Config) (*Proxy, error) {
+// with cfg.Decide. ctx bounds the start only; the proxy runs until Close.
+func Start(ctx context.Context, cfg Config) (*Proxy, error) {
+	if cfg.Decide == nil {
+		cfg.Decide = func(context.Context, string) (Decision, error) { return Decision{}, errNoDecision }
+	}
+	if cfg.Ungranted == nil {
+		cfg.Ungranted = func(string, Decision) error { return nil }
+	}
+	if cfg.Refused == nil {
+		cfg.Refused = func(context.Context, error) {}
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: starting the egress proxy: %w", err)
 	}
 	p := &Proxy{
-		owner:  owner,
+		cfg:    cfg,
 		log:    cfg.Log,
 		dial:   cfg.Dial,
 		lim:    cfg.Limits.orDefault(),
@@ -241,13 +271,13 @@ func (p *Proxy) dialChecked(ctx context.Context, door *Door, network, hostport s
 	defer cancel()
 	defer context.AfterFunc(p.ctx, cancel)()
 	lctx, lcancel := context.WithTimeout(ctx, p.lim.LookupTimeout)
-	d, err := p.owner.Decide(lctx, hostport)
+	d, err := p.cfg.Decide(lctx, hostport)
 	lcancel()
 	if err == nil && d.Private {
 		err = p.admitPrivate(door, hostport, d)
 	}
 	if r, ok := errors.AsType[*Refusal](err); ok {
-		p.owner.Refused(ctx, err)
+		p.cfg.Refused(ctx, err)
 		p.warn(ctx, hostport, d, r)
 		return nil, err
 	}

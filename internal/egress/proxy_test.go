@@ -370,3 +370,19 @@ func BenchmarkConnect(b *testing.B) {
 		}
 	})
 }
+
+// TestConfigWithoutDecisionsRefuses: a proxy whose Config names no Decide
+// refuses every connection (fail closed) and dials nothing.
+func TestConfigWithoutDecisionsRefuses(t *testing.T) {
+	t.Parallel()
+	p, err := Start(context.Background(), Config{Dial: func(context.Context, string, string) (net.Conn, error) {
+		t.Error("the proxy dialled without a decision")
+		return nil, errors.New("test: no dial")
+	}})
+	require.NoError(t, err)
+	t.Cleanup(p.Close)
+	_, err = p.dialChecked(context.Background(), nil, "tcp", "127.0.0.1:80")
+	r, ok := errors.AsType[*Refusal](err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, "no_decision", r.Reason)
+}

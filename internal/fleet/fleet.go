@@ -28,6 +28,16 @@ import (
 // costs one timeout a second, not one per call.
 const storeRetry = time.Second
 
+const (
+	// DefaultTimeout bounds one store call, unless Config.Timeout says
+	// otherwise.
+	DefaultTimeout = 500 * time.Millisecond
+	// DefaultTTL is a concurrency lease's life without renewal: a
+	// replica that dies holds its slots this long at most. Leases are
+	// renewed every third of it.
+	DefaultTTL = 30 * time.Second
+)
+
 // Config is what a fleet is made of.
 type Config struct {
 	// Shared is the store the replicas share; nil: none, Local is the
@@ -35,12 +45,17 @@ type Config struct {
 	Shared store.Store
 	// Local is the in-process state a failing shared store falls back
 	// to. It must not fail.
-	Local    store.Store
-	Timeout  time.Duration // bounds one call to Shared
-	Provider string        // the provider's Name()
-	Log      *slog.Logger
-	Limit    int           // the concurrency cap; 0: none
-	TTL      time.Duration // a lease's life without renewal
+	Local store.Store
+	// Timeout bounds one call to Shared; 0 is DefaultTimeout.
+	Timeout time.Duration
+	// Provider is the provider's Name(), for the log and the store's keys.
+	Provider string
+	// Log gets the store's failures and recoveries; nil discards them.
+	Log *slog.Logger
+	// Limit is the concurrency cap; 0: none.
+	Limit int
+	// TTL is a lease's life without renewal; 0 is DefaultTTL.
+	TTL time.Duration
 }
 
 // Fleet is the router's store, guarded, and its concurrency leases.
@@ -92,6 +107,15 @@ func New(c Config) *Fleet {
 	f := &Fleet{
 		store: c.Shared, local: c.Local, timeout: c.Timeout,
 		provider: c.Provider, log: c.Log, limit: c.Limit, ttl: c.TTL,
+	}
+	if f.timeout <= 0 {
+		f.timeout = DefaultTimeout
+	}
+	if f.ttl <= 0 {
+		f.ttl = DefaultTTL
+	}
+	if f.log == nil {
+		f.log = slog.New(slog.DiscardHandler)
 	}
 	if f.store == nil {
 		f.store, f.own = f.local, true

@@ -14,7 +14,7 @@
 //     where they go. On the local browser it is every document request
 //     (popups and frames included) and any request whose canonical URL
 //     could name a metadata endpoint; the egress check sees the rest at
-//     connect time. The owner decides each one; a pattern is only a
+//     connect time. Config.Decide decides each one; a pattern is only a
 //     filter.
 //  2. What Fetch cannot pause (WebSocket handshakes) is stopped per target
 //     by offline rules for IP-literal hosts ([OfflineRules]). They exist
@@ -34,8 +34,8 @@
 //
 // # What it asks of its user
 //
-// The guard holds no rule about where a URL may go. Its [Owner] decides
-// each URL (the same verdict and policy as the plan's), builds the errors
+// The guard holds no rule about where a URL may go. Its [Config]'s
+// functions decide each URL (the same verdict and policy as the plan's), builds the errors
 // it refuses with, and says which browser it covers. The guard knows its
 // user's sessions only as [Session] values: the targets of a session's
 // browser context, and those its pages open, are that session's. A call
@@ -45,6 +45,6 @@
 // call runs (a page's timer between calls) is decided as any other, on a
 // lookup of its own rather than on answers a past call got, and fails no
 // call; the session's refusal log keeps it. The guard holds nothing of its
-// user's but the owner and the sessions, so nothing it does reaches back
+// user's but its Config and the sessions, so nothing it does reaches back
 // into the router.
 package guard

@@ -77,12 +77,12 @@ func (c *chains) put(id fetch.RequestID, public bool) {
 
 // Guard is the guard of one browser connection.
 type Guard struct {
-	owner   Owner
+	cfg     Config // its decisions, with the defaults filled in
 	w       route.Route
 	res     Resolver
 	log     *slog.Logger
 	lookup  time.Duration
-	offline []string // OfflineRules and the owner's WebSocket rules
+	offline []string // OfflineRules and the config's WebSocket rules
 
 	// browser is what the browser said of itself when the guard started.
 	browser cdpcompat.Browser
@@ -115,19 +115,12 @@ type Guard struct {
 // refused by the verdict, only not named as precisely.
 const maxFrames = 4096
 
-// New is the guard of one browser connection, which asks o about every
-// URL it pauses. Start it on the connection's Mux.
-func New(cfg Config, o Owner) *Guard {
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	lookup := cfg.LookupTimeout
-	if lookup <= 0 {
-		lookup = LookupTimeout
-	}
-	w := o.Route()
-	g := &Guard{owner: o, w: w, res: cfg.Resolver, log: log, lookup: lookup, offline: append(OfflineRules(w, cfg.RemotePrivate), cfg.WSRules...),
+// New is the guard of one browser connection, which asks cfg.Decide about
+// every URL it pauses. Start it on the connection's Mux.
+func New(cfg Config) *Guard {
+	cfg = cfg.orDefault()
+	w := cfg.Route
+	g := &Guard{cfg: cfg, w: w, res: cfg.Resolver, log: cfg.Log, lookup: cfg.LookupTimeout, offline: append(OfflineRules(w, cfg.RemotePrivate), cfg.WSRules...),
 		info:   map[target.ID]*target.Info{},
 		parent: map[target.ID]target.ID{}, sess: map[target.SessionID]target.ID{},
 		frames: map[cdp.FrameID]target.ID{}, owners: map[target.ID]*Session{},
@@ -200,7 +193,7 @@ func (g *Guard) checkBrowser(ctx context.Context, m *cdpmux.Mux) error {
 const lacksOfflineRules = "Network.emulateNetworkConditionsByRule (the rules that stop WebSockets to metadata)"
 
 func (g *Guard) unsupported(lacks string) error {
-	return g.owner.Unsupported(g.browser.String(), lacks)
+	return g.cfg.Unsupported(g.browser.String(), lacks)
 }
 
 // setOffline puts the offline rules on one target, in the shape this
@@ -670,14 +663,14 @@ func (l *lookup) LookupName(name string) ([]netip.Addr, error) {
 	return addrs, err
 }
 
-// decide asks the owner about one paused request of session e (nil: none)
+// decide asks cfg.Decide about one paused request of session e (nil: none)
 // in the scope sc of its running call (nil: none), and records it in its
 // redirect chain.
 func (g *Guard) decide(ev *fetch.EventRequestPaused, url string, e *Session, sc *Scope) error {
 	g.mu.Lock()
 	wasPublic := g.chains.take(ev.RedirectedRequestID)
 	g.mu.Unlock()
-	public, err := g.owner.Decide(url, &lookup{g: g, s: e, sc: sc}, wasPublic)
+	public, err := g.cfg.Decide(url, &lookup{g: g, s: e, sc: sc}, wasPublic)
 	g.mu.Lock()
 	g.chains.put(ev.RequestID, wasPublic || public)
 	g.mu.Unlock()
@@ -746,7 +739,7 @@ func (g *Guard) answer(ev *fetch.EventRequestPaused) {
 	if doc && kind == "popup" {
 		_ = g.CloseTarget(g.life, id)
 	}
-	g.owner.Refused(g.life, key, x)
+	g.cfg.Refused(g.life, key, x)
 }
 
 // Popups are the pages of e's session other than its tab, with the URL
@@ -834,7 +827,7 @@ func (g *Guard) refuseCommand(msg *cdproto.Message) error {
 	if webScheme(n.Scheme) {
 		return nil
 	}
-	err := g.owner.RefuseNavigation(n)
+	err := g.cfg.RefuseNavigation(n)
 	if err == nil {
 		return nil
 	}
@@ -847,7 +840,7 @@ func (g *Guard) refuseCommand(msg *cdproto.Message) error {
 
 // navigation reads a navigation command to raw as Chromium reads its URL:
 // C0 controls and spaces trimmed, tabs and newlines removed. A URL with no
-// scheme has Scheme "", which no owner lets through (fail closed).
+// scheme has Scheme "", which no decision lets through (fail closed).
 func navigation(method, raw string) Navigation {
 	s := strings.TrimFunc(raw, func(r rune) bool { return r <= ' ' })
 	s = strings.Map(func(r rune) rune {
@@ -864,7 +857,7 @@ func navigation(method, raw string) Navigation {
 }
 
 // webScheme reports the schemes a navigation command may always name:
-// what they load meets the owner's decision on Fetch, request by request.
+// what they load meets Config.Decide on Fetch, request by request.
 func webScheme(scheme string) bool {
 	switch scheme {
 	case "http", "https", "ws", "wss", "data":

@@ -17,8 +17,8 @@ import (
 // FetchPatterns are the requests Fetch pauses on the browser w: every
 // request on a remote browser; on the local one every document and any
 // request whose canonical URL could name a metadata endpoint (the egress
-// check sees the rest at connect time). A pattern is only a filter: the
-// owner decides each request it pauses.
+// check sees the rest at connect time). A pattern is only a filter:
+// Config.Decide decides each request it pauses.
 func FetchPatterns(w route.Route) []*fetch.RequestPattern {
 	if w != route.Local {
 		return EveryRequest

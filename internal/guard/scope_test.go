@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"context"
 	"errors"
 	"net/netip"
 	"net/url"
@@ -15,19 +14,15 @@ import (
 	"github.com/hybroute/hybroute/route"
 )
 
-// errPrivate is the refusal of scopeOwner.
+// errPrivate is the refusal of scopeDecide.
 var errPrivate = errors.New("private address")
 
-// scopeOwner decides a URL by its host's answers alone: public when every
+// scopeDecide decides a URL by its host's answers alone: public when every
 // answer is a global unicast address outside the private ranges, refused
 // otherwise (no answer included). It stands in for the router's verdict,
 // which the root's tests cover; what is tested here is which answers the
 // guard hands it.
-type scopeOwner struct{}
-
-func (scopeOwner) Route() route.Route { return route.Cloud }
-
-func (scopeOwner) Decide(raw string, look Lookup, afterPublic bool) (bool, error) {
+func scopeDecide(raw string, look Lookup, afterPublic bool) (bool, error) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return false, err
@@ -47,10 +42,6 @@ func (scopeOwner) Decide(raw string, look Lookup, afterPublic bool) (bool, error
 	return true, nil
 }
 
-func (scopeOwner) RefuseNavigation(n Navigation) error      { return errors.New("refused") }
-func (scopeOwner) Refused(context.Context, string, Refusal) {}
-func (scopeOwner) Unsupported(browser, lacks string) error  { return errors.New(lacks) }
-
 // planAnswers are a call's answers by name.
 type planAnswers map[string][]netip.Addr
 
@@ -68,7 +59,7 @@ func (p planAnswers) Answer(name string) ([]netip.Addr, bool, error) {
 func TestScopeRule(t *testing.T) {
 	t.Parallel()
 	res := &countingResolver{n: map[string]int{}, answers: map[string][]netip.Addr{"a.test": addrs("10.0.0.5")}}
-	g := New(Config{Resolver: res}, scopeOwner{})
+	g := New(Config{Route: route.Cloud, Decide: scopeDecide, Resolver: res})
 	t.Cleanup(g.end)
 	n := 0
 	decide := func(s *Session, sc *Scope) error {
@@ -128,4 +119,18 @@ func TestScopeClearKeepsTheScopeLive(t *testing.T) {
 	if err := sc.Err(); err == nil || err.Error() != during.Error() {
 		t.Fatalf("Err after End = %v, want the run's refusal alone", err)
 	}
+}
+
+// TestConfigWithoutDecisionsRefuses: a guard whose Config names no Decide
+// or RefuseNavigation refuses every request and every navigation it
+// holds (fail closed).
+func TestConfigWithoutDecisionsRefuses(t *testing.T) {
+	t.Parallel()
+	g := New(Config{Route: route.Cloud, Resolver: &countingResolver{n: map[string]int{}}})
+	t.Cleanup(g.end)
+	var s Session
+	err := g.decide(&fetch.EventRequestPaused{RequestID: "1"}, "https://a.test/", &s, nil)
+	assert.ErrorIs(t, err, errNoDecision)
+	assert.ErrorIs(t, g.cfg.RefuseNavigation(navigation("Page.navigate", "about:blank")), errNoDecision)
+	assert.Error(t, g.cfg.Unsupported("Chrome/1", "everything"), "a browser it cannot cover is an error")
 }

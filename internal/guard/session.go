@@ -125,7 +125,7 @@ func (sc *Scope) answer(name string) ([]netip.Addr, bool, error) {
 // browser's name of what was asked for (Document, Image, …), the target
 // it came from ("tab", "popup", "frame in tab", "worker", …), the
 // browser's Network request id ("" when it did not say), and why (the
-// owner's refusal). Its fields are those of the router's public Refusal.
+// refusal of Config.Decide). Its fields are those of the router's public Refusal.
 type Refusal struct {
 	At                                   time.Time
 	URL, ResourceType, Target, RequestID string

@@ -9,7 +9,7 @@ import (
 )
 
 // A page that reads or writes an origin's storage is taken to a page of
-// that origin; the navigation meets the owner's decision as every
+// that origin; the navigation meets Config.Decide as every
 // navigation does, and the guard then answers it with a blank document of
 // its own (a stubbed page), so nothing is sent to the site.
 

@@ -5,7 +5,7 @@
 // and every child), its flags, and the measure of its memory.
 //
 // It holds no rule about where a URL may go: the guard and the egress
-// proxy of each process come from its [Owner], which decides with the
-// router's policy, and the turn to open a tab is the owner's too. What it
-// needs of the router's configuration comes in a [Config].
+// proxy of each process, which decide with the router's policy, and the
+// turn to open a tab come from its [Config], with what it needs of the
+// router's configuration.
 package sidecar

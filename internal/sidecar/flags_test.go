@@ -19,11 +19,18 @@ func TestManagedFlagsCannotBeSet(t *testing.T) {
 	for _, f := range []string{"single-process", "site-per-process", "disable-site-isolation-trials",
 		"proxy-server", "no-proxy-server", "remote-debugging-port",
 		"disable-extensions", "load-extension", "disable-extensions-except"} {
-		s := New(Config{Flags: map[string]any{f: true}}, testOwner{})
+		s := New(withFlags(map[string]any{f: true}))
 		_, err := s.allocatorOptions("/usr/bin/chromium", "127.0.0.1:1")
 		assert.ErrorContains(t, err, "managed by the sidecar", f)
 	}
-	s := New(Config{Flags: map[string]any{"user-agent": "x"}}, testOwner{})
+	s := New(withFlags(map[string]any{"user-agent": "x"}))
 	_, err := s.allocatorOptions("/usr/bin/chromium", "127.0.0.1:1")
 	assert.NoError(t, err, "a flag the sidecar does not manage is the caller's")
+}
+
+// withFlags is the test config with the extra switches flags.
+func withFlags(flags map[string]any) Config {
+	c := testConfig()
+	c.Flags = flags
+	return c
 }

@@ -31,8 +31,24 @@ var ErrClosed = errors.New("hybroute: the local Chromium sidecar is closed")
 // slow start that one creation gave up on serves the next.
 const startTimeout = 60 * time.Second
 
-// Config is what the sidecar needs of its user's configuration.
+// Config is what the sidecar needs of its user: its configuration, the
+// enforcement points of each process it starts, and the turn to open a
+// tab. The sidecar makes no decision about where a URL may go.
 type Config struct {
+	// Guard makes the guard of a new process's pipe (internal/guard). Nil
+	// fails every start: no Chromium runs without a guard.
+	Guard func() *guard.Guard
+	// Egress starts the egress proxy every connection of a new process
+	// goes through; ctx bounds the start only. Nil fails every start: no
+	// Chromium runs without the egress check.
+	Egress func(ctx context.Context) (*egress.Proxy, error)
+	// Turn waits for the turn of a new tab that takes no spare; done
+	// reports how long the opening took once it is over (0 when it
+	// failed). ctx is the open's. Nil: every tab opens at once.
+	Turn func(ctx context.Context) (done func(opened time.Duration), err error)
+	// Opened reports how long the making of a spare tab took, which took
+	// no turn. Nil: nothing is told.
+	Opened func(d time.Duration)
 	// Path is the Chromium binary the user named; "" finds one (Find).
 	Path string
 	// Flags are the user's extra Chromium switches, name to a string or
@@ -49,24 +65,6 @@ type Config struct {
 	Dead error
 	// Log gets the process's start, death and leftovers; nil logs nothing.
 	Log *slog.Logger
-}
-
-// Owner is what the sidecar asks of its user: the enforcement points of
-// each process it starts, and the turn to open a tab. The sidecar makes no
-// decision about where a URL may go.
-type Owner interface {
-	// Guard makes the guard of a new process's pipe (internal/guard).
-	Guard() *guard.Guard
-	// Egress starts the egress proxy every connection of a new process
-	// goes through; ctx bounds the start only.
-	Egress(ctx context.Context) (*egress.Proxy, error)
-	// Turn waits for the turn of a new tab that takes no spare; done
-	// reports how long the opening took once it is over (0 when it
-	// failed). ctx is the open's.
-	Turn(ctx context.Context) (done func(opened time.Duration), err error)
-	// Opened reports how long the making of a spare tab took, which took
-	// no turn.
-	Opened(d time.Duration)
 }
 
 // Find resolves the Chromium binary: path (the user's choice), then
@@ -98,9 +96,8 @@ func Find(path string, none error) (string, error) {
 // shared cookies, storage or cache. When the process dies every tab on it is
 // dead (Config.Dead), and the next open starts a fresh process.
 type Sidecar struct {
-	cfg   Config
-	owner Owner
-	log   *slog.Logger
+	cfg Config
+	log *slog.Logger
 
 	// life ends at close. A Chromium start runs under it, not under the
 	// caller that asked first: the start outlives a caller that gives up
@@ -137,15 +134,28 @@ type Sidecar struct {
 	memOf   *Proc
 }
 
+// errNoEnforcement fails the start of a sidecar whose Config has no Guard
+// or no Egress.
+var errNoEnforcement = errors.New("hybroute: the local Chromium has no guard or no egress proxy to start with")
+
 // New makes a sidecar. It starts nothing; the first Open starts Chromium.
-func New(cfg Config, owner Owner) *Sidecar {
+func New(cfg Config) *Sidecar {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Dead == nil {
 		cfg.Dead = errors.New("hybroute: the local Chromium died")
 	}
-	s := &Sidecar{cfg: cfg, owner: owner, log: cfg.Log}
+	if cfg.Guard == nil || cfg.Egress == nil {
+		cfg.Egress = func(context.Context) (*egress.Proxy, error) { return nil, errNoEnforcement }
+	}
+	if cfg.Turn == nil {
+		cfg.Turn = func(context.Context) (func(time.Duration), error) { return func(time.Duration) {}, nil }
+	}
+	if cfg.Opened == nil {
+		cfg.Opened = func(time.Duration) {}
+	}
+	s := &Sidecar{cfg: cfg, log: cfg.Log}
 	s.life, s.endLife = context.WithCancel(context.Background())
 	return s
 }
@@ -215,12 +225,12 @@ func (s *Sidecar) Open(ctx context.Context, key string) (*Tab, error) {
 	if tab != nil {
 		return tab, nil
 	}
-	// A few tabs made at once, the rest in turn (the owner's turn): each new
+	// A few tabs made at once, the rest in turn (Config.Turn): each new
 	// browser context starts a renderer and a guard setup, and dozens at
 	// once on a loaded machine starve them all past the guard's setup
 	// bound (every tab closed, every open failed), where taking turns
 	// serves them all.
-	done, err := s.owner.Turn(ctx)
+	done, err := s.cfg.Turn(ctx)
 	if err != nil {
 		return nil, s.openFailed(key, err)
 	}
@@ -358,7 +368,7 @@ func (s *Sidecar) fillSpare(proc *Proc) {
 		if err == nil {
 			// An opening like any: the queue's first estimate comes from
 			// the spare made at start, before a burst of sessions asks.
-			s.owner.Opened(time.Since(started))
+			s.cfg.Opened(time.Since(started))
 		}
 		s.mu.Lock()
 		s.spareCancel = nil
@@ -450,7 +460,7 @@ func (s *Sidecar) start(sctx context.Context) (*Proc, error) {
 	}
 	s.starts.Add(1)
 	// The egress proxy is up before Chromium makes its first connection.
-	egress, err := s.owner.Egress(sctx)
+	egress, err := s.cfg.Egress(sctx)
 	if err != nil {
 		return nil, err
 	}
@@ -480,7 +490,7 @@ func (s *Sidecar) start(sctx context.Context) (*Proc, error) {
 		return nil, fmt.Errorf("hybroute: preparing the temp profile of local Chromium: %w", err)
 	}
 	// The guard's Mux sits on the pipe between chromedp and Chromium.
-	guard := s.owner.Guard()
+	guard := s.cfg.Guard()
 	splice := cdpmux.NewSplice(watchDocuments(guard, egress))
 	opts = append(opts, chromedp.UserDataDir(dataDir), splice.Option())
 	allocCtx, allocCancel := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -18,57 +18,44 @@ import (
 	"github.com/hybroute/hybroute/route"
 )
 
-// errRefused is every decision of the test owner: the sidecar's own tests
+// errRefused is every decision of the test config: the sidecar's own tests
 // open tabs and load nothing, so nothing of theirs may leave the browser.
-var errRefused = errors.New("the sidecar's test owner refuses every URL")
+var errRefused = errors.New("the sidecar's test config refuses every URL")
 
-// testOwner is an owner that refuses every URL and connection, and lets
-// every tab open at once.
-type testOwner struct{}
-
-func (testOwner) Guard() *guard.Guard {
-	return guard.New(guard.Config{Resolver: noResolver{}}, refuseAll{})
+// testConfig refuses every URL and connection, and lets every tab open
+// at once.
+func testConfig() Config {
+	return Config{
+		Guard: func() *guard.Guard {
+			return guard.New(guard.Config{Route: route.Local, Decide: refuseAll, RefuseNavigation: refuseNavigation,
+				Unsupported: func(browser, lacks string) error { return errors.New(browser + " lacks " + lacks) },
+				Resolver:    noResolver{}})
+		},
+		Egress: func(ctx context.Context) (*egress.Proxy, error) {
+			return egress.Start(ctx, egress.Config{Decide: refuseConns, Ungranted: refuseGrant})
+		},
+	}
 }
 
-func (testOwner) Egress(ctx context.Context) (*egress.Proxy, error) {
-	return egress.Start(ctx, refuseConns{}, egress.Config{})
-}
+// refuseAll is the guard's decision: no URL.
+func refuseAll(string, guard.Lookup, bool) (bool, error) { return false, errRefused }
 
-func (testOwner) Turn(context.Context) (func(time.Duration), error) {
-	return func(time.Duration) {}, nil
-}
-func (testOwner) Opened(time.Duration) {}
-
-// refuseAll is the guard's owner: no URL.
-type refuseAll struct{}
-
-func (refuseAll) Route() route.Route { return route.Local }
-func (refuseAll) Decide(string, guard.Lookup, bool) (bool, error) {
-	return false, errRefused
-}
-
-// RefuseNavigation lets a page stay on about:blank, where a new tab starts.
-func (refuseAll) RefuseNavigation(n guard.Navigation) error {
+// refuseNavigation lets a page stay on about:blank, where a new tab starts.
+func refuseNavigation(n guard.Navigation) error {
 	if n.Scheme == "about" {
 		return nil
 	}
 	return errRefused
 }
-func (refuseAll) Refused(context.Context, string, guard.Refusal) {}
-func (refuseAll) Unsupported(browser, lacks string) error {
-	return errors.New(browser + " lacks " + lacks)
-}
 
-// refuseConns is the egress proxy's owner: no connection.
-type refuseConns struct{}
-
-func (refuseConns) Decide(context.Context, string) (egress.Decision, error) {
+// refuseConns is the egress proxy's decision: no connection.
+func refuseConns(context.Context, string) (egress.Decision, error) {
 	return egress.Decision{}, &egress.Refusal{Class: "test", Reason: "test", Phrase: "refused", Err: errRefused}
 }
-func (refuseConns) Ungranted(string, egress.Decision) error {
+
+func refuseGrant(string, egress.Decision) error {
 	return &egress.Refusal{Class: "test", Reason: "test", Phrase: "refused", Err: errRefused}
 }
-func (refuseConns) Refused(context.Context, error) {}
 
 // noResolver answers no name.
 type noResolver struct{}
@@ -77,11 +64,11 @@ func (noResolver) LookupNetIP(context.Context, string, string) ([]netip.Addr, er
 	return nil, errRefused
 }
 
-// newTestSidecar makes a sidecar with the test owner that is closed (and
+// newTestSidecar makes a sidecar with the test config that is closed (and
 // checked) when the test ends.
 func newTestSidecar(tb testing.TB) *Sidecar {
 	tb.Helper()
-	s := New(Config{}, testOwner{})
+	s := New(testConfig())
 	tb.Cleanup(func() { assert.NoError(tb, s.Close()) })
 	return s
 }
@@ -193,7 +180,7 @@ func BenchmarkSidecarColdStart(b *testing.B) {
 	testenv.RequireChromium(b)
 	ctx := testCtx(b)
 	for b.Loop() {
-		s := New(Config{}, testOwner{})
+		s := New(testConfig())
 		tab, err := s.Open(ctx, "cold")
 		if err != nil {
 			b.Fatal(err)
@@ -206,5 +193,18 @@ func BenchmarkSidecarColdStart(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
+	}
+}
+
+// TestConfigWithoutEnforcementStartsNothing: a sidecar whose Config names
+// no guard or no egress proxy starts no Chromium (fail closed).
+func TestConfigWithoutEnforcementStartsNothing(t *testing.T) {
+	t.Parallel()
+	for _, c := range []Config{{}, {Guard: testConfig().Guard}, {Egress: testConfig().Egress}} {
+		s := New(c)
+		_, err := s.Open(testCtx(t), "k")
+		assert.ErrorIs(t, err, errNoEnforcement)
+		assert.False(t, s.Alive(), "no Chromium runs")
+		assert.NoError(t, s.Close())
 	}
 }
