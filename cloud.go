@@ -5,21 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/target"
-	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cdpconn"
-	"github.com/hybroute/hybroute/internal/cdpmux"
-	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -89,7 +81,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		}
 		e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t)}
 		e.ending.add(endTab, func(ctx context.Context) error {
-			_ = t.close(ctx) // the provider's release ends what is left of it
+			_ = t.Close(ctx) // the provider's release ends what is left of it
 			return nil
 		})
 		e.ending.add(endProvider, func(ctx context.Context) error {
@@ -158,7 +150,9 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 		connCtx, cancel = context.WithDeadline(connCtx, dl)
 		defer cancel()
 	}
-	t, err := connectRemoteSession(connCtx, s.CDPURL, s.HTTPClient, "the cloud browser of "+r.provider.Name(), newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud), s.SingleConnection)
+	browser := "the cloud browser of " + r.provider.Name()
+	t, err := remotetab.Connect(connCtx, remotetab.Config{URL: s.CDPURL, HTTPClient: s.HTTPClient, Browser: browser,
+		Guard: newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud), Single: s.SingleConnection, Died: remoteDead(browser)})
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("%w to session %s of %s at %s: %w",
@@ -167,21 +161,24 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 	return s, t, nil
 }
 
-// cloudTab is the tab of a cloud session: over CDP (remoteTab) or through
-// a REST API (restTab). close ends it; the provider's release follows.
+// cloudTab is the tab of a cloud session: over CDP (remotetab.Tab) or
+// through a REST API (restTab). Close ends it; the provider's release
+// follows.
 type cloudTab interface {
 	browsertab.Tab
-	close(ctx context.Context) error
+	Close(ctx context.Context) error
 }
 
 // overrideEntry is a session on the CDP override's browser: a new tab on it.
 func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) {
 	ws, err := cdpconn.Resolve(ctx, r.cfg.cdpClient, r.cfg.cdpURL, nil)
 	if err == nil {
-		var t *remoteTab
-		if t, err = connectRemote(ctx, ws, r.cfg.cdpClient, "the browser of the CDP override", newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud)); err == nil {
+		var t *remotetab.Tab
+		browser := "the browser of the CDP override"
+		if t, err = remotetab.Connect(ctx, remotetab.Config{URL: ws, HTTPClient: r.cfg.cdpClient, Browser: browser,
+			Guard: newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud), Died: remoteDead(browser)}); err == nil {
 			e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t)}
-			e.ending.add(endTab, t.close)
+			e.ending.add(endTab, t.Close)
 			return e, nil
 		}
 	}
@@ -200,250 +197,4 @@ func checkCDPURL(s string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: CDP URL %q: want a ws, wss, http or https URL", ErrInvalidURL, redactURL(s))
-}
-
-// remoteTab is a tab on a browser reached over CDP: a cloud session or the
-// CDP override.
-type remoteTab struct {
-	ctx         context.Context      // the first tab's: it holds the connection to the browser
-	target      target.ID            // the first tab's target, once known (learnTarget)
-	bcID        cdp.BrowserContextID // the session's browser context, once known (learnTarget)
-	page        browsertab.Front     // the tab calls run in, once the first was replaced (tabs.go) or another made the front (tablist.go)
-	cancelAlloc context.CancelFunc
-	guard       *guard.Guard // the guard of this connection's browser
-	once        sync.Once
-	browser     string // names the browser in errors: "the cloud browser of Steel"
-}
-
-// remoteAllocator is the one place a remote browser is dialled: the
-// websocket URL exactly as the provider handed it out (TLS when it says
-// wss, no port needed, the key left in its query), with the provider's
-// HTTP client, and never a /json/version on a websocket URL (an http(s)
-// endpoint is resolved by cdpconn.Resolve, with its checks). The
-// connection runs through the guard g's Mux (guardedRemote; nil g: no
-// guard, for benchmarks only).
-//
-// single makes the URL good for one dial only (a session whose provider
-// serves one websocket per session, [provider.Session].SingleConnection): a second
-// dial fails with errSecondConnection rather than reaching the provider.
-func remoteAllocator(wsURL string, hc *http.Client, g *guard.Guard, single bool) (context.Context, context.CancelFunc) {
-	return guardedRemote(g, dialOnce(single, func(ctx context.Context) (chromedp.Transport, error) {
-		ws, err := cdpconn.Resolve(ctx, hc, wsURL, nil)
-		if err != nil {
-			return nil, err
-		}
-		return cdpconn.Dial(ctx, ws, hc)
-	}))
-}
-
-// dialOnce is dial, or with single, dial good for one call: the next ones
-// fail with errSecondConnection without dialling.
-func dialOnce[T any](single bool, dial func(context.Context) (T, error)) func(context.Context) (T, error) {
-	if !single {
-		return dial
-	}
-	var dialled atomic.Bool
-	return func(ctx context.Context) (T, error) {
-		if dialled.Swap(true) {
-			var zero T
-			return zero, errSecondConnection
-		}
-		return dial(ctx)
-	}
-}
-
-// errSecondConnection is the error of a second dial of a session that
-// serves one websocket.
-var errSecondConnection = errors.New("hybroute: the provider serves one CDP connection per session, and this session's is taken")
-
-// connectRemote opens a new tab on the browser at wsURL through
-// remoteAllocator, in a browser context of the session's own. chromedp ties
-// the browser connection to the context of its first action, so that
-// action runs on the tab's own context and the caller's ctx only bounds the
-// wait. browser names the browser in the errors of a dead tab.
-//
-// The browser context keeps sessions that share a browser (the CDP
-// override's, a CDPEndpoint's, a provider's gateway) apart: each has its
-// own cookies, storage, caches and BroadcastChannels, where the default
-// context would share them all. Every remote session gets one, on a
-// provider's browser of its own too (docs/decisions: one code path).
-// chromedp creates it with disposeOnDetach, so Chromium disposes of it,
-// and of every page in it, when this connection goes: an opening cut short
-// past its settle, or a connection lost, leaves nothing behind. close
-// disposes of it first, while the connection is up.
-func connectRemote(ctx context.Context, wsURL string, hc *http.Client, browser string, g *guard.Guard) (*remoteTab, error) {
-	return connectRemoteSession(ctx, wsURL, hc, browser, g, false)
-}
-
-// connectRemoteSession is connectRemote for a provider's session, which
-// may allow one websocket only (single).
-func connectRemoteSession(ctx context.Context, wsURL string, hc *http.Client, browser string, g *guard.Guard, single bool) (*remoteTab, error) {
-	actx, cancelAlloc := remoteAllocator(wsURL, hc, g, single)
-	tctx, _ := chromedp.NewContext(actx, chromedp.WithNewBrowserContext()) // ended by close, with chromedp.Cancel
-	t := &remoteTab{ctx: tctx, cancelAlloc: cancelAlloc, guard: g, browser: browser}
-	err := browsertab.FirstAction(ctx, tctx, openSettleTimeout, func(state browsertab.OpenState) {
-		switch state {
-		case browsertab.OpenSettled:
-			t.learnTarget()
-		case browsertab.OpenUnsettled:
-			t.warn(ctx, "hybroute: a tab's opening cut short did not settle in time; its tab may stay open on the browser")
-		}
-		_ = t.close(ctx)
-	})
-	if err != nil {
-		return nil, err // cdpconn's errors carry no credential
-	}
-	t.learnTarget()
-	return t, nil
-}
-
-// warn logs what may leave a tab open on the remote browser.
-func (t *remoteTab) warn(ctx context.Context, msg string, attrs ...slog.Attr) {
-	if t.guard == nil {
-		return
-	}
-	t.guard.Log().LogAttrs(ctx, slog.LevelWarn, msg, append(attrs, slog.String("browser", t.browser))...)
-}
-
-// learnTarget keeps the ids of the session's browser context and of the
-// first tab's target, once chromedp's first action has returned (it writes
-// them): close disposes of the one and closes the other itself, and the
-// guard attributes the context's targets to the session. A first action
-// that failed after the context was made leaves its id too.
-func (t *remoteTab) learnTarget() {
-	c := chromedp.FromContext(t.ctx)
-	if c == nil {
-		return
-	}
-	t.bcID = c.BrowserContextID
-	if c.Target != nil {
-		t.target = c.Target.TargetID
-	}
-}
-
-// BrowserContextID is the session's browser context, once learnTarget
-// knew it.
-func (t *remoteTab) BrowserContextID() cdp.BrowserContextID { return t.bcID }
-
-// guardedRemote is the seam between the cloud connection and the guard: an
-// allocator context for chromedp.NewContext whose connection, made by dial,
-// runs through the guard's Mux, with the guard on before chromedp opens its
-// tab. However the connection is dialled (TLS, a provider's URL shape), it
-// must be made through here: a connection without the Mux has no guard on
-// popups, frames, workers or WebSockets, and no refusal of chrome:// URLs.
-func guardedRemote(g *guard.Guard, dial func(ctx context.Context) (chromedp.Transport, error)) (context.Context, context.CancelFunc) {
-	a := &cdpmux.Allocator{Dial: dial}
-	if g != nil {
-		a.Hooks, a.Start = g.Hooks(), g.Start
-	}
-	return chromedp.NewAllocatorContext(context.Background(), a)
-}
-
-func (t *remoteTab) Context() context.Context {
-	if c := t.page.Get(); c != nil {
-		return c
-	}
-	return t.ctx
-}
-
-// dead covers a replacement tab too: it is a child of the first. A dropped
-// connection counts as soon as chromedp knows it, before it has cancelled
-// the tab's context.
-func (t *remoteTab) Dead() bool {
-	if t.Context().Err() != nil {
-		return true
-	}
-	if c := chromedp.FromContext(t.ctx); c != nil && c.Browser != nil {
-		select {
-		case <-c.Browser.LostConnection:
-			return true
-		default:
-		}
-	}
-	return false
-}
-
-func (t *remoteTab) WrapErr(err error) error {
-	if err != nil && t.Dead() && !errors.Is(err, ErrBrowserDead) {
-		return fmt.Errorf("%w: %w", remoteDead(t.browser), err)
-	}
-	return err
-}
-
-// close ends the session's browser context, with every page in it (the
-// tab, its replacement, its popups), and then the connection; the remote
-// browser lives on. The context is ended before the connection goes: a
-// page or a context left on a browser shared across sessions stays there,
-// with the user's cookies, and nobody to close it.
-func (t *remoteTab) close(ctx context.Context) error {
-	var err error
-	t.once.Do(func() {
-		// chromedp's own close (on Cancel) gives detaching, closing and
-		// disposing 5 s together; a loaded browser can take longer to
-		// answer, and its page then stayed. So the context is disposed of
-		// here first, within releaseTimeout, while the connection is up
-		// (Cancel drops it). Over a connection already lost there is
-		// nothing to do it with: Chromium disposed of the context then
-		// (disposeOnDetach).
-		ids := t.openTargets()
-		if (t.bcID != "" || len(ids) > 0) && !t.Dead() {
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
-			err = disposeContext(cctx, t.ctx, t.bcID)
-			if err != nil || t.bcID == "" {
-				// The pages at least; the context goes with the
-				// connection below.
-				for _, id := range ids {
-					err = errors.Join(err, browsertab.CloseTarget(cctx, t.ctx, id))
-				}
-			}
-			cancel()
-			if err != nil {
-				t.warn(ctx, "hybroute: a tab or the session's browser context may stay open on the browser", slog.String("error", err.Error()))
-			}
-		}
-		cerr := chromedp.Cancel(t.ctx)
-		if t.target == "" && t.bcID == "" {
-			err = cerr // only chromedp knew the tab
-		}
-		t.cancelAlloc()
-		if t.guard != nil {
-			t.guard.Wait()
-		}
-	})
-	return err
-}
-
-// openTargets are the tabs close closes: the first, and its replacement
-// when it was replaced (tabs.go; the first was closed then, best effort).
-func (t *remoteTab) openTargets() []target.ID {
-	var ids []target.ID
-	if p := t.page.Get(); p != nil {
-		if c := chromedp.FromContext(p); c != nil && c.Target != nil {
-			ids = append(ids, c.Target.TargetID)
-		}
-	}
-	if t.target != "" {
-		ids = append(ids, t.target)
-	}
-	return ids
-}
-
-// disposeContext disposes of the browser context id on the browser of
-// tabCtx, within ctx, which closes every page in it; a context already
-// gone counts as disposed of, and an empty id as nothing to do.
-func disposeContext(ctx, tabCtx context.Context, id cdp.BrowserContextID) error {
-	c := chromedp.FromContext(tabCtx)
-	if id == "" || c == nil || c.Browser == nil {
-		return nil
-	}
-	if _, err := cdp.Call(ctx, c.Browser, target.DisposeBrowserContext, target.DisposeBrowserContextParams{BrowserContextID: id}); err != nil && !contextGone(err) {
-		return fmt.Errorf("disposing of the browser context %s: %w", id, err)
-	}
-	return nil
-}
-
-// contextGone reports Chromium's answer to a dispose of a browser context
-// that is no longer there ("Failed to find context with id").
-func contextGone(err error) bool {
-	return strings.Contains(err.Error(), "Failed to find context")
 }

@@ -20,12 +20,12 @@ func BenchmarkRemoteSessionOpenClose(b *testing.B) {
 	var open, shut time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the test browser", newBrowserGuard(&cfg, pol, nil, RouteCloud))
+		rt, err := connectRemote(ctx, cloud.WSURL, "the test browser", newBrowserGuard(&cfg, pol, nil, RouteCloud))
 		if err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if err := rt.close(ctx); err != nil {
+		if err := rt.Close(ctx); err != nil {
 			b.Fatal(err)
 		}
 		open, shut = open+t1.Sub(t0), shut+time.Since(t1)

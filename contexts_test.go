@@ -19,6 +19,7 @@ import (
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/internal/remotetab"
 )
 
 // Sessions that share a remote browser (the CDP override's here) each run
@@ -130,9 +131,9 @@ func sessionOf(t *testing.T, r *Router, key string) *entry {
 // remoteContextOf is the browser context of a remote session's tab.
 func remoteContextOf(t *testing.T, r *Router, key string) cdp.BrowserContextID {
 	t.Helper()
-	rt, ok := sessionOf(t, r, key).h.Tab().(*remoteTab)
+	rt, ok := sessionOf(t, r, key).h.Tab().(*remotetab.Tab)
 	require.True(t, ok, "session %q is not on a remote browser", key)
-	return rt.bcID
+	return rt.BrowserContextID()
 }
 
 // Two sessions on one CDP override: A sets a cookie and localStorage on an

@@ -462,7 +462,7 @@ func BenchmarkEgress(b *testing.B) {
 			flags = []string{"--proxy-server=http://" + e.Addr(), "--proxy-bypass-list=<-loopback>", "--disable-quic"}
 		}
 		c := cloudtest.LaunchChromium(b, flags...)
-		rt, err := connectRemote(ctx, c.WSURL, nil, "the benchmark browser", nil)
+		rt, err := connectRemote(ctx, c.WSURL, "the benchmark browser", nil)
 		require.NoError(b, err)
 		for _, conn := range []string{"keep-alive", "new-conn"} {
 			page := s.url(publicHost, "/bench")
@@ -473,16 +473,16 @@ func BenchmarkEgress(b *testing.B) {
 				page += "?close"
 			}
 			b.Run(conn+"/"+via, func(b *testing.B) {
-				_, err := chromedp.Run(rt.ctx, chromedp.Navigate(page))
+				_, err := chromedp.Run(rt.Conn(), chromedp.Navigate(page))
 				require.NoError(b, err)
 				for b.Loop() {
-					if _, err := chromedp.Run(rt.ctx, chromedp.Navigate(page)); err != nil {
+					if _, err := chromedp.Run(rt.Conn(), chromedp.Navigate(page)); err != nil {
 						b.Fatal(err)
 					}
 				}
 			})
 		}
-		_ = rt.close(ctx)
+		_ = rt.Close(ctx)
 		c.Close()
 	}
 }

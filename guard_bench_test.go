@@ -44,7 +44,7 @@ func BenchmarkGuardCost(b *testing.B) {
 			g = newBrowserGuard(&cfg, pol, nil, RouteCloud)
 		}
 		ctx := testCtx(b)
-		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the benchmark browser", g)
+		rt, err := connectRemote(ctx, cloud.WSURL, "the benchmark browser", g)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -52,17 +52,17 @@ func BenchmarkGuardCost(b *testing.B) {
 		b.Run("page/guard-"+mode, func(b *testing.B) {
 			for b.Loop() {
 				n++
-				if err := chromedp.Do(rt.ctx, chromedp.Navigate(fmt.Sprintf("%s/bench-page?%d", s.URL, n))); err != nil {
+				if err := chromedp.Do(rt.Conn(), chromedp.Navigate(fmt.Sprintf("%s/bench-page?%d", s.URL, n))); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
 		b.Run("popup/guard-"+mode, func(b *testing.B) {
-			if err := chromedp.Do(rt.ctx, chromedp.Navigate(s.URL+"/opener")); err != nil {
+			if err := chromedp.Do(rt.Conn(), chromedp.Navigate(s.URL+"/opener")); err != nil {
 				b.Fatal(err)
 			}
 			for b.Loop() {
-				_, err := chromedp.Run(rt.ctx, chromedp.Evaluate[string](`new Promise(r => {
+				_, err := chromedp.Run(rt.Conn(), chromedp.Evaluate[string](`new Promise(r => {
 					const w = window.open("/popup-page");
 					w.addEventListener("load", () => { w.close(); r("loaded"); });
 				})`, chromedp.EvalAwaitPromise, asUserGesture))
@@ -71,7 +71,7 @@ func BenchmarkGuardCost(b *testing.B) {
 				}
 			}
 		})
-		_ = rt.close(context.Background())
+		_ = rt.Close(context.Background())
 	}
 }
 
@@ -153,16 +153,16 @@ func BenchmarkGuardRTT(b *testing.B) {
 					if mode == "on" {
 						g = newBrowserGuard(&cfg, pol, nil, RouteCloud)
 					}
-					rt, err := connectRemote(testCtx(b), far.String(), nil, "the benchmark browser", g)
+					rt, err := connectRemote(testCtx(b), far.String(), "the benchmark browser", g)
 					if err != nil {
 						b.Fatal(err)
 					}
-					defer func() { _ = rt.close(context.Background()) }()
-					if err := chromedp.Do(rt.ctx, chromedp.Navigate(page())); err != nil {
+					defer func() { _ = rt.Close(context.Background()) }()
+					if err := chromedp.Do(rt.Conn(), chromedp.Navigate(page())); err != nil {
 						b.Fatal(err)
 					}
 					for b.Loop() {
-						if err := chromedp.Do(rt.ctx, chromedp.Navigate(page())); err != nil {
+						if err := chromedp.Do(rt.Conn(), chromedp.Navigate(page())); err != nil {
 							b.Fatal(err)
 						}
 					}

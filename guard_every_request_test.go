@@ -263,11 +263,11 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 			for _, m := range methods {
 				t.Run(m, func(t *testing.T) {
 					t.Parallel()
-					rt, err := connectRemote(testCtx(t), cloud.WSURL, nil, "the unguarded browser", nil)
+					rt, err := connectRemote(testCtx(t), cloud.WSURL, "the unguarded browser", nil)
 					require.NoError(t, err)
-					defer func() { _ = rt.close(context.Background()) }()
-					require.NoError(t, chromedp.Do(rt.ctx, chromedp.Navigate(s.url(publicHost, "/hostile"))))
-					_, err = attack(rt.ctx, m)
+					defer func() { _ = rt.Close(context.Background()) }()
+					require.NoError(t, chromedp.Do(rt.Conn(), chromedp.Navigate(s.url(publicHost, "/hostile"))))
+					_, err = attack(rt.Conn(), m)
 					require.NoError(t, err)
 				})
 			}

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -171,8 +172,8 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 	tabCtx := e.h.Context()
 	var g *guard.Guard
 	switch t := e.h.Tab().(type) {
-	case *remoteTab:
-		g = t.guard
+	case *remotetab.Tab:
+		g = t.Guard()
 	case *localTab:
 		g = t.proc.Guard()
 	}

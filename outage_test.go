@@ -672,7 +672,7 @@ func TestConnectCutShortLeavesNoPage(t *testing.T) {
 	made, cut := 0, 0
 	for i := range 40 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i)*4*time.Millisecond)
-		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the test browser", newBrowserGuard(&cfg, pol, nil, RouteCloud))
+		rt, err := connectRemote(ctx, cloud.WSURL, "the test browser", newBrowserGuard(&cfg, pol, nil, RouteCloud))
 		cancel()
 		if err != nil {
 			require.ErrorIs(t, err, context.DeadlineExceeded)
@@ -680,7 +680,7 @@ func TestConnectCutShortLeavesNoPage(t *testing.T) {
 			continue
 		}
 		made++
-		require.NoError(t, rt.close(context.Background()))
+		require.NoError(t, rt.Close(context.Background()))
 	}
 	// Chromium lists a closed page a moment longer.
 	for deadline := time.Now().Add(20 * time.Second); cloudPages(t, cloud) > baseline && time.Now().Before(deadline); {

@@ -110,25 +110,6 @@ func TestBrowserlessOneWebSocketPerSession(t *testing.T) {
 	assert.GreaterOrEqual(t, w.api.Releases(), int64(1), "the lost session was given back")
 }
 
-// TestSingleConnectionDialsOnce proves the allocator of a single-connection
-// session refuses a second dial without a packet sent.
-func TestSingleConnectionDialsOnce(t *testing.T) {
-	t.Parallel()
-	calls := 0
-	dial := func(context.Context) (int, error) { calls++; return calls, nil }
-	once := dialOnce(true, dial)
-	_, err := once(context.Background())
-	require.NoError(t, err)
-	_, err = once(context.Background())
-	assert.ErrorIs(t, err, errSecondConnection)
-	assert.Equal(t, 1, calls)
-	many := dialOnce(false, dial)
-	for range 2 {
-		_, err = many(context.Background())
-		require.NoError(t, err)
-	}
-	assert.Equal(t, 3, calls)
-}
 
 // TestPaymentRefusalOpensNoFleetWindow proves a 402 sends the call to the
 // local floor with the refusal as its reason, holds this router's

@@ -176,9 +176,9 @@ func (t *restTab) Replace(context.Context) (func(), error) {
 // BrowserContextID is empty: the server keeps the tab's browser context.
 func (t *restTab) BrowserContextID() cdp.BrowserContextID { return "" }
 
-// close ends the tab's life; the provider's release closes it on the
+// Close ends the tab's life; the provider's release closes it on the
 // server.
-func (t *restTab) close(context.Context) error {
+func (t *restTab) Close(context.Context) error {
 	t.end()
 	return nil
 }

@@ -47,20 +47,6 @@ type Tab struct {
 	Front, Current bool
 }
 
-func (t *remoteTab) Attach(ctx context.Context, id target.ID) (context.Context, context.CancelFunc, error) {
-	return browsertab.Open(ctx, t.ctx, chromedp.WithTargetID(id))
-}
-
-func (t *remoteTab) OpenPage(ctx context.Context) (context.Context, context.CancelFunc, error) {
-	return browsertab.Open(ctx, t.ctx)
-}
-
-func (t *remoteTab) Swap(tctx context.Context, stop context.CancelFunc) (context.Context, context.CancelFunc) {
-	old := t.Context()
-	_, oldStop := t.page.Swap(tctx, stop)
-	return old, oldStop
-}
-
 // Tabs lists the pages of the session sessionKey in each browser it has
 // (the cloud's and the local one's), front tabs first. It runs no call.
 func (r *Router) Tabs(ctx context.Context, sessionKey string) ([]Tab, error) {

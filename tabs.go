@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
-	"github.com/hybroute/hybroute/internal/guard"
 )
 
 // A wedged tab recovers by itself (browsertab's Handle.Recover): a tab
@@ -96,28 +94,4 @@ func (r *Router) drop(e *entry) {
 	}
 	r.mu.Unlock()
 	_ = e.end()
-}
-
-// openSettleTimeout bounds how long an opening its caller cut short is
-// still waited for, so that the tab it made can be closed. It outlasts the
-// guard's setup of the new target (guard.TargetSetupTimeout), the longest step
-// of an opening on a loaded browser: a shorter bound left tabs open there.
-const openSettleTimeout = guard.TargetSetupTimeout + 15*time.Second
-
-// Replace opens a fresh tab on the remote browser, in the browser context
-// of the first (chromedp gives a child context its parent's), and makes it
-// the tab's front page. The first tab's context holds the connection to the
-// browser, so it lives on (closed), and the new tab is its child. Its
-// retire closes a replacement that is itself replaced (chromedp closes a
-// child tab when its context ends); the first tab's context stays.
-func (t *remoteTab) Replace(ctx context.Context) (func(), error) {
-	tctx, stop, err := browsertab.Open(ctx, t.ctx)
-	if err != nil {
-		return nil, err
-	}
-	_, oldStop := t.page.Swap(tctx, stop)
-	if oldStop == nil {
-		oldStop = func() {}
-	}
-	return oldStop, nil
 }

@@ -60,7 +60,8 @@ var layer = map[string]int{
 	"provider":              2,
 	"internal/providertest": 3,
 	// The local Chromium's process, with its guard and egress proxy.
-	"internal/sidecar": 3,
+	"internal/sidecar":   3,
+	"internal/remotetab": 3,
 	// The instruments and the bounded names they count under.
 	"internal/telemetry": 2,
 	// The facade: the Router, its plan, sessions and tabs.
@@ -84,6 +85,7 @@ var forbidden = map[string][]string{
 	"internal/egress":     {"netpolicy", "internal/guard", "internal/urlscan"},
 	"internal/browsertab": {"netpolicy", "internal/urlscan", "internal/guard", "internal/egress"},
 	"internal/sidecar":    {"netpolicy", "internal/urlscan"},
+	"internal/remotetab":  {"netpolicy", "internal/urlscan", "internal/egress"},
 	"provider":            {"netpolicy", "internal/urlscan"},
 }
 
