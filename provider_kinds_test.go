@@ -110,7 +110,6 @@ func TestBrowserlessOneWebSocketPerSession(t *testing.T) {
 	assert.GreaterOrEqual(t, w.api.Releases(), int64(1), "the lost session was given back")
 }
 
-
 // TestPaymentRefusalOpensNoFleetWindow proves a 402 sends the call to the
 // local floor with the refusal as its reason, holds this router's
 // creations off the provider, and writes no back-off window to the
