@@ -169,7 +169,8 @@ func LoadSessionAPISpec(r io.Reader) (SessionAPISpec, error) {
 // SessionAPI is the client of a session API a [SessionAPISpec] describes.
 type SessionAPI struct {
 	apiClient
-	spec SessionAPISpec
+	spec      SessionAPISpec
+	pollEvery time.Duration // between two reads of a starting session
 }
 
 // NewSessionAPI returns the client of the spec's API with the API key.
@@ -182,7 +183,7 @@ func NewSessionAPI(spec SessionAPISpec, apiKey string, opts ...Option) (*Session
 		c.keyScheme = spec.Auth.Scheme + " "
 	}
 	c.keyQuery = spec.Auth.Query
-	return &SessionAPI{apiClient: c, spec: spec}, nil
+	return &SessionAPI{apiClient: c, spec: spec, pollEvery: pollInterval}, nil
 }
 
 // Spec returns the spec the client speaks.
@@ -247,7 +248,7 @@ func (p *SessionAPI) pending(out map[string]any) bool {
 
 // pollInterval is the pause between two reads of a starting session: the
 // second Browser.cash's docs wait.
-var pollInterval = time.Second
+const pollInterval = time.Second
 
 // poll reads session id until it has its CDP URL: the last answer, or
 // an error when it ended, or ctx (bounded by defaultTimeout when it has
@@ -260,7 +261,7 @@ func (p *SessionAPI) poll(ctx context.Context, id string) (map[string]any, error
 	}
 	var out map[string]any
 	for {
-		t := time.NewTimer(pollInterval)
+		t := time.NewTimer(p.pollEvery)
 		select {
 		case <-ctx.Done():
 			t.Stop()
