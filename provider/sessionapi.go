@@ -270,6 +270,9 @@ func (p *SessionAPI) poll(ctx context.Context, id string) (map[string]any, error
 		}
 		out = nil
 		if err := p.call(ctx, "create", http.MethodGet, p.idPath(p.spec.Poll.Path, id), nil, &out); err != nil {
+			if ctx.Err() != nil {
+				return nil, p.fail("create", 0, fmt.Errorf("session %s still starting: %w", id, context.Cause(ctx)))
+			}
 			return nil, err
 		}
 		if p.cdpOf(out) != "" {

@@ -183,7 +183,7 @@ func WithProjectID(id string) ServerOption { return func(s *Server) { s.ProjectI
 // required scope: ..."}, as the service does for a key scoped per version
 // (browser-use's browser_use/browser/cloud/cloud.py reads that prefix).
 func WithKeyScopes(versions ...string) ServerOption {
-	return func(s *Server) { s.scopes = versions }
+	return func(s *Server) { s.scopes = append([]string{}, versions...) }
 }
 
 // WithStartingSessions makes a Browser.cash create answer status
