@@ -242,8 +242,10 @@ func TestProviderFailuresFallBack(t *testing.T) {
 		{"401 unauthorized", cloudtest.Browserbase, cloudtest.Status(http.StatusUnauthorized, ""), ErrUnauthorized, "status=401", "HTTP 401"},
 		{"402 payment required", cloudtest.BrowserUse, cloudtest.Status(http.StatusPaymentRequired, ""), ErrPaymentRequired, "status=402", "HTTP 402"},
 		{"500 server error", cloudtest.Steel, cloudtest.Status(http.StatusInternalServerError, ""), ErrProviderUnavailable, "status=500", "HTTP 500"},
+		// The date is far enough ahead to outlast the parallel rows'
+		// setup on a loaded machine: the window comes from it alone.
 		{"429 with a date Retry-After", cloudtest.Browserbase,
-			cloudtest.RateLimited(time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)), ErrRateLimited, "status=429", "HTTP 429 Too Many Requests (retry after"},
+			cloudtest.RateLimited(time.Now().Add(10 * time.Minute).UTC().Format(http.TimeFormat)), ErrRateLimited, "status=429", "HTTP 429 Too Many Requests (retry after"},
 		{"malformed JSON", cloudtest.Browserbase, cloudtest.Malformed(), ErrProviderUnavailable, "create session failed", "provider Browserbase: HTTP 201"},
 		{"hang past the deadline", cloudtest.Steel, cloudtest.Hang(), ErrProviderUnavailable, "create session failed", "no answer in time"},
 	}
