@@ -79,7 +79,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		if err != nil {
 			return nil, err
 		}
-		e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t)}
+		e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t), cloud: s}
 		e.ending.add(endTab, func(ctx context.Context) error {
 			_ = t.Close(ctx) // the provider's release ends what is left of it
 			return nil

@@ -74,7 +74,7 @@ func TestRateLimitedCloudFallsBackToLocal(t *testing.T) {
 	assert.Equal(t, localUA, w.site.uaOf("/other"))
 	assert.EqualValues(t, 1, w.api.Creates(), "no provider call while the Retry-After window is open")
 	assert.Equal(t, 1, w.logs.count(fallbackLine), "the outage is logged once")
-	assert.Equal(t, "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED (retry after 17s)", res.FallbackReason)
+	assert.Equal(t, "provider Browserbase: HTTP 429 Too Many Requests (retry after 17s)", res.FallbackReason)
 
 	// A fallback is a local session in its errors.
 	_, err = w.r.Exec(ctx, "morning", "", func(context.Context, *Call) error { return errors.New("boom") })
@@ -243,8 +243,10 @@ func TestProviderFailuresFallBack(t *testing.T) {
 		{"401 unauthorized", cloudtest.Browserbase, cloudtest.Status(http.StatusUnauthorized, ""), ErrUnauthorized, "status=401", "HTTP 401"},
 		{"402 payment required", cloudtest.BrowserUse, cloudtest.Status(http.StatusPaymentRequired, ""), ErrPaymentRequired, "status=402", "HTTP 402"},
 		{"500 server error", cloudtest.Steel, cloudtest.Status(http.StatusInternalServerError, ""), ErrProviderUnavailable, "status=500", "HTTP 500"},
+		// The date is far enough ahead to outlast the parallel rows'
+		// setup on a loaded machine: the window comes from it alone.
 		{"429 with a date Retry-After", cloudtest.Browserbase,
-			cloudtest.RateLimited(time.Now().Add(30 * time.Second).UTC().Format(http.TimeFormat)), ErrRateLimited, "status=429", "HTTP 429 RATE_LIMIT_EXCEEDED (retry after"},
+			cloudtest.RateLimited(time.Now().Add(10 * time.Minute).UTC().Format(http.TimeFormat)), ErrRateLimited, "status=429", "HTTP 429 Too Many Requests (retry after"},
 		{"malformed JSON", cloudtest.Browserbase, cloudtest.Malformed(), ErrProviderUnavailable, "create session failed", "provider Browserbase: HTTP 201"},
 		{"hang past the deadline", cloudtest.Steel, cloudtest.Hang(), ErrProviderUnavailable, "create session failed", "no answer in time"},
 	}

@@ -134,8 +134,7 @@ func TestOutageOneProbePerWindow(t *testing.T) {
 	const retryAfter = 2 * time.Second
 	w, cp := outageWorld(t)
 	secs := strconv.Itoa(int(retryAfter / time.Second))
-	rl := cloudtest.Reply{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {secs}},
-		Body: `{"error":"RATE_LIMIT_EXCEEDED","retryAfter":` + secs + `,"limit":200}`}
+	rl := cloudtest.RateLimited(secs)
 	w.api.AlwaysOnCreate(&rl)
 	calls, keys := proof(16, 1000), proof(4, 50)
 	start := time.Now()

@@ -34,7 +34,7 @@ func TestNewProvidersDriveARealBrowser(t *testing.T) {
 			require.NoError(t, err)
 			require.NotEmpty(t, s.CDPURL)
 			assert.True(t, srv.Live(s.ID))
-			assert.Equal(t, kind == cloudtest.Browserless, s.SingleConnection)
+			assert.False(t, s.SingleConnection, "no preset serves one connection only: browserless documents reconnecting")
 			if kind == cloudtest.Nous {
 				assert.Equal(t, "call-"+s.ID, s.ExternalCallID, "the gateway's x-external-call-id is kept on the session")
 			} else {
@@ -77,10 +77,9 @@ func TestNewProviderShapesRunOnTheCloud(t *testing.T) {
 	}
 }
 
-// TestBrowserlessOneWebSocketPerSession proves the router never dials a
-// browserless session's pre-tokenized URL twice: when its one connection
-// is lost, the next session is a new one, and the fake (which refuses a
-// second websocket to a session, as browserless does) refuses nothing.
+// TestBrowserlessOneWebSocketPerSession proves a browserless session's
+// lost connection is replaced by a new session, its pre-tokenized URL
+// dialled once per session, and the fake refuses nothing.
 func TestBrowserlessOneWebSocketPerSession(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.Browserless)
@@ -149,4 +148,20 @@ func TestPresetWithoutCDPURLFailsClearly(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoCDPEndpoint)
 	assert.Contains(t, err.Error(), "Cloud browser provider Hyperbrowser returned no CDP endpoint, so Browser Use mode cannot drive it.")
 	assert.EqualValues(t, 1, srv.Releases(), "the session is given back")
+}
+
+// TestStatusCarriesTheProvidersViews proves a cloud session's status
+// gives the live view and the expiry its provider answered (Browser Use's
+// liveUrl and timeoutAt, as its fake answers them).
+func TestStatusCarriesTheProvidersViews(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, cloudtest.BrowserUse)
+	_, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/views"))
+	require.NoError(t, err)
+	st, err := w.r.Status(testCtx(t), "s")
+	require.NoError(t, err)
+	require.Equal(t, RouteCloud, st.Route)
+	assert.True(t, strings.HasPrefix(st.LiveViewURL, w.api.URL+"/live/"), st.LiveViewURL)
+	assert.WithinDuration(t, time.Now().Add(cloudtest.FakeSessionLife), st.ExpiresAt, time.Minute)
+	assert.Empty(t, st.ReplayURL)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // entry is one cached session: one cache key, one tab. It holds what the
@@ -31,6 +32,9 @@ type entry struct {
 	// fallbackLabel is the bounded name of that cause, for the metrics
 	// and traces (telemetry.go's fallback reasons).
 	fallbackLabel string
+	// cloud is the provider's session a cloud entry runs on (its live
+	// view, replay and expiry for Status); nil otherwise.
+	cloud *provider.Session
 	// h is the tab and what the tab layer records of it (its dialogs,
 	// pages, origins, whether to probe it first); the entry lends it to
 	// the call that holds callMu.

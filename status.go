@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"slices"
+	"time"
 )
 
 // SessionStatus is what [Router.Status] reports of one session key: where
@@ -28,6 +29,13 @@ type SessionStatus struct {
 	Browser string
 	// Profile: the session keeps a persistent profile ([WithProfileDir]).
 	Profile bool
+	// LiveViewURL, ReplayURL and ExpiresAt are what the provider gave of
+	// a cloud session (see [github.com/hybroute/hybroute/provider.Session]): where a person watches it
+	// live, where its recording plays, when the provider ends it. Empty or
+	// zero when it gave none, and for a local session.
+	LiveViewURL string
+	ReplayURL   string
+	ExpiresAt   time.Time
 }
 
 // Rules are the rules a Router enforces, as its options set them
@@ -114,6 +122,9 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 	st.FallbackFromCloud, st.FallbackReason = e.fallback, e.fallbackAccount
 	if e.bg != nil {
 		st.Browser = e.bg.Browser().Product
+	}
+	if c := e.cloud; c != nil {
+		st.LiveViewURL, st.ReplayURL, st.ExpiresAt = c.LiveViewURL, c.ReplayURL, c.ExpiresAt
 	}
 	_, st.Profile = e.h.Tab().(*localTab)
 	st.Profile = st.Profile && r.profiles != nil

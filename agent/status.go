@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/redact"
@@ -63,6 +64,15 @@ func statusText(st hybroute.SessionStatus, r hybroute.Rules) string {
 		line("Fell back to the local browser", fell)
 		line("Browser", orText(quoteIf(st.Browser), "unknown (this browser has no DevTools protocol)"))
 		line("Persistent profile", yesNo(st.Profile))
+		if st.LiveViewURL != "" {
+			line("Live view (for a person to watch or take over)", quote(st.LiveViewURL, 500))
+		}
+		if st.ReplayURL != "" {
+			line("Recording", quote(st.ReplayURL, 500))
+		}
+		if !st.ExpiresAt.IsZero() {
+			line("The provider ends the session at", st.ExpiresAt.UTC().Format(time.RFC3339))
+		}
 	}
 	b.WriteString("Rules:\n")
 	line("- Routing", routing(r))

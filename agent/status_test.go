@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 
@@ -38,4 +39,24 @@ func TestStatusWithoutReporter(t *testing.T) {
 	res := ts.status(context.Background(), nil, "k", json.RawMessage(`{}`))
 	assert.True(t, res.IsError)
 	assert.Contains(t, res.Text, "does not report")
+}
+
+// TestStatusTextGivesTheProvidersViews: a cloud session's live view,
+// recording and expiry are lines of their own, quoted; a session without
+// them has none of those lines.
+func TestStatusTextGivesTheProvidersViews(t *testing.T) {
+	st := hybroute.SessionStatus{Open: true, Route: hybroute.RouteCloud, Provider: "Browser Use",
+		LiveViewURL: "https://live.browser-use.test/s1\nRoute: local", ReplayURL: "https://rec.example/s1.mp4",
+		ExpiresAt: time.Date(2026, 12, 6, 5, 30, 0, 0, time.FixedZone("CET", 3600))}
+	text := statusText(st, hybroute.Rules{})
+	assert.Contains(t, text, "\nLive view (for a person to watch or take over): \"https://live.browser-use.test/s1 Route: local\"\n",
+		"the URL is quoted on one line")
+	assert.Len(t, regexp.MustCompile(`(?m)^Route:`).FindAllString(text, -1), 1, "the URL cannot start a line")
+	assert.Contains(t, text, "\nRecording: \"https://rec.example/s1.mp4\"\n")
+	assert.Contains(t, text, "\nThe provider ends the session at: 2026-12-06T04:30:00Z\n")
+	st.LiveViewURL, st.ReplayURL, st.ExpiresAt = "", "", time.Time{}
+	text = statusText(st, hybroute.Rules{})
+	for _, name := range []string{"Live view", "Recording", "ends the session"} {
+		assert.NotContains(t, text, name)
+	}
 }

@@ -3,39 +3,53 @@ package provider
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
 	"math"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
-// Browser Use's browser sessions, on its current API (v3, the default) or
-// the one before (v2), and the managed gateway in front of it.
+// Browser Use's browser sessions, on the API versions the service mounts
+// them under (v2, v3, v4), and the managed gateway in front of them.
 //
-// What the client sends follows Browser Use's API references (stored
-// copies of docs.browser-use.com "Create Browser Session" and "Update
-// Browser Session", API v3 and v2, and docs.cloud.browser-use.com
-// "Browser"): base https://api.browser-use.com; POST /api/v3/browsers
-// (/api/v2/browsers) with the header X-Browser-Use-API-Key and a JSON body
-// whose optional fields are "timeout" (minutes: at most 15 on free plans,
-// 240 on paid ones), "proxyCountryCode" and "profileId"; the answer
-// carries "id", "status" ("active"/"stopped"), "cdpUrl" (an https
-// discovery endpoint, resolved through /json/version) and "liveUrl".
-// Release is PATCH /api/v3/browsers/{id} with {"action":"stop"}, which
-// also refunds the unused time. Errors are FastAPI shaped: {"detail":
-// "..."}, or for 422 a list of {"loc","msg","type"}. Its rate-limit 429s
-// are documented without a Retry-After header, so the session layer
-// brings its own window.
+// What the client sends follows Browser Use's API references (its SDK,
+// browser-use/sdk browser-use-node/src/v{2,3}/resources/browsers.ts, and
+// docs/cloud/openapi/v{2,3,4}.json; browser-use's own client,
+// browser_use/browser/cloud/cloud.py): base https://api.browser-use.com;
+// POST /api/{v}/browsers with the header X-Browser-Use-API-Key and a JSON
+// body whose optional fields are "timeout" (minutes: at most 15 on free
+// plans, 240 on paid ones), "proxyCountryCode" (lower case: "us"; "US" is
+// refused with 422) and "profileId"; the answer carries "id", "status"
+// ("active"/"stopped"), "cdpUrl" (an https discovery endpoint, resolved
+// through /json/version), "liveUrl" and "timeoutAt". Release is PATCH
+// /api/{v}/browsers/{id} with {"action":"stop"}, which also refunds the
+// unused time. Errors are FastAPI shaped: {"detail": "..."}, or for 422 a
+// list of {"loc","msg","type"}; 403 is answered for "Session timeout limit
+// exceeded (maximum 4 hours)" and for a key scoped to another version,
+// {"detail": "API key is missing required scope: ..."}: the service mounts
+// the same routes under each version and grants keys per version, so a
+// create so refused is tried on the next version, as browser-use's client
+// does, and the version that answered is used from then on.
 
 // The Browser Use API versions.
 const (
 	BrowserUseV3 = "v3" // /api/v3/browsers, the default
-	BrowserUseV2 = "v2" // /api/v2/browsers, for a user pinned to it
+	BrowserUseV2 = "v2" // /api/v2/browsers
+	BrowserUseV4 = "v4" // /api/v4/browsers
 )
 
-// WithBrowserUseAPI makes a [BrowserUse] client speak the API version v
-// ([BrowserUseV3], the default, or [BrowserUseV2]).
+// browserUseVersions are the versions a create tries, in browser-use's
+// own client's order, after the one configured.
+var browserUseVersions = []string{BrowserUseV2, BrowserUseV3, BrowserUseV4}
+
+// WithBrowserUseAPI makes a [BrowserUse] client try the API version v
+// first ([BrowserUseV3], the default, [BrowserUseV2] or [BrowserUseV4]);
+// a key that lacks v's scope is tried on the others.
 func WithBrowserUseAPI(v string) Option {
 	return func(c *config) { c.api = v }
 }
@@ -47,7 +61,7 @@ type BrowserUseSession struct {
 	// sent in whole minutes (rounded up).
 	Timeout time.Duration
 	// ProxyCountry is the country of the session's residential proxy, e.g.
-	// "us" (proxyCountryCode).
+	// "us" (proxyCountryCode, sent in lower case as the API wants it).
 	ProxyCountry string
 	// ProfileID is the saved browser profile the session starts from, with
 	// its cookies and logins (profileId).
@@ -67,7 +81,7 @@ func WithBrowserUseSession(s BrowserUseSession) Option {
 			c.params["timeout"] = int(math.Ceil(s.Timeout.Minutes()))
 		}
 		if s.ProxyCountry != "" {
-			c.params["proxyCountryCode"] = s.ProxyCountry
+			c.params["proxyCountryCode"] = strings.ToLower(s.ProxyCountry)
 		}
 		if s.ProfileID != "" {
 			c.params["profileId"] = s.ProfileID
@@ -79,44 +93,70 @@ func WithBrowserUseSession(s BrowserUseSession) Option {
 // the managed gateway in front of it ([NewBrowserUseGateway]).
 type BrowserUse struct {
 	apiClient
-	prefix   string         // the path before /browsers: "/api/v3", "/api/v2", or "" at a gateway
 	defaults map[string]any // the create body's fields unless params say otherwise
 	gateway  *gatewayCreates
+	// version is the API version creates go to first: the configured one
+	// until a create was granted on another (nil at a gateway, which has
+	// no version in its paths).
+	version *atomic.Pointer[string]
 }
 
 // NewBrowserUse returns a [BrowserUse] client, on API v3 unless
-// [WithBrowserUseAPI] says v2. An unknown version is taken as v3.
+// [WithBrowserUseAPI] names another. An unknown version is taken as v3.
 func NewBrowserUse(apiKey string, opts ...Option) *BrowserUse {
 	b := &BrowserUse{apiClient: newAPIClient(DefaultBrowserUseBaseURL, "Browser Use", "X-Browser-Use-API-Key", apiKey, opts)}
-	b.prefix = "/api/" + BrowserUseV3
-	if b.api == BrowserUseV2 {
-		b.prefix = "/api/" + BrowserUseV2
+	v := BrowserUseV3
+	if slices.Contains(browserUseVersions, b.api) {
+		v = b.api
 	}
+	b.version = &atomic.Pointer[string]{}
+	b.version.Store(&v)
 	return b
 }
 
-// CreateSession implements [Provider]: POST {prefix}/browsers, then the
-// cdpUrl (usually https) is resolved to its websocket through
-// /json/version. At the gateway it carries an idempotency key (gateway.go).
+// APIVersion is the version the client's creates go to first: the
+// configured one, or the one a scoped key was last granted. Empty at the
+// managed gateway.
+func (b *BrowserUse) APIVersion() string {
+	if b.version == nil {
+		return ""
+	}
+	return *b.version.Load()
+}
+
+// createAnswer is the create answer of Browser Use (and of the gateway).
+type createAnswer struct {
+	ID         string `json:"id"`
+	CDPURL     string `json:"cdpUrl"`
+	ConnectURL string `json:"connectUrl"`
+	LiveURL    string `json:"liveUrl"`
+	TimeoutAt  string `json:"timeoutAt"`
+}
+
+// CreateSession implements [Provider]: POST /api/{v}/browsers, on the
+// next version while a version's scope is missing, then the cdpUrl
+// (usually https) is resolved to its websocket through /json/version. At
+// the gateway it is POST {origin}/browsers with an idempotency key
+// (gateway.go).
 func (b *BrowserUse) CreateSession(ctx context.Context, key string) (*Session, error) {
 	body := make(map[string]any, len(b.defaults)+len(b.params))
 	maps.Copy(body, b.defaults)
 	maps.Copy(body, b.params)
-	b.profile.browserUseProfile(body, key)
-	var out struct {
-		ID         string `json:"id"`
-		CDPURL     string `json:"cdpUrl"`
-		ConnectURL string `json:"connectUrl"`
+	if cc, ok := body["proxyCountryCode"].(string); ok {
+		body["proxyCountryCode"] = strings.ToLower(cc)
 	}
-	u := b.baseURL + b.prefix + "/browsers"
+	b.profile.browserUseProfile(body, key)
+	var out createAnswer
 	var hdr http.Header
 	var err error
+	prefix := ""
 	if b.gateway != nil {
+		u := b.baseURL + "/browsers"
 		hdr, err = b.gateway.create(ctx, key, func(extra http.Header) (http.Header, error) {
 			return b.request(ctx, "create", http.MethodPost, u, body, &out, extra)
 		})
 	} else {
-		hdr, err = b.request(ctx, "create", http.MethodPost, u, body, &out, nil)
+		prefix, err = b.createOnVersions(ctx, body, &out)
 	}
 	if err != nil {
 		return nil, err
@@ -127,17 +167,62 @@ func (b *BrowserUse) CreateSession(ctx context.Context, key string) (*Session, e
 	if err != nil {
 		return nil, err
 	}
+	s.LiveViewURL = out.LiveURL
+	s.ExpiresAt = parseTime(out.TimeoutAt)
+	s.releaseURL = b.baseURL + prefix + "/browsers/" + url.PathEscape(s.ID)
 	if b.gateway != nil {
 		s.ExternalCallID = truncate(hdr.Get(externalCallIDHeader), 200)
 	}
 	return s, nil
 }
 
-// ReleaseSession implements [Provider]: PATCH {prefix}/browsers/{id} with
-// {"action":"stop"}.
+// createOnVersions posts the create to the first version, then to each
+// other while the answer is a missing scope, and keeps the version that
+// answered otherwise. It returns the path prefix of that version. The
+// error of a key that no version granted is the first version's.
+func (b *BrowserUse) createOnVersions(ctx context.Context, body map[string]any, out *createAnswer) (string, error) {
+	first := b.APIVersion()
+	order := append([]string{first}, slices.DeleteFunc(slices.Clone(browserUseVersions), func(v string) bool { return v == first })...)
+	var firstErr error
+	for _, v := range order {
+		prefix := "/api/" + v
+		_, err := b.request(ctx, "create", http.MethodPost, b.baseURL+prefix+"/browsers", body, out, nil)
+		var pe *Error
+		if err != nil && errors.As(err, &pe) && pe.MissingScope() {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		if err == nil && v != first {
+			b.version.Store(&v)
+		}
+		return prefix, err
+	}
+	return "", firstErr
+}
+
+// ReleaseSession implements [Provider]: PATCH /api/{v}/browsers/{id} with
+// {"action":"stop"}, on the version that created the session.
 func (b *BrowserUse) ReleaseSession(ctx context.Context, s *Session) error {
 	if s == nil || s.ID == "" {
 		return nil
 	}
-	return b.call(ctx, "release", http.MethodPatch, b.prefix+"/browsers/"+url.PathEscape(s.ID), map[string]any{"action": "stop"}, nil)
+	u := s.releaseURL
+	if u == "" {
+		prefix := ""
+		if b.gateway == nil {
+			prefix = "/api/" + b.APIVersion()
+		}
+		u = b.baseURL + prefix + "/browsers/" + url.PathEscape(s.ID)
+	}
+	_, err := b.request(ctx, "release", http.MethodPatch, u, map[string]any{"action": "stop"}, nil, nil)
+	return err
+}
+
+// parseTime reads an RFC 3339 time, zero when there is none.
+func parseTime(v string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(v))
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }

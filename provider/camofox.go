@@ -226,7 +226,7 @@ func (d *camofoxTab) Screenshot(ctx context.Context, fullPage bool) ([]byte, err
 	req.Header.Set("Accept", "image/png")
 	req.Header.Set("User-Agent", "hybroute")
 	if d.c.keyHeader != "" {
-		req.Header.Set(d.c.keyHeader, d.c.key)
+		req.Header.Set(d.c.keyHeader, d.c.keyScheme+d.c.key)
 	}
 	resp, err := d.c.client.Do(req)
 	if err != nil {
@@ -238,7 +238,7 @@ func (d *camofoxTab) Screenshot(ctx context.Context, fullPage bool) ([]byte, err
 		return nil, d.c.fail("screenshot", resp.StatusCode, fmt.Errorf("reading the answer: %w", err))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, d.c.answerError("screenshot", resp, data)
+		return nil, d.c.answerError("screenshot", resp, data, nil)
 	}
 	if len(data) > maxScreenshotBytes {
 		return nil, d.c.fail("screenshot", resp.StatusCode, fmt.Errorf("answer larger than %d bytes", maxScreenshotBytes))

@@ -1,10 +1,12 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
 )
 
 // The clients of the cloud browser providers. What each client sends was
@@ -16,13 +18,19 @@ import (
 //     header X-BB-API-Key and the JSON body {"projectId": ...}; the answer
 //     (201) carries "id" and "connectUrl" (a wss URL) among other fields.
 //     Release is POST /v1/sessions/{id} with {"status":"REQUEST_RELEASE"};
-//     older references mark "projectId" required there, newer ones optional,
-//     so the client sends both. The concurrency guide says both limits (max
-//     concurrent browsers, session creations per minute) answer 429.
+//     older references mark "projectId" required there, newer ones optional
+//     (since 2026-02), so the client sends it when it has one, and leaves it
+//     out of both calls otherwise. The concurrency guide says both limits
+//     (max concurrent browsers, session creations per minute) answer 429.
+//     The create answer's "expiresAt" is the session's end; GET
+//     /v1/sessions/{id}/debug answers the live view, "debuggerFullscreenUrl"
+//     (browserbase/sdk-node src/resources/sessions).
 //   - Browser Use and its managed gateway: see browseruse.go.
 //   - Steel (docs.steel.dev, SDK references and session lifecycle): base
 //     https://api.steel.dev; POST /v1/sessions with the header steel-api-key;
-//     the answer carries "id", "websocketUrl" and "sessionViewerUrl". Its
+//     the answer carries "id", "websocketUrl", "sessionViewerUrl" (the live
+//     view), "debugUrl", "createdAt" and "timeout" (ms; steel-dev/steel-node
+//     src/resources/sessions/sessions.ts). Its
 //     Puppeteer/Playwright guides connect to websocketUrl with the API key
 //     appended as the "apiKey" query parameter, so the CDP URL this client
 //     returns carries it (print it only through redact.URL). Release is POST
@@ -58,18 +66,50 @@ func NewBrowserbase(apiKey, projectID string, opts ...Option) *Browserbase {
 	}
 }
 
-// CreateSession implements [Provider]: POST /v1/sessions.
+// CreateSession implements [Provider]: POST /v1/sessions, then GET
+// /v1/sessions/{id}/debug for the live view (a session is handed out
+// without one when that call fails).
 func (b *Browserbase) CreateSession(ctx context.Context, key string) (*Session, error) {
 	var out struct {
 		ID         string `json:"id"`
 		ConnectURL string `json:"connectUrl"`
+		ExpiresAt  string `json:"expiresAt"`
 	}
-	body := b.createBody(map[string]any{"projectId": b.projectID})
+	fields := map[string]any{}
+	if b.projectID != "" {
+		fields["projectId"] = b.projectID
+	}
+	body := b.createBody(fields)
 	b.profile.browserbaseContext(body, key)
 	if err := b.call(ctx, "create", http.MethodPost, "/v1/sessions", body, &out); err != nil {
 		return nil, err
 	}
-	return b.session(ctx, key, out.ID, out.ConnectURL)
+	s, err := b.session(ctx, key, out.ID, out.ConnectURL)
+	if err != nil {
+		return nil, err
+	}
+	s.ExpiresAt = parseTime(out.ExpiresAt)
+	s.LiveViewURL = b.liveView(ctx, s.ID)
+	return s, nil
+}
+
+// liveViewTimeout bounds the call that asks for a live view: the
+// session works without one.
+const liveViewTimeout = 5 * time.Second
+
+// liveView asks for the session's live view: debuggerFullscreenUrl of
+// GET /v1/sessions/{id}/debug. "" when the call fails.
+func (b *Browserbase) liveView(ctx context.Context, id string) string {
+	ctx, cancel := context.WithTimeout(ctx, liveViewTimeout)
+	defer cancel()
+	var out struct {
+		DebuggerFullscreenURL string `json:"debuggerFullscreenUrl"`
+		DebuggerURL           string `json:"debuggerUrl"`
+	}
+	if err := b.call(ctx, "debug", http.MethodGet, "/v1/sessions/"+url.PathEscape(id)+"/debug", nil, &out); err != nil {
+		return ""
+	}
+	return cmp.Or(out.DebuggerFullscreenURL, out.DebuggerURL)
 }
 
 // ReleaseSession implements [Provider]: POST /v1/sessions/{id} with
@@ -99,8 +139,12 @@ func NewSteel(apiKey string, opts ...Option) *Steel {
 // redacted form.
 func (s *Steel) CreateSession(ctx context.Context, key string) (*Session, error) {
 	var out struct {
-		ID           string `json:"id"`
-		WebsocketURL string `json:"websocketUrl"`
+		ID               string  `json:"id"`
+		WebsocketURL     string  `json:"websocketUrl"`
+		SessionViewerURL string  `json:"sessionViewerUrl"`
+		DebugURL         string  `json:"debugUrl"`
+		CreatedAt        string  `json:"createdAt"`
+		Timeout          float64 `json:"timeout"` // ms
 	}
 	body := s.createBody(nil)
 	s.profile.steelProfile(body, key)
@@ -108,8 +152,15 @@ func (s *Steel) CreateSession(ctx context.Context, key string) (*Session, error)
 		return nil, err
 	}
 	sess, err := s.session(ctx, key, out.ID, out.WebsocketURL)
-	if err != nil || sess.CDPURL == "" {
-		return sess, err
+	if err != nil {
+		return nil, err
+	}
+	sess.LiveViewURL = cmp.Or(out.SessionViewerURL, out.DebugURL)
+	if created := parseTime(out.CreatedAt); !created.IsZero() && out.Timeout > 0 {
+		sess.ExpiresAt = created.Add(time.Duration(out.Timeout * float64(time.Millisecond)))
+	}
+	if sess.CDPURL == "" {
+		return sess, nil
 	}
 	if u, perr := url.Parse(sess.CDPURL); perr == nil && s.key != "" {
 		q := u.Query()

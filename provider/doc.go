@@ -21,7 +21,8 @@
 //   - [NewCamofox]: a REST browser server with no CDP endpoint.
 //
 // A failed call is an [*Error] that matches a sentinel with errors.Is:
-// [ErrRateLimited], [ErrAuth], [ErrPayment] or [ErrUnavailable]. No error
+// [ErrRateLimited], [ErrAuth], [ErrPayment], [ErrInvalidParam] or
+// [ErrUnavailable], by what the provider said, not by its status alone. No error
 // text carries an API key or a URL token. The clients are configured with
 // [Option] values ([WithBaseURL], [WithHTTPClient], [WithSessionParams],
 // [WithProfile], …); the HTTP client given with [WithHTTPClient] also dials

@@ -16,14 +16,22 @@ import (
 // the sentinel of its status with errors.Is. The sentinels' texts keep the
 // library's "hybroute: " prefix, as every error a Router returns.
 var (
-	// ErrRateLimited is matched by an [*Error] for HTTP 429. Its
+	// ErrRateLimited is matched by an [*Error] for HTTP 429, and for a
+	// 402 or 403 whose words are a limit (a plan's concurrent-browser
+	// limit, a quota): a limit to wait out, not a key to fix. Its
 	// RetryAfter and Limit carry the window and limit the provider
-	// advertised, when it did.
+	// advertised, when it did; its Message the provider's words.
 	ErrRateLimited = errors.New("hybroute: cloud browser provider rate limit exceeded")
-	// ErrAuth is matched by an [*Error] for HTTP 401 and 403 (but for a
-	// billing refusal, which is [ErrPayment]): the API key, the token or
+	// ErrAuth is matched by an [*Error] for HTTP 401, and for a 403 that
+	// is neither a limit, a billing refusal ([ErrPayment]) nor a refused
+	// parameter ([ErrInvalidParam]): the API key, the token, its scope or
 	// the project was refused.
 	ErrAuth = errors.New("hybroute: cloud browser provider refused the credentials")
+	// ErrInvalidParam is matched by an [*Error] for a 400 or 422 that
+	// names a field of the request, and for a 403 that says a field of
+	// the request is over a limit (Browser Use's "Session timeout limit
+	// exceeded"): the configuration's to fix. Param names the field.
+	ErrInvalidParam = errors.New("hybroute: cloud browser provider refused a session parameter")
 	// ErrPayment is matched by an [*Error] for HTTP 402, and for a 4xx
 	// whose code or message is a billing refusal ("insufficient credits",
 	// "payment required"): the account is out of credits or its plan does
@@ -59,6 +67,11 @@ type Error struct {
 	// Limit is the advertised limit (body "limit" or X-RateLimit-Limit),
 	// zero when none.
 	Limit int
+	// Param is the field of the request the provider refused, when its
+	// answer names one: FastAPI's detail[].loc ("timeout"), a validator's
+	// path ("body/projectId", "property 'projectId'"), or a field the
+	// request sent named in the message. Empty when none is named.
+	Param string
 	// ExternalCallID is the gateway's x-external-call-id of the failed
 	// call, when it sent one.
 	ExternalCallID string
@@ -88,6 +101,9 @@ func (e *Error) Error() string {
 		b.WriteString(e.Message)
 	}
 	var extra []string
+	if e.Param != "" {
+		extra = append(extra, "parameter "+strconv.Quote(e.Param))
+	}
 	if e.RetryAfter > 0 {
 		extra = append(extra, "retry after "+e.RetryAfter.String())
 	}
@@ -107,22 +123,70 @@ func (e *Error) Error() string {
 // Unwrap returns the cause, if any.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Is matches the sentinels by status: [ErrRateLimited] (429),
-// [ErrAuth] (401, 403), [ErrPayment] (402, or a billing
-// refusal of another 4xx), [ErrUnavailable] (5xx, 408, or no
-// usable answer).
+// Is matches the sentinels by what the answer says, not by its status
+// alone ([Error.Refusal]): [ErrRateLimited] (429, or a limit answered 402
+// or 403), [ErrAuth] (401, another 403), [ErrPayment] (402, or a billing
+// refusal of another 4xx), [ErrInvalidParam] (a refused field),
+// [ErrUnavailable] (5xx, 408, or no usable answer).
 func (e *Error) Is(target error) bool {
 	switch target {
-	case ErrRateLimited:
-		return e.Status == http.StatusTooManyRequests && !e.billing()
-	case ErrAuth:
-		return (e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden) && !e.billing()
-	case ErrPayment:
-		return e.Status == http.StatusPaymentRequired || e.billing()
+	case ErrRateLimited, ErrAuth, ErrPayment, ErrInvalidParam:
+		return e.Refusal() == target
 	case ErrUnavailable:
 		return e.Status < 300 || e.Status == http.StatusRequestTimeout || e.Status >= 500
 	}
 	return false
+}
+
+// Refusal is the sentinel of a 4xx refusal by what it says: a billing
+// refusal is [ErrPayment] whatever its status; a field named in a 400,
+// 422, or in a 403 about a limit, [ErrInvalidParam]; a 429, or a 402 or
+// 403 about a limit, [ErrRateLimited]; a 401 or another 403, [ErrAuth]; a
+// plain 402, [ErrPayment]. Nil for any other answer.
+func (e *Error) Refusal() error {
+	if e.Status < 400 || e.Status > 499 {
+		return nil
+	}
+	limit := e.says(limitWords)
+	switch {
+	case e.says(billingWords):
+		return ErrPayment
+	case e.Param != "" && (e.Status == http.StatusBadRequest || e.Status == http.StatusUnprocessableEntity ||
+		e.Status == http.StatusForbidden && limit):
+		return ErrInvalidParam
+	case e.Status == http.StatusTooManyRequests:
+		return ErrRateLimited
+	case (e.Status == http.StatusForbidden || e.Status == http.StatusPaymentRequired) && limit:
+		return ErrRateLimited
+	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
+		return ErrAuth
+	case e.Status == http.StatusPaymentRequired:
+		return ErrPayment
+	}
+	return nil
+}
+
+// limitWords are what a refusal says when it is a limit to wait out:
+// Browser.cash's 403 "Session or account limit reached: the plan's
+// concurrent-browser limit", a quota, a rate.
+var limitWords = []string{"limit", "quota", "concurrent", "concurrency", "too many", "maximum number"}
+
+// says reports a code or message that holds one of words.
+func (e *Error) says(words []string) bool {
+	text := strings.ToLower(e.Code + " " + e.Message)
+	for _, w := range words {
+		if strings.Contains(text, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// MissingScope reports a 403 that says the key lacks a scope (Browser
+// Use's {"detail": "API key is missing required scope: ..."}, answered
+// when a key is scoped to another API version).
+func (e *Error) MissingScope() bool {
+	return e.Status == http.StatusForbidden && strings.Contains(strings.ToLower(e.Code+" "+e.Message), "missing required scope")
 }
 
 // billingWords are what a provider's error code or message says when it
@@ -130,20 +194,6 @@ func (e *Error) Is(target error) bool {
 // them instead of 402.
 var billingWords = []string{"payment", "billing", "credits", "insufficient_funds", "insufficient funds",
 	"insufficient_balance", "insufficient balance", "subscription"}
-
-// billing reports a 4xx refusal whose code or message is about money.
-func (e *Error) billing() bool {
-	if e.Status < 400 || e.Status > 499 {
-		return false
-	}
-	text := strings.ToLower(e.Code + " " + e.Message)
-	for _, w := range billingWords {
-		if strings.Contains(text, w) {
-			return true
-		}
-	}
-	return false
-}
 
 // redactErr returns err with every secret removed from its text, and the
 // URL of a *url.Error in its redacted form, still unwrapping to err (so

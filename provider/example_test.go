@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"time"
 
 	"github.com/hybroute/hybroute/provider"
 )
@@ -127,25 +126,29 @@ func ExampleProvider() {
 	// delete /sessions/g-1
 }
 
-// A failed call is an *Error: errors.Is tells the kind of failure, and
-// the fields carry what the provider said, never its key.
+// A failed call is an *Error: errors.Is tells the kind of failure by what
+// the provider said, and the fields carry its words, never its key. Here
+// Browser.cash's documented 403 for its plan's concurrent-browser limit
+// (BrowserCash/docs docs/sessions/errors.mdx) is a limit to wait out, not
+// a refused key.
 func ExampleError() {
 	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Retry-After", "17")
-		w.WriteHeader(http.StatusTooManyRequests)
-		_, _ = w.Write([]byte(`{"error":"RATE_LIMIT_EXCEEDED","message":"too many sessions","limit":25}`))
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = w.Write([]byte(`{"error":"Session or account limit reached: the plan's concurrent-browser limit"}`))
 	}))
 	defer api.Close()
 
-	_, err := provider.NewSteel("steel_key", provider.WithBaseURL(api.URL)).CreateSession(context.Background(), "k")
-	fmt.Println(errors.Is(err, provider.ErrRateLimited), errors.Is(err, provider.ErrUnavailable))
+	spec, _ := provider.SessionAPIPreset("browser-cash")
+	p, _ := provider.NewSessionAPI(spec, "bc_key", provider.WithBaseURL(api.URL))
+	_, err := p.CreateSession(context.Background(), "k")
+	fmt.Println(errors.Is(err, provider.ErrRateLimited), errors.Is(err, provider.ErrAuth))
 	var pe *provider.Error
 	if errors.As(err, &pe) {
-		fmt.Println(pe.Status, pe.Code, pe.RetryAfter == 17*time.Second, pe.Limit)
+		fmt.Println(pe.Status, pe.Refusal() == provider.ErrRateLimited)
 	}
 	fmt.Println(err)
 	// Output:
 	// true false
-	// 429 RATE_LIMIT_EXCEEDED true 25
-	// cloud browser provider Steel: create session failed: HTTP 429 RATE_LIMIT_EXCEEDED: too many sessions (retry after 17s, limit 25)
+	// 403 true
+	// cloud browser provider Browser.cash: create session failed: HTTP 403 Session or account limit reached: the plan's concurrent-browser limit
 }

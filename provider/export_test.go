@@ -23,3 +23,6 @@ func GatewayKeptKey(b *BrowserUse, key string) (string, bool) { return b.gateway
 
 // HTTPClientOf is the HTTP client b sends its requests with.
 func HTTPClientOf(b *BrowserUse) *http.Client { return b.client }
+
+// SetPollInterval makes p read a starting session every d.
+func SetPollInterval(p *SessionAPI, d time.Duration) { p.pollEvery = d }

@@ -41,9 +41,28 @@ const (
 	gatewayCreateAttempts = 3
 )
 
+// DefaultGatewayDomain is the domain of the managed gateway's default
+// origin when none is named.
+const DefaultGatewayDomain = "nousresearch.com"
+
+// GatewayOrigin is the managed gateway's origin under domain, as
+// hermes-agent builds it (tools/managed_tool_gateway.py):
+// https://browser-use-gateway.<domain>, the domain [DefaultGatewayDomain]
+// when empty (what TOOL_GATEWAY_DOMAIN names).
+func GatewayOrigin(domain string) string {
+	domain = strings.Trim(strings.TrimSpace(domain), ".")
+	if domain == "" {
+		domain = DefaultGatewayDomain
+	}
+	return "https://browser-use-gateway." + domain
+}
+
 // NewBrowserUseGateway returns a [BrowserUse] client of the managed gateway
-// at origin (e.g. https://gateway.example.com), authenticated with the
-// user's token. It is named "nous" in logs; its requests time out after
+// at origin (e.g. https://gateway.example.com; empty: [GatewayOrigin] of
+// the default domain), authenticated with the user's token, or with the
+// tokens of [WithTokenSource], which refreshes one that expires (the
+// user's OAuth access token, which hermes-agent refreshes 120 s before
+// its expiry). It is named "nous" in logs; its requests time out after
 // 30 s and its sessions after 5 minutes ([WithBrowserUseSession] or
 // [WithSessionParams] change that), with a US proxy.
 //
@@ -56,6 +75,9 @@ const (
 // reuses the kept key.
 func NewBrowserUseGateway(origin, userToken string, opts ...Option) *BrowserUse {
 	opts = append([]Option{WithName("nous"), func(c *config) { c.timeout = gatewayTimeout }}, opts...)
+	if strings.TrimSpace(origin) == "" {
+		origin = GatewayOrigin("")
+	}
 	return &BrowserUse{
 		apiClient: newAPIClient(origin, "nous", "X-Browser-Use-API-Key", userToken, opts),
 		defaults:  map[string]any{"timeout": gatewaySessionMinutes, "proxyCountryCode": gatewayProxyCountry},

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"maps"
 	"math"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,10 +39,24 @@ type apiClient struct {
 	keyScheme string // put before the key in keyHeader: "Bearer "
 	keyQuery  string // the query parameter that carries the key (browserless: token)
 	key       string
+	tokens    *tokens // WithTokenSource: the key of each request comes from it
 }
 
 func newAPIClient(defaultBase, defaultName, keyHeader, key string, opts []Option) apiClient {
-	return apiClient{config: newConfig(defaultBase, defaultName, opts), keyHeader: keyHeader, key: key}
+	c := apiClient{config: newConfig(defaultBase, defaultName, opts), keyHeader: keyHeader, key: key}
+	if c.tokenSource != nil {
+		c.tokens = &tokens{source: c.tokenSource}
+	}
+	return c
+}
+
+// currentKey is the key of a request: the token source's current token,
+// or the fixed key.
+func (c *apiClient) currentKey(ctx context.Context) (string, error) {
+	if c.tokens == nil {
+		return c.key, nil
+	}
+	return c.tokens.get(ctx)
 }
 
 // Name implements [Provider].
@@ -100,19 +116,33 @@ func (c *apiClient) request(ctx context.Context, op, method, u string, in, out a
 	for k, vs := range extra {
 		req.Header[k] = vs
 	}
+	key, err := c.currentKey(ctx)
+	if err != nil {
+		return nil, c.fail(op, 0, err)
+	}
 	if c.keyHeader != "" {
-		req.Header.Set(c.keyHeader, c.keyScheme+c.key)
+		req.Header.Set(c.keyHeader, c.keyScheme+key)
 	}
 	if c.keyQuery != "" {
 		q := req.URL.Query()
-		q.Set(c.keyQuery, c.key)
+		q.Set(c.keyQuery, key)
 		req.URL.RawQuery = q.Encode()
 	}
-	return c.send(req, op, out)
+	return c.send(req, op, out, sentFields(in))
 }
 
-// send runs req and decodes the answer.
-func (c *apiClient) send(req *http.Request, op string, out any) (http.Header, error) {
+// sentFields are the top-level fields of a JSON object body, which a
+// refusal may name.
+func sentFields(in any) []string {
+	m, ok := in.(map[string]any)
+	if !ok {
+		return nil
+	}
+	return slices.Sorted(maps.Keys(m))
+}
+
+// send runs req and decodes the answer; sent are the fields of its body.
+func (c *apiClient) send(req *http.Request, op string, out any, sent []string) (http.Header, error) {
 	resp, err := c.client.Do(req)
 	if err != nil {
 		return nil, c.fail(op, 0, err)
@@ -123,7 +153,7 @@ func (c *apiClient) send(req *http.Request, op string, out any) (http.Header, er
 		return resp.Header, c.fail(op, resp.StatusCode, fmt.Errorf("reading the answer: %w", err))
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return resp.Header, c.answerError(op, resp, data)
+		return resp.Header, c.answerError(op, resp, data, sent)
 	}
 	if len(data) > maxAnswerBytes {
 		return resp.Header, c.fail(op, resp.StatusCode, fmt.Errorf("answer larger than %d bytes", maxAnswerBytes))
@@ -142,15 +172,25 @@ func (c *apiClient) fail(op string, status int, cause error) *Error {
 	return &Error{Provider: c.name, Op: op, Status: status, Err: redactErr(cause, c.secrets())}
 }
 
-// secrets is the API key in every spelling, for redaction.
-func (c *apiClient) secrets() redact.Secrets { return redact.Values(c.key) }
+// secrets is the API key in every spelling, and the last token a token
+// source gave, for redaction.
+func (c *apiClient) secrets() redact.Secrets {
+	if c.tokens != nil {
+		return redact.Values(c.key, c.tokens.last())
+	}
+	return redact.Values(c.key)
+}
 
-// answerError turns a non-2xx answer into an *Error, reading the
-// shapes the providers use: {"error":"RATE_LIMIT_EXCEEDED","retryAfter":17,
-// "limit":200}, {"statusCode":429,"error":"Too Many Requests","message":...},
-// {"error":{"code":...,"message":...}}, {"code":...,"message":...},
-// {"detail":"..."} and {"detail":[{"msg":...}]}.
-func (c *apiClient) answerError(op string, resp *http.Response, data []byte) *Error {
+// answerError turns a non-2xx answer into an *Error, reading the shapes
+// the providers document: Fastify's {"statusCode","error","message"}
+// (Browserbase), FastAPI's {"detail":"..."} and {"detail":[{"loc","msg"}]}
+// (Browser Use), {"error":"..."} (Browser.cash, Camofox),
+// {"error":{"code","message"}}, {"code","message"} (Kernel),
+// {"message"} (Steel, Hyperbrowser), plain text (browserless); a
+// "retryAfter" and "limit" in the body, and the Retry-After and
+// X-RateLimit-Limit headers of HTTP, are read when they come. sent are the
+// fields the request's body had, which a refusal may name (Param).
+func (c *apiClient) answerError(op string, resp *http.Response, data []byte, sent []string) *Error {
 	e := &Error{Provider: c.name, Op: op, Status: resp.StatusCode,
 		ExternalCallID: truncate(resp.Header.Get(externalCallIDHeader), 200)}
 	if len(data) > maxAnswerBytes {
@@ -167,6 +207,7 @@ func (c *apiClient) answerError(op string, resp *http.Response, data []byte) *Er
 		nested, _ := obj["error"].(map[string]any)
 		e.Code = firstString(obj["errorCode"], obj["error_code"], obj["code"], obj["error"], nested["code"], nested["type"])
 		e.Message = firstString(obj["message"], detailMessage(obj["detail"]), nested["message"], obj["msg"], obj["error_description"])
+		e.Param = detailParam(obj["detail"])
 		if d, ok := seconds(firstPresent(obj["retryAfter"], obj["retry_after"], nested["retryAfter"], nested["retry_after"])); ok && d > e.RetryAfter {
 			e.RetryAfter = d
 		}
@@ -183,10 +224,81 @@ func (c *apiClient) answerError(op string, resp *http.Response, data []byte) *Er
 	if e.Code == "" && e.Message == "" {
 		e.Message = http.StatusText(resp.StatusCode)
 	}
+	if e.Param == "" && (e.Status == http.StatusBadRequest || e.Status == http.StatusForbidden || e.Status == http.StatusUnprocessableEntity) {
+		e.Param = namedParam(e.Code+" "+e.Message, sent)
+	}
 	sec := c.secrets()
 	e.Code = truncate(sec.Scrub(e.Code), 100)
 	e.Message = truncate(sec.Scrub(e.Message), 500)
+	e.Param = truncate(sec.Scrub(e.Param), 100)
 	return e
+}
+
+// detailParam reads the field of FastAPI's first validation error:
+// {"detail": [{"loc": ["body", "timeout"], ...}]} names "timeout".
+func detailParam(v any) string {
+	list, _ := v.([]any)
+	for _, item := range list {
+		m, _ := item.(map[string]any)
+		loc, _ := m["loc"].([]any)
+		var parts []string
+		for i, p := range loc {
+			s := fmt.Sprint(p)
+			if i == 0 && (s == "body" || s == "query" || s == "header" || s == "path") {
+				continue
+			}
+			parts = append(parts, s)
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, ".")
+		}
+	}
+	return ""
+}
+
+// validatorParam matches a JSON-schema validator's naming of a field:
+// "body/timeout must be <= 240", "body.timeout ...", "must have required
+// property 'projectId'".
+var validatorParam = regexp.MustCompile(`\bbody[/.]([A-Za-z_][A-Za-z0-9_./]*)|property '([A-Za-z_][A-Za-z0-9_.]*)'`)
+
+// namedParam finds the field a refusal's text names: a validator's path,
+// else the first field of the request it names as a word ("Session
+// timeout limit exceeded" names "timeout").
+func namedParam(text string, sent []string) string {
+	if m := validatorParam.FindStringSubmatch(text); m != nil {
+		return strings.ReplaceAll(strings.TrimRight(cmp.Or(m[1], m[2]), "./"), "/", ".")
+	}
+	lower := strings.ToLower(text)
+	best, at := "", len(lower)
+	for _, f := range sent {
+		if i := wordIndex(lower, strings.ToLower(f)); i >= 0 && i < at {
+			best, at = f, i
+		}
+	}
+	return best
+}
+
+// wordIndex is the index of word in text where it stands as a word of its
+// own (no letter, digit or underscore on either side), or -1.
+func wordIndex(text, word string) int {
+	if word == "" {
+		return -1
+	}
+	isWord := func(r byte) bool {
+		return r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+	}
+	for off := 0; ; {
+		i := strings.Index(text[off:], word)
+		if i < 0 {
+			return -1
+		}
+		i += off
+		end := i + len(word)
+		if (i == 0 || !isWord(text[i-1])) && (end == len(text) || !isWord(text[end])) {
+			return i
+		}
+		off = i + 1
+	}
 }
 
 // parseRetryAfter reads a Retry-After header: delta-seconds or an HTTP-date.

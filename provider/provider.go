@@ -66,6 +66,25 @@ type Session struct {
 	// connection ends the session rather than being redialled.
 	SingleConnection bool
 
+	// LiveViewURL is where a person watches the session's browser live,
+	// and can take it over where the provider allows: Browser Use's
+	// liveUrl, Steel's sessionViewerUrl, Browserbase's
+	// debuggerFullscreenUrl, Anchor's live_view_url, Kernel's
+	// browser_live_view_url, Hyperbrowser's liveUrl. Empty when the
+	// provider gave none. It may carry the provider's per-session token:
+	// it is for the person in the loop, not for logs.
+	LiveViewURL string
+	// ReplayURL is where the session's recording can be watched once it
+	// has run, when the create answer named one; empty otherwise (most
+	// providers make it on request after the session: see the README's
+	// provider table).
+	ReplayURL string
+	// ExpiresAt is when the provider ends the session whatever is done
+	// with it: Browserbase's expiresAt, Browser Use's timeoutAt, Steel's
+	// createdAt plus its timeout, browserless's ttl from the create. Zero
+	// when the provider said nothing.
+	ExpiresAt time.Time
+
 	// REST drives the session's tab through the provider's REST API, for
 	// a browser server with no CDP endpoint (Camofox): with an empty
 	// CDPURL, the router runs the calls that can go through it
@@ -79,9 +98,10 @@ type Session struct {
 	// Nil: http.DefaultClient.
 	HTTPClient *http.Client
 
-	// releaseURL is where the release call goes when the create answer
-	// named it (browserless's "stop" URL); empty: the provider's own path.
-	// Only the client that made the session reads it.
+	// releaseURL is where the release call goes when the create settled
+	// it (browserless's "stop" URL, the Browser Use API version the create
+	// was granted); empty: the provider's own path. Only the client that
+	// made the session reads it.
 	releaseURL string
 }
 
@@ -100,8 +120,32 @@ type config struct {
 	name    string
 	params  map[string]any
 	timeout time.Duration // the default client's; 0: defaultTimeout
-	api     string        // the API version a client speaks (Browser Use: "v2" or "v3")
+	api     string        // the API version a client tries first (Browser Use: "v2", "v3" or "v4")
 	profile Profile       // WithProfile (profiles.go)
+	// tokenSource gives the key of each request (WithTokenSource).
+	tokenSource func(context.Context) (string, error)
+}
+
+// WithTokenSource makes a client take the key of each request from
+// source instead of the fixed key it was made with: a token that expires
+// and is refreshed, as the managed gateway's OAuth access token is. The
+// source is called before every request, from several goroutines at
+// once; it should hand out a cached token until that is near its expiry.
+// An [golang.org/x/oauth2.TokenSource] ts fits as
+//
+//	provider.WithTokenSource(func(context.Context) (string, error) {
+//		t, err := ts.Token()
+//		if err != nil {
+//			return "", err
+//		}
+//		return t.AccessToken, nil
+//	})
+//
+// A failure of the source fails the call, matching [ErrUnavailable] and
+// wrapping the source's error. The tokens are removed from error texts as
+// the key is.
+func WithTokenSource(source func(ctx context.Context) (string, error)) Option {
+	return func(c *config) { c.tokenSource = source }
 }
 
 // WithBaseURL points a client at another API base URL: a test server

@@ -10,7 +10,9 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"time"
 )
 
 // A provider described by data rather than code: the many CDP session
@@ -37,6 +39,28 @@ type SessionAPISpec struct {
 	// /json/version) in the create answer.
 	IDField  string `json:"id_field"`
 	CDPField string `json:"cdp_field"`
+	// MoreCDPFields are the paths read, in order, when CDPField is empty
+	// in an answer: a provider whose answers come in several documented
+	// shapes (browserless's "connect", or "browserWSEndpoint").
+	MoreCDPFields []string `json:"more_cdp_fields,omitempty"`
+	// LiveViewField is the path of the live view URL in the create answer
+	// ([Session].LiveViewURL); ReplayField that of a recording URL.
+	LiveViewField string `json:"live_view_field,omitempty"`
+	ReplayField   string `json:"replay_field,omitempty"`
+	// ExpiresAtField is the path of the session's end as an RFC 3339 time;
+	// TTLField that of its lifetime in milliseconds from the create
+	// (browserless's "ttl"). Either gives [Session].ExpiresAt.
+	ExpiresAtField string `json:"expires_at_field,omitempty"`
+	TTLField       string `json:"ttl_field,omitempty"`
+	// Poll reads a session whose create answered no CDP URL while its
+	// StatusField was one of PendingStatuses (Browser.cash's "starting"):
+	// a GET whose path holds {id}, called every second until the answer
+	// (of the create's shape) has the CDP URL, names another status, or
+	// the create's deadline passes. A session that never starts is
+	// released.
+	Poll            SessionAPICall `json:"poll,omitzero"`
+	StatusField     string         `json:"status_field,omitempty"`
+	PendingStatuses []string       `json:"pending_statuses,omitempty"`
 	// Release is the call that ends a session: its path holds {id}. Leave
 	// it empty when ReleaseURLField names the URL, or when sessions end by
 	// themselves.
@@ -45,6 +69,10 @@ type SessionAPISpec struct {
 	// answer (browserless's "stop"), called with Release.Method (default
 	// DELETE). It must be on the base URL's host, or it is not called.
 	ReleaseURLField string `json:"release_url_field,omitempty"`
+	// ReleaseNotFoundIsEnded: the provider answers 404 to the release of
+	// a session that already ended (Browser.cash), which is then no
+	// failure.
+	ReleaseNotFoundIsEnded bool `json:"release_not_found_is_ended,omitempty"`
 	// SingleConnection marks a provider that serves one CDP websocket per
 	// session (see [Session].SingleConnection).
 	SingleConnection bool `json:"single_connection,omitempty"`
@@ -92,6 +120,14 @@ func (s SessionAPISpec) Validate() error {
 	if s.IDField == "" || s.CDPField == "" {
 		return bad("id_field and cdp_field are required")
 	}
+	if s.Poll.Method != "" || s.Poll.Path != "" {
+		if s.Poll.Method != http.MethodGet || !strings.HasPrefix(s.Poll.Path, "/") || !strings.Contains(s.Poll.Path, "{id}") {
+			return bad("poll needs the method GET and a path starting with / holding {id}")
+		}
+		if s.StatusField == "" || len(s.PendingStatuses) == 0 {
+			return bad("poll needs status_field and pending_statuses")
+		}
+	}
 	switch {
 	case s.ReleaseURLField != "":
 		if s.Release.Path != "" || (s.Release.Method != "" && !validMethod(s.Release.Method)) {
@@ -133,7 +169,8 @@ func LoadSessionAPISpec(r io.Reader) (SessionAPISpec, error) {
 // SessionAPI is the client of a session API a [SessionAPISpec] describes.
 type SessionAPI struct {
 	apiClient
-	spec SessionAPISpec
+	spec      SessionAPISpec
+	pollEvery time.Duration // between two reads of a starting session
 }
 
 // NewSessionAPI returns the client of the spec's API with the API key.
@@ -146,7 +183,7 @@ func NewSessionAPI(spec SessionAPISpec, apiKey string, opts ...Option) (*Session
 		c.keyScheme = spec.Auth.Scheme + " "
 	}
 	c.keyQuery = spec.Auth.Query
-	return &SessionAPI{apiClient: c, spec: spec}, nil
+	return &SessionAPI{apiClient: c, spec: spec, pollEvery: pollInterval}, nil
 }
 
 // Spec returns the spec the client speaks.
@@ -170,8 +207,14 @@ func (p *SessionAPI) CreateSession(ctx context.Context, key string) (*Session, e
 		return nil, err
 	}
 	id, _ := field(out, p.spec.IDField)
-	cdp, _ := field(out, p.spec.CDPField)
-	s, err := p.session(ctx, key, id, cdp)
+	if id != "" && p.cdpOf(out) == "" && p.pending(out) {
+		var err error
+		if out, err = p.poll(ctx, id); err != nil {
+			p.releaseUnstarted(ctx, key, id, out)
+			return nil, err
+		}
+	}
+	s, err := p.session(ctx, key, id, p.cdpOf(out))
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +222,110 @@ func (p *SessionAPI) CreateSession(ctx context.Context, key string) (*Session, e
 	if p.spec.ReleaseURLField != "" {
 		s.releaseURL, _ = field(out, p.spec.ReleaseURLField)
 	}
+	p.describe(s, out)
 	return s, nil
+}
+
+// cdpOf is the CDP URL of an answer: CDPField, else the first of
+// MoreCDPFields that holds one.
+func (p *SessionAPI) cdpOf(out map[string]any) string {
+	for _, f := range append([]string{p.spec.CDPField}, p.spec.MoreCDPFields...) {
+		if v, _ := field(out, f); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// pending reports an answer whose status says the session is starting.
+func (p *SessionAPI) pending(out map[string]any) bool {
+	if p.spec.Poll.Path == "" {
+		return false
+	}
+	st, _ := field(out, p.spec.StatusField)
+	return slices.Contains(p.spec.PendingStatuses, st)
+}
+
+// pollInterval is the pause between two reads of a starting session: the
+// second Browser.cash's docs wait.
+const pollInterval = time.Second
+
+// poll reads session id until it has its CDP URL: the last answer, or
+// an error when it ended, or ctx (bounded by defaultTimeout when it has
+// no deadline) ran out.
+func (p *SessionAPI) poll(ctx context.Context, id string) (map[string]any, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, defaultTimeout)
+		defer cancel()
+	}
+	var out map[string]any
+	for {
+		t := time.NewTimer(p.pollEvery)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return out, p.fail("create", 0, fmt.Errorf("session %s still starting: %w", id, context.Cause(ctx)))
+		case <-t.C:
+		}
+		out = nil
+		if err := p.call(ctx, "create", http.MethodGet, p.idPath(p.spec.Poll.Path, id), nil, &out); err != nil {
+			if ctx.Err() != nil {
+				return nil, p.fail("create", 0, fmt.Errorf("session %s still starting: %w", id, context.Cause(ctx)))
+			}
+			return nil, err
+		}
+		if p.cdpOf(out) != "" {
+			return out, nil
+		}
+		if !p.pending(out) {
+			st, _ := field(out, p.spec.StatusField)
+			return nil, p.fail("create", http.StatusOK, fmt.Errorf("session %s ended before it started (status %q)", id, truncate(st, 40)))
+		}
+	}
+}
+
+// releaseUnstarted gives back a session that did not start in time, on a
+// context of its own (the create's is over).
+func (p *SessionAPI) releaseUnstarted(ctx context.Context, key, id string, out map[string]any) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	s := &Session{Key: key, ID: id}
+	if p.spec.ReleaseURLField != "" {
+		s.releaseURL, _ = field(out, p.spec.ReleaseURLField)
+	}
+	_ = p.ReleaseSession(ctx, s)
+}
+
+// describe sets what the answer says of the session beyond its CDP URL:
+// its live view, its recording, its end.
+func (p *SessionAPI) describe(s *Session, out map[string]any) {
+	if p.spec.LiveViewField != "" {
+		s.LiveViewURL, _ = field(out, p.spec.LiveViewField)
+	}
+	if p.spec.ReplayField != "" {
+		s.ReplayURL, _ = field(out, p.spec.ReplayField)
+	}
+	if p.spec.ExpiresAtField != "" {
+		v, _ := field(out, p.spec.ExpiresAtField)
+		s.ExpiresAt = parseTime(v)
+	}
+	if p.spec.TTLField != "" && s.ExpiresAt.IsZero() {
+		if ms, ok := number(fieldAny(out, p.spec.TTLField)); ok && ms > 0 {
+			s.ExpiresAt = time.Now().Add(time.Duration(ms * float64(time.Millisecond))).Truncate(time.Second)
+		}
+	}
+}
+
+// idPath is a spec path with the session id in its {id}, escaped for
+// the path or the query it stands in.
+func (p *SessionAPI) idPath(raw, id string) string {
+	path, query, _ := strings.Cut(raw, "?")
+	path = strings.ReplaceAll(path, "{id}", url.PathEscape(id))
+	if query != "" {
+		path += "?" + strings.ReplaceAll(query, "{id}", url.QueryEscape(id))
+	}
+	return path
 }
 
 // ReleaseSession implements [Provider]: the spec's release call, or the
@@ -202,21 +348,25 @@ func (p *SessionAPI) ReleaseSession(ctx context.Context, s *Session) error {
 			method = http.MethodDelete
 		}
 		_, err := p.request(ctx, "release", method, s.releaseURL, nil, nil, nil)
+		var pe *Error
+		if p.spec.ReleaseNotFoundIsEnded && errors.As(err, &pe) && pe.Status == http.StatusNotFound {
+			return nil
+		}
 		return err
 	}
 	if p.spec.Release.Path == "" {
 		return nil
 	}
-	path, query, _ := strings.Cut(p.spec.Release.Path, "?")
-	path = strings.ReplaceAll(path, "{id}", url.PathEscape(s.ID))
-	if query != "" {
-		path += "?" + strings.ReplaceAll(query, "{id}", url.QueryEscape(s.ID))
-	}
 	var body any
 	if p.spec.Release.Body != nil {
 		body = p.spec.Release.Body
 	}
-	return p.call(ctx, "release", method, path, body, nil)
+	err := p.call(ctx, "release", method, p.idPath(p.spec.Release.Path, s.ID), body, nil)
+	var pe *Error
+	if p.spec.ReleaseNotFoundIsEnded && errors.As(err, &pe) && pe.Status == http.StatusNotFound {
+		return nil // it ended already: what the release was for
+	}
+	return err
 }
 
 // sameOrigin reports whether u has base's scheme and host.
@@ -228,16 +378,21 @@ func sameOrigin(u, base string) bool {
 
 // field reads the string at a dotted path of a decoded JSON object.
 func field(obj map[string]any, path string) (string, bool) {
+	s, ok := fieldAny(obj, path).(string)
+	return s, ok
+}
+
+// fieldAny reads the value at a dotted path of a decoded JSON object.
+func fieldAny(obj map[string]any, path string) any {
 	var cur any = obj
 	for _, part := range strings.Split(path, ".") {
 		m, ok := cur.(map[string]any)
 		if !ok {
-			return "", false
+			return nil
 		}
 		cur = m[part]
 	}
-	s, ok := cur.(string)
-	return s, ok
+	return cur
 }
 
 var _ Provider = (*SessionAPI)(nil)

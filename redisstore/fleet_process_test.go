@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -182,8 +181,7 @@ func TestFleetWindowAcrossProcesses(t *testing.T) {
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	secs := strconv.Itoa(int(retryAfter / time.Second))
-	rl := cloudtest.Reply{Status: http.StatusTooManyRequests, Header: http.Header{"Retry-After": {secs}},
-		Body: `{"error":"RATE_LIMIT_EXCEEDED","retryAfter":` + secs + `,"limit":200}`}
+	rl := cloudtest.RateLimited(secs)
 	api.AlwaysOnCreate(&rl)
 
 	var kids []*child

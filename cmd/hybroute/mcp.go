@@ -34,8 +34,9 @@ default, over streamable HTTP with --http. Each MCP client session has a
 browser session of its own, released when the client session ends.
 
 Environment: the provider's key (BROWSERBASE_API_KEY and BROWSERBASE_PROJECT_ID,
-BROWSER_USE_API_KEY, TOOL_GATEWAY_USER_TOKEN and BROWSER_USE_GATEWAY_URL for
-nous, STEEL_API_KEY, BROWSERLESS_TOKEN, ANCHOR_API_KEY, KERNEL_API_KEY,
+BROWSER_USE_API_KEY, TOOL_GATEWAY_USER_TOKEN for nous (its origin
+BROWSER_USE_GATEWAY_URL, else https://browser-use-gateway. and
+TOOL_GATEWAY_DOMAIN or nousresearch.com), STEEL_API_KEY, BROWSERLESS_TOKEN, ANCHOR_API_KEY, KERNEL_API_KEY,
 HYPERBROWSER_API_KEY, BROWSER_CASH_API_KEY, HYBROUTE_PROVIDER_KEY for
 --provider spec), CHROMIUM (the local browser).
 

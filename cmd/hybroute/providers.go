@@ -41,17 +41,23 @@ func providerKinds() []providerKind {
 			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {
 				return provider.NewBrowserbase(getenv("BROWSERBASE_API_KEY"), getenv("BROWSERBASE_PROJECT_ID"), opts...)
 			}},
-		{name: "browser-use", env: []string{"BROWSER_USE_API_KEY"}, what: "Browser Use browsers, API v3",
+		{name: "browser-use", env: []string{"BROWSER_USE_API_KEY"}, what: "Browser Use browsers, API v3 (v2, v4 for a key scoped to them)",
 			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {
 				return provider.NewBrowserUse(getenv("BROWSER_USE_API_KEY"), opts...)
 			}},
-		{name: "browser-use-v2", env: []string{"BROWSER_USE_API_KEY"}, what: "Browser Use browsers, API v2",
+		{name: "browser-use-v2", env: []string{"BROWSER_USE_API_KEY"}, what: "Browser Use browsers, API v2 first",
 			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {
 				return provider.NewBrowserUse(getenv("BROWSER_USE_API_KEY"), append(opts, provider.WithBrowserUseAPI(provider.BrowserUseV2))...)
 			}},
-		{name: "nous", env: []string{"TOOL_GATEWAY_USER_TOKEN", "BROWSER_USE_GATEWAY_URL"}, what: "Browser Use through the managed gateway (idempotent creates)",
+		// The gateway's origin is BROWSER_USE_GATEWAY_URL, else hermes-agent's
+		// default under TOOL_GATEWAY_DOMAIN.
+		{name: "nous", env: []string{"TOOL_GATEWAY_USER_TOKEN"}, what: "Browser Use through the managed gateway (idempotent creates)",
 			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {
-				return provider.NewBrowserUseGateway(getenv("BROWSER_USE_GATEWAY_URL"), getenv("TOOL_GATEWAY_USER_TOKEN"), opts...)
+				origin := getenv("BROWSER_USE_GATEWAY_URL")
+				if origin == "" {
+					origin = provider.GatewayOrigin(getenv("TOOL_GATEWAY_DOMAIN"))
+				}
+				return provider.NewBrowserUseGateway(origin, getenv("TOOL_GATEWAY_USER_TOKEN"), opts...)
 			}},
 		{name: "steel", env: []string{"STEEL_API_KEY"}, what: "Steel sessions",
 			make: func(getenv func(string) string, opts []provider.Option) provider.Provider {

@@ -88,3 +88,18 @@ func TestPresetFromTheFlagSpeaksItsAPI(t *testing.T) {
 	_, _, err = (&config{provider: "spec", providerSpec: bad}).newProvider(env, true)
 	assert.ErrorIs(t, err, provider.ErrInvalidSpec)
 }
+
+// TestNousNeedsOnlyItsToken proves --provider nous starts with the user
+// token alone: the gateway's origin has hermes-agent's default.
+func TestNousNeedsOnlyItsToken(t *testing.T) {
+	c := config{provider: "nous"}
+	p, name, err := c.newProvider(func(k string) string {
+		if k == "TOOL_GATEWAY_USER_TOKEN" {
+			return "tok"
+		}
+		return ""
+	}, true)
+	require.NoError(t, err)
+	assert.Equal(t, "nous", name)
+	assert.Equal(t, "nous", p.Name())
+}

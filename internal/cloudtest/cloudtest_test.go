@@ -58,7 +58,7 @@ func TestServerChecksTheKeyAndCounts(t *testing.T) {
 	st, body, h := post(s.APIKey)
 	assert.Equal(t, 429, st)
 	assert.Equal(t, "17", h.Get("Retry-After"))
-	assert.JSONEq(t, RateLimitBody, body)
+	assert.JSONEq(t, `{"detail":"Too Many Requests"}`, body, "FastAPI's shape, as Browser Use answers")
 	st, _, _ = post(s.APIKey)
 	assert.Equal(t, 500, st)
 	st, body, _ = post(s.APIKey)
@@ -82,4 +82,64 @@ func TestServerHangEndsWithTheClient(t *testing.T) {
 	_, err := http.DefaultClient.Do(req)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Less(t, time.Since(start), 2*time.Second)
+}
+
+// TestBrowserUseFakeMountsEveryVersion proves the Browser Use fake serves
+// the browser routes under v2, v3 and v4, and answers a version the key
+// is not granted with the service's missing-scope 403.
+func TestBrowserUseFakeMountsEveryVersion(t *testing.T) {
+	t.Parallel()
+	s := NewServer(t, BrowserUse, "ws://127.0.0.1:9/devtools/browser/x", WithKeyScopes("v4"))
+	post := func(v string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, s.URL+"/api/"+v+"/browsers", strings.NewReader(`{}`))
+		req.Header.Set("X-Browser-Use-API-Key", s.APIKey)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, v := range []string{"v2", "v3"} {
+		st, body := post(v)
+		assert.Equal(t, http.StatusForbidden, st)
+		assert.JSONEq(t, `{"detail":"API key is missing required scope: browsers:`+v+`"}`, body)
+	}
+	st, _ := post("v4")
+	assert.Equal(t, http.StatusCreated, st)
+	assert.EqualValues(t, 1, s.Made())
+}
+
+// TestBrowserCashFakeStartsSlowly proves a starting Browser.cash session
+// answers "starting" with cdpUrl null to its create and to the reads
+// before the last, then "active" with its cdpUrl, and "completed" once
+// stopped.
+func TestBrowserCashFakeStartsSlowly(t *testing.T) {
+	t.Parallel()
+	s := NewServer(t, BrowserCash, "ws://127.0.0.1:9/devtools/browser/x", WithStartingSessions(3))
+	call := func(method, path string) map[string]any {
+		req, _ := http.NewRequest(method, s.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+s.APIKey)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out map[string]any
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(&out))
+		return out
+	}
+	created := call(http.MethodPost, "/v1/browser/session")
+	assert.Equal(t, "starting", created["status"])
+	assert.Nil(t, created["cdpUrl"])
+	id := created["sessionId"].(string)
+	read := "/v1/browser/session?sessionId=" + id
+	for range 2 {
+		out := call(http.MethodGet, read)
+		assert.Equal(t, "starting", out["status"])
+		assert.Nil(t, out["cdpUrl"])
+	}
+	out := call(http.MethodGet, read)
+	assert.Equal(t, "active", out["status"])
+	assert.NotEmpty(t, out["cdpUrl"])
+	assert.Equal(t, 3, s.Polls())
+	assert.Equal(t, true, call(http.MethodDelete, read)["success"])
+	assert.Equal(t, "completed", call(http.MethodGet, read)["status"])
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,8 +73,8 @@ type Reply struct {
 	// Header is added to the answer (e.g. Retry-After).
 	Header http.Header
 	// Body is sent as is when not empty; otherwise the endpoint's normal
-	// answer is sent (a success body, or for an error status a short JSON
-	// error).
+	// answer is sent (a success body, or for an error status the kind's
+	// documented error shape with the status's text).
 	Body string
 	// Hang blocks the answer until the request's context is done.
 	Hang bool
@@ -81,13 +82,16 @@ type Reply struct {
 	NoCDP bool
 }
 
-// RateLimitBody is the 429 body observed in the wild.
-const RateLimitBody = `{"error":"RATE_LIMIT_EXCEEDED","retryAfter":17,"limit":200}`
-
-// RateLimited is a 429 with the observed body and, when retryAfter is not
-// empty, a Retry-After header with that value (seconds or an HTTP-date).
+// RateLimited is a 429 in the server kind's documented error shape (each
+// provider documents its limits as 429 "Too Many Requests": Browserbase's
+// concurrency guide, Browser Use's v4 OpenAPI, Browser.cash's errors page,
+// Steel's, browserless's HTTP error codes), and, when retryAfter is not
+// empty, HTTP's Retry-After header with that value (seconds or an
+// HTTP-date). No provider documents that header: a test that gives one
+// tests the client's reading of HTTP (a proxy or a gateway in front of the
+// provider may send it), not a provider's answer.
 func RateLimited(retryAfter string) Reply {
-	r := Reply{Status: http.StatusTooManyRequests, Body: RateLimitBody}
+	r := Reply{Status: http.StatusTooManyRequests}
 	if retryAfter != "" {
 		r.Header = http.Header{"Retry-After": {retryAfter}}
 	}
@@ -147,7 +151,16 @@ type Server struct {
 	sigKeys  map[string]string // Browserbase signing key -> session id
 	idem     map[string]string // Nous: idempotency key -> the session it made
 	tokens   map[string]string // a session API's per-session websocket token -> session id
-	dialled  map[string]bool   // browserless: the sessions whose one websocket was opened
+	// scopes are the Browser Use API versions the key is granted (nil:
+	// all); starting is how many reads a Browser.cash session answers
+	// "starting" before it is "active" (0: created active); altShape
+	// makes browserless answer its close-session example's shape.
+	scopes   []string
+	starting int
+	altShape bool
+	polls    map[string]int    // Browser.cash: the reads of each session
+	pending  map[string]int    // Browser.cash: the reads a session answers "starting" to
+	cdps     map[string]string // a session API's sessions' CDP URLs, kept after their release
 
 	creates, releases, versions atomic.Int64
 	nextID                      atomic.Int64
@@ -164,6 +177,40 @@ func WithAPIKey(key string) ServerOption { return func(s *Server) { s.APIKey = k
 
 // WithProjectID sets the Browserbase project the server expects.
 func WithProjectID(id string) ServerOption { return func(s *Server) { s.ProjectID = id } }
+
+// WithKeyScopes grants the key the Browser Use API versions named ("v2",
+// "v3", "v4") only: the others answer 403 {"detail": "API key is missing
+// required scope: ..."}, as the service does for a key scoped per version
+// (browser-use's browser_use/browser/cloud/cloud.py reads that prefix).
+func WithKeyScopes(versions ...string) ServerOption {
+	return func(s *Server) { s.scopes = append([]string{}, versions...) }
+}
+
+// WithStartingSessions makes a Browser.cash create answer status
+// "starting" with cdpUrl null, and its GET /v1/browser/session answer
+// "starting" for reads-1 reads more before "active" with the cdpUrl
+// (BrowserCash/docs docs/sessions/lifecycle.mdx, "Waiting for active").
+// reads below 1 is 1.
+func WithStartingSessions(reads int) ServerOption {
+	return func(s *Server) { s.starting = max(reads, 1) }
+}
+
+// WithCloseSessionShape makes a browserless create answer the shape of
+// its docs' /examples/close-session: {"id", "browserQL",
+// "browserWSEndpoint", "stop"}, with no "connect".
+func WithCloseSessionShape() ServerOption { return func(s *Server) { s.altShape = true } }
+
+// Polls counts the reads of Browser.cash sessions (GET
+// /v1/browser/session).
+func (s *Server) Polls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, p := range s.polls {
+		n += p
+	}
+	return n
+}
 
 // WithRealShapes makes the server hand out its kind's real-world CDP URL
 // shape, served by a TLS Front (s.Front) in front of the browser:
@@ -197,7 +244,9 @@ func NewServer(t testing.TB, kind Kind, wsURL string, opts ...ServerOption) *Ser
 		sigKeys:   map[string]string{},
 		idem:      map[string]string{},
 		tokens:    map[string]string{},
-		dialled:   map[string]bool{},
+		polls:     map[string]int{},
+		pending:   map[string]int{},
+		cdps:      map[string]string{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -573,7 +622,7 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 			return
 		}
 		var in struct {
-			ProjectID       string `json:"projectId"`
+			ProjectID       *string `json:"projectId"`
 			BrowserSettings struct {
 				// A context is {id, persist}: an id of a context of the
 				// project, persist a boolean (Create a Session).
@@ -583,10 +632,21 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 				} `json:"context"`
 			} `json:"browserSettings"`
 		}
-		if json.Unmarshal(body, &in) != nil || in.ProjectID != s.ProjectID {
-			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "body must have required property 'projectId' of this account"))
+		// projectId is optional (since 2026-02: the key's project); one
+		// given must be the account's, and not empty.
+		if json.Unmarshal(body, &in) != nil {
+			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "body must be object"))
 			return
 		}
+		if in.ProjectID != nil && *in.ProjectID == "" {
+			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "body/projectId must NOT have fewer than 1 characters"))
+			return
+		}
+		if in.ProjectID != nil && *in.ProjectID != s.ProjectID {
+			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "body/projectId must be a project of this account"))
+			return
+		}
+		project := s.ProjectID
 		if c := in.BrowserSettings.Context; c != nil && c.ID == "" {
 			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "browserSettings.context must have required property 'id'"))
 			return
@@ -594,8 +654,8 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 		id := s.newID()
 		s.setLive(id, true)
 		out := map[string]any{
-			"id": id, "createdAt": now, "updatedAt": now, "projectId": in.ProjectID,
-			"startedAt": now, "expiresAt": now, "status": "RUNNING", "proxyBytes": 0,
+			"id": id, "createdAt": now, "updatedAt": now, "projectId": project,
+			"startedAt": now, "expiresAt": s.expiresAt(), "status": "RUNNING", "proxyBytes": 0,
 			"keepAlive": false, "region": "us-west-2",
 			"seleniumRemoteUrl": "http://connect.invalid/webdriver",
 			"signingKey":        "sig-" + id,
@@ -615,6 +675,24 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 			}
 		}
 		writeJSON(w, http.StatusCreated, out)
+	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/sessions/") && strings.HasSuffix(r.URL.Path, "/debug"):
+		// Session live URLs (browserbase/sdk-node
+		// src/resources/sessions/debug.ts): debuggerFullscreenUrl,
+		// debuggerUrl, wsUrl and the pages'.
+		if !s.authorized(w, r, "X-BB-API-Key") {
+			return
+		}
+		id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v1/sessions/"), "/debug")
+		if !s.Live(id) {
+			writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Session not found"))
+			return
+		}
+		live := BrowserbaseLiveURL(id)
+		writeJSON(w, http.StatusOK, map[string]any{
+			"debuggerFullscreenUrl": live, "debuggerUrl": live + "&navbar=false", "wsUrl": "wss://connect.browserbase.invalid/debug/" + id,
+			"pages": []any{map[string]any{"id": "page-1", "url": "about:blank", "title": "", "faviconUrl": "",
+				"debuggerFullscreenUrl": live, "debuggerUrl": live}},
+		})
 	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v1/sessions/"):
 		if _, done := s.scripted(w, r, epRelease, "X-BB-API-Key"); done {
 			return
@@ -637,26 +715,64 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 	}
 }
 
-// browserUsePrefix is the path before /browsers of the kind's API.
-func (s *Server) browserUsePrefix() string {
-	switch s.Kind {
-	case BrowserUseV2:
-		return "/api/v2"
-	case Nous:
-		return ""
+// FakeSessionLife is how long after its create a fake session says it
+// ends (Browserbase's expiresAt, Browser Use's timeoutAt): fixed, so
+// tests can check the expiry a client reads.
+const FakeSessionLife = 15 * time.Minute
+
+// expiresAt is the expiry the fakes answer for a session made now, to
+// the second.
+func (s *Server) expiresAt() string {
+	return time.Now().UTC().Add(FakeSessionLife).Truncate(time.Second).Format(time.RFC3339)
+}
+
+// BrowserbaseLiveURL is the live view the fake answers for session id.
+func BrowserbaseLiveURL(id string) string {
+	return "https://www.browserbase.invalid/devtools-fullscreen/inspector.html?wss=connect.browserbase.invalid/debug/" + id
+}
+
+// browserUseVersion reads the API version of a Browser Use path: the
+// service mounts the same browser routes under /api/v2, /api/v3 and
+// /api/v4 (browser-use/sdk docs/cloud/openapi/v{2,3,4}.json); the gateway
+// has them at its origin's root (version ""). rest is the path after it.
+func (s *Server) browserUseVersion(path string) (version, rest string, ok bool) {
+	if s.Kind == Nous {
+		return "", path, true
 	}
-	return "/api/v3"
+	for _, v := range []string{"v2", "v3", "v4"} {
+		if rest, ok := strings.CutPrefix(path, "/api/"+v); ok {
+			return v, rest, true
+		}
+	}
+	return "", path, false
+}
+
+// granted reports a Browser Use version the key may use (WithKeyScopes),
+// answering the service's 403 when it may not.
+func (s *Server) granted(w http.ResponseWriter, version string) bool {
+	if version == "" || s.scopes == nil || slices.Contains(s.scopes, version) {
+		return true
+	}
+	writeJSON(w, http.StatusForbidden, map[string]any{"detail": "API key is missing required scope: browsers:" + version})
+	return false
 }
 
 func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []byte) {
 	now := time.Now().UTC()
-	prefix := s.browserUsePrefix()
+	version, path, mounted := s.browserUseVersion(r.URL.Path)
+	if !mounted {
+		path = r.URL.Path
+	}
 	switch {
-	case r.Method == http.MethodPost && r.URL.Path == prefix+"/browsers":
+	case mounted && r.Method == http.MethodPost && path == "/browsers":
 		idem := r.Header.Get("X-Idempotency-Key")
 		if s.Kind == Nous && idem == "" {
 			s.creates.Add(1)
 			writeRaw(w, http.StatusBadRequest, s.errorBody(http.StatusBadRequest, "X-Idempotency-Key header is required"))
+			return
+		}
+		if r.Header.Get("X-Browser-Use-API-Key") == s.APIKey && !s.granted(w, version) {
+			s.creates.Add(1)
 			return
 		}
 		rep, done := s.scripted(w, r, epCreate, "X-Browser-Use-API-Key")
@@ -678,6 +794,12 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", "timeout"}, "msg": "Input should be less than or equal to 240", "type": "less_than_equal"}}})
 			return
 		}
+		// The country codes are an enum of lower-case codes ("us", "de",
+		// ...): "US" is refused (openapi v3 ProxyCountryCode).
+		if cc, ok := in["proxyCountryCode"].(string); ok && cc != strings.ToLower(cc) {
+			writeJSON(w, http.StatusUnprocessableEntity, map[string]any{"detail": []any{map[string]any{"loc": []string{"body", "proxyCountryCode"}, "msg": "Input should be 'us', 'uk', 'fr', 'it', 'jp', 'au', 'de', 'fi', 'ca' or 'in'", "type": "enum"}}})
+			return
+		}
 		s.mu.Lock()
 		id, replay := s.idem[idem]
 		s.mu.Unlock()
@@ -692,7 +814,7 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 		}
 		out := map[string]any{
 			"id": id, "status": "active",
-			"timeoutAt": now.Add(15 * time.Minute).Format(time.RFC3339), "startedAt": now.Format(time.RFC3339),
+			"timeoutAt": s.expiresAt(), "startedAt": now.Format(time.RFC3339),
 			"liveUrl": s.URL + "/live/" + id, "cdpUrl": nil,
 			"finishedAt": nil, "proxyUsedMb": "0", "proxyCost": "0", "browserCost": "0",
 		}
@@ -710,11 +832,15 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 		writeJSON(w, http.StatusCreated, out)
 	case r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/cdp/") && strings.HasSuffix(r.URL.Path, "/json/version"):
 		s.serveVersion(w, r)
-	case r.Method == http.MethodPatch && strings.HasPrefix(r.URL.Path, prefix+"/browsers/"):
+	case mounted && r.Method == http.MethodPatch && strings.HasPrefix(path, "/browsers/"):
+		if r.Header.Get("X-Browser-Use-API-Key") == s.APIKey && !s.granted(w, version) {
+			s.releases.Add(1)
+			return
+		}
 		if _, done := s.scripted(w, r, epRelease, "X-Browser-Use-API-Key"); done {
 			return
 		}
-		id := strings.TrimPrefix(r.URL.Path, prefix+"/browsers/")
+		id := strings.TrimPrefix(path, "/browsers/")
 		var in struct {
 			Action string `json:"action"`
 		}

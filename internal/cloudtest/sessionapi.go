@@ -21,8 +21,10 @@ import (
 //     /session?token=T with {"ttl": ms} answers 200 {"id", "connect",
 //     "stop", "ttl"}; connect is wss://HOST/e/<hex>/session/connect/<id>
 //     ?token=T, stop https://HOST/e/<hex>/session/<id>?token=T, ended by a
-//     DELETE. A session serves one websocket: a second is refused.
-//     A bad token is a plain-text 401.
+//     DELETE; with WithCloseSessionShape, the shape of its
+//     /examples/close-session, {"id", "browserQL", "browserWSEndpoint",
+//     "stop"}. Reconnecting to a session is documented: a session takes
+//     another websocket while it lives. A bad token is a plain-text 401.
 //   - Anchor Browser (docs.anchorbrowser.io, "Start Browser Session", "End
 //     Browser Session"): POST /v1/sessions, header anchor-api-key, answers
 //     {"data": {"id", "cdp_url", "live_view_url"}}; cdp_url is
@@ -35,10 +37,15 @@ import (
 //   - Hyperbrowser (hyperbrowser.ai openapi.json): POST /api/session with
 //     x-api-key answers {"id", "status", "wsEndpoint", "liveUrl", "token"};
 //     PUT /api/session/{id}/stop answers {"success": true}.
-//   - Browser.cash (docs.browser.cash): POST /v1/browser/session with
-//     Authorization: Bearer K answers {"sessionId", "status", "servedBy",
-//     "createdAt", "cdpUrl"}, cdpUrl wss://HOST/v1/consumer/<id>/devtools/
-//     browser/<uuid>; DELETE /v1/browser/session?sessionId=ID stops it.
+//   - Browser.cash (BrowserCash/docs api-reference/openapi.json,
+//     docs/sessions/lifecycle.mdx, errors.mdx): POST /v1/browser/session
+//     with Authorization: Bearer K answers {"sessionId", "status",
+//     "servedBy", "createdAt", "cdpUrl"}, cdpUrl wss://HOST/v1/consumer/
+//     <id>/devtools/browser/<uuid>, or with WithStartingSessions status
+//     "starting" and cdpUrl null; GET /v1/browser/session?sessionId=ID
+//     answers the same shape; DELETE /v1/browser/session?sessionId=ID
+//     stops it ({"success": true}), and answers 404 for a session already
+//     ended. Errors are {"error": "..."}.
 
 // The session API kinds.
 const (
@@ -269,7 +276,25 @@ func (s *Server) serveSessionAPI(w http.ResponseWriter, r *http.Request, body []
 			cdp = ""
 		}
 		stop := s.URL + "/e/53203b/session/" + id + "?token=" + url.QueryEscape(s.APIKey)
-		writeJSON(w, shape.createStatus, shape.answer(id, cdp, stop, token))
+		out := shape.answer(id, cdp, stop, token)
+		s.mu.Lock()
+		s.cdps[id] = cdp
+		s.mu.Unlock()
+		switch {
+		case s.Kind == Browserless && s.altShape:
+			out = map[string]any{"id": id, "browserQL": s.URL + "/e/53203b/session/" + id + "/browserql?token=" + url.QueryEscape(s.APIKey),
+				"browserWSEndpoint": cdp, "stop": stop}
+		case s.Kind == BrowserCash && s.starting > 0:
+			s.mu.Lock()
+			s.pending[id] = s.starting
+			s.mu.Unlock()
+			out["status"], out["cdpUrl"] = "starting", nil
+		}
+		writeJSON(w, shape.createStatus, out)
+		return
+	}
+	if s.Kind == BrowserCash && r.Method == http.MethodGet && r.URL.Path == "/v1/browser/session" {
+		s.serveBrowserCashRead(w, r, shape)
 		return
 	}
 	if id, ok := shape.releaseID(r); ok {
@@ -308,8 +333,7 @@ func (s *Server) unauthorized(w http.ResponseWriter) {
 }
 
 // authorizeSessionAPI is the front's check of a session API's websocket:
-// the real URL shape's key or token, a live session, and for browserless
-// one websocket per session.
+// the real URL shape's key or token, and a live session.
 func (s *Server) authorizeSessionAPI(shape apiShape, host string, r *http.Request) error {
 	if host != shape.host {
 		return errors.New("unknown host")
@@ -323,14 +347,6 @@ func (s *Server) authorizeSessionAPI(shape apiShape, host string, r *http.Reques
 	if !s.Live(id) {
 		return errors.New("no such session")
 	}
-	if s.Kind == Browserless {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.dialled[id] {
-			return errors.New("session " + id + " already has its connection")
-		}
-		s.dialled[id] = true
-	}
 	return nil
 }
 
@@ -339,4 +355,34 @@ func sessionToken() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// serveBrowserCashRead answers GET /v1/browser/session?sessionId=ID in
+// the create's shape: "starting" while the session has reads pending,
+// then "active" with its cdpUrl; "completed" once released.
+func (s *Server) serveBrowserCashRead(w http.ResponseWriter, r *http.Request, shape apiShape) {
+	if !shape.authorized(r, s.APIKey) {
+		s.unauthorized(w)
+		return
+	}
+	id := r.URL.Query().Get("sessionId")
+	s.mu.Lock()
+	s.polls[id]++
+	cdp, known := s.cdps[id]
+	left := s.pending[id]
+	if left > 0 {
+		s.pending[id] = left - 1
+	}
+	s.mu.Unlock()
+	out := shape.answer(id, cdp, "", "")
+	switch {
+	case !known:
+		writeRaw(w, http.StatusNotFound, shape.errorBody(http.StatusNotFound, "Session not found"))
+		return
+	case !s.Live(id):
+		out["status"], out["cdpUrl"], out["stoppedAt"] = "completed", nil, time.Now().UTC().Format(time.RFC3339)
+	case left > 1:
+		out["status"], out["cdpUrl"] = "starting", nil
+	}
+	writeJSON(w, http.StatusOK, out)
 }
