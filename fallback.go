@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/redact"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -181,13 +184,20 @@ func providerFailure(name string) func(error) health.Failure {
 // isConfigError reports a failure that is the configuration's, not an outage:
 // the key, the project or the plan was refused.
 func isConfigError(err error) bool {
-	return errors.Is(err, provider.ErrAuth) || errors.Is(err, provider.ErrPayment)
+	return errors.Is(err, provider.ErrAuth) || errors.Is(err, provider.ErrPayment) || errors.Is(err, provider.ErrInvalidParam)
 }
 
 // configFix says what to fix for a configuration error.
 func configFix(err error) string {
 	if errors.Is(err, provider.ErrPayment) {
 		return "the provider's account is out of credits or its plan does not allow the session: check the plan and billing, or the session params"
+	}
+	var pe *provider.Error
+	if errors.As(err, &pe) && errors.Is(err, provider.ErrInvalidParam) {
+		if pe.Param != "" {
+			return "the provider refused the session parameter " + strconv.Quote(pe.Param) + ": change it in the session params (WithSessionParams) or the provider's options"
+		}
+		return "the provider refused a session parameter: check the session params (WithSessionParams) and the provider's options"
 	}
 	return "the provider refused the credentials: check the API key (and the project id, for Browserbase) given to the provider client"
 }
@@ -208,6 +218,11 @@ func fallbackReason(name string, err error) string {
 		}
 		if pe.Code != "" {
 			s += " " + pe.Code
+		}
+		if pe.Message != "" && pe.Message != pe.Code && (pe.Code == "" || pe.Status != http.StatusTooManyRequests) {
+			// The provider's own words where its status and code do not
+			// say it all: a limit answered 403 says which limit.
+			s += ": " + redact.Cut(pe.Message, 160, len(pe.Message))
 		}
 		if pe.Status == 0 || (pe.Status < 300 && pe.Err != nil) {
 			s += " " + shortCause(pe.Err)

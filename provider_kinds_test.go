@@ -156,7 +156,7 @@ func TestPresetWithoutCDPURLFailsClearly(t *testing.T) {
 func TestStatusCarriesTheProvidersViews(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, cloudtest.BrowserUse)
-	_, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/views"))
+	_, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/views"), nil)
 	require.NoError(t, err)
 	st, err := w.r.Status(testCtx(t), "s")
 	require.NoError(t, err)
