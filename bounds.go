@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"time"
 )
@@ -71,7 +72,7 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) error {
 			r.endEvicted(ctx, victim, evictMaxSessions)
 		}
 	}
-	if p.Route != RouteLocal || r.cfg.maxLocalMemory <= 0 {
+	if p.Route != route.Local || r.cfg.maxLocalMemory <= 0 {
 		return nil
 	}
 	return r.shedMemory(ctx, true)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -86,7 +88,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		if err != nil {
 			return nil, err
 		}
-		e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t)}
+		e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t)}
 		e.ending.add(endTab, func(ctx context.Context) error {
 			_ = t.close(ctx) // the provider's release ends what is left of it
 			return nil
@@ -179,7 +181,7 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 	if err == nil {
 		var t *remoteTab
 		if t, err = connectRemote(ctx, ws, r.cfg.cdpClient, "the browser of the CDP override", r.newRemoteGuard()); err == nil {
-			e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t)}
+			e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t)}
 			e.ending.add(endTab, t.close)
 			return e, nil
 		}
@@ -192,13 +194,13 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 func checkCDPURL(s string) error {
 	i := strings.Index(s, "://")
 	if i <= 0 {
-		return fmt.Errorf("%w: CDP URL %q", ErrInvalidURL, redactURL(s))
+		return fmt.Errorf("%w: CDP URL %q", netpolicy.ErrInvalidURL, redactURL(s))
 	}
 	switch strings.ToLower(s[:i]) {
 	case "ws", "wss", "http", "https":
 		return nil
 	}
-	return fmt.Errorf("%w: CDP URL %q: want a ws, wss, http or https URL", ErrInvalidURL, redactURL(s))
+	return fmt.Errorf("%w: CDP URL %q: want a ws, wss, http or https URL", netpolicy.ErrInvalidURL, redactURL(s))
 }
 
 // remoteTab is a tab on a browser reached over CDP: a cloud session or the
@@ -216,7 +218,7 @@ type remoteTab struct {
 
 // newRemoteGuard is the guard of one remote browser connection.
 func (r *Router) newRemoteGuard() *browserGuard {
-	g := newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud)
+	g := newBrowserGuard(&r.cfg, r.pol, r.log, route.Cloud)
 	return g
 }
 

@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"errors"
+	"github.com/hybroute/hybroute/route"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -66,11 +67,11 @@ func TestOldCloudBrowserFallsBackWithTheReason(t *testing.T) {
 	res, err := w.r.Navigate(testCtx(t), "old", w.site.url(publicHost, "/opener"))
 	require.NoError(t, err)
 	if cdpcompat.FirstOfflineRules(testMajor()) != cdpcompat.RulesNone {
-		assert.Equal(t, RouteCloud, res.Route)
+		assert.Equal(t, route.Cloud, res.Route)
 		assert.False(t, res.FallbackFromCloud)
 		return
 	}
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.True(t, res.FallbackFromCloud)
 	assert.Contains(t, res.FallbackReason, "unsupported_browser: HeadlessChrome/"+strconv.Itoa(testMajor()))
 	assert.Contains(t, res.FallbackReason, "Network.emulateNetworkConditionsByRule")

@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"context"
+	"github.com/hybroute/hybroute/route"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func BenchmarkRemoteSessionOpenClose(b *testing.B) {
 	var open, shut time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the test browser", newBrowserGuard(&cfg, pol, nil, RouteCloud))
+		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the test browser", newBrowserGuard(&cfg, pol, nil, route.Cloud))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -4,7 +4,7 @@
 // leave the machine.
 //
 // A [Router] scans the call's code for URL literals ([ScanURLs]), computes
-// one [Verdict] per URL, and turns the verdicts into a [Plan]: the route
+// one [netpolicy.Verdict] per URL, and turns the verdicts into a [Plan]: the route
 // (cloud or local) and the session cache key. The same predicate,
 // [Router.HybridRoutesLocally], decides both navigate and exec calls, so the
 // two can never drift apart. [Router.Exec] and [Router.Navigate] then run the

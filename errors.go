@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/hybroute/hybroute/internal/cdpcompat"
-	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // Every error of the package a caller can test for: the sentinels, matched
@@ -20,11 +19,6 @@ var (
 	// ErrInvalidSessionKey is returned for a session key that would collide
 	// with a sidecar key (it ends in [LocalSuffix]).
 	ErrInvalidSessionKey = errors.New("hybroute: invalid session key")
-	// ErrTooManyHosts is returned by a call that names more distinct host
-	// names to resolve than [WithMaxHostsPerCall] allows. The call fails
-	// closed: nothing is routed, no name is resolved. Its message names the
-	// limit and the count.
-	ErrTooManyHosts = netpolicy.ErrTooManyHosts
 	// ErrReleased is wrapped by the error of a call whose session was
 	// released under it ([Router.Release], the idle reaper, Close) or
 	// while it was being created. The session's next call starts afresh.
@@ -55,30 +49,6 @@ var (
 	ErrNoSession = errors.New("hybroute: the session has no browser")
 )
 
-// The security rules. A refused URL's error is a [*BlockedError], which
-// wraps one of these.
-var (
-	// ErrMetadata is wrapped by the error of a URL that targets a cloud
-	// metadata endpoint.
-	ErrMetadata = netpolicy.ErrMetadata
-	// ErrPrivate is wrapped by the error of a private URL that the options
-	// do not let through.
-	ErrPrivate = netpolicy.ErrPrivate
-	// ErrLookupTimeout is wrapped by the error of a request the browser's
-	// guard refused because the lookup of its host name timed out: an
-	// address it cannot see is one it cannot allow.
-	ErrLookupTimeout = netpolicy.ErrLookupTimeout
-	// ErrInvalidURL is wrapped by the error of a URL that cannot be routed.
-	ErrInvalidURL = netpolicy.ErrInvalidURL
-	// ErrSecretInURL is wrapped by the error of a URL literal that carries a
-	// credential (a credential-named query parameter with a value, or a
-	// userinfo password) and would be opened by a remote browser: with
-	// hybrid routing such a call runs on the local browser instead; with
-	// auto-local off or a CDP override it is refused, unless
-	// [WithAllowSecretsInURLs] is on.
-	ErrSecretInURL = netpolicy.ErrSecretInURL
-)
-
 // The cloud and its fallback.
 var (
 	// ErrNoCDPEndpoint is wrapped by the error of a cloud session that has
@@ -88,11 +58,6 @@ var (
 	// floor failed too; the error wraps both causes.
 	ErrFallbackFailed = errors.New("hybroute: cloud session failed and the local fallback failed too")
 )
-
-// A failed provider call is a [*provider.Error], which matches the sentinel
-// of its status ([provider.ErrRateLimited], [provider.ErrAuth],
-// [provider.ErrPayment], [provider.ErrUnavailable]); provider_names.go keeps
-// their former names in this package.
 
 // The local Chromium.
 var (
@@ -160,13 +125,6 @@ func remoteDead(browser string) error {
 	return &deadBrowserError{"hybroute: " + browser + " died (its CDP connection ended); " +
 		"the session is gone with its tabs, cookies and storage, the next call starts a new one"}
 }
-
-// BlockedError is the error of a URL that must not be opened
-// ([netpolicy.BlockedError]). It wraps the sentinel of its reason:
-// [ErrMetadata], [ErrPrivate], [ErrInvalidURL] or [ErrSecretInURL]. Its
-// text shows the URL with its credentials redacted and cut to a bounded
-// length; the URL field holds it as given.
-type BlockedError = netpolicy.BlockedError
 
 // noCDPError is the message agent tools print for a cloud session without
 // a CDP endpoint, kept verbatim, without the package prefix, so that people

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/netpolicy"
 	"log/slog"
 	"net/netip"
 	"os"
@@ -120,8 +121,8 @@ func ExampleRouter_Exec() {
 	_, err := router.Exec(context.Background(), "s", code, func(context.Context) error {
 		panic("not called: the call is refused before it runs")
 	})
-	fmt.Println(errors.Is(err, hybroute.ErrMetadata))
-	var blocked *hybroute.BlockedError
+	fmt.Println(errors.Is(err, netpolicy.ErrMetadata))
+	var blocked *netpolicy.BlockedError
 	if errors.As(err, &blocked) {
 		fmt.Println(blocked.Reason)
 	}

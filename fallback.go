@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"slices"
 	"time"
@@ -83,7 +84,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.localTimeout)
 	defer cancel()
 	defer context.AfterFunc(r.life, cancel)()
-	e, err := r.localEntry(fctx, key, RouteLocal)
+	e, err := r.localEntry(fctx, key, route.Local)
 	if err != nil {
 		if fellBack != nil {
 			r.releaseProviderSession(fellBack)

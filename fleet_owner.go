@@ -13,7 +13,7 @@ import (
 	"github.com/hybroute/hybroute/provider"
 )
 
-// The fleet (internal/fleet) guards the router's [Store] and holds its
+// The fleet (internal/fleet) guards the router's [store.Store] and holds its
 // concurrency leases; the provider's health (internal/health) keeps its
 // back-off window and its one probe in that store. Neither reads the
 // router's options, its telemetry or a provider's errors: this file hands
@@ -44,7 +44,7 @@ func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *f
 
 // newHealth is the health of provider p, over the fleet's window and probe
 // and on the router's clock.
-func (r *Router) newHealth(p Provider) *health.Health {
+func (r *Router) newHealth(p provider.Provider) *health.Health {
 	return health.New(health.Config{Store: r.fleet.Health(), Provider: p.Name(), Cap: r.cfg.maxBackoff,
 		Now: func() time.Time { return r.now() }, Explain: providerFailure(p.Name())})
 }

@@ -1,6 +1,7 @@
 package hybroute
 
 import (
+	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"sync"
 	"testing"
@@ -14,7 +15,7 @@ import (
 
 // fleetRouter is a router of a fleet sharing store: its provider is never
 // asked here (these tests drive the store side of session creation).
-func fleetRouter(t testing.TB, store Store, limit int, logs *logBuffer, opts ...Option) *Router {
+func fleetRouter(t testing.TB, store store.Store, limit int, logs *logBuffer, opts ...Option) *Router {
 	t.Helper()
 	if logs == nil {
 		logs = &logBuffer{}

@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"strings"
 	"sync"
 	"testing"
@@ -74,7 +75,7 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 			cloud = &res
 		}
 	}
-	assert.Equal(t, RouteCloud, cloud.Route)
+	assert.Equal(t, route.Cloud, cloud.Route)
 	state(func(p *memProvider) {
 		for _, g := range []string{"ghost-1", "ghost-2"} {
 			exp, held := p.slots[g]

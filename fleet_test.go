@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"errors"
+	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -58,7 +59,7 @@ func (s *flakyStore) ReleaseSlot(ctx context.Context, p, h string) error {
 	return s.MemoryStore.ReleaseSlot(ctx, p, h)
 }
 
-func testFleet(t *testing.T, s Store, limit int, logs *logBuffer, opts ...Option) *fleet.Fleet {
+func testFleet(t *testing.T, s store.Store, limit int, logs *logBuffer, opts ...Option) *fleet.Fleet {
 	t.Helper()
 	cfg := defaultConfig()
 	cfg.store, cfg.providerConcurrency, cfg.storeTimeout = s, limit, 100*time.Millisecond

@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -40,7 +41,7 @@ func BenchmarkGuardCost(b *testing.B) {
 	for _, guard := range []string{"off", "on"} {
 		var g *browserGuard
 		if guard == "on" {
-			g = newBrowserGuard(&cfg, pol, nil, RouteCloud)
+			g = newBrowserGuard(&cfg, pol, nil, route.Cloud)
 		}
 		ctx := testCtx(b)
 		rt, err := connectRemote(ctx, cloud.WSURL, nil, "the benchmark browser", g)
@@ -150,7 +151,7 @@ func BenchmarkGuardRTT(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/delay=%v/guard-%s", proto.name, oneWay, guard), func(b *testing.B) {
 					var g *browserGuard
 					if guard == "on" {
-						g = newBrowserGuard(&cfg, pol, nil, RouteCloud)
+						g = newBrowserGuard(&cfg, pol, nil, route.Cloud)
 					}
 					rt, err := connectRemote(testCtx(b), far.String(), nil, "the benchmark browser", g)
 					if err != nil {

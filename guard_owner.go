@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"sync"
 
@@ -30,7 +31,7 @@ const (
 
 // newBrowserGuard is the guard of one browser connection on w, deciding
 // with pol.
-func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w Route) *browserGuard {
+func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w route.Route) *browserGuard {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -41,11 +42,11 @@ func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w Route) *brows
 // guardOwner is the guard's owner on the browser w.
 type guardOwner struct {
 	pol *policy
-	w   Route
+	w   route.Route
 	log *slog.Logger
 }
 
-func (o *guardOwner) Route() Route { return o.w }
+func (o *guardOwner) Route() route.Route { return o.w }
 
 // Decide is the verdict on one hop of a paused request, refused as a
 // literal would be on this browser, and a private hop after a public one
@@ -56,10 +57,10 @@ func (o *guardOwner) Decide(url string, look guard.Lookup, afterPublic bool) (bo
 		addrs, err := look.LookupName(name)
 		v = netpolicy.Resolved(v, addrs, err)
 		if errors.Is(err, guard.ErrLookupTimeout) {
-			return false, netpolicy.Block(v, ReasonLookupTimeout, err)
+			return false, netpolicy.Block(v, netpolicy.ReasonLookupTimeout, err)
 		}
 	}
-	return v.Class == ClassPublic, o.pol.refuseHop(v, o.w, afterPublic)
+	return v.Class == netpolicy.ClassPublic, o.pol.refuseHop(v, o.w, afterPublic)
 }
 
 // RefuseNavigation lets a navigation command take a page to about:blank,
@@ -71,10 +72,10 @@ func (o *guardOwner) RefuseNavigation(n guard.Navigation) error {
 		if netpolicy.IsNoRouteAbout(n.Cleaned) {
 			return nil
 		}
-	case n.Scheme != "" && o.w == RouteLocal && o.pol.cls.AllowsScheme(n.Scheme):
+	case n.Scheme != "" && o.w == route.Local && o.pol.cls.AllowsScheme(n.Scheme):
 		return nil
 	}
-	return netpolicy.Block(Verdict{URL: clipURL(n.URL), Class: ClassInvalid}, ReasonSchemeNotAllowed,
+	return netpolicy.Block(netpolicy.Verdict{URL: clipURL(n.URL), Class: netpolicy.ClassInvalid}, netpolicy.ReasonSchemeNotAllowed,
 		fmt.Errorf("%s to scheme %q is refused before it reaches the browser", n.Method, n.Scheme))
 
 }
@@ -92,11 +93,11 @@ func (o *guardOwner) Refused(ctx context.Context, key string, x guard.Refusal) {
 }
 
 func (o *guardOwner) Unsupported(browser, lacks string) error {
-	route := "local"
-	if o.w == RouteCloud {
-		route = "cloud"
+	where := "local"
+	if o.w == route.Cloud {
+		where = "cloud"
 	}
-	return &UnsupportedBrowserError{Browser: browser, Lacks: lacks, Route: route}
+	return &UnsupportedBrowserError{Browser: browser, Lacks: lacks, Route: where}
 }
 
 // guardRecord is a session's hold on the scope of its running call: the

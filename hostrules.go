@@ -11,16 +11,11 @@ import "github.com/hybroute/hybroute/netpolicy"
 // allow list is still refused when it is metadata, or private where
 // private URLs may not run.
 
-// ErrHostRule is wrapped by the error of a URL or connection an operator
-// rule refused ([ReasonHostBlocked], [ReasonHostNotAllowed]), and by
-// [New]'s error for a pattern it cannot read.
-var ErrHostRule = netpolicy.ErrHostRule
-
 // WithAllowedHosts lets the router's browsers reach only hosts that match
 // one of patterns, on every route: URL literals, every request the guard
 // sees, redirect hops, landed URLs and, on the local browser, every
 // connection (WebSockets included). Anything else is refused with
-// [ReasonHostNotAllowed]. A pattern is a host name (example.com: that
+// [netpolicy.ReasonHostNotAllowed]. A pattern is a host name (example.com: that
 // host only), a wildcard (*.example.com: its subdomains, not example.com
 // itself), an IP address, or an address prefix (10.1.0.0/16), which
 // matches a literal or a name all of whose addresses fall in it. Names are
@@ -30,7 +25,7 @@ func WithAllowedHosts(patterns ...string) Option {
 }
 
 // WithBlockedHosts refuses hosts that match one of patterns (the syntax of
-// [WithAllowedHosts]), on every route, with [ReasonHostBlocked]. An
+// [WithAllowedHosts]), on every route, with [netpolicy.ReasonHostBlocked]. An
 // address prefix matches a literal in it or a name with any address in it.
 // A blocked host stays blocked when the allow list names it too.
 func WithBlockedHosts(patterns ...string) Option {

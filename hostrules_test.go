@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"fmt"
+	"github.com/hybroute/hybroute/netpolicy"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -14,7 +15,7 @@ import (
 
 func TestNewRefusesABadHostPattern(t *testing.T) {
 	_, err := New(nil, WithBlockedHosts("http://x/"))
-	assert.ErrorIs(t, err, ErrHostRule, "New refuses a pattern it cannot read")
+	assert.ErrorIs(t, err, netpolicy.ErrHostRule, "New refuses a pattern it cannot read")
 }
 
 // TestOperatorRulesHoldOnBothRoutes: a host the operator blocks, or that
@@ -48,10 +49,10 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 				bad := func(path string) string { return s.url(forbidden, path) }
 
 				_, err := r.Navigate(ctx, "s", bad("/document"))
-				require.ErrorIs(t, err, ErrHostRule, "document")
+				require.ErrorIs(t, err, netpolicy.ErrHostRule, "document")
 
 				_, err = r.Navigate(ctx, "s", s.url(publicHost, "/redirect-to/"+forbidden+":"+s.port+"/redirected"))
-				require.ErrorIs(t, err, ErrHostRule, "redirect")
+				require.ErrorIs(t, err, netpolicy.ErrHostRule, "redirect")
 
 				res, err := r.Navigate(ctx, "s", s.url(publicHost, "/start"))
 				require.NoError(t, err)
@@ -84,7 +85,7 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
   const t = setInterval(() => { if (w.closed) { clearInterval(t); r(); } }, 50);
 })`, bad("/popup")), chromedp.EvalAwaitPromise, asUserGesture))
 				})
-				assert.ErrorIs(t, err, ErrHostRule, "popup")
+				assert.ErrorIs(t, err, netpolicy.ErrHostRule, "popup")
 				assert.Empty(t, s.hitsFor(forbidden), "requests that reached the forbidden host")
 				assert.True(t, s.reached("/start"))
 			})

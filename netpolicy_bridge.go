@@ -6,8 +6,8 @@ import "github.com/hybroute/hybroute/netpolicy"
 // of the root package reaches it by.
 
 // invalid makes v a ClassInvalid verdict, refused for reason.
-func invalid(v Verdict, reason Reason, detail error) Verdict {
-	v.Class = ClassInvalid
+func invalid(v netpolicy.Verdict, reason netpolicy.Reason, detail error) netpolicy.Verdict {
+	v.Class = netpolicy.ClassInvalid
 	v.Err = netpolicy.Block(v, reason, detail)
 	return v
 }

@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"context"
+	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"maps"
 	"net"
@@ -14,10 +15,6 @@ import (
 
 	"github.com/hybroute/hybroute/netpolicy"
 )
-
-// Resolver looks up the addresses of a name ([netpolicy.Resolver]).
-// *net.Resolver satisfies it.
-type Resolver = netpolicy.Resolver
 
 // Option configures a [Router].
 type Option func(*config)
@@ -35,7 +32,7 @@ type config struct {
 	blockedHosts   []string             // WithBlockedHosts
 	rules          *netpolicy.HostRules // both, parsed by New
 	cdpClient      *http.Client         // dials the CDP override (WithCDPHTTPClient)
-	resolver       Resolver
+	resolver       netpolicy.Resolver
 	logger         *slog.Logger
 	allowedSchemes []string
 
@@ -76,7 +73,7 @@ type config struct {
 	maxLocalMemory int64
 
 	// the fleet (store.go, fleet_owner.go)
-	store               Store // nil: a MemoryStore of the router's own
+	store               store.Store // nil: a MemoryStore of the router's own
 	storeTimeout        time.Duration
 	providerConcurrency int           // 0: no cap
 	slotTTL             time.Duration // a concurrency lease's life without renewal
@@ -122,7 +119,7 @@ func WithAllowPrivateURLs(on bool) Option { return func(c *config) { c.allowPriv
 // X-Amz-Signature= with a value, or a userinfo password) go to a remote
 // browser. Off (the default), with hybrid routing such a call runs on the
 // local browser, and elsewhere (auto-local off, a CDP override) it is
-// refused with [ErrSecretInURL]: the system hybroute replaces keeps such
+// refused with [netpolicy.ErrSecretInURL]: the system hybroute replaces keeps such
 // URLs off cloud browsers, whose providers record the URLs they load.
 func WithAllowSecretsInURLs(on bool) Option { return func(c *config) { c.allowSecrets = on } }
 
@@ -146,7 +143,7 @@ func WithCDPHTTPClient(hc *http.Client) Option { return func(c *config) { c.cdpC
 
 // WithResolver sets the resolver names are classified with
 // (default net.DefaultResolver).
-func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
+func WithResolver(r netpolicy.Resolver) Option { return func(c *config) { c.resolver = r } }
 
 // WithLookupConcurrency sets how many host names one call's plan resolves at
 // the same time (default [DefaultLookupConcurrency], 16). Each distinct name
@@ -163,7 +160,7 @@ func WithLookupConcurrency(n int) Option {
 // WithMaxHostsPerCall sets how many distinct host names one call may name
 // (default [DefaultMaxHostsPerCall], 4,096). IP literals and names decided
 // without DNS (localhost, the metadata names) do not count. A call with
-// more fails with [ErrTooManyHosts] before any lookup: closed, because on
+// more fails with [netpolicy.ErrTooManyHosts] before any lookup: closed, because on
 // the cloud route no connect-time check would stand behind a literal left
 // unchecked. n < 1 keeps the default.
 func WithMaxHostsPerCall(n int) Option {
@@ -323,7 +320,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // process or across a fleet (github.com/hybroute/hybroute/redisstore),
 // act as one client of the provider. A store that fails or is slow never
 // fails a call: the router uses its in-process state until it answers.
-func WithStore(s Store) Option { return func(c *config) { c.store = s } }
+func WithStore(s store.Store) Option { return func(c *config) { c.store = s } }
 
 // WithStoreTimeout bounds one call to the store (default 500 ms). Past it,
 // the router goes on with its in-process state.

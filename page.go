@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 )
 
 // runKey marks the context a call's run gets with the call's entry, so code
@@ -15,7 +16,7 @@ var errNotInRun = errors.New("hybroute: CheckPage needs the context of a run of 
 
 // CheckPage applies the landed-URL rule to the page's current URL, from
 // inside a run of [Router.Exec] or [Router.NavigateWith] (ctx is the run's):
-// it returns the URL, and an error wrapping a [*BlockedError] when the
+// it returns the URL, and an error wrapping a [*netpolicy.BlockedError] when the
 // page is where its browser must not be (metadata anywhere, a private
 // address on a remote browser). The router checks the URL after every call
 // too; a run that reads the page (its text, a screenshot) checks first, so
@@ -35,17 +36,17 @@ func (r *Router) CheckPage(ctx context.Context) (string, error) {
 
 // RunRoute reports, from inside a run of [Router.Exec] or
 // [Router.NavigateWith] (ctx is the run's), which browser the run drives:
-// RouteLocal for the local Chromium (a fallback included), RouteCloud for
+// route.Local for the local Chromium (a fallback included), route.Cloud for
 // a remote browser. ok is false outside a run. A tool that hands the
 // browser something of this machine (a file to upload) asks it first: a
 // remote browser must not be given paths of this machine.
-func (r *Router) RunRoute(ctx context.Context) (route Route, ok bool) {
+func (r *Router) RunRoute(ctx context.Context) (where route.Route, ok bool) {
 	e, _ := ctx.Value(runKey{}).(*entry)
 	if e == nil {
 		return 0, false
 	}
-	if e.route == RouteLocal {
-		return RouteLocal, true
+	if e.route == route.Local {
+		return route.Local, true
 	}
-	return RouteCloud, true
+	return route.Cloud, true
 }

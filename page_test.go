@@ -3,6 +3,7 @@ package hybroute
 import (
 	"bytes"
 	"context"
+	"github.com/hybroute/hybroute/route"
 	"image/png"
 	"testing"
 
@@ -55,7 +56,7 @@ func TestOneSessionOnePage(t *testing.T) {
 	// A private navigation after a cloud one pulls the page local.
 	res, err = w.r.Navigate(ctx, w.sess, w.site.url("127.0.0.1", "/lan"))
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.True(t, res.PageChanged, "the page changed browsers")
 	assert.Equal(t, w.sess, res.PreviousCacheKey)
 	assert.Equal(t, localUA, w.site.uaOf("/lan"))

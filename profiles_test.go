@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"net/http"
 	"os"
@@ -80,7 +81,7 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 
 	status, err := r1.Status(ctx, "alice")
 	require.NoError(t, err)
-	assert.True(t, status.Open && status.Profile && status.Route == RouteLocal, "the status names the profile: %+v", status)
+	assert.True(t, status.Open && status.Profile && status.Route == route.Local, "the status names the profile: %+v", status)
 	assert.True(t, r1.Rules().PersistentProfiles)
 	require.NoError(t, r1.Release(ctx, "alice"))
 	assert.Equal(t, "login="+cookieSecret, whoAmI(t, r1, "alice", s.URL+"/who"),

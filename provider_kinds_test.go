@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"strings"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestNewProviderShapesRunOnTheCloud(t *testing.T) {
 				res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, path))
 				require.NoError(t, err)
 				assert.False(t, res.FallbackFromCloud, "logs: %s", w.logs)
-				assert.Equal(t, RouteCloud, res.Route)
+				assert.Equal(t, route.Cloud, res.Route)
 				assert.Equal(t, cloudUA, w.site.uaOf(path), "the page ran on the cloud browser")
 			}
 			assert.EqualValues(t, 1, w.api.Creates())

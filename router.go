@@ -25,18 +25,6 @@ import (
 	"github.com/hybroute/hybroute/route"
 )
 
-// Route is where a call runs: [RouteCloud] or [RouteLocal]. It is the
-// module's one location type ([route.Route]): plans, results, the network
-// policy and the request guard all name a browser with it.
-type Route = route.Route
-
-const (
-	// RouteCloud is the configured cloud browser (or a CDP override).
-	RouteCloud = route.Cloud
-	// RouteLocal is the local Chromium sidecar.
-	RouteLocal = route.Local
-)
-
 // LocalSuffix is appended to a session key to name its local sidecar
 // session, so the sidecar never shares a cache entry with the cloud route.
 const LocalSuffix = "::local"
@@ -154,23 +142,23 @@ func (r *Router) Warm(ctx context.Context) error {
 
 // Plan is how one call runs.
 type Plan struct {
-	Route    Route
-	CacheKey string    // sessionKey, or sessionKey+"::local" for the sidecar
-	Verdicts []Verdict // one per URL literal and per URL a data: literal holds, in scan order
+	Route    route.Route
+	CacheKey string              // sessionKey, or sessionKey+"::local" for the sidecar
+	Verdicts []netpolicy.Verdict // one per URL literal and per URL a data: literal holds, in scan order
 
 	lookups *callLookups // the names the plan resolved, for the rest of the call
 
 	// prev is the route the session's page was on before this call, when
 	// the session had one: a call on another route changes browsers.
-	prev    Route
+	prev    route.Route
 	hasPrev bool
 }
 
 // Result is what one call did.
 type Result struct {
-	Route             Route  // where it ran: RouteLocal for a fallback too
-	CacheKey          string // sessionKey or sessionKey+"::local"
-	FallbackFromCloud bool   // the cloud session failed and the call ran on local Chromium under sessionKey
+	Route             route.Route // where it ran: route.Local for a fallback too
+	CacheKey          string      // sessionKey or sessionKey+"::local"
+	FallbackFromCloud bool        // the cloud session failed and the call ran on local Chromium under sessionKey
 	// FallbackReason says why a fallback is one: the provider's failure,
 	// short and free of keys, e.g. "provider Browserbase: HTTP 429
 	// RATE_LIMIT_EXCEEDED (retry after 17s)". An agent can tell its model.
@@ -208,7 +196,7 @@ type Result struct {
 
 // HybridRoutesLocally reports whether hybrid routing sends rawURL to the
 // local sidecar instead of the cloud browser: a private URL, or one that
-// carries a credential ([ReasonSecretInURL], unless
+// carries a credential ([netpolicy.ReasonSecretInURL], unless
 // [WithAllowSecretsInURLs]). It is false with no provider
 // (everything is local, no hybrid routing is involved), with a CDP override,
 // with auto-local off, and for any URL that is blocked.
@@ -227,8 +215,8 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 // from its page; a navigation does ([Router.PlanNavigate]).
 //
 // A literal the rules refuse blocks the whole call: metadata always
-// ([ErrMetadata]), a private address where private URLs are not allowed
-// ([ErrPrivate]), and the other reasons of [Reason]. The error then joins
+// ([netpolicy.ErrMetadata]), a private address where private URLs are not allowed
+// ([netpolicy.ErrPrivate]), and the other reasons of [netpolicy.Reason]. The error then joins
 // every refusal, the most serious first, and the [Plan] still holds the
 // verdicts and the route the call would have taken, so the caller can see
 // which URL failed.
@@ -238,7 +226,7 @@ func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
 // [WithLookupConcurrency] at a time. When ctx ends before the lookups do,
 // Plan fails with ctx's error and sets no route (the verdicts it returns
 // are not to be trusted). A call that names more host names than
-// [WithMaxHostsPerCall] fails with [ErrTooManyHosts] before any lookup,
+// [WithMaxHostsPerCall] fails with [netpolicy.ErrTooManyHosts] before any lookup,
 // with an empty Plan.
 //
 // Plan is a dry run: it remembers nothing. Only a call that ran
@@ -277,9 +265,9 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	if closed {
 		return Plan{}, ErrClosed
 	}
-	p := Plan{Verdicts: make([]Verdict, len(urls))}
+	p := Plan{Verdicts: make([]netpolicy.Verdict, len(urls))}
 	look, err := r.decideAll(ctx, urls, p.Verdicts)
-	if errors.Is(err, ErrTooManyHosts) {
+	if errors.Is(err, netpolicy.ErrTooManyHosts) {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
 	}
 	var errs []error
@@ -308,7 +296,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 }
 
 // lastRoute is the route the session key took last, if it is remembered.
-func (r *Router) lastRoute(key string) (Route, bool) {
+func (r *Router) lastRoute(key string) (route.Route, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.routes.get(key)
@@ -331,7 +319,7 @@ func blockedCall(errs []error) error {
 		return errs[0]
 	}
 	rank := func(e error) int {
-		for i, want := range [...]error{ErrMetadata, ErrInvalidURL, ErrPrivate, ErrHostRule, ErrSecretInURL} {
+		for i, want := range [...]error{netpolicy.ErrMetadata, netpolicy.ErrInvalidURL, netpolicy.ErrPrivate, netpolicy.ErrHostRule, netpolicy.ErrSecretInURL} {
 			if errors.Is(e, want) {
 				return i
 			}
@@ -344,7 +332,7 @@ func blockedCall(errs []error) error {
 }
 
 // remember sets the route of the session key's last call.
-func (r *Router) remember(key string, route Route) {
+func (r *Router) remember(key string, route route.Route) {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -23,7 +24,7 @@ import (
 // the tab layer's records are its handle's (internal/browsertab).
 type entry struct {
 	key      string
-	route    Route // the browser its calls run on: RouteLocal for a fallback, whatever the plan said
+	route    route.Route // the browser its calls run on: route.Local for a fallback, whatever the plan said
 	fallback bool
 	// fallbackAccount is the key-free account of why a fallback runs
 	// locally, for the caller (Result.FallbackReason).
@@ -152,7 +153,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			// first caller's deadline only shapes how long the provider may
 			// take before the floor is tried.
 			timeout := r.cfg.createTimeout
-			if p.Route == RouteLocal {
+			if p.Route == route.Local {
 				timeout = r.cfg.localTimeout
 			}
 			budget := providerBudget(ctx, timeout)
@@ -163,7 +164,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			cctx, cancel := context.WithTimeout(actx, timeout+queue)
 			defer cancel()
 			grace := time.Duration(0)
-			if p.Route == RouteCloud && !r.pol.override {
+			if p.Route == route.Cloud && !r.pol.override {
 				grace = closeGrace
 			}
 			defer context.AfterFunc(r.life, func() {
@@ -244,8 +245,8 @@ func await[T any](ctx context.Context, ch <-chan singleflight.Result) (T, error)
 // create makes the session a plan needs. budget bounds the provider's part.
 func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*entry, error) {
 	switch {
-	case p.Route == RouteLocal:
-		return r.localEntry(ctx, p.CacheKey, RouteLocal)
+	case p.Route == route.Local:
+		return r.localEntry(ctx, p.CacheKey, route.Local)
 	case r.pol.override:
 		return r.overrideEntry(ctx, p.CacheKey)
 	}
@@ -255,7 +256,7 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 // localEntry is a session on the sidecar. The no-provider path, the hybrid
 // ::local path and the fallback all come through here: the local endpoint
 // is resolved one way only.
-func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entry, error) {
+func (r *Router) localEntry(ctx context.Context, key string, route route.Route) (*entry, error) {
 	lt, err := r.side.open(ctx, key)
 	if err != nil {
 		return nil, err

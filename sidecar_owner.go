@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"context"
+	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"time"
 
@@ -96,7 +97,7 @@ type sidecarOwner struct {
 }
 
 func (o sidecarOwner) Guard() *guard.Guard {
-	return newBrowserGuard(o.cfg, o.pol, o.log, RouteLocal)
+	return newBrowserGuard(o.cfg, o.pol, o.log, route.Local)
 }
 
 func (o sidecarOwner) Egress(ctx context.Context) (*egress.Proxy, error) {

@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"context"
+	"github.com/hybroute/hybroute/route"
 	"os"
 	"slices"
 	"strconv"
@@ -78,7 +79,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 			tab, err := r.side.open(ctx, key+"-parts")
 			require.NoError(b, err)
 			open = append(open, time.Since(start))
-			e := &entry{key: key, route: RouteLocal, h: browsertab.NewHandle(tab)}
+			e := &entry{key: key, route: route.Local, h: browsertab.NewHandle(tab)}
 			e.ending.add(endTab, func(context.Context) error { return tab.close() })
 			start = time.Now()
 			g, err := r.enableGuard(e)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"slices"
 	"strings"
 
@@ -271,7 +272,7 @@ func trackOrigins(tabCtx context.Context, e *entry) error {
 // local, never one whose lookup failed (unsure: kept local).
 type stateHosts struct {
 	r    *Router
-	w    Route
+	w    route.Route
 	seen map[string]bool
 }
 
@@ -281,11 +282,11 @@ func (h *stateHosts) allowed(ctx context.Context, rawURL string) bool {
 	}
 	v := h.r.pol.classify(ctx, rawURL)
 	ok := h.r.pol.refuse(v, h.w) == nil
-	if h.w == RouteCloud {
+	if h.w == route.Cloud {
 		// A name under a private-use suffix is private data whatever
 		// it resolves to here.
 		ok = ok && v.ResolveErr == nil && !netpolicy.PrivateUseName(v.Host) &&
-			(v.Class == ClassPublic || v.Class == ClassPrivate) && !h.r.pol.routesLocally(v)
+			(v.Class == netpolicy.ClassPublic || v.Class == netpolicy.ClassPrivate) && !h.r.pol.routesLocally(v)
 	}
 	h.seen[rawURL] = ok
 	return ok
@@ -303,14 +304,14 @@ func cookieURL(domain string) string {
 // split parts st into what may go to a browser at w (kept) and what may
 // not (dropped). On the local browser every cookie is kept without a
 // lookup.
-func (r *Router) split(ctx context.Context, st *State, w Route) (kept, dropped *State) {
+func (r *Router) split(ctx context.Context, st *State, w route.Route) (kept, dropped *State) {
 	kept, dropped = &State{}, &State{}
 	if st == nil {
 		return kept, dropped
 	}
 	h := &stateHosts{r: r, w: w, seen: map[string]bool{}}
 	for _, c := range st.Cookies {
-		if w == RouteLocal || h.allowed(ctx, cookieURL(c.Domain)) {
+		if w == route.Local || h.allowed(ctx, cookieURL(c.Domain)) {
 			kept.Cookies = append(kept.Cookies, c)
 		} else {
 			dropped.Cookies = append(dropped.Cookies, c)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"net/http"
 	"os"
@@ -118,7 +119,7 @@ func TestStateMovesBetweenRoutes(t *testing.T) {
 
 	t.Run("cloud to local", func(t *testing.T) {
 		res := logIn(t, w.r, "alice", page, "alice")
-		require.Equal(t, RouteCloud, res.Route)
+		require.Equal(t, route.Cloud, res.Route)
 		st, err := w.r.SaveState(testCtx(t), "alice")
 		require.NoError(t, err)
 		require.Len(t, st.Cookies, 1)
@@ -139,7 +140,7 @@ func TestStateMovesBetweenRoutes(t *testing.T) {
 		require.Equal(t, "anonymous", title, "a session without the state is not logged in")
 		require.NoError(t, local.LoadState(testCtx(t), "alice-here", loaded))
 		res, title, theme, draft := accountPage(t, local, "alice-here", account)
-		assert.Equal(t, RouteLocal, res.Route)
+		assert.Equal(t, route.Local, res.Route)
 		assert.Equal(t, "logged in as alice", title)
 		assert.Equal(t, "dark-alice", theme)
 		assert.Equal(t, "half-written", draft)
@@ -148,7 +149,7 @@ func TestStateMovesBetweenRoutes(t *testing.T) {
 
 	t.Run("local to cloud", func(t *testing.T) {
 		res := logIn(t, local, "bob", page, "bob")
-		require.Equal(t, RouteLocal, res.Route)
+		require.Equal(t, route.Local, res.Route)
 		st, err := local.SaveState(testCtx(t), "bob")
 		require.NoError(t, err)
 		path := filepath.Join(dir, "bob.json")
@@ -158,7 +159,7 @@ func TestStateMovesBetweenRoutes(t *testing.T) {
 
 		require.NoError(t, w.r.LoadState(testCtx(t), "bob-there", loaded))
 		res, title, theme, draft := accountPage(t, w.r, "bob-there", account)
-		assert.Equal(t, RouteCloud, res.Route)
+		assert.Equal(t, route.Cloud, res.Route)
 		assert.False(t, res.FallbackFromCloud)
 		assert.Equal(t, "logged in as bob", title)
 		assert.Equal(t, "dark-bob", theme)
@@ -183,7 +184,7 @@ func TestStateFollowsFallback(t *testing.T) {
 	w.api.OnCreate(cloudtest.RateLimited("17"))
 	res, title, theme, _ := accountPage(t, w.r, "carol-again", account)
 	require.True(t, res.FallbackFromCloud, "the provider refused: the call fell back")
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.Equal(t, "logged in as carol", title)
 	assert.Equal(t, "dark-carol", theme)
 }
@@ -214,7 +215,7 @@ func TestStateFollowsRouteChange(t *testing.T) {
 	res, err = w.r.Navigate(ctx, "dave", w.site.url(publicHost, "/account"))
 	require.NoError(t, err)
 	require.True(t, res.PageChanged)
-	require.Equal(t, RouteCloud, res.Route)
+	require.Equal(t, route.Cloud, res.Route)
 	assert.Contains(t, cookieNames(t, w.r, "dave"), "pref@"+publicHost, "the sidecar's cookie followed the key back to the cloud")
 }
 
@@ -244,13 +245,13 @@ func TestStateLocalCookiesStayOffCloud(t *testing.T) {
 	require.NoError(t, w.r.LoadState(ctx, "erin", st))
 	res, err := w.r.Navigate(ctx, "erin", w.site.url(publicHost, "/x"))
 	require.NoError(t, err)
-	require.Equal(t, RouteCloud, res.Route)
+	require.Equal(t, route.Cloud, res.Route)
 	assert.Equal(t, []string{"pub@." + publicHost}, cookieNames(t, w.r, "erin"), "only the public host's cookie is in the cloud browser")
 	assert.False(t, w.site.reached("/"), "loading the storage sent no request to the site")
 
 	res, err = w.r.Navigate(ctx, "erin", w.site.URL+"/here")
 	require.NoError(t, err)
-	require.Equal(t, RouteLocal, res.Route)
+	require.Equal(t, route.Local, res.Route)
 	assert.ElementsMatch(t, []string{"pub@." + publicHost, "loop@localhost", "lan@10.1.2.3", "corp@.public.internal", "unknown@no-answer.example"},
 		cookieNames(t, w.r, "erin"+LocalSuffix), "the sidecar holds them all")
 

@@ -8,15 +8,7 @@ import (
 	"github.com/hybroute/hybroute/store"
 )
 
-// Store holds what the replicas of a fleet must agree on about a provider:
-// its back-off window, its one probe and the leases on its concurrent
-// sessions (package store says what each method owes). The default,
-// [MemoryStore], is in-process; [WithStore] sets another, such as the
-// Redis one of github.com/hybroute/hybroute/redisstore, so that every
-// router sharing it acts as one client of the provider.
-type Store = store.Store
-
-// MemoryStore is the in-process [Store], the default of a router that has
+// MemoryStore is the in-process [store.Store], the default of a router that has
 // no [WithStore]. Its zero value is ready to use; one MemoryStore shared
 // by several routers of one process makes them one client of the provider.
 type MemoryStore struct {
@@ -31,7 +23,7 @@ type memProvider struct {
 	slots  map[string]time.Time // holder -> lease expiry
 }
 
-var _ Store = (*MemoryStore)(nil)
+var _ store.Store = (*MemoryStore)(nil)
 
 // of returns the state of provider. Called with m.mu held.
 func (m *MemoryStore) of(provider string) *memProvider {
@@ -46,7 +38,7 @@ func (m *MemoryStore) of(provider string) *memProvider {
 	return p
 }
 
-// Window implements [Store].
+// Window implements [store.Store].
 func (m *MemoryStore) Window(_ context.Context, provider string) (time.Time, string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -54,7 +46,7 @@ func (m *MemoryStore) Window(_ context.Context, provider string) (time.Time, str
 	return p.until, p.reason, nil
 }
 
-// OpenWindow implements [Store].
+// OpenWindow implements [store.Store].
 func (m *MemoryStore) OpenWindow(_ context.Context, provider string, until time.Time, reason string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -64,7 +56,7 @@ func (m *MemoryStore) OpenWindow(_ context.Context, provider string, until time.
 	return nil
 }
 
-// CloseWindow implements [Store].
+// CloseWindow implements [store.Store].
 func (m *MemoryStore) CloseWindow(_ context.Context, provider string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -73,7 +65,7 @@ func (m *MemoryStore) CloseWindow(_ context.Context, provider string) error {
 	return nil
 }
 
-// TryProbe implements [Store].
+// TryProbe implements [store.Store].
 func (m *MemoryStore) TryProbe(_ context.Context, provider string, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -86,7 +78,7 @@ func (m *MemoryStore) TryProbe(_ context.Context, provider string, ttl time.Dura
 	return true, nil
 }
 
-// DoneProbe implements [Store].
+// DoneProbe implements [store.Store].
 func (m *MemoryStore) DoneProbe(_ context.Context, provider string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -94,7 +86,7 @@ func (m *MemoryStore) DoneProbe(_ context.Context, provider string) error {
 	return nil
 }
 
-// AcquireSlot implements [Store].
+// AcquireSlot implements [store.Store].
 func (m *MemoryStore) AcquireSlot(_ context.Context, provider, holder string, limit int, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -115,7 +107,7 @@ func (m *MemoryStore) AcquireSlot(_ context.Context, provider, holder string, li
 	return true, nil
 }
 
-// RenewSlot implements [Store].
+// RenewSlot implements [store.Store].
 func (m *MemoryStore) RenewSlot(_ context.Context, provider, holder string, ttl time.Duration) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -125,7 +117,7 @@ func (m *MemoryStore) RenewSlot(_ context.Context, provider, holder string, ttl 
 	return held && now.Before(exp), nil
 }
 
-// ReleaseSlot implements [Store].
+// ReleaseSlot implements [store.Store].
 func (m *MemoryStore) ReleaseSlot(_ context.Context, provider, holder string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()

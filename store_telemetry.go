@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"errors"
+	"github.com/hybroute/hybroute/store"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -17,7 +18,7 @@ import (
 // telemetry. The in-process MemoryStore of a router without a shared store
 // is not decorated: it cannot fail and is not a dependency to watch.
 type tracedStore struct {
-	Store
+	store.Store
 	tel *telemetry
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"slices"
 	"strings"
 
@@ -37,9 +38,9 @@ var ErrLastTab = errors.New("hybroute: it is the only tab of the session's brows
 
 // Tab is one page of a session, as [Router.Tabs] lists it.
 type Tab struct {
-	ID    string // the browser's target id
-	Route Route  // the browser it is in (RouteLocal for a fallback too)
-	URL   string // its main frame's URL as the browser reports it (as LandedURL, not redacted)
+	ID    string      // the browser's target id
+	Route route.Route // the browser it is in (route.Local for a fallback too)
+	URL   string      // its main frame's URL as the browser reports it (as LandedURL, not redacted)
 	Title string
 	// Front: calls on its browser run in it. Current: it is the front tab
 	// of the browser the session's calls run in now.
@@ -67,7 +68,7 @@ func (r *Router) Tabs(ctx context.Context, sessionKey string) ([]Tab, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur := r.pol.cacheKey(key, RouteCloud)
+	cur := r.pol.cacheKey(key, route.Cloud)
 	if route, ok := r.lastRoute(key); ok {
 		cur = r.pol.cacheKey(key, route)
 	}
@@ -142,7 +143,7 @@ func (r *Router) holding(key string, id target.ID) (*entry, func(), error) {
 // browser the one the session's next calls run in. It returns the route of
 // that browser. It runs no call: the next call runs in the tab, and the
 // landing check after it checks where the tab is.
-func (r *Router) SelectTab(ctx context.Context, sessionKey, id string) (Route, error) {
+func (r *Router) SelectTab(ctx context.Context, sessionKey, id string) (route.Route, error) {
 	key, err := normalizeKey(sessionKey)
 	if err != nil {
 		return 0, err
@@ -157,7 +158,7 @@ func (r *Router) SelectTab(ctx context.Context, sessionKey, id string) (Route, e
 	}
 	planned := e.route
 	if e.fallback {
-		planned = RouteCloud // it stands in for the cloud session, under its key
+		planned = route.Cloud // it stands in for the cloud session, under its key
 	}
 	r.remember(key, planned)
 	return e.route, nil

@@ -3,6 +3,7 @@ package hybroute
 import (
 	"context"
 	"errors"
+	"github.com/hybroute/hybroute/route"
 	"sync"
 	"testing"
 
@@ -60,7 +61,7 @@ func TestTeardownRunsByStageOnce(t *testing.T) {
 func TestDropMarksTheSessionReleased(t *testing.T) {
 	t.Parallel()
 	r := newTestRouter(t, nil)
-	e := &entry{key: "s", route: RouteCloud, h: browsertab.NewHandle(fakeTab{})}
+	e := &entry{key: "s", route: route.Cloud, h: browsertab.NewHandle(fakeTab{})}
 	ends := 0
 	e.ending.add(endProvider, func(context.Context) error { ends++; return nil })
 	r.mu.Lock()

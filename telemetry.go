@@ -3,6 +3,8 @@ package hybroute
 import (
 	"context"
 	"errors"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 	"strconv"
 	"time"
 
@@ -55,13 +57,13 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	m := itel.New(mp, provider, RouteCloud.String(), RouteLocal.String())
+	m := itel.New(mp, provider, route.Cloud.String(), route.Local.String())
 	return &telemetry{Metrics: m, tracer: tp.Tracer(itel.Scope), provider: provider, providerRequests: m.ProviderRequests()}
 }
 
 // countPlan counts one planned call; reason is the blocked call's leading
 // reason, 0 for a call that may run.
-func (t *telemetry) countPlan(ctx context.Context, route Route, vs []Verdict, reason Reason) {
+func (t *telemetry) countPlan(ctx context.Context, route route.Route, vs []netpolicy.Verdict, reason netpolicy.Reason) {
 	t.CountPlan(ctx, int(route), vs, reason)
 }
 
@@ -178,7 +180,7 @@ func endCall(span trace.Span, res Result, err error) {
 
 // errorKind names an error for a span's status without its text.
 func errorKind(err error) string {
-	if be, ok := errors.AsType[*BlockedError](err); ok {
+	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
 		return "blocked: " + be.Reason.String()
 	}
 	for _, k := range [...]struct {

@@ -32,6 +32,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -93,7 +94,7 @@ type Where struct {
 	// Ran is false for a call refused before any browser ran it (a blocked
 	// URL literal, a bad argument); the other fields are then empty.
 	Ran   bool
-	Route hybroute.Route
+	Route route.Route
 	// FallbackFromCloud: the cloud provider could not give this session a
 	// browser, and the call ran on local Chromium in its place.
 	FallbackFromCloud bool

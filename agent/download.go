@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"io"
 	"mime"
 	"net/http"
@@ -22,8 +23,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
-
-	"github.com/hybroute/hybroute"
 )
 
 // Downloads. A click or a navigation that starts a download does not break
@@ -51,7 +50,7 @@ const (
 // browser is. *hybroute.Router has it. Without it, downloads are denied:
 // the toolset cannot tell whether the browser's disk is this machine's.
 type routeTeller interface {
-	RunRoute(ctx context.Context) (hybroute.Route, bool)
+	RunRoute(ctx context.Context) (route.Route, bool)
 }
 
 // DefaultMaxDownloadBytes bounds one saved file (downloads and PDFs).
@@ -200,8 +199,8 @@ func (t *Toolset) denyReason(ctx context.Context) string {
 	if !ok {
 		return "downloads are off: this router cannot say whether the browser runs on this machine"
 	}
-	route, inRun := rt.RunRoute(ctx)
-	if !inRun || route != hybroute.RouteLocal {
+	where, inRun := rt.RunRoute(ctx)
+	if !inRun || where != route.Local {
 		return "the page is in the cloud browser, which runs on the provider's machine: downloads are saved from the local browser only, so it refused the file"
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/netpolicy"
 	"strings"
 	"sync"
 	"time"
@@ -272,7 +273,7 @@ func (t *Toolset) renderRequests(ctx context.Context, s *session, tab target.ID,
 
 // refusalWhy says why the guard refused a request, for the model.
 func refusalWhy(x hybroute.Refusal) string {
-	var be *hybroute.BlockedError
+	var be *netpolicy.BlockedError
 	if errors.As(x.Err, &be) {
 		return "it " + reason(be)
 	}

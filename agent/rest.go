@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"github.com/hybroute/hybroute/netpolicy"
 	"regexp"
 
 	"github.com/chromedp/cdproto/target"
@@ -88,7 +89,7 @@ func refusedAction(err error) error {
 // readErr marks a refusal to read a page at a blocked address: nothing
 // was read from it.
 func readErr(err error) error {
-	var b *hybroute.BlockedError
+	var b *netpolicy.BlockedError
 	if errors.As(err, &b) {
 		return &pageBlockedError{err: err}
 	}

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"slices"
 	"strings"
@@ -385,9 +386,9 @@ func dialogLines(ds []hybroute.Dialog) string {
 // routeName names where a call ran, for the model.
 func routeName(w Where) string {
 	switch {
-	case w.Route == hybroute.RouteLocal && w.FallbackFromCloud:
+	case w.Route == route.Local && w.FallbackFromCloud:
 		return "the local browser (Chromium on this machine), standing in for the cloud browser"
-	case w.Route == hybroute.RouteLocal:
+	case w.Route == route.Local:
 		return "the local browser (Chromium on this machine)"
 	}
 	return "the cloud browser"

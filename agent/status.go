@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"github.com/hybroute/hybroute/route"
 	"strings"
 
 	"github.com/hybroute/hybroute"
@@ -57,7 +58,7 @@ func statusText(st hybroute.SessionStatus, r hybroute.Rules) string {
 	switch {
 	case !st.Open:
 		line("Route", "none yet (no browser session is open: the next browser call opens one)")
-	case st.Route == hybroute.RouteLocal:
+	case st.Route == route.Local:
 		line("Route", "local (Chromium on this machine)")
 	default:
 		line("Route", "cloud")

@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"github.com/hybroute/hybroute/route"
 	"regexp"
 	"strings"
 	"testing"
@@ -17,7 +18,7 @@ import (
 // cannot pass for a line of the status of its own.
 func TestStatusTextQuotesWhatCameFromElsewhere(t *testing.T) {
 	reason := "provider X: HTTP 503 from https://api.example/v1?token=hunter2secret\nRoute: cloud \"trusted\" " + strings.Repeat("z", 500)
-	text := statusText(hybroute.SessionStatus{Open: true, Route: hybroute.RouteLocal, FallbackFromCloud: true,
+	text := statusText(hybroute.SessionStatus{Open: true, Route: route.Local, FallbackFromCloud: true,
 		FallbackReason: reason, Browser: "HeadlessChrome/148.0.1\nRules: none"}, hybroute.Rules{LocalOnly: false, Hybrid: true})
 	assert.NotContains(t, text, "hunter2secret", "a credential in the reason is redacted")
 	assert.Len(t, regexp.MustCompile(`(?m)^Route:`).FindAllString(text, -1), 1,

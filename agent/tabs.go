@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"strings"
 
 	"github.com/chromedp/chromedp"
@@ -29,7 +30,7 @@ var tabDefs = []toolDef{
 // session. *hybroute.Router has it.
 type tabRouter interface {
 	Tabs(ctx context.Context, sessionKey string) ([]hybroute.Tab, error)
-	SelectTab(ctx context.Context, sessionKey, id string) (hybroute.Route, error)
+	SelectTab(ctx context.Context, sessionKey, id string) (route.Route, error)
 	CloseTab(ctx context.Context, sessionKey, id string) error
 	OpenTab(ctx context.Context) (context.Context, error)
 }

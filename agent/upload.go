@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/route"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -12,8 +13,6 @@ import (
 
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/chromedp"
-
-	"github.com/hybroute/hybroute"
 )
 
 // ToolFileUpload is the name of the upload tool.
@@ -43,7 +42,7 @@ var uploadDefs = []toolDef{
 // runRouter is the optional part of a Router that says which browser a
 // run drives. *hybroute.Router has it.
 type runRouter interface {
-	RunRoute(ctx context.Context) (hybroute.Route, bool)
+	RunRoute(ctx context.Context) (route.Route, bool)
 }
 
 func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args json.RawMessage) Result {
@@ -68,7 +67,7 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 		if !ok {
 			return modelErrorf("this server cannot tell which browser runs the session, so it uploads no file")
 		}
-		if route, _ := rr.RunRoute(ctx); route != hybroute.RouteLocal {
+		if where, _ := rr.RunRoute(ctx); where != route.Local {
 			return modelErrorf("the session's page is in the cloud browser, which cannot read this machine's files; files are uploaded into pages of the local browser only")
 		}
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)

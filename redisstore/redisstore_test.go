@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"github.com/hybroute/hybroute/store"
 	"testing"
 	"time"
 
@@ -14,7 +15,7 @@ import (
 	"github.com/hybroute/hybroute/redisstore"
 )
 
-var _ hybroute.Store = (*redisstore.Store)(nil)
+var _ store.Store = (*redisstore.Store)(nil)
 
 func client(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
@@ -134,7 +135,7 @@ func BenchmarkStore(b *testing.B) {
 	ctx := context.Background()
 	for _, s := range []struct {
 		name string
-		s    hybroute.Store
+		s    store.Store
 	}{{"Memory", &hybroute.MemoryStore{}}, {"Redis", redisstore.New(c)}} {
 		b.Run(s.name+"/Window", func(b *testing.B) {
 			for b.Loop() {

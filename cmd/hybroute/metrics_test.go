@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/hybroute/hybroute/netpolicy"
 	"io"
 	"net"
 	"net/http"
@@ -32,7 +33,7 @@ func TestMetricsServesRouterCounts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = r.Plan(ctx, "s", `fetch("http://169.254.169.254/latest/meta-data/")`)
-	require.ErrorIs(t, err, hybroute.ErrMetadata)
+	require.ErrorIs(t, err, netpolicy.ErrMetadata)
 	_, err = r.Plan(ctx, "s", `fetch("http://127.0.0.1:3000/")`)
 	require.NoError(t, err)
 
