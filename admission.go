@@ -3,7 +3,6 @@ package hybroute
 import (
 	"container/list"
 	"context"
-	"fmt"
 	"sync"
 	"time"
 )
@@ -86,36 +85,6 @@ func (a admissionTerms) allowance(now time.Time) (time.Duration, bool) {
 	}
 	return left - busyMargin, true
 }
-
-// BusyError is the error of a call that did not get its turn to open a
-// local tab within its budget. It matches [ErrBusy].
-type BusyError struct {
-	// Ahead is how many tab openings were queued ahead of the call.
-	Ahead int
-	// Waited is how long the call waited: 0 when it was refused at once.
-	Waited time.Duration
-	// Estimate is the wait the queue foresaw for the call when it refused
-	// it; 0 when the call waited out its whole allowance.
-	Estimate time.Duration
-	// Budget is what the call's budget allowed for the wait.
-	Budget time.Duration
-}
-
-func (e *BusyError) Error() string {
-	if e.Estimate == 0 {
-		return fmt.Sprintf("hybroute: the local browser is busy: waited %s in the queue for a turn to open a tab (all the call allows), %d still ahead",
-			e.Waited.Round(time.Millisecond), e.Ahead)
-	}
-	msg := fmt.Sprintf("hybroute: the local browser is busy: %d tab openings are queued ahead, about %s, more than the call's %s for the wait allows",
-		e.Ahead, e.Estimate.Round(100*time.Millisecond), max(e.Budget, 0).Round(100*time.Millisecond))
-	if e.Waited > 0 {
-		msg += fmt.Sprintf(" (told after %s in the queue)", e.Waited.Round(time.Millisecond))
-	}
-	return msg
-}
-
-// Is makes errors.Is(err, ErrBusy) hold.
-func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 
 // tabQueue lets at most slots tab openings run at once, and the rest wait
 // their turn in arrival order.

@@ -2,7 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/chromedp/cdproto/page"
@@ -19,14 +18,6 @@ import (
 // in the call's Result.Dialogs with Pending set. Until Router.AnswerDialog
 // answers it, calls on the session are refused with ErrDialogOpen rather
 // than wait on a page that answers nothing.
-
-// ErrDialogOpen is returned for a call that a dialog held for the caller
-// ([DialogPolicy.Hold]) ended, and for calls made while it is open: answer
-// it with [Router.AnswerDialog].
-var ErrDialogOpen = errors.New("hybroute: a JavaScript dialog is open and waits for an answer")
-
-// ErrNoDialog is returned by [Router.AnswerDialog] when no dialog waits.
-var ErrNoDialog = errors.New("hybroute: no JavaScript dialog waits for an answer")
 
 // pendingDialog is the session's dialog that waits for the caller, if one
 // does.

@@ -3,6 +3,7 @@ package hybroute
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hybroute/hybroute/internal/cdpcompat"
 )
@@ -80,6 +81,51 @@ var (
 	// cloud browser so refused is never used: the call falls back to local.
 	ErrUnsupportedBrowser = errors.New("hybroute: unsupported browser")
 )
+
+// Tabs and dialogs.
+var (
+	// ErrNoSuchTab is returned for a tab id the session does not have.
+	ErrNoSuchTab = errors.New("hybroute: the session has no such tab")
+	// ErrLastTab is returned by [Router.CloseTab] for the only tab of a
+	// session's browser: release the session instead.
+	ErrLastTab = errors.New("hybroute: it is the only tab of the session's browser")
+	// ErrDialogOpen is returned for a call that a dialog held for the caller
+	// ([DialogPolicy.Hold]) ended, and for calls made while it is open: answer
+	// it with [Router.AnswerDialog].
+	ErrDialogOpen = errors.New("hybroute: a JavaScript dialog is open and waits for an answer")
+	// ErrNoDialog is returned by [Router.AnswerDialog] when no dialog waits.
+	ErrNoDialog = errors.New("hybroute: no JavaScript dialog waits for an answer")
+)
+
+// BusyError is the error of a call that did not get its turn to open a
+// local tab within its budget. It matches [ErrBusy].
+type BusyError struct {
+	// Ahead is how many tab openings were queued ahead of the call.
+	Ahead int
+	// Waited is how long the call waited: 0 when it was refused at once.
+	Waited time.Duration
+	// Estimate is the wait the queue foresaw for the call when it refused
+	// it; 0 when the call waited out its whole allowance.
+	Estimate time.Duration
+	// Budget is what the call's budget allowed for the wait.
+	Budget time.Duration
+}
+
+func (e *BusyError) Error() string {
+	if e.Estimate == 0 {
+		return fmt.Sprintf("hybroute: the local browser is busy: waited %s in the queue for a turn to open a tab (all the call allows), %d still ahead",
+			e.Waited.Round(time.Millisecond), e.Ahead)
+	}
+	msg := fmt.Sprintf("hybroute: the local browser is busy: %d tab openings are queued ahead, about %s, more than the call's %s for the wait allows",
+		e.Ahead, e.Estimate.Round(100*time.Millisecond), max(e.Budget, 0).Round(100*time.Millisecond))
+	if e.Waited > 0 {
+		msg += fmt.Sprintf(" (told after %s in the queue)", e.Waited.Round(time.Millisecond))
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrBusy) hold.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 
 // UnsupportedBrowserError is the error of a browser the guard cannot
 // cover. Its text names the browser, its version, what it lacks and the

@@ -2,7 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"github.com/hybroute/hybroute/route"
 	"slices"
@@ -28,13 +27,6 @@ import (
 // context (and its listeners) until it closes or the session ends.
 //
 // See docs/decisions/2026-12-02-a-session-switches-its-front-tab.md.
-
-// ErrNoSuchTab is returned for a tab id the session does not have.
-var ErrNoSuchTab = errors.New("hybroute: the session has no such tab")
-
-// ErrLastTab is returned by [Router.CloseTab] for the only tab of a
-// session's browser: release the session instead.
-var ErrLastTab = errors.New("hybroute: it is the only tab of the session's browser")
 
 // Tab is one page of a session, as [Router.Tabs] lists it.
 type Tab struct {
