@@ -40,11 +40,6 @@ var (
 	// another): two routers saving one profile would lose each other's
 	// cookies. The message names the holder's pid when it can.
 	ErrProfileLocked = errors.New("hybroute: the profile directory is locked")
-	// ErrBadState is wrapped by the error of a storage state that cannot
-	// be loaded: not Playwright's storageState JSON, or a cookie or an
-	// origin in it that is malformed. The message says what, and names no
-	// value. Nothing of such a state is loaded.
-	ErrBadState = errors.New("hybroute: bad storage state")
 	// ErrNoSession is wrapped by the error of [Router.SaveState] on a
 	// session key that has no browser session, and no state loaded.
 	ErrNoSession = errors.New("hybroute: the session has no browser")

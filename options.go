@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"context"
+	"github.com/hybroute/hybroute/state"
 	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"maps"
@@ -48,7 +49,7 @@ type config struct {
 	profileDir    string // WithProfileDir (profiles.go); "" keeps every local session off the record
 
 	// the storage state every new browser session starts with (state_session.go)
-	initialState *State
+	initialState *state.State
 
 	// the JavaScript dialogs of every tab (dialog.go)
 	dialogs DialogPolicy

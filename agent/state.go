@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/state"
 	"io"
 	"io/fs"
 	"os"
@@ -31,8 +32,8 @@ const (
 // stateRouter is the optional part of a Router the storage-state tools
 // need. *hybroute.Router has it.
 type stateRouter interface {
-	SaveState(ctx context.Context, sessionKey string) (*hybroute.State, error)
-	LoadState(ctx context.Context, sessionKey string, st *hybroute.State) error
+	SaveState(ctx context.Context, sessionKey string) (*state.State, error)
+	LoadState(ctx context.Context, sessionKey string, st *state.State) error
 }
 
 // WithStateDir lets browser_state_save and browser_state_load keep state
@@ -103,7 +104,7 @@ func (t *Toolset) stateSave(ctx context.Context, _ *session, key string, args js
 	if err != nil {
 		return toolError("saving the state failed: " + scrubKey(innermost(err), key))
 	}
-	if err := hybroute.WriteStateFile(path, st); err != nil {
+	if err := state.WriteFile(path, st); err != nil {
 		return toolError("writing the state " + quote(name, 80) + " failed: " + pathFree(err))
 	}
 	return Result{Text: fmt.Sprintf("Saved this session's state as %s: %d cookies, %d origins with storage.", quote(name, 80), len(st.Cookies), len(st.Origins))}
@@ -121,7 +122,7 @@ func (t *Toolset) stateLoad(ctx context.Context, _ *session, key string, args js
 	if err != nil {
 		return toolError("reading the state " + quote(name, 80) + " failed: " + pathFree(err))
 	}
-	st, err := hybroute.ParseState(b) // its errors name no path and no value
+	st, err := state.Parse(b) // its errors name no path and no value
 	if err != nil {
 		return toolError("the state " + quote(name, 80) + " cannot be loaded: " + err.Error())
 	}
@@ -136,7 +137,7 @@ func (t *Toolset) stateLoad(ctx context.Context, _ *session, key string, args js
 		quote(name, 80), len(st.Cookies), len(st.Origins))}
 }
 
-// maxStateFile bounds what is read of a state file; ParseState refuses
+// maxStateFile bounds what is read of a state file; state.Parse refuses
 // what is larger.
 const maxStateFile = 16<<20 + 1
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/hybroute/hybroute/state"
 	"os"
 
 	"github.com/hybroute/hybroute"
@@ -23,7 +24,7 @@ func stateOptions(storageState, stateDir string) ([]hybroute.Option, error) {
 	if storageState == "" {
 		return nil, nil
 	}
-	st, err := hybroute.ReadStateFile(storageState)
+	st, err := state.ReadFile(storageState)
 	if err != nil {
 		return nil, fmt.Errorf("--storage-state: %w", err)
 	}

@@ -21,7 +21,7 @@ import (
 // root's to decide; this is only the browser's side.
 //
 // Cookie and Item are plain data with the fields of the root's public
-// StateCookie and StateItem, which convert to and from them.
+// state.Cookie and state.Item, which convert to and from them.
 
 // Cookie is one cookie of a state.
 type Cookie struct {
