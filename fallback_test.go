@@ -7,6 +7,7 @@ import (
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
+	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -404,9 +405,9 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 
 // testHealth is a health over the in-process store with a clock the test
 // moves, reading failures as the router does.
-func testHealth(capW time.Duration) (*health.Health, *MemoryStore, *testClock) {
+func testHealth(capW time.Duration) (*health.Health, *store.Memory, *testClock) {
 	c := &testClock{t: time.Now()}
-	s := new(MemoryStore)
+	s := new(store.Memory)
 	return health.New(health.Config{Store: s, Provider: "P", Cap: capW, Now: c.now, Explain: providerFailure("P")}), s, c
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"time"
 	"unicode/utf8"
@@ -34,7 +35,7 @@ const (
 // neither traced nor counted: it cannot fail and is not a dependency to
 // watch).
 func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *fleet.Fleet {
-	c := fleet.Config{Local: &MemoryStore{}, Timeout: cfg.storeTimeout, Provider: provider, Log: log,
+	c := fleet.Config{Local: &store.Memory{}, Timeout: cfg.storeTimeout, Provider: provider, Log: log,
 		Limit: cfg.providerConcurrency, TTL: cfg.slotTTL}
 	if cfg.store != nil {
 		c.Shared = tracedStore{Store: cfg.store, tel: tel}

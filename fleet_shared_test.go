@@ -1,6 +1,7 @@
 package hybroute
 
 import (
+	"github.com/hybroute/hybroute/internal/storeseam"
 	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"sync"
@@ -28,22 +29,18 @@ func fleetRouter(t testing.TB, store store.Store, limit int, logs *logBuffer, op
 
 // forget drops every window, probe claim and lease the store holds, as a
 // FLUSHALL, or a redis-server restarted with nothing on disk, does.
-func (s *flakyStore) forget() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.providers = nil
-}
+func (s *flakyStore) forget() { storeseam.Forget(&s.Memory) }
 
 // leases counts provider's unexpired slot leases.
 func (s *flakyStore) leases(provider string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n, now := 0, time.Now()
-	for _, exp := range s.of(provider).slots {
-		if now.Before(exp) {
-			n++
+	storeseam.Edit(&s.Memory, provider, func(p *storeseam.Record) {
+		for _, exp := range p.Slots {
+			if now.Before(exp) {
+				n++
+			}
 		}
-	}
+	})
 	return n
 }
 

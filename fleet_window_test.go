@@ -24,7 +24,7 @@ func TestFleetSharedWindowOneCreate(t *testing.T) {
 		name  string
 		store func(t *testing.T) store.Store
 	}{
-		{"memory", func(*testing.T) store.Store { return &MemoryStore{} }},
+		{"memory", func(*testing.T) store.Store { return &store.Memory{} }},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {

@@ -74,7 +74,7 @@ type config struct {
 	maxLocalMemory int64
 
 	// the fleet (store.go, fleet_owner.go)
-	store               store.Store // nil: a MemoryStore of the router's own
+	store               store.Store // nil: a store.Memory of the router's own
 	storeTimeout        time.Duration
 	providerConcurrency int           // 0: no cap
 	slotTTL             time.Duration // a concurrency lease's life without renewal
@@ -317,7 +317,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithStore sets the store of the provider's shared state (its back-off
 // window and probe, and the concurrency leases): the default is a
-// [MemoryStore] of the router's own. Routers that share a store, in one
+// [store.Memory] of the router's own. Routers that share a store, in one
 // process or across a fleet (github.com/hybroute/hybroute/redisstore),
 // act as one client of the provider. A store that fails or is slow never
 // fails a call: the router uses its in-process state until it answers.

@@ -15,7 +15,7 @@ import (
 // tracedProvider is its provider: every operation is a span of its own and
 // every failure is counted by operation in one place, so the fleet's logic
 // and the Store implementations (redisstore, a user's own) know nothing of
-// telemetry. The in-process MemoryStore of a router without a shared store
+// telemetry. The in-process store.Memory of a router without a shared store
 // is not decorated: it cannot fail and is not a dependency to watch.
 type tracedStore struct {
 	store.Store

@@ -7,12 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/redistest"
 	"github.com/hybroute/hybroute/internal/storetest"
 	"github.com/hybroute/hybroute/redisstore"
+	"github.com/redis/go-redis/v9"
 )
 
 var _ store.Store = (*redisstore.Store)(nil)
@@ -136,7 +134,7 @@ func BenchmarkStore(b *testing.B) {
 	for _, s := range []struct {
 		name string
 		s    store.Store
-	}{{"Memory", &hybroute.MemoryStore{}}, {"Redis", redisstore.New(c)}} {
+	}{{"Memory", &store.Memory{}}, {"Redis", redisstore.New(c)}} {
 		b.Run(s.name+"/Window", func(b *testing.B) {
 			for b.Loop() {
 				if _, _, err := s.s.Window(ctx, "p"); err != nil {
