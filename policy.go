@@ -146,3 +146,10 @@ func (p *policy) cacheKey(key string, where route.Route) string {
 	}
 	return key
 }
+
+// invalid makes v a ClassInvalid verdict, refused for reason.
+func invalid(v netpolicy.Verdict, reason netpolicy.Reason, detail error) netpolicy.Verdict {
+	v.Class = netpolicy.ClassInvalid
+	v.Err = netpolicy.Block(v, reason, detail)
+	return v
+}
