@@ -11,6 +11,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
+	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -38,7 +39,7 @@ func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *f
 	c := fleet.Config{Local: &store.Memory{}, Timeout: cfg.storeTimeout, Provider: provider, Log: log,
 		Limit: cfg.providerConcurrency, TTL: cfg.slotTTL}
 	if cfg.store != nil {
-		c.Shared = tracedStore{Store: cfg.store, tel: tel}
+		c.Shared = itel.Store{Store: cfg.store, Metrics: tel.Metrics, Tracer: tel.tracer}
 	}
 	return fleet.New(c)
 }

@@ -37,7 +37,7 @@ type Router struct {
 	cfg      config
 	pol      *policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
 	provider provider.Provider
-	calls    tracedProvider // provider, traced and counted: how the router calls it
+	calls    itel.Provider // provider, traced and counted: how the router calls it
 	log      *slog.Logger
 
 	side     *sidecar
@@ -97,7 +97,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	}
 	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
 	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
-	r.calls = tracedProvider{Provider: p, tel: r.tel, log: r.log}
+	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.tracer, Log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.observeBackoff()
 	r.side = newSidecar(&r.cfg, r.pol)

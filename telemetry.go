@@ -5,7 +5,6 @@ import (
 	"errors"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/route"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -42,13 +41,11 @@ const (
 )
 
 // telemetry is the router's instruments (internal/telemetry) and its
-// tracer, with the provider's Name() and its request counter, which the
-// provider's and the store's decorators record on.
+// tracer, with the provider's Name().
 type telemetry struct {
 	*itel.Metrics
-	tracer           trace.Tracer
-	provider         string // the provider's Name(), "" without one
-	providerRequests metric.Int64Counter
+	tracer   trace.Tracer
+	provider string // the provider's Name(), "" without one
 }
 
 // newTelemetry makes the instruments and the tracer on the providers the
@@ -58,7 +55,7 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 		tp = otel.GetTracerProvider()
 	}
 	m := itel.New(mp, provider, route.Cloud.String(), route.Local.String())
-	return &telemetry{Metrics: m, tracer: tp.Tracer(itel.Scope), provider: provider, providerRequests: m.ProviderRequests()}
+	return &telemetry{Metrics: m, tracer: tp.Tracer(itel.Scope), provider: provider}
 }
 
 // countPlan counts one planned call; reason is the blocked call's leading
@@ -114,22 +111,6 @@ func fallbackKind(err error) string {
 		return fallbackUnavailable
 	}
 	return fallbackOther
-}
-
-// providerStatus is the status attribute of a provider request: "ok", the
-// HTTP status of a refusal, or "error" when no answer came.
-func providerStatus(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var pe *provider.Error
-	if errors.As(err, &pe) && pe.Status != 0 {
-		return strconv.Itoa(pe.Status)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timeout"
-	}
-	return "error"
 }
 
 // sessionOpened counts an entry that the cache now holds, and makes its
