@@ -34,7 +34,7 @@
 //	  │        floor), internal/health, internal/fleet and package store
 //	  │        (provider back-off, probe and leases; fleet_owner.go hands
 //	  │        them the options), package provider (the sessions of the
-//	  │        cloud providers), admission.go and bounds.go (caps)
+//	  │        cloud providers), internal/admission and bounds.go (caps)
 //	tab      the session's pages: its front tab, wedged tabs, dialogs, state
 //	  │        internal/sidecar and sidecar_owner.go (the local Chromium),
 //	  │        internal/browsertab, tablist.go, tabs.go, dialog.go,

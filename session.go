@@ -158,7 +158,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			}
 			budget := providerBudget(ctx, timeout)
 			// The caller's terms for the wait for a turn at the local
-			// browser go along (admission.go), and the wait they allow
+			// browser go along (callsettings.go), and the wait they allow
 			// is not taken from the opening's own bound.
 			actx, queue := withAdmission(context.WithoutCancel(ctx), ctx)
 			cctx, cancel := context.WithTimeout(actx, timeout+queue)

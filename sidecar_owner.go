@@ -8,6 +8,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 
+	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/guard"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
@@ -17,7 +18,7 @@ import (
 // the router comes through here: the options it reads (a sc.Config), the
 // guard and the egress proxy of each process it starts, both deciding with
 // the router's policy on the local browser, and the turn to open a tab
-// (admission.go). The sidecar holds no rule and no config of the router's.
+// (internal/admission). The sidecar holds no rule and no config of the router's.
 
 // errSidecarClosed is what opening a local tab returns after Close.
 var errSidecarClosed = sc.ErrClosed
@@ -32,7 +33,7 @@ type chromiumProc = sc.Proc
 // queue of its tab openings.
 type sidecar struct {
 	*sc.Sidecar
-	tabs *tabQueue // bounds the tabs made at once (maxTabsAtOnce); the rest wait in turn
+	tabs *admission.Queue // bounds the tabs made at once (maxTabsAtOnce); the rest wait in turn
 	// observe is the router's: it records each opening's wait for a turn.
 	observe func(waited time.Duration, err error)
 }
@@ -105,10 +106,10 @@ func (o sidecarOwner) Egress(ctx context.Context) (*egress.Proxy, error) {
 }
 
 // Turn waits in the admission queue under the terms the call's context
-// carries (admission.go), and has the router record the wait.
+// carries (callsettings.go), and has the router record the wait.
 func (o sidecarOwner) Turn(ctx context.Context) (func(opened time.Duration), error) {
-	terms, _ := ctx.Value(admissionKey{}).(admissionTerms)
-	waited, done, err := o.s.tabs.wait(ctx, terms)
+	terms, _ := ctx.Value(admissionKey{}).(admission.Terms)
+	waited, done, err := o.s.tabs.Wait(ctx, terms)
 	if o.s.observe != nil {
 		o.s.observe(waited, err)
 	}
@@ -118,7 +119,7 @@ func (o sidecarOwner) Turn(ctx context.Context) (func(opened time.Duration), err
 // Opened counts a spare's making in the queue's estimate: its first
 // estimate comes from the spare made at start, before a burst of sessions
 // asks.
-func (o sidecarOwner) Opened(d time.Duration) { o.s.tabs.sample(d) }
+func (o sidecarOwner) Opened(d time.Duration) { o.s.tabs.Sample(d) }
 
 // localTab is one session's tab on the sidecar: a page in a browser
 // context of its own. The fields are the sidecar tab's, fixed for its life.
