@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute/internal/cdpcompat"
+	"github.com/hybroute/hybroute/internal/profiles"
 
 	"github.com/hybroute/hybroute/internal/redact"
 )
@@ -41,7 +42,7 @@ var (
 	// of [WithProfileDir] is in use by another router (in this process or
 	// another): two routers saving one profile would lose each other's
 	// cookies. The message names the holder's pid when it can.
-	ErrProfileLocked = errors.New("hybroute: the profile directory is locked")
+	ErrProfileLocked = profiles.ErrLocked
 	// ErrNoSession is wrapped by the error of [Router.SaveState] on a
 	// session key that has no browser session, and no state loaded.
 	ErrNoSession = errors.New("hybroute: the session has no browser")

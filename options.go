@@ -46,7 +46,7 @@ type config struct {
 	chromiumFlags map[string]any
 	viewportW     int // every local tab's viewport; 0 leaves Chromium's own
 	viewportH     int
-	profileDir    string // WithProfileDir (profiles.go); "" keeps every local session off the record
+	profileDir    string // WithProfileDir (internal/profiles); "" keeps every local session off the record
 
 	// the storage state every new browser session starts with (state_session.go)
 	initialState *state.State
@@ -409,3 +409,17 @@ const (
 	DefaultViewportWidth  = 1280
 	DefaultViewportHeight = 720
 )
+
+// WithProfileDir keeps a persistent profile for each session on the local
+// browser under dir: the cookies of a session key survive [Router.Release],
+// the idle reaper and a new Router (a new process) on the same dir. Each
+// cache key has a directory of its own under dir, named from the key (a
+// readable prefix and a hash: no key can name a path outside dir), so a
+// session key's hybrid local session (key::local) and its fallback (key)
+// keep separate profiles. What is kept: the persistent cookies (not the
+// session cookies, not the partitioned ones), in Playwright's storageState
+// shape; localStorage, IndexedDB and the cache are not. Only one Router at
+// a time may use dir: New fails with [ErrProfileLocked] while another
+// holds it. Directories are made 0700, files 0600. "" (the default) keeps
+// every local session off the record.
+func WithProfileDir(dir string) Option { return func(c *config) { c.profileDir = dir } }

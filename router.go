@@ -18,6 +18,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/profiles"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
 	"github.com/hybroute/hybroute/netpolicy"
@@ -41,7 +42,7 @@ type Router struct {
 	log      *slog.Logger
 
 	side     *sidecar
-	profiles *profileStore // WithProfileDir: the cookie jars of local sessions; nil without it
+	profiles *profiles.Store // WithProfileDir: the cookie jars of local sessions; nil without it
 	health   *health.Health
 	tel      *telemetry
 	// fleet is the store, guarded, and the concurrency leases.
@@ -112,7 +113,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 		}
 	}
 	if r.cfg.profileDir != "" {
-		if r.profiles, err = openProfiles(r.cfg.profileDir, r.log); err != nil {
+		if r.profiles, err = profiles.Open(r.cfg.profileDir, r.log); err != nil {
 			return nil, err
 		}
 	}
@@ -370,7 +371,7 @@ func (r *Router) Close() error {
 	defer r.tel.Stop()
 	err := r.closeSessions()
 	if r.profiles != nil {
-		err = errors.Join(err, r.profiles.close())
+		err = errors.Join(err, r.profiles.Close())
 	}
 	return err
 }

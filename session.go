@@ -16,6 +16,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/internal/profiles"
 )
 
 // entry is one cached session: one cache key, one tab. It holds what the
@@ -262,14 +263,14 @@ func (r *Router) localEntry(ctx context.Context, key string, route route.Route) 
 		return nil, err
 	}
 	if r.profiles != nil {
-		if err := r.profiles.restore(ctx, lt, key); err != nil {
+		if err := r.profiles.Restore(ctx, profileTab(lt), key); err != nil {
 			_ = lt.close()
 			return nil, err
 		}
 	}
 	e := &entry{key: key, route: route, h: browsertab.NewHandle(lt)}
 	if r.profiles != nil {
-		e.ending.add(endTab, func(context.Context) error { return r.profiles.release(lt) })
+		e.ending.add(endTab, func(context.Context) error { return r.profiles.Release(profileTab(lt)) })
 	}
 	e.ending.add(endTab, func(context.Context) error { return lt.close() })
 	return e, nil
@@ -392,7 +393,7 @@ func (r *Router) closeSessions() error {
 	// below ask nothing of a browser that is going anyway (a busy one would
 	// fail Close with a dispose that timed out).
 	if r.profiles != nil {
-		r.profiles.saveAll() // before the browser contexts go with the Chromium
+		r.profiles.SaveAll() // before the browser contexts go with the Chromium
 	}
 	sideErr := r.side.close()
 	errs := make([]error, len(es))
@@ -426,3 +427,6 @@ const closeGrace = 2 * time.Second
 // idleCloser is a provider whose HTTP client keeps idle connections: Close
 // closes them, so nothing of the router outlives it.
 type idleCloser interface{ CloseIdleConnections() }
+
+// profileTab is a local tab as its profile knows it.
+func profileTab(lt *localTab) profiles.Tab { return profiles.Tab{Proc: lt.proc, Context: lt.bcID} }
