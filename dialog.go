@@ -139,3 +139,17 @@ func (r *Router) AnswerDialog(ctx context.Context, sessionKey string, accept boo
 	}
 	return Dialog{}, ErrNoDialog
 }
+
+// convertAll converts a slice of plain data into another type of the same
+// fields, nil for nil: internal/browsertab works on copies of the public
+// types.
+func convertAll[From, To any](xs []From, conv func(From) To) []To {
+	if xs == nil {
+		return nil
+	}
+	out := make([]To, len(xs))
+	for i, x := range xs {
+		out[i] = conv(x)
+	}
+	return out
+}

@@ -51,11 +51,7 @@ func readCookies(ctx context.Context, e *entry) ([]state.Cookie, error) {
 	if err != nil {
 		return nil, err
 	}
-	cs, err := bc.ReadCookies(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return convertAll(cs, func(c browsertab.Cookie) state.Cookie { return state.Cookie(c) }), nil
+	return bc.ReadCookies(ctx)
 }
 
 // writeCookies sets cs in e's browser context; with replace, the context's
@@ -66,7 +62,7 @@ func writeCookies(ctx context.Context, e *entry, cs []state.Cookie, replace bool
 	if err != nil {
 		return err
 	}
-	refused, err := bc.WriteCookies(ctx, convertAll(cs, func(c state.Cookie) browsertab.Cookie { return browsertab.Cookie(c) }), replace)
+	refused, err := bc.WriteCookies(ctx, cs, replace)
 	if err != nil {
 		return err
 	}
@@ -74,29 +70,6 @@ func writeCookies(ctx context.Context, e *entry, cs []state.Cookie, replace bool
 		return fmt.Errorf("hybroute: setting the cookies: %w: the browser refused %q", state.ErrInvalid, refused)
 	}
 	return nil
-}
-
-// convertAll converts a slice of plain data into another type of the same
-// fields, nil for nil: internal/browsertab works on copies of the public
-// types.
-func convertAll[From, To any](xs []From, conv func(From) To) []To {
-	if xs == nil {
-		return nil
-	}
-	out := make([]To, len(xs))
-	for i, x := range xs {
-		out[i] = conv(x)
-	}
-	return out
-}
-
-// stateItems and browserItems convert an origin's storage items.
-func stateItems(xs []browsertab.Item) []state.Item {
-	return convertAll(xs, func(x browsertab.Item) state.Item { return state.Item(x) })
-}
-
-func browserItems(xs []state.Item) []browsertab.Item {
-	return convertAll(xs, func(x state.Item) browsertab.Item { return browsertab.Item(x) })
 }
 
 // visitStubbed takes the page of tctx (target id) to origin, which the
@@ -142,7 +115,7 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 		}
 		if norm, err := state.CanonicalOrigin(ps.Origin); err == nil {
 			current = norm
-			st.AddOrigin(norm, stateItems(ps.Local), stateItems(ps.Sess))
+			st.AddOrigin(norm, ps.Local, ps.Sess)
 		}
 	}
 	var others []string
@@ -163,7 +136,7 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 			if err != nil {
 				return fmt.Errorf("hybroute: reading the storage of %s: %w", o, err)
 			}
-			st.AddOrigin(o, stateItems(ps.Local), nil)
+			st.AddOrigin(o, ps.Local, nil)
 		}
 		return nil
 	})
@@ -193,7 +166,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *state.State,
 			if err := visitStubbed(tctx, e.bg, e.gs.Tab(), o.Origin); err != nil {
 				return err
 			}
-			if err := browsertab.WritePage(tctx, o.Origin, browserItems(o.LocalStorage), browserItems(o.SessionStorage)); err != nil {
+			if err := browsertab.WritePage(tctx, o.Origin, o.LocalStorage, o.SessionStorage); err != nil {
 				return err
 			}
 		}
@@ -206,7 +179,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *state.State,
 		if cur, err := state.CanonicalOrigin(strings.TrimSuffix(originOf(landed), "/")); err == nil {
 			for _, o := range st.Origins {
 				if o.Origin == cur && len(o.SessionStorage) > 0 {
-					if err := browsertab.WritePage(tctx, cur, nil, browserItems(o.SessionStorage)); err != nil {
+					if err := browsertab.WritePage(tctx, cur, nil, o.SessionStorage); err != nil {
 						return err
 					}
 				}
@@ -221,7 +194,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *state.State,
 			if err := visitStubbed(hctx, e.bg, id, o.Origin); err != nil {
 				return err
 			}
-			if err := browsertab.WritePage(hctx, o.Origin, browserItems(o.LocalStorage), nil); err != nil {
+			if err := browsertab.WritePage(hctx, o.Origin, o.LocalStorage, nil); err != nil {
 				return err
 			}
 		}
