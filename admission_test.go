@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"errors"
-	"github.com/hybroute/hybroute/internal/admission"
 	"strconv"
 	"sync"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/admission"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 )
 

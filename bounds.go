@@ -3,9 +3,10 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"time"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // Bounded sessions. A client that goes away without releasing its session

@@ -2,9 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/route"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/camofoxtest"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // camofoxWorld is a router on a Camofox stand-in (a real Chromium behind

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -21,7 +19,9 @@ import (
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/cdpmux"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // Connecting to a remote browser: a cloud provider's session, or the CDP

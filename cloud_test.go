@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/route"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -18,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // providerKinds are every kind of provider, in its real URL shape.

@@ -2,7 +2,6 @@ package hybroute
 
 import (
 	"errors"
-	"github.com/hybroute/hybroute/route"
 	"os/exec"
 	"regexp"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cdpcompat"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The browser under test is $CHROMIUM (make compat sets it to each build

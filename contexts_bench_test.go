@@ -2,11 +2,11 @@ package hybroute
 
 import (
 	"context"
-	"github.com/hybroute/hybroute/route"
 	"testing"
 	"time"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/route"
 )
 
 // BenchmarkRemoteSessionOpenClose opens a session's tab on a shared remote

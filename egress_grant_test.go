@@ -3,9 +3,6 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/route"
 	"net"
 	"net/http"
 	"net/netip"
@@ -19,6 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // Names the grant tests resolve to decoys: a LAN name the calls never

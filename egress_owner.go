@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -13,6 +12,7 @@ import (
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/whatwg"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The root's side of the egress check (internal/egress): the proxy asks

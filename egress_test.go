@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
 	"io"
 	"log/slog"
 	"net"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/egress"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // The names of the egress tests. The resolver calls imds.test metadata and

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"slices"
 	"time"
 
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // When the cloud fails: the window every provider failure opens for every

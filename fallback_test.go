@@ -4,10 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/route"
-	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -24,6 +20,10 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
+	"github.com/hybroute/hybroute/store"
 )
 
 const fallbackLine = "falling back to local Chromium"

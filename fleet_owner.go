@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"time"
 	"unicode/utf8"
@@ -13,6 +12,7 @@ import (
 	"github.com/hybroute/hybroute/internal/health"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/store"
 )
 
 // The fleet (internal/fleet) guards the router's [store.Store] and holds its

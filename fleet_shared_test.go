@@ -1,8 +1,6 @@
 package hybroute
 
 import (
-	"github.com/hybroute/hybroute/internal/storeseam"
-	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"sync"
 	"testing"
@@ -12,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/storeseam"
+	"github.com/hybroute/hybroute/store"
 )
 
 // fleetRouter is a router of a fleet sharing store: its provider is never

@@ -3,8 +3,6 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/internal/storeseam"
-	"github.com/hybroute/hybroute/route"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +16,8 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/storeseam"
+	"github.com/hybroute/hybroute/route"
 )
 
 // A shared store is not trusted past the router's own options. Values

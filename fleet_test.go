@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"errors"
-	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"sync/atomic"
 	"testing"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/store"
 )
 
 // flakyStore is a store.Memory that can be made to fail every call, or to

@@ -3,8 +3,6 @@ package hybroute
 import (
 	"context"
 	"errors"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/store"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/store"
 )
 
 // Two routers in one process on one store share the provider's window and

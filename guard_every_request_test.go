@@ -3,9 +3,6 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/route"
 	"maps"
 	"net/http"
 	"net/url"
@@ -20,6 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // hostileNames are names that both the stand-in cloud browser and the

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"sync"
 
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The guard (internal/guard) pauses what the pages of a browser ask for

@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // withGuardLookup sets the guard's lookup limit, so a test of a slow

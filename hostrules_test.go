@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 func TestNewRefusesABadHostPattern(t *testing.T) {

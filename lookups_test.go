@@ -3,8 +3,6 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/route"
 	"net/netip"
 	"strings"
 	"testing"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/dnstest"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // slowResolver answers every name after a delay and counts the lookups.

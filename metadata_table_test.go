@@ -2,8 +2,6 @@ package hybroute
 
 import (
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/route"
 	"net/netip"
 	"slices"
 	"strings"
@@ -15,6 +13,8 @@ import (
 
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/metadata"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // tableHosts are the hosts of canonical URLs that name endpoint e: a name

@@ -2,8 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"github.com/hybroute/hybroute/state"
-	"github.com/hybroute/hybroute/store"
 	"log/slog"
 	"maps"
 	"net"
@@ -15,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/state"
+	"github.com/hybroute/hybroute/store"
 )
 
 // Option configures a [Router].

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/route"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,6 +28,8 @@ import (
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The load and fault suite of provider outages. The quick part runs with

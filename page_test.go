@@ -3,13 +3,14 @@ package hybroute
 import (
 	"bytes"
 	"context"
-	"github.com/hybroute/hybroute/route"
 	"image/png"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // One session, one page: code runs where the session's page is, a

@@ -2,9 +2,9 @@ package hybroute
 
 import (
 	"context"
-	"github.com/hybroute/hybroute/route"
 
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The policy is the one place where a URL's class meets the router's

@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"errors"
-	"github.com/hybroute/hybroute/route"
 	"strings"
 	"testing"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // policySetups are the option sets the security rules name (docs/security.md), by name.

@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hybroute/hybroute/internal/profiles"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hybroute/hybroute/internal/profiles"
 )
 
 // BenchmarkProfileJar measures what a profile adds to a local session: the

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/internal/profiles"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"net/http"
 	"os"
@@ -17,6 +15,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/route"
 )
 
 // cookieSecret is the value of the login cookie of these tests: it must be

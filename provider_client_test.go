@@ -3,8 +3,6 @@ package hybroute
 import (
 	"context"
 	"crypto/tls"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/route"
 	"net/http"
 	"testing"
 
@@ -12,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // ownProvider is a Provider written outside this package: it wraps a

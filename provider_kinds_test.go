@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/route"
 )
 
 // newKinds are the providers beyond the first four: Browser Use v2 (v3,

@@ -3,9 +3,6 @@ package hybroute
 import (
 	"bytes"
 	"context"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"net/netip"
 	"strconv"
@@ -15,6 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // stubProvider stands in for a cloud in tests of the routing decision,

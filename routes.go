@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"container/list"
+
 	"github.com/hybroute/hybroute/route"
 )
 

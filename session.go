@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/route"
 )
 
 // entry is one cached session: one cache key, one tab. It holds what the

@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -28,6 +25,9 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/guard"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {

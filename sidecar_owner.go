@@ -2,7 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/guard"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The local Chromium's process lives in internal/sidecar. What it needs of

@@ -2,7 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"github.com/hybroute/hybroute/route"
 	"os"
 	"slices"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/route"
 )
 
 // BenchmarkNewKeySideBySide is the cost of a new session key, side by side

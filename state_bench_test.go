@@ -3,9 +3,10 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/state"
 	"testing"
 	"time"
+
+	"github.com/hybroute/hybroute/state"
 )
 
 // BenchmarkSessionWithState is the cost of starting a local session with

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
-	"github.com/hybroute/hybroute/state"
 	"slices"
 	"strings"
 
@@ -15,6 +13,8 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
+	"github.com/hybroute/hybroute/state"
 )
 
 // A storage state in and out of one session's browser context: cookies

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/state"
 	"strings"
 	"sync"
+
+	"github.com/hybroute/hybroute/state"
 )
 
 // A session key's storage state, across its browser sessions: the state

@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
-	"github.com/hybroute/hybroute/state"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -17,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/route"
+	"github.com/hybroute/hybroute/state"
 )
 
 // loginSite is a loopback login page: POST /login sets a session cookie

@@ -2,8 +2,9 @@ package hybroute
 
 import (
 	"context"
-	"github.com/hybroute/hybroute/route"
 	"slices"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // SessionStatus is what [Router.Status] reports of one session key: where

@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"slices"
 	"strings"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/route"
 )
 
 // A session has a tab per browser it runs in, and the pages its pages open

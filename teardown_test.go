@@ -3,13 +3,13 @@ package hybroute
 import (
 	"context"
 	"errors"
-	"github.com/hybroute/hybroute/route"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The stage of a step, not the order it was added in, says when it runs;

@@ -3,8 +3,6 @@ package hybroute
 import (
 	"context"
 	"errors"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/route"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -14,7 +12,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	itel "github.com/hybroute/hybroute/internal/telemetry"
+	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // Metrics and traces. The instruments and the bounded names they count

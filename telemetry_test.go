@@ -4,8 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/route"
 	"io"
 	"log/slog"
 	"net"
@@ -24,6 +22,8 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // telemetryProbe is a router's metrics and spans, read in memory.

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/route"
 	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // reviewInputs are calls that hide a private or metadata URL from a naive

@@ -2,8 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"github.com/hybroute/hybroute/provider"
-	"github.com/hybroute/hybroute/route"
 	"net/netip"
 	"testing"
 
@@ -12,6 +10,8 @@ import (
 
 	"github.com/hybroute/hybroute/internal/dnstest"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // staticResolver answers from a table, as a resolver that already has the

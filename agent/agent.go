@@ -32,13 +32,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/route"
 )
 
 // Router is what the toolset needs from a router. *hybroute.Router satisfies

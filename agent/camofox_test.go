@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"bytes"
-	"github.com/hybroute/hybroute/route"
 	"image/png"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/hybroute/hybroute/internal/camofoxtest"
 	"github.com/hybroute/hybroute/internal/testenv"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"io"
 	"mime"
 	"net/http"
@@ -23,6 +22,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // Downloads. A click or a navigation that starts a download does not break

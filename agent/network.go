@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // browser_network_requests lists the requests of the session's tab since

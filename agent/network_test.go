@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/route"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -3,12 +3,12 @@ package agent
 import (
 	"context"
 	"errors"
-	"github.com/hybroute/hybroute/netpolicy"
 	"regexp"
 
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 )
 

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"bytes"
-	"github.com/hybroute/hybroute/route"
 	"image"
 	"image/jpeg"
 	"image/png"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/route"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"log/slog"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/route"
 )
 
 // session is the toolset's memory of one session key: which browser session

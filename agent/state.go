@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/state"
 	"io"
 	"io/fs"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/state"
 )
 
 // The storage-state tools: browser_state_save writes the session's login

@@ -3,11 +3,11 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"github.com/hybroute/hybroute/route"
 	"strings"
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/route"
 )
 
 // ToolStatus is the tool that tells the client where its session runs and

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"github.com/hybroute/hybroute/route"
 	"regexp"
 	"strings"
 	"testing"
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/route"
 )
 
 // TestStatusTextQuotesWhatCameFromElsewhere: a fallback reason is one

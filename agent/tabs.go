@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/route"
 	"strings"
 
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/route"
 )
 
 // ToolTabs is the name of the tabs tool.

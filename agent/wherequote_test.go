@@ -1,9 +1,10 @@
 package agent
 
 import (
-	"github.com/hybroute/hybroute/route"
 	"strings"
 	"testing"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // A fallback reason may come from a shared store: the model reads it as a

@@ -3,13 +3,13 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/store"
 	"testing"
 	"time"
 
 	"github.com/hybroute/hybroute/internal/redistest"
 	"github.com/hybroute/hybroute/internal/storetest"
 	"github.com/hybroute/hybroute/redisstore"
+	"github.com/hybroute/hybroute/store"
 	"github.com/redis/go-redis/v9"
 )
 

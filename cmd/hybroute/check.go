@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
 	"io"
 	"net/netip"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 const checkUsage = `Usage: hybroute check [flags] [URL...]

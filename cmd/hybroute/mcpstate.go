@@ -2,10 +2,10 @@ package main
 
 import (
 	"fmt"
-	"github.com/hybroute/hybroute/state"
 	"os"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/state"
 )
 
 // stateOptions are the router options of --storage-state and the check of

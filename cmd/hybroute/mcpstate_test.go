@@ -1,13 +1,13 @@
 package main
 
 import (
-	"github.com/hybroute/hybroute/state"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/hybroute/hybroute/netpolicy"
 	"io"
 	"net"
 	"net/http"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // The metrics page shows what a router counted, in Prometheus's format,

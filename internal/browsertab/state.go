@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hybroute/hybroute/state"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -13,6 +12,8 @@ import (
 	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/state"
 )
 
 // A storage state in and out of one session's browser context: cookies

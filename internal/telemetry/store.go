@@ -3,12 +3,13 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"github.com/hybroute/hybroute/store"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hybroute/hybroute/store"
 )
 
 // Store is a router's shared store.Store decorated with its telemetry, as
