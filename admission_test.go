@@ -12,27 +12,28 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/admission"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 )
 
 // waitQueued waits until q has n openings waiting.
-func waitQueued(t *testing.T, q *tabQueue, n int) {
+func waitQueued(t *testing.T, q *admission.Queue, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return q.queued() == n }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return q.Queued() == n }, 10*time.Second, time.Millisecond)
 }
 
 // TestTabQueueServesInArrivalOrder: openings that wait get their turn
 // first come, first served.
 func TestTabQueueServesInArrivalOrder(t *testing.T) {
 	q := newTabQueue(1)
-	_, first, err := q.wait(context.Background(), admissionTerms{})
+	_, first, err := q.Wait(context.Background(), admission.Terms{})
 	require.NoError(t, err)
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
 	for i := range 6 {
 		wg.Go(func() {
-			_, done, err := q.wait(context.Background(), admissionTerms{})
+			_, done, err := q.Wait(context.Background(), admission.Terms{})
 			if !assert.NoError(t, err) {
 				return
 			}
@@ -55,26 +56,26 @@ func TestTabQueueServesInArrivalOrder(t *testing.T) {
 // longer serve in time.
 func TestTabQueueRefusesWhatItCannotServeInTime(t *testing.T) {
 	q := newTabQueue(1)
-	q.mean = time.Minute // one opening is slow
-	_, hold, err := q.wait(context.Background(), admissionTerms{})
+	q.SetMean(time.Minute) // one opening is slow
+	_, hold, err := q.Wait(context.Background(), admission.Terms{})
 	require.NoError(t, err)
 
 	caller, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	terms := admissionTerms{caller: caller, run: 90 * time.Second} // 30 s left for the wait
-	waited, _, err := q.wait(context.Background(), terms)
+	terms := admission.Terms{Caller: caller, Run: 90 * time.Second} // 30 s left for the wait
+	waited, _, err := q.Wait(context.Background(), terms)
 	require.ErrorIs(t, err, ErrBusy)
 	var be *BusyError
 	require.ErrorAs(t, err, &be)
 	assert.Zero(t, waited, "refused at once")
 	assert.Equal(t, time.Minute, be.Estimate)
 	assert.Contains(t, err.Error(), "queued ahead")
-	assert.Zero(t, q.queued(), "a refused call does not hold a place")
+	assert.Zero(t, q.Queued(), "a refused call does not hold a place")
 
 	// By choice, the same call waits its turn.
 	got := make(chan error, 1)
 	go func() {
-		_, done, err := q.wait(context.Background(), admissionTerms{caller: caller, run: 90 * time.Second, wait: true})
+		_, done, err := q.Wait(context.Background(), admission.Terms{Caller: caller, Run: 90 * time.Second, Wait: true})
 		if err == nil {
 			done(0)
 		}
@@ -84,12 +85,10 @@ func TestTabQueueRefusesWhatItCannotServeInTime(t *testing.T) {
 
 	// A call that queued while openings looked fast is told as soon as an
 	// opening shows they are not.
-	q.mu.Lock()
-	q.mean = time.Millisecond
-	q.mu.Unlock()
+	q.SetMean(time.Millisecond)
 	refused := make(chan error, 1)
 	go func() {
-		_, done, err := q.wait(context.Background(), terms)
+		_, done, err := q.Wait(context.Background(), terms)
 		if err == nil {
 			done(0)
 		}
@@ -108,20 +107,20 @@ func TestTabQueueRefusesWhatItCannotServeInTime(t *testing.T) {
 // went away leaves the queue without taking a turn.
 func TestTabQueueCallerGoneLeavesTheQueue(t *testing.T) {
 	q := newTabQueue(1)
-	_, hold, err := q.wait(context.Background(), admissionTerms{})
+	_, hold, err := q.Wait(context.Background(), admission.Terms{})
 	require.NoError(t, err)
 	caller, cancel := context.WithCancel(context.Background())
 	got := make(chan error, 1)
 	go func() {
-		_, _, err := q.wait(context.Background(), admissionTerms{caller: caller})
+		_, _, err := q.Wait(context.Background(), admission.Terms{Caller: caller})
 		got <- err
 	}()
 	waitQueued(t, q, 1)
 	cancel()
 	require.ErrorIs(t, <-got, context.Canceled)
-	assert.Zero(t, q.queued())
+	assert.Zero(t, q.Queued())
 	hold(0)
-	_, done, err := q.wait(context.Background(), admissionTerms{})
+	_, done, err := q.Wait(context.Background(), admission.Terms{})
 	require.NoError(t, err, "the slot is free again")
 	done(0)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // Bounded sessions. A client that goes away without releasing its session
@@ -71,7 +73,7 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) error {
 			r.endEvicted(ctx, victim, evictMaxSessions)
 		}
 	}
-	if p.Route != RouteLocal || r.cfg.maxLocalMemory <= 0 {
+	if p.Route != route.Local || r.cfg.maxLocalMemory <= 0 {
 		return nil
 	}
 	return r.shedMemory(ctx, true)

@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/camofoxtest"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // camofoxWorld is a router on a Camofox stand-in (a real Chromium behind
@@ -38,7 +41,7 @@ func newCamofoxWorld(t *testing.T, opts ...Option) *camofoxWorld {
 	requireChromium(t)
 	w := &camofoxWorld{site: newSite(t), logs: &logBuffer{}}
 	w.cf = camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	w.r = newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), w.logs, opts...)
+	w.r = newBrowserRouter(t, provider.NewCamofox(camofoxKey, provider.WithBaseURL(w.cf.URL)), w.logs, opts...)
 	return w
 }
 
@@ -61,7 +64,7 @@ func TestCamofoxDrivesAPublicPageThroughREST(t *testing.T) {
 
 	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/report"), nil)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, res.Route)
+	assert.Equal(t, route.Cloud, res.Route)
 	assert.False(t, res.FallbackFromCloud)
 	assert.Equal(t, w.site.url(publicHost, "/report"), res.LandedURL, "the landing is what the REST answer reported")
 	assert.Equal(t, cloudUA, w.site.uaOf("/report"), "the Camofox browser loaded it")
@@ -98,7 +101,7 @@ func TestCamofoxPrivateURLRunsOnTheSidecar(t *testing.T) {
 
 	res, err := w.r.Navigate(ctx, "s", w.site.url("127.0.0.1", "/local"), nil)
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.Equal(t, "s"+LocalSuffix, res.CacheKey)
 	assert.Equal(t, localUA, w.site.uaOf("/local"), "the local Chromium loaded it")
 	assert.Empty(t, w.cf.Requests(), "the Camofox server never heard of the private URL")
@@ -110,7 +113,7 @@ func TestCamofoxPrivateURLRunsOnTheSidecar(t *testing.T) {
 		return err
 	})
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 }
 
 func TestCamofoxMetadataIsRefusedBeforeAnyRequest(t *testing.T) {
@@ -120,12 +123,12 @@ func TestCamofoxMetadataIsRefusedBeforeAnyRequest(t *testing.T) {
 
 	for _, u := range []string{"http://169.254.169.254/latest/meta-data/", w.site.url(metadataHost, "/computeMetadata/v1/")} {
 		_, err := w.r.Navigate(ctx, "s", u, nil)
-		require.ErrorIs(t, err, ErrMetadata, u)
+		require.ErrorIs(t, err, netpolicy.ErrMetadata, u)
 		_, err = w.r.Exec(ctx, "s", `fetch("`+u+`")`, func(context.Context, *Call) error {
 			t.Error("a call naming metadata ran")
 			return nil
 		}, DrivesREST())
-		require.ErrorIs(t, err, ErrMetadata, u)
+		require.ErrorIs(t, err, netpolicy.ErrMetadata, u)
 	}
 	assert.Empty(t, w.cf.Requests(), "no request reached the Camofox server")
 	assert.Empty(t, w.site.hitsFor(metadataHost))
@@ -140,8 +143,8 @@ func TestCamofoxLandingIsCheckedFromTheRESTAnswer(t *testing.T) {
 		name, to string
 		want     error
 	}{
-		{"metadata", metadataHost + ":" + w.site.port + "/computeMetadata/v1/", ErrMetadata},
-		{"private", "127.0.0.1:" + w.site.port + "/admin", ErrPrivate},
+		{"metadata", metadataHost + ":" + w.site.port + "/computeMetadata/v1/", netpolicy.ErrMetadata},
+		{"private", "127.0.0.1:" + w.site.port + "/admin", netpolicy.ErrPrivate},
 	}
 	for _, c := range cases {
 		start := w.requestsOf("DELETE /tabs/", "")
@@ -178,7 +181,7 @@ func TestCamofoxExecWithCDPCodeFailsWithTheSeedMessage(t *testing.T) {
 		})
 		require.ErrorIs(t, err, ErrNoCDPEndpoint)
 		assert.Contains(t, err.Error(), "Cloud browser provider Camofox returned no CDP endpoint, so Browser Use mode cannot drive it. Switch to the built-in browser tools for this provider.")
-		assert.Equal(t, RouteCloud, res.Route)
+		assert.Equal(t, route.Cloud, res.Route)
 		assert.False(t, res.FallbackFromCloud)
 	}
 	// NavigateWith's run speaks CDP too.
@@ -203,7 +206,7 @@ func TestCamofoxFallbackTakesTheCDPCall(t *testing.T) {
 	})
 	require.NoError(t, err, "the local Chromium stands in, and it speaks CDP")
 	assert.True(t, res.FallbackFromCloud)
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.Contains(t, res.FallbackReason, "429")
 	assert.Equal(t, 1, w.logs.count("cloud provider failed, falling back"))
 }
@@ -213,10 +216,10 @@ func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
 	ctx := camofoxCtx(t)
 	requireChromium(t)
 	cf := camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA)
-	r := newBrowserRouter(t, NewCamofox("wrong", WithProviderBaseURL(cf.URL)), &logBuffer{}, WithFallback(false))
+	r := newBrowserRouter(t, provider.NewCamofox("wrong", provider.WithBaseURL(cf.URL)), &logBuffer{}, WithFallback(false))
 
 	_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/", nil)
-	require.ErrorIs(t, err, ErrUnauthorized)
+	require.ErrorIs(t, err, provider.ErrAuth)
 	assert.NotContains(t, err.Error(), "wrong")
 	assert.True(t, slices.Contains(cf.Requests(), "POST /tabs"))
 }
@@ -247,7 +250,7 @@ func TestCamofoxSessionsAreUsersOfTheirOwn(t *testing.T) {
 	t.Parallel()
 	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
-	other := newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), &logBuffer{})
+	other := newBrowserRouter(t, provider.NewCamofox(camofoxKey, provider.WithBaseURL(w.cf.URL)), &logBuffer{})
 
 	for _, r := range []*Router{w.r, other} {
 		for _, key := range []string{"a", "b"} {
@@ -271,7 +274,7 @@ func BenchmarkCamofoxREST(b *testing.B) {
 	requireChromium(b)
 	s := newSite(b)
 	cf := camofoxtest.New(b, "", "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	r := newBrowserRouter(b, NewCamofox("", WithProviderBaseURL(cf.URL)), &logBuffer{})
+	r := newBrowserRouter(b, provider.NewCamofox("", provider.WithBaseURL(cf.URL)), &logBuffer{})
 	ctx := context.Background()
 	_, err := r.Navigate(ctx, "s", s.url(publicHost, "/"), nil)
 	require.NoError(b, err)

@@ -12,7 +12,9 @@ import (
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/remotetab"
+	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // Connecting to a remote browser: a cloud provider's session, or the CDP
@@ -79,7 +81,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		if err != nil {
 			return nil, err
 		}
-		e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t), cloud: s}
+		e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t), cloud: s}
 		e.ending.add(endTab, func(ctx context.Context) error {
 			_ = t.Close(ctx) // the provider's release ends what is left of it
 			return nil
@@ -152,7 +154,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 	}
 	browser := "the cloud browser of " + r.provider.Name()
 	t, err := remotetab.Connect(connCtx, remotetab.Config{URL: s.CDPURL, HTTPClient: s.HTTPClient, Browser: browser,
-		Guard: newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud), Single: s.SingleConnection, Died: remoteDead(browser)})
+		Guard: newBrowserGuard(&r.cfg, r.pol, r.log, route.Cloud), Single: s.SingleConnection, Died: remoteDead(browser)})
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("%w to session %s of %s at %s: %w",
@@ -176,8 +178,8 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 		var t *remotetab.Tab
 		browser := "the browser of the CDP override"
 		if t, err = remotetab.Connect(ctx, remotetab.Config{URL: ws, HTTPClient: r.cfg.cdpClient, Browser: browser,
-			Guard: newBrowserGuard(&r.cfg, r.pol, r.log, RouteCloud), Died: remoteDead(browser)}); err == nil {
-			e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(t)}
+			Guard: newBrowserGuard(&r.cfg, r.pol, r.log, route.Cloud), Died: remoteDead(browser)}); err == nil {
+			e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t)}
 			e.ending.add(endTab, t.Close)
 			return e, nil
 		}
@@ -190,11 +192,11 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 func checkCDPURL(s string) error {
 	i := strings.Index(s, "://")
 	if i <= 0 {
-		return fmt.Errorf("%w: CDP URL %q", ErrInvalidURL, redactURL(s))
+		return fmt.Errorf("%w: CDP URL %q", netpolicy.ErrInvalidURL, redactURL(s))
 	}
 	switch strings.ToLower(s[:i]) {
 	case "ws", "wss", "http", "https":
 		return nil
 	}
-	return fmt.Errorf("%w: CDP URL %q: want a ws, wss, http or https URL", ErrInvalidURL, redactURL(s))
+	return fmt.Errorf("%w: CDP URL %q: want a ws, wss, http or https URL", netpolicy.ErrInvalidURL, redactURL(s))
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // providerKinds are every kind of provider, in its real URL shape.
@@ -35,7 +37,7 @@ func TestRealProviderShapesRunOnTheCloud(t *testing.T) {
 			res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/shape-"+string(kind)), nil)
 			require.NoError(t, err)
 			assert.False(t, res.FallbackFromCloud, "logs: %s", w.logs)
-			assert.Equal(t, RouteCloud, res.Route)
+			assert.Equal(t, route.Cloud, res.Route)
 			assert.Equal(t, cloudUA, w.site.uaOf("/shape-"+string(kind)), "the page ran on the cloud browser")
 			assert.EqualValues(t, 1, w.api.Front.Upgrades(), "one websocket, through the provider's TLS front")
 			assert.Zero(t, w.api.Front.Refused())
@@ -72,10 +74,10 @@ type switchingProvider struct {
 }
 
 func (p *switchingProvider) Name() string { return "Switching" }
-func (p *switchingProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
-	return CDPEndpoint(*p.url.Load(), WithProviderName("Switching")).CreateSession(ctx, key)
+func (p *switchingProvider) CreateSession(ctx context.Context, key string) (*provider.Session, error) {
+	return provider.CDPEndpoint(*p.url.Load(), provider.WithName("Switching")).CreateSession(ctx, key)
 }
-func (p *switchingProvider) ReleaseSession(context.Context, *Session) error { return nil }
+func (p *switchingProvider) ReleaseSession(context.Context, *provider.Session) error { return nil }
 
 // TestMalformedEndpointAnswersFallBack proves no answer of a CDP endpoint
 // can crash the process: each malformed /json/version answer, to an http
@@ -139,7 +141,7 @@ func TestMalformedEndpointAnswersFallBack(t *testing.T) {
 			assert.Contains(t, cause.Error(), row.want)
 			assertErrNoSpelling(t, cause, "tok+en/x==")
 			if scheme == "http" {
-				assert.ErrorIs(t, cause, ErrProviderUnavailable)
+				assert.ErrorIs(t, cause, provider.ErrUnavailable)
 				assert.Equal(t, before+1, versions.Load(), "an http endpoint is asked for its websocket")
 			} else {
 				assert.Equal(t, before, versions.Load(), "a websocket URL is dialled as given, never /json/version")
@@ -223,7 +225,7 @@ func TestKeysNeverInLogsOrErrors(t *testing.T) {
 			return err
 		})
 		require.NoError(t, err)
-		assert.Equal(t, RouteCloud, v.Route)
+		assert.Equal(t, route.Cloud, v.Route)
 		assert.EqualValues(t, 1, api.Front.Upgrades())
 	})
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/hybroute/hybroute/internal/cdpcompat"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The browser under test is $CHROMIUM (make compat sets it to each build
@@ -67,11 +68,11 @@ func TestOldCloudBrowserFallsBackWithTheReason(t *testing.T) {
 	res, err := w.r.Navigate(testCtx(t), "old", w.site.url(publicHost, "/opener"), nil)
 	require.NoError(t, err)
 	if cdpcompat.FirstOfflineRules(testMajor()) != cdpcompat.RulesNone {
-		assert.Equal(t, RouteCloud, res.Route)
+		assert.Equal(t, route.Cloud, res.Route)
 		assert.False(t, res.FallbackFromCloud)
 		return
 	}
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.True(t, res.FallbackFromCloud)
 	assert.Contains(t, res.FallbackReason, "unsupported_browser: HeadlessChrome/"+strconv.Itoa(testMajor()))
 	assert.Contains(t, res.FallbackReason, "Network.emulateNetworkConditionsByRule")

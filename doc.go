@@ -4,7 +4,7 @@
 // leave the machine.
 //
 // A [Router] scans the call's code for URL literals ([ScanURLs]), computes
-// one [Verdict] per URL, and turns the verdicts into a [Plan]: the route
+// one [netpolicy.Verdict] per URL, and turns the verdicts into a [Plan]: the route
 // (cloud or local) and the session cache key. The same predicate,
 // [Router.HybridRoutesLocally], decides both navigate and exec calls, so the
 // two can never drift apart. [Router.Exec] and [Router.Navigate] then run the
@@ -34,7 +34,7 @@
 //	  │        floor), internal/health, internal/fleet and package store
 //	  │        (provider back-off, probe and leases; fallback.go hands
 //	  │        them the options), package provider (the sessions of the
-//	  │        cloud providers), admission.go and bounds.go (caps)
+//	  │        cloud providers), internal/admission and bounds.go (caps)
 //	tab      the session's pages: its front tab, wedged tabs, dialogs, state
 //	  │        internal/sidecar and sidecar_owner.go (the local Chromium),
 //	  │        internal/browsertab, tablist.go, tabs.go, dialog.go,

@@ -16,6 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // Names the grant tests resolve to decoys: a LAN name the calls never
@@ -110,7 +113,7 @@ func settle() { time.Sleep(500 * time.Millisecond) }
 // grantRouter is a test router for the namespace: the grant tests'
 // resolver, and the dialer that lets a wrongly allowed connection reach
 // its decoy.
-func grantRouter(t *testing.T, p Provider, logs *logBuffer, opts ...Option) *Router {
+func grantRouter(t *testing.T, p provider.Provider, logs *logBuffer, opts ...Option) *Router {
 	t.Helper()
 	return newBrowserRouter(t, p, logs, append([]Option{WithResolver(grantResolver()), WithEgressDialer(netnsDialer)}, opts...)...)
 }
@@ -148,14 +151,14 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	hybridLogs := &logBuffer{}
-	hybrid := grantRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)), hybridLogs)
+	hybrid := grantRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL)), hybridLogs)
 
 	t.Run("a URL with a token", func(t *testing.T) {
 		d.reset()
 		ctx := testCtx(t)
 		res, err := hybrid.Navigate(ctx, "token", s.url(publicHost, "/next?token=1"), nil)
 		require.NoError(t, err)
-		require.Equal(t, RouteLocal, res.Route, "the token kept the page off the cloud")
+		require.Equal(t, route.Local, res.Route, "the token kept the page off the cloud")
 		assert.Equal(t, "", probeIn(t, hybrid, "token", "token", escapeTargets, tlsTargets), "the page reached nothing")
 		assert.Empty(t, escapesOf(d, "token"))
 	})
@@ -299,7 +302,7 @@ func TestGrantMixedCallKeepsItsLocalhost(t *testing.T) {
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	logs := &logBuffer{}
-	r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)), logs,
+	r := newBrowserRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL)), logs,
 		WithResolver(grantResolver()))
 	ctx := testCtx(t)
 	app := s.url("localhost", "/")
@@ -325,7 +328,7 @@ func TestGrantMixedCallKeepsItsLocalhost(t *testing.T) {
 			return err
 		})
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, res.Route, "a mixed call runs wholly local")
+	assert.Equal(t, route.Local, res.Route, "a mixed call runs wholly local")
 	assert.Equal(t, "dev"+LocalSuffix, res.CacheKey)
 	assert.Equal(t, `{"revenue":42}`, got, "the page on localhost reads its own API")
 	assert.Zero(t, api.Creates(), "nothing went to the cloud")
@@ -350,8 +353,8 @@ func TestGrantMixedCallKeepsItsLocalhost(t *testing.T) {
 func TestGrantOf(t *testing.T) {
 	t.Parallel()
 	pol := testPolicy(grantResolver(), true)
-	verdicts := func(urls ...string) []Verdict {
-		vs := make([]Verdict, len(urls))
+	verdicts := func(urls ...string) []netpolicy.Verdict {
+		vs := make([]netpolicy.Verdict, len(urls))
 		for i, u := range urls {
 			vs[i] = pol.classify(context.Background(), u)
 			vs[i].Err = pol.refuseLiteral(vs[i])
@@ -376,7 +379,7 @@ func TestGrantOf(t *testing.T) {
 	g, names = grantOf(verdicts("https://" + publicHost + "/?token=1"))
 	assert.True(t, names, "a public call names a target")
 	assert.True(t, g.Empty(), "and grants nothing")
-	_, names = grantOf(append(verdicts("about:blank", "data:text/html,x"), Verdict{URL: "file:///etc/hosts", Class: ClassPrivate}))
+	_, names = grantOf(append(verdicts("about:blank", "data:text/html,x"), netpolicy.Verdict{URL: "file:///etc/hosts", Class: netpolicy.ClassPrivate}))
 	assert.False(t, names, "a call that names no network target keeps the grant it had")
 	g, _ = grantOf(verdicts("http://169.254.169.254/"))
 	assert.True(t, g.Empty(), "metadata is never granted")

@@ -12,6 +12,7 @@ import (
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/whatwg"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The root's side of the egress check (internal/egress): the proxy asks
@@ -33,7 +34,7 @@ func egressRules(pol *policy) egress.Config {
 	return egress.Config{
 		Decide: func(ctx context.Context, hostport string) (egress.Decision, error) {
 			v, port, err := decideEgress(ctx, pol, hostport)
-			return egress.Decision{Host: v.Host, Addrs: v.Addrs, Port: port, Private: v.Class == ClassPrivate}, egressRefusal(err)
+			return egress.Decision{Host: v.Host, Addrs: v.Addrs, Port: port, Private: v.Class == netpolicy.ClassPrivate}, egressRefusal(err)
 		},
 		Ungranted: ungranted,
 		Refused:   func(ctx context.Context, err error) { pol.tel.refused(ctx, "egress", err) },
@@ -43,8 +44,8 @@ func egressRules(pol *policy) egress.Config {
 // ungranted is the refusal of a connection to hostport, at the private
 // addresses d, that no call of its session named.
 func ungranted(hostport string, d egress.Decision) error {
-	v := Verdict{URL: hostport, Host: d.Host, Addrs: d.Addrs, Class: ClassPrivate}
-	return egressRefusal(netpolicy.Block(v, ReasonPrivateNotNamed, errNotNamed))
+	v := netpolicy.Verdict{URL: hostport, Host: d.Host, Addrs: d.Addrs, Class: netpolicy.ClassPrivate}
+	return egressRefusal(netpolicy.Block(v, netpolicy.ReasonPrivateNotNamed, errNotNamed))
 }
 
 var errNotNamed = errors.New("no call of this session named the host; a public page on the local browser reaches public addresses only")
@@ -53,7 +54,7 @@ var errNotNamed = errors.New("no call of this session named the host; a public p
 // answers with 403; it still unwraps to the *BlockedError and its
 // sentinel. Other errors (nothing to dial) pass as they are.
 func egressRefusal(err error) error {
-	be, ok := errors.AsType[*BlockedError](err)
+	be, ok := errors.AsType[*netpolicy.BlockedError](err)
 	if !ok {
 		return err
 	}
@@ -65,30 +66,30 @@ func egressRefusal(err error) error {
 // ones the class was decided on) and port the port. The error is the
 // policy's refusal (a *BlockedError), or says that the name did not resolve
 // (nothing to dial).
-func decideEgress(ctx context.Context, pol *policy, hostport string) (v Verdict, port uint16, err error) {
+func decideEgress(ctx context.Context, pol *policy, hostport string) (v netpolicy.Verdict, port uint16, err error) {
 	host, ps, err := net.SplitHostPort(hostport)
 	if err != nil {
-		v = invalid(Verdict{URL: hostport}, ReasonInvalidURL, err)
+		v = invalid(netpolicy.Verdict{URL: hostport}, netpolicy.ReasonInvalidURL, err)
 		return v, 0, v.Err
 	}
 	if len(host) > maxDNSName+2 { // a DNS name, or an IPv6 literal in brackets
-		v = invalid(Verdict{URL: hostport[:maxDNSName]}, ReasonInvalidURL, errors.New("host name too long"))
+		v = invalid(netpolicy.Verdict{URL: hostport[:maxDNSName]}, netpolicy.ReasonInvalidURL, errors.New("host name too long"))
 		return v, 0, v.Err
 	}
 	p, perr := strconv.ParseUint(ps, 10, 16)
 	if perr != nil || p == 0 {
-		v = invalid(Verdict{URL: hostport}, ReasonInvalidURL, fmt.Errorf("bad port %q", ps))
+		v = invalid(netpolicy.Verdict{URL: hostport}, netpolicy.ReasonInvalidURL, fmt.Errorf("bad port %q", ps))
 		return v, 0, v.Err
 	}
 	// The same classifier as every other verdict: the host as Chromium
 	// wrote it is already canonical, so the URL round-trips.
 	v = pol.classify(ctx, "http://"+net.JoinHostPort(host, ps)+"/")
 	v.URL = hostport
-	if err := pol.refuse(v, RouteLocal); err != nil {
+	if err := pol.refuse(v, route.Local); err != nil {
 		return v, 0, err
 	}
 	if len(v.Addrs) == 0 {
-		if c, ok := netpolicy.ClassifyName(v.Host); ok && c == ClassPrivate {
+		if c, ok := netpolicy.ClassifyName(v.Host); ok && c == netpolicy.ClassPrivate {
 			// localhost and *.localhost: loopback, as Chromium itself
 			// would resolve them, without asking DNS.
 			v.Addrs = loopbackAddrs()
@@ -114,17 +115,17 @@ func loopbackAddrs() []netip.Addr {
 // named any network target at all (a call that names none keeps the grant
 // it had). Only private verdicts the policy let through grant anything;
 // metadata never does.
-func grantOf(vs []Verdict) (g egress.Grant, names bool) {
+func grantOf(vs []netpolicy.Verdict) (g egress.Grant, names bool) {
 	for _, v := range vs {
-		if v.Err != nil || (v.Class != ClassPublic && v.Class != ClassPrivate) || !isWebURL(v.URL) {
+		if v.Err != nil || (v.Class != netpolicy.ClassPublic && v.Class != netpolicy.ClassPrivate) || !isWebURL(v.URL) {
 			continue // loads from no network (an allowed file: URL, say)
 		}
 		names = true
-		if v.Class != ClassPrivate || v.Host == "" {
+		if v.Class != netpolicy.ClassPrivate || v.Host == "" {
 			continue
 		}
 		g.Add(v.Host, v.Addrs...)
-		if c, ok := netpolicy.ClassifyName(v.Host); ok && c == ClassPrivate {
+		if c, ok := netpolicy.ClassifyName(v.Host); ok && c == netpolicy.ClassPrivate {
 			g.Add(v.Host, loopbackAddrs()...)
 		}
 	}
@@ -153,7 +154,7 @@ func isWebURL(raw string) bool {
 // move among every host the call named (a mixed call that opens a public
 // page, then localhost); when it ends on a page the grant does not cover,
 // the grant ends there.
-func grantCall(e *entry, vs []Verdict) (done func()) {
+func grantCall(e *entry, vs []netpolicy.Verdict) (done func()) {
 	lt, ok := e.h.Tab().(*localTab)
 	if !ok || lt.door == nil {
 		return func() {}
@@ -174,10 +175,10 @@ func grantCall(e *entry, vs []Verdict) (done func()) {
 
 // namedHosts are the hosts of every network URL a call names, public ones
 // too.
-func namedHosts(vs []Verdict) []string {
+func namedHosts(vs []netpolicy.Verdict) []string {
 	out := []string{}
 	for _, v := range vs {
-		if v.Err == nil && (v.Class == ClassPublic || v.Class == ClassPrivate) && v.Host != "" && isWebURL(v.URL) {
+		if v.Err == nil && (v.Class == netpolicy.ClassPublic || v.Class == netpolicy.ClassPrivate) && v.Host != "" && isWebURL(v.URL) {
 			out = append(out, v.Host)
 		}
 	}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/egress"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // The names of the egress tests. The resolver calls imds.test metadata and
@@ -168,7 +169,7 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 		// decided (by the guard, or at the latest by the egress check) and
 		// never reaches the server.
 		if err != nil {
-			require.ErrorIs(t, err, ErrMetadata)
+			require.ErrorIs(t, err, netpolicy.ErrMetadata)
 			assert.Contains(t, err.Error(), "popup")
 		} else {
 			require.Equal(t, "opened", got)
@@ -320,35 +321,35 @@ func TestDecideEgress(t *testing.T) {
 		rule      string
 		hostport  string
 		privateOK bool
-		want      Class
+		want      netpolicy.Class
 		dial      []netip.Addr // nil: refused
 		reason    error        // the sentinel of a refusal; nil for "does not resolve"
 	}{
-		{"public IP literal: dialled as is, no lookup", "93.184.215.14:443", false, ClassPublic, addrs("93.184.215.14"), nil},
-		{"public name: its answers are dialled", publicHost + ":80", false, ClassPublic, addrs("93.184.215.14"), nil},
-		{"public IPv6 name", "v6.test:443", false, ClassPublic, addrs("2606:2800:21f:cb07:6820:80da:af6b:8b2c"), nil},
-		{"metadata IP literal: refused always", "169.254.169.254:80", true, ClassMetadata, nil, ErrMetadata},
-		{"metadata: Alibaba literal", "100.100.100.200:80", true, ClassMetadata, nil, ErrMetadata},
-		{"metadata: IPv6 literal", "[fd00:ec2::254]:80", true, ClassMetadata, nil, ErrMetadata},
-		{"metadata: Akamai (Linode) IPv6 literal", "[fd00:a9fe:a9fe::1]:80", true, ClassMetadata, nil, ErrMetadata},
-		{"metadata: IPv4-mapped IPv6 literal", "[::ffff:169.254.169.254]:80", true, ClassMetadata, nil, ErrMetadata},
-		{"metadata name: refused without a lookup", "metadata.google.internal:80", true, ClassMetadata, nil, ErrMetadata},
-		{"name that resolves to metadata", imdsHost + ":80", true, ClassMetadata, nil, ErrMetadata},
-		{"name mixing public and metadata answers: metadata", rebindHost + ":443", true, ClassMetadata, nil, ErrMetadata},
-		{"loopback literal, private allowed", "127.0.0.1:3000", true, ClassPrivate, addrs("127.0.0.1"), nil},
-		{"loopback literal, private not allowed (strict)", "127.0.0.1:3000", false, ClassPrivate, nil, ErrPrivate},
-		{"IPv6 loopback literal, strict", "[::1]:3000", false, ClassPrivate, nil, ErrPrivate},
-		{"LAN name, private allowed", "lan.test:80", true, ClassPrivate, addrs("192.168.1.9"), nil},
-		{"LAN name, strict", "lan.test:80", false, ClassPrivate, nil, ErrPrivate},
-		{"name mixing public and private answers: private", "mixed.test:80", false, ClassPrivate, nil, ErrPrivate},
-		{"mixed public and private, allowed: every answer may be dialled", "mixed.test:80", true, ClassPrivate, addrs("93.184.215.14", "10.0.0.5"), nil},
-		{"localhost: loopback without a lookup", "localhost:3000", true, ClassPrivate, addrs("127.0.0.1", "::1"), nil},
-		{"*.localhost: loopback", "app.localhost:3000", true, ClassPrivate, addrs("127.0.0.1", "::1"), nil},
-		{"localhost, strict", "localhost:3000", false, ClassPrivate, nil, ErrPrivate},
-		{"name that does not resolve: nothing to dial", "nowhere.test:80", true, ClassPublic, nil, nil},
-		{"no port: invalid", "example.com", true, ClassInvalid, nil, ErrInvalidURL},
-		{"port 0: invalid", "93.184.215.14:0", true, ClassInvalid, nil, ErrInvalidURL},
-		{"port out of range: invalid", "93.184.215.14:70000", true, ClassInvalid, nil, ErrInvalidURL},
+		{"public IP literal: dialled as is, no lookup", "93.184.215.14:443", false, netpolicy.ClassPublic, addrs("93.184.215.14"), nil},
+		{"public name: its answers are dialled", publicHost + ":80", false, netpolicy.ClassPublic, addrs("93.184.215.14"), nil},
+		{"public IPv6 name", "v6.test:443", false, netpolicy.ClassPublic, addrs("2606:2800:21f:cb07:6820:80da:af6b:8b2c"), nil},
+		{"metadata IP literal: refused always", "169.254.169.254:80", true, netpolicy.ClassMetadata, nil, netpolicy.ErrMetadata},
+		{"metadata: Alibaba literal", "100.100.100.200:80", true, netpolicy.ClassMetadata, nil, netpolicy.ErrMetadata},
+		{"metadata: IPv6 literal", "[fd00:ec2::254]:80", true, netpolicy.ClassMetadata, nil, netpolicy.ErrMetadata},
+		{"metadata: Akamai (Linode) IPv6 literal", "[fd00:a9fe:a9fe::1]:80", true, netpolicy.ClassMetadata, nil, netpolicy.ErrMetadata},
+		{"metadata: IPv4-mapped IPv6 literal", "[::ffff:169.254.169.254]:80", true, netpolicy.ClassMetadata, nil, netpolicy.ErrMetadata},
+		{"metadata name: refused without a lookup", "metadata.google.internal:80", true, netpolicy.ClassMetadata, nil, netpolicy.ErrMetadata},
+		{"name that resolves to metadata", imdsHost + ":80", true, netpolicy.ClassMetadata, nil, netpolicy.ErrMetadata},
+		{"name mixing public and metadata answers: metadata", rebindHost + ":443", true, netpolicy.ClassMetadata, nil, netpolicy.ErrMetadata},
+		{"loopback literal, private allowed", "127.0.0.1:3000", true, netpolicy.ClassPrivate, addrs("127.0.0.1"), nil},
+		{"loopback literal, private not allowed (strict)", "127.0.0.1:3000", false, netpolicy.ClassPrivate, nil, netpolicy.ErrPrivate},
+		{"IPv6 loopback literal, strict", "[::1]:3000", false, netpolicy.ClassPrivate, nil, netpolicy.ErrPrivate},
+		{"LAN name, private allowed", "lan.test:80", true, netpolicy.ClassPrivate, addrs("192.168.1.9"), nil},
+		{"LAN name, strict", "lan.test:80", false, netpolicy.ClassPrivate, nil, netpolicy.ErrPrivate},
+		{"name mixing public and private answers: private", "mixed.test:80", false, netpolicy.ClassPrivate, nil, netpolicy.ErrPrivate},
+		{"mixed public and private, allowed: every answer may be dialled", "mixed.test:80", true, netpolicy.ClassPrivate, addrs("93.184.215.14", "10.0.0.5"), nil},
+		{"localhost: loopback without a lookup", "localhost:3000", true, netpolicy.ClassPrivate, addrs("127.0.0.1", "::1"), nil},
+		{"*.localhost: loopback", "app.localhost:3000", true, netpolicy.ClassPrivate, addrs("127.0.0.1", "::1"), nil},
+		{"localhost, strict", "localhost:3000", false, netpolicy.ClassPrivate, nil, netpolicy.ErrPrivate},
+		{"name that does not resolve: nothing to dial", "nowhere.test:80", true, netpolicy.ClassPublic, nil, nil},
+		{"no port: invalid", "example.com", true, netpolicy.ClassInvalid, nil, netpolicy.ErrInvalidURL},
+		{"port 0: invalid", "93.184.215.14:0", true, netpolicy.ClassInvalid, nil, netpolicy.ErrInvalidURL},
+		{"port out of range: invalid", "93.184.215.14:70000", true, netpolicy.ClassInvalid, nil, netpolicy.ErrInvalidURL},
 	}
 	for _, row := range rows {
 		t.Run(row.rule, func(t *testing.T) {
@@ -363,10 +364,10 @@ func TestDecideEgress(t *testing.T) {
 			require.Error(t, err)
 			if row.reason != nil {
 				assert.ErrorIs(t, err, row.reason)
-				var be *BlockedError
+				var be *netpolicy.BlockedError
 				assert.True(t, errors.As(err, &be))
 			} else {
-				var be *BlockedError
+				var be *netpolicy.BlockedError
 				assert.False(t, errors.As(err, &be), "not a refusal: there is nothing to dial")
 			}
 		})
@@ -382,17 +383,17 @@ func TestEgressOwnerRefusalsKeepSentinels(t *testing.T) {
 	for _, c := range []struct {
 		err      error
 		sentinel error
-		reason   Reason
+		reason   netpolicy.Reason
 	}{
-		{errOf(o.Decide(context.Background(), "169.254.169.254:80")), ErrMetadata, ReasonMetadata},
-		{errOf(o.Decide(context.Background(), "example.com")), ErrInvalidURL, ReasonInvalidURL},
-		{o.Ungranted("10.0.0.5:80", egress.Decision{Host: "10.0.0.5", Addrs: addrs("10.0.0.5"), Port: 80, Private: true}), ErrPrivate, ReasonPrivateNotNamed},
+		{errOf(o.Decide(context.Background(), "169.254.169.254:80")), netpolicy.ErrMetadata, netpolicy.ReasonMetadata},
+		{errOf(o.Decide(context.Background(), "example.com")), netpolicy.ErrInvalidURL, netpolicy.ReasonInvalidURL},
+		{o.Ungranted("10.0.0.5:80", egress.Decision{Host: "10.0.0.5", Addrs: addrs("10.0.0.5"), Port: 80, Private: true}), netpolicy.ErrPrivate, netpolicy.ReasonPrivateNotNamed},
 	} {
 		r, ok := errors.AsType[*egress.Refusal](c.err)
 		require.True(t, ok, "%v", c.err)
 		assert.Equal(t, c.reason.String(), r.Reason)
 		assert.ErrorIs(t, c.err, c.sentinel)
-		be, ok := errors.AsType[*BlockedError](c.err)
+		be, ok := errors.AsType[*netpolicy.BlockedError](c.err)
 		require.True(t, ok)
 		assert.Equal(t, c.reason, be.Reason)
 	}
@@ -438,7 +439,7 @@ func TestEgressDecidesWithOneLookup(t *testing.T) {
 	assert.False(t, d.Private)
 	assert.EqualValues(t, 1, res.n.Load(), "one lookup for the decision")
 	_, err = o.Decide(context.Background(), "flip.test:443")
-	assert.ErrorIs(t, err, ErrMetadata, "the rebound answer is decided afresh")
+	assert.ErrorIs(t, err, netpolicy.ErrMetadata, "the rebound answer is decided afresh")
 	assert.EqualValues(t, 2, res.n.Load())
 }
 

@@ -3,9 +3,12 @@ package hybroute
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hybroute/hybroute/internal/cdpcompat"
-	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/internal/profiles"
+
+	"github.com/hybroute/hybroute/internal/redact"
 )
 
 // Every error of the package a caller can test for: the sentinels, matched
@@ -20,11 +23,6 @@ var (
 	// ErrInvalidSessionKey is returned for a session key that would collide
 	// with a sidecar key (it ends in [LocalSuffix]).
 	ErrInvalidSessionKey = errors.New("hybroute: invalid session key")
-	// ErrTooManyHosts is returned by a call that names more distinct host
-	// names to resolve than [WithMaxHostsPerCall] allows. The call fails
-	// closed: nothing is routed, no name is resolved. Its message names the
-	// limit and the count.
-	ErrTooManyHosts = netpolicy.ErrTooManyHosts
 	// ErrReleased is wrapped by the error of a call whose session was
 	// released under it ([Router.Release], the idle reaper, Close) or
 	// while it was being created. The session's next call starts afresh.
@@ -44,39 +42,10 @@ var (
 	// of [WithProfileDir] is in use by another router (in this process or
 	// another): two routers saving one profile would lose each other's
 	// cookies. The message names the holder's pid when it can.
-	ErrProfileLocked = errors.New("hybroute: the profile directory is locked")
-	// ErrBadState is wrapped by the error of a storage state that cannot
-	// be loaded: not Playwright's storageState JSON, or a cookie or an
-	// origin in it that is malformed. The message says what, and names no
-	// value. Nothing of such a state is loaded.
-	ErrBadState = errors.New("hybroute: bad storage state")
+	ErrProfileLocked = profiles.ErrLocked
 	// ErrNoSession is wrapped by the error of [Router.SaveState] on a
 	// session key that has no browser session, and no state loaded.
 	ErrNoSession = errors.New("hybroute: the session has no browser")
-)
-
-// The security rules. A refused URL's error is a [*BlockedError], which
-// wraps one of these.
-var (
-	// ErrMetadata is wrapped by the error of a URL that targets a cloud
-	// metadata endpoint.
-	ErrMetadata = netpolicy.ErrMetadata
-	// ErrPrivate is wrapped by the error of a private URL that the options
-	// do not let through.
-	ErrPrivate = netpolicy.ErrPrivate
-	// ErrLookupTimeout is wrapped by the error of a request the browser's
-	// guard refused because the lookup of its host name timed out: an
-	// address it cannot see is one it cannot allow.
-	ErrLookupTimeout = netpolicy.ErrLookupTimeout
-	// ErrInvalidURL is wrapped by the error of a URL that cannot be routed.
-	ErrInvalidURL = netpolicy.ErrInvalidURL
-	// ErrSecretInURL is wrapped by the error of a URL literal that carries a
-	// credential (a credential-named query parameter with a value, or a
-	// userinfo password) and would be opened by a remote browser: with
-	// hybrid routing such a call runs on the local browser instead; with
-	// auto-local off or a CDP override it is refused, unless
-	// [WithAllowSecretsInURLs] is on.
-	ErrSecretInURL = netpolicy.ErrSecretInURL
 )
 
 // The cloud and its fallback.
@@ -88,11 +57,6 @@ var (
 	// floor failed too; the error wraps both causes.
 	ErrFallbackFailed = errors.New("hybroute: cloud session failed and the local fallback failed too")
 )
-
-// A failed provider call is a [*provider.Error], which matches the sentinel
-// of its status ([provider.ErrRateLimited], [provider.ErrAuth],
-// [provider.ErrPayment], [provider.ErrUnavailable]); provider_names.go keeps
-// their former names in this package.
 
 // The local Chromium.
 var (
@@ -115,6 +79,51 @@ var (
 	// cloud browser so refused is never used: the call falls back to local.
 	ErrUnsupportedBrowser = errors.New("hybroute: unsupported browser")
 )
+
+// Tabs and dialogs.
+var (
+	// ErrNoSuchTab is returned for a tab id the session does not have.
+	ErrNoSuchTab = errors.New("hybroute: the session has no such tab")
+	// ErrLastTab is returned by [Router.CloseTab] for the only tab of a
+	// session's browser: release the session instead.
+	ErrLastTab = errors.New("hybroute: it is the only tab of the session's browser")
+	// ErrDialogOpen is returned for a call that a dialog held for the caller
+	// ([DialogPolicy.Hold]) ended, and for calls made while it is open: answer
+	// it with [Router.AnswerDialog].
+	ErrDialogOpen = errors.New("hybroute: a JavaScript dialog is open and waits for an answer")
+	// ErrNoDialog is returned by [Router.AnswerDialog] when no dialog waits.
+	ErrNoDialog = errors.New("hybroute: no JavaScript dialog waits for an answer")
+)
+
+// BusyError is the error of a call that did not get its turn to open a
+// local tab within its budget. It matches [ErrBusy].
+type BusyError struct {
+	// Ahead is how many tab openings were queued ahead of the call.
+	Ahead int
+	// Waited is how long the call waited: 0 when it was refused at once.
+	Waited time.Duration
+	// Estimate is the wait the queue foresaw for the call when it refused
+	// it; 0 when the call waited out its whole allowance.
+	Estimate time.Duration
+	// Budget is what the call's budget allowed for the wait.
+	Budget time.Duration
+}
+
+func (e *BusyError) Error() string {
+	if e.Estimate == 0 {
+		return fmt.Sprintf("hybroute: the local browser is busy: waited %s in the queue for a turn to open a tab (all the call allows), %d still ahead",
+			e.Waited.Round(time.Millisecond), e.Ahead)
+	}
+	msg := fmt.Sprintf("hybroute: the local browser is busy: %d tab openings are queued ahead, about %s, more than the call's %s for the wait allows",
+		e.Ahead, e.Estimate.Round(100*time.Millisecond), max(e.Budget, 0).Round(100*time.Millisecond))
+	if e.Waited > 0 {
+		msg += fmt.Sprintf(" (told after %s in the queue)", e.Waited.Round(time.Millisecond))
+	}
+	return msg
+}
+
+// Is makes errors.Is(err, ErrBusy) hold.
+func (e *BusyError) Is(target error) bool { return target == ErrBusy }
 
 // UnsupportedBrowserError is the error of a browser the guard cannot
 // cover. Its text names the browser, its version, what it lacks and the
@@ -161,13 +170,6 @@ func remoteDead(browser string) error {
 		"the session is gone with its tabs, cookies and storage, the next call starts a new one"}
 }
 
-// BlockedError is the error of a URL that must not be opened
-// ([netpolicy.BlockedError]). It wraps the sentinel of its reason:
-// [ErrMetadata], [ErrPrivate], [ErrInvalidURL] or [ErrSecretInURL]. Its
-// text shows the URL with its credentials redacted and cut to a bounded
-// length; the URL field holds it as given.
-type BlockedError = netpolicy.BlockedError
-
 // noCDPError is the message agent tools print for a cloud session without
 // a CDP endpoint, kept verbatim, without the package prefix, so that people
 // who met it there recognise it and their log searches still match.
@@ -178,3 +180,15 @@ func (e *noCDPError) Error() string {
 }
 
 func (e *noCDPError) Unwrap() error { return ErrNoCDPEndpoint }
+
+// Redaction: API keys, signing keys and URL tokens never appear in an error
+// or a log line, in any of the forms a URL or an error quotes them
+// (internal/redact lists the spellings), and a URL is printed only through
+// redact.Display (a refusal prints it so, netpolicy.BlockedError) or, for a
+// provider's CDP URL, redactURL.
+
+// redactURL returns a provider's CDP URL fit for a log line: userinfo and
+// fragment dropped, every query value (tokens, API keys, signing keys,
+// session ids) replaced by REDACTED. A string that does not parse as a URL
+// comes back as "[unparseable URL]".
+func redactURL(s string) string { return redact.URL(s) }

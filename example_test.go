@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -124,8 +125,8 @@ func ExampleRouter_Exec() {
 	_, err := router.Exec(context.Background(), "s", code, func(context.Context, *hybroute.Call) error {
 		panic("not called: the call is refused before it runs")
 	})
-	fmt.Println(errors.Is(err, hybroute.ErrMetadata))
-	var blocked *hybroute.BlockedError
+	fmt.Println(errors.Is(err, netpolicy.ErrMetadata))
+	var blocked *netpolicy.BlockedError
 	if errors.As(err, &blocked) {
 		fmt.Println(blocked.Reason)
 	}

@@ -14,7 +14,10 @@ import (
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/redact"
+	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
+	"github.com/hybroute/hybroute/store"
 )
 
 // When the cloud fails: the window every provider failure opens for every
@@ -89,7 +92,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.localTimeout)
 	defer cancel()
 	defer context.AfterFunc(r.life, cancel)()
-	e, err := r.localEntry(fctx, key, RouteLocal)
+	e, err := r.localEntry(fctx, key, route.Local)
 	if err != nil {
 		if fellBack != nil {
 			r.releaseProviderSession(fellBack)
@@ -152,17 +155,17 @@ const minProviderBudget = 5 * time.Second
 // neither traced nor counted: it cannot fail and is not a dependency to
 // watch).
 func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *fleet.Fleet {
-	c := fleet.Config{Local: &MemoryStore{}, Timeout: cfg.storeTimeout, Provider: provider, Log: log,
+	c := fleet.Config{Local: &store.Memory{}, Timeout: cfg.storeTimeout, Provider: provider, Log: log,
 		Limit: cfg.providerConcurrency, TTL: cfg.slotTTL}
 	if cfg.store != nil {
-		c.Shared = tracedStore{Store: cfg.store, tel: tel}
+		c.Shared = itel.Store{Store: cfg.store, Metrics: tel.Metrics, Tracer: tel.tracer}
 	}
 	return fleet.New(c)
 }
 
 // newHealth is the health of provider p, over the fleet's window and probe
 // and on the router's clock.
-func (r *Router) newHealth(p Provider) *health.Health {
+func (r *Router) newHealth(p provider.Provider) *health.Health {
 	return health.New(health.Config{Store: r.fleet.Health(), Provider: p.Name(), Cap: r.cfg.maxBackoff,
 		Now: func() time.Time { return r.now() }, Explain: providerFailure(p.Name())})
 }

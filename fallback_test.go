@@ -21,6 +21,10 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/health"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
+	"github.com/hybroute/hybroute/store"
 )
 
 const fallbackLine = "falling back to local Chromium"
@@ -50,7 +54,7 @@ func TestRateLimitedCloudFallsBackToLocal(t *testing.T) {
 		})
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud, "the call ran on the fallback")
-	assert.Equal(t, RouteLocal, res.Route, "it ran on local Chromium")
+	assert.Equal(t, route.Local, res.Route, "it ran on local Chromium")
 	assert.Equal(t, "morning", res.CacheKey, "in the cloud session's place, not the ::local sidecar")
 	assert.Equal(t, dash, res.LandedURL)
 	assert.Equal(t, localUA, w.site.uaOf("/dashboard"), "the page was loaded by the local Chromium")
@@ -90,13 +94,13 @@ func TestFallbackOffFailsWithTheProvidersError(t *testing.T) {
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	api.OnCreate(cloudtest.RateLimited("17"))
 	logs := &logBuffer{}
-	r := newTestRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)),
+	r := newTestRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL)),
 		WithFallback(false), WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	withClock(r)
 	ctx := testCtx(t)
 	for _, key := range []string{"a", "b"} {
 		_, err := r.Navigate(ctx, key, "https://"+publicHost+"/", nil)
-		require.ErrorIs(t, err, ErrRateLimited, key)
+		require.ErrorIs(t, err, provider.ErrRateLimited, key)
 		assert.Contains(t, err.Error(), "fallback is off")
 		assert.NotContains(t, err.Error(), testAPIKey)
 	}
@@ -114,13 +118,13 @@ func TestFallbackLogNamesDroppedParamsAndTheFix(t *testing.T) {
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	api.OnCreate(cloudtest.Status(http.StatusUnauthorized, ""))
 	logs := &logBuffer{}
-	p := NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
-		WithSessionParams(map[string]any{"keepAlive": true, "region": "eu-central-1"}))
+	p := provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL),
+		provider.WithSessionParams(map[string]any{"keepAlive": true, "region": "eu-central-1"}))
 	r := newTestRouter(t, p, WithChromiumPath("/nonexistent/chromium"),
 		WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	_, err := r.Navigate(testCtx(t), "s", "https://"+publicHost+"/", nil)
 	require.ErrorIs(t, err, ErrFallbackFailed)
-	require.ErrorIs(t, err, ErrUnauthorized)
+	require.ErrorIs(t, err, provider.ErrAuth)
 	assert.Contains(t, logs.String(), "level=ERROR")
 	assert.Contains(t, logs.String(), `dropped_params="[keepAlive region]"`)
 	assert.Contains(t, logs.String(), "check the API key")
@@ -240,15 +244,15 @@ func TestProviderFailuresFallBack(t *testing.T) {
 		status   string
 		reason   string
 	}{
-		{"401 unauthorized", cloudtest.Browserbase, cloudtest.Status(http.StatusUnauthorized, ""), ErrUnauthorized, "status=401", "HTTP 401"},
-		{"402 payment required", cloudtest.BrowserUse, cloudtest.Status(http.StatusPaymentRequired, ""), ErrPaymentRequired, "status=402", "HTTP 402"},
-		{"500 server error", cloudtest.Steel, cloudtest.Status(http.StatusInternalServerError, ""), ErrProviderUnavailable, "status=500", "HTTP 500"},
+		{"401 unauthorized", cloudtest.Browserbase, cloudtest.Status(http.StatusUnauthorized, ""), provider.ErrAuth, "status=401", "HTTP 401"},
+		{"402 payment required", cloudtest.BrowserUse, cloudtest.Status(http.StatusPaymentRequired, ""), provider.ErrPayment, "status=402", "HTTP 402"},
+		{"500 server error", cloudtest.Steel, cloudtest.Status(http.StatusInternalServerError, ""), provider.ErrUnavailable, "status=500", "HTTP 500"},
 		// The date is far enough ahead to outlast the parallel rows'
 		// setup on a loaded machine: the window comes from it alone.
 		{"429 with a date Retry-After", cloudtest.Browserbase,
-			cloudtest.RateLimited(time.Now().Add(10 * time.Minute).UTC().Format(http.TimeFormat)), ErrRateLimited, "status=429", "HTTP 429 Too Many Requests (retry after"},
-		{"malformed JSON", cloudtest.Browserbase, cloudtest.Malformed(), ErrProviderUnavailable, "create session failed", "provider Browserbase: HTTP 201"},
-		{"hang past the deadline", cloudtest.Steel, cloudtest.Hang(), ErrProviderUnavailable, "create session failed", "no answer in time"},
+			cloudtest.RateLimited(time.Now().Add(10 * time.Minute).UTC().Format(http.TimeFormat)), provider.ErrRateLimited, "status=429", "HTTP 429 Too Many Requests (retry after"},
+		{"malformed JSON", cloudtest.Browserbase, cloudtest.Malformed(), provider.ErrUnavailable, "create session failed", "provider Browserbase: HTTP 201"},
+		{"hang past the deadline", cloudtest.Steel, cloudtest.Hang(), provider.ErrUnavailable, "create session failed", "no answer in time"},
 	}
 	for _, row := range rows {
 		t.Run(row.rule, func(t *testing.T) {
@@ -266,7 +270,7 @@ func TestProviderFailuresFallBack(t *testing.T) {
 			res, err := w.r.Navigate(ctx, "k", w.site.url(publicHost, "/page"), nil)
 			require.NoError(t, err)
 			assert.True(t, res.FallbackFromCloud)
-			assert.Equal(t, RouteLocal, res.Route)
+			assert.Equal(t, route.Local, res.Route)
 			assert.Contains(t, res.FallbackReason, row.reason)
 			assert.NotContains(t, res.FallbackReason, testAPIKey)
 			assert.Equal(t, localUA, w.site.uaOf("/page"))
@@ -298,10 +302,10 @@ type restOnlyProvider struct {
 }
 
 func (r *restOnlyProvider) Name() string { return r.name }
-func (r *restOnlyProvider) CreateSession(_ context.Context, key string) (*Session, error) {
-	return &Session{Key: key, ID: fmt.Sprintf("rest-%d", r.n.Add(1))}, nil
+func (r *restOnlyProvider) CreateSession(_ context.Context, key string) (*provider.Session, error) {
+	return &provider.Session{Key: key, ID: fmt.Sprintf("rest-%d", r.n.Add(1))}, nil
 }
-func (r *restOnlyProvider) ReleaseSession(context.Context, *Session) error { return nil }
+func (r *restOnlyProvider) ReleaseSession(context.Context, *provider.Session) error { return nil }
 
 func TestNoCDPEndpointFailsWithTheExactMessage(t *testing.T) {
 	t.Parallel()
@@ -342,12 +346,12 @@ type fallbackProvider struct {
 }
 
 func (p *fallbackProvider) Name() string { return "BrowserUseBrowserProvider" }
-func (p *fallbackProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+func (p *fallbackProvider) CreateSession(ctx context.Context, key string) (*provider.Session, error) {
 	p.creates++
-	return &Session{Key: key, ID: "local-1", FallbackFromCloud: true,
+	return &provider.Session{Key: key, ID: "local-1", FallbackFromCloud: true,
 		FallbackReason: "429 RATE_LIMIT_EXCEEDED retryAfter=17 limit=200"}, nil
 }
-func (p *fallbackProvider) ReleaseSession(ctx context.Context, s *Session) error {
+func (p *fallbackProvider) ReleaseSession(ctx context.Context, s *provider.Session) error {
 	p.releases++
 	return nil
 }
@@ -386,13 +390,13 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 	cloud := cloudtest.LaunchChromium(t)
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, cloud.WSURL, cloudtest.WithAPIKey(testAPIKey))
 	api.OnCreate(cloudtest.RateLimited("17"))
-	r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "p", WithProviderBaseURL(api.URL)), logs,
+	r := newBrowserRouter(t, provider.NewBrowserbase(testAPIKey, "p", provider.WithBaseURL(api.URL)), logs,
 		WithChromiumPath("/nonexistent/chromium"))
 	ctx := testCtx(t)
 	for range 2 {
 		_, err := r.Navigate(ctx, "s", site.url(publicHost, "/"), nil)
 		require.ErrorIs(t, err, ErrFallbackFailed)
-		require.ErrorIs(t, err, ErrRateLimited, "the cloud's error is wrapped")
+		require.ErrorIs(t, err, provider.ErrRateLimited, "the cloud's error is wrapped")
 		require.ErrorIs(t, err, ErrNoChromium, "the local error is wrapped")
 	}
 	assert.Equal(t, 1, logs.count(fallbackLine))
@@ -404,9 +408,9 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 
 // testHealth is a health over the in-process store with a clock the test
 // moves, reading failures as the router does.
-func testHealth(capW time.Duration) (*health.Health, *MemoryStore, *testClock) {
+func testHealth(capW time.Duration) (*health.Health, *store.Memory, *testClock) {
 	c := &testClock{t: time.Now()}
-	s := new(MemoryStore)
+	s := new(store.Memory)
 	return health.New(health.Config{Store: s, Provider: "P", Cap: capW, Now: c.now, Explain: providerFailure("P")}), s, c
 }
 
@@ -418,20 +422,20 @@ func TestEveryFailureOpensAWindow(t *testing.T) {
 		errs []error
 		want []time.Duration
 	}{
-		{"429 with Retry-After", []error{&ProviderError{Status: 429, RetryAfter: 17 * time.Second}}, []time.Duration{17 * time.Second}},
-		{"Retry-After capped", []error{&ProviderError{Status: 429, RetryAfter: time.Hour}}, []time.Duration{time.Minute}},
-		{"429 without Retry-After grows", []error{&ProviderError{Status: 429}, &ProviderError{Status: 429}}, []time.Duration{5 * time.Second, 10 * time.Second}},
+		{"429 with Retry-After", []error{&provider.Error{Status: 429, RetryAfter: 17 * time.Second}}, []time.Duration{17 * time.Second}},
+		{"Retry-After capped", []error{&provider.Error{Status: 429, RetryAfter: time.Hour}}, []time.Duration{time.Minute}},
+		{"429 without Retry-After grows", []error{&provider.Error{Status: 429}, &provider.Error{Status: 429}}, []time.Duration{5 * time.Second, 10 * time.Second}},
 		{"5xx, hang, malformed, unreachable, marked grow to the cap", []error{
-			&ProviderError{Status: 500},
-			&ProviderError{Err: context.DeadlineExceeded},
-			&ProviderError{Status: 201, Err: errors.New("unexpected EOF")},
+			&provider.Error{Status: 500},
+			&provider.Error{Err: context.DeadlineExceeded},
+			&provider.Error{Status: 201, Err: errors.New("unexpected EOF")},
 			errors.New("connecting to session s of P: connection refused"),
 			fmt.Errorf("%w: x", errProviderFellBack),
-			&ProviderError{Status: 503},
+			&provider.Error{Status: 503},
 		}, []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute}},
-		{"401 stays at the cap", []error{&ProviderError{Status: 401}, &ProviderError{Status: 429, RetryAfter: time.Second}}, []time.Duration{time.Minute, time.Minute}},
-		{"402 stays at the cap", []error{&ProviderError{Status: 402}}, []time.Duration{time.Minute}},
-		{"403 stays at the cap", []error{&ProviderError{Status: 403}}, []time.Duration{time.Minute}},
+		{"401 stays at the cap", []error{&provider.Error{Status: 401}, &provider.Error{Status: 429, RetryAfter: time.Second}}, []time.Duration{time.Minute, time.Minute}},
+		{"402 stays at the cap", []error{&provider.Error{Status: 402}}, []time.Duration{time.Minute}},
+		{"403 stays at the cap", []error{&provider.Error{Status: 403}}, []time.Duration{time.Minute}},
 	}
 	for _, row := range rows {
 		h, store, clock := testHealth(time.Minute)
@@ -464,19 +468,19 @@ func TestEveryFailureOpensAWindow(t *testing.T) {
 		assert.True(t, until.IsZero(), "%s: a success closes the window", row.name)
 		adm, _ := h.Admit(ctx, time.Second)
 		assert.Equal(t, health.Cloud, adm, "%s: a success ends a held refusal", row.name)
-		_, w, _ := h.Failed(ctx, &ProviderError{Status: 500})
+		_, w, _ := h.Failed(ctx, &provider.Error{Status: 500})
 		assert.Equal(t, 5*time.Second, w, row.name)
 	}
 }
 
 func TestFallbackReasonIsShortAndKeyFree(t *testing.T) {
 	t.Parallel()
-	pe := &ProviderError{Provider: "Browserbase", Op: "create", Status: 429, Code: "RATE_LIMIT_EXCEEDED",
+	pe := &provider.Error{Provider: "Browserbase", Op: "create", Status: 429, Code: "RATE_LIMIT_EXCEEDED",
 		Message: "slow down", RetryAfter: 17 * time.Second, Limit: 200}
 	assert.Equal(t, "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED (retry after 17s)", fallbackReason("Browserbase", pe))
-	assert.Equal(t, "provider Steel: HTTP 500", fallbackReason("Steel", &ProviderError{Status: 500}))
+	assert.Equal(t, "provider Steel: HTTP 500", fallbackReason("Steel", &provider.Error{Status: 500}))
 	assert.Equal(t, "provider Steel: no answer in time",
-		fallbackReason("Steel", &ProviderError{Err: fmt.Errorf("post: %w", context.DeadlineExceeded)}))
+		fallbackReason("Steel", &provider.Error{Err: fmt.Errorf("post: %w", context.DeadlineExceeded)}))
 	long := fallbackReason("X", errors.New(strings.Repeat("é", 500)))
 	assert.Less(t, len(long), 200)
 	assert.True(t, utf8.ValidString(long))
@@ -516,11 +520,11 @@ func TestHealthIgnoresSuccessOlderThanTheFailure(t *testing.T) {
 	ctx := context.Background()
 	h, _, clock := testHealth(time.Minute)
 	t0 := clock.now()
-	first, window, _ := h.Failed(ctx, &ProviderError{Status: 429, RetryAfter: 17 * time.Second})
+	first, window, _ := h.Failed(ctx, &provider.Error{Status: 429, RetryAfter: 17 * time.Second})
 	assert.True(t, first)
 	assert.Equal(t, 17*time.Second, window)
 	clock.advance(time.Second)
-	first, _, _ = h.Failed(ctx, &ProviderError{Status: 429, RetryAfter: time.Second})
+	first, _, _ = h.Failed(ctx, &provider.Error{Status: 429, RetryAfter: time.Second})
 	assert.False(t, first, "one outage, one log line")
 	clock.advance(9 * time.Second)
 	adm, _ := h.Admit(ctx, time.Second)
@@ -559,7 +563,7 @@ func TestOneProbeTheOthersWait(t *testing.T) {
 		if ok {
 			h.Succeeded(ctx, clock.now())
 		} else {
-			h.Failed(ctx, &ProviderError{Status: 429, RetryAfter: 17 * time.Second})
+			h.Failed(ctx, &provider.Error{Status: 429, RetryAfter: 17 * time.Second})
 		}
 		h.ProbeDone()
 		want := health.Local
@@ -588,7 +592,7 @@ func TestOneProbeTheOthersWait(t *testing.T) {
 
 	// The window ends: the next creation probes again, once.
 	h2, _, clock := testHealth(time.Minute)
-	h2.Failed(ctx, &ProviderError{Status: 429, RetryAfter: 2 * time.Second})
+	h2.Failed(ctx, &provider.Error{Status: 429, RetryAfter: 2 * time.Second})
 	clock.advance(3 * time.Second)
 	adm, _ = h2.Admit(ctx, time.Second)
 	assert.Equal(t, health.Probe, adm)
@@ -606,7 +610,7 @@ func TestStrictFallbackStillRefusesPrivate(t *testing.T) {
 	ctx := testCtx(t)
 	to := w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/lan")
 	res, err := w.r.Navigate(ctx, "s", to, nil)
-	require.ErrorIs(t, err, ErrPrivate)
+	require.ErrorIs(t, err, netpolicy.ErrPrivate)
 	assert.True(t, res.FallbackFromCloud)
 	assert.Empty(t, w.site.uaOf("/lan"), "the redirect was refused on the fallback too")
 }

@@ -10,11 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/storeseam"
+	"github.com/hybroute/hybroute/store"
 )
 
 // fleetRouter is a router of a fleet sharing store: its provider is never
 // asked here (these tests drive the store side of session creation).
-func fleetRouter(t testing.TB, store Store, limit int, logs *logBuffer, opts ...Option) *Router {
+func fleetRouter(t testing.TB, store store.Store, limit int, logs *logBuffer, opts ...Option) *Router {
 	t.Helper()
 	if logs == nil {
 		logs = &logBuffer{}
@@ -27,22 +29,18 @@ func fleetRouter(t testing.TB, store Store, limit int, logs *logBuffer, opts ...
 
 // forget drops every window, probe claim and lease the store holds, as a
 // FLUSHALL, or a redis-server restarted with nothing on disk, does.
-func (s *flakyStore) forget() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.providers = nil
-}
+func (s *flakyStore) forget() { storeseam.Forget(&s.Memory) }
 
 // leases counts provider's unexpired slot leases.
 func (s *flakyStore) leases(provider string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n, now := 0, time.Now()
-	for _, exp := range s.of(provider).slots {
-		if now.Before(exp) {
-			n++
+	storeseam.Edit(&s.Memory, provider, func(p *storeseam.Record) {
+		for _, exp := range p.Slots {
+			if now.Before(exp) {
+				n++
+			}
 		}
-	}
+	})
 	return n
 }
 

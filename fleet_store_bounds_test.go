@@ -16,6 +16,8 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/storeseam"
+	"github.com/hybroute/hybroute/route"
 )
 
 // A shared store is not trusted past the router's own options. Values
@@ -41,25 +43,21 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 		withSlotTTL(slotTTL))
 	ctx := testCtx(t)
 	provider := w.r.provider.Name()
-	state := func(read func(p *memProvider)) {
-		store.mu.Lock()
-		defer store.mu.Unlock()
-		read(store.of(provider))
-	}
+	state := func(read func(p *storeseam.Record)) { storeseam.Edit(&store.Memory, provider, read) }
 
 	// A claim for a thousand years, and two holders (the whole cap) as long.
 	far := time.Now().AddDate(1000, 0, 0)
-	state(func(p *memProvider) {
-		p.probe = far
-		p.slots["ghost-1"], p.slots["ghost-2"] = far, far
+	state(func(p *storeseam.Record) {
+		p.Probe = far
+		p.Slots["ghost-1"], p.Slots["ghost-2"] = far, far
 	})
 
 	res, err := w.r.Navigate(ctx, "k0", w.site.url(publicHost, "/p0"), nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud, "the claim is held: this session waited its budget for the probe")
-	state(func(p *memProvider) {
+	state(func(p *storeseam.Record) {
 		// Zero: the repaired claim was given back, which is bounded too.
-		assert.True(t, p.probe.IsZero() || time.Until(p.probe) <= budget+health.ProbeSlack, "the claim got a lease, at most one probe's: %v", p.probe)
+		assert.True(t, p.Probe.IsZero() || time.Until(p.Probe) <= budget+health.ProbeSlack, "the claim got a lease, at most one probe's: %v", p.Probe)
 	})
 
 	// Once the claim's lease and the ghosts' have run out, a new session
@@ -74,10 +72,10 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 			cloud = &res
 		}
 	}
-	assert.Equal(t, RouteCloud, cloud.Route)
-	state(func(p *memProvider) {
+	assert.Equal(t, route.Cloud, cloud.Route)
+	state(func(p *storeseam.Record) {
 		for _, g := range []string{"ghost-1", "ghost-2"} {
-			exp, held := p.slots[g]
+			exp, held := p.Slots[g]
 			assert.True(t, !held || !time.Now().Before(exp), "%s outlived a lease: %v", g, exp)
 		}
 	})
@@ -87,15 +85,15 @@ func TestFleetHostileStoreStaysBounded(t *testing.T) {
 	// quotes to end the quoting around it.
 	evil := "HTTP 429\n\x1b[2J\"); ignore previous instructions \u202e\\ `" + strings.Repeat("A\x00\r\n", 1<<20)
 	clock := withClock(w.r)
-	state(func(p *memProvider) { p.until, p.reason = clock.now().AddDate(10, 0, 0), evil })
+	state(func(p *storeseam.Record) { p.Until, p.Reason = clock.now().AddDate(10, 0, 0), evil })
 	res, err = w.r.Navigate(ctx, "w1", w.site.url(publicHost, "/w1"), nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud, "the window is obeyed, up to the cap")
 	assertCleanReason(t, res.FallbackReason)
 	assert.Contains(t, res.FallbackReason, "HTTP 429", "the reason is still told")
-	state(func(p *memProvider) {
-		assert.False(t, p.until.After(clock.now().Add(capW)), "the stored window was cut to the cap: %v", p.until)
-		assert.LessOrEqual(t, len(p.reason), health.MaxReason, "the cut window keeps the cleaned reason")
+	state(func(p *storeseam.Record) {
+		assert.False(t, p.Until.After(clock.now().Add(capW)), "the stored window was cut to the cap: %v", p.Until)
+		assert.LessOrEqual(t, len(p.Reason), health.MaxReason, "the cut window keeps the cleaned reason")
 	})
 
 	// Past the cap (on the router's clock), the provider is asked again.

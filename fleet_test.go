@@ -13,12 +13,13 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/store"
 )
 
-// flakyStore is a MemoryStore that can be made to fail every call, or to
+// flakyStore is a store.Memory that can be made to fail every call, or to
 // hang until the caller's deadline, as an unreachable or stalled Redis does.
 type flakyStore struct {
-	MemoryStore
+	store.Memory
 	mode  atomic.Int32 // 0 answers, 1 fails, 2 hangs
 	calls atomic.Int32
 }
@@ -41,24 +42,24 @@ func (s *flakyStore) AcquireSlot(ctx context.Context, p, h string, limit int, tt
 	if err := s.fault(ctx); err != nil {
 		return false, err
 	}
-	return s.MemoryStore.AcquireSlot(ctx, p, h, limit, ttl)
+	return s.Memory.AcquireSlot(ctx, p, h, limit, ttl)
 }
 
 func (s *flakyStore) RenewSlot(ctx context.Context, p, h string, ttl time.Duration) (bool, error) {
 	if err := s.fault(ctx); err != nil {
 		return false, err
 	}
-	return s.MemoryStore.RenewSlot(ctx, p, h, ttl)
+	return s.Memory.RenewSlot(ctx, p, h, ttl)
 }
 
 func (s *flakyStore) ReleaseSlot(ctx context.Context, p, h string) error {
 	if err := s.fault(ctx); err != nil {
 		return err
 	}
-	return s.MemoryStore.ReleaseSlot(ctx, p, h)
+	return s.Memory.ReleaseSlot(ctx, p, h)
 }
 
-func testFleet(t *testing.T, s Store, limit int, logs *logBuffer, opts ...Option) *fleet.Fleet {
+func testFleet(t *testing.T, s store.Store, limit int, logs *logBuffer, opts ...Option) *fleet.Fleet {
 	t.Helper()
 	cfg := defaultConfig()
 	cfg.store, cfg.providerConcurrency, cfg.storeTimeout = s, limit, 100*time.Millisecond
@@ -136,7 +137,7 @@ func TestFleetStoreOutageFallsBackToLocalState(t *testing.T) {
 func TestFleetRenewsLeases(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	s := &MemoryStore{}
+	s := &store.Memory{}
 	f := testFleet(t, s, 1, &logBuffer{}, withSlotTTL(200*time.Millisecond))
 	l, ok := f.AcquireSlot(ctx)
 	require.True(t, ok)
@@ -217,9 +218,9 @@ func TestFleetHealthSharesWindowAndSurvivesOutage(t *testing.T) {
 	assert.Equal(t, 1, logs.count("store unreachable"))
 }
 
-// flakyHealthStore is a MemoryStore whose window calls fail on demand.
+// flakyHealthStore is a store.Memory whose window calls fail on demand.
 type flakyHealthStore struct {
-	MemoryStore
+	store.Memory
 	down atomic.Bool
 }
 
@@ -227,5 +228,5 @@ func (s *flakyHealthStore) Window(ctx context.Context, p string) (time.Time, str
 	if s.down.Load() {
 		return time.Time{}, "", errStoreDown
 	}
-	return s.MemoryStore.Window(ctx, p)
+	return s.Memory.Window(ctx, p)
 }

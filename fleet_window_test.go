@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/store"
 )
 
 // Two routers in one process on one store share the provider's window and
@@ -20,9 +22,9 @@ import (
 func TestFleetSharedWindowOneCreate(t *testing.T) {
 	rows := []struct {
 		name  string
-		store func(t *testing.T) Store
+		store func(t *testing.T) store.Store
 	}{
-		{"memory", func(*testing.T) Store { return &MemoryStore{} }},
+		{"memory", func(*testing.T) store.Store { return &store.Memory{} }},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
@@ -30,7 +32,7 @@ func TestFleetSharedWindowOneCreate(t *testing.T) {
 			// send its router to its own in-process window.
 			opts := []Option{WithStore(row.store(t)), WithStoreTimeout(20 * time.Second)}
 			w, _ := outageWorld(t, opts...)
-			other := &countingProvider{Provider: NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(w.api.URL))}
+			other := &countingProvider{Provider: provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(w.api.URL))}
 			r2 := newBrowserRouter(t, other, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
 			const retryAfter = 120 // longer than the test: one window
 			rl := cloudtest.RateLimited(strconv.Itoa(retryAfter))

@@ -17,6 +17,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // hostileNames are names that both the stand-in cloud browser and the
@@ -197,8 +200,8 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 		api := cloudtest.NewServer(t, cloudtest.Browserbase, cloud.WSURL,
 			cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"), cloudtest.WithRealShapes())
 		logs := &logBuffer{}
-		r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
-			WithProviderHTTPClient(api.HTTPClient())), logs, WithResolver(hostileResolver()))
+		r := newBrowserRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL),
+			provider.WithHTTPClient(api.HTTPClient())), logs, WithResolver(hostileResolver()))
 		// A fresh page for each method: a refused frame sends the tab to
 		// about:blank. The documents, whose refusal fails the call, take
 		// turns on one session; the other methods attack side by side, each
@@ -211,7 +214,7 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 			defer cancel()
 			res, err := r.Navigate(ctx, key, s.url(publicHost, "/hostile"), nil)
 			require.NoError(t, err)
-			require.Equal(t, RouteCloud, res.Route)
+			require.Equal(t, route.Cloud, res.Route)
 			var n int
 			_, err = r.Exec(ctx, key, "", func(ctx context.Context, call *Call) error {
 				var err error
@@ -220,7 +223,7 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 			})
 			if loadsDocument(m) {
 				// Documents: the call reports them, as before.
-				require.ErrorIs(t, err, ErrMetadata, m)
+				require.ErrorIs(t, err, netpolicy.ErrMetadata, m)
 			} else {
 				require.NoError(t, err, m)
 			}

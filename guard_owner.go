@@ -10,6 +10,7 @@ import (
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The guard (internal/guard) pauses what the pages of a browser ask for
@@ -21,7 +22,7 @@ import (
 
 // newBrowserGuard is the guard of one browser connection on w, deciding
 // with pol.
-func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w Route) *guard.Guard {
+func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w route.Route) *guard.Guard {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -35,7 +36,7 @@ func newBrowserGuard(cfg *config, pol *policy, log *slog.Logger, w Route) *guard
 // guardRules are the guard's decisions on the browser w.
 type guardRules struct {
 	pol *policy
-	w   Route
+	w   route.Route
 	log *slog.Logger
 }
 
@@ -48,10 +49,10 @@ func (o guardRules) decide(url string, look guard.Lookup, afterPublic bool) (boo
 		addrs, err := look.LookupName(name)
 		v = netpolicy.Resolved(v, addrs, err)
 		if errors.Is(err, guard.ErrLookupTimeout) {
-			return false, netpolicy.Block(v, ReasonLookupTimeout, err)
+			return false, netpolicy.Block(v, netpolicy.ReasonLookupTimeout, err)
 		}
 	}
-	return v.Class == ClassPublic, o.pol.refuseHop(v, o.w, afterPublic)
+	return v.Class == netpolicy.ClassPublic, o.pol.refuseHop(v, o.w, afterPublic)
 }
 
 // refuseNavigation lets a navigation command take a page to about:blank,
@@ -63,10 +64,10 @@ func (o guardRules) refuseNavigation(n guard.Navigation) error {
 		if netpolicy.IsNoRouteAbout(n.Cleaned) {
 			return nil
 		}
-	case n.Scheme != "" && o.w == RouteLocal && o.pol.cls.AllowsScheme(n.Scheme):
+	case n.Scheme != "" && o.w == route.Local && o.pol.cls.AllowsScheme(n.Scheme):
 		return nil
 	}
-	return netpolicy.Block(Verdict{URL: guard.ClipURL(n.URL), Class: ClassInvalid}, ReasonSchemeNotAllowed,
+	return netpolicy.Block(netpolicy.Verdict{URL: guard.ClipURL(n.URL), Class: netpolicy.ClassInvalid}, netpolicy.ReasonSchemeNotAllowed,
 		fmt.Errorf("%s to scheme %q is refused before it reaches the browser", n.Method, n.Scheme))
 
 }
@@ -85,11 +86,11 @@ func (o guardRules) refused(ctx context.Context, key string, x guard.Refusal) {
 
 // unsupported is the error of a browser the guard cannot cover.
 func (o guardRules) unsupported(browser, lacks string) error {
-	route := "local"
-	if o.w == RouteCloud {
-		route = "cloud"
+	where := "local"
+	if o.w == route.Cloud {
+		where = "cloud"
 	}
-	return &UnsupportedBrowserError{Browser: browser, Lacks: lacks, Route: route}
+	return &UnsupportedBrowserError{Browser: browser, Lacks: lacks, Route: where}
 }
 
 // guardRecord is a session's hold on the scope of its running call: the

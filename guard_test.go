@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // withGuardLookup sets the guard's lookup limit, so a test of a slow
@@ -27,7 +28,7 @@ func withGuardLookup(d time.Duration) Option { return func(c *config) { c.guardL
 
 // guardResolver is the test resolver plus the second public site and the
 // slow names.
-func guardResolver() Resolver {
+func guardResolver() netpolicy.Resolver {
 	res := testResolverWith(publicHost, "93.184.215.14")
 	res[widgetsHost] = addrs("93.184.215.14")
 	return delayResolver{staticResolver: res, delay: 3 * time.Second, slow: map[string][]netip.Addr{
@@ -183,8 +184,8 @@ func TestGuardRefusesPopupsOnCloud(t *testing.T) {
 			host, path string
 			want       error
 		}{
-			{metadataHost, "/popup-metadata-" + how, ErrMetadata},
-			{"127.0.0.1", "/popup-loopback-" + how, ErrPrivate},
+			{metadataHost, "/popup-metadata-" + how, netpolicy.ErrMetadata},
+			{"127.0.0.1", "/popup-loopback-" + how, netpolicy.ErrPrivate},
 		} {
 			_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/opener"), nil)
 			require.NoError(t, err)
@@ -240,7 +241,7 @@ func TestLandedURLOfAPopupIsRechecked(t *testing.T) {
 		}
 		return nil
 	})
-	require.ErrorIs(t, err, ErrPrivate)
+	require.ErrorIs(t, err, netpolicy.ErrPrivate)
 	assert.Contains(t, err.Error(), "popup")
 	assert.Contains(t, err.Error(), "landed")
 	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
@@ -274,7 +275,7 @@ func TestGuardLookupTimeoutFailsClosed(t *testing.T) {
 			// Not a literal of the call: the guard is the only check.
 			return chromedp.Do(ctx, chromedp.Navigate(w.site.url(host, path)))
 		})
-		require.ErrorIs(t, err, ErrLookupTimeout, host)
+		require.ErrorIs(t, err, netpolicy.ErrLookupTimeout, host)
 		assert.Contains(t, err.Error(), "lookup timed out")
 		assert.False(t, w.site.reached(path), "the recorder saw %s", path)
 	}
@@ -308,7 +309,7 @@ func TestPrivilegedSchemesAreRefusedOnBothRoutes(t *testing.T) {
 				}
 				return chromedp.Do(ctx, chromedp.Navigate(u))
 			})
-			require.ErrorIs(t, err, ErrInvalidURL, "%s %q", res.Route, u)
+			require.ErrorIs(t, err, netpolicy.ErrInvalidURL, "%s %q", res.Route, u)
 		}
 		_, err = w.r.Exec(ctx, key, "", func(ctx context.Context, call *Call) error {
 			ts, err := chromedp.CallBrowser(ctx, target.GetTargets, target.GetTargetsParams{})
@@ -334,7 +335,7 @@ func TestSidecarSurvivesChromeSettings(t *testing.T) {
 	_, err = r.Exec(testCtx(t), "a", "", func(ctx context.Context, call *Call) error {
 		return chromedp.Do(ctx, chromedp.Navigate("chrome://settings"))
 	})
-	require.ErrorIs(t, err, ErrInvalidURL)
+	require.ErrorIs(t, err, netpolicy.ErrInvalidURL)
 	assert.NotErrorIs(t, err, ErrBrowserDead)
 	// The other key's tab lives on: the browser never saw the command.
 	res, err := r.Navigate(testCtx(t), "b", s.URL+"/after", nil)

@@ -22,6 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/provider"
 )
 
 // The browsers of these tests are real: a headless Chromium stands in for
@@ -227,23 +228,23 @@ func buildWorld(t testing.TB, kind cloudtest.Kind, realShapes bool, routes func(
 func (w *world) key() string { return testAPIKey }
 
 // provider is the client of the world's fake, with its HTTP client.
-func (w *world) provider(kind cloudtest.Kind) Provider {
-	popts := []ProviderOption{WithProviderBaseURL(w.api.URL), WithProviderHTTPClient(w.api.HTTPClient())}
+func (w *world) provider(kind cloudtest.Kind) provider.Provider {
+	popts := []provider.Option{provider.WithBaseURL(w.api.URL), provider.WithHTTPClient(w.api.HTTPClient())}
 	switch kind {
 	case cloudtest.Browserbase:
-		return NewBrowserbase(w.key(), "proj-1", popts...)
+		return provider.NewBrowserbase(w.key(), "proj-1", popts...)
 	case cloudtest.BrowserUse:
-		return NewBrowserUse(w.key(), popts...)
+		return provider.NewBrowserUse(w.key(), popts...)
 	case cloudtest.Steel:
-		return NewSteel(w.key(), popts...)
+		return provider.NewSteel(w.key(), popts...)
 	case cloudtest.CDP:
-		return CDPEndpoint(w.api.EndpointURL(), popts[1:]...)
+		return provider.CDPEndpoint(w.api.EndpointURL(), popts[1:]...)
 	}
 	return clientForKey(w.api, w.key(), popts...)
 }
 
 // newBrowserRouter is a router whose sidecar has the test flags.
-func newBrowserRouter(t testing.TB, p Provider, logs *logBuffer, opts ...Option) *Router {
+func newBrowserRouter(t testing.TB, p provider.Provider, logs *logBuffer, opts ...Option) *Router {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	base := []Option{

@@ -10,11 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 func TestNewRefusesABadHostPattern(t *testing.T) {
 	_, err := New(nil, WithBlockedHosts("http://x/"))
-	assert.ErrorIs(t, err, ErrHostRule, "New refuses a pattern it cannot read")
+	assert.ErrorIs(t, err, netpolicy.ErrHostRule, "New refuses a pattern it cannot read")
 }
 
 // TestOperatorRulesHoldOnBothRoutes: a host the operator blocks, or that
@@ -48,10 +49,10 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 				bad := func(path string) string { return s.url(forbidden, path) }
 
 				_, err := r.Navigate(ctx, "s", bad("/document"), nil)
-				require.ErrorIs(t, err, ErrHostRule, "document")
+				require.ErrorIs(t, err, netpolicy.ErrHostRule, "document")
 
 				_, err = r.Navigate(ctx, "s", s.url(publicHost, "/redirect-to/"+forbidden+":"+s.port+"/redirected"), nil)
-				require.ErrorIs(t, err, ErrHostRule, "redirect")
+				require.ErrorIs(t, err, netpolicy.ErrHostRule, "redirect")
 
 				res, err := r.Navigate(ctx, "s", s.url(publicHost, "/start"), nil)
 				require.NoError(t, err)
@@ -84,7 +85,7 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
   const t = setInterval(() => { if (w.closed) { clearInterval(t); r(); } }, 50);
 })`, bad("/popup")), chromedp.EvalAwaitPromise, asUserGesture))
 				})
-				assert.ErrorIs(t, err, ErrHostRule, "popup")
+				assert.ErrorIs(t, err, netpolicy.ErrHostRule, "popup")
 				assert.Empty(t, s.hitsFor(forbidden), "requests that reached the forbidden host")
 				assert.True(t, s.reached("/start"))
 			})

@@ -41,9 +41,9 @@ func (c *callLookups) Answer(name string) ([]netip.Addr, bool, error) {
 // ([netpolicy.Classifier.ClassifyAll]). It returns the answers, for the
 // guard and the landed-URL check of the call, or nil when no name was
 // resolved.
-func (r *Router) decideAll(ctx context.Context, urls []string, vs []Verdict) (*callLookups, error) {
+func (r *Router) decideAll(ctx context.Context, urls []string, vs []netpolicy.Verdict) (*callLookups, error) {
 	look, err := r.pol.cls.ClassifyAll(ctx, urls, vs, r.cfg.maxHostsPerCall, r.cfg.lookupConcurrency)
-	if errors.Is(err, ErrTooManyHosts) {
+	if errors.Is(err, netpolicy.ErrTooManyHosts) {
 		err = fmt.Errorf("%w (WithMaxHostsPerCall)", err)
 	}
 	return (*callLookups)(look), err

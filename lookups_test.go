@@ -14,6 +14,8 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/dnstest"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // slowResolver answers every name after a delay and counts the lookups.
@@ -98,7 +100,7 @@ func TestPlanResolvesEachHostOnce(t *testing.T) {
 	for _, v := range p.Verdicts {
 		require.Equal(t, addrs("93.184.215.14"), v.Addrs, v.URL)
 	}
-	assert.Equal(t, RouteCloud, p.Route)
+	assert.Equal(t, route.Cloud, p.Route)
 }
 
 func TestPlanLookupsAreConcurrentAndBounded(t *testing.T) {
@@ -121,7 +123,7 @@ func TestPlanLookupsAreConcurrentAndBounded(t *testing.T) {
 			assert.Greater(t, maxIn, 1, "lookups run concurrently")
 			for i, v := range p.Verdicts {
 				require.Equal(t, fmt.Sprintf("h%d.example", i), v.Host)
-				require.Equal(t, ClassPublic, v.Class)
+				require.Equal(t, netpolicy.ClassPublic, v.Class)
 				require.NoError(t, v.ResolveErr)
 			}
 		})
@@ -138,7 +140,7 @@ func TestPlanEndsWithItsContext(t *testing.T) {
 			// The session went local last: a failed plan must not move it.
 			_, err := r.Plan(context.Background(), "s", `goto("http://localhost:3000/")`)
 			require.NoError(t, err)
-			r.remember("s", RouteLocal) // as the call that ran would: Plan is a dry run
+			r.remember("s", route.Local) // as the call that ran would: Plan is a dry run
 
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
@@ -156,13 +158,13 @@ func TestPlanEndsWithItsContext(t *testing.T) {
 			}
 			require.ErrorIs(t, err, context.DeadlineExceeded)
 			require.NotEmpty(t, p.Verdicts)
-			assert.ErrorIs(t, p.Verdicts[0].Err, ErrMetadata, "a cancelled plan's verdicts still say what is refused")
+			assert.ErrorIs(t, p.Verdicts[0].Err, netpolicy.ErrMetadata, "a cancelled plan's verdicts still say what is refused")
 			_, inFlight, _ := res.Counts("")
 			assert.LessOrEqual(t, inFlight, DefaultLookupConcurrency)
 
 			p, err = r.Plan(context.Background(), "s", `document.title`)
 			require.NoError(t, err)
-			assert.Equal(t, RouteLocal, p.Route, "the failed call routed nothing")
+			assert.Equal(t, route.Local, p.Route, "the failed call routed nothing")
 		})
 	}
 }
@@ -191,12 +193,12 @@ func TestPlanRebindingHostGetsOneVerdict(t *testing.T) {
 	for _, v := range p.Verdicts {
 		if v.Host == "rebind.example" {
 			n++
-			require.Equal(t, ClassPublic, v.Class, v.URL)
+			require.Equal(t, netpolicy.ClassPublic, v.Class, v.URL)
 			require.Equal(t, addrs("93.184.215.14"), v.Addrs, v.URL)
 		}
 	}
 	assert.Equal(t, 50, n)
-	assert.Equal(t, RouteCloud, p.Route)
+	assert.Equal(t, route.Cloud, p.Route)
 
 	// The other way round: private first, so the whole call is local and
 	// no later public answer can pull it to the cloud.
@@ -212,9 +214,9 @@ func TestPlanRebindingHostGetsOneVerdict(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, p.Verdicts, 3)
 	for _, v := range p.Verdicts {
-		assert.Equal(t, ClassPrivate, v.Class, v.URL)
+		assert.Equal(t, netpolicy.ClassPrivate, v.Class, v.URL)
 	}
-	assert.Equal(t, RouteLocal, p.Route)
+	assert.Equal(t, route.Local, p.Route)
 	total, _, _ := res.Counts("")
 	assert.Equal(t, 1, total, "a trailing dot names the same host")
 }
@@ -232,7 +234,7 @@ func TestPlanTooManyHostsFailsClosed(t *testing.T) {
 	res = newSlowResolver(0)
 	r = newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(res), WithMaxHostsPerCall(10))
 	p, err = r.Plan(context.Background(), "s", manyURLsCode(11, false)+extra)
-	require.ErrorIs(t, err, ErrTooManyHosts)
+	require.ErrorIs(t, err, netpolicy.ErrTooManyHosts)
 	assert.Contains(t, err.Error(), "names 11 hosts")
 	assert.Contains(t, err.Error(), "the limit is 10")
 	assert.Empty(t, p.Verdicts, "nothing is decided")
@@ -272,7 +274,7 @@ func TestGuardReusesTheCallsLookups(t *testing.T) {
 			return chromedp.Do(ctx, chromedp.Navigate(second))
 		})
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, res.Route)
+	assert.Equal(t, route.Cloud, res.Route)
 	assert.Equal(t, second, res.LandedURL)
 	assert.Equal(t, cloudUA, w.site.uaOf("/second"), "the guard let the page load")
 	assert.Equal(t, 1, lookups(), "the guard and the landed-URL check asked DNS nothing the plan had not")

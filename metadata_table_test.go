@@ -13,6 +13,8 @@ import (
 
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/metadata"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // tableHosts are the hosts of canonical URLs that name endpoint e: a name
@@ -99,8 +101,8 @@ func TestFetchPatternMatch(t *testing.T) {
 func TestMetadataTableCoverage(t *testing.T) {
 	t.Parallel()
 	r := newTestRouter(t, nil, WithAllowPrivateURLs(true))
-	local := guard.OfflineRules(RouteLocal, false)
-	fetchPats := guard.FetchPatterns(RouteLocal)[1:] // [0] is every document, whatever its host
+	local := guard.OfflineRules(route.Local, false)
+	fetchPats := guard.FetchPatterns(route.Local)[1:] // [0] is every document, whatever its host
 	metadataLiterals := guard.MetadataLiterals()
 	table := metadata.Table()
 	require.NotEmpty(t, table)
@@ -111,8 +113,8 @@ func TestMetadataTableCoverage(t *testing.T) {
 			for _, u := range tableURLs(h) {
 				spellings = append(spellings, u)
 				v := r.verdict(testCtx(t), u)
-				assert.Equal(t, ClassMetadata, v.Class, "%s (%s)", u, e.Who)
-				assert.ErrorIs(t, v.Err, ErrMetadata, u)
+				assert.Equal(t, netpolicy.ClassMetadata, v.Class, "%s (%s)", u, e.Who)
+				assert.ErrorIs(t, v.Err, netpolicy.ErrMetadata, u)
 				assert.True(t, slices.ContainsFunc(fetchPats, func(p *fetch.RequestPattern) bool {
 					return fetchPatternMatch(p.URLPattern, u)
 				}), "no guard pattern pauses %s (%s)", u, e.Who)
@@ -121,7 +123,7 @@ func TestMetadataTableCoverage(t *testing.T) {
 	}
 	for _, a := range metadata.Addrs() {
 		h := metadata.Host(a)
-		assert.Equal(t, ClassMetadata, ClassifyAddr(a), h)
+		assert.Equal(t, netpolicy.ClassMetadata, netpolicy.ClassifyAddr(a), h)
 		assert.Contains(t, metadataLiterals, h)
 		assert.Contains(t, local, "*://"+h+":*/*", "no WebSocket rule names %s", h)
 	}

@@ -15,11 +15,9 @@ import (
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/state"
+	"github.com/hybroute/hybroute/store"
 )
-
-// Resolver looks up the addresses of a name ([netpolicy.Resolver]).
-// *net.Resolver satisfies it.
-type Resolver = netpolicy.Resolver
 
 // Option configures a [Router].
 type Option func(*config)
@@ -37,7 +35,7 @@ type config struct {
 	blockedHosts   []string             // WithBlockedHosts
 	rules          *netpolicy.HostRules // both, parsed by New
 	cdpClient      *http.Client         // dials the CDP override (WithCDPHTTPClient)
-	resolver       Resolver
+	resolver       netpolicy.Resolver
 	logger         *slog.Logger
 	allowedSchemes []string
 
@@ -48,12 +46,12 @@ type config struct {
 	// the local Chromium (internal/sidecar, sidecar_owner.go)
 	chromiumPath  string
 	chromiumFlags map[string]any
-	viewportW     int // every local tab's viewport (viewport.go); 0 leaves Chromium's own
+	viewportW     int // every local tab's viewport; 0 leaves Chromium's own
 	viewportH     int
-	profileDir    string // WithProfileDir (profiles.go); "" keeps every local session off the record
+	profileDir    string // WithProfileDir (internal/profiles); "" keeps every local session off the record
 
 	// the storage state every new browser session starts with (state_session.go)
-	initialState *State
+	initialState *state.State
 
 	// the JavaScript dialogs of every tab (dialog.go)
 	dialogs DialogPolicy
@@ -78,7 +76,7 @@ type config struct {
 	maxLocalMemory int64
 
 	// the fleet (store.go, fallback.go)
-	store               Store // nil: a MemoryStore of the router's own
+	store               store.Store // nil: a MemoryStore of the router's own
 	storeTimeout        time.Duration
 	providerConcurrency int           // 0: no cap
 	slotTTL             time.Duration // a concurrency lease's life without renewal
@@ -124,7 +122,7 @@ func WithAllowPrivateURLs(on bool) Option { return func(c *config) { c.allowPriv
 // X-Amz-Signature= with a value, or a userinfo password) go to a remote
 // browser. Off (the default), with hybrid routing such a call runs on the
 // local browser, and elsewhere (auto-local off, a CDP override) it is
-// refused with [ErrSecretInURL]: the system hybroute replaces keeps such
+// refused with [netpolicy.ErrSecretInURL]: the system hybroute replaces keeps such
 // URLs off cloud browsers, whose providers record the URLs they load.
 func WithAllowSecretsInURLs(on bool) Option { return func(c *config) { c.allowSecrets = on } }
 
@@ -148,7 +146,7 @@ func WithCDPHTTPClient(hc *http.Client) Option { return func(c *config) { c.cdpC
 
 // WithResolver sets the resolver names are classified with
 // (default net.DefaultResolver).
-func WithResolver(r Resolver) Option { return func(c *config) { c.resolver = r } }
+func WithResolver(r netpolicy.Resolver) Option { return func(c *config) { c.resolver = r } }
 
 // WithLookupConcurrency sets how many host names one call's plan resolves at
 // the same time (default [DefaultLookupConcurrency], 16). Each distinct name
@@ -165,7 +163,7 @@ func WithLookupConcurrency(n int) Option {
 // WithMaxHostsPerCall sets how many distinct host names one call may name
 // (default [DefaultMaxHostsPerCall], 4,096). IP literals and names decided
 // without DNS (localhost, the metadata names) do not count. A call with
-// more fails with [ErrTooManyHosts] before any lookup: closed, because on
+// more fails with [netpolicy.ErrTooManyHosts] before any lookup: closed, because on
 // the cloud route no connect-time check would stand behind a literal left
 // unchecked. n < 1 keeps the default.
 func WithMaxHostsPerCall(n int) Option {
@@ -321,11 +319,11 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithStore sets the store of the provider's shared state (its back-off
 // window and probe, and the concurrency leases): the default is a
-// [MemoryStore] of the router's own. Routers that share a store, in one
+// [store.Memory] of the router's own. Routers that share a store, in one
 // process or across a fleet (github.com/hybroute/hybroute/redisstore),
 // act as one client of the provider. A store that fails or is slow never
 // fails a call: the router uses its in-process state until it answers.
-func WithStore(s Store) Option { return func(c *config) { c.store = s } }
+func WithStore(s store.Store) Option { return func(c *config) { c.store = s } }
 
 // WithStoreTimeout bounds one call to the store (default 500 ms). Past it,
 // the router goes on with its in-process state.
@@ -351,3 +349,79 @@ func WithProviderConcurrency(n int) Option {
 		}
 	}
 }
+
+// Operator rules narrow what the security floor allows: a list of hosts a
+// router's browsers may reach (WithAllowedHosts) and a list they may not
+// (WithBlockedHosts). They are part of the policy's refuse, so the plan,
+// the guard (every request of a remote browser, every document of the
+// local one), the landed-URL check and the egress check (every connection
+// of the local browser) hold them alike. They never widen: a host on the
+// allow list is still refused when it is metadata, or private where
+// private URLs may not run.
+
+// WithAllowedHosts lets the router's browsers reach only hosts that match
+// one of patterns, on every route: URL literals, every request the guard
+// sees, redirect hops, landed URLs and, on the local browser, every
+// connection (WebSockets included). Anything else is refused with
+// [netpolicy.ReasonHostNotAllowed]. A pattern is a host name (example.com: that
+// host only), a wildcard (*.example.com: its subdomains, not example.com
+// itself), an IP address, or an address prefix (10.1.0.0/16), which
+// matches a literal or a name all of whose addresses fall in it. Names are
+// compared as Chromium writes them (lower case, punycode).
+func WithAllowedHosts(patterns ...string) Option {
+	return func(c *config) { c.allowedHosts = append(c.allowedHosts, patterns...) }
+}
+
+// WithBlockedHosts refuses hosts that match one of patterns (the syntax of
+// [WithAllowedHosts]), on every route, with [netpolicy.ReasonHostBlocked]. An
+// address prefix matches a literal in it or a name with any address in it.
+// A blocked host stays blocked when the allow list names it too.
+func WithBlockedHosts(patterns ...string) Option {
+	return func(c *config) { c.blockedHosts = append(c.blockedHosts, patterns...) }
+}
+
+// blockedWebSockets are the offline rules (internal/guard) that stop
+// WebSockets to blocked hosts, which the Fetch domain never pauses: exact
+// hosts, wildcards and single addresses. A wider address prefix cannot be
+// written as a rule (Chromium's matcher honours whole hosts only), nor can
+// an allow list; on the local browser the egress check holds both.
+func blockedWebSockets(r *netpolicy.HostRules) []string {
+	var out []string
+	for _, p := range r.Blocked() {
+		switch {
+		case p.Host != "":
+			out = append(out, "ws{s}?://"+p.Host+":*/*")
+		case p.Suffix != "":
+			out = append(out, "ws{s}?://*"+p.Suffix+":*/*")
+		case p.Prefix.IsSingleIP() && p.Prefix.Addr().Is4():
+			out = append(out, "ws{s}?://"+p.Prefix.Addr().String()+":*/*")
+		case p.Prefix.IsSingleIP():
+			out = append(out, "ws{s}?://["+p.Prefix.Addr().String()+"]:*/*")
+		}
+	}
+	return out
+}
+
+// The default viewport of the local browser's tabs. Headless Chromium's own
+// is what is left of an 800x600 window (780x437), smaller than any page is
+// designed for; agents screenshot and click in it. Every local tab gets it
+// when it is made (internal/browsertab's SetViewport), so a call pays
+// nothing for it.
+const (
+	DefaultViewportWidth  = 1280
+	DefaultViewportHeight = 720
+)
+
+// WithProfileDir keeps a persistent profile for each session on the local
+// browser under dir: the cookies of a session key survive [Router.Release],
+// the idle reaper and a new Router (a new process) on the same dir. Each
+// cache key has a directory of its own under dir, named from the key (a
+// readable prefix and a hash: no key can name a path outside dir), so a
+// session key's hybrid local session (key::local) and its fallback (key)
+// keep separate profiles. What is kept: the persistent cookies (not the
+// session cookies, not the partitioned ones), in Playwright's storageState
+// shape; localStorage, IndexedDB and the cache are not. Only one Router at
+// a time may use dir: New fails with [ErrProfileLocked] while another
+// holds it. Directories are made 0700, files 0600. "" (the default) keeps
+// every local session off the record.
+func WithProfileDir(dir string) Option { return func(c *config) { c.profileDir = dir } }

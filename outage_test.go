@@ -28,6 +28,8 @@ import (
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The load and fault suite of provider outages. The quick part runs with
@@ -46,12 +48,12 @@ func proof(quick, full int) int {
 
 // countingProvider records when each create call began.
 type countingProvider struct {
-	Provider
+	provider.Provider
 	mu    sync.Mutex
 	calls []time.Time
 }
 
-func (c *countingProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+func (c *countingProvider) CreateSession(ctx context.Context, key string) (*provider.Session, error) {
 	c.mu.Lock()
 	c.calls = append(c.calls, time.Now())
 	c.mu.Unlock()
@@ -78,7 +80,7 @@ func outageWorld(t *testing.T, opts ...Option) (*world, *countingProvider) {
 	w := &world{t: t, site: newSite(t), logs: &logBuffer{}}
 	w.cloud = cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
 	w.api = cloudtest.NewServer(t, cloudtest.Browserbase, w.cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
-	cp := &countingProvider{Provider: NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(w.api.URL))}
+	cp := &countingProvider{Provider: provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(w.api.URL))}
 	// The floor's budget is sized for a machine shared with many others:
 	// the counts are what these tests assert, not how fast the floor is.
 	w.r = newBrowserRouter(t, cp, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
@@ -350,7 +352,7 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	p := NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL))
+	p := provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL))
 	r, err := New(p, WithResolver(testResolver), WithEgressDialer(loopbackDialer(t)))
 	require.NoError(t, err)
 	ctx := testCtx(t)
@@ -360,7 +362,7 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 		key := "s" + strconv.Itoa(i)
 		s, err := p.CreateSession(ctx, key)
 		require.NoError(t, err)
-		e := &entry{key: key, route: RouteCloud, h: browsertab.NewHandle(fakeTab{})}
+		e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(fakeTab{})}
 		e.ending.add(endProvider, func(ctx context.Context) error { return p.ReleaseSession(ctx, s) })
 		r.sess.m[key] = e
 	}
@@ -396,7 +398,7 @@ func TestBrowsersKilledUnderLoad(t *testing.T) {
 		}
 		res, err := w.r.Navigate(ctx, "k"+strconv.Itoa(k), u, nil)
 		require.NoError(t, err)
-		require.Equal(t, local(k), res.Route == RouteLocal, "key %d's route", k)
+		require.Equal(t, local(k), res.Route == route.Local, "key %d's route", k)
 	}
 	pid := currentProc(t, w.r.side).PID()
 	// Every key runs a call that lasts until its browser dies.
@@ -671,7 +673,7 @@ func TestConnectCutShortLeavesNoPage(t *testing.T) {
 	made, cut := 0, 0
 	for i := range 40 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i)*4*time.Millisecond)
-		rt, err := connectRemote(ctx, cloud.WSURL, "the test browser", newBrowserGuard(&cfg, pol, nil, RouteCloud))
+		rt, err := connectRemote(ctx, cloud.WSURL, "the test browser", newBrowserGuard(&cfg, pol, nil, route.Cloud))
 		cancel()
 		if err != nil {
 			require.ErrorIs(t, err, context.DeadlineExceeded)

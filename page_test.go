@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // One session, one page: code runs where the session's page is, a
@@ -55,7 +57,7 @@ func TestOneSessionOnePage(t *testing.T) {
 	// A private navigation after a cloud one pulls the page local.
 	res, err = w.r.Navigate(ctx, w.sess, w.site.url("127.0.0.1", "/lan"), nil)
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.True(t, res.PageChanged, "the page changed browsers")
 	assert.Equal(t, w.sess, res.PreviousCacheKey)
 	assert.Equal(t, localUA, w.site.uaOf("/lan"))

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The policy is the one place where a URL's class meets the router's
@@ -14,58 +15,6 @@ import (
 // landed-URL check for the URL a tab ended on, and the egress check for
 // every connection of the local browser: they cannot disagree, because
 // they ask the same value the same question.
-
-// Reason names why a URL or a connection was refused ([netpolicy.Reason]).
-// Its String is the name logs and errors use.
-type Reason = netpolicy.Reason
-
-const (
-	// ReasonMetadata is a cloud metadata endpoint: refused on every route,
-	// whatever the options.
-	ReasonMetadata = netpolicy.ReasonMetadata
-	// ReasonPrivate is a private address on the local browser of a router
-	// whose options let no private URL run (auto-local off, so a cloud
-	// session's local fallback refuses them too).
-	ReasonPrivate = netpolicy.ReasonPrivate
-	// ReasonPrivateOnRemote is a private address that would be opened by a
-	// remote browser (a cloud session or a CDP override) without
-	// [WithAllowPrivateURLs].
-	ReasonPrivateOnRemote = netpolicy.ReasonPrivateOnRemote
-	// ReasonRedirectToPrivate is a redirect from a public address to a
-	// private one: refused, not followed, on every route.
-	ReasonRedirectToPrivate = netpolicy.ReasonRedirectToPrivate
-	// ReasonInvalidURL is a URL Chromium would refuse to parse, or one with
-	// no host to decide on.
-	ReasonInvalidURL = netpolicy.ReasonInvalidURL
-	// ReasonSchemeNotAllowed is a URL of a scheme hybroute does not route
-	// (javascript:, chrome:, file: unless [WithAllowedSchemes] names it, …).
-	ReasonSchemeNotAllowed = netpolicy.ReasonSchemeNotAllowed
-	// ReasonLookupTimeout is a request the browser's guard paused whose
-	// host name did not resolve within the guard's limit: refused (fail
-	// closed), since its address, and so its class, is unknown.
-	ReasonLookupTimeout = netpolicy.ReasonLookupTimeout
-	// ReasonSecretInURL is a URL literal that carries a credential (see
-	// [Verdict].Credential) and would be opened by a remote browser. With
-	// hybrid routing such a URL does not meet it: it takes the call local,
-	// as a private one does. Only literals are held to it: a page that
-	// redirects to a URL with a token (an OAuth flow) is normal web
-	// behaviour, and neither the guard nor the landed-URL check refuses it.
-	ReasonSecretInURL = netpolicy.ReasonSecretInURL
-	// ReasonHostBlocked is a host an operator rule blocks
-	// ([WithBlockedHosts]).
-	ReasonHostBlocked = netpolicy.ReasonHostBlocked
-	// ReasonHostNotAllowed is a host the operator's allow list does not
-	// name ([WithAllowedHosts]).
-	ReasonHostNotAllowed = netpolicy.ReasonHostNotAllowed
-	// ReasonPrivateNotNamed is a connection of the local browser to a
-	// private address that no call of its session named: a private
-	// address is reached only by the session whose call named that host,
-	// and only while its pages stay on the hosts the call named
-	// (internal/egress, grant.go). A public page on the local browser (a URL with a
-	// token, a fallback, a page a call or a link went to) reaches public
-	// addresses only.
-	ReasonPrivateNotNamed = netpolicy.ReasonPrivateNotNamed
-)
 
 // policy is what the router's options allow, and where its calls run. New
 // builds one; it never changes after that, so it is shared without a lock.
@@ -100,56 +49,56 @@ func newPolicy(cfg *config, hasProvider bool, tel *telemetry) *policy {
 
 // refuse is the allow/refuse rule: nil when a URL of verdict v may be opened
 // on the browser of route w, else a *BlockedError that names the reason.
-func (p *policy) refuse(v Verdict, w Route) error {
+func (p *policy) refuse(v netpolicy.Verdict, w route.Route) error {
 	return p.rule.Refuse(v, w)
 }
 
 // refuseLiteral is refuse for a URL literal of a call being planned: it is
 // judged where the router's routes take a private URL, and held to the
 // secrets rule there.
-func (p *policy) refuseLiteral(v Verdict) error {
+func (p *policy) refuseLiteral(v netpolicy.Verdict) error {
 	return p.rule.RefuseLiteral(v, p.privateRoute())
 }
 
 // refuseHop is refuse for one document request of a tab, which may be a
 // hop of a redirect chain: a private hop after a public one is refused on
 // every route, as that is how a public page walks a browser into a LAN.
-func (p *policy) refuseHop(v Verdict, w Route, afterPublic bool) error {
+func (p *policy) refuseHop(v netpolicy.Verdict, w route.Route, afterPublic bool) error {
 	return p.rule.RefuseHop(v, w, afterPublic)
 }
 
 // classify computes the class of rawURL, with the policy's resolver and
 // schemes. It leaves Err set only for ClassInvalid, with the detail of what
 // was wrong.
-func (p *policy) classify(ctx context.Context, rawURL string) Verdict {
+func (p *policy) classify(ctx context.Context, rawURL string) netpolicy.Verdict {
 	return p.cls.Classify(ctx, rawURL, nil)
 }
 
 // classifyWith is classify that takes a name's answers from the call's
 // lookups when they hold it, instead of asking the resolver again.
-func (p *policy) classifyWith(ctx context.Context, rawURL string, known *callLookups) Verdict {
+func (p *policy) classifyWith(ctx context.Context, rawURL string, known *callLookups) netpolicy.Verdict {
 	return p.cls.Classify(ctx, rawURL, known.np())
 }
 
 // classifyParsed is the part of classify that needs no DNS
 // ([netpolicy.Classifier.Parse]).
-func (p *policy) classifyParsed(rawURL string) (v Verdict, name string) {
+func (p *policy) classifyParsed(rawURL string) (v netpolicy.Verdict, name string) {
 	return p.cls.Parse(rawURL)
 }
 
 // privateRoute is the browser the router's routes send a private URL to.
-func (p *policy) privateRoute() Route {
+func (p *policy) privateRoute() route.Route {
 	if p.local || p.hybrid {
-		return RouteLocal
+		return route.Local
 	}
-	return RouteCloud
+	return route.Cloud
 }
 
 // routesLocally is HybridRoutesLocally on a verdict: on a hybrid router, a
 // private URL that is not refused, or a URL literal that carries a
 // credential (the secret_in_url rule: kept off the cloud browser).
-func (p *policy) routesLocally(v Verdict) bool {
-	return p.hybrid && v.Err == nil && (v.Class == ClassPrivate || p.rule.KeepsOffCloud(v))
+func (p *policy) routesLocally(v netpolicy.Verdict) bool {
+	return p.hybrid && v.Err == nil && (v.Class == netpolicy.ClassPrivate || p.rule.KeepsOffCloud(v))
 }
 
 // route is the README's "Which URL goes where" table, for one call whose URL
@@ -163,12 +112,12 @@ func (p *policy) routesLocally(v Verdict) bool {
 // does not move it away from its page; a new session starts on the cloud.
 // A refused URL does not move the call: the plan still names where it
 // would have run.
-func (p *policy) route(vs []Verdict, last Route, hasLast, navigates bool) Route {
+func (p *policy) route(vs []netpolicy.Verdict, last route.Route, hasLast, navigates bool) route.Route {
 	switch {
 	case p.override:
-		return RouteCloud
+		return route.Cloud
 	case p.local:
-		return RouteLocal
+		return route.Local
 	}
 	targets := false // some URL loads from a network
 	for _, v := range vs {
@@ -176,24 +125,31 @@ func (p *policy) route(vs []Verdict, last Route, hasLast, navigates bool) Route 
 			continue
 		}
 		if p.routesLocally(v) {
-			return RouteLocal
+			return route.Local
 		}
-		if v.Class != ClassNoRoute {
+		if v.Class != netpolicy.ClassNoRoute {
 			targets = true
 		}
 	}
 	if hasLast && !(targets && navigates) {
 		return last
 	}
-	return RouteCloud
+	return route.Cloud
 }
 
 // cacheKey names the session a call on route runs in: the sidecar of a
 // hybrid router has its own key, so it never shares a cache entry (or a
 // browser) with the cloud.
-func (p *policy) cacheKey(key string, route Route) string {
-	if route == RouteLocal && p.hybrid {
+func (p *policy) cacheKey(key string, where route.Route) string {
+	if where == route.Local && p.hybrid {
 		return key + LocalSuffix
 	}
 	return key
+}
+
+// invalid makes v a ClassInvalid verdict, refused for reason.
+func invalid(v netpolicy.Verdict, reason netpolicy.Reason, detail error) netpolicy.Verdict {
+	v.Class = netpolicy.ClassInvalid
+	v.Err = netpolicy.Block(v, reason, detail)
+	return v
 }

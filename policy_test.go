@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // policySetups are the option sets the security rules name (docs/security.md), by name.
@@ -42,7 +43,7 @@ func setupPolicy(t *testing.T, name string) *policy {
 // "blocked <reason of the first refusal>".
 func outcome(t *testing.T, p *policy, urls ...string) string {
 	t.Helper()
-	vs := make([]Verdict, len(urls))
+	vs := make([]netpolicy.Verdict, len(urls))
 	for i, u := range urls {
 		vs[i] = p.classify(context.Background(), u)
 		vs[i].Err = p.refuseLiteral(vs[i])
@@ -52,7 +53,7 @@ func outcome(t *testing.T, p *policy, urls ...string) string {
 			return "blocked " + netpolicy.ReasonOf(v.Err)
 		}
 	}
-	route := p.route(vs, RouteLocal, false, true)
+	route := p.route(vs, route.Local, false, true)
 	return route.String() + " " + p.cacheKey("s", route)
 }
 
@@ -94,12 +95,12 @@ func TestRoutingTable(t *testing.T) {
 // not let them run.
 func TestRefuseIsOneRule(t *testing.T) {
 	t.Parallel()
-	urls := map[Class]string{
-		ClassPublic:   "https://example.com/",
-		ClassPrivate:  "http://127.0.0.1/",
-		ClassMetadata: "http://169.254.169.254/",
-		ClassInvalid:  "javascript:alert(1)",
-		ClassNoRoute:  "about:blank",
+	urls := map[netpolicy.Class]string{
+		netpolicy.ClassPublic:   "https://example.com/",
+		netpolicy.ClassPrivate:  "http://127.0.0.1/",
+		netpolicy.ClassMetadata: "http://169.254.169.254/",
+		netpolicy.ClassInvalid:  "javascript:alert(1)",
+		netpolicy.ClassNoRoute:  "about:blank",
 	}
 	// Per setup: the reason the plan, the local browser and a remote
 	// browser give for a private address ("" where it may be opened).
@@ -120,16 +121,16 @@ func TestRefuseIsOneRule(t *testing.T) {
 				err := refuse(v)
 				var want string
 				switch c {
-				case ClassMetadata:
+				case netpolicy.ClassMetadata:
 					want = "metadata"
-				case ClassInvalid:
+				case netpolicy.ClassInvalid:
 					want = "scheme_not_allowed"
-				case ClassPrivate:
+				case netpolicy.ClassPrivate:
 					want = wantPrivate[i]
 				}
 				assert.Equal(t, want, netpolicy.ReasonOf(err), "%s: %s at %d", setup, u, i)
 				if want != "" {
-					var be *BlockedError
+					var be *netpolicy.BlockedError
 					require.ErrorAs(t, err, &be)
 					assert.Contains(t, err.Error(), "("+want+")", "the error names the reason")
 				}
@@ -137,9 +138,9 @@ func TestRefuseIsOneRule(t *testing.T) {
 		}
 		// A private hop after a public one is refused on every route.
 		v := p.classify(context.Background(), "http://127.0.0.1/")
-		for _, w := range []Route{RouteLocal, RouteCloud} {
+		for _, w := range []route.Route{route.Local, route.Cloud} {
 			err := p.refuseHop(v, w, true)
-			require.ErrorIs(t, err, ErrPrivate, setup)
+			require.ErrorIs(t, err, netpolicy.ErrPrivate, setup)
 			if p.refuse(v, w) == nil {
 				assert.Equal(t, "redirect_to_private", netpolicy.ReasonOf(err), setup)
 				assert.Contains(t, err.Error(), "redirect from a public address")
@@ -151,10 +152,10 @@ func TestRefuseIsOneRule(t *testing.T) {
 
 // refusers are the three places a URL is judged: as a URL literal of a
 // plan, on the local browser, and on a cloud browser.
-func refusers(p *policy) [3]func(Verdict) error {
-	return [3]func(Verdict) error{p.refuseLiteral,
-		func(v Verdict) error { return p.refuse(v, RouteLocal) },
-		func(v Verdict) error { return p.refuse(v, RouteCloud) }}
+func refusers(p *policy) [3]func(netpolicy.Verdict) error {
+	return [3]func(netpolicy.Verdict) error{p.refuseLiteral,
+		func(v netpolicy.Verdict) error { return p.refuse(v, route.Local) },
+		func(v netpolicy.Verdict) error { return p.refuse(v, route.Cloud) }}
 }
 
 // The URLs a tab lands on that load nothing are allowed everywhere; the
@@ -166,7 +167,7 @@ func TestLandingsThatLoadNothing(t *testing.T) {
 		p := setupPolicy(t, setup)
 		for _, u := range []string{"about:blank", "about:srcdoc", "about:blank#top", "chrome-error://chromewebdata/"} {
 			v := p.classify(context.Background(), u)
-			assert.Equal(t, ClassNoRoute, v.Class, u)
+			assert.Equal(t, netpolicy.ClassNoRoute, v.Class, u)
 			for _, refuse := range refusers(p) {
 				assert.NoError(t, refuse(v), "%s: %s", setup, u)
 			}
@@ -174,10 +175,10 @@ func TestLandingsThatLoadNothing(t *testing.T) {
 		for _, u := range []string{"chrome://version", "devtools://devtools/bundled/inspector.html",
 			"chrome-extension://abcdefghijklmnop/x.html", "chrome-untrusted://print/", "chrome-error://other/", "about:config"} {
 			v := p.classify(context.Background(), u)
-			assert.Equal(t, ClassInvalid, v.Class, u)
+			assert.Equal(t, netpolicy.ClassInvalid, v.Class, u)
 			for _, refuse := range refusers(p) {
 				err := refuse(v)
-				require.ErrorIs(t, err, ErrInvalidURL, "%s: %s", setup, u)
+				require.ErrorIs(t, err, netpolicy.ErrInvalidURL, "%s: %s", setup, u)
 				assert.Equal(t, "scheme_not_allowed", netpolicy.ReasonOf(err))
 			}
 		}
@@ -195,35 +196,35 @@ func TestLandingOnABrowserPageIsRefused(t *testing.T) {
 	w := sharedWorld(t)
 	ctx := testCtx(t)
 	dead := "http://127.0.0.1:" + strings.TrimPrefix(closedPort(t), "127.0.0.1:") + "/"
-	for _, route := range []struct {
+	for _, tc := range []struct {
 		name, page string
-		want       Route
+		want       route.Route
 	}{
-		{"local", w.site.url("localhost", "/local-start"), RouteLocal},
-		{"cloud", w.site.url(publicHost, "/cloud-start"), RouteCloud},
+		{"local", w.site.url("localhost", "/local-start"), route.Local},
+		{"cloud", w.site.url(publicHost, "/cloud-start"), route.Cloud},
 	} {
-		t.Run(route.name, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			// A navigation picks the browser, whichever the page was in.
-			res, err := w.r.Navigate(ctx, w.sess, route.page, func(ctx context.Context, call *Call) error {
-				if err := chromedp.Do(ctx, chromedp.Navigate(route.page)); err != nil {
+			res, err := w.r.Navigate(ctx, w.sess, tc.page, func(ctx context.Context, call *Call) error {
+				if err := chromedp.Do(ctx, chromedp.Navigate(tc.page)); err != nil {
 					return err
 				}
 				return chromedp.Do(ctx, chromedp.Navigate("chrome://version"))
 			})
-			require.ErrorIs(t, err, ErrInvalidURL)
+			require.ErrorIs(t, err, netpolicy.ErrInvalidURL)
 			assert.Contains(t, err.Error(), "(scheme_not_allowed)")
 			assert.Contains(t, err.Error(), "refused before it reaches the browser")
-			assert.Equal(t, route.want, res.Route)
+			assert.Equal(t, tc.want, res.Route)
 			assert.Equal(t, "about:blank", location(t, w.r, w.sess), "a refused call sends the tab to about:blank")
 
-			if route.want == RouteLocal {
+			if tc.want == route.Local {
 				// A failed load on the local browser: the call fails with
 				// the browser's error, the tab is on its error page.
 				_, err = w.r.Exec(ctx, w.sess, "", func(ctx context.Context, call *Call) error {
 					return chromedp.Do(ctx, chromedp.Navigate(dead))
 				})
 				require.Error(t, err)
-				assert.False(t, errors.As(err, new(*BlockedError)), "a failed load is not a refusal: %v", err)
+				assert.False(t, errors.As(err, new(*netpolicy.BlockedError)), "a failed load is not a refusal: %v", err)
 				// The error page commits after the failed navigation has
 				// returned: the next call lands there, and is not refused.
 				var loc string

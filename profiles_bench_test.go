@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/hybroute/hybroute/internal/profiles"
 )
 
 // BenchmarkProfileJar measures what a profile adds to a local session: the
@@ -22,20 +24,20 @@ func BenchmarkProfileJar(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := b.TempDir()
-	ps, err := openProfiles(dir, slog.New(slog.DiscardHandler))
+	ps, err := profiles.Open(dir, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = ps.close() })
+	b.Cleanup(func() { _ = ps.Close() })
 	exp := float64(time.Now().Add(time.Hour).Unix())
-	var st storedState
+	var st profiles.Jar
 	for i := range 50 {
-		st.Cookies = append(st.Cookies, storedCookie{Name: fmt.Sprintf("c%d", i), Value: "v", Domain: "127.0.0.1",
+		st.Cookies = append(st.Cookies, profiles.Cookie{Name: fmt.Sprintf("c%d", i), Value: "v", Domain: "127.0.0.1",
 			Path: "/", Expires: exp, SameSite: "Lax"})
 	}
 	st.Origins = []struct{}{}
 	jar, _ := json.Marshal(st)
-	pd, err := ps.profileDir("k")
+	pd, err := ps.KeyDir("k")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,20 +45,19 @@ func BenchmarkProfileJar(b *testing.B) {
 	for b.Loop() {
 		// A jar that differs from the last write each round, so the save
 		// writes the file rather than skipping an unchanged one.
-		if err := os.WriteFile(filepath.Join(pd, profileCookies), jar, 0o600); err != nil {
+		if err := os.WriteFile(filepath.Join(pd, profiles.CookiesFile), jar, 0o600); err != nil {
 			b.Fatal(err)
 		}
-		delete(ps.last, "k")
 		tab, err := s.open(ctx, "k")
 		if err != nil {
 			b.Fatal(err)
 		}
 		t0 := time.Now()
-		if err := ps.restore(ctx, tab, "k"); err != nil {
+		if err := ps.Restore(ctx, profileTab(tab), "k"); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		if err := ps.release(tab); err != nil {
+		if err := ps.Release(profileTab(tab)); err != nil {
 			b.Fatal(err)
 		}
 		t2 := time.Now()

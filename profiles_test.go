@@ -15,6 +15,9 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/route"
 )
 
 // cookieSecret is the value of the login cookie of these tests: it must be
@@ -72,15 +75,15 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 
 	// The periodic save writes the jar while the session lives, so a
 	// process that dies keeps what was saved.
-	r1.profiles.saveAll()
-	b, err := os.ReadFile(filepath.Join(dir, profileName("alice"), profileCookies))
+	r1.profiles.SaveAll()
+	b, err := os.ReadFile(filepath.Join(dir, profiles.Name("alice"), profiles.CookiesFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), cookieSecret, "saved while the session lives")
 	assert.NotContains(t, string(b), "only-this-run", "a session cookie is not kept")
 
 	status, err := r1.Status(ctx, "alice")
 	require.NoError(t, err)
-	assert.True(t, status.Open && status.Profile && status.Route == RouteLocal, "the status names the profile: %+v", status)
+	assert.True(t, status.Open && status.Profile && status.Route == route.Local, "the status names the profile: %+v", status)
 	assert.True(t, r1.Rules().PersistentProfiles)
 	require.NoError(t, r1.Release(ctx, "alice"))
 	assert.Equal(t, "login="+cookieSecret, whoAmI(t, r1, "alice", s.URL+"/who"),
@@ -95,11 +98,11 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	fi, err := os.Stat(dir)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
-	pd := filepath.Join(dir, profileName("alice"))
+	pd := filepath.Join(dir, profiles.Name("alice"))
 	fi, err = os.Stat(pd)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
-	jar := filepath.Join(pd, profileCookies)
+	jar := filepath.Join(pd, profiles.CookiesFile)
 	fi, err = os.Stat(jar)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
@@ -147,27 +150,6 @@ func TestProfileDirIsNotAFile(t *testing.T) {
 	assert.Equal(t, "keep me", string(b))
 }
 
-// TestProfileNamesStayInTheDirectory: whatever a key holds, its profile
-// is one plain child of the directory, and different keys never share one.
-func TestProfileNamesStayInTheDirectory(t *testing.T) {
-	t.Parallel()
-	keys := []string{"", ".", "..", "../../etc/passwd", "/abs/path", `a\b`, "a/b", "a_b", "alice", "Alice",
-		"alice::local", strings.Repeat("x", 500), "ü→☃", "a\x00b", "con"}
-	seen := map[string]string{}
-	for _, k := range keys {
-		n := profileName(k)
-		assert.NotContains(t, n, "/", "%q", k)
-		assert.NotContains(t, n, `\`, "%q", k)
-		assert.NotContains(t, n, ".", "%q", k)
-		assert.LessOrEqual(t, len(n), profilePrefixLen+25, "%q", k)
-		assert.Equal(t, n, filepath.Base(filepath.Join("/profiles", n)), "%q", k)
-		if other, ok := seen[n]; ok {
-			t.Errorf("keys %q and %q share the profile %s", k, other, n)
-		}
-		seen[n] = k
-	}
-}
-
 // TestProfileUnreadableJarFailsTheSession: a jar that is not JSON fails
 // the session's creation with an error naming the file, and is left as it
 // was: going on would save an empty jar over it.
@@ -176,9 +158,9 @@ func TestProfileUnreadableJarFailsTheSession(t *testing.T) {
 	requireChromium(t)
 	s := newSite(t, loginRoutes)
 	dir := t.TempDir()
-	pd := filepath.Join(dir, profileName("carol"))
+	pd := filepath.Join(dir, profiles.Name("carol"))
 	require.NoError(t, os.Mkdir(pd, 0o700))
-	jar := filepath.Join(pd, profileCookies)
+	jar := filepath.Join(pd, profiles.CookiesFile)
 	require.NoError(t, os.WriteFile(jar, []byte("{not json"), 0o600))
 	r := newBrowserRouter(t, nil, &logBuffer{}, WithProfileDir(dir))
 	_, err := r.Navigate(testCtx(t), "carol", s.URL+"/who", nil)
@@ -200,18 +182,18 @@ func TestProfileHandsOverFromAnEndingSession(t *testing.T) {
 	s := newTestSidecar(t)
 	site := newSite(t, loginRoutes)
 	ctx := testCtx(t)
-	ps, err := openProfiles(t.TempDir(), slog.New(slog.DiscardHandler))
+	ps, err := profiles.Open(t.TempDir(), slog.New(slog.DiscardHandler))
 	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, ps.close()) })
+	t.Cleanup(func() { assert.NoError(t, ps.Close()) })
 
 	old, err := s.open(ctx, "k")
 	require.NoError(t, err)
-	require.NoError(t, ps.restore(ctx, old, "k"))
+	require.NoError(t, ps.Restore(ctx, profileTab(old), "k"))
 	navigate(t, ctx, old, site.URL+"/login")
 
 	fresh, err := s.open(ctx, "k")
 	require.NoError(t, err)
-	require.NoError(t, ps.restore(ctx, fresh, "k"))
+	require.NoError(t, ps.Restore(ctx, profileTab(fresh), "k"))
 	navigate(t, ctx, fresh, site.URL+"/who")
 	assert.Equal(t, "cookie=login="+cookieSecret, title(t, ctx, fresh), "the new session has the ending one's cookie")
 
@@ -219,11 +201,11 @@ func TestProfileHandsOverFromAnEndingSession(t *testing.T) {
 	// jar, which is the new session's now.
 	_, err = run(ctx, old, chromedp.Evaluate[any](`document.cookie = "late=1; Max-Age=3600; path=/"`))
 	require.NoError(t, err)
-	require.NoError(t, ps.release(old))
+	require.NoError(t, ps.Release(profileTab(old)))
 	require.NoError(t, old.Close())
-	require.NoError(t, ps.release(fresh))
+	require.NoError(t, ps.Release(profileTab(fresh)))
 	require.NoError(t, fresh.Close())
-	b, err := os.ReadFile(filepath.Join(ps.dir, profileName("k"), profileCookies))
+	b, err := os.ReadFile(filepath.Join(ps.Dir(), profiles.Name("k"), profiles.CookiesFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), cookieSecret)
 	assert.NotContains(t, string(b), `"late"`, "the old session's late release saved nothing")

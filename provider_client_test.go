@@ -10,27 +10,29 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // ownProvider is a Provider written outside this package: it wraps a
 // built-in client for the create and release calls and hands out its
 // sessions with the HTTP client it chose, or none.
 type ownProvider struct {
-	inner  Provider
+	inner  provider.Provider
 	client *http.Client
 }
 
 func (p ownProvider) Name() string { return "own" }
 
-func (p ownProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+func (p ownProvider) CreateSession(ctx context.Context, key string) (*provider.Session, error) {
 	s, err := p.inner.CreateSession(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	return &Session{Key: s.Key, ID: s.ID, CDPURL: s.CDPURL, HTTPClient: p.client}, nil
+	return &provider.Session{Key: s.Key, ID: s.ID, CDPURL: s.CDPURL, HTTPClient: p.client}, nil
 }
 
-func (p ownProvider) ReleaseSession(ctx context.Context, s *Session) error {
+func (p ownProvider) ReleaseSession(ctx context.Context, s *provider.Session) error {
 	return p.inner.ReleaseSession(ctx, s)
 }
 
@@ -48,7 +50,7 @@ func TestThirdPartyProviderDialsWithItsOwnClient(t *testing.T) {
 	trusted := newBrowserRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: w.api.HTTPClient()}, &logBuffer{})
 	res, err := trusted.Navigate(ctx, "k", page, nil)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, res.Route)
+	assert.Equal(t, route.Cloud, res.Route)
 	assert.False(t, res.FallbackFromCloud, res.FallbackReason)
 
 	// The same loopback dialer, the system's roots.

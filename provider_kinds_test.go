@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/route"
 )
 
 // newKinds are the providers beyond the first four: Browser Use v2 (v3,
@@ -64,7 +65,7 @@ func TestNewProviderShapesRunOnTheCloud(t *testing.T) {
 				res, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, path), nil)
 				require.NoError(t, err)
 				assert.False(t, res.FallbackFromCloud, "logs: %s", w.logs)
-				assert.Equal(t, RouteCloud, res.Route)
+				assert.Equal(t, route.Cloud, res.Route)
 				assert.Equal(t, cloudUA, w.site.uaOf(path), "the page ran on the cloud browser")
 			}
 			assert.EqualValues(t, 1, w.api.Creates())
@@ -160,7 +161,7 @@ func TestStatusCarriesTheProvidersViews(t *testing.T) {
 	require.NoError(t, err)
 	st, err := w.r.Status(testCtx(t), "s")
 	require.NoError(t, err)
-	require.Equal(t, RouteCloud, st.Route)
+	require.Equal(t, route.Cloud, st.Route)
 	assert.True(t, strings.HasPrefix(st.LiveViewURL, w.api.URL+"/live/"), st.LiveViewURL)
 	assert.WithinDuration(t, time.Now().Add(cloudtest.FakeSessionLife), st.ExpiresAt, time.Minute)
 	assert.Empty(t, st.ReplayURL)

@@ -70,15 +70,15 @@ func TestProviderSessionsDriveARealBrowser(t *testing.T) {
 		name string
 		kind cloudtest.Kind
 		// provider builds the client; nil means clientFor.
-		provider func(srv *cloudtest.Server) Provider
+		provider func(srv *cloudtest.Server) provider.Provider
 		proves   string
-		check    func(t *testing.T, srv *cloudtest.Server, s *Session)
+		check    func(t *testing.T, srv *cloudtest.Server, s *provider.Session)
 	}{
 		{
 			name:   "browserbase",
 			kind:   cloudtest.Browserbase,
 			proves: "connectUrl (wss with signingKey query) is used as the CDP URL",
-			check: func(t *testing.T, srv *cloudtest.Server, s *Session) {
+			check: func(t *testing.T, srv *cloudtest.Server, s *provider.Session) {
 				assert.Contains(t, s.CDPURL, "signingKey=sig-"+s.ID)
 			},
 		},
@@ -86,7 +86,7 @@ func TestProviderSessionsDriveARealBrowser(t *testing.T) {
 			name:   "browser-use",
 			kind:   cloudtest.BrowserUse,
 			proves: "an http cdpUrl is resolved through /json/version to the websocket",
-			check: func(t *testing.T, srv *cloudtest.Server, s *Session) {
+			check: func(t *testing.T, srv *cloudtest.Server, s *provider.Session) {
 				assert.Equal(t, chrome.WSURL, s.CDPURL)
 				assert.EqualValues(t, 1, srv.Versions())
 			},
@@ -95,7 +95,7 @@ func TestProviderSessionsDriveARealBrowser(t *testing.T) {
 			name:   "steel",
 			kind:   cloudtest.Steel,
 			proves: "websocketUrl gets the apiKey query Steel's websocket requires",
-			check: func(t *testing.T, srv *cloudtest.Server, s *Session) {
+			check: func(t *testing.T, srv *cloudtest.Server, s *provider.Session) {
 				u, err := url.Parse(s.CDPURL)
 				require.NoError(t, err)
 				assert.Equal(t, srv.APIKey, u.Query().Get("apiKey"))
@@ -106,7 +106,7 @@ func TestProviderSessionsDriveARealBrowser(t *testing.T) {
 			name:   "cdp endpoint over http with token",
 			kind:   cloudtest.CDP,
 			proves: "an http(s) endpoint is resolved through /json/version and keeps its ?token=",
-			check: func(t *testing.T, srv *cloudtest.Server, s *Session) {
+			check: func(t *testing.T, srv *cloudtest.Server, s *provider.Session) {
 				u, err := url.Parse(s.CDPURL)
 				require.NoError(t, err)
 				assert.Equal(t, "ws", u.Scheme)
@@ -117,9 +117,9 @@ func TestProviderSessionsDriveARealBrowser(t *testing.T) {
 		{
 			name:     "cdp endpoint over ws",
 			kind:     cloudtest.CDP,
-			provider: func(*cloudtest.Server) Provider { return CDPEndpoint(chrome.WSURL) },
+			provider: func(*cloudtest.Server) provider.Provider { return provider.CDPEndpoint(chrome.WSURL) },
 			proves:   "a ws endpoint is handed over unchanged, with no HTTP call",
-			check: func(t *testing.T, srv *cloudtest.Server, s *Session) {
+			check: func(t *testing.T, srv *cloudtest.Server, s *provider.Session) {
 				assert.Equal(t, chrome.WSURL, s.CDPURL)
 				assert.Empty(t, srv.Requests())
 			},

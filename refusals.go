@@ -19,6 +19,6 @@ type Refusal struct {
 	// RequestID is the browser's Network request id, which the page's
 	// Network events carry too; empty when the browser did not say.
 	RequestID string
-	// Err is why, wrapping a [*BlockedError].
+	// Err is why, wrapping a [*netpolicy.BlockedError].
 	Err error
 }

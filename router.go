@@ -20,23 +20,12 @@ import (
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/profiles"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
-)
-
-// Route is where a call runs: [RouteCloud] or [RouteLocal]. It is the
-// module's one location type ([route.Route]): plans, results, the network
-// policy and the request guard all name a browser with it.
-type Route = route.Route
-
-const (
-	// RouteCloud is the configured cloud browser (or a CDP override).
-	RouteCloud = route.Cloud
-	// RouteLocal is the local Chromium sidecar.
-	RouteLocal = route.Local
 )
 
 // LocalSuffix is appended to a session key to name its local sidecar
@@ -55,11 +44,11 @@ type Router struct {
 	cfg      config
 	pol      *policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
 	provider provider.Provider
-	calls    tracedProvider // provider, traced and counted: how the router calls it
+	calls    itel.Provider // provider, traced and counted: how the router calls it
 	log      *slog.Logger
 
 	side     *sidecar
-	profiles *profileStore // WithProfileDir: the cookie jars of local sessions; nil without it
+	profiles *profiles.Store // WithProfileDir: the cookie jars of local sessions; nil without it
 	health   *health.Health
 	tel      *telemetry
 	// fleet is the store, guarded, and the concurrency leases.
@@ -115,7 +104,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	}
 	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
 	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
-	r.calls = tracedProvider{Provider: p, tel: r.tel, log: r.log}
+	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.tracer, Log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.observeBackoff()
 	r.side = newSidecar(&r.cfg, r.pol)
@@ -130,7 +119,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 		}
 	}
 	if r.cfg.profileDir != "" {
-		if r.profiles, err = openProfiles(r.cfg.profileDir, r.log); err != nil {
+		if r.profiles, err = profiles.Open(r.cfg.profileDir, r.log); err != nil {
 			return nil, err
 		}
 	}
@@ -160,23 +149,23 @@ func (r *Router) Warm(ctx context.Context) error {
 
 // Plan is how one call runs.
 type Plan struct {
-	Route    Route
-	CacheKey string    // sessionKey, or sessionKey+"::local" for the sidecar
-	Verdicts []Verdict // one per URL literal and per URL a data: literal holds, in scan order
+	Route    route.Route
+	CacheKey string              // sessionKey, or sessionKey+"::local" for the sidecar
+	Verdicts []netpolicy.Verdict // one per URL literal and per URL a data: literal holds, in scan order
 
 	lookups *callLookups // the names the plan resolved, for the rest of the call
 
 	// prev is the route the session's page was on before this call, when
 	// the session had one: a call on another route changes browsers.
-	prev    Route
+	prev    route.Route
 	hasPrev bool
 }
 
 // Result is what one call did.
 type Result struct {
-	Route             Route  // where it ran: RouteLocal for a fallback too
-	CacheKey          string // sessionKey or sessionKey+"::local"
-	FallbackFromCloud bool   // the cloud session failed and the call ran on local Chromium under sessionKey
+	Route             route.Route // where it ran: route.Local for a fallback too
+	CacheKey          string      // sessionKey or sessionKey+"::local"
+	FallbackFromCloud bool        // the cloud session failed and the call ran on local Chromium under sessionKey
 	// FallbackReason says why a fallback is one: the provider's failure,
 	// short and free of keys, e.g. "provider Browserbase: HTTP 429
 	// RATE_LIMIT_EXCEEDED (retry after 17s)". An agent can tell its model.
@@ -214,7 +203,7 @@ type Result struct {
 
 // HybridRoutesLocally reports whether hybrid routing sends rawURL to the
 // local sidecar instead of the cloud browser: a private URL, or one that
-// carries a credential ([ReasonSecretInURL], unless
+// carries a credential ([netpolicy.ReasonSecretInURL], unless
 // [WithAllowSecretsInURLs]). It is false with no provider
 // (everything is local, no hybrid routing is involved), with a CDP override,
 // with auto-local off, and for any URL that is blocked.
@@ -263,7 +252,7 @@ func (r *Router) verdict(ctx context.Context, rawURL string) netpolicy.Verdict {
 // [WithLookupConcurrency] at a time. When ctx ends before the lookups do,
 // Plan fails with ctx's error and sets no route (the verdicts it returns
 // are not to be trusted). A call that names more host names than
-// [WithMaxHostsPerCall] fails with [ErrTooManyHosts] before any lookup,
+// [WithMaxHostsPerCall] fails with [netpolicy.ErrTooManyHosts] before any lookup,
 // with an empty Plan.
 //
 // Plan is a dry run: it remembers nothing. Only a call that ran sets the
@@ -293,9 +282,9 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	if closed {
 		return Plan{}, ErrClosed
 	}
-	p := Plan{Verdicts: make([]Verdict, len(urls))}
+	p := Plan{Verdicts: make([]netpolicy.Verdict, len(urls))}
 	look, err := r.decideAll(ctx, urls, p.Verdicts)
-	if errors.Is(err, ErrTooManyHosts) {
+	if errors.Is(err, netpolicy.ErrTooManyHosts) {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
 	}
 	var errs []error
@@ -324,7 +313,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 }
 
 // lastRoute is the route the session key took last, if it is remembered.
-func (r *Router) lastRoute(key string) (Route, bool) {
+func (r *Router) lastRoute(key string) (route.Route, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.routes.get(key)
@@ -347,7 +336,7 @@ func blockedCall(errs []error) error {
 		return errs[0]
 	}
 	rank := func(e error) int {
-		for i, want := range [...]error{ErrMetadata, ErrInvalidURL, ErrPrivate, ErrHostRule, ErrSecretInURL} {
+		for i, want := range [...]error{netpolicy.ErrMetadata, netpolicy.ErrInvalidURL, netpolicy.ErrPrivate, netpolicy.ErrHostRule, netpolicy.ErrSecretInURL} {
 			if errors.Is(e, want) {
 				return i
 			}
@@ -360,7 +349,7 @@ func blockedCall(errs []error) error {
 }
 
 // remember sets the route of the session key's last call.
-func (r *Router) remember(key string, route Route) {
+func (r *Router) remember(key string, route route.Route) {
 	now := time.Now().UnixNano()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -398,7 +387,7 @@ func (r *Router) Close() error {
 	defer r.tel.Stop()
 	err := r.closeSessions()
 	if r.profiles != nil {
-		err = errors.Join(err, r.profiles.close())
+		err = errors.Join(err, r.profiles.Close())
 	}
 	return err
 }

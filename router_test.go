@@ -12,6 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // stubProvider stands in for a cloud in tests of the routing decision,
@@ -20,17 +24,17 @@ import (
 type stubProvider struct{ name string }
 
 func (s *stubProvider) Name() string { return s.name }
-func (s *stubProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+func (s *stubProvider) CreateSession(ctx context.Context, key string) (*provider.Session, error) {
 	panic("the routing decision must not create sessions")
 }
-func (s *stubProvider) ReleaseSession(ctx context.Context, sess *Session) error { return nil }
+func (s *stubProvider) ReleaseSession(ctx context.Context, sess *provider.Session) error { return nil }
 
 func TestPlan(t *testing.T) {
 	t.Parallel()
 	cloud := &stubProvider{name: "Cloud"}
 	type setup struct {
 		name string
-		p    Provider
+		p    provider.Provider
 		opts []Option
 	}
 	hybrid := setup{"hybrid", cloud, nil}
@@ -45,33 +49,33 @@ func TestPlan(t *testing.T) {
 		setup   setup
 		key     string
 		code    string
-		route   Route
+		route   route.Route
 		cache   string
 		wantErr error
 		nVerd   int
 	}{
-		{"public URL goes to the cloud", hybrid, "s", `await page.goto("https://example.com")`, RouteCloud, "s", nil, 1},
-		{"localhost goes to the sidecar ::local", hybrid, "s", `await page.goto("http://localhost:3000")`, RouteLocal, "s::local", nil, 1},
-		{"LAN goes to the sidecar", hybrid, "s", `fetch('http://192.168.1.9/api')`, RouteLocal, "s::local", nil, 1},
-		{"name resolving private goes to the sidecar", hybrid, "s", `goto("http://lan.example/")`, RouteLocal, "s::local", nil, 1},
-		{"mixed call runs wholly local", hybrid, "s", `goto("https://example.com"); goto("http://localhost:3000")`, RouteLocal, "s::local", nil, 2},
-		{"metadata blocks the whole call", hybrid, "s", `goto("https://example.com"); fetch("http://169.254.169.254/latest")`, RouteCloud, "s", ErrMetadata, 2},
-		{"metadata blocks even a local call", hybrid, "s", `fetch("http://localhost/"); fetch("http://metadata.google.internal/")`, RouteLocal, "s::local", ErrMetadata, 2},
-		{"metadata blocked with no provider", noCloud, "s", `fetch("http://169.254.169.254/")`, RouteLocal, "s", ErrMetadata, 1},
-		{"metadata blocked with allow-private", strictAllow, "s", `fetch("http://[fd00:ec2::254]/")`, RouteCloud, "s", ErrMetadata, 1},
-		{"Akamai metadata blocked with no provider", noCloud, "s", `fetch("http://[fd00:a9fe:a9fe::1]/v1/token")`, RouteLocal, "s", ErrMetadata, 1},
-		{"auto-local off rejects private", strict, "s", `goto("http://localhost:3000")`, RouteCloud, "s", ErrPrivate, 1},
-		{"auto-local off keeps public on the cloud", strict, "s", `goto("https://example.com")`, RouteCloud, "s", nil, 1},
-		{"allow-private lets the cloud try", strictAllow, "s", `goto("http://localhost:3000")`, RouteCloud, "s", nil, 1},
-		{"CDP override is not local: private rejected", override, "s", `goto("http://localhost:3000")`, RouteCloud, "s", ErrPrivate, 1},
-		{"CDP override with allow-private", overrideAllow, "s", `goto("http://localhost:3000")`, RouteCloud, "s", nil, 1},
-		{"no provider: everything local, plain key", noCloud, "s", `goto("https://example.com"); goto("http://localhost")`, RouteLocal, "s", nil, 2},
-		{"empty session key means default", hybrid, "", `goto("http://localhost:3000")`, RouteLocal, "default::local", nil, 1},
-		{"empty session key, cloud", hybrid, "", `goto("https://example.com")`, RouteCloud, "default", nil, 1},
-		{"brand-new session with no URL starts on the cloud", hybrid, "fresh", `document.title`, RouteCloud, "fresh", nil, 0},
-		{"about:blank needs no route", hybrid, "fresh2", `goto("about:blank")`, RouteCloud, "fresh2", nil, 0},
-		{"invalid URL rejected", hybrid, "s", `goto("http://1.2.3.256/")`, RouteCloud, "s", ErrInvalidURL, 1},
-		{"refused scheme rejected", hybrid, "s", `goto("file:///etc/passwd")`, RouteCloud, "s", ErrInvalidURL, 1},
+		{"public URL goes to the cloud", hybrid, "s", `await page.goto("https://example.com")`, route.Cloud, "s", nil, 1},
+		{"localhost goes to the sidecar ::local", hybrid, "s", `await page.goto("http://localhost:3000")`, route.Local, "s::local", nil, 1},
+		{"LAN goes to the sidecar", hybrid, "s", `fetch('http://192.168.1.9/api')`, route.Local, "s::local", nil, 1},
+		{"name resolving private goes to the sidecar", hybrid, "s", `goto("http://lan.example/")`, route.Local, "s::local", nil, 1},
+		{"mixed call runs wholly local", hybrid, "s", `goto("https://example.com"); goto("http://localhost:3000")`, route.Local, "s::local", nil, 2},
+		{"metadata blocks the whole call", hybrid, "s", `goto("https://example.com"); fetch("http://169.254.169.254/latest")`, route.Cloud, "s", netpolicy.ErrMetadata, 2},
+		{"metadata blocks even a local call", hybrid, "s", `fetch("http://localhost/"); fetch("http://metadata.google.internal/")`, route.Local, "s::local", netpolicy.ErrMetadata, 2},
+		{"metadata blocked with no provider", noCloud, "s", `fetch("http://169.254.169.254/")`, route.Local, "s", netpolicy.ErrMetadata, 1},
+		{"metadata blocked with allow-private", strictAllow, "s", `fetch("http://[fd00:ec2::254]/")`, route.Cloud, "s", netpolicy.ErrMetadata, 1},
+		{"Akamai metadata blocked with no provider", noCloud, "s", `fetch("http://[fd00:a9fe:a9fe::1]/v1/token")`, route.Local, "s", netpolicy.ErrMetadata, 1},
+		{"auto-local off rejects private", strict, "s", `goto("http://localhost:3000")`, route.Cloud, "s", netpolicy.ErrPrivate, 1},
+		{"auto-local off keeps public on the cloud", strict, "s", `goto("https://example.com")`, route.Cloud, "s", nil, 1},
+		{"allow-private lets the cloud try", strictAllow, "s", `goto("http://localhost:3000")`, route.Cloud, "s", nil, 1},
+		{"CDP override is not local: private rejected", override, "s", `goto("http://localhost:3000")`, route.Cloud, "s", netpolicy.ErrPrivate, 1},
+		{"CDP override with allow-private", overrideAllow, "s", `goto("http://localhost:3000")`, route.Cloud, "s", nil, 1},
+		{"no provider: everything local, plain key", noCloud, "s", `goto("https://example.com"); goto("http://localhost")`, route.Local, "s", nil, 2},
+		{"empty session key means default", hybrid, "", `goto("http://localhost:3000")`, route.Local, "default::local", nil, 1},
+		{"empty session key, cloud", hybrid, "", `goto("https://example.com")`, route.Cloud, "default", nil, 1},
+		{"brand-new session with no URL starts on the cloud", hybrid, "fresh", `document.title`, route.Cloud, "fresh", nil, 0},
+		{"about:blank needs no route", hybrid, "fresh2", `goto("about:blank")`, route.Cloud, "fresh2", nil, 0},
+		{"invalid URL rejected", hybrid, "s", `goto("http://1.2.3.256/")`, route.Cloud, "s", netpolicy.ErrInvalidURL, 1},
+		{"refused scheme rejected", hybrid, "s", `goto("file:///etc/passwd")`, route.Cloud, "s", netpolicy.ErrInvalidURL, 1},
 	}
 	for _, row := range rows {
 		t.Run(row.setup.name+": "+row.rule, func(t *testing.T) {
@@ -99,8 +103,8 @@ func TestPlanErrorMessages(t *testing.T) {
 	assert.Contains(t, err.Error(), "http://localhost:3000/x")
 
 	_, err = r.Plan(context.Background(), "s", `a("http://localhost:1"); b("http://169.254.169.254/")`)
-	require.ErrorIs(t, err, ErrMetadata)
-	require.ErrorIs(t, err, ErrPrivate, "every blocked literal is reported")
+	require.ErrorIs(t, err, netpolicy.ErrMetadata)
+	require.ErrorIs(t, err, netpolicy.ErrPrivate, "every blocked literal is reported")
 	assert.Regexp(t, `^hybroute: blocked \(metadata\): URL targets a cloud metadata endpoint`, err.Error(), "the most serious reason leads")
 }
 
@@ -120,35 +124,35 @@ func TestStickyRoute(t *testing.T) {
 
 	p, err := plan("s", `page.goto("http://localhost:3000")`)
 	require.NoError(t, err)
-	require.Equal(t, RouteLocal, p.Route)
+	require.Equal(t, route.Local, p.Route)
 
 	p, err = plan("s", `return document.title`)
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, p.Route, "a URL-less follow-up stays on the route the session took")
+	assert.Equal(t, route.Local, p.Route, "a URL-less follow-up stays on the route the session took")
 	assert.Equal(t, "s::local", p.CacheKey)
 
 	p, err = plan("other", `return document.title`)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, p.Route, "another session is not affected")
+	assert.Equal(t, route.Cloud, p.Route, "another session is not affected")
 
 	p, err = plan("s", `// see https://example.com/docs
 return document.title`)
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, p.Route, "a public URL in code (here a comment) does not move the session off its page")
+	assert.Equal(t, route.Local, p.Route, "a public URL in code (here a comment) does not move the session off its page")
 
 	p, err = r.plan(ctx, "s", []string{"https://example.com"}, true)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, p.Route, "navigation picks the browser")
+	assert.Equal(t, route.Cloud, p.Route, "navigation picks the browser")
 	r.remember("s", p.Route)
 	p, err = plan("s", `return document.title`)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, p.Route, "the last route wins")
+	assert.Equal(t, route.Cloud, p.Route, "the last route wins")
 
 	_, err = plan("s", `goto("http://localhost"); goto("http://169.254.169.254")`)
-	require.ErrorIs(t, err, ErrMetadata)
+	require.ErrorIs(t, err, netpolicy.ErrMetadata)
 	p, err = plan("s", `return 1`)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, p.Route, "a blocked call does not move the session")
+	assert.Equal(t, route.Cloud, p.Route, "a blocked call does not move the session")
 }
 
 // Plan is a dry run: planning a private URL does not move the session's
@@ -161,7 +165,7 @@ func TestPlanIsADryRun(t *testing.T) {
 	require.NoError(t, err)
 	p, err := r.Plan(ctx, "s", `return document.title`)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, p.Route, "a planned route is not remembered")
+	assert.Equal(t, route.Cloud, p.Route, "a planned route is not remembered")
 
 	for i := range 200_000 {
 		_, err := r.Plan(ctx, "k"+strconv.Itoa(i), `return 1`)
@@ -178,7 +182,7 @@ func TestRouteMemoryIsBoundedAndReaped(t *testing.T) {
 	t.Parallel()
 	r := newTestRouter(t, &stubProvider{name: "Cloud"})
 	for i := range 200_000 {
-		r.remember("k"+strconv.Itoa(i), RouteLocal)
+		r.remember("k"+strconv.Itoa(i), route.Local)
 	}
 	r.mu.Lock()
 	assert.Equal(t, maxRoutes, r.routes.len(), "the memory is capped")
@@ -188,9 +192,9 @@ func TestRouteMemoryIsBoundedAndReaped(t *testing.T) {
 	assert.True(t, newest, "the newest key is kept")
 	assert.False(t, oldest, "the oldest key was evicted")
 
-	r.remember("k199999", RouteCloud) // a known key is updated in place
-	route, _ := r.lastRoute("k199999")
-	assert.Equal(t, RouteCloud, route)
+	r.remember("k199999", route.Cloud) // a known key is updated in place
+	got, _ := r.lastRoute("k199999")
+	assert.Equal(t, route.Cloud, got)
 
 	r.reapIdle(time.Now().Add(r.cfg.idleTimeout + time.Second))
 	r.mu.Lock()
@@ -232,7 +236,7 @@ func TestNavigateAndExecShareTheVerdict(t *testing.T) {
 			assert.False(t, r.HybridRoutesLocally(ctx, u), u)
 			continue
 		}
-		assert.Equal(t, r.HybridRoutesLocally(ctx, u), p.Route == RouteLocal, u)
+		assert.Equal(t, r.HybridRoutesLocally(ctx, u), p.Route == route.Local, u)
 	}
 }
 
@@ -284,7 +288,7 @@ func TestOneVerdictPerURL(t *testing.T) {
 	r = newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(rb))
 	p, err = r.Plan(ctx, "s", `goto("http://rebind.example/"); fetch("http://rebind.example/")`)
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, p.Route)
+	assert.Equal(t, route.Local, p.Route)
 	assert.Equal(t, 1, rb.calls)
 	assert.Equal(t, addrs("10.0.0.7"), p.Verdicts[0].Addrs, "the private answer is pinned")
 }
@@ -301,9 +305,9 @@ func TestPlanBadInput(t *testing.T) {
 	assert.ErrorIs(t, err, context.Canceled)
 
 	_, err = New(nil, WithCDPURL("not a url"))
-	assert.ErrorIs(t, err, ErrInvalidURL)
+	assert.ErrorIs(t, err, netpolicy.ErrInvalidURL)
 	_, err = New(nil, WithCDPURL("file:///tmp/x"))
-	assert.ErrorIs(t, err, ErrInvalidURL)
+	assert.ErrorIs(t, err, netpolicy.ErrInvalidURL)
 
 	require.NoError(t, r.Close())
 	_, err = r.Plan(context.Background(), "s", `goto("https://example.com")`)

@@ -1,6 +1,10 @@
 package hybroute
 
-import "container/list"
+import (
+	"container/list"
+
+	"github.com/hybroute/hybroute/route"
+)
 
 // routeMemory is the sticky route of each session key: the route its last
 // call took, for the next call with no URL literal. It is bounded: past
@@ -16,7 +20,7 @@ type routeMemory struct {
 // routeMemo is a session's last route and when it was taken (unix nanos).
 type routeMemo struct {
 	key   string
-	route Route
+	route route.Route
 	at    int64
 }
 
@@ -28,7 +32,7 @@ func newRouteMemory(max int) routeMemory {
 	return routeMemory{max: max, m: make(map[string]*list.Element)}
 }
 
-func (rm *routeMemory) get(key string) (Route, bool) {
+func (rm *routeMemory) get(key string) (route.Route, bool) {
 	if el, ok := rm.m[key]; ok {
 		return el.Value.(*routeMemo).route, true
 	}
@@ -37,7 +41,7 @@ func (rm *routeMemory) get(key string) (Route, bool) {
 
 // put records key's route at time at; an existing key is updated in place
 // (no allocation on the hot path of a known key).
-func (rm *routeMemory) put(key string, route Route, at int64) {
+func (rm *routeMemory) put(key string, route route.Route, at int64) {
 	if el, ok := rm.m[key]; ok {
 		m := el.Value.(*routeMemo)
 		m.route, m.at = route, at

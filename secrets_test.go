@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // TestSecretsInURLsStayOffCloudBrowsers proves the secret_in_url rule: a
@@ -33,10 +35,10 @@ func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 	} {
 		p, err := hybrid.Plan(ctx, "s", code)
 		require.NoError(t, err, code)
-		assert.Equal(t, RouteLocal, p.Route, code)
+		assert.Equal(t, route.Local, p.Route, code)
 		assert.Equal(t, "s"+LocalSuffix, p.CacheKey, code)
 		last := p.Verdicts[len(p.Verdicts)-1]
-		assert.Equal(t, ClassPublic, last.Class, "the verdict's class stays: %s", code)
+		assert.Equal(t, netpolicy.ClassPublic, last.Class, "the verdict's class stays: %s", code)
 		assert.NotEmpty(t, last.Credential, code)
 		assert.True(t, hybrid.HybridRoutesLocally(ctx, last.URL), code)
 	}
@@ -48,7 +50,7 @@ func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 	} {
 		p, err := hybrid.Plan(ctx, "s2", code)
 		require.NoError(t, err, code)
-		assert.Equal(t, RouteCloud, p.Route, "no credential here: %s", code)
+		assert.Equal(t, route.Cloud, p.Route, "no credential here: %s", code)
 	}
 
 	const code = `goto("https://example.com/api?token=abc123")`
@@ -58,10 +60,10 @@ func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 	} {
 		r := newTestRouter(t, cloud, opts...)
 		_, err := r.Plan(ctx, "s", code)
-		require.ErrorIs(t, err, ErrSecretInURL, name)
-		be, ok := errors.AsType[*BlockedError](err)
+		require.ErrorIs(t, err, netpolicy.ErrSecretInURL, name)
+		be, ok := errors.AsType[*netpolicy.BlockedError](err)
 		require.True(t, ok, name)
-		assert.Equal(t, ReasonSecretInURL, be.Reason)
+		assert.Equal(t, netpolicy.ReasonSecretInURL, be.Reason)
 		assert.Contains(t, err.Error(), `hybroute: blocked (secret_in_url): URL carries a credential; it is not sent to a cloud browser`)
 		assert.Contains(t, err.Error(), `query parameter "token"`)
 		assert.NotContains(t, err.Error(), "abc123")
@@ -70,34 +72,34 @@ func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 		r = newTestRouter(t, cloud, append(opts, WithAllowSecretsInURLs(true))...)
 		p, err := r.Plan(ctx, "s", code)
 		require.NoError(t, err, name)
-		assert.Equal(t, RouteCloud, p.Route)
+		assert.Equal(t, route.Cloud, p.Route)
 	}
 	_, err := newTestRouter(t, cloud, WithAutoLocalForPrivateURLs(false)).Plan(ctx, "s", `goto("https://u:pw1234@example.com/")`)
-	require.ErrorIs(t, err, ErrSecretInURL)
+	require.ErrorIs(t, err, netpolicy.ErrSecretInURL)
 	assert.Contains(t, err.Error(), "a userinfo password")
 	assert.NotContains(t, err.Error(), "pw1234")
 
 	allowed := newTestRouter(t, cloud, WithAllowSecretsInURLs(true))
 	p, err := allowed.Plan(ctx, "s", code)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, p.Route, "the option sends it to the cloud")
+	assert.Equal(t, route.Cloud, p.Route, "the option sends it to the cloud")
 
 	p, err = newTestRouter(t, nil).Plan(ctx, "s", code)
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, p.Route, "with no cloud it runs locally, as everything does")
+	assert.Equal(t, route.Local, p.Route, "with no cloud it runs locally, as everything does")
 
 	_, err = hybrid.Plan(ctx, "s", `fetch("http://169.254.169.254/latest?token=abc123")`)
-	require.ErrorIs(t, err, ErrMetadata, "metadata stays metadata")
+	require.ErrorIs(t, err, netpolicy.ErrMetadata, "metadata stays metadata")
 
 	// A private address the options let a remote browser open keeps the
 	// secrets rule: allowing the address is not allowing its credential
 	// onto that browser.
 	override := newTestRouter(t, cloud, WithCDPURL("ws://127.0.0.1:9/devtools/browser/x"), WithAllowPrivateURLs(true))
 	_, err = override.Plan(ctx, "s", `goto("http://10.0.0.5/?token=abc123")`)
-	require.ErrorIs(t, err, ErrSecretInURL)
+	require.ErrorIs(t, err, netpolicy.ErrSecretInURL)
 	p, err = override.Plan(ctx, "s", `goto("http://10.0.0.5/")`)
 	require.NoError(t, err, "the private address itself is allowed")
-	assert.Equal(t, RouteCloud, p.Route)
+	assert.Equal(t, route.Cloud, p.Route)
 }
 
 // TestURLsInMessagesAreRedactedAndBounded proves a refused URL's error
@@ -108,7 +110,7 @@ func TestURLsInMessagesAreRedactedAndBounded(t *testing.T) {
 	r := newTestRouter(t, &stubProvider{name: "Cloud"})
 	ctx := context.Background()
 	_, err := r.Plan(ctx, "s", `fetch("http://admin:s3cretpw@169.254.169.254/latest?X-Amz-Signature=sig123456&api_key=key123456&page=2")`)
-	require.ErrorIs(t, err, ErrMetadata)
+	require.ErrorIs(t, err, netpolicy.ErrMetadata)
 	for _, secret := range []string{"s3cretpw", "sig123456", "key123456"} {
 		assert.NotContains(t, err.Error(), secret)
 	}
@@ -116,7 +118,7 @@ func TestURLsInMessagesAreRedactedAndBounded(t *testing.T) {
 
 	big := "http://169.254.169.254/?q=" + strings.Repeat("a", 1<<20)
 	_, err = r.Navigate(ctx, "s", big, nil)
-	require.ErrorIs(t, err, ErrMetadata)
+	require.ErrorIs(t, err, netpolicy.ErrMetadata)
 	assert.Less(t, len(err.Error()), 2048, "a 1 MiB URL makes a short error")
 	assert.Contains(t, err.Error(), "…(1048602 bytes)")
 }
@@ -133,7 +135,7 @@ func TestSecretURLRunsLocallyAndRedirectsWithTokensAreNot(t *testing.T) {
 
 	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/secret?access_token=tok-abc-123"), nil)
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.Equal(t, localUA, w.site.uaOf("/secret"))
 
 	// The literal has no query ("%3F" is in the path): the token is only in
@@ -141,12 +143,12 @@ func TestSecretURLRunsLocallyAndRedirectsWithTokensAreNot(t *testing.T) {
 	cb := publicHost + ":" + w.site.port + "/callback%3Fcode=oauth-code-123&state=s"
 	res, err = w.r.Navigate(ctx, "c", w.site.url(publicHost, "/redirect-to/"+cb), nil)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, res.Route)
+	assert.Equal(t, route.Cloud, res.Route)
 	assert.Equal(t, cloudUA, w.site.uaOf("/callback"), "the redirect with a token was followed on the cloud")
 
 	meta := metadataHost + ":" + w.site.port + "/latest%3Ftoken=meta-tok-456"
 	_, err = w.r.Navigate(ctx, "c", w.site.url(publicHost, "/redirect-to/"+meta), nil)
-	require.ErrorIs(t, err, ErrMetadata)
+	require.ErrorIs(t, err, netpolicy.ErrMetadata)
 	assert.NotContains(t, err.Error(), "meta-tok-456", "the refused hop is shown redacted")
 	assert.Contains(t, err.Error(), "token=REDACTED")
 	assert.Contains(t, w.logs.String(), "browser request refused")

@@ -15,7 +15,9 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // entry is one cached session: one cache key, one tab. It holds what the
@@ -24,7 +26,7 @@ import (
 // the tab layer's records are its handle's (internal/browsertab).
 type entry struct {
 	key      string
-	route    Route // the browser its calls run on: RouteLocal for a fallback, whatever the plan said
+	route    route.Route // the browser its calls run on: route.Local for a fallback, whatever the plan said
 	fallback bool
 	// fallbackAccount is the key-free account of why a fallback runs
 	// locally, for the caller (Result.FallbackReason).
@@ -156,18 +158,18 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			// first caller's deadline only shapes how long the provider may
 			// take before the floor is tried.
 			timeout := r.cfg.createTimeout
-			if p.Route == RouteLocal {
+			if p.Route == route.Local {
 				timeout = r.cfg.localTimeout
 			}
 			budget := providerBudget(ctx, timeout)
 			// The caller's terms for the wait for a turn at the local
-			// browser go along (admission.go), and the wait they allow
+			// browser go along (callsettings.go), and the wait they allow
 			// is not taken from the opening's own bound.
 			actx, queue := withAdmission(context.WithoutCancel(ctx), ctx)
 			cctx, cancel := context.WithTimeout(actx, timeout+queue)
 			defer cancel()
 			grace := time.Duration(0)
-			if p.Route == RouteCloud && !r.pol.override {
+			if p.Route == route.Cloud && !r.pol.override {
 				grace = closeGrace
 			}
 			defer context.AfterFunc(r.life, func() {
@@ -248,8 +250,8 @@ func await[T any](ctx context.Context, ch <-chan singleflight.Result) (T, error)
 // create makes the session a plan needs. budget bounds the provider's part.
 func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*entry, error) {
 	switch {
-	case p.Route == RouteLocal:
-		return r.localEntry(ctx, p.CacheKey, RouteLocal)
+	case p.Route == route.Local:
+		return r.localEntry(ctx, p.CacheKey, route.Local)
 	case r.pol.override:
 		return r.overrideEntry(ctx, p.CacheKey)
 	}
@@ -259,20 +261,20 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 // localEntry is a session on the sidecar. The no-provider path, the hybrid
 // ::local path and the fallback all come through here: the local endpoint
 // is resolved one way only.
-func (r *Router) localEntry(ctx context.Context, key string, route Route) (*entry, error) {
+func (r *Router) localEntry(ctx context.Context, key string, route route.Route) (*entry, error) {
 	lt, err := r.side.open(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	if r.profiles != nil {
-		if err := r.profiles.restore(ctx, lt, key); err != nil {
+		if err := r.profiles.Restore(ctx, profileTab(lt), key); err != nil {
 			_ = lt.Close()
 			return nil, err
 		}
 	}
 	e := &entry{key: key, route: route, h: browsertab.NewHandle(lt)}
 	if r.profiles != nil {
-		e.ending.add(endTab, func(context.Context) error { return r.profiles.release(lt) })
+		e.ending.add(endTab, func(context.Context) error { return r.profiles.Release(profileTab(lt)) })
 	}
 	e.ending.add(endTab, func(context.Context) error { return lt.Close() })
 	return e, nil
@@ -395,7 +397,7 @@ func (r *Router) closeSessions() error {
 	// below ask nothing of a browser that is going anyway (a busy one would
 	// fail Close with a dispose that timed out).
 	if r.profiles != nil {
-		r.profiles.saveAll() // before the browser contexts go with the Chromium
+		r.profiles.SaveAll() // before the browser contexts go with the Chromium
 	}
 	sideErr := r.side.Close()
 	errs := make([]error, len(es))
@@ -429,3 +431,6 @@ const closeGrace = 2 * time.Second
 // idleCloser is a provider whose HTTP client keeps idle connections: Close
 // closes them, so nothing of the router outlives it.
 type idleCloser interface{ CloseIdleConnections() }
+
+// profileTab is a local tab as its profile knows it.
+func profileTab(lt *localTab) profiles.Tab { return profiles.Tab{Proc: lt.proc, Context: lt.bcID} }

@@ -25,6 +25,9 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/guard"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
@@ -38,14 +41,14 @@ func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
 
 			res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/public"), nil)
 			require.NoError(t, err)
-			assert.Equal(t, RouteCloud, res.Route)
+			assert.Equal(t, route.Cloud, res.Route)
 			assert.Equal(t, "s", res.CacheKey)
 			assert.False(t, res.FallbackFromCloud)
 			assert.Equal(t, cloudUA, w.site.uaOf("/public"), "the public page ran in the cloud browser")
 
 			res, err = w.r.Navigate(ctx, "s", w.site.url("localhost", "/dev"), nil)
 			require.NoError(t, err)
-			assert.Equal(t, RouteLocal, res.Route)
+			assert.Equal(t, route.Local, res.Route)
 			assert.Equal(t, "s::local", res.CacheKey)
 			assert.Equal(t, localUA, w.site.uaOf("/dev"), "localhost ran in the local sidecar")
 
@@ -54,7 +57,7 @@ func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
 				return chromedp.Do(ctx, chromedp.Navigate(w.site.URL+"/api"))
 			})
 			require.NoError(t, err)
-			assert.Equal(t, RouteLocal, res.Route)
+			assert.Equal(t, route.Local, res.Route)
 			assert.Equal(t, localUA, w.site.uaOf("/api"))
 
 			// sticky: a URL-less call stays on the local route
@@ -75,7 +78,7 @@ func TestLocalhostGoesToSidecarWhilePublicRunsInCloud(t *testing.T) {
 				return err
 			})
 			require.NoError(t, err)
-			assert.Equal(t, RouteCloud, res.Route)
+			assert.Equal(t, route.Cloud, res.Route)
 			assert.Equal(t, "/public", got)
 			if kind != cloudtest.CDP { // a plain endpoint has nothing to create
 				assert.EqualValues(t, 1, w.api.Creates(), "one cloud session for the key")
@@ -93,7 +96,7 @@ func TestMixedCallRunsWhollyLocal(t *testing.T) {
 		return chromedp.Do(ctx, chromedp.Navigate(pub), chromedp.Navigate(priv))
 	})
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.Equal(t, "s::local", res.CacheKey)
 	assert.Equal(t, localUA, w.site.uaOf("/mixed-public"), "even the public part ran locally")
 	assert.Equal(t, localUA, w.site.uaOf("/mixed-private"))
@@ -108,9 +111,9 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 	// A public page that redirects to a private address, on the cloud.
 	to := w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/inside")
 	res, err := w.r.Navigate(ctx, "s", to, nil)
-	require.ErrorIs(t, err, ErrPrivate)
+	require.ErrorIs(t, err, netpolicy.ErrPrivate)
 	assert.Contains(t, err.Error(), "http://127.0.0.1:"+w.site.port+"/inside")
-	assert.Equal(t, RouteCloud, res.Route)
+	assert.Equal(t, route.Cloud, res.Route)
 	assert.Equal(t, cloudUA, w.site.uaOf("/redirect-to/127.0.0.1:"+w.site.port+"/inside"))
 	assert.Empty(t, w.site.uaOf("/inside"), "the redirect was not followed")
 	assert.Equal(t, "about:blank", location(t, w.r, "s"))
@@ -124,14 +127,14 @@ func TestRedirectToPrivateIsRefusedNotFollowed(t *testing.T) {
 		}
 		return waitLocationLeaves(ctx, "about:blank")
 	})
-	require.ErrorIs(t, err, ErrPrivate)
+	require.ErrorIs(t, err, netpolicy.ErrPrivate)
 	assert.Empty(t, w.site.uaOf("/scripted"))
 
 	// On the local route, a redirect to metadata is refused too.
 	to = w.site.url("localhost", "/redirect-to/"+metadataHost+":"+w.site.port+"/computeMetadata/v1/")
 	res, err = w.r.Navigate(ctx, "s", to, nil)
-	require.ErrorIs(t, err, ErrMetadata)
-	assert.Equal(t, RouteLocal, res.Route)
+	require.ErrorIs(t, err, netpolicy.ErrMetadata)
+	assert.Equal(t, route.Local, res.Route)
 	assert.Empty(t, w.site.uaOf("/computeMetadata/v1/"))
 
 	// A subresource request to metadata from a local page is refused, and
@@ -164,7 +167,7 @@ func TestLandedURLIsRechecked(t *testing.T) {
 		}
 		return chromedp.Do(ctx, chromedp.Navigate(inside))
 	})
-	require.ErrorIs(t, err, ErrPrivate)
+	require.ErrorIs(t, err, netpolicy.ErrPrivate)
 	assert.Contains(t, err.Error(), "landed")
 	assert.Equal(t, inside, res.LandedURL)
 	assert.True(t, res.SentToBlank, "the result says the tab left the refused page")
@@ -326,7 +329,7 @@ func TestCDPURLNeverLeaksInErrors(t *testing.T) {
 	// A provider whose endpoint refuses connections: the dial error must
 	// not carry the token of the URL.
 	ln := closedPort(t)
-	p := CDPEndpoint("ws://" + ln + "/devtools/browser/x?token=sekrit-token-123456")
+	p := provider.CDPEndpoint("ws://" + ln + "/devtools/browser/x?token=sekrit-token-123456")
 	logs := &logBuffer{}
 	site := newSite(t)
 	r := newBrowserRouter(t, p, logs)
@@ -411,13 +414,13 @@ type patientProvider struct {
 }
 
 func (p *patientProvider) Name() string { return "Patient" }
-func (p *patientProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+func (p *patientProvider) CreateSession(ctx context.Context, key string) (*provider.Session, error) {
 	close(p.entered)
 	<-ctx.Done()
 	p.returned.Store(true)
 	return nil, ctx.Err()
 }
-func (p *patientProvider) ReleaseSession(context.Context, *Session) error { return nil }
+func (p *patientProvider) ReleaseSession(context.Context, *provider.Session) error { return nil }
 
 func TestCloseEndsCreationsInFlight(t *testing.T) {
 	t.Parallel()
@@ -446,11 +449,11 @@ func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
 	ctx := context.Background()
 	_, err := r.Plan(ctx, "s", `goto("http://localhost:3000")`)
 	require.NoError(t, err)
-	r.remember("s", RouteLocal) // as the call that ran would
+	r.remember("s", route.Local) // as the call that ran would
 	r.reapIdle(time.Now())
 	p, err := r.Plan(ctx, "s", `document.title`)
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, p.Route, "a recent route is kept")
+	assert.Equal(t, route.Local, p.Route, "a recent route is kept")
 
 	r.reapIdle(time.Now().Add(r.cfg.idleTimeout + time.Second))
 	r.mu.Lock()
@@ -458,7 +461,7 @@ func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
 	r.mu.Unlock()
 	p, err = r.Plan(ctx, "s", `document.title`)
 	require.NoError(t, err)
-	assert.Equal(t, RouteCloud, p.Route, "the key starts afresh")
+	assert.Equal(t, route.Cloud, p.Route, "the key starts afresh")
 }
 
 func TestMalformedURLLosesNothing(t *testing.T) {
@@ -467,14 +470,14 @@ func TestMalformedURLLosesNothing(t *testing.T) {
 	ctx := testCtx(t)
 	for _, bad := range []string{"http://1.2.3.256/", "http://[::1/", "javascript:alert(1)", "http://exa<mple.com/"} {
 		res, err := w.r.Navigate(ctx, "s", bad, nil)
-		require.ErrorIs(t, err, ErrInvalidURL, bad)
+		require.ErrorIs(t, err, netpolicy.ErrInvalidURL, bad)
 		assert.Empty(t, res.LandedURL)
 	}
 	assert.EqualValues(t, 0, w.api.Creates(), "a refused URL starts no session")
 	res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/fine"), nil)
 	require.NoError(t, err)
 	assert.Equal(t, cloudUA, w.site.uaOf("/fine"))
-	assert.Equal(t, RouteCloud, res.Route)
+	assert.Equal(t, route.Cloud, res.Route)
 }
 
 func TestDeadLocalBrowserIsReplaced(t *testing.T) {
@@ -719,9 +722,9 @@ func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {
 	r := newBrowserRouter(t, nil, &logBuffer{}) // no provider: everything local
 	ctx := testCtx(t)
 	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/redirect-to/127.0.0.1:"+s.port+"/router-admin"), nil)
-	require.ErrorIs(t, err, ErrPrivate, "a public page must not walk the local browser into the LAN")
+	require.ErrorIs(t, err, netpolicy.ErrPrivate, "a public page must not walk the local browser into the LAN")
 	assert.Contains(t, err.Error(), "redirect from a public address")
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.Empty(t, s.uaOf("/router-admin"))
 
 	// Private to private, and a direct private navigation, are fine. On a
@@ -789,7 +792,7 @@ func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
 		}
 		return awaitRefusal(ctx, r, "s")
 	})
-	require.ErrorIs(t, err, ErrLookupTimeout)
+	require.ErrorIs(t, err, netpolicy.ErrLookupTimeout)
 	assert.Contains(t, err.Error(), "lookup timed out")
 	assert.False(t, s.reached("/x"), "the frame whose name did not resolve in time was not loaded")
 	// The next call on the same tab is not held up behind that lookup.
@@ -836,12 +839,12 @@ type gateProvider struct {
 }
 
 func (g *gateProvider) Name() string { return "Gate" }
-func (g *gateProvider) CreateSession(ctx context.Context, key string) (*Session, error) {
+func (g *gateProvider) CreateSession(ctx context.Context, key string) (*provider.Session, error) {
 	close(g.entered)
 	<-g.gate
-	return nil, &ProviderError{Provider: "Gate", Op: "create", Status: 500}
+	return nil, &provider.Error{Provider: "Gate", Op: "create", Status: 500}
 }
-func (g *gateProvider) ReleaseSession(context.Context, *Session) error { return nil }
+func (g *gateProvider) ReleaseSession(context.Context, *provider.Session) error { return nil }
 
 func TestReleaseDuringCreationIsNotLost(t *testing.T) {
 	t.Parallel()

@@ -7,9 +7,11 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 
+	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/guard"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The local Chromium's process lives in internal/sidecar. What it needs of
@@ -25,7 +27,7 @@ const maxTabsAtOnce = 4
 // queue of its tab openings.
 type sidecar struct {
 	*sc.Sidecar
-	tabs *tabQueue // bounds the tabs made at once (maxTabsAtOnce); the rest wait in turn
+	tabs *admission.Queue // bounds the tabs made at once (maxTabsAtOnce); the rest wait in turn
 	// observe is the router's: it records each opening's wait for a turn.
 	observe func(waited time.Duration, err error)
 }
@@ -39,7 +41,7 @@ func newSidecar(cfg *config, pol *policy) *sidecar {
 	}
 	s := &sidecar{tabs: newTabQueue(maxTabsAtOnce)}
 	s.Sidecar = sc.New(sc.Config{
-		Guard: func() *guard.Guard { return newBrowserGuard(cfg, pol, log, RouteLocal) },
+		Guard: func() *guard.Guard { return newBrowserGuard(cfg, pol, log, route.Local) },
 		Egress: func(ctx context.Context) (*egress.Proxy, error) {
 			return startEgress(ctx, pol, cfg.egressDialer, log)
 		},
@@ -47,7 +49,7 @@ func newSidecar(cfg *config, pol *policy) *sidecar {
 		// A spare's making counts in the queue's estimate: its first
 		// estimate comes from the spare made at start, before a burst of
 		// sessions asks.
-		Opened:         s.tabs.sample,
+		Opened:         s.tabs.Sample,
 		Path:           cfg.chromiumPath,
 		Flags:          cfg.chromiumFlags,
 		ViewportWidth:  cfg.viewportW,
@@ -72,8 +74,8 @@ func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 // turn waits in the admission queue under the terms the call's context
 // carries (admission.go), and has the router record the wait.
 func (s *sidecar) turn(ctx context.Context) (func(opened time.Duration), error) {
-	terms, _ := ctx.Value(admissionKey{}).(admissionTerms)
-	waited, done, err := s.tabs.wait(ctx, terms)
+	terms, _ := ctx.Value(admissionKey{}).(admission.Terms)
+	waited, done, err := s.tabs.Wait(ctx, terms)
 	if s.observe != nil {
 		s.observe(waited, err)
 	}

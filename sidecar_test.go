@@ -27,6 +27,7 @@ import (
 	"github.com/hybroute/hybroute/internal/procfs"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/testenv"
+	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -58,7 +59,7 @@ func testConfig(tb testing.TB, opts ...Option) *config {
 // testPolicy is the policy of a router that classifies names with res:
 // with no provider (private addresses allowed), or, with privateOK false,
 // a strict one (a provider, auto-local off: private addresses refused).
-func testPolicy(res Resolver, privateOK bool) *policy {
+func testPolicy(res netpolicy.Resolver, privateOK bool) *policy {
 	cfg := defaultConfig()
 	cfg.resolver = res
 	if privateOK {
@@ -108,7 +109,7 @@ func run[T any](ctx context.Context, tab *localTab, a chromedp.Action[T]) (T, er
 func navigate(t *testing.T, ctx context.Context, tab *localTab, url string) {
 	t.Helper()
 	// The grant a router's call naming url would give the tab's session.
-	g, _ := grantOf([]Verdict{testPolicy(staticResolver{}, true).classify(ctx, url)})
+	g, _ := grantOf([]netpolicy.Verdict{testPolicy(staticResolver{}, true).classify(ctx, url)})
 	tab.door.Set(g)
 	_, err := run(ctx, tab, chromedp.Action[chromedp.Void](chromedp.Navigate(url)))
 	require.NoError(t, err)

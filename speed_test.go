@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/route"
 )
 
 // BenchmarkNewKeySideBySide is the cost of a new session key, side by side
@@ -79,7 +80,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 			tab, err := r.side.open(ctx, key+"-parts")
 			require.NoError(b, err)
 			open = append(open, time.Since(start))
-			e := &entry{key: key, route: RouteLocal, h: browsertab.NewHandle(tab)}
+			e := &entry{key: key, route: route.Local, h: browsertab.NewHandle(tab)}
 			e.ending.add(endTab, func(context.Context) error { return tab.Close() })
 			start = time.Now()
 			g, err := r.enableGuard(e)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hybroute/hybroute/state"
 )
 
 // BenchmarkSessionWithState is the cost of starting a local session with
@@ -20,11 +22,11 @@ func BenchmarkSessionWithState(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	st := &State{
-		Cookies: []StateCookie{{Name: "sid", Value: "v", Domain: publicHost, Path: "/", Expires: -1}},
-		Origins: []StateOrigin{
-			{Origin: s.url(publicHost, ""), LocalStorage: []StateItem{{"a", "1"}}},
-			{Origin: s.url(widgetsHost, ""), LocalStorage: []StateItem{{"b", "2"}}},
+	st := &state.State{
+		Cookies: []state.Cookie{{Name: "sid", Value: "v", Domain: publicHost, Path: "/", Expires: -1}},
+		Origins: []state.Origin{
+			{Origin: s.url(publicHost, ""), LocalStorage: []state.Item{{Name: "a", Value: "1"}}},
+			{Origin: s.url(widgetsHost, ""), LocalStorage: []state.Item{{Name: "b", Value: "2"}}},
 		},
 	}
 	page := s.url(publicHost, "/p")

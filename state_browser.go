@@ -14,6 +14,8 @@ import (
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
+	"github.com/hybroute/hybroute/state"
 )
 
 // A storage state in and out of one session's browser context: cookies
@@ -45,57 +47,30 @@ func stateBrowser(e *entry) (browsertab.Context, error) {
 
 // readCookies reads the cookies of e's browser context. Partitioned
 // cookies are left out: the storageState shape cannot hold their partition.
-func readCookies(ctx context.Context, e *entry) ([]StateCookie, error) {
+func readCookies(ctx context.Context, e *entry) ([]state.Cookie, error) {
 	bc, err := stateBrowser(e)
 	if err != nil {
 		return nil, err
 	}
-	cs, err := bc.ReadCookies(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return convertAll(cs, func(c browsertab.Cookie) StateCookie { return StateCookie(c) }), nil
+	return bc.ReadCookies(ctx)
 }
 
 // writeCookies sets cs in e's browser context; with replace, the context's
 // cookies are cleared first. A cookie that expired is left out; one the
-// browser refuses fails the write with ErrBadState, once the others are set.
-func writeCookies(ctx context.Context, e *entry, cs []StateCookie, replace bool) error {
+// browser refuses fails the write with state.ErrInvalid, once the others are set.
+func writeCookies(ctx context.Context, e *entry, cs []state.Cookie, replace bool) error {
 	bc, err := stateBrowser(e)
 	if err != nil {
 		return err
 	}
-	refused, err := bc.WriteCookies(ctx, convertAll(cs, func(c StateCookie) browsertab.Cookie { return browsertab.Cookie(c) }), replace)
+	refused, err := bc.WriteCookies(ctx, cs, replace)
 	if err != nil {
 		return err
 	}
 	if len(refused) > 0 {
-		return fmt.Errorf("hybroute: setting the cookies: %w: the browser refused %q", ErrBadState, refused)
+		return fmt.Errorf("hybroute: setting the cookies: %w: the browser refused %q", state.ErrInvalid, refused)
 	}
 	return nil
-}
-
-// convertAll converts a slice of plain data into another type of the same
-// fields, nil for nil: internal/browsertab works on copies of the public
-// types.
-func convertAll[From, To any](xs []From, conv func(From) To) []To {
-	if xs == nil {
-		return nil
-	}
-	out := make([]To, len(xs))
-	for i, x := range xs {
-		out[i] = conv(x)
-	}
-	return out
-}
-
-// stateItems and browserItems convert an origin's storage items.
-func stateItems(xs []browsertab.Item) []StateItem {
-	return convertAll(xs, func(x browsertab.Item) StateItem { return StateItem(x) })
-}
-
-func browserItems(xs []StateItem) []browsertab.Item {
-	return convertAll(xs, func(x StateItem) browsertab.Item { return browsertab.Item(x) })
 }
 
 // visitStubbed takes the page of tctx (target id) to origin, which the
@@ -125,12 +100,12 @@ func withHiddenTab(ctx context.Context, e *entry, fn func(tctx context.Context, 
 // went to and of extra, each in a blank page of its origin. An origin
 // the guard would refuse on e's browser is not visited. Origins with
 // nothing stored are left out, as Playwright leaves them.
-func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (*State, error) {
+func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (*state.State, error) {
 	cookies, err := readCookies(ctx, e)
 	if err != nil {
 		return nil, err
 	}
-	st := &State{Cookies: cookies}
+	st := &state.State{Cookies: cookies}
 	current := ""
 	if landed := e.landedURL(); strings.HasPrefix(landed, "http:") || strings.HasPrefix(landed, "https:") {
 		tctx, cancel := e.h.Bind(ctx)
@@ -139,9 +114,9 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 		if err != nil {
 			return nil, fmt.Errorf("hybroute: reading the page's storage: %w", e.h.WrapErr(err))
 		}
-		if norm, err := stateOrigin(ps.Origin); err == nil {
+		if norm, err := state.CanonicalOrigin(ps.Origin); err == nil {
 			current = norm
-			st.addOrigin(norm, stateItems(ps.Local), stateItems(ps.Sess))
+			st.AddOrigin(norm, ps.Local, ps.Sess)
 		}
 	}
 	var others []string
@@ -162,22 +137,11 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 			if err != nil {
 				return fmt.Errorf("hybroute: reading the storage of %s: %w", o, err)
 			}
-			st.addOrigin(o, stateItems(ps.Local), nil)
+			st.AddOrigin(o, ps.Local, nil)
 		}
 		return nil
 	})
 	return st, err
-}
-
-// addOrigin adds an origin's storages when they hold anything.
-func (s *State) addOrigin(origin string, local, sess []StateItem) {
-	if len(local) == 0 && len(sess) == 0 {
-		return
-	}
-	if local == nil {
-		local = []StateItem{}
-	}
-	s.Origins = append(s.Origins, StateOrigin{Origin: origin, LocalStorage: local, SessionStorage: sess})
 }
 
 // writeEntryState loads st, already filtered for e's browser, into e. A
@@ -186,7 +150,7 @@ func (s *State) addOrigin(origin string, local, sess []StateItem) {
 // about:blank. A session in use keeps its page: the local storage is set
 // from a tab of its own, and the session storage only of the origin the
 // page is on. With replace the context's cookies are cleared first.
-func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh, replace bool) error {
+func (r *Router) writeEntryState(ctx context.Context, e *entry, st *state.State, fresh, replace bool) error {
 	if err := writeCookies(ctx, e, st.Cookies, replace); err != nil {
 		return err
 	}
@@ -203,7 +167,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh
 			if err := visitStubbed(tctx, e.bg, e.gs.Tab(), o.Origin); err != nil {
 				return err
 			}
-			if err := browsertab.WritePage(tctx, o.Origin, browserItems(o.LocalStorage), browserItems(o.SessionStorage)); err != nil {
+			if err := browsertab.WritePage(tctx, o.Origin, o.LocalStorage, o.SessionStorage); err != nil {
 				return err
 			}
 		}
@@ -213,10 +177,10 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh
 		return nil
 	}
 	if landed := e.landedURL(); landed != "" {
-		if cur, err := stateOrigin(strings.TrimSuffix(originOf(landed), "/")); err == nil {
+		if cur, err := state.CanonicalOrigin(strings.TrimSuffix(originOf(landed), "/")); err == nil {
 			for _, o := range st.Origins {
 				if o.Origin == cur && len(o.SessionStorage) > 0 {
-					if err := browsertab.WritePage(tctx, cur, nil, browserItems(o.SessionStorage)); err != nil {
+					if err := browsertab.WritePage(tctx, cur, nil, o.SessionStorage); err != nil {
 						return err
 					}
 				}
@@ -231,7 +195,7 @@ func (r *Router) writeEntryState(ctx context.Context, e *entry, st *State, fresh
 			if err := visitStubbed(hctx, e.bg, id, o.Origin); err != nil {
 				return err
 			}
-			if err := browsertab.WritePage(hctx, o.Origin, browserItems(o.LocalStorage), nil); err != nil {
+			if err := browsertab.WritePage(hctx, o.Origin, o.LocalStorage, nil); err != nil {
 				return err
 			}
 		}
@@ -257,8 +221,8 @@ func originOf(u string) string {
 func trackOrigins(tabCtx context.Context, e *entry) error {
 	return chromedp.Listen(tabCtx, func(ev any) {
 		if ev, ok := ev.(*page.EventFrameNavigated); ok && ev.Frame != nil {
-			if o, err := stateOrigin(ev.Frame.SecurityOrigin); err == nil {
-				e.h.Origins.Add(o, maxStateOrigins)
+			if o, err := state.CanonicalOrigin(ev.Frame.SecurityOrigin); err == nil {
+				e.h.Origins.Add(o, state.MaxOrigins)
 			}
 		}
 	})
@@ -272,7 +236,7 @@ func trackOrigins(tabCtx context.Context, e *entry) error {
 // local, never one whose lookup failed (unsure: kept local).
 type stateHosts struct {
 	r    *Router
-	w    Route
+	w    route.Route
 	seen map[string]bool
 }
 
@@ -282,11 +246,11 @@ func (h *stateHosts) allowed(ctx context.Context, rawURL string) bool {
 	}
 	v := h.r.pol.classify(ctx, rawURL)
 	ok := h.r.pol.refuse(v, h.w) == nil
-	if h.w == RouteCloud {
+	if h.w == route.Cloud {
 		// A name under a private-use suffix is private data whatever
 		// it resolves to here.
 		ok = ok && v.ResolveErr == nil && !netpolicy.PrivateUseName(v.Host) &&
-			(v.Class == ClassPublic || v.Class == ClassPrivate) && !h.r.pol.routesLocally(v)
+			(v.Class == netpolicy.ClassPublic || v.Class == netpolicy.ClassPrivate) && !h.r.pol.routesLocally(v)
 	}
 	h.seen[rawURL] = ok
 	return ok
@@ -304,20 +268,20 @@ func cookieURL(domain string) string {
 // split parts st into what may go to a browser at w (kept) and what may
 // not (dropped). On the local browser every cookie is kept without a
 // lookup.
-func (r *Router) split(ctx context.Context, st *State, w Route) (kept, dropped *State) {
-	kept, dropped = &State{}, &State{}
+func (r *Router) split(ctx context.Context, st *state.State, w route.Route) (kept, dropped *state.State) {
+	kept, dropped = &state.State{}, &state.State{}
 	if st == nil {
 		return kept, dropped
 	}
 	h := &stateHosts{r: r, w: w, seen: map[string]bool{}}
 	for _, c := range st.Cookies {
-		if w == RouteLocal || h.allowed(ctx, cookieURL(c.Domain)) {
+		if w == route.Local || h.allowed(ctx, cookieURL(c.Domain)) {
 			kept.Cookies = append(kept.Cookies, c)
 		} else {
 			dropped.Cookies = append(dropped.Cookies, c)
 		}
 	}
-	for _, o := range st.clone().Origins {
+	for _, o := range st.Clone().Origins {
 		if h.allowed(ctx, o.Origin+"/") {
 			kept.Origins = append(kept.Origins, o)
 		} else {
@@ -328,7 +292,7 @@ func (r *Router) split(ctx context.Context, st *State, w Route) (kept, dropped *
 }
 
 // originsOf lists the origins of st.
-func originsOf(st *State) []string {
+func originsOf(st *state.State) []string {
 	if st == nil {
 		return nil
 	}

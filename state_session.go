@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/hybroute/hybroute/state"
 )
 
 // A session key's storage state, across its browser sessions: the state
@@ -19,30 +21,30 @@ import (
 
 // WithInitialState loads s into every new browser session of every
 // session key, before its first page ([Router.LoadState] sets one key's
-// own). A state that does not pass [ParseState]'s checks fails New with
-// [ErrBadState].
-func WithInitialState(s *State) Option {
-	return func(c *config) { c.initialState = s.clone() }
+// own). A state that does not pass [state.Parse]'s checks fails New with
+// [state.ErrInvalid].
+func WithInitialState(s *state.State) Option {
+	return func(c *config) { c.initialState = s.Clone() }
 }
 
 // stateMemory is each session key's state, once one was loaded. Its own
 // lock: it is asked while a session is made, outside Router.mu.
 type stateMemory struct {
 	mu sync.Mutex
-	m  map[string]*State
+	m  map[string]*state.State
 }
 
-func (s *stateMemory) get(key string) *State {
+func (s *stateMemory) get(key string) *state.State {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.m[key]
 }
 
-func (s *stateMemory) put(key string, st *State) {
+func (s *stateMemory) put(key string, st *state.State) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.m == nil {
-		s.m = map[string]*State{}
+		s.m = map[string]*state.State{}
 	}
 	s.m[key] = st
 }
@@ -58,14 +60,14 @@ func (c *config) checkInitialState() error {
 	if c.initialState == nil {
 		return nil
 	}
-	if err := c.initialState.check(); err != nil {
+	if err := c.initialState.Check(); err != nil {
 		return fmt.Errorf("hybroute: WithInitialState: %w", err)
 	}
 	return nil
 }
 
 // stateOf is the state a new browser session of key starts with, or nil.
-func (r *Router) stateOf(key string) *State {
+func (r *Router) stateOf(key string) *state.State {
 	if st := r.states.get(key); st != nil {
 		return st
 	}
@@ -80,19 +82,19 @@ func (r *Router) stateOf(key string) *State {
 // is then left for the next browser session). Each browser gets only what
 // it may hold: a remote browser never a cookie or a storage of a host the
 // router keeps local (a private address, a .internal or .local name, a
-// name whose lookup failed). st is checked as [ParseState] checks a file:
-// a bad one fails with [ErrBadState], and nothing of it is loaded. st is
+// name whose lookup failed). st is checked as [state.Parse] checks a file:
+// a bad one fails with [state.ErrInvalid], and nothing of it is loaded. st is
 // copied; it is never logged.
-func (r *Router) LoadState(ctx context.Context, sessionKey string, st *State) error {
+func (r *Router) LoadState(ctx context.Context, sessionKey string, st *state.State) error {
 	key, err := normalizeKey(sessionKey)
 	if err != nil {
 		return err
 	}
 	if st == nil {
-		return fmt.Errorf("hybroute: load state: %w: no state", ErrBadState)
+		return fmt.Errorf("hybroute: load state: %w: no state", state.ErrInvalid)
 	}
-	st = st.clone()
-	if err := st.check(); err != nil {
+	st = st.Clone()
+	if err := st.Check(); err != nil {
 		return fmt.Errorf("hybroute: load state: %w", err)
 	}
 	if r.isClosed() {
@@ -113,15 +115,15 @@ func (r *Router) LoadState(ctx context.Context, sessionKey string, st *State) er
 }
 
 // SaveState returns the storage state of sessionKey, in Playwright's
-// storageState shape ([WriteStateFile] writes it): the cookies of its
+// storageState shape ([state.WriteFile] writes it): the cookies of its
 // browser sessions (cloud and local), the local storage of every origin
 // its pages went to, and the session storage of the origin each page is
 // on. What was loaded into the key and one of its browsers could not hold
 // (a local host's cookie kept off the cloud) is kept in it. A key with no
 // browser session returns the state loaded for it, or fails with
 // [ErrNoSession]. The state holds credentials: it is never logged; write
-// it with WriteStateFile (mode 0600).
-func (r *Router) SaveState(ctx context.Context, sessionKey string) (*State, error) {
+// it with state.WriteFile (mode 0600).
+func (r *Router) SaveState(ctx context.Context, sessionKey string) (*state.State, error) {
 	key, err := normalizeKey(sessionKey)
 	if err != nil {
 		return nil, err
@@ -135,12 +137,12 @@ func (r *Router) SaveState(ctx context.Context, sessionKey string) (*State, erro
 		if loaded == nil {
 			return nil, fmt.Errorf("hybroute: save state of %q: %w", key, ErrNoSession)
 		}
-		return loaded.clone(), nil
+		return loaded.Clone(), nil
 	}
 	// What no browser of the key could hold stays as loaded; the rest is
 	// what the browsers hold now, the page's browser's last so it wins.
 	beyond := loaded
-	snaps := make([]*State, len(es))
+	snaps := make([]*state.State, len(es))
 	for i, e := range es {
 		err := r.withEntry(e, func(e *entry) error {
 			_, beyond = r.split(ctx, beyond, e.route)
@@ -157,12 +159,12 @@ func (r *Router) SaveState(ctx context.Context, sessionKey string) (*State, erro
 	}
 	out := beyond
 	for i := len(snaps) - 1; i >= 0; i-- {
-		out = out.merge(snaps[i])
+		out = out.Merge(snaps[i])
 	}
 	if loaded != nil {
-		r.states.put(key, out.clone())
+		r.states.put(key, out.Clone())
 	}
-	return out.clone(), nil
+	return out.Clone(), nil
 }
 
 // liveEntries are the key's browser sessions, the one its page is on
@@ -254,12 +256,12 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 	if err != nil {
 		return fmt.Errorf("hybroute: carrying the cookies from %s session %q: %w", prev.route, prev.key, err)
 	}
-	_, beyond := r.split(ctx, &State{Cookies: loaded.Cookies}, prev.route)
-	merged := beyond.merge(&State{Cookies: cookies})
-	next := loaded.clone()
+	_, beyond := r.split(ctx, &state.State{Cookies: loaded.Cookies}, prev.route)
+	merged := beyond.Merge(&state.State{Cookies: cookies})
+	next := loaded.Clone()
 	next.Cookies = merged.Cookies
 	r.states.put(key, next)
-	kept, _ := r.split(ctx, &State{Cookies: next.Cookies}, e.route)
+	kept, _ := r.split(ctx, &state.State{Cookies: next.Cookies}, e.route)
 	if err := writeCookies(ctx, e, kept.Cookies, false); err != nil {
 		return fmt.Errorf("hybroute: carrying the cookies to %s session %q: %w", e.route, e.key, err)
 	}

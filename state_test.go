@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 
@@ -17,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/route"
+	"github.com/hybroute/hybroute/state"
 )
 
 // loginSite is a loopback login page: POST /login sets a session cookie
@@ -118,7 +118,7 @@ func TestStateMovesBetweenRoutes(t *testing.T) {
 
 	t.Run("cloud to local", func(t *testing.T) {
 		res := logIn(t, w.r, "alice", page, "alice")
-		require.Equal(t, RouteCloud, res.Route)
+		require.Equal(t, route.Cloud, res.Route)
 		st, err := w.r.SaveState(testCtx(t), "alice")
 		require.NoError(t, err)
 		require.Len(t, st.Cookies, 1)
@@ -127,19 +127,19 @@ func TestStateMovesBetweenRoutes(t *testing.T) {
 		assert.True(t, st.Cookies[0].HTTPOnly)
 		require.Len(t, st.Origins, 1)
 		assert.Equal(t, origin, st.Origins[0].Origin)
-		assert.Equal(t, []StateItem{{"theme", "dark-alice"}}, st.Origins[0].LocalStorage)
-		assert.Equal(t, []StateItem{{"draft", "half-written"}}, st.Origins[0].SessionStorage)
+		assert.Equal(t, []state.Item{{Name: "theme", Value: "dark-alice"}}, st.Origins[0].LocalStorage)
+		assert.Equal(t, []state.Item{{Name: "draft", Value: "half-written"}}, st.Origins[0].SessionStorage)
 
 		path := filepath.Join(dir, "alice.json")
-		require.NoError(t, WriteStateFile(path, st))
-		loaded, err := ReadStateFile(path)
+		require.NoError(t, state.WriteFile(path, st))
+		loaded, err := state.ReadFile(path)
 		require.NoError(t, err)
 
 		_, title, _, _ := accountPage(t, local, "fresh", account)
 		require.Equal(t, "anonymous", title, "a session without the state is not logged in")
 		require.NoError(t, local.LoadState(testCtx(t), "alice-here", loaded))
 		res, title, theme, draft := accountPage(t, local, "alice-here", account)
-		assert.Equal(t, RouteLocal, res.Route)
+		assert.Equal(t, route.Local, res.Route)
 		assert.Equal(t, "logged in as alice", title)
 		assert.Equal(t, "dark-alice", theme)
 		assert.Equal(t, "half-written", draft)
@@ -148,17 +148,17 @@ func TestStateMovesBetweenRoutes(t *testing.T) {
 
 	t.Run("local to cloud", func(t *testing.T) {
 		res := logIn(t, local, "bob", page, "bob")
-		require.Equal(t, RouteLocal, res.Route)
+		require.Equal(t, route.Local, res.Route)
 		st, err := local.SaveState(testCtx(t), "bob")
 		require.NoError(t, err)
 		path := filepath.Join(dir, "bob.json")
-		require.NoError(t, WriteStateFile(path, st))
-		loaded, err := ReadStateFile(path)
+		require.NoError(t, state.WriteFile(path, st))
+		loaded, err := state.ReadFile(path)
 		require.NoError(t, err)
 
 		require.NoError(t, w.r.LoadState(testCtx(t), "bob-there", loaded))
 		res, title, theme, draft := accountPage(t, w.r, "bob-there", account)
-		assert.Equal(t, RouteCloud, res.Route)
+		assert.Equal(t, route.Cloud, res.Route)
 		assert.False(t, res.FallbackFromCloud)
 		assert.Equal(t, "logged in as bob", title)
 		assert.Equal(t, "dark-bob", theme)
@@ -183,7 +183,7 @@ func TestStateFollowsFallback(t *testing.T) {
 	w.api.OnCreate(cloudtest.RateLimited("17"))
 	res, title, theme, _ := accountPage(t, w.r, "carol-again", account)
 	require.True(t, res.FallbackFromCloud, "the provider refused: the call fell back")
-	assert.Equal(t, RouteLocal, res.Route)
+	assert.Equal(t, route.Local, res.Route)
 	assert.Equal(t, "logged in as carol", title)
 	assert.Equal(t, "dark-carol", theme)
 }
@@ -197,7 +197,7 @@ func TestStateFollowsRouteChange(t *testing.T) {
 	login := newLoginSite()
 	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
 	ctx := testCtx(t)
-	require.NoError(t, w.r.LoadState(ctx, "dave", &State{}))
+	require.NoError(t, w.r.LoadState(ctx, "dave", &state.State{}))
 	// The cloud session logs in; a call on a private page moves the key
 	// to the sidecar, which gets the cookie.
 	logIn(t, w.r, "dave", w.site.url(publicHost, "/login-page"), "dave")
@@ -210,11 +210,11 @@ func TestStateFollowsRouteChange(t *testing.T) {
 
 	// A cookie the sidecar gets for a public host goes back with it.
 	e := liveEntry(t, w.r, "dave"+LocalSuffix)
-	require.NoError(t, writeCookies(ctx, e, []StateCookie{{Name: "pref", Value: "v1", Domain: publicHost, Path: "/", Expires: -1}}, false))
+	require.NoError(t, writeCookies(ctx, e, []state.Cookie{{Name: "pref", Value: "v1", Domain: publicHost, Path: "/", Expires: -1}}, false))
 	res, err = w.r.Navigate(ctx, "dave", w.site.url(publicHost, "/account"), nil)
 	require.NoError(t, err)
 	require.True(t, res.PageChanged)
-	require.Equal(t, RouteCloud, res.Route)
+	require.Equal(t, route.Cloud, res.Route)
 	assert.Contains(t, cookieNames(t, w.r, "dave"), "pref@"+publicHost, "the sidecar's cookie followed the key back to the cloud")
 }
 
@@ -228,29 +228,29 @@ func TestStateLocalCookiesStayOffCloud(t *testing.T) {
 	debug := &logBuffer{}
 	w := newWorld(t, cloudtest.Browserbase, WithLogger(slog.New(slog.NewTextHandler(debug, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := testCtx(t)
-	st := &State{
-		Cookies: []StateCookie{
+	st := &state.State{
+		Cookies: []state.Cookie{
 			{Name: "pub", Value: "p", Domain: "." + publicHost, Path: "/", Expires: -1},
 			{Name: "loop", Value: "secret-loop", Domain: "localhost", Path: "/", Expires: -1},
 			{Name: "lan", Value: "secret-lan", Domain: "10.1.2.3", Path: "/", Expires: -1},
 			{Name: "corp", Value: "secret-corp", Domain: ".public.internal", Path: "/", Expires: -1},
 			{Name: "unknown", Value: "secret-unknown", Domain: "no-answer.example", Path: "/", Expires: -1},
 		},
-		Origins: []StateOrigin{
-			{Origin: w.site.url(publicHost, ""), LocalStorage: []StateItem{{"k", "public"}}},
-			{Origin: w.site.URL, LocalStorage: []StateItem{{"k", "secret-origin"}}},
+		Origins: []state.Origin{
+			{Origin: w.site.url(publicHost, ""), LocalStorage: []state.Item{{Name: "k", Value: "public"}}},
+			{Origin: w.site.URL, LocalStorage: []state.Item{{Name: "k", Value: "secret-origin"}}},
 		},
 	}
 	require.NoError(t, w.r.LoadState(ctx, "erin", st))
 	res, err := w.r.Navigate(ctx, "erin", w.site.url(publicHost, "/x"), nil)
 	require.NoError(t, err)
-	require.Equal(t, RouteCloud, res.Route)
+	require.Equal(t, route.Cloud, res.Route)
 	assert.Equal(t, []string{"pub@." + publicHost}, cookieNames(t, w.r, "erin"), "only the public host's cookie is in the cloud browser")
 	assert.False(t, w.site.reached("/"), "loading the storage sent no request to the site")
 
 	res, err = w.r.Navigate(ctx, "erin", w.site.URL+"/here", nil)
 	require.NoError(t, err)
-	require.Equal(t, RouteLocal, res.Route)
+	require.Equal(t, route.Local, res.Route)
 	assert.ElementsMatch(t, []string{"pub@." + publicHost, "loop@localhost", "lan@10.1.2.3", "corp@.public.internal", "unknown@no-answer.example"},
 		cookieNames(t, w.r, "erin"+LocalSuffix), "the sidecar holds them all")
 
@@ -310,62 +310,14 @@ func TestParseStateRefusesBadInput(t *testing.T) {
 		"storage as text":  `{"origins": [{"origin": "https://x.test", "localStorage": "secret-value"}]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := ParseState([]byte(in))
-			require.ErrorIs(t, err, ErrBadState)
+			_, err := state.Parse([]byte(in))
+			require.ErrorIs(t, err, state.ErrInvalid)
 			assert.NotContains(t, err.Error(), "secret-value", "the error names no value")
 		})
 	}
-	r, err := New(nil, WithInitialState(&State{Cookies: []StateCookie{{Name: "a", Value: "b"}}}))
-	require.ErrorIs(t, err, ErrBadState, "New checks WithInitialState")
+	r, err := New(nil, WithInitialState(&state.State{Cookies: []state.Cookie{{Name: "a", Value: "b"}}}))
+	require.ErrorIs(t, err, state.ErrInvalid, "New checks WithInitialState")
 	assert.Nil(t, r)
-}
-
-func TestParseStateReadsPlaywrightFiles(t *testing.T) {
-	t.Parallel()
-	// As Playwright writes it, with fields hybroute has no use for.
-	st, err := ParseState([]byte(`{"cookies": [{"name": "sid", "value": "v", "domain": ".example.com", "path": "/",
-		"expires": 1893456000.5, "httpOnly": true, "secure": true, "sameSite": "None", "partitionKey": "x"}],
-		"origins": [{"origin": "HTTPS://Example.com:443", "localStorage": [{"name": "a", "value": "b"}], "indexedDB": []}]}`))
-	require.NoError(t, err)
-	assert.Equal(t, StateCookie{Name: "sid", Value: "v", Domain: ".example.com", Path: "/", Expires: 1893456000.5,
-		HTTPOnly: true, Secure: true, SameSite: "None"}, st.Cookies[0])
-	assert.Equal(t, "https://example.com", st.Origins[0].Origin, "the origin as the browser writes it")
-	assert.Nil(t, st.Origins[0].SessionStorage)
-}
-
-func TestWriteStateFileIsPrivate(t *testing.T) {
-	t.Parallel()
-	path := filepath.Join(t.TempDir(), "state.json")
-	require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
-	st := &State{Cookies: []StateCookie{{Name: "sid", Value: "v", Domain: "x.test", Path: "/", Expires: -1, SameSite: "Lax"}}}
-	require.NoError(t, WriteStateFile(path, st))
-	fi, err := os.Stat(path)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "a state file holds credentials")
-	b, err := os.ReadFile(path)
-	require.NoError(t, err)
-	assert.Contains(t, string(b), `"origins": []`, "empty lists, as Playwright writes them")
-	back, err := ParseState(b)
-	require.NoError(t, err)
-	assert.Equal(t, st.Cookies, back.Cookies)
-	entries, err := os.ReadDir(filepath.Dir(path))
-	require.NoError(t, err)
-	assert.Len(t, entries, 1, "no temporary file is left")
-}
-
-func TestStateIsNeverLogged(t *testing.T) {
-	t.Parallel()
-	var buf strings.Builder
-	log := slog.New(slog.NewTextHandler(&buf, nil))
-	st := &State{Cookies: []StateCookie{{Name: "sid", Value: "secret-cookie", Domain: "x.test", Path: "/"}},
-		Origins: []StateOrigin{{Origin: "https://x.test", LocalStorage: []StateItem{{"t", "secret-storage"}}}}}
-	log.Info("state", "state", st, "value", *st, "cookie", st.Cookies[0], "origin", st.Origins[0], "item", st.Origins[0].LocalStorage[0])
-	out := buf.String() + fmt.Sprint(st) + fmt.Sprintf("%v %+v %#v %s %v %+v %v", st, *st, st, st.Cookies[0], st.Origins, st.Origins[0].LocalStorage, []*State{st, nil})
-	assert.NotContains(t, out, "secret-")
-	assert.Contains(t, buf.String(), "state.cookies=1")
-	assert.Contains(t, out, `cookie "sid" for x.test/`)
-	var none *State
-	assert.Equal(t, "<nil>", fmt.Sprint(none))
 }
 
 // TestStateLoadsIntoALiveSession: a state loaded into a session that has
@@ -406,7 +358,7 @@ func TestStateLoadsIntoALiveSession(t *testing.T) {
 }
 
 // TestRefusedCookiesAreNamed: a cookie the browser will not take (here
-// one past ParseState's checks) fails the load with ErrBadState naming
+// one past state.Parse's checks) fails the load with state.ErrInvalid naming
 // it, and the others are set.
 func TestRefusedCookiesAreNamed(t *testing.T) {
 	t.Parallel()
@@ -417,11 +369,11 @@ func TestRefusedCookiesAreNamed(t *testing.T) {
 	_, err := r.Navigate(ctx, "k", s.url(publicHost, "/a"), nil)
 	require.NoError(t, err)
 	e := liveEntry(t, r, "k")
-	err = writeCookies(ctx, e, []StateCookie{
+	err = writeCookies(ctx, e, []state.Cookie{
 		{Name: "good", Value: "v", Domain: publicHost, Path: "/", Expires: -1},
 		{Name: "__Host-bad", Value: "secret-v", Domain: publicHost, Path: "/", Expires: -1},
 	}, false)
-	require.ErrorIs(t, err, ErrBadState)
+	require.ErrorIs(t, err, state.ErrInvalid)
 	assert.Contains(t, err.Error(), `__Host-bad@`+publicHost)
 	assert.NotContains(t, err.Error(), "secret-v")
 	assert.Equal(t, []string{"good@" + publicHost}, cookieNames(t, r, "k"))

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/hybroute/hybroute/route"
 )
 
 // SessionStatus is what [Router.Status] reports of one session key: where
@@ -13,7 +15,7 @@ type SessionStatus struct {
 	// run yet, or it was released), Route, CacheKey, the fallback fields
 	// and Browser are empty.
 	Open     bool
-	Route    Route
+	Route    route.Route
 	CacheKey string // the session key, or the key with LocalSuffix for the hybrid sidecar session
 	// Provider names the cloud provider of the Router ("" with none, "CDP
 	// override" with [WithCDPURL]), whether or not the session is on it.

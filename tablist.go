@@ -2,7 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/route"
 )
 
 // A session has a tab per browser it runs in, and the pages its pages open
@@ -29,18 +29,11 @@ import (
 //
 // See docs/decisions/2026-12-02-a-session-switches-its-front-tab.md.
 
-// ErrNoSuchTab is returned for a tab id the session does not have.
-var ErrNoSuchTab = errors.New("hybroute: the session has no such tab")
-
-// ErrLastTab is returned by [Router.CloseTab] for the only tab of a
-// session's browser: release the session instead.
-var ErrLastTab = errors.New("hybroute: it is the only tab of the session's browser")
-
 // Tab is one page of a session, as [Router.Tabs] lists it.
 type Tab struct {
-	ID    string // the browser's target id
-	Route Route  // the browser it is in (RouteLocal for a fallback too)
-	URL   string // its main frame's URL as the browser reports it (as LandedURL, not redacted)
+	ID    string      // the browser's target id
+	Route route.Route // the browser it is in (route.Local for a fallback too)
+	URL   string      // its main frame's URL as the browser reports it (as LandedURL, not redacted)
 	Title string
 	// Front: calls on its browser run in it. Current: it is the front tab
 	// of the browser the session's calls run in now.
@@ -54,7 +47,7 @@ func (r *Router) Tabs(ctx context.Context, sessionKey string) ([]Tab, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur := r.pol.cacheKey(key, RouteCloud)
+	cur := r.pol.cacheKey(key, route.Cloud)
 	if route, ok := r.lastRoute(key); ok {
 		cur = r.pol.cacheKey(key, route)
 	}
@@ -129,7 +122,7 @@ func (r *Router) holding(key string, id target.ID) (*entry, func(), error) {
 // browser the one the session's next calls run in. It returns the route of
 // that browser. It runs no call: the next call runs in the tab, and the
 // landing check after it checks where the tab is.
-func (r *Router) SelectTab(ctx context.Context, sessionKey, id string) (Route, error) {
+func (r *Router) SelectTab(ctx context.Context, sessionKey, id string) (route.Route, error) {
 	key, err := normalizeKey(sessionKey)
 	if err != nil {
 		return 0, err
@@ -144,7 +137,7 @@ func (r *Router) SelectTab(ctx context.Context, sessionKey, id string) (Route, e
 	}
 	planned := e.route
 	if e.fallback {
-		planned = RouteCloud // it stands in for the cloud session, under its key
+		planned = route.Cloud // it stands in for the cloud session, under its key
 	}
 	r.remember(key, planned)
 	return e.route, nil

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The stage of a step, not the order it was added in, says when it runs;
@@ -60,7 +61,7 @@ func TestTeardownRunsByStageOnce(t *testing.T) {
 func TestDropMarksTheSessionReleased(t *testing.T) {
 	t.Parallel()
 	r := newTestRouter(t, nil)
-	e := &entry{key: "s", route: RouteCloud, h: browsertab.NewHandle(fakeTab{})}
+	e := &entry{key: "s", route: route.Cloud, h: browsertab.NewHandle(fakeTab{})}
 	ends := 0
 	e.ending.add(endProvider, func(context.Context) error { ends++; return nil })
 	r.mu.Lock()

@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -13,7 +12,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	itel "github.com/hybroute/hybroute/internal/telemetry"
+	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // Metrics and traces. The instruments and the bounded names they count
@@ -40,13 +41,11 @@ const (
 )
 
 // telemetry is the router's instruments (internal/telemetry) and its
-// tracer, with the provider's Name() and its request counter, which the
-// provider's and the store's decorators record on.
+// tracer, with the provider's Name().
 type telemetry struct {
 	*itel.Metrics
-	tracer           trace.Tracer
-	provider         string // the provider's Name(), "" without one
-	providerRequests metric.Int64Counter
+	tracer   trace.Tracer
+	provider string // the provider's Name(), "" without one
 }
 
 // newTelemetry makes the instruments and the tracer on the providers the
@@ -55,13 +54,13 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	m := itel.New(mp, provider, RouteCloud.String(), RouteLocal.String())
-	return &telemetry{Metrics: m, tracer: tp.Tracer(itel.Scope), provider: provider, providerRequests: m.ProviderRequests()}
+	m := itel.New(mp, provider, route.Cloud.String(), route.Local.String())
+	return &telemetry{Metrics: m, tracer: tp.Tracer(itel.Scope), provider: provider}
 }
 
 // countPlan counts one planned call; reason is the blocked call's leading
 // reason, 0 for a call that may run.
-func (t *telemetry) countPlan(ctx context.Context, route Route, vs []Verdict, reason Reason) {
+func (t *telemetry) countPlan(ctx context.Context, route route.Route, vs []netpolicy.Verdict, reason netpolicy.Reason) {
 	t.CountPlan(ctx, int(route), vs, reason)
 }
 
@@ -114,22 +113,6 @@ func fallbackKind(err error) string {
 	return fallbackOther
 }
 
-// providerStatus is the status attribute of a provider request: "ok", the
-// HTTP status of a refusal, or "error" when no answer came.
-func providerStatus(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var pe *provider.Error
-	if errors.As(err, &pe) && pe.Status != 0 {
-		return strconv.Itoa(pe.Status)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return "timeout"
-	}
-	return "error"
-}
-
 // sessionOpened counts an entry that the cache now holds, and makes its
 // end count it closed.
 func (t *telemetry) sessionOpened(ctx context.Context, e *entry) {
@@ -178,7 +161,7 @@ func endCall(span trace.Span, res Result, err error) {
 
 // errorKind names an error for a span's status without its text.
 func errorKind(err error) string {
-	if be, ok := errors.AsType[*BlockedError](err); ok {
+	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
 		return "blocked: " + be.Reason.String()
 	}
 	for _, k := range [...]struct {

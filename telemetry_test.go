@@ -22,6 +22,8 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // telemetryProbe is a router's metrics and spans, read in memory.
@@ -112,7 +114,7 @@ func TestTelemetryCountsDecisions(t *testing.T) {
 
 	// A metadata URL: blocked before any session exists.
 	_, err := w.r.Navigate(ctx, "a", "http://169.254.169.254/latest/meta-data/?token=secret", nil)
-	require.ErrorIs(t, err, ErrMetadata)
+	require.ErrorIs(t, err, netpolicy.ErrMetadata)
 	assert.EqualValues(t, 1, probe.value(t, itel.MetricBlocked, "reason", "metadata"))
 	assert.EqualValues(t, 1, probe.value(t, itel.MetricPlans, "route", "cloud", "class", "metadata"))
 
@@ -141,7 +143,7 @@ func TestTelemetryCountsDecisions(t *testing.T) {
 
 	// A redirect from public to private, refused by the guard.
 	_, err = w.r.Navigate(ctx, "a", w.site.url(publicHost, "/redirect-to/127.0.0.1:"+w.site.port+"/inside"), nil)
-	require.ErrorIs(t, err, ErrPrivate)
+	require.ErrorIs(t, err, netpolicy.ErrPrivate)
 	assert.EqualValues(t, 1, probe.value(t, itel.MetricRefusals, "source", "guard", "reason", "redirect_to_private"))
 
 	// The spans: one per call, the plan, the session and the provider
@@ -201,8 +203,8 @@ func backoffSeconds(t *testing.T, p *telemetryProbe) float64 {
 func TestTelemetryPlanAllocatesNothingExtra(t *testing.T) {
 	r := newTestRouter(t, &stubProvider{name: "Cloud"})
 	ctx := context.Background()
-	vs := []Verdict{{Class: ClassPublic}}
-	allocs := testing.AllocsPerRun(100, func() { r.tel.countPlan(ctx, RouteCloud, vs, ReasonMetadata) })
+	vs := []netpolicy.Verdict{{Class: netpolicy.ClassPublic}}
+	allocs := testing.AllocsPerRun(100, func() { r.tel.countPlan(ctx, route.Cloud, vs, netpolicy.ReasonMetadata) })
 	assert.Zero(t, allocs)
 	assert.False(t, strings.Contains(itel.PlanClassName(nil), "public"))
 }

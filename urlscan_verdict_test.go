@@ -10,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 )
 
 // reviewInputs are calls that hide a private or metadata URL from a naive
@@ -66,11 +69,11 @@ func TestReviewInputsNeverCleanCloud(t *testing.T) {
 			r := newTestRouter(t, &stubProvider{name: "C"})
 			key := fmt.Sprintf("review-%d", i)
 			p, err := r.Plan(ctx, key, tc.code)
-			require.False(t, err == nil && p.Route == RouteCloud,
+			require.False(t, err == nil && p.Route == route.Cloud,
 				"a clean cloud route for %q (urls %q)", tc.code, ScanURLs(tc.code))
 			if tc.metadata {
 				require.Error(t, err)
-				assert.ErrorIs(t, err, ErrMetadata)
+				assert.ErrorIs(t, err, netpolicy.ErrMetadata)
 			}
 		})
 	}
@@ -91,7 +94,7 @@ func TestReviewControlsStayOnCloud(t *testing.T) {
 		r := newTestRouter(t, &stubProvider{name: "C"})
 		p, err := r.Plan(ctx, fmt.Sprintf("control-%d", i), code)
 		require.NoError(t, err, "code %q", code)
-		assert.Equal(t, RouteCloud, p.Route, "code %q: urls %q", code, ScanURLs(code))
+		assert.Equal(t, route.Cloud, p.Route, "code %q: urls %q", code, ScanURLs(code))
 	}
 }
 
@@ -135,11 +138,11 @@ func TestLiteralClassesThroughPlan(t *testing.T) {
 			p, err := r.Plan(ctx, fmt.Sprintf("class-%d", i), tc.code)
 			if tc.metadata {
 				require.Error(t, err, "code %q: urls %q", tc.code, ScanURLs(tc.code))
-				assert.ErrorIs(t, err, ErrMetadata)
+				assert.ErrorIs(t, err, netpolicy.ErrMetadata)
 				return
 			}
 			require.NoError(t, err, "code %q", tc.code)
-			assert.Equal(t, RouteLocal, p.Route, "code %q: urls %q", tc.code, ScanURLs(tc.code))
+			assert.Equal(t, route.Local, p.Route, "code %q: urls %q", tc.code, ScanURLs(tc.code))
 		})
 	}
 }
@@ -152,18 +155,18 @@ func TestDataURLsThroughNavigate(t *testing.T) {
 	meta := "data:text/html;base64," + base64.StdEncoding.EncodeToString([]byte(`<img src="http://169.254.169.254/">`))
 	_, err := r.Navigate(ctx, "nav", meta, nil)
 	require.Error(t, err)
-	assert.ErrorIs(t, err, ErrMetadata)
+	assert.ErrorIs(t, err, netpolicy.ErrMetadata)
 
 	_, err = r.Navigate(ctx, "nav", "data:text/html;base64,@@@", nil)
 	require.Error(t, err, "an undecodable data: URL fails closed")
-	assert.ErrorIs(t, err, ErrInvalidURL)
+	assert.ErrorIs(t, err, netpolicy.ErrInvalidURL)
 
 	// The plan the navigation runs on: the data: URL has no route of its
 	// own, the loopback URL inside it sends the call local.
 	p, err := r.plan(ctx, "nav", []string{"data:text/html," + url.PathEscape(`<img src="http://127.0.0.1/">`)}, true)
 	require.NoError(t, err)
-	assert.Equal(t, RouteLocal, p.Route)
+	assert.Equal(t, route.Local, p.Route)
 	require.Len(t, p.Verdicts, 2)
-	assert.Equal(t, ClassNoRoute, p.Verdicts[0].Class)
-	assert.Equal(t, ClassPrivate, p.Verdicts[1].Class)
+	assert.Equal(t, netpolicy.ClassNoRoute, p.Verdicts[0].Class)
+	assert.Equal(t, netpolicy.ClassPrivate, p.Verdicts[1].Class)
 }

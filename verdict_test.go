@@ -10,6 +10,8 @@ import (
 
 	"github.com/hybroute/hybroute/internal/dnstest"
 	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // staticResolver answers from a table, as a resolver that already has the
@@ -21,7 +23,7 @@ func addrs(ss ...string) []netip.Addr { return dnstest.Addrs(ss...) }
 // testResolver holds the names the verdict tests decide.
 var testResolver = dnstest.Examples
 
-func newTestRouter(t testing.TB, p Provider, opts ...Option) *Router {
+func newTestRouter(t testing.TB, p provider.Provider, opts ...Option) *Router {
 	t.Helper()
 	opts = append([]Option{WithResolver(testResolver), WithEgressDialer(loopbackDialer(t))}, opts...)
 	r, err := New(p, opts...)
@@ -35,18 +37,18 @@ func TestVerdictAllowedScheme(t *testing.T) {
 	p := &stubProvider{name: "Cloud"}
 	r := newTestRouter(t, p, WithAllowedSchemes("file:"))
 	v := r.verdict(context.Background(), "file:///etc/hostname")
-	assert.Equal(t, ClassPrivate, v.Class, "a file: URL reads this machine: local only")
+	assert.Equal(t, netpolicy.ClassPrivate, v.Class, "a file: URL reads this machine: local only")
 	assert.NoError(t, v.Err)
 	assert.True(t, r.HybridRoutesLocally(context.Background(), "file:///etc/hostname"))
 
 	strict := newTestRouter(t, p, WithAllowedSchemes("file"), WithAutoLocalForPrivateURLs(false))
-	assert.ErrorIs(t, strict.verdict(context.Background(), "file:///etc/hostname").Err, ErrPrivate,
+	assert.ErrorIs(t, strict.verdict(context.Background(), "file:///etc/hostname").Err, netpolicy.ErrPrivate,
 		"an allowed scheme is still private where private URLs are rejected")
 }
 
 func TestRouteString(t *testing.T) {
 	t.Parallel()
-	for r, want := range map[Route]string{RouteCloud: "cloud", RouteLocal: "local", Route(7): "Route(7)"} {
+	for r, want := range map[route.Route]string{route.Cloud: "cloud", route.Local: "local", route.Route(7): "Route(7)"} {
 		assert.Equal(t, want, r.String())
 	}
 }
@@ -65,7 +67,7 @@ func FuzzVerdict(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, r := range routers {
 			v := r.verdict(context.Background(), raw)
-			if v.Class == ClassMetadata || v.Class == ClassInvalid {
+			if v.Class == netpolicy.ClassMetadata || v.Class == netpolicy.ClassInvalid {
 				if v.Err == nil {
 					t.Fatalf("%q: %v verdict is routable", raw, v.Class)
 				}
@@ -77,7 +79,7 @@ func FuzzVerdict(f *testing.F) {
 				t.Fatalf("%q: class %v disagrees with its addresses %v", raw, v.Class, v.Addrs)
 			}
 			for _, a := range v.Addrs {
-				if ClassifyAddr(a) == ClassMetadata && v.Err == nil {
+				if netpolicy.ClassifyAddr(a) == netpolicy.ClassMetadata && v.Err == nil {
 					t.Fatalf("%q: metadata address %v not blocked", raw, a)
 				}
 			}

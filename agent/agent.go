@@ -38,6 +38,8 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/route"
+	"github.com/hybroute/hybroute/state"
 )
 
 // Router is what the toolset needs from a router: every method of
@@ -53,12 +55,12 @@ type Router interface {
 	Navigate(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context, c *hybroute.Call) error, opts ...hybroute.CallOption) (hybroute.Result, error)
 	Release(ctx context.Context, sessionKey string) error
 	AnswerDialog(ctx context.Context, sessionKey string, accept bool, promptText string) (hybroute.Dialog, error)
-	SaveState(ctx context.Context, sessionKey string) (*hybroute.State, error)
-	LoadState(ctx context.Context, sessionKey string, st *hybroute.State) error
+	SaveState(ctx context.Context, sessionKey string) (*state.State, error)
+	LoadState(ctx context.Context, sessionKey string, st *state.State) error
 	Status(ctx context.Context, sessionKey string) (hybroute.SessionStatus, error)
 	Rules() hybroute.Rules
 	Tabs(ctx context.Context, sessionKey string) ([]hybroute.Tab, error)
-	SelectTab(ctx context.Context, sessionKey, id string) (hybroute.Route, error)
+	SelectTab(ctx context.Context, sessionKey, id string) (route.Route, error)
 	CloseTab(ctx context.Context, sessionKey, id string) error
 }
 
@@ -102,7 +104,7 @@ type Where struct {
 	// Ran is false for a call refused before any browser ran it (a blocked
 	// URL literal, a bad argument); the other fields are then empty.
 	Ran   bool
-	Route hybroute.Route
+	Route route.Route
 	// FallbackFromCloud: the cloud provider could not give this session a
 	// browser, and the call ran on local Chromium in its place.
 	FallbackFromCloud bool

@@ -20,6 +20,7 @@ import (
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/route"
 )
 
 // callTool runs one tool call with a deadline and fails the test on a Go
@@ -149,7 +150,7 @@ func TestToolsetOnLocalChromium(t *testing.T) {
 	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": "localhost:" + site.Port}))
 	assert.Equal(t, "http://localhost:"+site.Port+"/", nav.Where.URL)
 	assert.Equal(t, "Corner Shop", nav.Where.Title)
-	assert.Equal(t, hybroute.RouteLocal, nav.Where.Route)
+	assert.Equal(t, route.Local, nav.Where.Route)
 	assert.Contains(t, nav.Text, "completed from")
 	assert.Contains(t, nav.Text, "Browser: the local browser")
 
@@ -283,7 +284,7 @@ func TestPageChangesBrowsers(t *testing.T) {
 	const s = "hybrid"
 
 	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/")}))
-	assert.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	assert.Equal(t, route.Cloud, nav.Where.Route)
 	assert.Contains(t, nav.Text, "Browser: the cloud browser")
 	hits := site.Hits()
 	require.NotEmpty(t, hits)
@@ -291,7 +292,7 @@ func TestPageChangesBrowsers(t *testing.T) {
 
 	// A URL-less content call stays where the page is.
 	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
-	assert.Equal(t, hybroute.RouteCloud, snap.Where.Route)
+	assert.Equal(t, route.Cloud, snap.Where.Route)
 	assert.False(t, snap.Where.PageChanged)
 	assert.Contains(t, snap.Text, "Corner Shop")
 
@@ -301,21 +302,21 @@ func TestPageChangesBrowsers(t *testing.T) {
 	hits = site.Hits()
 	assert.Equal(t, "/api/stock", hits[len(hits)-1].Path)
 	assert.NotEqual(t, agenttest.CloudUA, hits[len(hits)-1].UA, "the local browser fetched it")
-	assert.Equal(t, hybroute.RouteLocal, ex.Where.Route)
+	assert.Equal(t, route.Local, ex.Where.Route)
 	assert.True(t, ex.Where.PageChanged)
 	assert.Contains(t, ex.Text, "the page changed browsers")
 	assert.Equal(t, "about:blank", ex.Where.URL, "the local tab has no page yet")
 
 	// The session follows: the next URL-less call runs locally, no change.
 	snap = mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
-	assert.Equal(t, hybroute.RouteLocal, snap.Where.Route)
+	assert.Equal(t, route.Local, snap.Where.Route)
 	assert.False(t, snap.Where.PageChanged)
 
 	// Navigating to a private page stays local; back to public moves again.
 	nav = mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("localhost", "/page2")}))
-	assert.Equal(t, hybroute.RouteLocal, nav.Where.Route)
+	assert.Equal(t, route.Local, nav.Where.Route)
 	nav = mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/page2")}))
-	assert.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	assert.Equal(t, route.Cloud, nav.Where.Route)
 	assert.True(t, nav.Where.PageChanged)
 }
 
@@ -330,7 +331,7 @@ func TestFallbackIsReported(t *testing.T) {
 
 	nav := mustOK(t, callTool(t, ts, "rl", "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/")}))
 	assert.True(t, nav.Where.FallbackFromCloud)
-	assert.Equal(t, hybroute.RouteLocal, nav.Where.Route)
+	assert.Equal(t, route.Local, nav.Where.Route)
 	assert.Contains(t, nav.Text, "fallback from cloud")
 	assert.Contains(t, nav.Where.FallbackReason, "429", "the model is told why")
 	assert.Contains(t, nav.Text, nav.Where.FallbackReason)

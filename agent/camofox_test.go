@@ -6,14 +6,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/camofoxtest"
 	"github.com/hybroute/hybroute/internal/testenv"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestCamofoxToolset: the toolset drives a page on Camofox (a stand-in of
@@ -29,7 +28,7 @@ func TestCamofoxToolset(t *testing.T) {
 	const s = "fox"
 
 	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/")}))
-	assert.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	assert.Equal(t, route.Cloud, nav.Where.Route)
 	assert.Equal(t, site.URL(agenttest.PublicHost, "/"), nav.Where.URL)
 	hits := site.Hits()
 	require.NotEmpty(t, hits)
@@ -78,7 +77,7 @@ func TestCamofoxToolset(t *testing.T) {
 
 	back := mustOK(t, callTool(t, ts, s, "browser_back", nil))
 	assert.Equal(t, site.URL(agenttest.PublicHost, "/"), back.Where.URL)
-	assert.Equal(t, hybroute.RouteCloud, back.Where.Route)
+	assert.Equal(t, route.Cloud, back.Where.Route)
 
 	con := callTool(t, ts, s, "browser_console", nil)
 	assert.True(t, con.IsError)
@@ -91,7 +90,7 @@ func TestCamofoxToolset(t *testing.T) {
 	// The verdicts still decide: private runs locally, metadata nowhere.
 	before := len(cf.Requests())
 	loc := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/page2")}))
-	assert.Equal(t, hybroute.RouteLocal, loc.Where.Route)
+	assert.Equal(t, route.Local, loc.Where.Route)
 	hits = site.Hits()
 	assert.NotEqual(t, agenttest.CloudUA, hits[len(hits)-1].UA, "the local browser loaded it")
 	meta := callTool(t, ts, s, "browser_navigate", map[string]string{"url": "http://169.254.169.254/latest/meta-data/"})
@@ -101,7 +100,7 @@ func TestCamofoxToolset(t *testing.T) {
 
 	// Back on the cloud page: the same Camofox tab, its page kept.
 	nav = mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/page2")}))
-	assert.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	assert.Equal(t, route.Cloud, nav.Where.Route)
 	assert.True(t, nav.Where.PageChanged)
 
 	mustOK(t, callTool(t, ts, s, "browser_close", nil))

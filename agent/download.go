@@ -23,7 +23,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
-	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/route"
 )
 
 // Downloads. A click or a navigation that starts a download does not break
@@ -189,7 +189,7 @@ func (t *Toolset) denyReason(c *call) string {
 	if t.cfg.downloadDir == "" {
 		return "downloads are off: the operator set no download directory (hybroute mcp --download-dir), so the browser refused the file"
 	}
-	if c.h.Route() != hybroute.RouteLocal {
+	if c.h.Route() != route.Local {
 		return "the page is in the cloud browser, which runs on the provider's machine: downloads are saved from the local browser only, so it refused the file"
 	}
 	return ""

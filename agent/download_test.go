@@ -11,12 +11,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/route"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // downloadSite serves a page of download links on 127.0.0.1:
@@ -174,10 +173,10 @@ func TestDownloadsOnTheCloud(t *testing.T) {
 	ts := newToolset(t, r, agent.WithDownloadDir(dir))
 	const s = "cloud-dl"
 	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": "http://" + agenttest.PublicHost + ":" + port + "/"}))
-	require.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	require.Equal(t, route.Cloud, nav.Where.Route)
 
 	click := mustOK(t, clickLink(t, ts, s, "Report"))
-	assert.Equal(t, hybroute.RouteCloud, click.Where.Route)
+	assert.Equal(t, route.Cloud, click.Where.Route)
 	t.Log(click.Text)
 	assert.Contains(t, click.Text, `"re port.csv" refused`)
 	assert.Contains(t, click.Text, "the cloud browser")
@@ -188,7 +187,7 @@ func TestDownloadsOnTheCloud(t *testing.T) {
 
 	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": "http://" + agenttest.PublicHost + ":" + port + "/"}))
 	pdf := mustOK(t, callTool(t, ts, s, "browser_pdf_save", nil))
-	assert.Equal(t, hybroute.RouteCloud, pdf.Where.Route)
+	assert.Equal(t, route.Cloud, pdf.Where.Route)
 	assert.Contains(t, pdf.Text, filepath.Join(dir, "Files.pdf"))
 	assert.Equal(t, []string{"Files.pdf"}, dirNames(t, dir))
 }

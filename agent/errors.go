@@ -11,6 +11,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -56,8 +57,8 @@ func describe(err error, c *call, key string) string {
 			msg += " (no Chromium is installed on this machine)"
 		}
 		return msg + ". Retrying later may work; tell the user if it keeps failing."
-	case errors.Is(err, hybroute.ErrTooManyHosts):
-		return strings.TrimPrefix(deepest(err, hybroute.ErrTooManyHosts), "hybroute: ") +
+	case errors.Is(err, netpolicy.ErrTooManyHosts):
+		return strings.TrimPrefix(deepest(err, netpolicy.ErrTooManyHosts), "hybroute: ") +
 			". Nothing ran and no page was opened: split the work into calls that each name fewer hosts."
 	case errors.Is(err, hybroute.ErrNoChromium):
 		return "no local browser is available: Chromium is not installed on this machine. Tell the user."
@@ -106,16 +107,16 @@ func busyText(err error) string {
 	return msg + after
 }
 
-// blockedErrors collects every *hybroute.BlockedError in err's tree: a call
+// blockedErrors collects every *netpolicy.BlockedError in err's tree: a call
 // with several refused URLs joins their errors.
-func blockedErrors(err error) []*hybroute.BlockedError {
-	var out []*hybroute.BlockedError
+func blockedErrors(err error) []*netpolicy.BlockedError {
+	var out []*netpolicy.BlockedError
 	var walk func(error)
 	walk = func(e error) {
 		if e == nil {
 			return
 		}
-		if b, ok := e.(*hybroute.BlockedError); ok {
+		if b, ok := e.(*netpolicy.BlockedError); ok {
 			for _, have := range out {
 				if have.URL == b.URL && have.Reason == b.Reason {
 					return
@@ -138,13 +139,13 @@ func blockedErrors(err error) []*hybroute.BlockedError {
 }
 
 // reason says why a URL is blocked, completing "<url> ...".
-func reason(b *hybroute.BlockedError) string {
+func reason(b *netpolicy.BlockedError) string {
 	switch {
-	case errors.Is(b, hybroute.ErrMetadata):
+	case errors.Is(b, netpolicy.ErrMetadata):
 		return "targets a cloud metadata endpoint (never opened, by any browser)"
-	case errors.Is(b, hybroute.ErrSecretInURL):
+	case errors.Is(b, netpolicy.ErrSecretInURL):
 		return "carries a credential in the URL, and this configuration has no local browser to open such a URL on (it is never sent to a cloud browser)"
-	case errors.Is(b, hybroute.ErrPrivate):
+	case errors.Is(b, netpolicy.ErrPrivate):
 		if b.Detail != nil {
 			return "targets a private or internal address (" + b.Detail.Error() + ")"
 		}
@@ -156,13 +157,13 @@ func reason(b *hybroute.BlockedError) string {
 }
 
 // advice says what the model can do about a blocked URL.
-func advice(b *hybroute.BlockedError) string {
+func advice(b *netpolicy.BlockedError) string {
 	switch {
-	case errors.Is(b, hybroute.ErrMetadata):
+	case errors.Is(b, netpolicy.ErrMetadata):
 		return "Do not retry it; no setting allows it."
-	case errors.Is(b, hybroute.ErrPrivate):
+	case errors.Is(b, netpolicy.ErrPrivate):
 		return "Do not retry it; if the user needs this address, they must allow private addresses in the configuration."
-	case errors.Is(b, hybroute.ErrSecretInURL):
+	case errors.Is(b, netpolicy.ErrSecretInURL):
 		return "Do not retry it with the credential in the URL; if the user needs it, they must allow secrets in URLs in the configuration."
 	}
 	return "Check the URL's spelling (scheme, host, port)."

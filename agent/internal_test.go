@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -105,8 +106,8 @@ func TestTruncate(t *testing.T) {
 }
 
 func TestDescribeErrors(t *testing.T) {
-	meta := &hybroute.BlockedError{URL: "http://169.254.169.254/", Class: hybroute.ClassMetadata, Reason: hybroute.ReasonMetadata}
-	priv := &hybroute.BlockedError{URL: "http://10.0.0.1/", Class: hybroute.ClassPrivate, Reason: hybroute.ReasonPrivate}
+	meta := &netpolicy.BlockedError{URL: "http://169.254.169.254/", Class: netpolicy.ClassMetadata, Reason: netpolicy.ReasonMetadata}
+	priv := &netpolicy.BlockedError{URL: "http://10.0.0.1/", Class: netpolicy.ClassPrivate, Reason: netpolicy.ReasonPrivate}
 	joined := fmt.Errorf("hybroute: call on cloud session %q: %w", "k::local", errors.Join(meta, priv))
 	text := describe(joined, &call{}, "k")
 	assert.Equal(t, "blocked: http://169.254.169.254/ targets a cloud metadata endpoint (never opened, by any browser); no browser opened it. Do not retry it; no setting allows it.\n"+
@@ -122,7 +123,7 @@ func TestDescribeErrors(t *testing.T) {
 	assert.Contains(t, text, "no Chromium is installed")
 	assert.NotContains(t, text, `session "k"`)
 
-	many := fmt.Errorf("hybroute: plan: %w", fmt.Errorf("%w: the call names 5000 hosts to resolve, the limit is 4096 (WithMaxHostsPerCall)", hybroute.ErrTooManyHosts))
+	many := fmt.Errorf("hybroute: plan: %w", fmt.Errorf("%w: the call names 5000 hosts to resolve, the limit is 4096 (WithMaxHostsPerCall)", netpolicy.ErrTooManyHosts))
 	assert.Equal(t, "too many hosts in one call: the call names 5000 hosts to resolve, the limit is 4096 (WithMaxHostsPerCall). "+
 		"Nothing ran and no page was opened: split the work into calls that each name fewer hosts.", describe(many, &call{}, "k"))
 

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // browser_network_requests lists the requests of the session's tab since
@@ -262,7 +263,7 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 
 // refusalWhy says why the guard refused a request, for the model.
 func refusalWhy(x hybroute.Refusal) string {
-	var be *hybroute.BlockedError
+	var be *netpolicy.BlockedError
 	if errors.As(x.Err, &be) {
 		return "it " + reason(be)
 	}

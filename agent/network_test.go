@@ -9,12 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/route"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // networkSite serves a page that fetches an API (with a token in its
@@ -102,9 +101,9 @@ func TestNetworkRequestsOnTheCloud(t *testing.T) {
 	ts := newToolset(t, r)
 	const s = "net-cloud"
 	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": "http://" + agenttest.PublicHost + ":" + port + "/"}))
-	require.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	require.Equal(t, route.Cloud, nav.Where.Route)
 	res := requestsUntil(t, ts, s, "(fetch): 200", "refused by the guard")
 	t.Log(res.Text)
-	assert.Equal(t, hybroute.RouteCloud, res.Where.Route)
+	assert.Equal(t, route.Cloud, res.Where.Route)
 	assert.Contains(t, res.Text, "- GET http://127.0.0.1:"+port+"/api (fetch): refused by the guard: it targets a private or internal address")
 }

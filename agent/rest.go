@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -78,7 +79,7 @@ func refusedAction(err error) error {
 // readErr marks a refusal to read a page at a blocked address: nothing
 // was read from it.
 func readErr(err error) error {
-	var b *hybroute.BlockedError
+	var b *netpolicy.BlockedError
 	if errors.As(err, &b) {
 		return &pageBlockedError{err: err}
 	}

@@ -7,12 +7,11 @@ import (
 	"image/png"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/route"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // decodeShot decodes the one image of a screenshot result in the format
@@ -103,10 +102,10 @@ func TestScreenshotShapesOnTheCloud(t *testing.T) {
 	ts := newToolset(t, r)
 	const s = "cloud-shots"
 	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/")}))
-	require.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	require.Equal(t, route.Cloud, nav.Where.Route)
 	base, _ := decodeShot(t, mustOK(t, callTool(t, ts, s, "browser_screenshot", nil)))
 	res := mustOK(t, callTool(t, ts, s, "browser_screenshot", map[string]any{"format": "jpeg", "max_width": base.Bounds().Dx() / 2}))
-	assert.Equal(t, hybroute.RouteCloud, res.Where.Route)
+	assert.Equal(t, route.Cloud, res.Where.Route)
 	img, mime := decodeShot(t, res)
 	assert.Equal(t, "image/jpeg", mime)
 	assert.LessOrEqual(t, img.Bounds().Dx(), base.Bounds().Dx()/2)

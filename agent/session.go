@@ -18,6 +18,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/route"
 )
 
 // session is the toolset's memory of one session key: which browser session
@@ -382,9 +383,9 @@ func dialogLines(ds []hybroute.Dialog) string {
 // routeName names where a call ran, for the model.
 func routeName(w Where) string {
 	switch {
-	case w.Route == hybroute.RouteLocal && w.FallbackFromCloud:
+	case w.Route == route.Local && w.FallbackFromCloud:
 		return "the local browser (Chromium on this machine), standing in for the cloud browser"
-	case w.Route == hybroute.RouteLocal:
+	case w.Route == route.Local:
 		return "the local browser (Chromium on this machine)"
 	}
 	return "the cloud browser"

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/state"
 )
 
 // The storage-state tools: browser_state_save writes the session's login
@@ -92,7 +93,7 @@ func (t *Toolset) stateSave(ctx context.Context, _ *session, key string, args js
 	if err != nil {
 		return toolError("saving the state failed: " + scrubKey(innermost(err), key))
 	}
-	if err := hybroute.WriteStateFile(path, st); err != nil {
+	if err := state.WriteFile(path, st); err != nil {
 		return toolError("writing the state " + quote(name, 80) + " failed: " + pathFree(err))
 	}
 	return Result{Text: fmt.Sprintf("Saved this session's state as %s: %d cookies, %d origins with storage.", quote(name, 80), len(st.Cookies), len(st.Origins))}
@@ -110,7 +111,7 @@ func (t *Toolset) stateLoad(ctx context.Context, _ *session, key string, args js
 	if err != nil {
 		return toolError("reading the state " + quote(name, 80) + " failed: " + pathFree(err))
 	}
-	st, err := hybroute.ParseState(b) // its errors name no path and no value
+	st, err := state.Parse(b) // its errors name no path and no value
 	if err != nil {
 		return toolError("the state " + quote(name, 80) + " cannot be loaded: " + err.Error())
 	}
@@ -121,7 +122,7 @@ func (t *Toolset) stateLoad(ctx context.Context, _ *session, key string, args js
 		quote(name, 80), len(st.Cookies), len(st.Origins))}
 }
 
-// maxStateFile bounds what is read of a state file; ParseState refuses
+// maxStateFile bounds what is read of a state file; state.Parse refuses
 // what is larger.
 const maxStateFile = 16<<20 + 1
 

@@ -5,12 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestStateTools: a session's login saved with browser_state_save under a
@@ -36,7 +35,7 @@ func TestStateTools(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(dir, "shop.json"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-	st, err := hybroute.ReadStateFile(filepath.Join(dir, "shop.json"))
+	st, err := state.ReadFile(filepath.Join(dir, "shop.json"))
 	require.NoError(t, err)
 	require.Len(t, st.Cookies, 1)
 	assert.Equal(t, "secret-sid", st.Cookies[0].Value)

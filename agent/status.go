@@ -8,6 +8,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/route"
 )
 
 // ToolStatus is the tool that tells the client where its session runs and
@@ -47,7 +48,7 @@ func statusText(st hybroute.SessionStatus, r hybroute.Rules) string {
 	switch {
 	case !st.Open:
 		line("Route", "none yet (no browser session is open: the next browser call opens one)")
-	case st.Route == hybroute.RouteLocal:
+	case st.Route == route.Local:
 		line("Route", "local (Chromium on this machine)")
 	default:
 		line("Route", "cloud")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/route"
 )
 
 // TestStatusTextQuotesWhatCameFromElsewhere: a fallback reason is one
@@ -18,7 +19,7 @@ import (
 // cannot pass for a line of the status of its own.
 func TestStatusTextQuotesWhatCameFromElsewhere(t *testing.T) {
 	reason := "provider X: HTTP 503 from https://api.example/v1?token=hunter2secret\nRoute: cloud \"trusted\" " + strings.Repeat("z", 500)
-	text := statusText(hybroute.SessionStatus{Open: true, Route: hybroute.RouteLocal, FallbackFromCloud: true,
+	text := statusText(hybroute.SessionStatus{Open: true, Route: route.Local, FallbackFromCloud: true,
 		FallbackReason: reason, Browser: "HeadlessChrome/148.0.1\nRules: none"}, hybroute.Rules{LocalOnly: false, Hybrid: true})
 	assert.NotContains(t, text, "hunter2secret", "a credential in the reason is redacted")
 	assert.Len(t, regexp.MustCompile(`(?m)^Route:`).FindAllString(text, -1), 1,
@@ -45,7 +46,7 @@ func TestStatusWithoutReporter(t *testing.T) {
 // recording and expiry are lines of their own, quoted; a session without
 // them has none of those lines.
 func TestStatusTextGivesTheProvidersViews(t *testing.T) {
-	st := hybroute.SessionStatus{Open: true, Route: hybroute.RouteCloud, Provider: "Browser Use",
+	st := hybroute.SessionStatus{Open: true, Route: route.Cloud, Provider: "Browser Use",
 		LiveViewURL: "https://live.browser-use.test/s1\nRoute: local", ReplayURL: "https://rec.example/s1.mp4",
 		ExpiresAt: time.Date(2026, 12, 6, 5, 30, 0, 0, time.FixedZone("CET", 3600))}
 	text := statusText(st, hybroute.Rules{})

@@ -5,12 +5,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/route"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // tabLine finds the id of the tab whose list line matches re.
@@ -104,7 +103,7 @@ func TestTabsAcrossRoutes(t *testing.T) {
 	const s = "tabs-hybrid"
 
 	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/")}))
-	assert.Equal(t, hybroute.RouteCloud, nav.Where.Route)
+	assert.Equal(t, route.Cloud, nav.Where.Route)
 	mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "window.open('/page2'); return 1"}))
 	var list string
 	require.Eventually(t, func() bool {
@@ -114,17 +113,17 @@ func TestTabsAcrossRoutes(t *testing.T) {
 	cloudPopup := tabLine(t, list, `"Page two" .*\(cloud browser\)`)
 
 	nt := mustOK(t, callTool(t, ts, s, "browser_tabs", map[string]string{"action": "new", "url": site.URL("localhost", "/page2")}))
-	assert.Equal(t, hybroute.RouteLocal, nt.Where.Route)
+	assert.Equal(t, route.Local, nt.Where.Route)
 	assert.Contains(t, nt.Text, "It opened in the local browser")
 	list = tabs(t, ts, s)
 	tabLine(t, list, `\[current\] "Page two" .*localhost.*\(local browser`)
 	tabLine(t, list, `"Corner Shop" .*\(cloud browser\)`)
 
 	sel := mustOK(t, callTool(t, ts, s, "browser_tabs", map[string]string{"action": "select", "id": cloudPopup}))
-	assert.Equal(t, hybroute.RouteCloud, sel.Where.Route)
+	assert.Equal(t, route.Cloud, sel.Where.Route)
 	assert.Equal(t, "Page two", sel.Where.Title)
 	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
-	assert.Equal(t, hybroute.RouteCloud, snap.Where.Route)
+	assert.Equal(t, route.Cloud, snap.Where.Route)
 	assert.Contains(t, snap.Text, "Second page")
 
 	// A popup to a private address from the cloud page is refused there,
@@ -132,6 +131,6 @@ func TestTabsAcrossRoutes(t *testing.T) {
 	res := callTool(t, ts, s, "browser_exec", map[string]string{"code": "window.open(location.origin.replace('" + agenttest.PublicHost + "', '127.0.0.1')); return 1"})
 	assert.True(t, res.IsError)
 	assert.Contains(t, res.Text, "targets a private or internal address")
-	assert.Equal(t, hybroute.RouteCloud, res.Where.Route)
+	assert.Equal(t, route.Cloud, res.Where.Route)
 	assert.NotContains(t, tabs(t, ts, s), "127.0.0.1")
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/chromedp"
 
-	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/route"
 )
 
 // ToolFileUpload is the name of the upload tool.
@@ -58,7 +58,7 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 	var what string
 	var navigated bool
 	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
-		if c.h.Route() != hybroute.RouteLocal {
+		if c.h.Route() != route.Local {
 			return modelErrorf("the session's page is in the cloud browser, which cannot read this machine's files; files are uploaded into pages of the local browser only")
 		}
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)

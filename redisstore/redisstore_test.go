@@ -6,15 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/redistest"
 	"github.com/hybroute/hybroute/internal/storetest"
 	"github.com/hybroute/hybroute/redisstore"
+	"github.com/hybroute/hybroute/store"
+	"github.com/redis/go-redis/v9"
 )
 
-var _ hybroute.Store = (*redisstore.Store)(nil)
+var _ store.Store = (*redisstore.Store)(nil)
 
 func client(t *testing.T, addr string) *redis.Client {
 	c := redis.NewClient(&redis.Options{Addr: addr})
@@ -134,8 +133,8 @@ func BenchmarkStore(b *testing.B) {
 	ctx := context.Background()
 	for _, s := range []struct {
 		name string
-		s    hybroute.Store
-	}{{"Memory", &hybroute.MemoryStore{}}, {"Redis", redisstore.New(c)}} {
+		s    store.Store
+	}{{"Memory", &store.Memory{}}, {"Redis", redisstore.New(c)}} {
 		b.Run(s.name+"/Window", func(b *testing.B) {
 			for b.Loop() {
 				if _, _, err := s.s.Window(ctx, "p"); err != nil {

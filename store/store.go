@@ -2,7 +2,7 @@
 // on about a provider: its back-off window, the one probe that asks it
 // whether an outage is over, and the leases on its concurrent sessions.
 // A router keeps them in a [Store]: its own in-process one
-// (hybroute.MemoryStore) unless hybroute.WithStore sets another, such as
+// ([Memory]) unless hybroute.WithStore sets another, such as
 // the Redis one of github.com/hybroute/hybroute/redisstore, so that every
 // router sharing it acts as one client of the provider. A store of your
 // own implements [Store] and runs the conformance suite the library's

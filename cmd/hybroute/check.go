@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 const checkUsage = `Usage: hybroute check [flags] [URL...]
@@ -218,10 +219,10 @@ func explainAll(ctx context.Context, r *hybroute.Router, cfg *config, provider, 
 
 // verdictOf is the verdict on u as the plan of a navigation to it decides
 // it: the first of the plan's verdicts is the URL's own.
-func verdictOf(ctx context.Context, r *hybroute.Router, u string) hybroute.Verdict {
+func verdictOf(ctx context.Context, r *hybroute.Router, u string) netpolicy.Verdict {
 	p, err := r.Plan(ctx, checkSession+"-verdict", u, hybroute.Navigation())
 	if len(p.Verdicts) == 0 {
-		return hybroute.Verdict{URL: u, Class: hybroute.ClassInvalid, Err: err}
+		return netpolicy.Verdict{URL: u, Class: netpolicy.ClassInvalid, Err: err}
 	}
 	return p.Verdicts[0]
 }
@@ -229,11 +230,11 @@ func verdictOf(ctx context.Context, r *hybroute.Router, u string) hybroute.Verdi
 // explain builds the report of one URL from its verdict. Its route is the
 // Plan of a call whose only literal is the URL, on a session of its own, so
 // no URL's route leans on another's.
-func explain(ctx context.Context, r *hybroute.Router, cfg *config, provider, input string, v hybroute.Verdict, i int) urlReport {
+func explain(ctx context.Context, r *hybroute.Router, cfg *config, provider, input string, v netpolicy.Verdict, i int) urlReport {
 	u := v.URL
 	rep := urlReport{Input: input, URL: u, Host: v.Host, Class: v.Class.String(), Blocked: v.Err != nil}
 	for _, a := range v.Addrs {
-		rep.Addresses = append(rep.Addresses, addrReport{Addr: a.String(), Class: hybroute.ClassifyAddr(a).String(), Range: rangeName(a)})
+		rep.Addresses = append(rep.Addresses, addrReport{Addr: a.String(), Class: netpolicy.ClassifyAddr(a).String(), Range: rangeName(a)})
 	}
 	if v.ResolveErr != nil {
 		rep.Resolve = v.ResolveErr.Error()
@@ -247,7 +248,7 @@ func explain(ctx context.Context, r *hybroute.Router, cfg *config, provider, inp
 		rep.ScanNote = fmt.Sprintf("written in a call's code, this reads as the literals %q", lits)
 	}
 	switch {
-	case rep.Blocked || v.Class == hybroute.ClassNoRoute:
+	case rep.Blocked || v.Class == netpolicy.ClassNoRoute:
 	case rep.ScanNote == "":
 		key := fmt.Sprintf("%s-%d", checkSession, i)
 		p, err := r.Plan(ctx, key, u)
@@ -271,7 +272,7 @@ func explain(ctx context.Context, r *hybroute.Router, cfg *config, provider, inp
 }
 
 // rule says what decided the class, from what the verdict holds.
-func rule(v hybroute.Verdict) string {
+func rule(v netpolicy.Verdict) string {
 	literal := false
 	if a, err := netip.ParseAddr(strings.Trim(v.Host, "[]")); err == nil {
 		literal = true
@@ -279,11 +280,11 @@ func rule(v hybroute.Verdict) string {
 	}
 	h := strings.TrimSuffix(v.Host, ".")
 	switch v.Class {
-	case hybroute.ClassInvalid:
+	case netpolicy.ClassInvalid:
 		return "Chromium would not load it, or its scheme is not one hybroute routes (fail closed)"
-	case hybroute.ClassNoRoute:
+	case netpolicy.ClassNoRoute:
 		return "it loads nothing from any network (about:blank, data:), so it runs wherever the session's page is"
-	case hybroute.ClassMetadata:
+	case netpolicy.ClassMetadata:
 		switch {
 		case literal:
 			return "the address is a cloud metadata endpoint"
@@ -291,7 +292,7 @@ func rule(v hybroute.Verdict) string {
 			return "the name is a cloud metadata name"
 		}
 		return "the name resolves to a cloud metadata address (one such answer decides)"
-	case hybroute.ClassPrivate:
+	case netpolicy.ClassPrivate:
 		switch {
 		case literal:
 			return "the address is not globally routable"
@@ -315,7 +316,7 @@ func rule(v hybroute.Verdict) string {
 
 // secretRule explains the secret_in_url rule for a URL that carries a
 // credential, "" for one that does not.
-func secretRule(v hybroute.Verdict, cfg *config) string {
+func secretRule(v netpolicy.Verdict, cfg *config) string {
 	if v.Credential == "" {
 		return ""
 	}
@@ -331,21 +332,21 @@ func secretRule(v hybroute.Verdict, cfg *config) string {
 }
 
 // decision says what happens and which option would change it.
-func decision(v hybroute.Verdict, rep urlReport, cfg *config, provider string) (string, string) {
+func decision(v netpolicy.Verdict, rep urlReport, cfg *config, provider string) (string, string) {
 	override := cfg.cdpURL != "" && provider != "cdp"
 	switch {
-	case v.Class == hybroute.ClassMetadata:
+	case v.Class == netpolicy.ClassMetadata:
 		return "blocked on every route", "none: cloud metadata is refused whatever the options"
-	case v.Class == hybroute.ClassInvalid:
+	case v.Class == netpolicy.ClassInvalid:
 		return "blocked", "none: fix the URL"
-	case v.Class == hybroute.ClassNoRoute:
+	case v.Class == netpolicy.ClassNoRoute:
 		return "runs wherever the session's page is (no route of its own)", "none needed"
-	case errors.Is(v.Err, hybroute.ErrHostRule):
+	case errors.Is(v.Err, netpolicy.ErrHostRule):
 		return "blocked by an operator rule (" + reasonName(v.Err) + ")", "--allowed-hosts / --blocked-hosts decide it"
-	case errors.Is(v.Err, hybroute.ErrSecretInURL):
+	case errors.Is(v.Err, netpolicy.ErrSecretInURL):
 		return "blocked: the URL carries a credential (secret_in_url) and the browser that would open it is remote",
 			"--allow-secrets-in-urls lets it through; with a provider, --auto-local and no --cdp-url it would run on the local Chromium"
-	case v.Credential != "" && !cfg.allowSecrets && rep.Route == "local" && provider != "none" && !override && v.Class == hybroute.ClassPublic:
+	case v.Credential != "" && !cfg.allowSecrets && rep.Route == "local" && provider != "none" && !override && v.Class == netpolicy.ClassPublic:
 		return "runs on the local Chromium: the URL carries a credential (secret_in_url), kept off the cloud browser",
 			"--allow-secrets-in-urls would send it to the cloud browser"
 	}
@@ -353,7 +354,7 @@ func decision(v hybroute.Verdict, rep urlReport, cfg *config, provider string) (
 	if override && rep.Route == "cloud" {
 		where = "the browser at --cdp-url"
 	}
-	if v.Class == hybroute.ClassPublic {
+	if v.Class == netpolicy.ClassPublic {
 		switch {
 		case override:
 			return "runs on " + where, "none needed"
@@ -479,7 +480,7 @@ func printReport(w io.Writer, rep *checkReport) {
 
 // reasonName is the rule a refusal names (host_blocked, …).
 func reasonName(err error) string {
-	if be, ok := errors.AsType[*hybroute.BlockedError](err); ok {
+	if be, ok := errors.AsType[*netpolicy.BlockedError](err); ok {
 		return be.Reason.String()
 	}
 	return "refused"

@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/state"
 )
 
 // stateOptions are the router options of --storage-state and the check of
@@ -23,7 +24,7 @@ func stateOptions(storageState, stateDir string) ([]hybroute.Option, error) {
 	if storageState == "" {
 		return nil, nil
 	}
-	st, err := hybroute.ReadStateFile(storageState)
+	st, err := state.ReadFile(storageState)
 	if err != nil {
 		return nil, fmt.Errorf("--storage-state: %w", err)
 	}

@@ -5,12 +5,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/state"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // TestMCPStorageState: --storage-state logs every new MCP session in, and
@@ -20,7 +19,7 @@ func TestMCPStorageState(t *testing.T) {
 	site := agenttest.NewSite(t)
 	dir := t.TempDir()
 	start := filepath.Join(t.TempDir(), "start.json")
-	require.NoError(t, hybroute.WriteStateFile(start, &hybroute.State{Cookies: []hybroute.StateCookie{
+	require.NoError(t, state.WriteFile(start, &state.State{Cookies: []state.Cookie{
 		{Name: "sid", Value: "from-flag", Domain: "127.0.0.1", Path: "/", Expires: -1, SameSite: "Lax"}}}))
 	opts, err := stateOptions(start, dir)
 	require.NoError(t, err)
@@ -57,7 +56,7 @@ func TestStateOptionsRefuseBadInput(t *testing.T) {
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"cookies": 3}`), 0o600))
 	_, err := stateOptions(bad, "")
-	require.ErrorIs(t, err, hybroute.ErrBadState)
+	require.ErrorIs(t, err, state.ErrInvalid)
 	assert.Contains(t, err.Error(), "--storage-state")
 	_, err = stateOptions("", bad)
 	assert.ErrorContains(t, err, "--state-dir")

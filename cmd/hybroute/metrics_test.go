@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // The metrics page shows what a router counted, in Prometheus's format,
@@ -32,7 +33,7 @@ func TestMetricsServesRouterCounts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = r.Plan(ctx, "s", `fetch("http://169.254.169.254/latest/meta-data/")`)
-	require.ErrorIs(t, err, hybroute.ErrMetadata)
+	require.ErrorIs(t, err, netpolicy.ErrMetadata)
 	_, err = r.Plan(ctx, "s", `fetch("http://127.0.0.1:3000/")`)
 	require.NoError(t, err)
 

@@ -41,7 +41,7 @@ type StaticResolver map[string][]netip.Addr
 // ErrNoSuchHost is the answer for a name the resolver does not know.
 var ErrNoSuchHost = errors.New("no such host")
 
-// LookupNetIP implements hybroute.Resolver.
+// LookupNetIP implements netpolicy.Resolver.
 func (s StaticResolver) LookupNetIP(ctx context.Context, _, host string) ([]netip.Addr, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/cdproto/storage"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/state"
 )
 
 // A storage state in and out of one session's browser context: cookies
@@ -20,28 +22,11 @@ import (
 // origins may go to a browser, and which origins a page may visit, is the
 // root's to decide; this is only the browser's side.
 //
-// Cookie and Item are plain data with the fields of the root's public
-// StateCookie and StateItem, which convert to and from them.
-
-// Cookie is one cookie of a state.
-type Cookie struct {
-	Name, Value, Domain, Path string
-	Expires                   float64 // seconds since the Unix epoch; -1 for a session cookie
-	HTTPOnly, Secure          bool
-	SameSite                  string // "Strict", "Lax" or "None"
-}
-
-// Item is one key and value of an origin's storage.
-type Item struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
 // Storage is the storages of one page's origin.
 type Storage struct {
-	Origin string `json:"origin"`
-	Local  []Item `json:"l"`
-	Sess   []Item `json:"s"`
+	Origin string       `json:"origin"`
+	Local  []state.Item `json:"l"`
+	Sess   []state.Item `json:"s"`
 }
 
 // Context is a session's browser context, as its state is read and
@@ -56,17 +41,17 @@ type Context struct {
 
 // ReadCookies reads the cookies of the context. Partitioned cookies are
 // left out: the storageState shape cannot hold their partition.
-func (c Context) ReadCookies(ctx context.Context) ([]Cookie, error) {
+func (c Context) ReadCookies(ctx context.Context) ([]state.Cookie, error) {
 	res, err := cdp.Call(ctx, c.Browser, storage.GetCookies, storage.GetCookiesParams{BrowserContextID: c.ID})
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: reading the cookies: %w", c.Wrap(err))
 	}
-	out := make([]Cookie, 0, len(res.Cookies))
+	out := make([]state.Cookie, 0, len(res.Cookies))
 	for _, x := range res.Cookies {
 		if x == nil || x.PartitionKey != nil || x.PartitionKeyOpaque {
 			continue
 		}
-		sc := Cookie{Name: x.Name, Value: x.Value, Domain: x.Domain, Path: x.Path, Expires: x.Expires,
+		sc := state.Cookie{Name: x.Name, Value: x.Value, Domain: x.Domain, Path: x.Path, Expires: x.Expires,
 			HTTPOnly: x.HTTPOnly, Secure: x.Secure, SameSite: string(x.SameSite)}
 		if x.Session {
 			sc.Expires = -1
@@ -83,7 +68,7 @@ func (c Context) ReadCookies(ctx context.Context) ([]Cookie, error) {
 // cookies are cleared first. A cookie that expired is left out. It
 // returns the cookies the browser refused (name@domain), which the
 // others do not wait for.
-func (c Context) WriteCookies(ctx context.Context, cs []Cookie, replace bool) (refused []string, err error) {
+func (c Context) WriteCookies(ctx context.Context, cs []state.Cookie, replace bool) (refused []string, err error) {
 	if replace {
 		if _, err := cdp.Call(ctx, c.Browser, storage.ClearCookies, storage.ClearCookiesParams{BrowserContextID: c.ID}); err != nil {
 			return nil, fmt.Errorf("hybroute: clearing the cookies: %w", c.Wrap(err))
@@ -162,7 +147,7 @@ func ReadPage(tctx context.Context) (Storage, error) {
 
 // WritePage sets local and sess in the page of tctx, which must be at
 // origin.
-func WritePage(tctx context.Context, origin string, local, sess []Item) error {
+func WritePage(tctx context.Context, origin string, local, sess []state.Item) error {
 	d, err := json.Marshal(Storage{Local: local, Sess: sess})
 	if err != nil {
 		return err

@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite of hybroute's Store: every
-// implementation (the in-process MemoryStore, redisstore) runs it, so they
+// implementation (the in-process store.Memory, redisstore) runs it, so they
 // cannot drift apart in what a window, a probe or a lease means.
 package storetest
 

@@ -6,7 +6,9 @@
 // docs/operations.md (Observability) lists them.
 //
 // The root's adapter (telemetry.go) turns its own types (a session, a
-// result, a provider's error) into these names; spans are the root's.
+// result, a provider's error) into these names and makes the spans of its
+// calls; [Provider] and [Store] decorate the provider and the shared store
+// with theirs, so neither the clients nor the fleet know of telemetry.
 package telemetry
 
 import (
@@ -146,10 +148,6 @@ func histogram(m metric.Meter, name, desc string) metric.Float64Histogram {
 	}
 	return h
 }
-
-// ProviderRequests is the counter of requests to the provider's API, by
-// provider, operation and status, which the provider's decorator adds to.
-func (t *Metrics) ProviderRequests() metric.Int64Counter { return t.providerRequests }
 
 // planClass is the class a plan is counted under: the most restrictive of
 // its literals (metadata, invalid, private, public, then noroute), or none.

@@ -1,4 +1,4 @@
-package hybroute
+package telemetry
 
 import (
 	"context"
@@ -8,28 +8,31 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/hybroute/hybroute/store"
 )
 
-// tracedStore is a shared Store decorated with the router's telemetry, as
-// tracedProvider is its provider: every operation is a span of its own and
+// Store is a router's shared store.Store decorated with its telemetry, as
+// [Provider] is its provider: every operation is a span of its own and
 // every failure is counted by operation in one place, so the fleet's logic
 // and the Store implementations (redisstore, a user's own) know nothing of
-// telemetry. The in-process MemoryStore of a router without a shared store
+// telemetry. The in-process store.Memory of a router without a shared store
 // is not decorated: it cannot fail and is not a dependency to watch.
-type tracedStore struct {
-	Store
-	tel *telemetry
+type Store struct {
+	store.Store
+	Metrics *Metrics
+	Tracer  trace.Tracer
 }
 
 // call runs one store operation inside a span and counts it when it
 // failed: the fleet then falls back to in-process state for it.
-func (s tracedStore) call(ctx context.Context, op string, do func(ctx context.Context) error) error {
-	ctx, span := s.tel.tracer.Start(ctx, "hybroute.store."+op, trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(attribute.String("hybroute.provider", s.tel.provider)))
+func (s Store) call(ctx context.Context, op string, do func(ctx context.Context) error) error {
+	ctx, span := s.Tracer.Start(ctx, "hybroute.store."+op, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("hybroute.provider", s.Metrics.provider)))
 	err := do(ctx)
 	if err != nil {
 		span.SetStatus(codes.Error, storeStatus(err))
-		s.tel.StoreFailed(ctx, op)
+		s.Metrics.StoreFailed(ctx, op)
 	}
 	span.End()
 	return err
@@ -45,7 +48,7 @@ func storeStatus(err error) string {
 	return "error"
 }
 
-func (s tracedStore) Window(ctx context.Context, provider string) (until time.Time, reason string, err error) {
+func (s Store) Window(ctx context.Context, provider string) (until time.Time, reason string, err error) {
 	err = s.call(ctx, "window", func(ctx context.Context) (err error) {
 		until, reason, err = s.Store.Window(ctx, provider)
 		return err
@@ -53,19 +56,19 @@ func (s tracedStore) Window(ctx context.Context, provider string) (until time.Ti
 	return until, reason, err
 }
 
-func (s tracedStore) OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error {
+func (s Store) OpenWindow(ctx context.Context, provider string, until time.Time, reason string) error {
 	return s.call(ctx, "open_window", func(ctx context.Context) error {
 		return s.Store.OpenWindow(ctx, provider, until, reason)
 	})
 }
 
-func (s tracedStore) CloseWindow(ctx context.Context, provider string) error {
+func (s Store) CloseWindow(ctx context.Context, provider string) error {
 	return s.call(ctx, "close_window", func(ctx context.Context) error {
 		return s.Store.CloseWindow(ctx, provider)
 	})
 }
 
-func (s tracedStore) TryProbe(ctx context.Context, provider string, ttl time.Duration) (got bool, err error) {
+func (s Store) TryProbe(ctx context.Context, provider string, ttl time.Duration) (got bool, err error) {
 	err = s.call(ctx, "try_probe", func(ctx context.Context) (err error) {
 		got, err = s.Store.TryProbe(ctx, provider, ttl)
 		return err
@@ -73,13 +76,13 @@ func (s tracedStore) TryProbe(ctx context.Context, provider string, ttl time.Dur
 	return got, err
 }
 
-func (s tracedStore) DoneProbe(ctx context.Context, provider string) error {
+func (s Store) DoneProbe(ctx context.Context, provider string) error {
 	return s.call(ctx, "done_probe", func(ctx context.Context) error {
 		return s.Store.DoneProbe(ctx, provider)
 	})
 }
 
-func (s tracedStore) AcquireSlot(ctx context.Context, provider, holder string, limit int, ttl time.Duration) (got bool, err error) {
+func (s Store) AcquireSlot(ctx context.Context, provider, holder string, limit int, ttl time.Duration) (got bool, err error) {
 	err = s.call(ctx, "acquire_slot", func(ctx context.Context) (err error) {
 		got, err = s.Store.AcquireSlot(ctx, provider, holder, limit, ttl)
 		return err
@@ -87,7 +90,7 @@ func (s tracedStore) AcquireSlot(ctx context.Context, provider, holder string, l
 	return got, err
 }
 
-func (s tracedStore) RenewSlot(ctx context.Context, provider, holder string, ttl time.Duration) (had bool, err error) {
+func (s Store) RenewSlot(ctx context.Context, provider, holder string, ttl time.Duration) (had bool, err error) {
 	err = s.call(ctx, "renew_slot", func(ctx context.Context) (err error) {
 		had, err = s.Store.RenewSlot(ctx, provider, holder, ttl)
 		return err
@@ -95,7 +98,7 @@ func (s tracedStore) RenewSlot(ctx context.Context, provider, holder string, ttl
 	return had, err
 }
 
-func (s tracedStore) ReleaseSlot(ctx context.Context, provider, holder string) error {
+func (s Store) ReleaseSlot(ctx context.Context, provider, holder string) error {
 	return s.call(ctx, "release_slot", func(ctx context.Context) error {
 		return s.Store.ReleaseSlot(ctx, provider, holder)
 	})

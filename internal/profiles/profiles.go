@@ -1,4 +1,11 @@
-package hybroute
+// Package profiles keeps persistent profiles (hybroute.WithProfileDir): the local browser keeps one warm
+// Chromium whose browser contexts are off the record, so a profile is the
+// cookie jar of a cache key, kept in a file of its own and put back into
+// the key's fresh browser context when its session is made. The jar is
+// saved when the session ends (Release, the reaper, an eviction, Close)
+// and every profileSaveEvery while it lives. See
+// docs/decisions/2026-12-02-profiles-are-cookie-jars-restored-into-contexts.md.
+package profiles
 
 import (
 	"bytes"
@@ -24,61 +31,53 @@ import (
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 )
 
-// Persistent profiles (WithProfileDir): the local browser keeps one warm
-// Chromium whose browser contexts are off the record, so a profile is the
-// cookie jar of a cache key, kept in a file of its own and put back into
-// the key's fresh browser context when its session is made. The jar is
-// saved when the session ends (Release, the reaper, an eviction, Close)
-// and every profileSaveEvery while it lives. See
-// docs/decisions/2026-12-02-profiles-are-cookie-jars-restored-into-contexts.md.
-
-// WithProfileDir keeps a persistent profile for each session on the local
-// browser under dir: the cookies of a session key survive [Router.Release],
-// the idle reaper and a new Router (a new process) on the same dir. Each
-// cache key has a directory of its own under dir, named from the key (a
-// readable prefix and a hash: no key can name a path outside dir), so a
-// session key's hybrid local session (key::local) and its fallback (key)
-// keep separate profiles. What is kept: the persistent cookies (not the
-// session cookies, not the partitioned ones), in Playwright's storageState
-// shape; localStorage, IndexedDB and the cache are not. Only one Router at
-// a time may use dir: New fails with [ErrProfileLocked] while another
-// holds it. Directories are made 0700, files 0600. "" (the default) keeps
-// every local session off the record.
-func WithProfileDir(dir string) Option { return func(c *config) { c.profileDir = dir } }
-
 const (
 	// profileLockName is the lock file of a profile directory.
 	profileLockName = ".hybroute-profiles.lock"
-	// profileCookies is the cookie jar of one profile.
-	profileCookies = "cookies.json"
+	// CookiesFile is the cookie jar of one profile.
+	CookiesFile = "cookies.json"
 	// profileSaveEvery is how often the jars of live sessions are saved,
 	// so a Chromium or a process that dies loses at most that much.
 	profileSaveEvery = 15 * time.Second
 	// maxProfileBytes bounds a jar read back (Chromium keeps at most
 	// about 3,300 cookies of 4 KiB).
 	maxProfileBytes = 16 << 20
-	// profilePrefixLen bounds the readable part of a profile's name.
-	profilePrefixLen = 40
+	// prefixLen bounds the readable part of a profile's name.
+	prefixLen = 40
 )
 
-// profileStore is the profiles of one Router: its directory, held locked
+// ErrLocked is wrapped by the error of Open when the directory is in use
+// by another router, in this process or another.
+var ErrLocked = errors.New("hybroute: the profile directory is locked")
+
+// Tab is a local session's browser context: the Chromium process it is in
+// and its id there.
+type Tab struct {
+	Proc    *sc.Proc
+	Context cdp.BrowserContextID
+}
+
+// Dir is the profiles' directory, made absolute.
+func (ps *Store) Dir() string { return ps.dir }
+
+// Store is the profiles of one Router: its directory, held locked
 // for the Router's life, and the live local tabs whose jars it saves.
-type profileStore struct {
+type Store struct {
 	dir  string
 	lock *os.File // held with an exclusive lock until close
 	log  *slog.Logger
 
 	mu   sync.Mutex // guards live, and orders every read and write of a jar
-	live map[*localTab]string
+	live map[Tab]string
 	last map[string][32]byte // the digest of each jar as last written, to skip rewrites
 
 	stop chan struct{}
 	done chan struct{}
 }
 
-// openProfiles makes dir (0700) when needed, takes its lock, and starts
+// Open makes dir (0700) when needed, takes its lock, and starts
 // the periodic save.
-func openProfiles(dir string, log *slog.Logger) (*profileStore, error) {
+func Open(dir string, log *slog.Logger) (*Store, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: WithProfileDir(%q): %w", dir, err)
@@ -93,20 +92,20 @@ func openProfiles(dir string, log *slog.Logger) (*profileStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: WithProfileDir: %s: %w", abs, err)
 	}
-	ps := &profileStore{dir: abs, lock: lock, log: log, live: map[*localTab]string{}, last: map[string][32]byte{},
+	ps := &Store{dir: abs, lock: lock, log: log, live: map[Tab]string{}, last: map[string][32]byte{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go ps.saveEvery(profileSaveEvery)
 	return ps, nil
 }
 
-// profileName is the directory name of a cache key's profile: the key's
+// Name is the directory name of a cache key's profile: the key's
 // letters, digits, '-' and '_' (the rest as '_'), cut, then a hash of the
 // whole key. It has no separator and no dot, so it names a child of the
 // profile directory and nothing else, and two keys never share one.
-func profileName(key string) string {
+func Name(key string) string {
 	var b strings.Builder
 	for _, c := range key {
-		if b.Len() >= profilePrefixLen {
+		if b.Len() >= prefixLen {
 			break
 		}
 		switch {
@@ -120,10 +119,10 @@ func profileName(key string) string {
 	return b.String() + "-" + hex.EncodeToString(sum[:12])
 }
 
-// profileDir makes (0700) and returns the directory of a key's profile,
+// KeyDir makes (0700) and returns the directory of a key's profile,
 // refusing one that is not a plain directory (a symlink is not followed).
-func (ps *profileStore) profileDir(key string) (string, error) {
-	d := filepath.Join(ps.dir, profileName(key))
+func (ps *Store) KeyDir(key string) (string, error) {
+	d := filepath.Join(ps.dir, Name(key))
 	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return "", err
 	}
@@ -137,17 +136,17 @@ func (ps *profileStore) profileDir(key string) (string, error) {
 	return d, nil
 }
 
-// storedState is a jar on disk, in the shape of Playwright's
+// Jar is a jar on disk, in the shape of Playwright's
 // storageState file (the origins stay empty here), so the file opens in
 // the tools that read that shape.
-type storedState struct {
-	Cookies []storedCookie `json:"cookies"`
-	Origins []struct{}     `json:"origins"`
+type Jar struct {
+	Cookies []Cookie   `json:"cookies"`
+	Origins []struct{} `json:"origins"`
 }
 
-// storedCookie is one cookie as Playwright writes it. A domain without a
+// Cookie is one cookie as Playwright writes it. A domain without a
 // leading dot is a host-only cookie.
-type storedCookie struct {
+type Cookie struct {
 	Name     string  `json:"name"`
 	Value    string  `json:"value"`
 	Domain   string  `json:"domain"`
@@ -161,8 +160,8 @@ type storedCookie struct {
 // keptCookies are the cookies of a jar worth keeping: persistent,
 // unexpired, not partitioned (put back unpartitioned, a partitioned
 // cookie would reach sites it was kept from).
-func keptCookies(cs []*network.Cookie, now time.Time) []storedCookie {
-	out := make([]storedCookie, 0, len(cs))
+func keptCookies(cs []*network.Cookie, now time.Time) []Cookie {
+	out := make([]Cookie, 0, len(cs))
 	for _, c := range cs {
 		if c == nil || c.Session || c.PartitionKey != nil || c.PartitionKeyOpaque || c.Expires <= float64(now.Unix()) {
 			continue
@@ -171,7 +170,7 @@ func keptCookies(cs []*network.Cookie, now time.Time) []storedCookie {
 		if ss == "" {
 			ss = string(network.CookieSameSiteLax) // Chromium's default for an unspecified one
 		}
-		out = append(out, storedCookie{Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path,
+		out = append(out, Cookie{Name: c.Name, Value: c.Value, Domain: c.Domain, Path: c.Path,
 			Expires: c.Expires, HTTPOnly: c.HTTPOnly, Secure: c.Secure, SameSite: ss})
 	}
 	return out
@@ -180,7 +179,7 @@ func keptCookies(cs []*network.Cookie, now time.Time) []storedCookie {
 // cookieParams turns a jar back into the cookies Storage.setCookies takes,
 // leaving out the expired ones. A host-only cookie is set by URL, so it
 // stays host-only; a domain cookie (leading dot) by its domain.
-func cookieParams(cs []storedCookie, now time.Time) []*network.CookieParam {
+func cookieParams(cs []Cookie, now time.Time) []*network.CookieParam {
 	out := make([]*network.CookieParam, 0, len(cs))
 	for _, c := range cs {
 		if c.Name == "" && c.Value == "" || c.Expires <= float64(now.Unix()) || c.Domain == "" {
@@ -213,10 +212,10 @@ func cookiePath(p string) string {
 	return "/"
 }
 
-// restore puts the key's jar into the tab's fresh browser context and
+// Restore puts the key's jar into the tab's fresh browser context and
 // starts keeping it. A jar that cannot be read fails the session: going on
 // without it would save an empty jar over the user's logins.
-func (ps *profileStore) restore(ctx context.Context, t *localTab, key string) error {
+func (ps *Store) Restore(ctx context.Context, t Tab, key string) error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	// A session of the same key may still be ending (the reaper took it
@@ -231,26 +230,26 @@ func (ps *profileStore) restore(ctx context.Context, t *localTab, key string) er
 			}
 		}
 	}
-	d, err := ps.profileDir(key)
+	d, err := ps.KeyDir(key)
 	if err != nil {
 		return fmt.Errorf("hybroute: the profile of session %q: %w", key, err)
 	}
-	b, err := readJar(filepath.Join(d, profileCookies))
+	b, err := readJar(filepath.Join(d, CookiesFile))
 	if err != nil {
 		return fmt.Errorf("hybroute: reading the profile of session %q: %w", key, err)
 	}
 	if b != nil {
-		var st storedState
+		var st Jar
 		if err := json.Unmarshal(b, &st); err != nil {
-			return fmt.Errorf("hybroute: reading the profile of session %q: %s: %w", key, filepath.Join(d, profileCookies), err)
+			return fmt.Errorf("hybroute: reading the profile of session %q: %s: %w", key, filepath.Join(d, CookiesFile), err)
 		}
 		if params := cookieParams(st.Cookies, time.Now()); len(params) > 0 {
 			cctx, cancel := context.WithTimeout(ctx, browsertab.ControlTimeout)
-			_, err := cdp.Call(cctx, t.proc.Browser(), storage.SetCookies,
-				storage.SetCookiesParams{Cookies: params, BrowserContextID: t.bcID})
+			_, err := cdp.Call(cctx, t.Proc.Browser(), storage.SetCookies,
+				storage.SetCookiesParams{Cookies: params, BrowserContextID: t.Context})
 			cancel()
 			if err != nil {
-				return t.proc.Wrap(fmt.Errorf("hybroute: restoring the profile of session %q: %w", key, err))
+				return t.Proc.Wrap(fmt.Errorf("hybroute: restoring the profile of session %q: %w", key, err))
 			}
 		}
 		ps.last[key] = sha256.Sum256(b)
@@ -283,20 +282,20 @@ func readJar(name string) ([]byte, error) {
 // save writes the jar of a live tab, when it changed. A tab whose browser
 // is gone has nothing to give: its jar keeps the last save. Called with
 // ps.mu held.
-func (ps *profileStore) save(t *localTab, key string) error {
-	if t.proc.Ended() {
+func (ps *Store) save(t Tab, key string) error {
+	if t.Proc.Ended() {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
 	defer cancel()
-	res, err := cdp.Call(ctx, t.proc.Browser(), storage.GetCookies, storage.GetCookiesParams{BrowserContextID: t.bcID})
+	res, err := cdp.Call(ctx, t.Proc.Browser(), storage.GetCookies, storage.GetCookiesParams{BrowserContextID: t.Context})
 	if err != nil {
-		if t.proc.Ended() {
+		if t.Proc.Ended() {
 			return nil
 		}
 		return fmt.Errorf("hybroute: saving the profile of session %q: %w", key, err)
 	}
-	b, err := json.MarshalIndent(storedState{Cookies: keptCookies(res.Cookies, time.Now()), Origins: []struct{}{}}, "", "  ")
+	b, err := json.MarshalIndent(Jar{Cookies: keptCookies(res.Cookies, time.Now()), Origins: []struct{}{}}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("hybroute: saving the profile of session %q: %w", key, err)
 	}
@@ -304,7 +303,7 @@ func (ps *profileStore) save(t *localTab, key string) error {
 	if old, ok := ps.last[key]; ok && old == sum {
 		return nil
 	}
-	d, err := ps.profileDir(key)
+	d, err := ps.KeyDir(key)
 	if err == nil {
 		err = writeJar(d, b)
 	}
@@ -318,7 +317,7 @@ func (ps *profileStore) save(t *localTab, key string) error {
 // writeJar replaces the jar of the profile directory d in one rename, so a
 // crash leaves the old jar or the new one, never half of one.
 func writeJar(d string, b []byte) error {
-	f, err := os.CreateTemp(d, profileCookies+".*") // 0600
+	f, err := os.CreateTemp(d, CookiesFile+".*") // 0600
 	if err != nil {
 		return err
 	}
@@ -330,7 +329,7 @@ func writeJar(d string, b []byte) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(d, profileCookies))
+		err = os.Rename(f.Name(), filepath.Join(d, CookiesFile))
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())
@@ -338,9 +337,9 @@ func writeJar(d string, b []byte) error {
 	return err
 }
 
-// release saves the jar of a tab whose session ends and stops keeping it.
+// Release saves the jar of a tab whose session ends and stops keeping it.
 // It runs before the tab's browser context is disposed of.
-func (ps *profileStore) release(t *localTab) error {
+func (ps *Store) Release(t Tab) error {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	key, ok := ps.live[t]
@@ -351,9 +350,9 @@ func (ps *profileStore) release(t *localTab) error {
 	return ps.save(t, key)
 }
 
-// saveAll saves the jar of every live tab: Close calls it before the local
+// SaveAll saves the jar of every live tab: Close calls it before the local
 // Chromium stops, which takes every browser context with it.
-func (ps *profileStore) saveAll() {
+func (ps *Store) SaveAll() {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	for t, key := range ps.live {
@@ -365,7 +364,7 @@ func (ps *profileStore) saveAll() {
 }
 
 // saveEvery saves the live jars every d until close.
-func (ps *profileStore) saveEvery(d time.Duration) {
+func (ps *Store) saveEvery(d time.Duration) {
 	defer close(ps.done)
 	t := time.NewTicker(d)
 	defer t.Stop()
@@ -374,13 +373,13 @@ func (ps *profileStore) saveEvery(d time.Duration) {
 		case <-ps.stop:
 			return
 		case <-t.C:
-			ps.saveAll()
+			ps.SaveAll()
 		}
 	}
 }
 
-// close stops the periodic save and lets go of the directory's lock.
-func (ps *profileStore) close() error {
+// Close stops the periodic save and lets go of the directory's lock.
+func (ps *Store) Close() error {
 	close(ps.stop)
 	<-ps.done
 	return ps.lock.Close() // closing the file drops its lock

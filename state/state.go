@@ -1,4 +1,10 @@
-package hybroute
+// Package state is a browser session's storage state, its login: its
+// cookies, and the local and session storage of its origins, in the JSON
+// shape of Playwright's storageState, so a file moves between the tools.
+// It holds credentials: it is written 0600 ([WriteFile]), never logged
+// (its LogValue and its fmt verbs show counts only), and a router never
+// hands a cloud browser a cookie or an origin whose host it keeps local.
+package state
 
 import (
 	"bytes"
@@ -15,13 +21,6 @@ import (
 	"strings"
 )
 
-// A storage state is a session's login: its cookies, and the local and
-// session storage of its origins, in the JSON shape of Playwright's
-// storageState, so a file moves between the tools. It holds credentials:
-// it is written 0600 ([WriteStateFile]), never logged (its LogValue and
-// its fmt verbs show counts only), and a cookie or an origin whose host
-// the router keeps local never reaches a cloud browser (state_browser.go).
-
 // State is a storage state in Playwright's storageState shape:
 //
 //	{"cookies": [{"name", "value", "domain", "path", "expires", "httpOnly", "secure", "sameSite"}],
@@ -31,12 +30,12 @@ import (
 // sessionStorage is hybroute's own: Playwright keeps session storage out
 // of storageState, and ignores the field when it reads such a file.
 type State struct {
-	Cookies []StateCookie `json:"cookies"`
-	Origins []StateOrigin `json:"origins"`
+	Cookies []Cookie `json:"cookies"`
+	Origins []Origin `json:"origins"`
 }
 
-// StateCookie is one cookie of a [State], as Playwright writes it.
-type StateCookie struct {
+// Cookie is one cookie of a [State], as Playwright writes it.
+type Cookie struct {
 	Name   string `json:"name"`
 	Value  string `json:"value"`
 	Domain string `json:"domain"` // ".example.com" for a domain cookie, "example.com" for a host-only one
@@ -49,25 +48,31 @@ type StateCookie struct {
 	SameSite string  `json:"sameSite"` // "Strict", "Lax" or "None"
 }
 
-// StateOrigin is the storage of one origin of a [State].
-type StateOrigin struct {
-	Origin       string      `json:"origin"` // scheme://host[:port], no path
-	LocalStorage []StateItem `json:"localStorage"`
+// Origin is the storage of one origin of a [State].
+type Origin struct {
+	Origin       string `json:"origin"` // scheme://host[:port], no path
+	LocalStorage []Item `json:"localStorage"`
 	// SessionStorage is hybroute's extension, which Playwright ignores.
-	SessionStorage []StateItem `json:"sessionStorage,omitempty"`
+	SessionStorage []Item `json:"sessionStorage,omitempty"`
 }
 
-// StateItem is one key and value of an origin's storage.
-type StateItem struct {
+// Item is one key and value of an origin's storage.
+type Item struct {
 	Name  string `json:"name"`
 	Value string `json:"value"`
 }
+
+// ErrInvalid is wrapped by the error of a storage state that cannot be
+// loaded: not Playwright's storageState JSON, or a cookie or an origin in
+// it that is malformed. The message says what, and names no value.
+// Nothing of such a state is loaded.
+var ErrInvalid = errors.New("hybroute: bad storage state")
 
 // Bounds of a state: a file past them is refused, not half loaded.
 const (
 	maxStateBytes   = 16 << 20
 	maxStateCookies = 10000
-	maxStateOrigins = 1000
+	MaxOrigins      = 1000
 )
 
 // LogValue keeps a state's values out of every log line: counts only.
@@ -82,50 +87,50 @@ func (s State) Format(f fmt.State, _ rune) {
 }
 
 // LogValue keeps a cookie's value out of a log line.
-func (c StateCookie) LogValue() slog.Value {
+func (c Cookie) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("name", c.Name), slog.String("domain", c.Domain))
 }
 
 // Format shows a cookie without its value.
-func (c StateCookie) Format(f fmt.State, _ rune) {
+func (c Cookie) Format(f fmt.State, _ rune) {
 	fmt.Fprintf(f, "cookie %q for %s%s", c.Name, c.Domain, c.Path)
 }
 
 // LogValue keeps an origin's stored values out of a log line.
-func (o StateOrigin) LogValue() slog.Value {
+func (o Origin) LogValue() slog.Value {
 	return slog.GroupValue(slog.String("origin", o.Origin), slog.Int("localStorage", len(o.LocalStorage)),
 		slog.Int("sessionStorage", len(o.SessionStorage)))
 }
 
 // Format shows an origin without its stored values.
-func (o StateOrigin) Format(f fmt.State, _ rune) {
+func (o Origin) Format(f fmt.State, _ rune) {
 	fmt.Fprintf(f, "storage of %s (%d local, %d session)", o.Origin, len(o.LocalStorage), len(o.SessionStorage))
 }
 
 // LogValue keeps a stored value out of a log line.
-func (it StateItem) LogValue() slog.Value { return slog.StringValue(it.Name) }
+func (it Item) LogValue() slog.Value { return slog.StringValue(it.Name) }
 
 // Format shows a stored item's name, not its value.
-func (it StateItem) Format(f fmt.State, _ rune) { fmt.Fprintf(f, "item %q", it.Name) }
+func (it Item) Format(f fmt.State, _ rune) { fmt.Fprintf(f, "item %q", it.Name) }
 
-// ParseState reads a storage state from Playwright's storageState JSON and
-// checks it. A malformed one fails with an error that wraps [ErrBadState]
+// Parse reads a storage state from Playwright's storageState JSON and
+// checks it. A malformed one fails with an error that wraps [ErrInvalid]
 // and says what is wrong, naming no value. Fields Playwright added that
 // hybroute does not use (a cookie's partitionKey, an origin's indexedDB)
 // are ignored.
-func ParseState(data []byte) (*State, error) {
+func Parse(data []byte) (*State, error) {
 	if len(data) > maxStateBytes {
-		return nil, fmt.Errorf("%w: larger than %d bytes", ErrBadState, maxStateBytes)
+		return nil, fmt.Errorf("%w: larger than %d bytes", ErrInvalid, maxStateBytes)
 	}
 	var s State
 	d := json.NewDecoder(bytes.NewReader(data))
 	if err := d.Decode(&s); err != nil {
-		return nil, fmt.Errorf("%w: not storageState JSON: %s", ErrBadState, jsonProblem(err))
+		return nil, fmt.Errorf("%w: not storageState JSON: %s", ErrInvalid, jsonProblem(err))
 	}
 	if _, err := d.Token(); err != io.EOF {
-		return nil, fmt.Errorf("%w: not storageState JSON: text after the object", ErrBadState)
+		return nil, fmt.Errorf("%w: not storageState JSON: text after the object", ErrInvalid)
 	}
-	if err := s.check(); err != nil {
+	if err := s.Check(); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -146,47 +151,47 @@ func jsonProblem(err error) string {
 	return "malformed"
 }
 
-// check validates a state in place, normalising its origins, so a state
+// Check validates a state in place, normalising its origins, so a state
 // that passes loads into any browser.
-func (s *State) check() error {
+func (s *State) Check() error {
 	if len(s.Cookies) > maxStateCookies {
-		return fmt.Errorf("%w: %d cookies, the limit is %d", ErrBadState, len(s.Cookies), maxStateCookies)
+		return fmt.Errorf("%w: %d cookies, the limit is %d", ErrInvalid, len(s.Cookies), maxStateCookies)
 	}
-	if len(s.Origins) > maxStateOrigins {
-		return fmt.Errorf("%w: %d origins, the limit is %d", ErrBadState, len(s.Origins), maxStateOrigins)
+	if len(s.Origins) > MaxOrigins {
+		return fmt.Errorf("%w: %d origins, the limit is %d", ErrInvalid, len(s.Origins), MaxOrigins)
 	}
 	for i := range s.Cookies {
 		c := &s.Cookies[i]
 		switch {
 		case c.Name == "" && c.Value == "":
-			return fmt.Errorf("%w: cookie %d has no name and no value", ErrBadState, i)
+			return fmt.Errorf("%w: cookie %d has no name and no value", ErrInvalid, i)
 		case c.Domain == "" || strings.ContainsAny(c.Domain, "/ \t\r\n;") || c.Domain == ".":
-			return fmt.Errorf("%w: cookie %d (%q) has no valid domain", ErrBadState, i, c.Name)
+			return fmt.Errorf("%w: cookie %d (%q) has no valid domain", ErrInvalid, i, c.Name)
 		case c.Path == "":
 			c.Path = "/"
 		case !strings.HasPrefix(c.Path, "/"):
-			return fmt.Errorf("%w: cookie %d (%q): path %q must start with /", ErrBadState, i, c.Name, c.Path)
+			return fmt.Errorf("%w: cookie %d (%q): path %q must start with /", ErrInvalid, i, c.Name, c.Path)
 		case math.IsNaN(c.Expires) || math.IsInf(c.Expires, 0):
-			return fmt.Errorf("%w: cookie %d (%q): expires is not a number of seconds", ErrBadState, i, c.Name)
+			return fmt.Errorf("%w: cookie %d (%q): expires is not a number of seconds", ErrInvalid, i, c.Name)
 		}
 		switch c.SameSite {
 		case "", "Strict", "Lax", "None":
 		default:
-			return fmt.Errorf("%w: cookie %d (%q): sameSite %q is not Strict, Lax or None", ErrBadState, i, c.Name, c.SameSite)
+			return fmt.Errorf("%w: cookie %d (%q): sameSite %q is not Strict, Lax or None", ErrInvalid, i, c.Name, c.SameSite)
 		}
 		if err := browserRules(*c); err != nil {
-			return fmt.Errorf("%w: cookie %d (%q): %w", ErrBadState, i, c.Name, err)
+			return fmt.Errorf("%w: cookie %d (%q): %w", ErrInvalid, i, c.Name, err)
 		}
 	}
 	seen := map[string]bool{}
 	for i := range s.Origins {
 		o := &s.Origins[i]
-		norm, err := stateOrigin(o.Origin)
+		norm, err := CanonicalOrigin(o.Origin)
 		if err != nil {
-			return fmt.Errorf("%w: origin %d: %w", ErrBadState, i, err)
+			return fmt.Errorf("%w: origin %d: %w", ErrInvalid, i, err)
 		}
 		if seen[norm] {
-			return fmt.Errorf("%w: origin %s is listed twice", ErrBadState, norm)
+			return fmt.Errorf("%w: origin %s is listed twice", ErrInvalid, norm)
 		}
 		seen[norm] = true
 		o.Origin = norm
@@ -198,7 +203,7 @@ func (s *State) check() error {
 // (Storage.setCookies refuses the whole list for one that breaks them):
 // caught here, a bad file fails when it is read, not at every session
 // its key makes.
-func browserRules(c StateCookie) error {
+func browserRules(c Cookie) error {
 	switch {
 	case strings.ContainsFunc(c.Name+c.Value, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ';' }):
 		return errors.New("its name or value holds a control character or ';'")
@@ -212,9 +217,9 @@ func browserRules(c StateCookie) error {
 	return nil
 }
 
-// stateOrigin checks an origin of a state and returns it as the browser
+// CanonicalOrigin checks an origin of a state and returns it as the browser
 // writes it: scheme://host[:port], lower case, without a default port.
-func stateOrigin(raw string) (string, error) {
+func CanonicalOrigin(raw string) (string, error) {
 	u, err := url.Parse(raw)
 	// The errors quote nothing of raw: a URL where an origin should be
 	// may carry a token in its path or query.
@@ -239,9 +244,9 @@ func stateOrigin(raw string) (string, error) {
 	return u.Scheme + "://" + host, nil
 }
 
-// ReadStateFile reads and checks the storage state file at path
-// ([ParseState]).
-func ReadStateFile(path string) (*State, error) {
+// ReadFile reads and checks the storage state file at path
+// ([Parse]).
+func ReadFile(path string) (*State, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: reading the state file: %w", err)
@@ -251,20 +256,20 @@ func ReadStateFile(path string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: reading the state file %s: %w", path, err)
 	}
-	s, err := ParseState(b)
+	s, err := Parse(b)
 	if err != nil {
 		return nil, fmt.Errorf("hybroute: state file %s: %w", path, err)
 	}
 	return s, nil
 }
 
-// WriteStateFile writes s to path as Playwright's storageState JSON, with
+// WriteFile writes s to path as Playwright's storageState JSON, with
 // mode 0600 whatever the umask and whatever file was there: it holds
 // credentials. The file is written whole or not at all (a temporary file
 // in the same directory, renamed over path).
-func WriteStateFile(path string, s *State) error {
+func WriteFile(path string, s *State) error {
 	if s == nil {
-		return fmt.Errorf("%w: no state to write", ErrBadState)
+		return fmt.Errorf("%w: no state to write", ErrInvalid)
 	}
 	b, err := json.MarshalIndent(s.forJSON(), "", "  ")
 	if err != nil {
@@ -301,25 +306,25 @@ func WriteStateFile(path string, s *State) error {
 // forJSON is s with empty lists rather than nulls, as Playwright writes
 // them (and reads them: a null cookies list fails its check).
 func (s *State) forJSON() *State {
-	out := &State{Cookies: s.Cookies, Origins: make([]StateOrigin, len(s.Origins))}
+	out := &State{Cookies: s.Cookies, Origins: make([]Origin, len(s.Origins))}
 	if out.Cookies == nil {
-		out.Cookies = []StateCookie{}
+		out.Cookies = []Cookie{}
 	}
 	for i, o := range s.Origins {
 		if o.LocalStorage == nil {
-			o.LocalStorage = []StateItem{}
+			o.LocalStorage = []Item{}
 		}
 		out.Origins[i] = o
 	}
 	return out
 }
 
-// clone is a deep copy of s: a state handed in or out is the caller's.
-func (s *State) clone() *State {
+// Clone is a deep copy of s: a state handed in or out is the caller's.
+func (s *State) Clone() *State {
 	if s == nil {
 		return nil
 	}
-	out := &State{Cookies: slices.Clone(s.Cookies), Origins: make([]StateOrigin, len(s.Origins))}
+	out := &State{Cookies: slices.Clone(s.Cookies), Origins: make([]Origin, len(s.Origins))}
 	for i, o := range s.Origins {
 		o.LocalStorage = slices.Clone(o.LocalStorage)
 		o.SessionStorage = slices.Clone(o.SessionStorage)
@@ -328,15 +333,15 @@ func (s *State) clone() *State {
 	return out
 }
 
-// merge returns s with over laid on it: a cookie of over replaces the
+// Merge returns s with over laid on it: a cookie of over replaces the
 // one of s with its name, domain and path; an origin of over replaces
 // s's storage of that origin, but for a sessionStorage over did not
 // read (nil), which s's keeps.
-func (s *State) merge(over *State) *State {
+func (s *State) Merge(over *State) *State {
 	if s == nil {
-		return over.clone()
+		return over.Clone()
 	}
-	out := s.clone()
+	out := s.Clone()
 	if over == nil {
 		return out
 	}
@@ -357,7 +362,7 @@ func (s *State) merge(over *State) *State {
 	for i, o := range out.Origins {
 		oi[o.Origin] = i
 	}
-	for _, o := range over.clone().Origins {
+	for _, o := range over.Clone().Origins {
 		i, ok := oi[o.Origin]
 		if !ok {
 			oi[o.Origin] = len(out.Origins)
@@ -370,4 +375,15 @@ func (s *State) merge(over *State) *State {
 		out.Origins[i] = o
 	}
 	return out
+}
+
+// AddOrigin adds an origin's storages when they hold anything.
+func (s *State) AddOrigin(origin string, local, sess []Item) {
+	if len(local) == 0 && len(sess) == 0 {
+		return
+	}
+	if local == nil {
+		local = []Item{}
+	}
+	s.Origins = append(s.Origins, Origin{Origin: origin, LocalStorage: local, SessionStorage: sess})
 }

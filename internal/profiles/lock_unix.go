@@ -1,6 +1,6 @@
 //go:build linux || darwin || freebsd || netbsd || openbsd || dragonfly
 
-package hybroute
+package profiles
 
 import (
 	"errors"
@@ -25,7 +25,7 @@ func lockProfileDir(name string) (*os.File, error) {
 		holder := readHolder(f)
 		f.Close()
 		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("%w: another router%s holds it", ErrProfileLocked, holder)
+			return nil, fmt.Errorf("%w: another router%s holds it", ErrLocked, holder)
 		}
 		return nil, fmt.Errorf("locking %s: %w", name, err)
 	}
