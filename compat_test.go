@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cdpcompat"
+	"github.com/hybroute/hybroute/internal/chromium"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 )
 
@@ -22,7 +23,7 @@ import (
 // the cloud route skip on such a browser, since it never runs there.
 
 var testMajor = sync.OnceValue(func() int {
-	path, err := findChromium(&config{})
+	path, err := chromium.Find("")
 	if err != nil {
 		return 0
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/chromium"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/health"
 )
@@ -132,7 +133,7 @@ func TestWarm(t *testing.T) {
 	t.Parallel()
 	r := newTestRouter(t, nil, WithChromiumPath("/nonexistent/chromium"))
 	require.ErrorIs(t, r.Warm(testCtx(t)), ErrNoChromium)
-	if _, err := findChromium(&config{}); err == nil {
+	if _, err := chromium.Find(""); err == nil {
 		// The flags are checked before anything is launched.
 		r = newTestRouter(t, nil, WithChromiumFlags(map[string]any{"proxy-server": "direct://"}))
 		err := r.Warm(testCtx(t))

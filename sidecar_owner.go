@@ -56,10 +56,6 @@ func newSidecar(cfg *config, pol *policy) *sidecar {
 	return s
 }
 
-// findChromium resolves the Chromium binary: WithChromiumPath, then
-// $CHROMIUM, then the usual names on PATH.
-func findChromium(cfg *config) (string, error) { return sc.Find(cfg.chromiumPath, ErrNoChromium) }
-
 // open makes a new tab, in a browser context of its own, for the session
 // key. The caller owns the tab and closes it.
 func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {

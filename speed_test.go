@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/chromium"
 )
 
 // BenchmarkNewKeySideBySide is the cost of a new session key, side by side
@@ -40,7 +41,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	require.NoError(b, err)
 	cancel()
 
-	path, err := findChromium(&config{})
+	path, err := chromium.Find("")
 	require.NoError(b, err)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Flag("no-sandbox", os.Geteuid() == 0))...)
