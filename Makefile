@@ -21,7 +21,7 @@ export STATICCHECK GOVULNCHECK GO
 export GOWORK := $(CURDIR)/go.work
 MODULES = $(shell $(GO) work edit -json $(CURDIR)/go.work | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 
-.PHONY: install-check headless-shell bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
+.PHONY: jq install-check headless-shell bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -37,10 +37,15 @@ redis:
 	@command -v redis-server >/dev/null 2>&1 || \
 		{ echo "installing Debian's redis-server"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 
-# gofmt, go mod tidy -diff, vet, staticcheck and govulncheck on every
-# module (scripts/lint.sh); govulncheck is skipped, saying so, where its
-# database cannot be reached.
-lint:
+# The scripts read go.mod and go.work as JSON (go mod edit -json) with jq.
+jq:
+	@command -v jq >/dev/null 2>&1 || \
+		{ echo "installing Debian's jq"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq; }
+
+# gofmt, the workspace (go.work and the go.mod files), go mod tidy, vet,
+# staticcheck and govulncheck on every module (scripts/lint.sh);
+# govulncheck is skipped, saying so, where its database cannot be reached.
+lint: jq
 	bash scripts/lint.sh
 
 # The checks first: the tests run only when the lint is clean. Every
@@ -74,7 +79,7 @@ test: headless-shell lint
 # empty module cache, `go install .../cmd/hybroute@that-version` and a
 # fresh module that gets the library at that version and builds the
 # README's example (scripts/install-check.sh).
-install-check:
+install-check: jq
 	bash scripts/install-check.sh
 
 demo: chromium
