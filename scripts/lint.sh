@@ -5,6 +5,7 @@
 #   go.work             lists every module; the modules require each other
 #                       at the placeholder version only, which go.work
 #                       replaces by the working tree; no go.mod replaces
+#   cmd/hybroute        imports no test stand-in
 #   go mod tidy         go.mod and go.sum are tidy (see tidy below)
 #   go vet, staticcheck in the workspace, as make test builds
 #   govulncheck         when its vulnerability database answers; skipped,
@@ -28,6 +29,14 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 check_workspace
+# The server users install runs on no test stand-in (internal/*test,
+# internal/testenv): those are the tests' to import.
+deps=$($GO list -deps ./cmd/hybroute)
+stand_ins=$(grep -E '^github.com/hybroute/hybroute/internal/([a-z]+test|testenv)$' <<<"$deps" || true)
+if [ -n "$stand_ins" ]; then
+	echo "lint: cmd/hybroute imports test stand-ins: $stand_ins" >&2
+	exit 1
+fi
 
 # go mod tidy works on one module and ignores go.work, so it would look for
 # the siblings at the placeholder version, which no proxy has. It runs on a
