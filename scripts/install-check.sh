@@ -36,15 +36,17 @@ $GO run ./bench/modproxy -out "$tmp/proxy" -version "$version" -time "$rfc3339" 
 
 modcache=$($GO env GOMODCACHE)
 forget() { # removes our modules at $version from the module cache
-	local d
-	for d in "$modcache"/github.com/hybroute/*@"$version" "$modcache"/cache/download/github.com/hybroute/; do
-		[ -e "$d" ] || continue
-		chmod -R u+w "$d"
-		case $d in
-		*@"$version") rm -rf "$d" ;;
-		*) find "$d" -path "*/@v/$version.*" -delete ;;
-		esac
-	done
+	local ours=$modcache/github.com/hybroute dl=$modcache/cache/download/github.com/hybroute d
+	if [ -d "$ours" ]; then
+		while IFS= read -r d; do
+			chmod -R u+w "$d" && rm -rf "$d"
+		done < <(find "$ours" -type d -name "*@$version" -prune)
+	fi
+	if [ -d "$dl" ]; then
+		chmod -R u+w "$dl"
+		find "$dl" -path "*/@v/$version.*" -delete
+		find "$dl" -path "*/@v/list" -exec sed -i "/^$version\$/d" {} +
+	fi
 }
 forget
 trap 'forget; rm -rf "$tmp"; echo "install-check: took $((SECONDS - started)) s"' EXIT
