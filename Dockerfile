@@ -1,16 +1,15 @@
 # hybroute mcp in a container: Debian's Chromium, the static binary, a
 # non-root user, Chromium's sandbox on (the sidecar passes --no-sandbox only
 # when it runs as root). `make image` builds it.
-# The command is a module of its own (cmd), built with its own go.mod and
-# go.sum (GOWORK=off) and the library beside it through its replace.
+# The command is a module of its own (cmd), built in the repository's
+# workspace (go.work), which maps the library's placeholder version in
+# cmd/go.mod to the sources beside it. The workspace needs every module it
+# uses, so the whole tree is copied before the build.
 FROM golang:1.26-trixie AS build
 WORKDIR /src
-COPY go.mod go.sum ./
-COPY cmd/go.mod cmd/go.sum ./cmd/
+COPY . .
 WORKDIR /src/cmd
-RUN GOWORK=off go mod download
-COPY . /src
-RUN CGO_ENABLED=0 GOWORK=off go build -ldflags=-s -o /out/hybroute ./hybroute
+RUN CGO_ENABLED=0 go build -ldflags=-s -o /out/hybroute ./hybroute
 
 FROM debian:trixie-slim
 RUN apt-get update \

@@ -7,16 +7,21 @@ GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 GOVULNCHECK ?= golang.org/x/vuln/cmd/govulncheck@v1.9.0
 export STATICCHECK GOVULNCHECK GO
-# The modules of the repository, as go.work lists them: the library at the
-# root, and the commands (cmd) and the Redis store (redisstore), which
-# carry the dependencies the library does not need. Every target builds
-# and tests each module as its users do, on its own go.mod with the library
-# through its replace directive (GOWORK=off); go.work is for editors and
-# commands typed by hand. (Go refuses GOFLAGS=-mod=mod in workspace mode.)
-export GOWORK := off
+# The modules of the repository: the library at the root, and beside it
+# modules that carry the dependencies the library does not need: the
+# commands (cmd), the Redis store (redisstore), the load and benchmark tools
+# (bench). Every go.mod outside testdata is one, and go.work lists them all
+# (make lint fails otherwise). Builds and tests run in the workspace, so a
+# change to the library and to a module that uses it is tested together:
+# the modules require each other at the placeholder version
+# v0.0.0-00010101000000-000000000000, which go.work replaces by the working
+# tree, and no go.mod carries a replace (`go install ...@version` refuses
+# one). make install-check proves the modules install as their users get
+# them, from a module proxy made of the working tree.
+export GOWORK := $(CURDIR)/go.work
 MODULES = $(shell $(GO) work edit -json $(CURDIR)/go.work | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 
-.PHONY: headless-shell bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
+.PHONY: jq install-check headless-shell bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -32,10 +37,15 @@ redis:
 	@command -v redis-server >/dev/null 2>&1 || \
 		{ echo "installing Debian's redis-server"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server; }
 
-# gofmt, go mod tidy -diff, vet, staticcheck and govulncheck on every
-# module (scripts/lint.sh); govulncheck is skipped, saying so, where its
-# database cannot be reached.
-lint:
+# The scripts read go.mod and go.work as JSON (go mod edit -json) with jq.
+jq:
+	@command -v jq >/dev/null 2>&1 || \
+		{ echo "installing Debian's jq"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq; }
+
+# gofmt, the workspace (go.work and the go.mod files), go mod tidy, vet,
+# staticcheck and govulncheck on every module (scripts/lint.sh);
+# govulncheck is skipped, saying so, where its database cannot be reached.
+lint: jq
 	bash scripts/lint.sh
 
 # The checks first: the tests run only when the lint is clean. Every
@@ -62,6 +72,15 @@ test: headless-shell lint
 		i=$$((i+1)); echo "go test -race: $$m ($$(cat $$out/$$i.s) s, compiling included)"; cat $$out/$$i.log; \
 		[ "$$(cat $$out/$$i.rc)" = 0 ] || rc=1; \
 	done; rm -rf $$out; exit $$rc
+
+# The install a user does, proven with no network for our own modules:
+# every module of the repository goes, as a zip of the working tree, into
+# a module proxy in a directory, at a pseudo-version of HEAD; then, in an
+# empty module cache, `go install .../cmd/hybroute@that-version` and a
+# fresh module that gets the library at that version and builds the
+# README's example (scripts/install-check.sh).
+install-check: jq
+	bash scripts/install-check.sh
 
 demo: chromium
 	$(GO) run ./examples/dashboard
@@ -116,7 +135,7 @@ LOAD_ABANDON ?= 500
 load: headless-shell
 	@mkdir -p bin
 	$(GO) -C cmd build -o $(CURDIR)/bin/hybroute ./hybroute
-	$(GO) -C cmd build -o $(CURDIR)/bin/hybroute-load ./hybroute-load
+	$(GO) -C bench build -o $(CURDIR)/bin/hybroute-load ./hybroute-load
 	./bin/hybroute-load -server bin/hybroute -clients $(LOAD_CLIENTS)
 	./bin/hybroute-load -server bin/hybroute -abandon $(LOAD_ABANDON) -server-flag=--max-sessions=50 -server-flag=--max-local-memory=1GiB
 

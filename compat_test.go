@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cdpcompat"
+	"github.com/hybroute/hybroute/internal/chromium"
 	"github.com/hybroute/hybroute/internal/cloudtest"
-	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -24,7 +24,7 @@ import (
 // the cloud route skip on such a browser, since it never runs there.
 
 var testMajor = sync.OnceValue(func() int {
-	path, err := sc.Find("", ErrNoChromium)
+	path, err := chromium.Find("")
 	if err != nil {
 		return 0
 	}

@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/chromium"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/health"
-	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -137,7 +137,7 @@ func TestWarm(t *testing.T) {
 	t.Parallel()
 	r := newTestRouter(t, nil, WithChromiumPath("/nonexistent/chromium"))
 	require.ErrorIs(t, r.Warm(testCtx(t)), ErrNoChromium)
-	if _, err := sc.Find("", ErrNoChromium); err == nil {
+	if _, err := chromium.Find(""); err == nil {
 		// The flags are checked before anything is launched.
 		r = newTestRouter(t, nil, WithChromiumFlags(map[string]any{"proxy-server": "direct://"}))
 		err := r.Warm(testCtx(t))

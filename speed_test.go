@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/chromium"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/route"
 )
@@ -43,6 +44,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	cancel()
 
 	path, err := sc.Find("", ErrNoChromium)
+	path, err := chromium.Find("")
 	require.NoError(b, err)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.Flag("no-sandbox", os.Geteuid() == 0))...)

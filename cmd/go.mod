@@ -45,7 +45,3 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-// The library at the same commit: a change to it and to this module is one
-// change, tested together.
-replace github.com/hybroute/hybroute => ../

@@ -28,7 +28,3 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 )
-
-// The library at the same commit: a change to it and to this module is one
-// change, tested together.
-replace github.com/hybroute/hybroute => ../

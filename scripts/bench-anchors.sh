@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # make bench-anchors: hybroute mcp side by side with the two anchors,
 # Playwright MCP and chrome-devtools-mcp, driven by one MCP client
-# (cmd/hybroute-bench-anchors) over the same scripted session on the same
+# (bench/hybroute-bench-anchors) over the same scripted session on the same
 # loopback pages. The anchors are installed from npm once into a cache
 # outside the repository, at the versions below, with no browser download:
 # all three drive the system's Chromium.
@@ -24,7 +24,7 @@ if [ ! -e "$stamp" ]; then
 fi
 mkdir -p bin
 go -C cmd build -o "$PWD/bin/hybroute" ./hybroute
-go -C cmd build -o "$PWD/bin/hybroute-bench-anchors" ./hybroute-bench-anchors
+go -C bench build -o "$PWD/bin/hybroute-bench-anchors" ./hybroute-bench-anchors
 uptime
 exec ./bin/hybroute-bench-anchors \
 	-hybroute bin/hybroute \

@@ -11,6 +11,8 @@
 # cache (CI does that while the tests run).
 set -uo pipefail
 cd "$(dirname "$0")/.."
+# The library's tests build in the workspace, as make test builds them.
+export GOWORK=$PWD/go.work
 only_fetch=0
 if [ "${1:-}" = --fetch ]; then
 	only_fetch=1

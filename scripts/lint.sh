@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # make lint: the checks before the tests, on every module of the workspace
-# (go.work lists them). Each module is checked as its users build it, with
-# GOWORK=off: its own go.mod, the library through its replace directive.
+# (go.work lists them, and every go.mod of the repository is listed there).
 #   gofmt -l            prints nothing
-#   go mod tidy -diff   go.mod and go.sum are tidy
-#   go vet, staticcheck
+#   go.work             lists every module; the modules require each other
+#                       at the placeholder version only, which go.work
+#                       replaces by the working tree; no go.mod replaces
+#   cmd/hybroute        imports no test stand-in
+#   go mod tidy         go.mod and go.sum are tidy (see tidy below)
+#   go vet, staticcheck in the workspace, as make test builds
 #   govulncheck         when its vulnerability database answers; skipped,
 #                       saying so, when it cannot be reached (CI reaches the
 #                       package registries only)
@@ -15,10 +18,9 @@ GO=${GO:-go}
 STATICCHECK=${STATICCHECK:-honnef.co/go/tools/cmd/staticcheck@v0.8.2}
 GOVULNCHECK=${GOVULNCHECK:-golang.org/x/vuln/cmd/govulncheck@v1.9.0}
 GOVULNDB=${GOVULNDB:-https://vuln.go.dev}
-# go work edit reads go.work without loading the modules, which GOFLAGS
-# such as -mod=mod would forbid in workspace mode.
-mapfile -t modules < <($GO work edit -json go.work | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
-export GOWORK=off
+export GOWORK=$PWD/go.work
+source scripts/modules.sh
+mapfile -t modules < <(work_modules)
 
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
@@ -26,9 +28,50 @@ if [ -n "$unformatted" ]; then
 	echo "$unformatted" >&2
 	exit 1
 fi
+check_workspace
+# The server users install runs on no test stand-in (internal/*test,
+# internal/testenv): those are the tests' to import.
+deps=$($GO list -deps ./cmd/hybroute)
+stand_ins=$(grep -E '^github.com/hybroute/hybroute/internal/([a-z]+test|testenv)$' <<<"$deps" || true)
+if [ -n "$stand_ins" ]; then
+	echo "lint: cmd/hybroute imports test stand-ins: $stand_ins" >&2
+	exit 1
+fi
+
+# go mod tidy works on one module and ignores go.work, so it would look for
+# the siblings at the placeholder version, which no proxy has. It runs on a
+# copy of go.mod (-modfile) that replaces each sibling at that version by
+# its directory, as the go.mod files did before go.work; that copy, less
+# the replaces, and its go.sum must equal the module's own. (A file proxy
+# of the working tree, as make install-check builds, would serve the
+# siblings, but under a version that changes with every commit, which
+# go.sum would then have to name.)
+tidy() { # module dir
+	local m=$1 tmp
+	tmp=$(mktemp -d)
+	cp "$m/go.mod" "$tmp/go.mod"
+	[ ! -e "$m/go.sum" ] || cp "$m/go.sum" "$tmp/go.sum"
+	local replaces=() drops=() path dir
+	while read -r path dir; do
+		replaces+=("-replace=$path@$PLACEHOLDER=$PWD/$dir")
+		drops+=("-dropreplace=$path@$PLACEHOLDER")
+	done < <(module_paths)
+	$GO mod edit "${replaces[@]}" "$tmp/go.mod"
+	(cd "$m" && GOWORK=off $GO mod tidy -modfile="$tmp/go.mod")
+	$GO mod edit "${drops[@]}" "$tmp/go.mod"
+	local rc=0
+	diff -u "$m/go.mod" "$tmp/go.mod" || rc=1
+	if [ -e "$tmp/go.sum" ] || [ -e "$m/go.sum" ]; then
+		diff -u "$m/go.sum" "$tmp/go.sum" || rc=1
+	fi
+	rm -rf "$tmp"
+	[ $rc = 0 ] || echo "lint: $m: go.mod or go.sum is not tidy (the diff above is what go mod tidy would change)" >&2
+	return $rc
+}
 for m in "${modules[@]}"; do
 	echo "lint: $m: tidy, vet, staticcheck"
-	(cd "$m" && $GO mod tidy -diff && $GO vet ./... && $GO run "$STATICCHECK" ./...)
+	tidy "$m"
+	(cd "$m" && $GO vet ./... && $GO run "$STATICCHECK" ./...)
 done
 
 # The database is probed first, for a few seconds: without it govulncheck

@@ -25,11 +25,20 @@ var names = [...]string{
 	"chromium", "chromium-browser", "google-chrome", "google-chrome-stable",
 }
 
-// Find returns the path of the Chromium binary: $CHROMIUM when it is set (a
+// Find returns the path of the Chromium binary hybroute runs, and is the
+// one place that looks for it: path when it is not "" (the user's choice:
+// WithChromiumPath, or a test's), otherwise $CHROMIUM when it is set (a
 // path, or a name looked up on PATH), otherwise the first of the usual
-// names found on PATH, unwrapped (see [Unwrap]). The error says what was
-// tried.
-func Find() (string, error) {
+// names found on PATH. The binary found is unwrapped (see [Unwrap]). The
+// error says what was tried.
+func Find(path string) (string, error) {
+	if path != "" {
+		full, err := exec.LookPath(path)
+		if err != nil {
+			return "", fmt.Errorf("WithChromiumPath(%q): %w", path, err)
+		}
+		return Unwrap(full), nil
+	}
 	if p := os.Getenv("CHROMIUM"); p != "" {
 		full, err := exec.LookPath(p)
 		if err != nil {

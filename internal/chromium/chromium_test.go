@@ -12,7 +12,7 @@ func TestFind(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("PATH", dir)
 	t.Setenv("CHROMIUM", "")
-	_, err := Find()
+	_, err := Find("")
 	if err == nil || !strings.Contains(err.Error(), "none of chromium-headless-shell, chrome-headless-shell, headless-shell, chromium,") {
 		t.Fatalf("Find on an empty PATH: %v", err)
 	}
@@ -23,7 +23,7 @@ func TestFind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, err := Find(); err != nil || got != filepath.Join(dir, "chromium-browser") {
+	if got, err := Find(""); err != nil || got != filepath.Join(dir, "chromium-browser") {
 		t.Fatalf("Find = %q, %v; want the chromium-browser on PATH", got, err)
 	}
 
@@ -31,18 +31,28 @@ func TestFind(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "chromium-headless-shell"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := Find(); err != nil || got != filepath.Join(dir, "chromium-headless-shell") {
+	if got, err := Find(""); err != nil || got != filepath.Join(dir, "chromium-headless-shell") {
 		t.Fatalf("Find = %q, %v; want the headless shell on PATH", got, err)
 	}
 
 	// $CHROMIUM wins over PATH, and a wrong one is an error, not a search.
 	t.Setenv("CHROMIUM", "google-chrome")
-	if got, err := Find(); err != nil || got != filepath.Join(dir, "google-chrome") {
+	if got, err := Find(""); err != nil || got != filepath.Join(dir, "google-chrome") {
 		t.Fatalf("Find with $CHROMIUM = %q, %v", got, err)
 	}
 	t.Setenv("CHROMIUM", "/nonexistent/chromium")
-	if _, err := Find(); err == nil || !strings.Contains(err.Error(), `$CHROMIUM="/nonexistent/chromium"`) {
+	if _, err := Find(""); err == nil || !strings.Contains(err.Error(), `$CHROMIUM="/nonexistent/chromium"`) {
 		t.Fatalf("Find with a wrong $CHROMIUM: %v", err)
+	}
+
+	// The path given wins over $CHROMIUM, even a wrong one, and a wrong
+	// path is an error, not a search.
+	if got, err := Find("chromium-browser"); err != nil || got != filepath.Join(dir, "chromium-browser") {
+		t.Fatalf("Find(chromium-browser) = %q, %v", got, err)
+	}
+	t.Setenv("CHROMIUM", "")
+	if _, err := Find("/nonexistent/chromium"); err == nil || !strings.Contains(err.Error(), `WithChromiumPath("/nonexistent/chromium")`) {
+		t.Fatalf("Find with a wrong path: %v", err)
 	}
 }
 

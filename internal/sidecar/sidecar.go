@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,25 +64,6 @@ type Config struct {
 	Dead error
 	// Log gets the process's start, death and leftovers; nil logs nothing.
 	Log *slog.Logger
-}
-
-// Find resolves the Chromium binary: path (the user's choice), then
-// $CHROMIUM, then the usual names on PATH; a trivial wrapper script is
-// unwrapped so that the process started is Chromium itself
-// ([chromium.Unwrap]). A binary not found wraps none.
-func Find(path string, none error) (string, error) {
-	if path != "" {
-		full, err := exec.LookPath(path)
-		if err != nil {
-			return "", fmt.Errorf("%w: WithChromiumPath(%q): %w", none, path, err)
-		}
-		return chromium.Unwrap(full), nil
-	}
-	full, err := chromium.Find()
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", none, err)
-	}
-	return full, nil
 }
 
 // Sidecar is the local Chromium: one warm process, started once however
@@ -454,9 +434,9 @@ func (s *Sidecar) running() (*Proc, error) {
 // start launches one Chromium and attaches to its first tab. A cancelled sctx
 // kills it and removes its profile before start returns.
 func (s *Sidecar) start(sctx context.Context) (*Proc, error) {
-	path, err := Find(s.cfg.Path, s.cfg.NoChromium)
+	path, err := chromium.Find(s.cfg.Path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", s.cfg.NoChromium, err)
 	}
 	s.starts.Add(1)
 	// The egress proxy is up before Chromium makes its first connection.

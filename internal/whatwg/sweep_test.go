@@ -10,7 +10,7 @@ import (
 // TestSweep compares Parse with a large Chromium recording that is too big to
 // keep in the repository, e.g. one input per code point:
 //
-//	go run ./internal/tools/recordhosts -in /tmp/sweep.txt -out /tmp/sweep.json
+//	go run ./bench/recordhosts -in /tmp/sweep.txt -out /tmp/sweep.json
 //	WHATWG_SWEEP=/tmp/sweep.json go test -run TestSweep ./internal/whatwg
 //
 // A different host, or a host where Chromium refuses the URL, fails the
@@ -30,7 +30,7 @@ import (
 func TestSweep(t *testing.T) {
 	path := os.Getenv("WHATWG_SWEEP")
 	if path == "" {
-		t.Skip("WHATWG_SWEEP not set: this differential run needs a large recording made with internal/tools/recordhosts, which is not committed")
+		t.Skip("WHATWG_SWEEP not set: this differential run needs a large recording made with bench/recordhosts, which is not committed")
 	}
 	data, err := os.ReadFile(path)
 	if err != nil {

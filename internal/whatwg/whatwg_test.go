@@ -14,7 +14,7 @@ import (
 )
 
 // chromiumTable is testdata/url-hosts.chromium.json, written by
-// go run ./internal/tools/recordhosts.
+// go run ./bench/recordhosts.
 type chromiumTable struct {
 	Chromium string `json:"chromium"`
 	Cases    []struct {

@@ -225,7 +225,7 @@ func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
 // finds it, for the figures' heading: the full browser and a headless shell
 // differ threefold in what a session costs.
 func browserVersion() string {
-	path, err := chromium.Find()
+	path, err := chromium.Find("")
 	if err != nil {
 		return err.Error()
 	}

@@ -3,7 +3,7 @@
 // URLs planted at a realistic density among many colons that are not URLs
 // (object literals, dicts, ternaries, type annotations, times, struct tags).
 //
-//	go run ./internal/tools/gencorpus > testdata/scan-corpus.txt
+//	go run ./bench/gencorpus > testdata/scan-corpus.txt
 //
 // It also writes the URLs it planted, in order of first appearance and
 // deduplicated, to the -want file: that is what ScanURLs must return for
