@@ -15,7 +15,6 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/chromium"
-	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -43,7 +42,6 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 	require.NoError(b, err)
 	cancel()
 
-	path, err := sc.Find("", ErrNoChromium)
 	path, err := chromium.Find("")
 	require.NoError(b, err)
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
