@@ -1,16 +1,13 @@
-package main
+package mcpserver_test
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"image/png"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -21,154 +18,35 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/cloudtest"
-	"github.com/hybroute/hybroute/internal/testenv"
+	"github.com/hybroute/hybroute/mcpserver"
+	"github.com/hybroute/hybroute/mcpserver/mcptest"
 )
-
-var wantTools = []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press",
-	"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_network_requests", "browser_downloads", "browser_pdf_save", "browser_close", "browser_status",
-	"browser_state_save", "browser_state_load", "browser_tabs",
-	"browser_forward", "browser_reload", "browser_resize",
-	"browser_select_option", "browser_fill_form", "browser_hover", "browser_drag", "browser_file_upload", "browser_wait_for", "browser_handle_dialog"}
-
-// client is an MCP client session with helpers that fail the test.
-type client struct {
-	t  *testing.T
-	cs *mcp.ClientSession
-}
-
-func (c *client) call(name string, args map[string]any) *mcp.CallToolResult {
-	c.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	if args == nil {
-		args = map[string]any{}
-	}
-	res, err := c.cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
-	require.NoError(c.t, err, name)
-	return res
-}
-
-func (c *client) ok(name string, args map[string]any) (*mcp.CallToolResult, string) {
-	c.t.Helper()
-	res := c.call(name, args)
-	text := textOf(res)
-	require.False(c.t, res.IsError, "%s: tool error: %s", name, text)
-	return res, text
-}
-
-func textOf(res *mcp.CallToolResult) string {
-	var b strings.Builder
-	for _, c := range res.Content {
-		if t, ok := c.(*mcp.TextContent); ok {
-			b.WriteString(t.Text)
-		}
-	}
-	return b.String()
-}
-
-func refIn(t *testing.T, snapshot, line string) string {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^\s*- ` + regexp.QuoteMeta(line) + `.*\[ref=(e\d+)\]`).FindStringSubmatch(snapshot)
-	require.NotNil(t, m, "no %q with a ref in:\n%s", line, snapshot)
-	return m[1]
-}
-
-// exercise drives the toolset over an MCP client session the way a model
-// does, on the test site, and checks each step's effect.
-func exercise(t *testing.T, c *client, site *agenttest.Site) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	lt, err := c.cs.ListTools(ctx, nil)
-	require.NoError(t, err)
-	var names []string
-	for _, tool := range lt.Tools {
-		names = append(names, tool.Name)
-		assert.NotEmpty(t, tool.Description, tool.Name)
-		assert.NotNil(t, tool.InputSchema, tool.Name)
-	}
-	assert.ElementsMatch(t, wantTools, names)
-
-	res, text := c.ok("browser_navigate", map[string]any{"url": "127.0.0.1:" + site.Port})
-	assert.Contains(t, text, `Page: "Corner Shop" http://127.0.0.1:`+site.Port+`/`)
-	assert.Contains(t, text, "Browser: the local browser")
-	where, _ := res.Meta[MetaWhere].(map[string]any)
-	require.NotNil(t, where, "the result's _meta says where it ran")
-	assert.Equal(t, "local", where["route"])
-
-	_, snap := c.ok("browser_snapshot", nil)
-	assert.Contains(t, snap, "- paragraph: Cart: 0 items")
-	add := refIn(t, snap, `button "Add to cart"`)
-	search := refIn(t, snap, `searchbox "Search products"`)
-
-	c.ok("browser_click", map[string]any{"ref": add})
-	_, snap = c.ok("browser_snapshot", nil)
-	assert.Contains(t, snap, "- paragraph: Cart: 1 item", "the click had its effect on the page")
-
-	_, text = c.ok("browser_exec", map[string]any{"code": "await new Promise(r => setTimeout(r, 10)); return cart * 10"})
-	assert.Contains(t, text, "Result: 10")
-
-	res, text = c.ok("browser_screenshot", nil)
-	var img *mcp.ImageContent
-	for _, ct := range res.Content {
-		if i, ok := ct.(*mcp.ImageContent); ok {
-			img = i
-		}
-	}
-	require.NotNil(t, img, text)
-	assert.Equal(t, "image/png", img.MIMEType)
-	decoded, err := png.Decode(bytes.NewReader(img.Data))
-	require.NoError(t, err)
-	assert.Equal(t, [2]int{1280, 720}, [2]int{decoded.Bounds().Dx(), decoded.Bounds().Dy()})
-
-	_, text = c.ok("browser_type", map[string]any{"ref": search, "text": "blue hat", "submit": true})
-	assert.Contains(t, text, `Page: "Results for blue hat"`)
-
-	res = c.call("browser_navigate", map[string]any{"url": "http://169.254.169.254/latest/meta-data/iam/"})
-	assert.True(t, res.IsError)
-	assert.Contains(t, textOf(res), "blocked: http://169.254.169.254/latest/meta-data/iam/ targets a cloud metadata endpoint")
-	assert.NotContains(t, textOf(res), "::local")
-}
 
 func TestMCPInProcess(t *testing.T) {
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := agent.New(r)
 	t.Cleanup(func() { require.NoError(t, ts.Close()) })
-	srv := newMCPServer(ts)
+	srv := mcpserver.New(ts, mcpserver.Options{})
 
-	c := connectInMemory(t, srv)
-	exercise(t, &client{t: t, cs: c}, site)
+	c := mcptest.ConnectInMemory(t, srv)
+	mcptest.Exercise(t, c, site.Port)
 
 	// Two client sessions are two browser sessions.
-	c2 := &client{t: t, cs: connectInMemory(t, srv)}
-	_, text := c2.ok("browser_snapshot", nil)
+	c2 := mcptest.ConnectInMemory(t, srv)
+	_, text := c2.OK("browser_snapshot", nil)
 	assert.Contains(t, text, "Page: about:blank", "a second client session starts on a page of its own")
 
 	// The end of a client session releases its browser session.
-	require.NoError(t, c.Close())
+	require.NoError(t, c.CS.Close())
 	require.Eventually(t, func() bool {
-		srv.mu.Lock()
-		defer srv.mu.Unlock()
-		return len(srv.keys) == 1
+		return srv.KeyedSessions() == 1
 	}, 20*time.Second, 50*time.Millisecond)
-	srv.close()
-}
-
-func connectInMemory(t *testing.T, srv *mcpServer) *mcp.ClientSession {
-	t.Helper()
-	st, ct := mcp.NewInMemoryTransports()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	ss, err := srv.server.Connect(ctx, st, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v0"}, nil).Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
-	return cs
+	require.NoError(t, srv.Close())
 }
 
 // TestMCPReportsTheFallback: a provider answering 429 gives the session a
@@ -180,132 +58,25 @@ func TestMCPReportsTheFallback(t *testing.T) {
 	r := agenttest.NewRouter(t, cloud.Provider)
 	ts := agent.New(r)
 	t.Cleanup(func() { require.NoError(t, ts.Close()) })
-	srv := newMCPServer(ts)
-	t.Cleanup(srv.close)
-	c := &client{t: t, cs: connectInMemory(t, srv)}
+	srv := mcpserver.New(ts, mcpserver.Options{})
+	t.Cleanup(func() { require.NoError(t, srv.Close()) })
+	c := mcptest.ConnectInMemory(t, srv)
 
-	res, text := c.ok("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
+	res, text := c.OK("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
 	assert.Contains(t, text, "fallback from cloud")
 	assert.Contains(t, text, `Page: "Corner Shop"`)
-	where := res.Meta[MetaWhere].(map[string]any)
+	where := res.Meta[mcpserver.MetaWhere].(map[string]any)
 	assert.Equal(t, true, where["fallback_from_cloud"])
 	assert.Contains(t, where["fallback_reason"], "429", "the model is told why")
 	assert.Equal(t, "local", where["route"])
 	assert.EqualValues(t, 1, cloud.API.Creates())
 }
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	if built {
-		if bin, err := buildBinary(); err == nil {
-			_ = os.RemoveAll(filepath.Dir(bin))
-		}
-	}
-	os.Exit(code)
-}
-
-// built is set once buildBinary ran, so TestMain knows to remove its output.
-var built bool
-
-// buildBinary builds the command with the test hooks (loopback-only
-// egress, a static resolver) once per test binary.
-var buildBinary = sync.OnceValues(func() (string, error) {
-	built = true
-	dir, err := os.MkdirTemp("", "hybroute-bin-")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "hybroute")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "hybroutetest", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", &buildError{out: string(out), err: err}
-	}
-	return bin, nil
-})
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
-
-// syncBuffer is a stderr the test reads while the command writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// startBinary runs "hybroute mcp args..." over stdio and connects the SDK's
-// client to it.
-func startBinary(t *testing.T, envv []string, args ...string) (*client, *syncBuffer) {
-	t.Helper()
-	testenv.RequireChromium(t)
-	bin, err := buildBinary()
-	require.NoError(t, err)
-	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
-	cmd.Env = append(os.Environ(), envv...)
-	stderr := &syncBuffer{}
-	cmd.Stderr = stderr
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "v0"}, nil).
-		Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
-	require.NoError(t, err, "stderr: %s", stderr)
-	t.Cleanup(func() {
-		_ = cs.Close()
-		assert.NotContains(t, stderr.String(), "TEST EGRESS VIOLATION", "the local browser reached beyond loopback")
-	})
-	return &client{t: t, cs: cs}, stderr
-}
-
-func TestMCPOverStdioBinary(t *testing.T) {
-	site := agenttest.NewSite(t)
-	c, stderr := startBinary(t, nil, "--provider", "none")
-	exercise(t, c, site)
-	_, text := c.ok("browser_close", nil)
-	assert.Contains(t, text, "Closed")
-	require.NoError(t, c.cs.Close())
-	assert.Contains(t, stderr.String(), "hybroute mcp: no cloud provider: every call runs on the local Chromium")
-}
-
-func TestMCPOverStdioBinaryReportsTheFallback(t *testing.T) {
-	site := agenttest.NewSite(t)
-	// No cloud browser is needed: every create answers 429.
-	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:9/devtools/browser/none",
-		cloudtest.WithAPIKey("bb_stdio_test_key_0123456789"), cloudtest.WithProjectID("proj-stdio"))
-	api.OnCreate(cloudtest.RateLimited("17"))
-	c, stderr := startBinary(t, []string{"BROWSERBASE_API_KEY=bb_stdio_test_key_0123456789", "BROWSERBASE_PROJECT_ID=proj-stdio"},
-		"--provider", "browserbase", "--provider-url", api.URL)
-	res, text := c.ok("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
-	assert.Contains(t, text, "fallback from cloud")
-	assert.Contains(t, text, `Page: "Corner Shop"`)
-	assert.Equal(t, true, res.Meta[MetaWhere].(map[string]any)["fallback_from_cloud"])
-	assert.EqualValues(t, 1, api.Creates())
-	require.NoError(t, c.cs.Close())
-	logs := stderr.String()
-	assert.Contains(t, logs, "falling back to local Chromium")
-	assert.NotContains(t, logs, "bb_stdio_test_key_0123456789", "the API key never reaches the logs")
-}
-
 func TestHostGuard(t *testing.T) {
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
-	bound := mustTCPAddr(t, "127.0.0.1:8931")
-	h := hostGuard("127.0.0.1:8931", bound, []string{"mcp.internal.example"}, next)
+	bound, err := net.ResolveTCPAddr("tcp", "127.0.0.1:8931")
+	require.NoError(t, err)
+	h := mcpserver.HostGuard([]string{"mcp.internal.example"}, next)
 	for _, tc := range []struct {
 		host, origin string
 		want         int
@@ -321,6 +92,7 @@ func TestHostGuard(t *testing.T) {
 		{"127.0.0.1:8931", "http://localhost:3000", http.StatusForbidden},
 	} {
 		req := httptest.NewRequest(http.MethodPost, "http://"+tc.host+"/", nil)
+		req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, net.Addr(bound)))
 		req.Host = tc.host
 		if tc.origin != "" {
 			req.Header.Set("Origin", tc.origin)
@@ -335,13 +107,13 @@ func TestHostGuard(t *testing.T) {
 // host guard, each client session with a browser session of its own.
 func TestMCPOverHTTP(t *testing.T) {
 	site := agenttest.NewSite(t)
-	_, hs := newHTTPServer(t)
-	a, b := connectHTTP(t, hs.URL), connectHTTP(t, hs.URL)
-	_, text := a.ok("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/page2")})
+	_, hs := newHTTPServer(t, mcpserver.Options{})
+	a, b := mcptest.ConnectHTTP(t, hs.URL), mcptest.ConnectHTTP(t, hs.URL)
+	_, text := a.OK("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/page2")})
 	assert.Contains(t, text, `Page: "Page two"`)
-	_, text = b.ok("browser_snapshot", nil)
+	_, text = b.OK("browser_snapshot", nil)
 	assert.Contains(t, text, "Page: about:blank", "the second client has a browser session of its own")
-	_, text = a.ok("browser_snapshot", nil)
+	_, text = a.OK("browser_snapshot", nil)
 	assert.Contains(t, text, `heading "Second page"`)
 
 	// A request naming another host is refused before the MCP handler.
@@ -366,9 +138,9 @@ func TestMCPResultsRedactPageURLs(t *testing.T) {
 	r := agenttest.NewRouter(t, nil)
 	ts := agent.New(r)
 	t.Cleanup(func() { require.NoError(t, ts.Close()) })
-	srv := newMCPServer(ts)
-	t.Cleanup(srv.close)
-	c := &client{t: t, cs: connectInMemory(t, srv)}
+	srv := mcpserver.New(ts, mcpserver.Options{})
+	t.Cleanup(func() { require.NoError(t, srv.Close()) })
+	c := mcptest.ConnectInMemory(t, srv)
 
 	secrets := []string{"qTokenSecret1234", "apiKeySecret5678", "fragTokenSecret90"}
 	page := site.URL("127.0.0.1", "/?token="+secrets[0]+"&api_key="+secrets[1]+"&view=full#access_token="+secrets[2]+"&state=x")
@@ -377,15 +149,15 @@ func TestMCPResultsRedactPageURLs(t *testing.T) {
 		meta, err := json.Marshal(res.Meta)
 		require.NoError(t, err)
 		for _, s := range secrets {
-			assert.NotContains(t, textOf(res), s, "%s: the text shows a credential", what)
+			assert.NotContains(t, mcptest.TextOf(res), s, "%s: the text shows a credential", what)
 			assert.NotContains(t, string(meta), s, "%s: _meta shows a credential", what)
 		}
 	}
-	res, text := c.ok("browser_navigate", map[string]any{"url": page})
+	res, text := c.OK("browser_navigate", map[string]any{"url": page})
 	noSecret("navigate", res)
 	assert.Contains(t, text, "/?token=REDACTED&api_key=REDACTED&view=full#access_token=REDACTED&state=x", "the rest of the URL is shown")
 	assert.Equal(t, site.URL("127.0.0.1", "/?token=REDACTED&api_key=REDACTED&view=full#access_token=REDACTED&state=x"),
-		res.Meta[MetaWhere].(map[string]any)["url"])
+		res.Meta[mcpserver.MetaWhere].(map[string]any)["url"])
 	for _, call := range []struct {
 		name string
 		args map[string]any
@@ -396,7 +168,7 @@ func TestMCPResultsRedactPageURLs(t *testing.T) {
 		{"browser_scroll", map[string]any{"direction": "down"}},
 		{"browser_screenshot", nil},
 	} {
-		res, text := c.ok(call.name, call.args)
+		res, text := c.OK(call.name, call.args)
 		noSecret(call.name, res)
 		assert.Contains(t, text, "token=REDACTED", call.name)
 		if call.name == "browser_console" {
@@ -406,50 +178,35 @@ func TestMCPResultsRedactPageURLs(t *testing.T) {
 
 	// The page sends itself to a metadata address: the guard refuses it and
 	// the tab goes to about:blank, which is where the result says it is.
-	res = c.call("browser_exec", map[string]any{"code": `location.href = "http://" + ["169", "254", "169", "254"].join(".") + "/latest/?token=` + secrets[0] + `"`})
-	require.True(t, res.IsError, textOf(res))
+	res = c.Call("browser_exec", map[string]any{"code": `location.href = "http://" + ["169", "254", "169", "254"].join(".") + "/latest/?token=` + secrets[0] + `"`})
+	require.True(t, res.IsError, mcptest.TextOf(res))
 	noSecret("refused exec", res)
-	assert.Contains(t, textOf(res), "sent to about:blank")
-	assert.Contains(t, textOf(res), "\nPage: about:blank", "the Page line is where the tab is")
-	assert.Equal(t, "about:blank", res.Meta[MetaWhere].(map[string]any)["url"])
-	_, text = c.ok("browser_snapshot", nil)
+	assert.Contains(t, mcptest.TextOf(res), "sent to about:blank")
+	assert.Contains(t, mcptest.TextOf(res), "\nPage: about:blank", "the Page line is where the tab is")
+	assert.Equal(t, "about:blank", res.Meta[mcpserver.MetaWhere].(map[string]any)["url"])
+	_, text = c.OK("browser_snapshot", nil)
 	assert.Contains(t, text, "Page: about:blank")
 }
 
 // newHTTPServer is an MCP server over a toolset on a local-only router,
 // served over streamable HTTP on loopback.
-func newHTTPServer(t *testing.T) (*mcpServer, *httptest.Server) {
+func newHTTPServer(t *testing.T, opts mcpserver.Options) (*mcpserver.Server, *httptest.Server) {
 	t.Helper()
 	r := agenttest.NewRouter(t, nil)
 	ts := agent.New(r)
 	t.Cleanup(func() { require.NoError(t, ts.Close()) })
-	srv := newMCPServer(ts)
-	t.Cleanup(srv.close)
+	srv := mcpserver.New(ts, opts)
+	t.Cleanup(func() { require.NoError(t, srv.Close()) })
 	return srv, serveMCPHTTP(t, srv)
 }
 
 // serveMCPHTTP serves srv over streamable HTTP on loopback as "hybroute mcp
 // --http" does.
-func serveMCPHTTP(t *testing.T, srv *mcpServer) *httptest.Server {
+func serveMCPHTTP(t *testing.T, srv *mcpserver.Server) *httptest.Server {
 	t.Helper()
-	hs := httptest.NewUnstartedServer(nil)
-	bound := mustTCPAddr(t, hs.Listener.Addr().String())
-	hs.Config.Handler = srv.httpHandler(bound.String(), bound, nil, 0)
-	hs.Start()
+	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)
 	return hs
-}
-
-// connectHTTP connects the SDK's client over streamable HTTP.
-func connectHTTP(t *testing.T, url string) *client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "v0"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
-	return &client{t: t, cs: cs}
 }
 
 // TestMCPHangUpCancelsTheCall: an HTTP client that hangs up, with no word
@@ -462,11 +219,11 @@ func TestMCPHangUpCancelsTheCall(t *testing.T) {
 	r := agenttest.NewRouter(t, nil)
 	ts := agent.New(r)
 	t.Cleanup(func() { require.NoError(t, ts.Close()) })
-	srv := newMCPServer(ts)
-	t.Cleanup(srv.close)
+	srv := mcpserver.New(ts, mcpserver.Options{})
+	t.Cleanup(func() { require.NoError(t, srv.Close()) })
 	hs := serveMCPHTTP(t, srv)
-	c := connectHTTP(t, hs.URL)
-	c.ok("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/")})
+	c := mcptest.ConnectHTTP(t, hs.URL)
+	c.OK("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/")})
 
 	// rawCall posts a tools/call in c's session and hangs up when ctx ends,
 	// as a client process that dies does: no cancellation is sent.
@@ -479,8 +236,8 @@ func TestMCPHangUpCancelsTheCall(t *testing.T) {
 		require.NoError(t, err)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", c.cs.ID())
-		req.Header.Set("Mcp-Protocol-Version", c.cs.InitializeResult().ProtocolVersion)
+		req.Header.Set("Mcp-Session-Id", c.CS.ID())
+		req.Header.Set("Mcp-Protocol-Version", c.CS.InitializeResult().ProtocolVersion)
 		wg.Go(func() {
 			resp, err := http.DefaultClient.Do(req)
 			if err == nil {
@@ -504,51 +261,99 @@ func TestMCPHangUpCancelsTheCall(t *testing.T) {
 	for i := range queued {
 		rawCall(hangUp, 9100+i, `window.ran = (window.ran || 0) + 1`)
 	}
-	require.Eventually(t, func() bool { return srv.running.Load() == 1+queued }, 60*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return srv.Running() == 1+queued }, 60*time.Second, 10*time.Millisecond,
 		"the calls queue behind the long one")
 
 	cancel()
 	wg.Wait()
-	require.Eventually(t, func() bool { return srv.running.Load() == 0 }, 60*time.Second, 10*time.Millisecond,
+	require.Eventually(t, func() bool { return srv.Running() == 0 }, 60*time.Second, 10*time.Millisecond,
 		"the calls of the client that hung up end")
-	_, text := c.ok("browser_exec", map[string]any{"code": `[window.phase, window.ran ?? 0]`})
+	_, text := c.OK("browser_exec", map[string]any{"code": `[window.phase, window.ran ?? 0]`})
 	assert.Contains(t, text, `Result: ["waiting",0]`,
 		"the session's next call runs while the abandoned script still awaits, and no queued call ran")
-}
-
-// TestMCPMaxResultBytesFlag: --max-result-bytes sets where browser_exec's
-// result is cut.
-func TestMCPMaxResultBytesFlag(t *testing.T) {
-	site := agenttest.NewSite(t)
-	c, _ := startBinary(t, nil, "--provider", "none", "--max-result-bytes", "64")
-	c.ok("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/page2")})
-	_, text := c.ok("browser_exec", map[string]any{"code": `"x".repeat(1000)`})
-	assert.Contains(t, text, `Result: "`+strings.Repeat("x", 63)+` [result cut at 64 of 1002 bytes;`)
 }
 
 // TestMCPUnusedHTTPSessionsEnd: HTTP client sessions that never make a
 // tool call are ended after the unused timeout, well before the idle
 // timeout; a session that made a call stays.
 func TestMCPUnusedHTTPSessionsEnd(t *testing.T) {
-	srv, hs := newHTTPServer(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go srv.sweepUnused(ctx, 300*time.Millisecond)
+	srv, hs := newHTTPServer(t, mcpserver.Options{UnusedTimeout: 300 * time.Millisecond})
 
-	used := connectHTTP(t, hs.URL)
-	used.ok("browser_close", nil)
+	used := mcptest.ConnectHTTP(t, hs.URL)
+	used.OK("browser_close", nil)
 	for range 40 {
-		connectHTTP(t, hs.URL) // initialize, then nothing
+		mcptest.ConnectHTTP(t, hs.URL) // initialize, then nothing
 	}
-	count := func() int {
-		n := 0
-		for range srv.server.Sessions() {
-			n++
-		}
-		return n
-	}
+	count := srv.Sessions
 	require.GreaterOrEqual(t, count(), 2)
 	require.Eventually(t, func() bool { return count() == 1 }, 30*time.Second, 50*time.Millisecond,
 		"the unused sessions end; the one that made a call stays")
-	used.ok("browser_close", nil)
+	used.OK("browser_close", nil)
+}
+
+func TestMCPInputToolsOverHTTP(t *testing.T) {
+	site := agenttest.NewInputSite(t)
+	r := agenttest.NewRouter(t, nil, hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true}))
+	ts := agent.New(r, agent.WithUploadDir(mcptest.FilesToUpload(t)))
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	srv := mcpserver.New(ts, mcpserver.Options{})
+	t.Cleanup(func() { require.NoError(t, srv.Close()) })
+	mcptest.ExerciseInput(t, mcptest.ConnectHTTP(t, serveMCPHTTP(t, srv).URL), site.URL)
+}
+
+// TestMCPInputToolsOnCloud: the tools run in the cloud browser where the
+// page is; an upload is refused there; a tab at a local address opens in
+// the local browser and says so; a popup to a private address is refused.
+func TestMCPInputToolsOnCloud(t *testing.T) {
+	site := agenttest.NewInputSite(t)
+	public := regexp.MustCompile(`127\.0\.0\.1`).ReplaceAllString(site.URL, agenttest.PublicHost)
+	cloud := agenttest.NewCloud(t)
+	r := agenttest.NewRouter(t, cloud.Provider)
+	ts := agent.New(r, agent.WithUploadDir(mcptest.FilesToUpload(t)))
+	t.Cleanup(func() { require.NoError(t, ts.Close()) })
+	srv := mcpserver.New(ts, mcpserver.Options{})
+	t.Cleanup(func() { require.NoError(t, srv.Close()) })
+	c := mcptest.ConnectInMemory(t, srv)
+
+	_, text := c.OK("browser_navigate", map[string]any{"url": public + "/"})
+	assert.Contains(t, text, "Browser: the cloud browser")
+	_, snap := c.OK("browser_snapshot", nil)
+	c.OK("browser_fill_form", map[string]any{"fields": []map[string]any{
+		{"ref": mcptest.RefIn(t, snap, `textbox "Name"`), "type": "textbox", "value": "Cloud"},
+		{"ref": mcptest.RefIn(t, snap, `combobox "Size"`), "type": "combobox", "value": "Medium"},
+	}})
+	c.OK("browser_select_option", map[string]any{"ref": mcptest.RefIn(t, snap, `listbox "Toppings"`), "values": []string{"Olives"}})
+	c.OK("browser_drag", map[string]any{"start_ref": mcptest.RefIn(t, snap, `button "Card"`), "end_ref": mcptest.RefIn(t, snap, `button "Done column"`)})
+	out := mcptest.PageOut(c)
+	assert.Contains(t, out, `"out":"dropped Card","name":"Cloud","sub":false,"plan":"basic","size":"m","tops":["Olives"]`)
+	assert.Contains(t, out, "Browser: the cloud browser")
+	c.OK("browser_hover", map[string]any{"ref": mcptest.RefIn(t, snap, `button "Account"`)})
+	_, text = c.OK("browser_resize", map[string]any{"width": 700, "height": 500})
+	assert.Contains(t, text, "Browser: the cloud browser")
+	_, text = c.OK("browser_exec", map[string]any{"code": "[innerWidth, innerHeight]"})
+	assert.Contains(t, text, "Result: [700,500]")
+	_, text = c.OK("browser_reload", nil)
+	assert.Contains(t, text, "Browser: the cloud browser")
+
+	res := c.Call("browser_file_upload", map[string]any{"ref": mcptest.RefIn(t, snap, `button "Attachment"`), "paths": []string{"a.txt"}})
+	assert.True(t, res.IsError)
+	assert.Contains(t, mcptest.TextOf(res), "the cloud browser, which cannot read this machine's files")
+
+	_, snap = c.OK("browser_snapshot", nil)
+	c.OK("browser_click", map[string]any{"ref": mcptest.RefIn(t, snap, `link "Open popup"`)})
+	popup := mcptest.TabID(t, c, `"Popup page" .*\(cloud browser\)`)
+	_, text = c.OK("browser_tabs", map[string]any{"action": "new", "url": site.URL + "/popup?who=local"})
+	assert.Contains(t, text, "It opened in the local browser")
+	assert.Contains(t, text, "Browser: the local browser")
+	_, text = c.OK("browser_tabs", map[string]any{"action": "select", "id": popup})
+	assert.Contains(t, text, "Browser: the cloud browser")
+	_, text = c.OK("browser_exec", map[string]any{"code": "document.getElementById('who').textContent"})
+	assert.Contains(t, text, `Result: "one"`)
+
+	// No literal names the private address, so the call stays in the cloud
+	// browser, whose guard refuses the popup.
+	res = c.Call("browser_exec", map[string]any{"code": "window.open(location.origin.replace('" + agenttest.PublicHost + "', '127.0.0.1') + '/popup'); return 1"})
+	assert.True(t, res.IsError)
+	assert.Contains(t, mcptest.TextOf(res), "targets a private or internal address")
+	assert.Contains(t, mcptest.TextOf(res), "Browser: the cloud browser")
 }

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/mcpserver"
+)
+
+const mcpUsage = `Usage: hybroute mcp [flags]
+
+Serves the browser tools (browser_navigate, browser_snapshot, browser_click,
+browser_type, browser_press, browser_scroll, browser_back, browser_screenshot,
+browser_console, browser_exec, browser_close, browser_status, browser_tabs, browser_forward,
+browser_reload, browser_resize, browser_select_option, browser_fill_form,
+browser_hover, browser_drag, browser_file_upload, browser_wait_for,
+browser_handle_dialog) over MCP: on stdin/stdout by
+default, over streamable HTTP with --http. Each MCP client session has a
+browser session of its own, released when the client session ends.
+
+Environment: the provider's key (BROWSERBASE_API_KEY and BROWSERBASE_PROJECT_ID,
+BROWSER_USE_API_KEY, TOOL_GATEWAY_USER_TOKEN and BROWSER_USE_GATEWAY_URL for
+nous, STEEL_API_KEY, BROWSERLESS_TOKEN, ANCHOR_API_KEY, KERNEL_API_KEY,
+HYPERBROWSER_API_KEY, BROWSER_CASH_API_KEY, HYBROUTE_PROVIDER_KEY for
+--provider spec), CHROMIUM (the local browser).
+
+Flags:
+`
+
+func runMCP(ctx context.Context, args []string, e env) int {
+	fs := flag.NewFlagSet("hybroute mcp", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	var cfg config
+	cfg.register(fs)
+	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
+	var allowHosts stringList
+	fs.Var(&allowHosts, "allow-host", "with --http or --metrics: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
+	viewport := fs.String("viewport", "1280x720", "the local browser's viewport, WIDTHxHEIGHT (0x0: the browser's own)")
+	snapshotDir := fs.String("snapshot-dir", "", "a directory browser_snapshot may write snapshots to (its file argument); without it, a snapshot to a file is refused")
+	maxResult := fs.Int("max-result-bytes", agent.DefaultMaxResultBytes, "browser_exec's results are cut at this many bytes of JSON text, in the page, before they reach this process")
+	queueWait := fs.Duration("queue-wait", agent.DefaultQueueWait, "how long a call may wait for its turn to open a tab on the local browser, apart from its own time in the page; a call the queue foresees waiting longer is answered \"busy:\" at once")
+	waitForTurn := fs.Bool("wait-for-turn", false, "let a call the queue foresees waiting longer than --queue-wait wait anyway, up to --queue-wait, rather than be answered \"busy:\" at once")
+	maxSessions := fs.Int("max-sessions", 100, "the most browser sessions kept at once; a new one past it ends the least recently used idle one (0: no cap)")
+	maxMemory := fs.String("max-local-memory", "half", "the local Chromium's memory budget (PSS), e.g. 4GiB or 512MiB; past it, new sessions end idle ones, least recently used first (\"half\": half of this machine's memory; 0: no budget)")
+	mcpIdle := fs.Duration("mcp-idle-timeout", 15*time.Minute, "with --http: end an MCP client session after this long with no request (its browser session is released with it)")
+	mcpUnused := fs.Duration("mcp-unused-timeout", time.Minute, "with --http: end an MCP client session that has made no tool call after this long")
+	storageState := fs.String("storage-state", "", "load this Playwright storageState file into every new MCP session's browsers (a login to start with; cookies of local hosts never go to the cloud browser)")
+	stateDir := fs.String("state-dir", "", "the directory browser_state_save and browser_state_load keep state files in, by plain name (off when unset)")
+	uploadDir := fs.String("upload-dir", "", "let browser_file_upload give pages the files under DIR, and nothing outside it (no path or symbolic link that leads out); the local browser only. Unset: no uploads")
+	dialogs := fs.String("dialogs", "dismiss", "who answers the pages' JavaScript dialogs (alert, confirm, prompt): dismiss or accept them as they open, or model: they wait for browser_handle_dialog")
+	downloadDir := fs.String("download-dir", "", "save the local browser's downloads, and browser_pdf_save's PDFs, in this directory (it must exist); without it downloads are refused")
+	maxDownload := fs.Int64("max-download-bytes", agent.DefaultMaxDownloadBytes, "the largest file a download or a PDF may be; a larger download is cancelled")
+	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
+	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitFailure
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(e.stderr, "hybroute mcp: unexpected arguments %q\n", fs.Args())
+		return exitFailure
+	}
+	if err := loadConfigFile(fs, cfg.configPath); err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	if cfg.printConfig {
+		printConfig(e.stdout, fs, e.getenv)
+		return exitOK
+	}
+	vw, vh, err := parseViewport(*viewport)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	dialogPolicy, err := dialogsFlag(*dialogs)
+	if err == nil {
+		err = uploadDirFlag(*uploadDir)
+	}
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	if *downloadDir != "" {
+		if fi, err := os.Stat(*downloadDir); err != nil || !fi.IsDir() {
+			fmt.Fprintf(e.stderr, "hybroute mcp: --download-dir %s: not a directory this process can use\n", *downloadDir)
+			return exitFailure
+		}
+	}
+	budget, err := parseMemory(*maxMemory)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp: --max-local-memory:", err)
+		return exitFailure
+	}
+	extra := []hybroute.Option{hybroute.WithLocalViewport(vw, vh), hybroute.WithDialogPolicy(dialogPolicy),
+		hybroute.WithMaxSessions(*maxSessions), hybroute.WithMaxLocalMemory(budget)}
+	stateOpts, err := stateOptions(*storageState, *stateDir)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	extra = append(extra, stateOpts...)
+	if *metricsAddr != "" {
+		ms, err := startMetrics(*metricsAddr, allowHosts, e.stderr)
+		if err != nil {
+			fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+			return exitFailure
+		}
+		defer ms.close()
+		extra = append(extra, hybroute.WithMeterProvider(ms.provider))
+	}
+	r, provider, err := cfg.newRouter(e.getenv, e.stderr, true, extra...)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	defer r.Close()
+	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
+		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir),
+		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload), agent.WithSnapshotDir(*snapshotDir))
+	defer ts.Close()
+	opts := mcpserver.Options{Version: version(), AllowHosts: hostNames(*httpAddr, allowHosts)}
+	if *httpAddr != "" {
+		opts.IdleTimeout, opts.UnusedTimeout = *mcpIdle, *mcpUnused
+	}
+	srv := mcpserver.New(ts, opts)
+	defer srv.Close()
+	fmt.Fprintf(e.stderr, "hybroute mcp: %s\n", cfg.describe(provider))
+
+	if *httpAddr == "" {
+		err = srv.Run(ctx, &mcp.StdioTransport{})
+	} else {
+		err = serveHTTP(ctx, srv, *httpAddr, e)
+	}
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+// serveHTTP serves streamable HTTP on addr until ctx ends.
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, e env) error {
+	ln, err := net.Listen("tcp", loopbackDefault(addr))
+	if err != nil {
+		return err
+	}
+	bound := ln.Addr().(*net.TCPAddr)
+	if !bound.IP.IsLoopback() {
+		fmt.Fprintf(e.stderr, "hybroute mcp: WARNING: listening on %s, which is not loopback: the MCP server has no authentication, so anyone who can reach it can drive the browsers\n", bound)
+	}
+	fmt.Fprintf(e.stderr, "hybroute mcp: serving MCP on http://%s/\n", bound)
+	return srv.Serve(ctx, ln)
+}
+
+// loopbackDefault is addr with a bare :port bound to 127.0.0.1.
+func loopbackDefault(addr string) string {
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
+}
+
+// hostNames are the --allow-host names, with the host that --http or
+// --metrics named: the server answers to the name it was told to listen on.
+func hostNames(addr string, allowHosts []string) []string {
+	if host, _, err := net.SplitHostPort(loopbackDefault(addr)); err == nil && host != "" {
+		return append([]string{host}, allowHosts...)
+	}
+	return allowHosts
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(s string) error { *l = append(*l, s); return nil }
