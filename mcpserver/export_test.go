@@ -1,5 +1,11 @@
 package mcpserver
 
+import (
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
 // KeyedSessions is the number of client sessions that hold a browser session
 // key, for the tests.
 func (s *Server) KeyedSessions() int {
@@ -18,4 +24,13 @@ func (s *Server) Sessions() int {
 		n++
 	}
 	return n
+}
+
+// SweepTwice runs two sweeps for unused sessions an hour apart: every
+// HTTP session that made no tool call is ended by the second.
+func (s *Server) SweepTwice() {
+	seen := map[*mcp.ServerSession]time.Time{}
+	now := time.Now()
+	s.endUnused(seen, now, time.Minute)
+	s.endUnused(seen, now.Add(time.Hour), time.Minute)
 }

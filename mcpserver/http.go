@@ -26,7 +26,8 @@ var ErrClientGone = errors.New("mcpserver: the client hung up")
 // session with a browser session of its own. It answers only requests
 // whose Host, and Origin if sent, is the address the request arrived on
 // or one of Options.AllowHosts (see HostGuard), and a tool call ends when
-// the HTTP request that carried it does.
+// the HTTP request that carried it does. Each call makes a handler with
+// client sessions of its own: serve one.
 func (s *Server) Handler() http.Handler {
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
 		&mcp.StreamableHTTPOptions{SessionTimeout: s.opts.IdleTimeout})

@@ -103,6 +103,38 @@ func TestHostGuard(t *testing.T) {
 	}
 }
 
+// TestHostGuardOffLoopback: on an address that is not loopback, the
+// loopback names are not the server's; with no local address in the
+// request (a handler called outside an http.Server), only the allowed
+// hosts that carry a port are.
+func TestHostGuardOffLoopback(t *testing.T) {
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	h := mcpserver.HostGuard([]string{"mcp.internal.example", "named.example:9000"}, next)
+	lan, err := net.ResolveTCPAddr("tcp", "192.0.2.7:8931")
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		local net.Addr
+		host  string
+		want  int
+	}{
+		{lan, "192.0.2.7:8931", http.StatusTeapot},
+		{lan, "mcp.internal.example:8931", http.StatusTeapot},
+		{lan, "localhost:8931", http.StatusForbidden},
+		{lan, "127.0.0.1:8931", http.StatusForbidden},
+		{nil, "named.example:9000", http.StatusTeapot},
+		{nil, "mcp.internal.example:8931", http.StatusForbidden},
+		{nil, "127.0.0.1:8931", http.StatusForbidden},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://"+tc.host+"/", nil)
+		if tc.local != nil {
+			req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, tc.local))
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		assert.Equal(t, tc.want, w.Code, "local %v Host %s", tc.local, tc.host)
+	}
+}
+
 // TestMCPOverHTTP: the SDK's client over streamable HTTP, through the
 // host guard, each client session with a browser session of its own.
 func TestMCPOverHTTP(t *testing.T) {
@@ -289,6 +321,21 @@ func TestMCPUnusedHTTPSessionsEnd(t *testing.T) {
 	require.Eventually(t, func() bool { return count() == 1 }, 30*time.Second, 50*time.Millisecond,
 		"the unused sessions end; the one that made a call stays")
 	used.OK("browser_close", nil)
+}
+
+// TestMCPUnusedSweepSparesInProcessSessions: the sweep ends HTTP sessions
+// that made no tool call, never an in-memory (or stdio) one, whose
+// client alone ends it.
+func TestMCPUnusedSweepSparesInProcessSessions(t *testing.T) {
+	srv, hs := newHTTPServer(t, mcpserver.Options{})
+	mcptest.ConnectHTTP(t, hs.URL)
+	inMemory := mcptest.ConnectInMemory(t, srv)
+	require.Equal(t, 2, srv.Sessions())
+	srv.SweepTwice()
+	require.Eventually(t, func() bool { return srv.Sessions() == 1 }, 30*time.Second, 50*time.Millisecond,
+		"the unused HTTP session ends")
+	_, text := inMemory.OK("browser_close", nil)
+	assert.Contains(t, text, "Closed", "the in-memory session that made no call is still served")
 }
 
 func TestMCPInputToolsOverHTTP(t *testing.T) {
