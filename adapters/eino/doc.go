@@ -4,8 +4,9 @@
 // compose.ToolsNode or a react agent.
 //
 // A tool's result is the text the toolset returns for the model (what the
-// call did, where it ran, which page it is on); InvokableTool returns
-// text, so a screenshot's image is not passed on. A tool error the model
+// call did, where it ran, which page it is on). Tools' InvokableTools
+// return text alone; MultimodalTools' EnhancedInvokableTools add the
+// images (a screenshot) as image parts. A tool error the model
 // can act on (a refused URL, a stale ref) is such a text too, not a Go
 // error: the model reads it and goes on. A Go error ends the run: the
 // toolset closed, or the arguments were not JSON.

@@ -2,6 +2,7 @@ package hybrouteeino_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -124,4 +125,38 @@ func TestToolsRunInTheOptionsSession(t *testing.T) {
 
 	_, err = navigate.InvokableRun(ctx, `{"url": `)
 	assert.ErrorContains(t, err, "not JSON")
+}
+
+// TestMultimodalToolsReturnTheScreenshot: the multimodal tools run in the
+// session too, and a screenshot comes back as a PNG image part after the
+// text.
+func TestMultimodalToolsReturnTheScreenshot(t *testing.T) {
+	url := servePage(t, trackPage)
+	ts := newToolset(t)
+	tools, err := hybrouteeino.MultimodalTools(ts, hybrouteeino.Options{})
+	require.NoError(t, err)
+	byName := map[string]tool.EnhancedInvokableTool{}
+	for _, bt := range tools {
+		et, ok := bt.(tool.EnhancedInvokableTool)
+		require.True(t, ok)
+		info, err := et.Info(t.Context())
+		require.NoError(t, err)
+		byName[info.Name] = et
+	}
+	ctx, cancel := context.WithTimeout(hybrouteeino.WithSessionKey(context.Background(), "shots"), 2*time.Minute)
+	defer cancel()
+
+	res, err := byName["browser_navigate"].InvokableRun(ctx, &schema.ToolArgument{Text: `{"url": "` + url + `"}`})
+	require.NoError(t, err)
+	require.Len(t, res.Parts, 1)
+	assert.Contains(t, res.Parts[0].Text, `Page: "Parcels"`)
+	res, err = byName["browser_screenshot"].InvokableRun(ctx, &schema.ToolArgument{})
+	require.NoError(t, err)
+	require.Len(t, res.Parts, 2)
+	assert.Equal(t, schema.ToolPartTypeText, res.Parts[0].Type)
+	require.NotNil(t, res.Parts[1].Image)
+	assert.Equal(t, "image/png", res.Parts[1].Image.MIMEType)
+	png, err := base64.StdEncoding.DecodeString(*res.Parts[1].Image.Base64Data)
+	require.NoError(t, err)
+	assert.Equal(t, "\x89PNG", string(png[:4]))
 }
