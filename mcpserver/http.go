@@ -19,7 +19,8 @@ import (
 // what a client may have sent.
 const requestHeader = "X-Hybroute-Request"
 
-// ErrClientGone ends a call whose HTTP client hung up.
+// ErrClientGone is the cause (context.Cause) that ends a tool call whose
+// HTTP client hung up.
 var ErrClientGone = errors.New("mcpserver: the client hung up")
 
 // Handler is the MCP endpoint over streamable HTTP, each HTTP client
