@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/hybroute/hybroute v0.0.0-00010101000000-000000000000
+	github.com/hybroute/hybroute/mcpserver v0.0.0-00010101000000-000000000000
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/stretchr/testify v1.12.1

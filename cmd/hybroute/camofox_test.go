@@ -9,6 +9,8 @@ import (
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/camofoxtest"
 	"github.com/hybroute/hybroute/internal/testenv"
+	"github.com/hybroute/hybroute/mcpserver"
+	"github.com/hybroute/hybroute/mcpserver/mcptest"
 )
 
 // TestMCPOverStdioBinaryOnCamofox: "hybroute mcp --provider camofox"
@@ -21,21 +23,21 @@ func TestMCPOverStdioBinaryOnCamofox(t *testing.T) {
 	cf := camofoxtest.New(t, access, "--user-agent="+agenttest.CloudUA, "--host-resolver-rules="+agenttest.HostRules)
 	c, stderr := startBinary(t, []string{"CAMOFOX_URL=" + cf.URL, "CAMOFOX_ACCESS_KEY=" + access}, "--provider", "camofox")
 
-	res, text := c.ok("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
-	assert.Equal(t, "cloud", res.Meta[MetaWhere].(map[string]any)["route"])
+	res, text := c.OK("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
+	assert.Equal(t, "cloud", res.Meta[mcpserver.MetaWhere].(map[string]any)["route"])
 	hits := site.Hits()
 	require.NotEmpty(t, hits)
 	assert.Equal(t, agenttest.CloudUA, hits[len(hits)-1].UA, "the Camofox browser loaded it: %s", text)
-	_, text = c.ok("browser_snapshot", nil)
-	refIn(t, text, `button "Add to cart"`)
+	_, text = c.OK("browser_snapshot", nil)
+	mcptest.RefIn(t, text, `button "Add to cart"`)
 
-	ex := c.call("browser_exec", map[string]any{"code": "document.title"})
+	ex := c.Call("browser_exec", map[string]any{"code": "document.title"})
 	assert.True(t, ex.IsError)
-	assert.Contains(t, textOf(ex), "Cloud browser provider Camofox returned no CDP endpoint")
+	assert.Contains(t, mcptest.TextOf(ex), "Cloud browser provider Camofox returned no CDP endpoint")
 
-	c.ok("browser_close", nil)
+	c.OK("browser_close", nil)
 	assert.Equal(t, 0, cf.OpenTabs())
-	require.NoError(t, c.cs.Close())
+	require.NoError(t, c.CS.Close())
 	assert.Contains(t, stderr.String(), "cloud provider camofox")
 	assert.NotContains(t, stderr.String(), access, "the access key never reaches the logs")
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/netip"
 	"strings"
 	"testing"
@@ -16,13 +15,6 @@ import (
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/internal/agenttest"
 )
-
-func mustTCPAddr(t *testing.T, s string) *net.TCPAddr {
-	t.Helper()
-	a, err := net.ResolveTCPAddr("tcp", s)
-	require.NoError(t, err)
-	return a
-}
 
 // runCmd runs the command in process with env vars and stdin.
 func runCmd(t *testing.T, vars map[string]string, stdin string, args ...string) (int, string, string) {

@@ -2,24 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"net"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/mcpserver"
 )
 
 const mcpUsage = `Usage: hybroute mcp [flags]
@@ -59,7 +54,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	maxSessions := fs.Int("max-sessions", 100, "the most browser sessions kept at once; a new one past it ends the least recently used idle one (0: no cap)")
 	maxMemory := fs.String("max-local-memory", "half", "the local Chromium's memory budget (PSS), e.g. 4GiB or 512MiB; past it, new sessions end idle ones, least recently used first (\"half\": half of this machine's memory; 0: no budget)")
 	mcpIdle := fs.Duration("mcp-idle-timeout", 15*time.Minute, "with --http: end an MCP client session after this long with no request (its browser session is released with it)")
-	mcpUnused := fs.Duration("mcp-unused-timeout", DefaultMCPUnusedTimeout, "with --http: end an MCP client session that has made no tool call after this long")
+	mcpUnused := fs.Duration("mcp-unused-timeout", time.Minute, "with --http: end an MCP client session that has made no tool call after this long")
 	storageState := fs.String("storage-state", "", "load this Playwright storageState file into every new MCP session's browsers (a login to start with; cookies of local hosts never go to the cloud browser)")
 	stateDir := fs.String("state-dir", "", "the directory browser_state_save and browser_state_load keep state files in, by plain name (off when unset)")
 	uploadDir := fs.String("upload-dir", "", "let browser_file_upload give pages the files under DIR, and nothing outside it (no path or symbolic link that leads out); the local browser only. Unset: no uploads")
@@ -137,203 +132,29 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir),
 		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload), agent.WithSnapshotDir(*snapshotDir))
 	defer ts.Close()
-	srv := newMCPServer(ts)
-	defer srv.close()
+	opts := mcpserver.Options{Version: version(), AllowHosts: hostNames(*httpAddr, allowHosts)}
+	if *httpAddr != "" {
+		opts.IdleTimeout, opts.UnusedTimeout = *mcpIdle, *mcpUnused
+	}
+	srv := mcpserver.New(ts, opts)
+	defer srv.Close()
 	fmt.Fprintf(e.stderr, "hybroute mcp: %s\n", cfg.describe(provider))
 
 	if *httpAddr == "" {
-		err = srv.server.Run(ctx, &mcp.StdioTransport{})
-		if err != nil && !errors.Is(err, context.Canceled) && !isEOF(err) {
-			fmt.Fprintln(e.stderr, "hybroute mcp:", err)
-			return exitFailure
-		}
-		return exitOK
+		err = srv.Run(ctx, &mcp.StdioTransport{})
+	} else {
+		err = serveHTTP(ctx, srv, *httpAddr, e)
 	}
-	if *mcpUnused > 0 {
-		sctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go srv.sweepUnused(sctx, *mcpUnused)
-	}
-	if err := serveHTTP(ctx, srv, *httpAddr, allowHosts, *mcpIdle, e); err != nil {
+	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure
 	}
 	return exitOK
 }
 
-func isEOF(err error) bool {
-	return err != nil && (strings.Contains(err.Error(), "EOF") || strings.Contains(err.Error(), "closed"))
-}
-
-// mcpServer is the MCP server over a toolset: every MCP client session
-// gets a browser session key of its own.
-type mcpServer struct {
-	server *mcp.Server
-	ts     *agent.Toolset
-
-	mu   sync.Mutex
-	keys map[*mcp.ServerSession]string
-	wg   sync.WaitGroup // the goroutines that release a session's browsers when it ends
-
-	// requests are the contexts of the HTTP requests in flight, by the
-	// id tieRequests gave each: a tool call ends with the request that
-	// carried it.
-	requests sync.Map     // string -> context.Context
-	running  atomic.Int64 // tool calls in the toolset, waiting or running (tests read it)
-}
-
-// MetaWhere is the _meta key of a tool result that says where the call ran.
-const MetaWhere = "hybroute/where"
-
-func newMCPServer(ts *agent.Toolset) *mcpServer {
-	s := &mcpServer{
-		ts:   ts,
-		keys: make(map[*mcp.ServerSession]string),
-		server: mcp.NewServer(&mcp.Implementation{Name: "hybroute", Title: "hybroute browser", Version: version()}, &mcp.ServerOptions{
-			Instructions: "Browser tools. browser_navigate opens a page; browser_snapshot reads it with refs for browser_click and browser_type. " +
-				"Public sites run in a cloud browser, local and private addresses in a local one; every result says which, and cloud metadata addresses are always refused.",
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		}),
-	}
-	for _, tool := range ts.Tools() {
-		name := tool.Name
-		s.server.AddTool(&mcp.Tool{Name: name, Description: tool.Description, InputSchema: tool.InputSchema},
-			func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-				ctx, done := s.requestCtx(ctx, req)
-				defer done()
-				s.running.Add(1)
-				defer s.running.Add(-1)
-				res, err := ts.Call(ctx, s.keyOf(req.Session), name, req.Params.Arguments)
-				if err != nil {
-					return nil, err
-				}
-				return toMCP(res), nil
-			})
-	}
-	return s
-}
-
-// requestHeader carries, inside the server, the id tieRequests gave the
-// HTTP request that brought a message. It is set on every request over
-// what a client may have sent.
-const requestHeader = "X-Hybroute-Request"
-
-// errClientGone ends a call whose HTTP client hung up.
-var errClientGone = errors.New("hybroute mcp: the client hung up")
-
-// tieRequests makes the HTTP requests' contexts known to the tool handlers:
-// the SDK runs a call in its session's context, which a client that hangs
-// up does not end (without an event store it cannot resume the stream
-// either), so its call would run on for no one and hold the session's
-// later calls behind it.
-func (s *mcpServer) tieRequests(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := rand.Text()
-		r.Header.Set(requestHeader, id)
-		s.requests.Store(id, r.Context())
-		defer s.requests.Delete(id)
-		next.ServeHTTP(w, r)
-	})
-}
-
-// requestCtx is ctx ended also when the HTTP request that carried req
-// ends. A request that ended before its call started (the call waited in
-// the SDK) gives an ended context: the call is dropped. A call that came
-// by another transport keeps ctx.
-func (s *mcpServer) requestCtx(ctx context.Context, req *mcp.CallToolRequest) (context.Context, func()) {
-	if req == nil || req.Extra == nil || req.Extra.Header == nil {
-		return ctx, func() {}
-	}
-	id := req.Extra.Header.Get(requestHeader)
-	if id == "" {
-		return ctx, func() {}
-	}
-	cctx, cancel := context.WithCancelCause(ctx)
-	v, ok := s.requests.Load(id)
-	if !ok {
-		cancel(errClientGone)
-		return cctx, func() {}
-	}
-	stop := context.AfterFunc(v.(context.Context), func() { cancel(errClientGone) })
-	return cctx, func() { stop(); cancel(nil) }
-}
-
-// toMCP is a tool result as MCP content: the text, then the images.
-func toMCP(res agent.Result) *mcp.CallToolResult {
-	out := &mcp.CallToolResult{IsError: res.IsError, Content: []mcp.Content{&mcp.TextContent{Text: res.Text}}}
-	for _, img := range res.Images {
-		out.Content = append(out.Content, &mcp.ImageContent{Data: img.Data, MIMEType: img.MIMEType})
-	}
-	if w := res.Where; w.Ran {
-		where := map[string]any{
-			"route":               w.Route.String(),
-			"fallback_from_cloud": w.FallbackFromCloud,
-			"page_changed":        w.PageChanged,
-			"tab_replaced":        w.TabReplaced,
-			"url":                 w.URL,
-			"title":               w.Title,
-		}
-		if w.FallbackReason != "" {
-			where["fallback_reason"] = w.FallbackReason
-		}
-		if len(w.Dialogs) > 0 {
-			ds := make([]map[string]any, len(w.Dialogs))
-			for i, d := range w.Dialogs {
-				ds[i] = map[string]any{"type": d.Type, "message": d.Message, "accepted": d.Accepted}
-				if d.Pending {
-					ds[i]["pending"] = true // held for browser_handle_dialog (--dialogs model)
-				}
-			}
-			where["dialogs"] = ds
-		}
-		out.Meta = mcp.Meta{MetaWhere: where}
-	}
-	return out
-}
-
-// keyOf is the browser session key of an MCP client session. The first
-// call of a client session makes one, and the session's end releases its
-// browsers.
-func (s *mcpServer) keyOf(ss *mcp.ServerSession) string {
-	if ss == nil {
-		return "mcp"
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if k, ok := s.keys[ss]; ok {
-		return k
-	}
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	k := "mcp-" + hex.EncodeToString(b[:])
-	s.keys[ss] = k
-	s.wg.Go(func() {
-		_ = ss.Wait()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		_ = s.ts.Release(ctx, k)
-		s.mu.Lock()
-		delete(s.keys, ss)
-		s.mu.Unlock()
-	})
-	return k
-}
-
-// close ends the client sessions still open and waits until their browsers
-// are released.
-func (s *mcpServer) close() {
-	for ss := range s.server.Sessions() {
-		_ = ss.Close()
-	}
-	s.wg.Wait()
-}
-
 // serveHTTP serves streamable HTTP on addr until ctx ends.
-func serveHTTP(ctx context.Context, s *mcpServer, addr string, allowHosts []string, idle time.Duration, e env) error {
-	if strings.HasPrefix(addr, ":") {
-		addr = "127.0.0.1" + addr
-	}
-	ln, err := net.Listen("tcp", addr)
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, e env) error {
+	ln, err := net.Listen("tcp", loopbackDefault(addr))
 	if err != nil {
 		return err
 	}
@@ -341,78 +162,25 @@ func serveHTTP(ctx context.Context, s *mcpServer, addr string, allowHosts []stri
 	if !bound.IP.IsLoopback() {
 		fmt.Fprintf(e.stderr, "hybroute mcp: WARNING: listening on %s, which is not loopback: the MCP server has no authentication, so anyone who can reach it can drive the browsers\n", bound)
 	}
-	hs := &http.Server{
-		Handler:           s.httpHandler(addr, bound, allowHosts, idle),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
 	fmt.Fprintf(e.stderr, "hybroute mcp: serving MCP on http://%s/\n", bound)
-	done := make(chan error, 1)
-	go func() { done <- hs.Serve(ln) }()
-	select {
-	case err := <-done:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = hs.Shutdown(sctx)
-	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return srv.Serve(ctx, ln)
 }
 
-// httpHandler is the MCP endpoint over streamable HTTP: the host guard, then
-// the requests tied to their calls, then the SDK's handler.
-func (s *mcpServer) httpHandler(addr string, bound *net.TCPAddr, allowHosts []string, idle time.Duration) http.Handler {
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
-		&mcp.StreamableHTTPOptions{SessionTimeout: idle})
-	return hostGuard(addr, bound, allowHosts, s.tieRequests(handler))
+// loopbackDefault is addr with a bare :port bound to 127.0.0.1.
+func loopbackDefault(addr string) string {
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
 }
 
-// hostGuard refuses requests whose Host or Origin is not the server's own:
-// a web page the user visits can make the browser send requests to a
-// loopback port, and with DNS rebinding its own name can point there too;
-// such requests carry the page's name in Host and its origin in Origin.
-func hostGuard(addr string, bound *net.TCPAddr, extra []string, next http.Handler) http.Handler {
-	port := fmt.Sprint(bound.Port)
-	allowed := map[string]bool{}
-	add := func(h string) {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if h == "" {
-			return
-		}
-		if _, _, err := net.SplitHostPort(h); err != nil {
-			h = net.JoinHostPort(strings.Trim(h, "[]"), port)
-		}
-		allowed[h] = true
+// hostNames are the --allow-host names, with the host that --http or
+// --metrics named: the server answers to the name it was told to listen on.
+func hostNames(addr string, allowHosts []string) []string {
+	if host, _, err := net.SplitHostPort(loopbackDefault(addr)); err == nil && host != "" {
+		return append([]string{host}, allowHosts...)
 	}
-	add(bound.String())
-	if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
-		add(net.JoinHostPort(host, port))
-	}
-	if bound.IP.IsLoopback() {
-		for _, h := range []string{"127.0.0.1", "localhost", "::1"} {
-			add(net.JoinHostPort(h, port))
-		}
-	}
-	for _, h := range extra {
-		add(h)
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !allowed[strings.ToLower(r.Host)] {
-			http.Error(w, "hybroute: forbidden: the Host header names another server", http.StatusForbidden)
-			return
-		}
-		if o := r.Header.Get("Origin"); o != "" {
-			u, err := url.Parse(o)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !allowed[strings.ToLower(u.Host)] {
-				http.Error(w, "hybroute: forbidden: cross-origin request", http.StatusForbidden)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
+	return allowHosts
 }
 
 // stringList is a repeatable string flag.

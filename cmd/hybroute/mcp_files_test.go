@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/mcpserver/mcptest"
 )
 
 // TestMCPFilesNetworkAndScreenshots: over stdio, with --download-dir, a
@@ -36,20 +38,20 @@ func TestMCPFilesNetworkAndScreenshots(t *testing.T) {
 	dir := t.TempDir()
 	c, _ := startBinary(t, nil, "--provider", "none", "--download-dir", dir)
 
-	c.ok("browser_navigate", map[string]any{"url": srv.URL + "/"})
-	_, snap := c.ok("browser_snapshot", nil)
-	_, text := c.ok("browser_click", map[string]any{"ref": refIn(t, snap, `link "Get data"`)})
+	c.OK("browser_navigate", map[string]any{"url": srv.URL + "/"})
+	_, snap := c.OK("browser_snapshot", nil)
+	_, text := c.OK("browser_click", map[string]any{"ref": mcptest.RefIn(t, snap, `link "Get data"`)})
 	assert.Contains(t, text, `saved "data.csv" (4 bytes, text/csv`)
 	data, err := os.ReadFile(filepath.Join(dir, "data.csv"))
 	require.NoError(t, err)
 	assert.Equal(t, "x\n1\n", string(data))
-	_, text = c.ok("browser_downloads", nil)
+	_, text = c.OK("browser_downloads", nil)
 	assert.Contains(t, text, `saved "data.csv"`)
 
-	_, text = c.ok("browser_network_requests", nil)
+	_, text = c.OK("browser_network_requests", nil)
 	assert.Contains(t, text, "http://169.254.169.254/latest/ (fetch): refused by the guard: it targets a cloud metadata endpoint")
 
-	res, _ := c.ok("browser_screenshot", map[string]any{"format": "jpeg", "quality": 50, "max_width": 320})
+	res, _ := c.OK("browser_screenshot", map[string]any{"format": "jpeg", "quality": 50, "max_width": 320})
 	var img *mcp.ImageContent
 	for _, ct := range res.Content {
 		if i, ok := ct.(*mcp.ImageContent); ok {
@@ -62,13 +64,13 @@ func TestMCPFilesNetworkAndScreenshots(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, [2]int{320, 180}, [2]int{decoded.Bounds().Dx(), decoded.Bounds().Dy()})
 
-	_, text = c.ok("browser_pdf_save", map[string]any{"filename": "page"})
+	_, text = c.OK("browser_pdf_save", map[string]any{"filename": "page"})
 	assert.Contains(t, text, filepath.Join(dir, "page.pdf"))
 	pdf, err := os.ReadFile(filepath.Join(dir, "page.pdf"))
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(pdf), "%PDF-"))
 
-	bad := c.call("browser_screenshot", map[string]any{"format": "gif"})
+	bad := c.Call("browser_screenshot", map[string]any{"format": "gif"})
 	assert.True(t, bad.IsError)
 }
 

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/mcpserver"
+	"github.com/hybroute/hybroute/mcpserver/mcptest"
 	"github.com/hybroute/hybroute/state"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,30 +28,30 @@ func TestMCPStorageState(t *testing.T) {
 	r := agenttest.NewRouter(t, nil, opts...)
 	ts := agent.New(r, agent.WithStateDir(dir))
 	t.Cleanup(func() { require.NoError(t, ts.Close()) })
-	srv := newMCPServer(ts)
-	t.Cleanup(srv.close)
+	srv := mcpserver.New(ts, mcpserver.Options{})
+	t.Cleanup(func() { require.NoError(t, srv.Close()) })
 	page := site.URL("127.0.0.1", "/")
 
-	a := &client{t: t, cs: connectInMemory(t, srv)}
-	a.ok("browser_navigate", map[string]any{"url": page})
-	_, text := a.ok("browser_exec", map[string]any{"code": `document.cookie`})
+	a := mcptest.ConnectInMemory(t, srv)
+	a.OK("browser_navigate", map[string]any{"url": page})
+	_, text := a.OK("browser_exec", map[string]any{"code": `document.cookie`})
 	assert.Contains(t, text, "sid=from-flag", "--storage-state loaded into the new session")
-	a.ok("browser_exec", map[string]any{"code": `document.cookie = "cart=3; path=/"; 1`})
-	_, text = a.ok("browser_state_save", map[string]any{"name": "shopper"})
+	a.OK("browser_exec", map[string]any{"code": `document.cookie = "cart=3; path=/"; 1`})
+	_, text = a.OK("browser_state_save", map[string]any{"name": "shopper"})
 	assert.NotContains(t, text, "from-flag")
 	fi, err := os.Stat(filepath.Join(dir, "shopper.json"))
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
 
-	b := &client{t: t, cs: connectInMemory(t, srv)}
-	b.ok("browser_state_load", map[string]any{"name": "shopper"})
-	b.ok("browser_navigate", map[string]any{"url": page})
-	_, text = b.ok("browser_exec", map[string]any{"code": `document.cookie`})
+	b := mcptest.ConnectInMemory(t, srv)
+	b.OK("browser_state_load", map[string]any{"name": "shopper"})
+	b.OK("browser_navigate", map[string]any{"url": page})
+	_, text = b.OK("browser_exec", map[string]any{"code": `document.cookie`})
 	assert.Contains(t, text, "cart=3", "the saved login came with browser_state_load")
 
-	res := b.call("browser_state_load", map[string]any{"name": "../start"})
+	res := b.Call("browser_state_load", map[string]any{"name": "../start"})
 	assert.True(t, res.IsError)
-	assert.Contains(t, textOf(res), "invalid state name")
+	assert.Contains(t, mcptest.TextOf(res), "invalid state name")
 }
 
 func TestStateOptionsRefuseBadInput(t *testing.T) {

@@ -7,13 +7,14 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/hybroute/hybroute/mcpserver"
 )
 
 // metricsServer serves the router's metrics for Prometheus: the
@@ -34,9 +35,7 @@ type metricsServer struct {
 // MCP endpoint does: a web page the user visits must not read it through
 // DNS rebinding.
 func startMetrics(addr string, allowHosts []string, stderr io.Writer) (*metricsServer, error) {
-	if strings.HasPrefix(addr, ":") {
-		addr = "127.0.0.1" + addr
-	}
+	addr = loopbackDefault(addr)
 	reg := prometheus.NewRegistry()
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg))
 	if err != nil {
@@ -56,11 +55,7 @@ func startMetrics(addr string, allowHosts []string, stderr io.Writer) (*metricsS
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	var handler http.Handler = mux
-	if tcp, ok := m.addr.(*net.TCPAddr); ok {
-		handler = hostGuard(addr, tcp, allowHosts, mux)
-	}
-	m.srv = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	m.srv = &http.Server{Handler: mcpserver.HostGuard(hostNames(addr, allowHosts), mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() { m.done <- m.srv.Serve(ln) }()
 	fmt.Fprintf(stderr, "hybroute mcp: serving metrics on http://%s/metrics\n", m.addr)
 	return m, nil

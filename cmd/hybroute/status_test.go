@@ -11,17 +11,19 @@ import (
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/mcpserver"
+	"github.com/hybroute/hybroute/mcpserver/mcptest"
 )
 
 // statusClient is an MCP client of a toolset on r, over the SDK's
 // in-memory transport.
-func statusClient(t *testing.T, r *hybroute.Router) (*client, func() *client) {
+func statusClient(t *testing.T, r *hybroute.Router) (*mcptest.Client, func() *mcptest.Client) {
 	t.Helper()
 	ts := agent.New(r)
 	t.Cleanup(func() { require.NoError(t, ts.Close()) })
-	srv := newMCPServer(ts)
-	t.Cleanup(srv.close)
-	another := func() *client { return &client{t: t, cs: connectInMemory(t, srv)} }
+	srv := mcpserver.New(ts, mcpserver.Options{})
+	t.Cleanup(func() { require.NoError(t, srv.Close()) })
+	another := func() *mcptest.Client { return mcptest.ConnectInMemory(t, srv) }
 	return another(), another
 }
 
@@ -37,15 +39,15 @@ func TestMCPBrowserStatusLocal(t *testing.T) {
 		hybroute.WithDialogPolicy(hybroute.DialogPolicy{Accept: true, PromptText: "yes"}))
 	c, _ := statusClient(t, r)
 
-	_, text := c.ok("browser_status", nil)
+	_, text := c.OK("browser_status", nil)
 	assert.Contains(t, text, "Route: none yet")
 	assert.NotContains(t, text, "Browser:", "no browser is asked or opened")
 	st, err := r.Status(t.Context(), "default")
 	require.NoError(t, err)
 	assert.False(t, st.Open)
 
-	c.ok("browser_navigate", map[string]any{"url": "127.0.0.1:" + site.Port})
-	_, text = c.ok("browser_status", nil)
+	c.OK("browser_navigate", map[string]any{"url": "127.0.0.1:" + site.Port})
+	_, text = c.OK("browser_status", nil)
 	assert.Contains(t, text, "Route: local (Chromium on this machine)")
 	assert.Contains(t, text, "Provider: none")
 	assert.Contains(t, text, "Fell back to the local browser: no")
@@ -57,7 +59,7 @@ func TestMCPBrowserStatusLocal(t *testing.T) {
 	assert.Contains(t, text, "- Cloud metadata addresses: always refused")
 	assert.Contains(t, text, "- Persistent local profiles: off")
 
-	res := c.call("browser_status", map[string]any{"verbose": true})
+	res := c.Call("browser_status", map[string]any{"verbose": true})
 	assert.True(t, res.IsError, "an unknown argument is refused")
 }
 
@@ -71,8 +73,8 @@ func TestMCPBrowserStatusCloudAndFallback(t *testing.T) {
 	r := agenttest.NewRouter(t, cloud.Provider)
 	c, another := statusClient(t, r)
 
-	c.ok("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
-	_, text := c.ok("browser_status", nil)
+	c.OK("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
+	_, text := c.OK("browser_status", nil)
 	assert.Contains(t, text, "Route: cloud")
 	assert.Contains(t, text, "Provider: Browserbase")
 	assert.Contains(t, text, "Fell back to the local browser: no")
@@ -84,8 +86,8 @@ func TestMCPBrowserStatusCloudAndFallback(t *testing.T) {
 
 	cloud.API.OnCreate(cloudtest.RateLimited("17"))
 	c2 := another()
-	c2.ok("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
-	_, text = c2.ok("browser_status", nil)
+	c2.OK("browser_navigate", map[string]any{"url": site.URL(agenttest.PublicHost, "/")})
+	_, text = c2.OK("browser_status", nil)
 	assert.Contains(t, text, "Route: local")
 	assert.Regexp(t, `(?m)^Fell back to the local browser: yes, .*; reason: ".*429.*"$`, text)
 	assert.NotContains(t, text, cloud.API.APIKey)

@@ -1,4 +1,4 @@
-package main
+package mcpserver
 
 import (
 	"context"
@@ -8,18 +8,14 @@ import (
 )
 
 // An HTTP client that goes away without ending its session leaves it on
-// the server: the SDK ends it after --mcp-idle-timeout with no request.
+// the server: the SDK ends it after Options.IdleTimeout with no request.
 // A session that never made a tool call has no browser yet, but it holds
 // the SDK's goroutines and its place, and clients that open a session per
-// attempt leave many: it is ended sooner, after --mcp-unused-timeout.
+// attempt leave many: it is ended sooner, after Options.UnusedTimeout.
 
-// DefaultMCPUnusedTimeout is how long an HTTP session that has made no
-// tool call is kept.
-const DefaultMCPUnusedTimeout = time.Minute
-
-// sweepUnused ends, every tick, the client sessions that made no tool call
-// within unused of being first seen, until ctx ends.
-func (s *mcpServer) sweepUnused(ctx context.Context, unused time.Duration) {
+// sweepUnused ends, every tick, the HTTP client sessions that made no tool
+// call within unused of being first seen, until ctx ends.
+func (s *Server) sweepUnused(ctx context.Context, unused time.Duration) {
 	every := max(unused/4, 50*time.Millisecond)
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -35,9 +31,12 @@ func (s *mcpServer) sweepUnused(ctx context.Context, unused time.Duration) {
 }
 
 // endUnused is one sweep: seen holds when each session was first seen.
-func (s *mcpServer) endUnused(seen map[*mcp.ServerSession]time.Time, now time.Time, unused time.Duration) {
+func (s *Server) endUnused(seen map[*mcp.ServerSession]time.Time, now time.Time, unused time.Duration) {
 	live := map[*mcp.ServerSession]bool{}
 	for ss := range s.server.Sessions() {
+		if ss.ID() == "" {
+			continue // not an HTTP session: stdio or in memory, whose client ends it
+		}
 		live[ss] = true
 		first, ok := seen[ss]
 		if !ok {

@@ -1,4 +1,4 @@
-package main
+package mcpserver_test
 
 import (
 	"fmt"
@@ -16,6 +16,8 @@ import (
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
+	"github.com/hybroute/hybroute/mcpserver"
+	"github.com/hybroute/hybroute/mcpserver/mcptest"
 )
 
 // TestMCPEveryToolOverHTTP: every tool of hybroute mcp, called by the
@@ -36,15 +38,15 @@ func TestMCPEveryToolOverHTTP(t *testing.T) {
 	t.Cleanup(files.Close)
 	downloads, states := t.TempDir(), t.TempDir()
 	r := agenttest.NewRouter(t, nil, hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true}))
-	ts := agent.New(r, agent.WithUploadDir(filesToUpload(t)), agent.WithDownloadDir(downloads), agent.WithStateDir(states))
+	ts := agent.New(r, agent.WithUploadDir(mcptest.FilesToUpload(t)), agent.WithDownloadDir(downloads), agent.WithStateDir(states))
 	t.Cleanup(func() { require.NoError(t, ts.Close()) })
-	srv := newMCPServer(ts)
-	t.Cleanup(srv.close)
-	c := connectHTTP(t, serveMCPHTTP(t, srv).URL)
+	srv := mcpserver.New(ts, mcpserver.Options{})
+	t.Cleanup(func() { require.NoError(t, srv.Close()) })
+	c := mcptest.ConnectHTTP(t, serveMCPHTTP(t, srv).URL)
 
 	var snap string
 	var step *testing.T // the running step's: a ref that is missing fails it
-	ref := func(line string) string { return refIn(step, snap, line) }
+	ref := func(line string) string { return mcptest.RefIn(step, snap, line) }
 	// Each step calls one tool; args may read the last snapshot; check
 	// looks at the result and, where the tool acts on the page, at the
 	// page through browser_exec.
@@ -52,11 +54,11 @@ func TestMCPEveryToolOverHTTP(t *testing.T) {
 		tool  string
 		args  func() map[string]any
 		want  string // a regular expression the result's text matches
-		check func(c *client, res *mcp.CallToolResult)
+		check func(c *mcptest.Client, res *mcp.CallToolResult)
 	}{
 		{tool: "browser_status", want: `Provider: none \(every call runs on the local browser\)`},
 		{tool: "browser_navigate", args: func() map[string]any { return map[string]any{"url": site.URL + "/"} }, want: `Page: "Inputs"`},
-		{tool: "browser_snapshot", want: `combobox "Size" \[ref=e\d+\]`, check: func(c *client, res *mcp.CallToolResult) { snap = textOf(res) }},
+		{tool: "browser_snapshot", want: `combobox "Size" \[ref=e\d+\]`, check: func(c *mcptest.Client, res *mcp.CallToolResult) { snap = mcptest.TextOf(res) }},
 		{tool: "browser_select_option", args: func() map[string]any {
 			return map[string]any{"ref": ref(`combobox "Size"`), "values": []string{"Large"}}
 		}, want: `Selected "Large"`, check: out(`"size":"l"`)},
@@ -79,44 +81,44 @@ func TestMCPEveryToolOverHTTP(t *testing.T) {
 			check: out(`"out":"prompt \"Grace\""`)},
 		{tool: "browser_console", want: `\[log\] from exec`},
 		{tool: "browser_scroll", args: func() map[string]any { return map[string]any{"direction": "down"} }, want: `y \d+`},
-		{tool: "browser_screenshot", check: func(c *client, res *mcp.CallToolResult) {
+		{tool: "browser_screenshot", check: func(c *mcptest.Client, res *mcp.CallToolResult) {
 			var img *mcp.ImageContent
 			for _, ct := range res.Content {
 				if i, ok := ct.(*mcp.ImageContent); ok {
 					img = i
 				}
 			}
-			require.NotNil(c.t, img)
-			assert.Equal(c.t, "image/png", img.MIMEType)
-			assert.NotEmpty(c.t, img.Data)
+			require.NotNil(c.T, img)
+			assert.Equal(c.T, "image/png", img.MIMEType)
+			assert.NotEmpty(c.T, img.Data)
 		}},
 		{tool: "browser_network_requests", want: `GET [^\n]*/stock\?size=l`},
-		{tool: "browser_resize", args: func() map[string]any { return map[string]any{"width": 640, "height": 480} }, check: func(c *client, _ *mcp.CallToolResult) {
-			_, text := c.ok("browser_exec", map[string]any{"code": "[innerWidth, innerHeight]"})
-			assert.Contains(c.t, text, "Result: [640,480]")
+		{tool: "browser_resize", args: func() map[string]any { return map[string]any{"width": 640, "height": 480} }, check: func(c *mcptest.Client, _ *mcp.CallToolResult) {
+			_, text := c.OK("browser_exec", map[string]any{"code": "[innerWidth, innerHeight]"})
+			assert.Contains(c.T, text, "Result: [640,480]")
 		}},
 		{tool: "browser_tabs", args: func() map[string]any { return map[string]any{"action": "list"} }, want: `(?m)^- t\d+\b.*"Inputs"`},
 		{tool: "browser_navigate", args: func() map[string]any { return map[string]any{"url": site.URL + "/popup?who=two"} }, want: `who=two`},
 		{tool: "browser_back", want: `Page: "Inputs"`},
 		{tool: "browser_forward", want: `Went forward\.`},
 		{tool: "browser_reload", want: `Reloaded the page\.`},
-		{tool: "browser_state_save", args: func() map[string]any { return map[string]any{"name": "after"} }, check: func(c *client, _ *mcp.CallToolResult) {
+		{tool: "browser_state_save", args: func() map[string]any { return map[string]any{"name": "after"} }, check: func(c *mcptest.Client, _ *mcp.CallToolResult) {
 			_, err := os.Stat(filepath.Join(states, "after.json"))
-			assert.NoError(c.t, err)
+			assert.NoError(c.T, err)
 		}},
 		{tool: "browser_state_load", args: func() map[string]any { return map[string]any{"name": "after"} }, want: `Loaded the state "after" into this session: \d+ cookies`},
 		{tool: "browser_navigate", args: func() map[string]any { return map[string]any{"url": files.URL + "/"} }, want: `Page: "Files"`},
-		{tool: "browser_snapshot", want: `link "Get data"`, check: func(c *client, res *mcp.CallToolResult) { snap = textOf(res) }},
+		{tool: "browser_snapshot", want: `link "Get data"`, check: func(c *mcptest.Client, res *mcp.CallToolResult) { snap = mcptest.TextOf(res) }},
 		{tool: "browser_click", args: func() map[string]any { return map[string]any{"ref": ref(`link "Get data"`)} }, want: `saved "data\.csv" \(4 bytes, text/csv`},
-		{tool: "browser_downloads", want: `saved "data\.csv"`, check: func(c *client, _ *mcp.CallToolResult) {
+		{tool: "browser_downloads", want: `saved "data\.csv"`, check: func(c *mcptest.Client, _ *mcp.CallToolResult) {
 			data, err := os.ReadFile(filepath.Join(downloads, "data.csv"))
-			require.NoError(c.t, err)
-			assert.Equal(c.t, "x\n1\n", string(data))
+			require.NoError(c.T, err)
+			assert.Equal(c.T, "x\n1\n", string(data))
 		}},
-		{tool: "browser_pdf_save", args: func() map[string]any { return map[string]any{"filename": "page"} }, check: func(c *client, _ *mcp.CallToolResult) {
+		{tool: "browser_pdf_save", args: func() map[string]any { return map[string]any{"filename": "page"} }, check: func(c *mcptest.Client, _ *mcp.CallToolResult) {
 			pdf, err := os.ReadFile(filepath.Join(downloads, "page.pdf"))
-			require.NoError(c.t, err)
-			assert.Regexp(c.t, `^%PDF-`, string(pdf[:8]))
+			require.NoError(c.T, err)
+			assert.Regexp(c.T, `^%PDF-`, string(pdf[:8]))
 		}},
 		{tool: "browser_close", want: `Closed`},
 	}
@@ -129,8 +131,8 @@ func TestMCPEveryToolOverHTTP(t *testing.T) {
 			if st.args != nil {
 				args = st.args()
 			}
-			sc := &client{t: t, cs: c.cs}
-			res, text := sc.ok(st.tool, args)
+			sc := &mcptest.Client{T: t, CS: c.CS}
+			res, text := sc.OK(st.tool, args)
 			if st.want != "" {
 				assert.Regexp(t, regexp.MustCompile(st.want), text)
 			}
@@ -141,14 +143,14 @@ func TestMCPEveryToolOverHTTP(t *testing.T) {
 		require.True(t, ok, "step %d (%s) failed: the steps after it depend on it", i, st.tool)
 		called[st.tool] = true
 	}
-	for _, name := range wantTools {
+	for _, name := range mcptest.WantTools {
 		assert.True(t, called[name], "%s has no step over HTTP", name)
 	}
 }
 
 // out checks what the input page's controls did, as browser_exec reads it.
-func out(want string) func(c *client, _ *mcp.CallToolResult) {
-	return func(c *client, _ *mcp.CallToolResult) {
-		assert.Contains(c.t, pageOut(c), want)
+func out(want string) func(c *mcptest.Client, _ *mcp.CallToolResult) {
+	return func(c *mcptest.Client, _ *mcp.CallToolResult) {
+		assert.Contains(c.T, mcptest.PageOut(c), want)
 	}
 }

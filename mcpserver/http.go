@@ -1,0 +1,157 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// requestHeader carries, inside the server, the id tieRequests gave the
+// HTTP request that brought a message. It is set on every request over
+// what a client may have sent.
+const requestHeader = "X-Hybroute-Request"
+
+// ErrClientGone is the cause (context.Cause) that ends a tool call whose
+// HTTP client hung up.
+var ErrClientGone = errors.New("mcpserver: the client hung up")
+
+// Handler is the MCP endpoint over streamable HTTP, each HTTP client
+// session with a browser session of its own. It answers only requests
+// whose Host, and Origin if sent, is the address the request arrived on
+// or one of Options.AllowHosts (see HostGuard), and a tool call ends when
+// the HTTP request that carried it does. Each call makes a handler with
+// client sessions of its own: serve one.
+func (s *Server) Handler() http.Handler {
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
+		&mcp.StreamableHTTPOptions{SessionTimeout: s.opts.IdleTimeout})
+	return HostGuard(s.opts.AllowHosts, s.tieRequests(handler))
+}
+
+// Serve serves Handler on ln until ctx ends, then shuts the HTTP server
+// down. It does not close the client sessions: Close does.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	hs := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	if err := <-done; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// tieRequests makes the HTTP requests' contexts known to the tool handlers:
+// the SDK runs a call in its session's context, which a client that hangs
+// up does not end (without an event store it cannot resume the stream
+// either), so its call would run on for no one and hold the session's
+// later calls behind it.
+func (s *Server) tieRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := rand.Text()
+		r.Header.Set(requestHeader, id)
+		s.requests.Store(id, r.Context())
+		defer s.requests.Delete(id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// requestCtx is ctx ended also when the HTTP request that carried req
+// ends. A request that ended before its call started (the call waited in
+// the SDK) gives an ended context: the call is dropped. A call that came
+// by another transport keeps ctx.
+func (s *Server) requestCtx(ctx context.Context, req *mcp.CallToolRequest) (context.Context, func()) {
+	if req == nil || req.Extra == nil || req.Extra.Header == nil {
+		return ctx, func() {}
+	}
+	id := req.Extra.Header.Get(requestHeader)
+	if id == "" {
+		return ctx, func() {}
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	v, ok := s.requests.Load(id)
+	if !ok {
+		cancel(ErrClientGone)
+		return cctx, func() {}
+	}
+	stop := context.AfterFunc(v.(context.Context), func() { cancel(ErrClientGone) })
+	return cctx, func() { stop(); cancel(nil) }
+}
+
+// HostGuard refuses, with 403, requests whose Host or Origin is not the
+// server's own: a web page the user visits can make the browser send
+// requests to a loopback port, and with DNS rebinding its own name can
+// point there too; such requests carry the page's name in Host and its
+// origin in Origin.
+//
+// The server's own names are the address the request arrived on (from
+// the http.Server's http.LocalAddrContextKey), with 127.0.0.1, localhost
+// and [::1] when that is loopback, and allowHosts (a name without a port
+// takes the arriving port). A request with no local address is allowed
+// only by allowHosts with a port.
+func HostGuard(allowHosts []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		allowed := ownHosts(r, allowHosts)
+		if !allowed[strings.ToLower(r.Host)] {
+			http.Error(w, "hybroute: forbidden: the Host header names another server", http.StatusForbidden)
+			return
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !allowed[strings.ToLower(u.Host)] {
+				http.Error(w, "hybroute: forbidden: cross-origin request", http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// ownHosts are the host:port names a request to this server may carry.
+func ownHosts(r *http.Request, allowHosts []string) map[string]bool {
+	bound, _ := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
+	port := ""
+	if bound != nil {
+		port = fmt.Sprint(bound.Port)
+	}
+	allowed := map[string]bool{}
+	add := func(h string) {
+		h = strings.ToLower(strings.TrimSpace(h))
+		if h == "" {
+			return
+		}
+		if _, _, err := net.SplitHostPort(h); err != nil {
+			if port == "" {
+				return
+			}
+			h = net.JoinHostPort(strings.Trim(h, "[]"), port)
+		}
+		allowed[h] = true
+	}
+	if bound != nil {
+		add(bound.String())
+		if bound.IP.IsLoopback() {
+			for _, h := range []string{"127.0.0.1", "localhost", "::1"} {
+				add(h)
+			}
+		}
+	}
+	for _, h := range allowHosts {
+		add(h)
+	}
+	return allowed
+}
