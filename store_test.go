@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/hybroute/hybroute"
-	"github.com/hybroute/hybroute/internal/storetest"
+	"github.com/hybroute/hybroute/hybroutetest/storetest"
 )
 
 func TestMemoryStoreConformance(t *testing.T) {

@@ -3,6 +3,7 @@ package docs_test
 import (
 	"go/build"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -42,8 +43,8 @@ var layer = map[string]int{
 	// telemetry or a provider's errors.
 	"internal/fleet":  1,
 	"internal/health": 1,
-	// The conformance suite every Store runs.
-	"internal/storetest": 1,
+	// The conformance suite every Store runs, public for users' stores.
+	"hybroutetest/storetest": 1,
 	// Stand-ins for the parts users have (provider APIs in front of a
 	// real Chromium), which know nothing of the library.
 	"internal/testenv":     1,
@@ -68,6 +69,9 @@ var layer = map[string]int{
 	// Users of the facade.
 	"agent":              5,
 	"internal/agenttest": 6,
+	// The test kit for users' agents: the facade's Router on the
+	// stand-ins.
+	"hybroutetest":       6,
 	"examples/agent":     7,
 	"examples/dashboard": 7,
 	"docs":               7,
@@ -99,9 +103,11 @@ func TestLayersPointOneWay(t *testing.T) {
 			rel = ""
 		}
 		base := d.Name()
-		if rel != "" && (strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") || base == "testdata" ||
-			rel == "cmd" || rel == "redisstore") { // modules of their own
+		if rel != "" && (strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") || base == "testdata") {
 			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(path, "go.mod")); rel != "" && err == nil {
+			return filepath.SkipDir // a module of its own
 		}
 		pkg, err := build.Default.ImportDir(path, 0)
 		if err != nil {
@@ -144,8 +150,10 @@ func TestLayersPointOneWay(t *testing.T) {
 }
 
 // isTestPart reports whether a package is one of the parts tests run on
-// (stand-ins, a real redis-server, the store suite, test resolvers).
+// (stand-ins, a real redis-server, the store suite, test resolvers, the
+// public test kit).
 func isTestPart(rel string) bool {
 	base := rel[strings.LastIndex(rel, "/")+1:]
-	return strings.HasPrefix(rel, "internal/") && (strings.HasSuffix(base, "test") || base == "testenv")
+	return strings.HasPrefix(rel, "internal/") && (strings.HasSuffix(base, "test") || base == "testenv") ||
+		rel == "hybroutetest" || strings.HasPrefix(rel, "hybroutetest/")
 }

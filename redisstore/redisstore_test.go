@@ -9,8 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/hybroutetest/storetest"
 	"github.com/hybroute/hybroute/internal/redistest"
-	"github.com/hybroute/hybroute/internal/storetest"
 	"github.com/hybroute/hybroute/redisstore"
 )
 
