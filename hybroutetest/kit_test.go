@@ -154,3 +154,19 @@ func TestHealAndKill(t *testing.T) {
 	require.NoError(t, r.Release(ctx, "b"))
 	assert.Equal(t, 0, cloud.Live(), "the dead session is released")
 }
+
+// Routers of tests that run side by side, through Parallel, each pass
+// their own leftover check: another test's goroutines are not theirs.
+func TestParallelRouters(t *testing.T) {
+	site := hybroutetest.NewSite(t, nil)
+	for _, name := range []string{"one", "two"} {
+		t.Run(name, func(t *testing.T) {
+			hybroutetest.Parallel(t)
+			r := hybroutetest.NewRouter(t, nil)
+			res, err := r.Navigate(t.Context(), name, site.URL("/"+name), nil)
+			require.NoError(t, err)
+			assert.Equal(t, hybroute.RouteLocal, res.Route)
+			assert.Equal(t, "local", site.FetchedBy("/"+name))
+		})
+	}
+}

@@ -22,18 +22,21 @@ import (
 	"github.com/hybroute/hybroute/provider"
 )
 
-// parallel holds the tests that called [Parallel].
-var parallel sync.Map // testing.TB -> struct{}
+// parallel counts the tests under way that called [Parallel].
+var parallel atomic.Int64
 
-// Parallel is t.Parallel for a test that makes a Router with [NewRouter]:
-// it tells NewRouter that other tests share the process, so that the
-// leftover check leaves goroutines out (it cannot tell another test's from
-// this Router's). Processes and profile directories are still checked:
-// those are the Router's own.
+// Parallel is t.Parallel for a test that makes a Router with [NewRouter],
+// or runs beside tests that do: while such a test runs, the leftover
+// checks leave goroutines out (a check cannot tell another test's from its
+// Router's). Processes and profile directories are still checked: those
+// are each Router's own. Tests that call t.Parallel themselves instead
+// make the goroutine check of the Routers beside them fail.
 func Parallel(t *testing.T) {
-	parallel.Store(testing.TB(t), struct{}{})
-	t.Cleanup(func() { parallel.Delete(testing.TB(t)) })
 	t.Parallel()
+	// Counted once it runs: t.Parallel returns when the serial tests are
+	// done and the parallel ones start.
+	parallel.Add(1)
+	t.Cleanup(func() { parallel.Add(-1) })
 }
 
 // routers numbers the Routers of the process, to mark each one's browser.
@@ -51,14 +54,14 @@ const leftoverWait = 10 * time.Second
 //
 // The Router is closed when the test ends, and the test fails if Close
 // fails or leaves anything behind: a process of its local Chromium, that
-// Chromium's temporary profile directory, or (unless the test called
-// [Parallel]) a goroutine. The test is skipped, saying why, under -short
-// and when no Chromium is installed.
+// Chromium's temporary profile directory, or a goroutine (unless a test
+// that called [Parallel] runs beside it). The test is skipped, saying why,
+// under -short and when no Chromium is installed.
 func NewRouter(t testing.TB, cloud *Cloud, opts ...hybroute.Option) *hybroute.Router {
 	t.Helper()
 	testenv.RequireChromium(t)
 	var goroutines []goleak.Option
-	if _, ok := parallel.Load(t); !ok {
+	if parallel.Load() == 0 {
 		goroutines = []goleak.Option{goleak.IgnoreCurrent(),
 			// The test's servers end their connections when they close,
 			// after the Router.
@@ -166,7 +169,7 @@ func (l *leftovers) check(t testing.TB, goroutines []goleak.Option) {
 	if len(dirs) > 0 {
 		t.Errorf("hybroutetest: the Router's local Chromium left its profile directory after Close: %v", dirs)
 	}
-	if goroutines != nil {
+	if goroutines != nil && parallel.Load() == 0 {
 		if err := goleak.Find(goroutines...); err != nil {
 			t.Errorf("hybroutetest: goroutines left after the Router closed: %v", err)
 		}

@@ -41,3 +41,37 @@ func TestLeftoversFindTheRoutersBrowser(t *testing.T) {
 		return os.IsNotExist(err)
 	}, leftoverWait, 50*time.Millisecond, "Close ends them all")
 }
+
+// recordTB is t with its errors and cleanups kept, so a test can run the
+// cleanups itself and read what they reported.
+type recordTB struct {
+	testing.TB
+	errs     []string
+	cleanups []func()
+}
+
+func (r *recordTB) Helper()                           {}
+func (r *recordTB) Cleanup(f func())                  { r.cleanups = append(r.cleanups, f) }
+func (r *recordTB) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
+func (r *recordTB) finish() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+// A goroutine started during the test and still running when the Router
+// has closed fails the test, named.
+func TestLeftoverGoroutineFailsTheTest(t *testing.T) {
+	tb := &recordTB{TB: t}
+	r := NewRouter(tb, nil)
+	stop := make(chan struct{})
+	defer close(stop)
+	go leftBehind(stop)
+	require.NoError(t, r.Close())
+	tb.finish()
+	require.Len(t, tb.errs, 1)
+	assert.Contains(t, tb.errs[0], "goroutines left after the Router closed")
+	assert.Contains(t, tb.errs[0], "leftBehind")
+}
+
+func leftBehind(stop chan struct{}) { <-stop }
