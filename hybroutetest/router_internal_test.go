@@ -50,9 +50,11 @@ type recordTB struct {
 	cleanups []func()
 }
 
-func (r *recordTB) Helper()                           {}
-func (r *recordTB) Cleanup(f func())                  { r.cleanups = append(r.cleanups, f) }
-func (r *recordTB) Errorf(format string, args ...any) { r.errs = append(r.errs, fmt.Sprintf(format, args...)) }
+func (r *recordTB) Helper()          {}
+func (r *recordTB) Cleanup(f func()) { r.cleanups = append(r.cleanups, f) }
+func (r *recordTB) Errorf(format string, args ...any) {
+	r.errs = append(r.errs, fmt.Sprintf(format, args...))
+}
 func (r *recordTB) finish() {
 	for i := len(r.cleanups) - 1; i >= 0; i-- {
 		r.cleanups[i]()
