@@ -17,16 +17,17 @@ import (
 // the shape of the CDP URLs it hands out.
 type Kind string
 
-// The services a Cloud can stand in for.
+// The services a Cloud can stand in for (the names are the stand-ins'
+// own).
 const (
-	Browserbase  Kind = Kind(cloudtest.Browserbase)
-	BrowserUse   Kind = Kind(cloudtest.BrowserUse)
-	Steel        Kind = Kind(cloudtest.Steel)
-	Browserless  Kind = Kind(cloudtest.Browserless)
-	Anchor       Kind = Kind(cloudtest.Anchor)
-	Kernel       Kind = Kind(cloudtest.Kernel)
-	Hyperbrowser Kind = Kind(cloudtest.Hyperbrowser)
-	BrowserCash  Kind = Kind(cloudtest.BrowserCash)
+	Browserbase  Kind = "browserbase"
+	BrowserUse   Kind = "browser-use" // its v3 API
+	Steel        Kind = "steel"
+	Browserless  Kind = "browserless" // its /session API
+	Anchor       Kind = "anchor"
+	Kernel       Kind = "kernel"
+	Hyperbrowser Kind = "hyperbrowser"
+	BrowserCash  Kind = "browser-cash"
 )
 
 // Kinds are all the services a Cloud can stand in for.
