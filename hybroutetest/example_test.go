@@ -10,6 +10,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/hybroutetest"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // An agent's test: the morning the provider answers 429, the screenshot is
@@ -112,7 +113,7 @@ func Example_guard() {
 	res, err = r.Navigate(ctx, "s", site.URLOn(hybroutetest.PrivateHost, "/payroll"), nil)
 	fmt.Println(err, res.Route, site.FetchedBy("/payroll"))
 	_, err = r.Navigate(ctx, "s", "http://"+hybroutetest.MetadataHost+"/computeMetadata/v1/", nil)
-	fmt.Println(errors.Is(err, hybroute.ErrMetadata))
+	fmt.Println(errors.Is(err, netpolicy.ErrMetadata))
 	// Output:
 	// <nil> cloud cloud
 	// <nil> local local

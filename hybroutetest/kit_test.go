@@ -14,6 +14,7 @@ import (
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/hybroutetest"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 // Every Kind answers every scripted answer as hybroute's client of that
@@ -102,7 +103,7 @@ func TestRouterFallsBackOnEveryFailure(t *testing.T) {
 			for _, key := range []string{"first", "second"} {
 				res, err := r.Navigate(ctx, key, site.URL("/"+key), nil)
 				require.NoError(t, err)
-				assert.Equal(t, hybroute.RouteLocal, res.Route)
+				assert.Equal(t, route.Local, res.Route)
 				assert.True(t, res.FallbackFromCloud)
 				assert.Contains(t, res.FallbackReason, "provider Browserbase")
 				assert.Equal(t, "local", site.FetchedBy("/"+key))
@@ -134,10 +135,10 @@ func TestHealAndKill(t *testing.T) {
 	// passes; the next create is the probe, answered healthy.
 	require.Eventually(t, func() bool {
 		res, err := r.Navigate(ctx, "b", site.URL("/b"), nil)
-		if err == nil && res.Route == hybroute.RouteLocal {
+		if err == nil && res.Route == route.Local {
 			_ = r.Release(ctx, "b")
 		}
-		return err == nil && res.Route == hybroute.RouteCloud
+		return err == nil && res.Route == route.Cloud
 	}, time.Minute, time.Second)
 	assert.Equal(t, "cloud", site.FetchedBy("/b"))
 	assert.Equal(t, 1, cloud.Live())
@@ -165,7 +166,7 @@ func TestParallelRouters(t *testing.T) {
 			r := hybroutetest.NewRouter(t, nil)
 			res, err := r.Navigate(t.Context(), name, site.URL("/"+name), nil)
 			require.NoError(t, err)
-			assert.Equal(t, hybroute.RouteLocal, res.Route)
+			assert.Equal(t, route.Local, res.Route)
 			assert.Equal(t, "local", site.FetchedBy("/"+name))
 		})
 	}

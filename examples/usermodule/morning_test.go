@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"example.com/agenttests"
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/hybroutetest"
+	"github.com/hybroute/hybroute/route"
 )
 
 // The morning Browserbase rate-limits us, the job still posts its
@@ -39,7 +39,7 @@ func TestMorningInTheCloud(t *testing.T) {
 	png, res, err := agenttests.MorningScreenshot(t.Context(), r, site.URL("/dashboard"))
 	require.NoError(t, err)
 	assert.NotEmpty(t, png)
-	assert.Equal(t, hybroute.RouteCloud, res.Route)
+	assert.Equal(t, route.Cloud, res.Route)
 	assert.Equal(t, "cloud", site.FetchedBy("/dashboard"))
 	assert.Equal(t, 1, cloud.Live())
 }
