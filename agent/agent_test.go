@@ -18,8 +18,8 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/hybroutetest"
 	"github.com/hybroute/hybroute/internal/agenttest"
-	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -324,9 +324,9 @@ func TestPageChangesBrowsers(t *testing.T) {
 // and the result tells the model it is a fallback from the cloud.
 func TestFallbackIsReported(t *testing.T) {
 	site := agenttest.NewSite(t)
-	cloud := agenttest.NewCloud(t)
-	cloud.API.OnCreate(cloudtest.RateLimited("17"))
-	r := agenttest.NewRouter(t, cloud.Provider)
+	cloud := hybroutetest.NewCloud(t, hybroutetest.Browserbase)
+	cloud.AnswerNext(hybroutetest.RateLimited(17 * time.Second))
+	r := hybroutetest.NewRouter(t, cloud)
 	ts := newToolset(t, r)
 
 	nav := mustOK(t, callTool(t, ts, "rl", "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/")}))
@@ -336,7 +336,7 @@ func TestFallbackIsReported(t *testing.T) {
 	assert.Contains(t, nav.Where.FallbackReason, "429", "the model is told why")
 	assert.Contains(t, nav.Text, nav.Where.FallbackReason)
 	assert.Equal(t, "Corner Shop", nav.Where.Title)
-	assert.EqualValues(t, 1, cloud.API.Creates())
+	assert.Equal(t, 1, cloud.Creates())
 
 	shot := mustOK(t, callTool(t, ts, "rl", "browser_screenshot", nil))
 	assert.True(t, shot.Where.FallbackFromCloud)

@@ -41,8 +41,8 @@ var layer = map[string]int{
 	// telemetry or a provider's errors.
 	"internal/fleet":  2,
 	"internal/health": 2,
-	// The conformance suite every Store runs.
-	"internal/storetest": 2,
+	// The conformance suite every Store runs, public for users' stores.
+	"hybroutetest/storetest": 2,
 	// Stand-ins for the parts users have (provider APIs in front of a
 	// real Chromium), which know nothing of the library.
 	"internal/testenv":     1,
@@ -75,6 +75,9 @@ var layer = map[string]int{
 	// Users of the facade.
 	"agent":              6,
 	"internal/agenttest": 7,
+	// The test kit for users' agents: the facade's Router on the
+	// stand-ins.
+	"hybroutetest":       7,
 	"examples/agent":     8,
 	"examples/dashboard": 8,
 	"docs":               8,
@@ -110,6 +113,9 @@ func TestLayersPointOneWay(t *testing.T) {
 		if rel != "" && (strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") || base == "testdata" ||
 			isModule(path)) {
 			return filepath.SkipDir
+		}
+		if _, err := os.Stat(filepath.Join(path, "go.mod")); rel != "" && err == nil {
+			return filepath.SkipDir // a module of its own
 		}
 		pkg, err := build.Default.ImportDir(path, 0)
 		if err != nil {
@@ -152,10 +158,12 @@ func TestLayersPointOneWay(t *testing.T) {
 }
 
 // isTestPart reports whether a package is one of the parts tests run on
-// (stand-ins, a real redis-server, the store suite, test resolvers).
+// (stand-ins, a real redis-server, the store suite, test resolvers, the
+// public test kit).
 func isTestPart(rel string) bool {
 	base := rel[strings.LastIndex(rel, "/")+1:]
-	return strings.HasPrefix(rel, "internal/") && (strings.HasSuffix(base, "test") || base == "testenv")
+	return strings.HasPrefix(rel, "internal/") && (strings.HasSuffix(base, "test") || base == "testenv") ||
+		rel == "hybroutetest" || strings.HasPrefix(rel, "hybroutetest/")
 }
 
 // isModule reports whether dir holds a module of its own (cmd, redisstore,

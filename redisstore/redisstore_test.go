@@ -6,11 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/hybroute/hybroute/hybroutetest/storetest"
 	"github.com/hybroute/hybroute/internal/redistest"
-	"github.com/hybroute/hybroute/internal/storetest"
 	"github.com/hybroute/hybroute/redisstore"
 	"github.com/hybroute/hybroute/store"
-	"github.com/redis/go-redis/v9"
 )
 
 var _ store.Store = (*redisstore.Store)(nil)

@@ -3,7 +3,7 @@ package store_test
 import (
 	"testing"
 
-	"github.com/hybroute/hybroute/internal/storetest"
+	"github.com/hybroute/hybroute/hybroutetest/storetest"
 	"github.com/hybroute/hybroute/store"
 )
 

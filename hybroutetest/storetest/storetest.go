@@ -1,6 +1,13 @@
-// Package storetest is the conformance suite of hybroute's Store: every
-// implementation (the in-process store.Memory, redisstore) runs it, so they
-// cannot drift apart in what a window, a probe or a lease means.
+// Package storetest is the conformance suite of a store.Store, the state
+// Routers share: every implementation runs it (hybroute's in-process
+// store, redisstore, and a user's own), so they cannot drift apart in what
+// a window, a probe or a lease means. A user's store runs it from a test:
+//
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) storetest.Store { return newEmptyStore(t) })
+//	}
+//
+// Some subtests wait out short leases (a few hundred milliseconds each).
 package storetest
 
 import (
