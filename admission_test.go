@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	itel "github.com/hybroute/hybroute/internal/telemetry"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // waitQueued waits until q has n openings waiting.
@@ -133,7 +134,7 @@ func TestTabQueueCallerGoneLeavesTheQueue(t *testing.T) {
 func TestBurstOfSessionsSucceedsOrIsBusy(t *testing.T) {
 	requireChromium(t)
 	probe, popts := newTelemetryProbe()
-	r := newBrowserRouter(t, nil, &logBuffer{}, popts...)
+	r := newBrowserRouter(t, nil, &testlog.Buffer{}, popts...)
 	ctx := testCtx(t)
 	require.NoError(t, r.Warm(ctx))
 	const n = 16

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/camofoxtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // camofoxWorld is a router on a Camofox stand-in (a real Chromium behind
@@ -19,7 +20,7 @@ type camofoxWorld struct {
 	site *site
 	cf   *camofoxtest.Server
 	r    *Router
-	logs *logBuffer
+	logs *testlog.Buffer
 }
 
 const camofoxKey = "cf_access_key_0123456789"
@@ -36,7 +37,7 @@ func camofoxCtx(tb testing.TB) context.Context {
 func newCamofoxWorld(t *testing.T, opts ...Option) *camofoxWorld {
 	t.Helper()
 	requireChromium(t)
-	w := &camofoxWorld{site: newSite(t), logs: &logBuffer{}}
+	w := &camofoxWorld{site: newSite(t), logs: &testlog.Buffer{}}
 	w.cf = camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
 	w.r = newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), w.logs, opts...)
 	return w
@@ -205,7 +206,7 @@ func TestCamofoxFallbackTakesTheCDPCall(t *testing.T) {
 	assert.True(t, res.FallbackFromCloud)
 	assert.Equal(t, RouteLocal, res.Route)
 	assert.Contains(t, res.FallbackReason, "429")
-	assert.Equal(t, 1, w.logs.count("cloud provider failed, falling back"))
+	assert.Equal(t, 1, w.logs.Count("cloud provider failed, falling back"))
 }
 
 func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
@@ -213,7 +214,7 @@ func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
 	ctx := camofoxCtx(t)
 	requireChromium(t)
 	cf := camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA)
-	r := newBrowserRouter(t, NewCamofox("wrong", WithProviderBaseURL(cf.URL)), &logBuffer{}, WithFallback(false))
+	r := newBrowserRouter(t, NewCamofox("wrong", WithProviderBaseURL(cf.URL)), &testlog.Buffer{}, WithFallback(false))
 
 	_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/", nil)
 	require.ErrorIs(t, err, ErrUnauthorized)
@@ -247,7 +248,7 @@ func TestCamofoxSessionsAreUsersOfTheirOwn(t *testing.T) {
 	t.Parallel()
 	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
-	other := newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), &logBuffer{})
+	other := newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), &testlog.Buffer{})
 
 	for _, r := range []*Router{w.r, other} {
 		for _, key := range []string{"a", "b"} {
@@ -271,7 +272,7 @@ func BenchmarkCamofoxREST(b *testing.B) {
 	requireChromium(b)
 	s := newSite(b)
 	cf := camofoxtest.New(b, "", "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	r := newBrowserRouter(b, NewCamofox("", WithProviderBaseURL(cf.URL)), &logBuffer{})
+	r := newBrowserRouter(b, NewCamofox("", WithProviderBaseURL(cf.URL)), &testlog.Buffer{})
 	ctx := context.Background()
 	_, err := r.Navigate(ctx, "s", s.url(publicHost, "/"), nil)
 	require.NoError(b, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // providerKinds are every kind of provider, in its real URL shape.
@@ -100,7 +101,7 @@ func TestMalformedEndpointAnswersFallBack(t *testing.T) {
 	defer endpoint.Close()
 	host := strings.TrimPrefix(endpoint.URL, "http://")
 	p := &switchingProvider{}
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	site := newSite(t)
 	r := newBrowserRouter(t, p, logs, WithProviderBackoffCap(1))
 
@@ -208,7 +209,7 @@ func TestKeysNeverInLogsOrErrors(t *testing.T) {
 		requireChromium(t)
 		cloud := cloudtest.LaunchChromium(t)
 		api := cloudtest.NewServer(t, cloudtest.CDP, cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithRealShapes())
-		logs := &logBuffer{}
+		logs := &testlog.Buffer{}
 		r := newBrowserRouter(t, nil, logs, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
 		api.Front.OnUpgrade(cloudtest.Status(http.StatusUnauthorized, "bad token "+testAPIKey))
 		_, err := r.Navigate(testCtx(t), "s", "https://example.com/", nil)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // Sessions that share a remote browser (the CDP override's here) each run
@@ -51,7 +52,7 @@ func overrideWorld(t *testing.T) (*Router, *site, *cloudtest.Chromium) {
 	requireChromium(t)
 	s := newSite(t, sharedRoutes)
 	cloud := cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	r := newBrowserRouter(t, nil, &logBuffer{}, WithCDPURL(cloud.WSURL))
+	r := newBrowserRouter(t, nil, &testlog.Buffer{}, WithCDPURL(cloud.WSURL))
 	return r, s, cloud
 }
 
@@ -246,7 +247,7 @@ func TestLostConnectionTakesTheSessionsContext(t *testing.T) {
 	s := newSite(t)
 	cloud := cloudtest.LaunchChromium(t, "--host-resolver-rules="+hostRules)
 	api := cloudtest.NewServer(t, cloudtest.CDP, cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithRealShapes())
-	r := newBrowserRouter(t, nil, &logBuffer{}, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
+	r := newBrowserRouter(t, nil, &testlog.Buffer{}, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
 	ctx := testCtx(t)
 	_, err := r.Navigate(ctx, "a", s.url(publicHost, "/before-the-drop"), nil)
 	require.NoError(t, err)

@@ -9,6 +9,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // dialogPages adds /leave, a page that asks before it is left.
@@ -44,7 +46,7 @@ func TestDialogsAreAnsweredAndReported(t *testing.T) {
 		{"keep the page", DialogPolicy{KeepPageOnBeforeUnload: true}, "undefined|false|null"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newBrowserRouter(t, nil, &logBuffer{}, WithDialogPolicy(tc.policy))
+			r := newBrowserRouter(t, nil, &testlog.Buffer{}, WithDialogPolicy(tc.policy))
 			ctx := testCtx(t)
 			var got string
 			res, err := r.Exec(ctx, "d", "", func(ctx context.Context, call *Call) (err error) {

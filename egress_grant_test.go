@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // Names the grant tests resolve to decoys: a LAN name the calls never
@@ -110,7 +111,7 @@ func settle() { time.Sleep(500 * time.Millisecond) }
 // grantRouter is a test router for the namespace: the grant tests'
 // resolver, and the dialer that lets a wrongly allowed connection reach
 // its decoy.
-func grantRouter(t *testing.T, p Provider, logs *logBuffer, opts ...Option) *Router {
+func grantRouter(t *testing.T, p Provider, logs *testlog.Buffer, opts ...Option) *Router {
 	t.Helper()
 	return newBrowserRouter(t, p, logs, append([]Option{WithResolver(grantResolver()), WithEgressDialer(netnsDialer)}, opts...)...)
 }
@@ -147,7 +148,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 	s := newProbeSite(t)
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
-	hybridLogs := &logBuffer{}
+	hybridLogs := &testlog.Buffer{}
 	hybrid := grantRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)), hybridLogs)
 
 	t.Run("a URL with a token", func(t *testing.T) {
@@ -202,7 +203,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 
 	t.Run("no cloud", func(t *testing.T) {
 		d.reset()
-		logs := &logBuffer{}
+		logs := &testlog.Buffer{}
 		local := grantRouter(t, nil, logs)
 		ctx := testCtx(t)
 		_, err := local.Navigate(ctx, "public", s.url(publicHost, "/plain"), nil)
@@ -241,7 +242,7 @@ func TestGrantCoversOnlyWhatTheCallNamed(t *testing.T) {
 	}
 	requireChromium(t)
 	s := newProbeSite(t)
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	r := grantRouter(t, nil, logs)
 	open := func(session, page, code string) {
 		t.Helper()
@@ -298,7 +299,7 @@ func TestGrantMixedCallKeepsItsLocalhost(t *testing.T) {
 	})
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)), logs,
 		WithResolver(grantResolver()))
 	ctx := testCtx(t)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/egress"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // The names of the egress tests. The resolver calls imds.test metadata and
@@ -135,7 +136,7 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newProbeSite(t)
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	r := newBrowserRouter(t, nil, logs, WithResolver(egressResolver()), WithChromiumFlags(bypassCatcher))
 	page := s.url(publicHost, "/start")
 
@@ -173,7 +174,7 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 		} else {
 			require.Equal(t, "opened", got)
 		}
-		require.Eventually(t, func() bool { return logs.count(popupHost) > 0 },
+		require.Eventually(t, func() bool { return logs.Count(popupHost) > 0 },
 			60*time.Second, 20*time.Millisecond, "the popup's connection was never decided")
 		time.Sleep(200 * time.Millisecond)
 		assert.False(t, s.reached("/imds-popup"))
@@ -198,7 +199,7 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 	assert.Empty(t, s.hitsFor(rebindHost))
 	assert.Contains(t, logs.String(), "hybroute: egress refused")
 	assert.Contains(t, logs.String(), "class=metadata")
-	assert.Equal(t, 1, logs.count(`msg="hybroute: egress refused" host=`+imdsHost+" "),
+	assert.Equal(t, 1, logs.Count(`msg="hybroute: egress refused" host=`+imdsHost+" "),
 		"one warning for the refused host, however often it was refused")
 }
 
@@ -209,7 +210,7 @@ func TestEgressCarriesAllowedTraffic(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newProbeSite(t)
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	r := newBrowserRouter(t, nil, logs, WithResolver(egressResolver()))
 	ctx := testCtx(t)
 	for _, u := range []string{s.url(publicHost, "/public"), s.url("localhost", "/localhost"), s.url("127.0.0.1", "/literal")} {

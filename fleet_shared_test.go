@@ -10,14 +10,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // fleetRouter is a router of a fleet sharing store: its provider is never
 // asked here (these tests drive the store side of session creation).
-func fleetRouter(t testing.TB, store Store, limit int, logs *logBuffer, opts ...Option) *Router {
+func fleetRouter(t testing.TB, store Store, limit int, logs *testlog.Buffer, opts ...Option) *Router {
 	t.Helper()
 	if logs == nil {
-		logs = &logBuffer{}
+		logs = &testlog.Buffer{}
 	}
 	base := []Option{WithStore(store), WithProviderConcurrency(limit),
 		WithStoreTimeout(2 * time.Second), // a loaded test machine is not an outage

@@ -58,10 +58,10 @@ func TestFleetSharedWindowOneCreate(t *testing.T) {
 			}
 			wg.Wait()
 			t.Logf("%s: 6 new keys on 2 routers: %d failed, %d provider creates, %d warning lines",
-				row.name, len(errs), w.api.Creates(), w.logs.count(fallbackLine))
+				row.name, len(errs), w.api.Creates(), w.logs.Count(fallbackLine))
 			require.Empty(t, errs, "every call runs, on the local floor")
 			assert.Equal(t, int64(1), w.api.Creates(), "one create for both routers: the window and the probe are the store's")
-			assert.Equal(t, 1, w.logs.count(fallbackLine), "one warning: only the router that asked saw the failure")
+			assert.Equal(t, 1, w.logs.Count(fallbackLine), "one warning: only the router that asked saw the failure")
 		})
 	}
 }

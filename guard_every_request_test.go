@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // hostileNames are names that both the stand-in cloud browser and the
@@ -196,7 +197,7 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 	t.Run("guarded", func(t *testing.T) {
 		api := cloudtest.NewServer(t, cloudtest.Browserbase, cloud.WSURL,
 			cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"), cloudtest.WithRealShapes())
-		logs := &logBuffer{}
+		logs := &testlog.Buffer{}
 		r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
 			WithProviderHTTPClient(api.HTTPClient())), logs, WithResolver(hostileResolver()))
 		// A fresh page for each method: a refused frame sends the tab to
@@ -246,7 +247,7 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 		d.reset()
 		require.True(t, s.reached("/public-control.png"), "the page's public subresource did not load")
 		t.Logf("guarded: %d requests reached a decoy; %d connections carried none (Chromium's preconnects)", len(got), contacts)
-		assert.Positive(t, logs.count("browser request refused"), "the guard logged no refusal")
+		assert.Positive(t, logs.Count("browser request refused"), "the guard logged no refusal")
 		// Each method's attempt, seen by the guard: a method whose requests
 		// never left the page (a worker that never started) would pass the
 		// check above with nothing to refuse. The control below cannot show

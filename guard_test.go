@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // withGuardLookup sets the guard's lookup limit, so a test of a slow
@@ -326,7 +327,7 @@ func TestSidecarSurvivesChromeSettings(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
-	r := newBrowserRouter(t, nil, &logBuffer{})
+	r := newBrowserRouter(t, nil, &testlog.Buffer{})
 	_, err := r.Navigate(testCtx(t), "a", s.URL+"/a", nil)
 	require.NoError(t, err)
 	_, err = r.Navigate(testCtx(t), "b", s.URL+"/b", nil)

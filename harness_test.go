@@ -1,7 +1,6 @@
 package hybroute
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // The browsers of these tests are real: a headless Chromium stands in for
@@ -140,30 +140,6 @@ func (s *site) uaOf(path string) string {
 var hostRules = "MAP " + publicHost + " 127.0.0.1, MAP " + metadataHost + " 127.0.0.1, MAP " + widgetsHost +
 	" 127.0.0.1, MAP " + slowPrivateHost + " 127.0.0.1, MAP " + slowMetadataHost + " 127.0.0.1"
 
-// logBuffer collects log lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), substr)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // world is one router wired to a fake provider with a real cloud Chromium
 // behind it, a real sidecar, and a site.
 type world struct {
@@ -171,7 +147,7 @@ type world struct {
 	site  *site
 	cloud *cloudtest.Chromium
 	api   *cloudtest.Server
-	logs  *logBuffer
+	logs  *testlog.Buffer
 	r     *Router
 	// sess is the session key of a test on the shared world ("" on a
 	// world of the test's own, whose keys are all the test's).
@@ -212,7 +188,7 @@ func buildWorld(t testing.TB, kind cloudtest.Kind, realShapes bool, routes func(
 	if routes != nil {
 		add = append(add, routes)
 	}
-	w := &world{t: t, site: newSite(t, add...), logs: &logBuffer{}}
+	w := &world{t: t, site: newSite(t, add...), logs: &testlog.Buffer{}}
 	w.cloud = cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
 	sopts := []cloudtest.ServerOption{cloudtest.WithAPIKey(w.key()), cloudtest.WithProjectID("proj-1")}
 	if realShapes {
@@ -243,7 +219,7 @@ func (w *world) provider(kind cloudtest.Kind) Provider {
 }
 
 // newBrowserRouter is a router whose sidecar has the test flags.
-func newBrowserRouter(t testing.TB, p Provider, logs *logBuffer, opts ...Option) *Router {
+func newBrowserRouter(t testing.TB, p Provider, logs *testlog.Buffer, opts ...Option) *Router {
 	t.Helper()
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	base := []Option{

@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // cookieSecret is the value of the login cookie of these tests: it must be
@@ -61,7 +63,7 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	requireChromium(t)
 	s := newSite(t, loginRoutes)
 	dir := filepath.Join(t.TempDir(), "profiles")
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	r1 := newBrowserRouter(t, nil, logs, WithProfileDir(dir))
 	ctx := testCtx(t)
 
@@ -180,7 +182,7 @@ func TestProfileUnreadableJarFailsTheSession(t *testing.T) {
 	require.NoError(t, os.Mkdir(pd, 0o700))
 	jar := filepath.Join(pd, profileCookies)
 	require.NoError(t, os.WriteFile(jar, []byte("{not json"), 0o600))
-	r := newBrowserRouter(t, nil, &logBuffer{}, WithProfileDir(dir))
+	r := newBrowserRouter(t, nil, &testlog.Buffer{}, WithProfileDir(dir))
 	_, err := r.Navigate(testCtx(t), "carol", s.URL+"/who", nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), jar)

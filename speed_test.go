@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // BenchmarkNewKeySideBySide is the cost of a new session key, side by side
@@ -27,7 +28,7 @@ import (
 // key of their own (the session's tab, the guard's enabling, the page).
 func BenchmarkNewKeySideBySide(b *testing.B) {
 	spans := tracetest.NewSpanRecorder()
-	r, s := newLocalRouter(b, &logBuffer{},
+	r, s := newLocalRouter(b, &testlog.Buffer{},
 		WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
 	// Every step has a deadline of its own: on a loaded machine a stuck
 	// step fails the benchmark instead of holding it for good.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // BenchmarkSessionWithState is the cost of starting a local session with
@@ -13,7 +15,7 @@ import (
 func BenchmarkSessionWithState(b *testing.B) {
 	requireChromium(b)
 	s := newSite(b)
-	r := newBrowserRouter(b, nil, &logBuffer{})
+	r := newBrowserRouter(b, nil, &testlog.Buffer{})
 	ctx := context.Background() // each call bounds itself: the runs outlast testCtx
 	require := func(err error) {
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // loginSite is a loopback login page: POST /login sets a session cookie
@@ -225,7 +226,7 @@ func TestStateFollowsRouteChange(t *testing.T) {
 func TestStateLocalCookiesStayOffCloud(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
-	debug := &logBuffer{}
+	debug := &testlog.Buffer{}
 	w := newWorld(t, cloudtest.Browserbase, WithLogger(slog.New(slog.NewTextHandler(debug, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := testCtx(t)
 	st := &State{
@@ -412,7 +413,7 @@ func TestRefusedCookiesAreNamed(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
-	r := newBrowserRouter(t, nil, &logBuffer{})
+	r := newBrowserRouter(t, nil, &testlog.Buffer{})
 	ctx := testCtx(t)
 	_, err := r.Navigate(ctx, "k", s.url(publicHost, "/a"), nil)
 	require.NoError(t, err)
