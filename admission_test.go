@@ -134,7 +134,7 @@ func TestTabQueueCallerGoneLeavesTheQueue(t *testing.T) {
 func TestBurstOfSessionsSucceedsOrIsBusy(t *testing.T) {
 	requireChromium(t)
 	probe, popts := newTelemetryProbe()
-	r := newBrowserRouter(t, nil, &testlog.Buffer{}, popts...)
+	r := newRouter(t, nil, &testlog.Buffer{}, popts...)
 	ctx := testCtx(t)
 	require.NoError(t, r.Warm(ctx))
 	const n = 16

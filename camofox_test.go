@@ -39,7 +39,7 @@ func newCamofoxWorld(t *testing.T, opts ...Option) *camofoxWorld {
 	requireChromium(t)
 	w := &camofoxWorld{site: newSite(t), logs: &testlog.Buffer{}}
 	w.cf = camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	w.r = newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), w.logs, opts...)
+	w.r = newRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), w.logs, opts...)
 	return w
 }
 
@@ -214,7 +214,7 @@ func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
 	ctx := camofoxCtx(t)
 	requireChromium(t)
 	cf := camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA)
-	r := newBrowserRouter(t, NewCamofox("wrong", WithProviderBaseURL(cf.URL)), &testlog.Buffer{}, WithFallback(false))
+	r := newRouter(t, NewCamofox("wrong", WithProviderBaseURL(cf.URL)), &testlog.Buffer{}, WithFallback(false))
 
 	_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/", nil)
 	require.ErrorIs(t, err, ErrUnauthorized)
@@ -248,7 +248,7 @@ func TestCamofoxSessionsAreUsersOfTheirOwn(t *testing.T) {
 	t.Parallel()
 	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
-	other := newBrowserRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), &testlog.Buffer{})
+	other := newRouter(t, NewCamofox(camofoxKey, WithProviderBaseURL(w.cf.URL)), &testlog.Buffer{})
 
 	for _, r := range []*Router{w.r, other} {
 		for _, key := range []string{"a", "b"} {
@@ -272,7 +272,7 @@ func BenchmarkCamofoxREST(b *testing.B) {
 	requireChromium(b)
 	s := newSite(b)
 	cf := camofoxtest.New(b, "", "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	r := newBrowserRouter(b, NewCamofox("", WithProviderBaseURL(cf.URL)), &testlog.Buffer{})
+	r := newRouter(b, NewCamofox("", WithProviderBaseURL(cf.URL)), &testlog.Buffer{})
 	ctx := context.Background()
 	_, err := r.Navigate(ctx, "s", s.url(publicHost, "/"), nil)
 	require.NoError(b, err)

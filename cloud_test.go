@@ -103,7 +103,7 @@ func TestMalformedEndpointAnswersFallBack(t *testing.T) {
 	p := &switchingProvider{}
 	logs := &testlog.Buffer{}
 	site := newSite(t)
-	r := newBrowserRouter(t, p, logs, WithProviderBackoffCap(1))
+	r := newRouter(t, p, logs, WithProviderBackoffCap(1))
 
 	rows := []struct{ name, body, want string }{
 		{"no webSocketDebuggerUrl", `{"Browser":"HeadlessChrome/156"}`, "has no webSocketDebuggerUrl"},
@@ -210,7 +210,7 @@ func TestKeysNeverInLogsOrErrors(t *testing.T) {
 		cloud := cloudtest.LaunchChromium(t)
 		api := cloudtest.NewServer(t, cloudtest.CDP, cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithRealShapes())
 		logs := &testlog.Buffer{}
-		r := newBrowserRouter(t, nil, logs, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
+		r := newRouter(t, nil, logs, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
 		api.Front.OnUpgrade(cloudtest.Status(http.StatusUnauthorized, "bad token "+testAPIKey))
 		_, err := r.Navigate(testCtx(t), "s", "https://example.com/", nil)
 		require.Error(t, err)

@@ -52,7 +52,7 @@ func overrideWorld(t *testing.T) (*Router, *site, *cloudtest.Chromium) {
 	requireChromium(t)
 	s := newSite(t, sharedRoutes)
 	cloud := cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	r := newBrowserRouter(t, nil, &testlog.Buffer{}, WithCDPURL(cloud.WSURL))
+	r := newRouter(t, nil, &testlog.Buffer{}, WithCDPURL(cloud.WSURL))
 	return r, s, cloud
 }
 
@@ -247,7 +247,7 @@ func TestLostConnectionTakesTheSessionsContext(t *testing.T) {
 	s := newSite(t)
 	cloud := cloudtest.LaunchChromium(t, "--host-resolver-rules="+hostRules)
 	api := cloudtest.NewServer(t, cloudtest.CDP, cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithRealShapes())
-	r := newBrowserRouter(t, nil, &testlog.Buffer{}, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
+	r := newRouter(t, nil, &testlog.Buffer{}, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
 	ctx := testCtx(t)
 	_, err := r.Navigate(ctx, "a", s.url(publicHost, "/before-the-drop"), nil)
 	require.NoError(t, err)

@@ -46,7 +46,7 @@ func TestDialogsAreAnsweredAndReported(t *testing.T) {
 		{"keep the page", DialogPolicy{KeepPageOnBeforeUnload: true}, "undefined|false|null"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newBrowserRouter(t, nil, &testlog.Buffer{}, WithDialogPolicy(tc.policy))
+			r := newRouter(t, nil, &testlog.Buffer{}, WithDialogPolicy(tc.policy))
 			ctx := testCtx(t)
 			var got string
 			res, err := r.Exec(ctx, "d", "", func(ctx context.Context, call *Call) (err error) {

@@ -108,12 +108,11 @@ func escapesOf(d *decoys, tag string) []escape {
 // (or not) at the decoys.
 func settle() { time.Sleep(500 * time.Millisecond) }
 
-// grantRouter is a test router for the namespace: the grant tests'
-// resolver, and the dialer that lets a wrongly allowed connection reach
-// its decoy.
-func grantRouter(t *testing.T, p Provider, logs *testlog.Buffer, opts ...Option) *Router {
-	t.Helper()
-	return newBrowserRouter(t, p, logs, append([]Option{WithResolver(grantResolver()), WithEgressDialer(netnsDialer)}, opts...)...)
+// grantOptions are the options of the grant tests' routers: the grant
+// tests' resolver, and the dialer that lets a wrongly allowed connection
+// reach its decoy.
+func grantOptions() []Option {
+	return []Option{WithResolver(grantResolver()), WithEgressDialer(netnsDialer)}
 }
 
 // probeIn runs the probes in the session's tab, on whatever page it is on
@@ -149,7 +148,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	hybridLogs := &testlog.Buffer{}
-	hybrid := grantRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)), hybridLogs)
+	hybrid := newRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)), hybridLogs, grantOptions()...)
 
 	t.Run("a URL with a token", func(t *testing.T) {
 		d.reset()
@@ -204,7 +203,7 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 	t.Run("no cloud", func(t *testing.T) {
 		d.reset()
 		logs := &testlog.Buffer{}
-		local := grantRouter(t, nil, logs)
+		local := newRouter(t, nil, logs, grantOptions()...)
 		ctx := testCtx(t)
 		_, err := local.Navigate(ctx, "public", s.url(publicHost, "/plain"), nil)
 		require.NoError(t, err)
@@ -243,7 +242,7 @@ func TestGrantCoversOnlyWhatTheCallNamed(t *testing.T) {
 	requireChromium(t)
 	s := newProbeSite(t)
 	logs := &testlog.Buffer{}
-	r := grantRouter(t, nil, logs)
+	r := newRouter(t, nil, logs, grantOptions()...)
 	open := func(session, page, code string) {
 		t.Helper()
 		_, err := r.Exec(testCtx(t), session, code, func(ctx context.Context, call *Call) error { return chromedp.Do(ctx, chromedp.Navigate(page)) })
@@ -300,7 +299,7 @@ func TestGrantMixedCallKeepsItsLocalhost(t *testing.T) {
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	logs := &testlog.Buffer{}
-	r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)), logs,
+	r := newRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)), logs,
 		WithResolver(grantResolver()))
 	ctx := testCtx(t)
 	app := s.url("localhost", "/")

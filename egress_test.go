@@ -137,7 +137,7 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 	requireChromium(t)
 	s := newProbeSite(t)
 	logs := &testlog.Buffer{}
-	r := newBrowserRouter(t, nil, logs, WithResolver(egressResolver()), WithChromiumFlags(bypassCatcher))
+	r := newRouter(t, nil, logs, WithResolver(egressResolver()), WithChromiumFlags(bypassCatcher))
 	page := s.url(publicHost, "/start")
 
 	t.Run("fetch from a page", func(t *testing.T) {
@@ -211,7 +211,7 @@ func TestEgressCarriesAllowedTraffic(t *testing.T) {
 	requireChromium(t)
 	s := newProbeSite(t)
 	logs := &testlog.Buffer{}
-	r := newBrowserRouter(t, nil, logs, WithResolver(egressResolver()))
+	r := newRouter(t, nil, logs, WithResolver(egressResolver()))
 	ctx := testCtx(t)
 	for _, u := range []string{s.url(publicHost, "/public"), s.url("localhost", "/localhost"), s.url("127.0.0.1", "/literal")} {
 		res, err := r.Navigate(ctx, "s", u, nil)

@@ -90,7 +90,7 @@ func TestFallbackOffFailsWithTheProvidersError(t *testing.T) {
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	api.OnCreate(cloudtest.RateLimited("17"))
 	logs := &testlog.Buffer{}
-	r := newTestRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)),
+	r := newRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL)), nil,
 		WithFallback(false), WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	withClock(r)
 	ctx := testCtx(t)
@@ -116,7 +116,7 @@ func TestFallbackLogNamesDroppedParamsAndTheFix(t *testing.T) {
 	logs := &testlog.Buffer{}
 	p := NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
 		WithSessionParams(map[string]any{"keepAlive": true, "region": "eu-central-1"}))
-	r := newTestRouter(t, p, WithChromiumPath("/nonexistent/chromium"),
+	r := newRouter(t, p, nil, WithChromiumPath("/nonexistent/chromium"),
 		WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	_, err := r.Navigate(testCtx(t), "s", "https://"+publicHost+"/", nil)
 	require.ErrorIs(t, err, ErrFallbackFailed)
@@ -131,11 +131,11 @@ func TestFallbackLogNamesDroppedParamsAndTheFix(t *testing.T) {
 // stops it at once.
 func TestWarm(t *testing.T) {
 	t.Parallel()
-	r := newTestRouter(t, nil, WithChromiumPath("/nonexistent/chromium"))
+	r := newRouter(t, nil, nil, WithChromiumPath("/nonexistent/chromium"))
 	require.ErrorIs(t, r.Warm(testCtx(t)), ErrNoChromium)
 	if _, err := findChromium(&config{}); err == nil {
 		// The flags are checked before anything is launched.
-		r = newTestRouter(t, nil, WithChromiumFlags(map[string]any{"proxy-server": "direct://"}))
+		r = newRouter(t, nil, nil, WithChromiumFlags(map[string]any{"proxy-server": "direct://"}))
 		err := r.Warm(testCtx(t))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "managed by the sidecar")
@@ -307,7 +307,7 @@ func TestNoCDPEndpointFailsWithTheExactMessage(t *testing.T) {
 	ctx := testCtx(t)
 	requireChromium(t)
 
-	r := newBrowserRouter(t, &restOnlyProvider{name: "AcmeREST"}, &testlog.Buffer{})
+	r := newRouter(t, &restOnlyProvider{name: "AcmeREST"}, &testlog.Buffer{})
 	for range 2 { // a failed session never poisons its key, nor fakes success
 		_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/", nil)
 		require.ErrorIs(t, err, ErrNoCDPEndpoint)
@@ -356,7 +356,7 @@ func TestProviderMarkedFallbackResolvesLocalEndpoint(t *testing.T) {
 	s := newSite(t)
 	logs := &testlog.Buffer{}
 	p := &fallbackProvider{}
-	r := newBrowserRouter(t, p, logs)
+	r := newRouter(t, p, logs)
 	withClock(r) // the provider's window stays open however slow the machine
 	ctx := testCtx(t)
 	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/seed"), nil)
@@ -384,7 +384,7 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 	cloud := cloudtest.LaunchChromium(t)
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, cloud.WSURL, cloudtest.WithAPIKey(testAPIKey))
 	api.OnCreate(cloudtest.RateLimited("17"))
-	r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "p", WithProviderBaseURL(api.URL)), logs,
+	r := newRouter(t, NewBrowserbase(testAPIKey, "p", WithProviderBaseURL(api.URL)), logs,
 		WithChromiumPath("/nonexistent/chromium"))
 	ctx := testCtx(t)
 	for range 2 {

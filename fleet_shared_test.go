@@ -23,7 +23,7 @@ func fleetRouter(t testing.TB, store Store, limit int, logs *testlog.Buffer, opt
 	base := []Option{WithStore(store), WithProviderConcurrency(limit),
 		WithStoreTimeout(2 * time.Second), // a loaded test machine is not an outage
 		WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))}
-	return newTestRouter(t, &stubProvider{name: "Cloud"}, append(base, opts...)...)
+	return newRouter(t, &stubProvider{name: "Cloud"}, nil, append(base, opts...)...)
 }
 
 // forget drops every window, probe claim and lease the store holds, as a

@@ -31,7 +31,7 @@ func TestFleetSharedWindowOneCreate(t *testing.T) {
 			opts := []Option{WithStore(row.store(t)), WithStoreTimeout(20 * time.Second)}
 			w, _ := outageWorld(t, opts...)
 			other := &countingProvider{Provider: NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(w.api.URL))}
-			r2 := newBrowserRouter(t, other, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
+			r2 := newRouter(t, other, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
 			const retryAfter = 120 // longer than the test: one window
 			rl := cloudtest.RateLimited(strconv.Itoa(retryAfter))
 			w.api.AlwaysOnCreate(&rl)

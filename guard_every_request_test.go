@@ -198,7 +198,7 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 		api := cloudtest.NewServer(t, cloudtest.Browserbase, cloud.WSURL,
 			cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"), cloudtest.WithRealShapes())
 		logs := &testlog.Buffer{}
-		r := newBrowserRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
+		r := newRouter(t, NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(api.URL),
 			WithProviderHTTPClient(api.HTTPClient())), logs, WithResolver(hostileResolver()))
 		// A fresh page for each method: a refused frame sends the tab to
 		// about:blank. The documents, whose refusal fails the call, take

@@ -327,7 +327,7 @@ func TestSidecarSurvivesChromeSettings(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
-	r := newBrowserRouter(t, nil, &testlog.Buffer{})
+	r := newRouter(t, nil, &testlog.Buffer{})
 	_, err := r.Navigate(testCtx(t), "a", s.URL+"/a", nil)
 	require.NoError(t, err)
 	_, err = r.Navigate(testCtx(t), "b", s.URL+"/b", nil)

@@ -195,7 +195,7 @@ func buildWorld(t testing.TB, kind cloudtest.Kind, realShapes bool, routes func(
 		sopts = append(sopts, cloudtest.WithRealShapes())
 	}
 	w.api = cloudtest.NewServer(t, kind, w.cloud.WSURL, sopts...)
-	w.r = newBrowserRouter(t, w.provider(kind), w.logs, opts...)
+	w.r = newRouter(t, w.provider(kind), w.logs, opts...)
 	return w
 }
 
@@ -218,10 +218,15 @@ func (w *world) provider(kind cloudtest.Kind) Provider {
 	return clientForKey(w.api, w.key(), popts...)
 }
 
-// newBrowserRouter is a router whose sidecar has the test flags.
-func newBrowserRouter(t testing.TB, p Provider, logs *testlog.Buffer, opts ...Option) *Router {
+// newRouter is the tests' one router constructor. p is its provider (nil:
+// every session is local); logs, when not nil, gets its log lines at INFO
+// (nil keeps the library's default logger). The harness gives it the test
+// resolver (testResolver, plus publicHost), the loopback egress dialer and
+// the sidecar's test flags (user agent and host rules); opts come after
+// these, so a test's own WithResolver or WithEgressDialer replaces the
+// harness's.
+func newRouter(t testing.TB, p Provider, logs *testlog.Buffer, opts ...Option) *Router {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	base := []Option{
 		WithResolver(testResolverWith(publicHost, "93.184.215.14")),
 		// Before any traffic flows: the local Chromium's connections go
@@ -229,8 +234,10 @@ func newBrowserRouter(t testing.TB, p Provider, logs *testlog.Buffer, opts ...Op
 		// says, and that says public addresses. This dialer sends them
 		// to loopback and fails the test on anything else.
 		WithEgressDialer(loopbackDialer(t)),
-		WithLogger(log),
 		WithChromiumFlags(map[string]any{"user-agent": localUA, "host-resolver-rules": hostRules}),
+	}
+	if logs != nil {
+		base = append(base, WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	}
 	r, err := New(p, append(base, opts...)...)
 	require.NoError(t, err)

@@ -43,7 +43,7 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 					s, r = w.site, w.r
 				} else {
 					s = newSite(t)
-					r = newBrowserRouter(t, nil, &testlog.Buffer{}, rc.rule, WithResolver(guardResolver()))
+					r = newRouter(t, nil, &testlog.Buffer{}, rc.rule, WithResolver(guardResolver()))
 				}
 				ctx := testCtx(t)
 				bad := func(path string) string { return s.url(forbidden, path) }

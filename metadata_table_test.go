@@ -98,7 +98,7 @@ func TestFetchPatternMatch(t *testing.T) {
 // table.
 func TestMetadataTableCoverage(t *testing.T) {
 	t.Parallel()
-	r := newTestRouter(t, nil, WithAllowPrivateURLs(true))
+	r := newRouter(t, nil, nil, WithAllowPrivateURLs(true))
 	local := guard.OfflineRules(RouteLocal, false)
 	fetchPats := guard.FetchPatterns(RouteLocal)[1:] // [0] is every document, whatever its host
 	metadataLiterals := guard.MetadataLiterals()

@@ -82,7 +82,7 @@ func outageWorld(t *testing.T, opts ...Option) (*world, *countingProvider) {
 	cp := &countingProvider{Provider: NewBrowserbase(testAPIKey, "proj-1", WithProviderBaseURL(w.api.URL))}
 	// The floor's budget is sized for a machine shared with many others:
 	// the counts are what these tests assert, not how fast the floor is.
-	w.r = newBrowserRouter(t, cp, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
+	w.r = newRouter(t, cp, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
 	return w, cp
 }
 

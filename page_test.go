@@ -85,7 +85,7 @@ func TestLocalViewport(t *testing.T) {
 		opts []Option
 		w, h int
 	}{{nil, 1280, 720}, {[]Option{WithLocalViewport(640, 480)}, 640, 480}} {
-		r := newBrowserRouter(t, nil, &testlog.Buffer{}, tc.opts...)
+		r := newRouter(t, nil, &testlog.Buffer{}, tc.opts...)
 		ctx := testCtx(t)
 		var shot []byte
 		_, err := r.Exec(ctx, "vp", `goto("`+s.URL+`/vp")`, func(ctx context.Context, call *Call) error {

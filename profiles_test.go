@@ -64,7 +64,7 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	s := newSite(t, loginRoutes)
 	dir := filepath.Join(t.TempDir(), "profiles")
 	logs := &testlog.Buffer{}
-	r1 := newBrowserRouter(t, nil, logs, WithProfileDir(dir))
+	r1 := newRouter(t, nil, logs, WithProfileDir(dir))
 	ctx := testCtx(t)
 
 	_, err := r1.Navigate(ctx, "alice", s.URL+"/login", nil)
@@ -90,7 +90,7 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	assert.Empty(t, whoAmI(t, r1, "bob", s.URL+"/who"), "another key has a profile of its own")
 	require.NoError(t, r1.Close())
 
-	r2 := newBrowserRouter(t, nil, logs, WithProfileDir(dir))
+	r2 := newRouter(t, nil, logs, WithProfileDir(dir))
 	assert.Equal(t, "login="+cookieSecret, whoAmI(t, r2, "alice", s.URL+"/who"),
 		"a new Router on the same directory has the cookie")
 
@@ -182,7 +182,7 @@ func TestProfileUnreadableJarFailsTheSession(t *testing.T) {
 	require.NoError(t, os.Mkdir(pd, 0o700))
 	jar := filepath.Join(pd, profileCookies)
 	require.NoError(t, os.WriteFile(jar, []byte("{not json"), 0o600))
-	r := newBrowserRouter(t, nil, &testlog.Buffer{}, WithProfileDir(dir))
+	r := newRouter(t, nil, &testlog.Buffer{}, WithProfileDir(dir))
 	_, err := r.Navigate(testCtx(t), "carol", s.URL+"/who", nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), jar)

@@ -46,7 +46,7 @@ func TestThirdPartyProviderDialsWithItsOwnClient(t *testing.T) {
 	ctx := testCtx(t)
 	page := w.site.url(publicHost, "/x")
 
-	trusted := newBrowserRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: w.api.HTTPClient()}, &testlog.Buffer{})
+	trusted := newRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: w.api.HTTPClient()}, &testlog.Buffer{})
 	res, err := trusted.Navigate(ctx, "k", page, nil)
 	require.NoError(t, err)
 	assert.Equal(t, RouteCloud, res.Route)
@@ -55,7 +55,7 @@ func TestThirdPartyProviderDialsWithItsOwnClient(t *testing.T) {
 	// The same loopback dialer, the system's roots.
 	tr := w.api.HTTPClient().Transport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	untrusted := newBrowserRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: &http.Client{Transport: tr}}, &testlog.Buffer{})
+	untrusted := newRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: &http.Client{Transport: tr}}, &testlog.Buffer{})
 	res, err = untrusted.Navigate(ctx, "k", page, nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud, "a client with the system's roots does not trust the stand-in's CA")

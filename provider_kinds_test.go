@@ -142,7 +142,7 @@ func TestPaymentRefusalOpensNoFleetWindow(t *testing.T) {
 	srv.AlwaysOnCreate(&cloudtest.Reply{Status: 402, Body: `{"error":{"code":402,"message":"Insufficient credits"}}`})
 	logs := &testlog.Buffer{}
 	site := newSite(t)
-	r := newBrowserRouter(t, clientFor(srv), logs)
+	r := newRouter(t, clientFor(srv), logs)
 	for i, key := range []string{"a", "b", "c"} {
 		res, err := r.Navigate(testCtx(t), key, site.url(publicHost, fmt.Sprintf("/pay-%d", i)), nil)
 		require.NoError(t, err)
@@ -164,7 +164,7 @@ func TestPresetWithoutCDPURLFailsClearly(t *testing.T) {
 	t.Parallel()
 	srv := cloudtest.NewServer(t, cloudtest.Hyperbrowser, deadWS)
 	srv.OnCreate(cloudtest.NoCDP())
-	r := newBrowserRouter(t, clientFor(srv), &testlog.Buffer{})
+	r := newRouter(t, clientFor(srv), &testlog.Buffer{})
 	site := newSite(t)
 	_, err := r.Navigate(testCtx(t), "s", site.url(publicHost, "/nocdp"), nil)
 	require.ErrorIs(t, err, ErrNoCDPEndpoint)

@@ -330,7 +330,7 @@ func TestCDPURLNeverLeaksInErrors(t *testing.T) {
 	p := CDPEndpoint("ws://" + ln + "/devtools/browser/x?token=sekrit-token-123456")
 	logs := &testlog.Buffer{}
 	site := newSite(t)
-	r := newBrowserRouter(t, p, logs)
+	r := newRouter(t, p, logs)
 	res, err := r.Navigate(testCtx(t), "s", site.url(publicHost, "/"), nil)
 	require.NoError(t, err, "an unreachable cloud falls back to local")
 	assert.True(t, res.FallbackFromCloud)
@@ -351,7 +351,8 @@ func closedPort(t *testing.T) string {
 // BenchmarkSecondLocalSession is the time to a new session key's first page
 // on an already-warm local Chromium: a browser context, a tab, a load.
 func BenchmarkSecondLocalSession(b *testing.B) {
-	r, s := newLocalRouter(b, &testlog.Buffer{})
+	requireChromium(b)
+	r, s := newRouter(b, nil, &testlog.Buffer{}), testSite(b)
 	ctx := testCtx(b)
 	_, err := r.Navigate(ctx, "warm", s.URL+"/warm", nil)
 	require.NoError(b, err)
@@ -443,7 +444,7 @@ func TestCloseEndsCreationsInFlight(t *testing.T) {
 
 func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
 	t.Parallel()
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	ctx := context.Background()
 	_, err := r.Plan(ctx, "s", `goto("http://localhost:3000")`)
 	require.NoError(t, err)
@@ -482,7 +483,8 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 	t.Parallel()
 	logs := &testlog.Buffer{}
 	// No sweep of the reaper, which would drop a dead session quietly.
-	r, s := newLocalRouter(t, logs, WithIdleTimeout(time.Hour, time.Hour))
+	requireChromium(t)
+	r, s := newRouter(t, nil, logs, WithIdleTimeout(time.Hour, time.Hour)), testSite(t)
 	ctx := testCtx(t)
 	_, err := r.Navigate(ctx, "s", s.URL+"/before", nil)
 	require.NoError(t, err)
@@ -523,14 +525,6 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 	assert.EqualValues(t, 2, r.side.Starts())
 	assert.Len(t, browserContexts(t, testCtx(t), r.side), 3, "one browser context per live session")
 	assert.True(t, processGone(proc.PID()))
-}
-
-// newLocalRouter is a router with no provider, so that every session is on
-// the sidecar, and the test site.
-func newLocalRouter(tb testing.TB, logs *testlog.Buffer, opts ...Option) (*Router, *site) {
-	tb.Helper()
-	requireChromium(tb)
-	return newBrowserRouter(tb, nil, logs, opts...), testSite(tb)
 }
 
 // localTabOf is the tab of the cached session of cacheKey, on the sidecar.
@@ -590,7 +584,8 @@ func TestSessionKeysAreIsolated(t *testing.T) {
 
 func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
 	t.Parallel()
-	r, _ := newLocalRouter(t, &testlog.Buffer{})
+	requireChromium(t)
+	r := newRouter(t, nil, &testlog.Buffer{})
 	ctx := testCtx(t)
 	call := func(key string) target.ID {
 		var id target.ID
@@ -681,7 +676,8 @@ func TestReleaseFreesTheSession(t *testing.T) {
 // from many goroutines; run it with -race.
 func TestConcurrentCallsAndReleases(t *testing.T) {
 	t.Parallel()
-	r, _ := newLocalRouter(t, &testlog.Buffer{})
+	requireChromium(t)
+	r := newRouter(t, nil, &testlog.Buffer{})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -717,7 +713,7 @@ func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
-	r := newBrowserRouter(t, nil, &testlog.Buffer{}) // no provider: everything local
+	r := newRouter(t, nil, &testlog.Buffer{}) // no provider: everything local
 	ctx := testCtx(t)
 	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/redirect-to/127.0.0.1:"+s.port+"/router-admin"), nil)
 	require.ErrorIs(t, err, ErrPrivate, "a public page must not walk the local browser into the LAN")
@@ -776,7 +772,7 @@ func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
 	requireChromium(t)
 	s := newSite(t)
 	res := hangResolver{testResolverWith(publicHost, "93.184.215.14")}
-	r := newBrowserRouter(t, nil, &testlog.Buffer{}, WithResolver(res), withGuardLookup(500*time.Millisecond),
+	r := newRouter(t, nil, &testlog.Buffer{}, WithResolver(res), withGuardLookup(500*time.Millisecond),
 		WithChromiumFlags(map[string]any{"host-resolver-rules": hostRules + ", MAP slow.test 127.0.0.1"}))
 	_, err := r.Navigate(testCtx(t), "s", s.URL+"/warm", nil)
 	require.NoError(t, err)
@@ -848,7 +844,7 @@ func TestReleaseDuringCreationIsNotLost(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	g := &gateProvider{entered: make(chan struct{}), gate: make(chan struct{})}
-	r := newBrowserRouter(t, g, &testlog.Buffer{})
+	r := newRouter(t, g, &testlog.Buffer{})
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Navigate(testCtx(t), "k", "https://example.com/", nil)

@@ -15,7 +15,7 @@ import (
 func BenchmarkSessionWithState(b *testing.B) {
 	requireChromium(b)
 	s := newSite(b)
-	r := newBrowserRouter(b, nil, &testlog.Buffer{})
+	r := newRouter(b, nil, &testlog.Buffer{})
 	ctx := context.Background() // each call bounds itself: the runs outlast testCtx
 	require := func(err error) {
 		if err != nil {

@@ -59,7 +59,7 @@ func TestTeardownRunsByStageOnce(t *testing.T) {
 // often it is ended after.
 func TestDropMarksTheSessionReleased(t *testing.T) {
 	t.Parallel()
-	r := newTestRouter(t, nil)
+	r := newRouter(t, nil, nil)
 	e := &entry{key: "s", route: RouteCloud, h: browsertab.NewHandle(fakeTab{})}
 	ends := 0
 	e.ending.add(endProvider, func(context.Context) error { ends++; return nil })

@@ -199,7 +199,7 @@ func backoffSeconds(t *testing.T, p *telemetryProbe) float64 {
 // The no-op default costs the plan nothing: counting a plan on the global
 // (no-op) providers allocates nothing.
 func TestTelemetryPlanAllocatesNothingExtra(t *testing.T) {
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	ctx := context.Background()
 	vs := []Verdict{{Class: ClassPublic}}
 	allocs := testing.AllocsPerRun(100, func() { r.tel.countPlan(ctx, RouteCloud, vs, ReasonMetadata) })
