@@ -29,14 +29,7 @@ import (
 // sharedRoutes are the pages of these tests: /shared, a page; /worker, a
 // page that starts a shared worker and is titled once it answered.
 func sharedRoutes(mux *http.ServeMux, _ *site) {
-	mux.HandleFunc("/worker", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<!doctype html><title>waiting</title><script>
-const sw = new SharedWorker("/shared-counter.js");
-sw.port.onmessage = e => { document.title = "worker " + e.data; };
-sw.port.postMessage("hello");
-</script>`)
-	})
+	mux.HandleFunc("/worker", staticPage("worker"))
 	// Each connection counts: a second page that reaches the same worker
 	// reads 2.
 	mux.HandleFunc("/shared-counter.js", func(w http.ResponseWriter, r *http.Request) {

@@ -15,12 +15,7 @@ import (
 
 // dialogPages adds /leave, a page that asks before it is left.
 func dialogPages(mux *http.ServeMux, _ *site) {
-	mux.HandleFunc("/leave", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = w.Write([]byte(`<!doctype html><title>leave</title>
-<script>addEventListener("beforeunload", e => { e.preventDefault(); e.returnValue = "stay?"; });</script>
-<button id=b onclick="this.textContent='clicked'">b</button>`))
-	})
+	mux.HandleFunc("/leave", staticPage("leave"))
 }
 
 // evalString runs expr in the tab and returns its string value.

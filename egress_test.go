@@ -62,18 +62,10 @@ func probeRoutes(mux *http.ServeMux, s *site) {
 	// /parent frames /inner of another site; the frame reports what its
 	// fetch of the metadata name did.
 	mux.HandleFunc("/parent", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>parent</title><script>
-window.got = new Promise(res => addEventListener("message", e => res(String(e.data))));
-</script><iframe src="http://%s/inner"></iframe>`, net.JoinHostPort(otherHost, s.port))
+		servePage(w, "parent", net.JoinHostPort(otherHost, s.port))
 	})
 	mux.HandleFunc("/inner", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>inner</title><script>
-fetch("http://%s/imds-iframe", {mode: "no-cors"}).then(
-  () => parent.postMessage("reached", "*"),
-  e => parent.postMessage("network error: " + e, "*"));
-</script>`, net.JoinHostPort(imdsHost, s.port))
+		servePage(w, "inner", net.JoinHostPort(imdsHost, s.port))
 	})
 	// /ws is a WebSocket endpoint that only opens (enough for onopen).
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {

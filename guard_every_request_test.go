@@ -89,36 +89,12 @@ var loadingMethods = map[string]string{
 func hostilePages(targets func() []string) func(*http.ServeMux, *site) {
 	return func(mux *http.ServeMux, s *site) {
 		mux.HandleFunc("/hostile", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			var b strings.Builder
-			b.WriteString(`<!doctype html><title>hostile</title><body><img src="/public-control.png"><script>
-function el(tag, attrs, ev) {
-  return new Promise(r => {
-    const e = Object.assign(document.createElement(tag), attrs);
-    e.addEventListener(ev || "load", r); e.addEventListener("error", r);
-    document.body.append(e);
-  });
-}
-const within = p => Promise.race([Promise.resolve().then(() => p).catch(() => {}), new Promise(r => setTimeout(r, 3000))]);
-const methods = {};
-`)
-			for name, js := range loadingMethods {
-				fmt.Fprintf(&b, "methods[%q] = u => %s;\n", name, js)
-			}
-			b.WriteString("const targets = [\n")
-			for _, u := range targets() {
-				fmt.Fprintf(&b, "%q,\n", u)
-			}
 			// attack(method) is started by the test once the page has
 			// loaded, so the navigation is over before any attempt starts.
-			b.WriteString(`];
-const via = (u, method) => u + (u.includes("?") ? "&" : "?") + "via=" + method;
-function attack(method) {
-  const attempts = targets.map(u => within(methods[method](via(u, method))));
-  return Promise.all(attempts).then(() => new Promise(r => setTimeout(r, 500))).then(() => attempts.length);
-}
-</script>`)
-			fmt.Fprint(w, b.String())
+			servePage(w, "hostile", struct {
+				Methods map[string]string
+				Targets []string
+			}{loadingMethods, targets()})
 		})
 		mux.HandleFunc("/hostile-worker.js", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/javascript")

@@ -10,10 +10,12 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -78,8 +80,7 @@ func newSite(t testing.TB, routes ...func(mux *http.ServeMux, s *site)) *site {
 		if r.URL.RawQuery == "close" {
 			w.Header().Set("Connection", "close")
 		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>%s</title><h1 style="font:48px sans-serif">Revenue: 42</h1>`, r.URL.Path)
+		servePage(w, "revenue", r.URL.Path)
 	})
 	for _, add := range routes {
 		add(mux, s)
@@ -93,6 +94,26 @@ func newSite(t testing.TB, routes ...func(mux *http.ServeMux, s *site)) *site {
 	_, s.port, _ = net.SplitHostPort(s.Listener.Addr().String())
 	t.Cleanup(s.Close)
 	return s
+}
+
+// pages are the tests' HTML pages, testdata/pages/NAME.html. Each is a
+// text/template, so that a page that needs a port, a host or a value of the
+// request has it filled in; most have nothing to fill.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.ParseGlob(filepath.Join("testdata", "pages", "*.html")))
+})
+
+// servePage writes the page name (testdata/pages/name.html) filled with data.
+func servePage(w http.ResponseWriter, name string, data any) {
+	w.Header().Set("Content-Type", "text/html")
+	if err := pages().ExecuteTemplate(w, name+".html", data); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// staticPage is a handler of the page name, which has nothing to fill.
+func staticPage(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { servePage(w, name, nil) }
 }
 
 // reached reports whether any request for path reached the site.

@@ -29,10 +29,10 @@ func loginRoutes(mux *http.ServeMux, _ *site) {
 	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: "login", Value: cookieSecret, Path: "/", MaxAge: 3600, HttpOnly: true})
 		http.SetCookie(w, &http.Cookie{Name: "tab", Value: "only-this-run", Path: "/"})
-		fmt.Fprint(w, `<!doctype html><title>logged in</title>`)
+		servePage(w, "logged-in", nil)
 	})
 	mux.HandleFunc("/who", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `<!doctype html><title>cookie=%s</title>`, r.Header.Get("Cookie"))
+		servePage(w, "cookie", r.Header.Get("Cookie"))
 	})
 }
 

@@ -29,10 +29,7 @@ type loginSite struct {
 }
 
 func (l *loginSite) routes(mux *http.ServeMux, _ *site) {
-	mux.HandleFunc("/login-page", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<!doctype html><title>login</title><form method=post action=/login><input name=user></form>`)
-	})
+	mux.HandleFunc("/login-page", staticPage("login"))
 	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
 		user := r.FormValue("user")
 		sid := rand.Text()
@@ -51,8 +48,7 @@ func (l *loginSite) routes(mux *http.ServeMux, _ *site) {
 			}
 			l.mu.Unlock()
 		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>%s</title><p>%s</p>`, who, who)
+		servePage(w, "account", who)
 	})
 }
 
