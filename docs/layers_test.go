@@ -47,6 +47,7 @@ var layer = map[string]int{
 	// Stand-ins for the parts users have (provider APIs in front of a
 	// real Chromium), which know nothing of the library.
 	"internal/testenv":     1,
+	"internal/testlog":     1,
 	"internal/cloudtest":   2,
 	"internal/camofoxtest": 3,
 	// The enforcement points: they carry out decisions the root makes.
@@ -147,5 +148,5 @@ func TestLayersPointOneWay(t *testing.T) {
 // (stand-ins, a real redis-server, the store suite, test resolvers).
 func isTestPart(rel string) bool {
 	base := rel[strings.LastIndex(rel, "/")+1:]
-	return strings.HasPrefix(rel, "internal/") && (strings.HasSuffix(base, "test") || base == "testenv")
+	return strings.HasPrefix(rel, "internal/") && (strings.HasSuffix(base, "test") || base == "testenv" || base == "testlog")
 }
