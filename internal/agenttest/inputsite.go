@@ -17,9 +17,9 @@ import (
 //	/popup   a page a tab opens
 func NewInputSite(t testing.TB) *httptest.Server {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", pageAt("/", "input.html"))
+	mux.HandleFunc("/", pageAt("/", "input"))
 	mux.HandleFunc("/popup", func(w http.ResponseWriter, r *http.Request) {
-		servePage(w, "popup.html", r.URL.Query().Get("who"))
+		ServePage(w, "popup", r.URL.Query().Get("who"))
 	})
 	mux.HandleFunc("/stock", func(w http.ResponseWriter, r *http.Request) {
 		// Slow, as a real API is: an action that starts it waits for it.

@@ -27,11 +27,11 @@ var pages = template.Must(template.ParseFS(pageFiles, "testdata/*.html"))
 //	/big        a page with n list items (?n=, default 500)
 func Shop() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", pageAt("/", "home.html"))
+	mux.HandleFunc("/", pageAt("/", "home"))
 	mux.HandleFunc("/search", func(w http.ResponseWriter, r *http.Request) {
-		servePage(w, "search.html", r.URL.Query().Get("q"))
+		ServePage(w, "search", r.URL.Query().Get("q"))
 	})
-	mux.HandleFunc("/page2", pageAt("/page2", "page2.html"))
+	mux.HandleFunc("/page2", pageAt("/page2", "page2"))
 	mux.HandleFunc("/api/stock", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"items":[{"sku":"A1","left":3},{"sku":"B2","left":0}]}`)
@@ -39,15 +39,16 @@ func Shop() http.Handler {
 	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
 		n := 500
 		fmt.Sscan(r.URL.Query().Get("n"), &n)
-		servePage(w, "big.html", make([]struct{}, n))
+		ServePage(w, "big", make([]struct{}, n))
 	})
 	return mux
 }
 
-// servePage writes the page name filled with data.
-func servePage(w http.ResponseWriter, name string, data any) {
+// ServePage writes the page name (testdata/name.html of this package)
+// filled with data, for the tests that serve a page of their own.
+func ServePage(w http.ResponseWriter, name string, data any) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := pages.ExecuteTemplate(w, name, data); err != nil {
+	if err := pages.ExecuteTemplate(w, name+".html", data); err != nil {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
 }
@@ -59,6 +60,6 @@ func pageAt(path, name string) http.HandlerFunc {
 			http.NotFound(w, r)
 			return
 		}
-		servePage(w, name, nil)
+		ServePage(w, name, nil)
 	}
 }
