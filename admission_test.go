@@ -14,6 +14,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/admission"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // waitQueued waits until q has n openings waiting.
@@ -132,7 +133,7 @@ func TestTabQueueCallerGoneLeavesTheQueue(t *testing.T) {
 func TestBurstOfSessionsSucceedsOrIsBusy(t *testing.T) {
 	requireChromium(t)
 	probe, popts := newTelemetryProbe()
-	r := newBrowserRouter(t, nil, &logBuffer{}, popts...)
+	r := newRouter(t, nil, &testlog.Buffer{}, popts...)
 	ctx := testCtx(t)
 	require.NoError(t, r.Warm(ctx))
 	const n = 16

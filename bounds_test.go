@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	itel "github.com/hybroute/hybroute/internal/telemetry"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // evalOne runs a trivial call on key's session.
@@ -37,7 +38,7 @@ func sessionKeys(r *Router) []string {
 // refused with ErrBusy.
 func TestMaxSessionsEvictsLeastRecentlyUsed(t *testing.T) {
 	requireChromium(t)
-	r := newBrowserRouter(t, nil, &logBuffer{}, WithMaxSessions(2))
+	r := newRouter(t, nil, &testlog.Buffer{}, WithMaxSessions(2))
 	ctx := testCtx(t)
 	for _, k := range []string{"a", "b"} {
 		_, err := evalOne(ctx, r, k)
@@ -91,7 +92,7 @@ func TestMaxLocalMemoryEvictsIdleLocalSessions(t *testing.T) {
 	// One byte: the browser is always over it, so every new session ends
 	// the idle ones.
 	probe, popts := newTelemetryProbe()
-	r := newBrowserRouter(t, nil, &logBuffer{}, append(popts, WithMaxLocalMemory(1))...)
+	r := newRouter(t, nil, &testlog.Buffer{}, append(popts, WithMaxLocalMemory(1))...)
 	ctx := testCtx(t)
 	_, err := evalOne(ctx, r, "a")
 	require.NoError(t, err)

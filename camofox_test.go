@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/camofoxtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -22,7 +23,7 @@ type camofoxWorld struct {
 	site *site
 	cf   *camofoxtest.Server
 	r    *Router
-	logs *logBuffer
+	logs *testlog.Buffer
 }
 
 const camofoxKey = "cf_access_key_0123456789"
@@ -39,9 +40,9 @@ func camofoxCtx(tb testing.TB) context.Context {
 func newCamofoxWorld(t *testing.T, opts ...Option) *camofoxWorld {
 	t.Helper()
 	requireChromium(t)
-	w := &camofoxWorld{site: newSite(t), logs: &logBuffer{}}
+	w := &camofoxWorld{site: newSite(t), logs: &testlog.Buffer{}}
 	w.cf = camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	w.r = newBrowserRouter(t, provider.NewCamofox(camofoxKey, provider.WithBaseURL(w.cf.URL)), w.logs, opts...)
+	w.r = newRouter(t, provider.NewCamofox(camofoxKey, provider.WithBaseURL(w.cf.URL)), w.logs, opts...)
 	return w
 }
 
@@ -208,7 +209,7 @@ func TestCamofoxFallbackTakesTheCDPCall(t *testing.T) {
 	assert.True(t, res.FallbackFromCloud)
 	assert.Equal(t, route.Local, res.Route)
 	assert.Contains(t, res.FallbackReason, "429")
-	assert.Equal(t, 1, w.logs.count("cloud provider failed, falling back"))
+	assert.Equal(t, 1, w.logs.Count("cloud provider failed, falling back"))
 }
 
 func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
@@ -216,7 +217,7 @@ func TestCamofoxRefusesAWrongAccessKey(t *testing.T) {
 	ctx := camofoxCtx(t)
 	requireChromium(t)
 	cf := camofoxtest.New(t, camofoxKey, "--user-agent="+cloudUA)
-	r := newBrowserRouter(t, provider.NewCamofox("wrong", provider.WithBaseURL(cf.URL)), &logBuffer{}, WithFallback(false))
+	r := newRouter(t, provider.NewCamofox("wrong", provider.WithBaseURL(cf.URL)), &testlog.Buffer{}, WithFallback(false))
 
 	_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/", nil)
 	require.ErrorIs(t, err, provider.ErrAuth)
@@ -250,7 +251,7 @@ func TestCamofoxSessionsAreUsersOfTheirOwn(t *testing.T) {
 	t.Parallel()
 	ctx := camofoxCtx(t)
 	w := newCamofoxWorld(t)
-	other := newBrowserRouter(t, provider.NewCamofox(camofoxKey, provider.WithBaseURL(w.cf.URL)), &logBuffer{})
+	other := newRouter(t, provider.NewCamofox(camofoxKey, provider.WithBaseURL(w.cf.URL)), &testlog.Buffer{})
 
 	for _, r := range []*Router{w.r, other} {
 		for _, key := range []string{"a", "b"} {
@@ -274,7 +275,7 @@ func BenchmarkCamofoxREST(b *testing.B) {
 	requireChromium(b)
 	s := newSite(b)
 	cf := camofoxtest.New(b, "", "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	r := newBrowserRouter(b, provider.NewCamofox("", provider.WithBaseURL(cf.URL)), &logBuffer{})
+	r := newRouter(b, provider.NewCamofox("", provider.WithBaseURL(cf.URL)), &testlog.Buffer{})
 	ctx := context.Background()
 	_, err := r.Navigate(ctx, "s", s.url(publicHost, "/"), nil)
 	require.NoError(b, err)

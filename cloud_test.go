@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
 )
@@ -102,9 +103,9 @@ func TestMalformedEndpointAnswersFallBack(t *testing.T) {
 	defer endpoint.Close()
 	host := strings.TrimPrefix(endpoint.URL, "http://")
 	p := &switchingProvider{}
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	site := newSite(t)
-	r := newBrowserRouter(t, p, logs, WithProviderBackoffCap(1))
+	r := newRouter(t, p, logs, WithProviderBackoffCap(1))
 
 	rows := []struct{ name, body, want string }{
 		{"no webSocketDebuggerUrl", `{"Browser":"HeadlessChrome/156"}`, "has no webSocketDebuggerUrl"},
@@ -210,8 +211,8 @@ func TestKeysNeverInLogsOrErrors(t *testing.T) {
 		requireChromium(t)
 		cloud := cloudtest.LaunchChromium(t)
 		api := cloudtest.NewServer(t, cloudtest.CDP, cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithRealShapes())
-		logs := &logBuffer{}
-		r := newBrowserRouter(t, nil, logs, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
+		logs := &testlog.Buffer{}
+		r := newRouter(t, nil, logs, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
 		api.Front.OnUpgrade(cloudtest.Status(http.StatusUnauthorized, "bad token "+testAPIKey))
 		_, err := r.Navigate(testCtx(t), "s", "https://example.com/", nil)
 		require.Error(t, err)

@@ -89,7 +89,7 @@ func TestBrowserBelowTheFloorIsRefused(t *testing.T) {
 	if m := testMajor(); m == 0 || m >= cdpcompat.MinMajor {
 		t.Skipf("skipping: Chromium %d is within the supported range (make compat runs this on 130)", m)
 	}
-	r := newTestRouter(t, nil)
+	r := newRouter(t, nil, nil)
 	err := r.Warm(testCtx(t))
 	require.ErrorIs(t, err, ErrUnsupportedBrowser)
 	var ub *UnsupportedBrowserError

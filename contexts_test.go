@@ -20,6 +20,7 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/remotetab"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // Sessions that share a remote browser (the CDP override's here) each run
@@ -30,14 +31,7 @@ import (
 // sharedRoutes are the pages of these tests: /shared, a page; /worker, a
 // page that starts a shared worker and is titled once it answered.
 func sharedRoutes(mux *http.ServeMux, _ *site) {
-	mux.HandleFunc("/worker", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<!doctype html><title>waiting</title><script>
-const sw = new SharedWorker("/shared-counter.js");
-sw.port.onmessage = e => { document.title = "worker " + e.data; };
-sw.port.postMessage("hello");
-</script>`)
-	})
+	mux.HandleFunc("/worker", staticPage("worker"))
 	// Each connection counts: a second page that reaches the same worker
 	// reads 2.
 	mux.HandleFunc("/shared-counter.js", func(w http.ResponseWriter, r *http.Request) {
@@ -53,7 +47,7 @@ func overrideWorld(t *testing.T) (*Router, *site, *cloudtest.Chromium) {
 	requireChromium(t)
 	s := newSite(t, sharedRoutes)
 	cloud := cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
-	r := newBrowserRouter(t, nil, &logBuffer{}, WithCDPURL(cloud.WSURL))
+	r := newRouter(t, nil, &testlog.Buffer{}, WithCDPURL(cloud.WSURL))
 	return r, s, cloud
 }
 
@@ -248,7 +242,7 @@ func TestLostConnectionTakesTheSessionsContext(t *testing.T) {
 	s := newSite(t)
 	cloud := cloudtest.LaunchChromium(t, "--host-resolver-rules="+hostRules)
 	api := cloudtest.NewServer(t, cloudtest.CDP, cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithRealShapes())
-	r := newBrowserRouter(t, nil, &logBuffer{}, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
+	r := newRouter(t, nil, &testlog.Buffer{}, WithCDPURL(api.EndpointURL()), WithCDPHTTPClient(api.HTTPClient()))
 	ctx := testCtx(t)
 	_, err := r.Navigate(ctx, "a", s.url(publicHost, "/before-the-drop"), nil)
 	require.NoError(t, err)

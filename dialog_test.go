@@ -9,16 +9,13 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // dialogPages adds /leave, a page that asks before it is left.
 func dialogPages(mux *http.ServeMux, _ *site) {
-	mux.HandleFunc("/leave", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		_, _ = w.Write([]byte(`<!doctype html><title>leave</title>
-<script>addEventListener("beforeunload", e => { e.preventDefault(); e.returnValue = "stay?"; });</script>
-<button id=b onclick="this.textContent='clicked'">b</button>`))
-	})
+	mux.HandleFunc("/leave", staticPage("leave"))
 }
 
 // evalString runs expr in the tab and returns its string value.
@@ -44,7 +41,7 @@ func TestDialogsAreAnsweredAndReported(t *testing.T) {
 		{"keep the page", DialogPolicy{KeepPageOnBeforeUnload: true}, "undefined|false|null"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newBrowserRouter(t, nil, &logBuffer{}, WithDialogPolicy(tc.policy))
+			r := newRouter(t, nil, &testlog.Buffer{}, WithDialogPolicy(tc.policy))
 			ctx := testCtx(t)
 			var got string
 			res, err := r.Exec(ctx, "d", "", func(ctx context.Context, call *Call) (err error) {

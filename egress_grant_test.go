@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -110,12 +111,11 @@ func escapesOf(d *decoys, tag string) []escape {
 // (or not) at the decoys.
 func settle() { time.Sleep(500 * time.Millisecond) }
 
-// grantRouter is a test router for the namespace: the grant tests'
-// resolver, and the dialer that lets a wrongly allowed connection reach
-// its decoy.
-func grantRouter(t *testing.T, p provider.Provider, logs *logBuffer, opts ...Option) *Router {
-	t.Helper()
-	return newBrowserRouter(t, p, logs, append([]Option{WithResolver(grantResolver()), WithEgressDialer(netnsDialer)}, opts...)...)
+// grantOptions are the options of the grant tests' routers: the grant
+// tests' resolver, and the dialer that lets a wrongly allowed connection
+// reach its decoy.
+func grantOptions() []Option {
+	return []Option{WithResolver(grantResolver()), WithEgressDialer(netnsDialer)}
 }
 
 // probeIn runs the probes in the session's tab, on whatever page it is on
@@ -150,8 +150,8 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 	s := newProbeSite(t)
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
-	hybridLogs := &logBuffer{}
-	hybrid := grantRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL)), hybridLogs)
+	hybridLogs := &testlog.Buffer{}
+	hybrid := newRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL)), hybridLogs, grantOptions()...)
 
 	t.Run("a URL with a token", func(t *testing.T) {
 		d.reset()
@@ -205,8 +205,8 @@ func TestGrantPublicPagesReachNoPrivateAddress(t *testing.T) {
 
 	t.Run("no cloud", func(t *testing.T) {
 		d.reset()
-		logs := &logBuffer{}
-		local := grantRouter(t, nil, logs)
+		logs := &testlog.Buffer{}
+		local := newRouter(t, nil, logs, grantOptions()...)
 		ctx := testCtx(t)
 		_, err := local.Navigate(ctx, "public", s.url(publicHost, "/plain"), nil)
 		require.NoError(t, err)
@@ -244,8 +244,8 @@ func TestGrantCoversOnlyWhatTheCallNamed(t *testing.T) {
 	}
 	requireChromium(t)
 	s := newProbeSite(t)
-	logs := &logBuffer{}
-	r := grantRouter(t, nil, logs)
+	logs := &testlog.Buffer{}
+	r := newRouter(t, nil, logs, grantOptions()...)
 	open := func(session, page, code string) {
 		t.Helper()
 		_, err := r.Exec(testCtx(t), session, code, func(ctx context.Context, call *Call) error { return chromedp.Do(ctx, chromedp.Navigate(page)) })
@@ -301,8 +301,8 @@ func TestGrantMixedCallKeepsItsLocalhost(t *testing.T) {
 	})
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
-	logs := &logBuffer{}
-	r := newBrowserRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL)), logs,
+	logs := &testlog.Buffer{}
+	r := newRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL)), logs,
 		WithResolver(grantResolver()))
 	ctx := testCtx(t)
 	app := s.url("localhost", "/")

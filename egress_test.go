@@ -22,6 +22,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/egress"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -62,18 +63,10 @@ func probeRoutes(mux *http.ServeMux, s *site) {
 	// /parent frames /inner of another site; the frame reports what its
 	// fetch of the metadata name did.
 	mux.HandleFunc("/parent", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>parent</title><script>
-window.got = new Promise(res => addEventListener("message", e => res(String(e.data))));
-</script><iframe src="http://%s/inner"></iframe>`, net.JoinHostPort(otherHost, s.port))
+		servePage(w, "parent", net.JoinHostPort(otherHost, s.port))
 	})
 	mux.HandleFunc("/inner", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>inner</title><script>
-fetch("http://%s/imds-iframe", {mode: "no-cors"}).then(
-  () => parent.postMessage("reached", "*"),
-  e => parent.postMessage("network error: " + e, "*"));
-</script>`, net.JoinHostPort(imdsHost, s.port))
+		servePage(w, "inner", net.JoinHostPort(imdsHost, s.port))
 	})
 	// /ws is a WebSocket endpoint that only opens (enough for onopen).
 	mux.HandleFunc("/ws", func(w http.ResponseWriter, r *http.Request) {
@@ -136,8 +129,8 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newProbeSite(t)
-	logs := &logBuffer{}
-	r := newBrowserRouter(t, nil, logs, WithResolver(egressResolver()), WithChromiumFlags(bypassCatcher))
+	logs := &testlog.Buffer{}
+	r := newRouter(t, nil, logs, WithResolver(egressResolver()), WithChromiumFlags(bypassCatcher))
 	page := s.url(publicHost, "/start")
 
 	t.Run("fetch from a page", func(t *testing.T) {
@@ -174,7 +167,7 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 		} else {
 			require.Equal(t, "opened", got)
 		}
-		require.Eventually(t, func() bool { return logs.count(popupHost) > 0 },
+		require.Eventually(t, func() bool { return logs.Count(popupHost) > 0 },
 			60*time.Second, 20*time.Millisecond, "the popup's connection was never decided")
 		time.Sleep(200 * time.Millisecond)
 		assert.False(t, s.reached("/imds-popup"))
@@ -199,7 +192,7 @@ func TestEgressRefusesWhatURLsCannotShow(t *testing.T) {
 	assert.Empty(t, s.hitsFor(rebindHost))
 	assert.Contains(t, logs.String(), "hybroute: egress refused")
 	assert.Contains(t, logs.String(), "class=metadata")
-	assert.Equal(t, 1, logs.count(`msg="hybroute: egress refused" host=`+imdsHost+" "),
+	assert.Equal(t, 1, logs.Count(`msg="hybroute: egress refused" host=`+imdsHost+" "),
 		"one warning for the refused host, however often it was refused")
 }
 
@@ -210,8 +203,8 @@ func TestEgressCarriesAllowedTraffic(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newProbeSite(t)
-	logs := &logBuffer{}
-	r := newBrowserRouter(t, nil, logs, WithResolver(egressResolver()))
+	logs := &testlog.Buffer{}
+	r := newRouter(t, nil, logs, WithResolver(egressResolver()))
 	ctx := testCtx(t)
 	for _, u := range []string{s.url(publicHost, "/public"), s.url("localhost", "/localhost"), s.url("127.0.0.1", "/literal")} {
 		res, err := r.Navigate(ctx, "s", u, nil)

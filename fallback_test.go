@@ -21,6 +21,7 @@ import (
 	"github.com/hybroute/hybroute/internal/chromium"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -60,7 +61,7 @@ func TestRateLimitedCloudFallsBackToLocal(t *testing.T) {
 	assert.Equal(t, localUA, w.site.uaOf("/dashboard"), "the page was loaded by the local Chromium")
 	require.Greater(t, len(png), 1000)
 	assert.Equal(t, "\x89PNG", string(png[:4]))
-	assert.Equal(t, 1, w.logs.count(fallbackLine), w.logs.String())
+	assert.Equal(t, 1, w.logs.Count(fallbackLine), w.logs.String())
 	assert.Contains(t, w.logs.String(), "status=429")
 	assert.Contains(t, w.logs.String(), "retry_after=17s")
 	assert.Contains(t, w.logs.String(), "provider=Browserbase")
@@ -77,7 +78,7 @@ func TestRateLimitedCloudFallsBackToLocal(t *testing.T) {
 	assert.True(t, res.FallbackFromCloud)
 	assert.Equal(t, localUA, w.site.uaOf("/other"))
 	assert.EqualValues(t, 1, w.api.Creates(), "no provider call while the Retry-After window is open")
-	assert.Equal(t, 1, w.logs.count(fallbackLine), "the outage is logged once")
+	assert.Equal(t, 1, w.logs.Count(fallbackLine), "the outage is logged once")
 	assert.Equal(t, "provider Browserbase: HTTP 429 Too Many Requests (retry after 17s)", res.FallbackReason)
 
 	// A fallback is a local session in its errors.
@@ -93,7 +94,7 @@ func TestFallbackOffFailsWithTheProvidersError(t *testing.T) {
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	api.OnCreate(cloudtest.RateLimited("17"))
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	r := newTestRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL)),
 		WithFallback(false), WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	withClock(r)
@@ -106,8 +107,8 @@ func TestFallbackOffFailsWithTheProvidersError(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, api.Creates(), "the window holds with the fallback off too")
 	assert.False(t, r.side.Alive(), "no local Chromium")
-	assert.Equal(t, 0, logs.count(fallbackLine))
-	assert.Equal(t, 1, logs.count("fallback is off"))
+	assert.Equal(t, 0, logs.Count(fallbackLine))
+	assert.Equal(t, 1, logs.Count("fallback is off"))
 }
 
 // The outage's log line names the session params the local floor does
@@ -117,7 +118,7 @@ func TestFallbackLogNamesDroppedParamsAndTheFix(t *testing.T) {
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:1/devtools/browser/none",
 		cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	api.OnCreate(cloudtest.Status(http.StatusUnauthorized, ""))
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	p := provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL),
 		provider.WithSessionParams(map[string]any{"keepAlive": true, "region": "eu-central-1"}))
 	r := newTestRouter(t, p, WithChromiumPath("/nonexistent/chromium"),
@@ -135,11 +136,11 @@ func TestFallbackLogNamesDroppedParamsAndTheFix(t *testing.T) {
 // stops it at once.
 func TestWarm(t *testing.T) {
 	t.Parallel()
-	r := newTestRouter(t, nil, WithChromiumPath("/nonexistent/chromium"))
+	r := newRouter(t, nil, nil, WithChromiumPath("/nonexistent/chromium"))
 	require.ErrorIs(t, r.Warm(testCtx(t)), ErrNoChromium)
 	if _, err := chromium.Find(""); err == nil {
 		// The flags are checked before anything is launched.
-		r = newTestRouter(t, nil, WithChromiumFlags(map[string]any{"proxy-server": "direct://"}))
+		r = newRouter(t, nil, nil, WithChromiumFlags(map[string]any{"proxy-server": "direct://"}))
 		err := r.Warm(testCtx(t))
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "managed by the sidecar")
@@ -207,7 +208,7 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 	assert.False(t, res.FallbackFromCloud)
 	assert.Equal(t, cloudUA, w.site.uaOf("/cloud"))
 	assert.EqualValues(t, 2, w.api.Creates())
-	assert.Equal(t, 1, w.logs.count("cloud provider recovered"))
+	assert.Equal(t, 1, w.logs.Count("cloud provider recovered"))
 
 	// A new outage after the recovery is logged again, once.
 	w.api.OnCreate(cloudtest.RateLimited("17"), cloudtest.RateLimited("17"))
@@ -218,7 +219,7 @@ func TestFallbackSessionKeepsItsBrowser(t *testing.T) {
 		assert.True(t, res.FallbackFromCloud)
 	}
 	assert.EqualValues(t, 4, w.api.Creates())
-	assert.Equal(t, 2, w.logs.count(fallbackLine), "one line for the first outage, one for the second")
+	assert.Equal(t, 2, w.logs.Count(fallbackLine), "one line for the first outage, one for the second")
 
 	// Releasing the fallback session gives a fresh start on the cloud,
 	// once the second outage's window has passed.
@@ -274,7 +275,7 @@ func TestProviderFailuresFallBack(t *testing.T) {
 			assert.Contains(t, res.FallbackReason, row.reason)
 			assert.NotContains(t, res.FallbackReason, testAPIKey)
 			assert.Equal(t, localUA, w.site.uaOf("/page"))
-			assert.Equal(t, 1, w.logs.count(fallbackLine))
+			assert.Equal(t, 1, w.logs.Count(fallbackLine))
 			assert.Contains(t, w.logs.String(), row.status)
 			assert.NotContains(t, w.logs.String(), testAPIKey)
 			assert.ErrorIs(t, w.r.health.Last(), row.sentinel)
@@ -313,7 +314,7 @@ func TestNoCDPEndpointFailsWithTheExactMessage(t *testing.T) {
 	ctx := testCtx(t)
 	requireChromium(t)
 
-	r := newBrowserRouter(t, &restOnlyProvider{name: "AcmeREST"}, &logBuffer{})
+	r := newRouter(t, &restOnlyProvider{name: "AcmeREST"}, &testlog.Buffer{})
 	for range 2 { // a failed session never poisons its key, nor fakes success
 		_, err := r.Navigate(ctx, "s", "https://"+publicHost+"/", nil)
 		require.ErrorIs(t, err, ErrNoCDPEndpoint)
@@ -360,16 +361,16 @@ func TestProviderMarkedFallbackResolvesLocalEndpoint(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	p := &fallbackProvider{}
-	r := newBrowserRouter(t, p, logs)
+	r := newRouter(t, p, logs)
 	withClock(r) // the provider's window stays open however slow the machine
 	ctx := testCtx(t)
 	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/seed"), nil)
 	require.NoError(t, err, "a fallback session without a CDP URL runs on local Chromium, not the no-endpoint error")
 	assert.True(t, res.FallbackFromCloud)
 	assert.Equal(t, localUA, s.uaOf("/seed"))
-	assert.Equal(t, 1, logs.count(fallbackLine))
+	assert.Equal(t, 1, logs.Count(fallbackLine))
 	assert.Contains(t, logs.String(), "RATE_LIMIT_EXCEEDED")
 	require.NoError(t, r.Release(ctx, "s"))
 	assert.Equal(t, 1, p.releases, "the provider's session is released with the local one")
@@ -384,13 +385,13 @@ func TestProviderMarkedFallbackResolvesLocalEndpoint(t *testing.T) {
 
 func TestCloudAndLocalBothFail(t *testing.T) {
 	t.Parallel()
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	site := newSite(t)
 	requireChromium(t)
 	cloud := cloudtest.LaunchChromium(t)
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, cloud.WSURL, cloudtest.WithAPIKey(testAPIKey))
 	api.OnCreate(cloudtest.RateLimited("17"))
-	r := newBrowserRouter(t, provider.NewBrowserbase(testAPIKey, "p", provider.WithBaseURL(api.URL)), logs,
+	r := newRouter(t, provider.NewBrowserbase(testAPIKey, "p", provider.WithBaseURL(api.URL)), logs,
 		WithChromiumPath("/nonexistent/chromium"))
 	ctx := testCtx(t)
 	for range 2 {
@@ -399,8 +400,8 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 		require.ErrorIs(t, err, provider.ErrRateLimited, "the cloud's error is wrapped")
 		require.ErrorIs(t, err, ErrNoChromium, "the local error is wrapped")
 	}
-	assert.Equal(t, 1, logs.count(fallbackLine))
-	assert.Equal(t, 1, logs.count("both failed"), "the double failure is logged once")
+	assert.Equal(t, 1, logs.Count(fallbackLine))
+	assert.Equal(t, 1, logs.Count("both failed"), "the double failure is logged once")
 	r.mu.Lock()
 	assert.Empty(t, r.sess.m, "no failed session is cached")
 	r.mu.Unlock()

@@ -11,20 +11,21 @@ import (
 
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/storeseam"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/store"
 )
 
 // fleetRouter is a router of a fleet sharing store: its provider is never
 // asked here (these tests drive the store side of session creation).
-func fleetRouter(t testing.TB, store store.Store, limit int, logs *logBuffer, opts ...Option) *Router {
+func fleetRouter(t testing.TB, store store.Store, limit int, logs *testlog.Buffer, opts ...Option) *Router {
 	t.Helper()
 	if logs == nil {
-		logs = &logBuffer{}
+		logs = &testlog.Buffer{}
 	}
 	base := []Option{WithStore(store), WithProviderConcurrency(limit),
 		WithStoreTimeout(2 * time.Second), // a loaded test machine is not an outage
 		WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo})))}
-	return newTestRouter(t, &stubProvider{name: "Cloud"}, append(base, opts...)...)
+	return newRouter(t, &stubProvider{name: "Cloud"}, nil, append(base, opts...)...)
 }
 
 // forget drops every window, probe claim and lease the store holds, as a

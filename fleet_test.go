@@ -13,6 +13,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/store"
 )
 
@@ -59,7 +60,7 @@ func (s *flakyStore) ReleaseSlot(ctx context.Context, p, h string) error {
 	return s.Memory.ReleaseSlot(ctx, p, h)
 }
 
-func testFleet(t *testing.T, s store.Store, limit int, logs *logBuffer, opts ...Option) *fleet.Fleet {
+func testFleet(t *testing.T, s store.Store, limit int, logs *testlog.Buffer, opts ...Option) *fleet.Fleet {
 	t.Helper()
 	cfg := defaultConfig()
 	cfg.store, cfg.providerConcurrency, cfg.storeTimeout = s, limit, 100*time.Millisecond
@@ -77,7 +78,7 @@ func TestFleetStoreOutageFallsBackToLocalState(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	s := &flakyStore{}
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	f := testFleet(t, s, 3, logs)
 
 	a, ok := f.AcquireSlot(ctx)
@@ -124,8 +125,8 @@ func TestFleetStoreOutageFallsBackToLocalState(t *testing.T) {
 	e, ok := f.AcquireSlot(ctx)
 	require.True(t, ok)
 	assert.False(t, e.Local(), "the store is asked again")
-	assert.Equal(t, 1, logs.count("store unreachable"), logs.String())
-	assert.Equal(t, 1, logs.count("store recovered"), logs.String())
+	assert.Equal(t, 1, logs.Count("store unreachable"), logs.String())
+	assert.Equal(t, 1, logs.Count("store recovered"), logs.String())
 	assert.Contains(t, logs.String(), "limit reached")
 	f.Release(ctx, a)
 	f.Release(ctx, e)
@@ -138,7 +139,7 @@ func TestFleetRenewsLeases(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	s := &store.Memory{}
-	f := testFleet(t, s, 1, &logBuffer{}, withSlotTTL(200*time.Millisecond))
+	f := testFleet(t, s, 1, &testlog.Buffer{}, withSlotTTL(200*time.Millisecond))
 	l, ok := f.AcquireSlot(ctx)
 	require.True(t, ok)
 	for range 4 {
@@ -177,7 +178,7 @@ func TestProviderConcurrencyCap(t *testing.T) {
 	assert.True(t, res.FallbackFromCloud, "past the cap")
 	assert.Equal(t, localUA, w.site.uaOf("/b"))
 	assert.EqualValues(t, 1, w.api.Creates(), "the provider was not asked past the cap")
-	assert.Equal(t, 1, w.logs.count("provider concurrency limit reached"), w.logs.String())
+	assert.Equal(t, 1, w.logs.Count("provider concurrency limit reached"), w.logs.String())
 
 	require.NoError(t, w.r.Release(ctx, "a"))
 	res, err = w.r.Navigate(ctx, "c", w.site.url(publicHost, "/c"), nil)
@@ -193,8 +194,8 @@ func TestFleetHealthSharesWindowAndSurvivesOutage(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
 	s := &flakyHealthStore{}
-	logs := &logBuffer{}
-	a, b := testFleet(t, s, 0, logs).Health(), testFleet(t, s, 0, &logBuffer{}).Health()
+	logs := &testlog.Buffer{}
+	a, b := testFleet(t, s, 0, logs).Health(), testFleet(t, s, 0, &testlog.Buffer{}).Health()
 	until := time.Now().Add(17 * time.Second).Truncate(time.Millisecond)
 	require.NoError(t, a.OpenWindow(ctx, "Cloud", until, "rate limited"))
 	got, reason, err := b.Window(ctx, "Cloud")
@@ -215,7 +216,7 @@ func TestFleetHealthSharesWindowAndSurvivesOutage(t *testing.T) {
 	got, _, err = b.Window(ctx, "Cloud")
 	require.NoError(t, err)
 	assert.True(t, got.IsZero(), "b never opened it: its own state has none")
-	assert.Equal(t, 1, logs.count("store unreachable"))
+	assert.Equal(t, 1, logs.Count("store unreachable"))
 }
 
 // flakyHealthStore is a store.Memory whose window calls fail on demand.

@@ -33,7 +33,7 @@ func TestFleetSharedWindowOneCreate(t *testing.T) {
 			opts := []Option{WithStore(row.store(t)), WithStoreTimeout(20 * time.Second)}
 			w, _ := outageWorld(t, opts...)
 			other := &countingProvider{Provider: provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(w.api.URL))}
-			r2 := newBrowserRouter(t, other, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
+			r2 := newRouter(t, other, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
 			const retryAfter = 120 // longer than the test: one window
 			rl := cloudtest.RateLimited(strconv.Itoa(retryAfter))
 			w.api.AlwaysOnCreate(&rl)
@@ -60,10 +60,10 @@ func TestFleetSharedWindowOneCreate(t *testing.T) {
 			}
 			wg.Wait()
 			t.Logf("%s: 6 new keys on 2 routers: %d failed, %d provider creates, %d warning lines",
-				row.name, len(errs), w.api.Creates(), w.logs.count(fallbackLine))
+				row.name, len(errs), w.api.Creates(), w.logs.Count(fallbackLine))
 			require.Empty(t, errs, "every call runs, on the local floor")
 			assert.Equal(t, int64(1), w.api.Creates(), "one create for both routers: the window and the probe are the store's")
-			assert.Equal(t, 1, w.logs.count(fallbackLine), "one warning: only the router that asked saw the failure")
+			assert.Equal(t, 1, w.logs.Count(fallbackLine), "one warning: only the router that asked saw the failure")
 		})
 	}
 }

@@ -27,11 +27,11 @@ func BenchmarkGuardCost(b *testing.B) {
 	requireChromium(b)
 	s := newSite(b, func(mux *http.ServeMux, s *site) {
 		mux.HandleFunc("/bench-page", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			fmt.Fprint(w, `<!doctype html><title>bench</title>`)
+			var srcs []string
 			for i := range 5 {
-				fmt.Fprintf(w, `<img src="/img%d?%s">`, i, r.URL.RawQuery)
+				srcs = append(srcs, fmt.Sprintf("/img%d?%s", i, r.URL.RawQuery))
 			}
+			servePage(w, "images", imagesPage{"bench", srcs})
 		})
 	})
 	cloud := cloudtest.LaunchChromium(b)
@@ -76,6 +76,13 @@ func BenchmarkGuardCost(b *testing.B) {
 	}
 }
 
+// imagesPage fills testdata/pages/images.html: a page titled Title with
+// an image of each of Srcs.
+type imagesPage struct {
+	Title string
+	Srcs  []string
+}
+
 // BenchmarkGuardRTT measures what pausing every request of a remote
 // browser costs a page load when the browser is far away: a page of 100
 // images over 20 hosts, loaded through a link that adds a delay in each
@@ -97,15 +104,15 @@ func BenchmarkGuardRTT(b *testing.B) {
 	const hosts, perHost = 20, 5
 	mux := http.NewServeMux()
 	mux.HandleFunc("/hundred", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
 		w.Header().Set("Cache-Control", "no-store")
 		_, port, _ := net.SplitHostPort(r.Host)
-		fmt.Fprint(w, `<!doctype html><title>hundred</title>`)
+		var srcs []string
 		for h := range hosts {
 			for i := range perHost {
-				fmt.Fprintf(w, `<img src="//b%d.bench.test:%s/px%d.gif?%s">`, h, port, i, r.URL.RawQuery)
+				srcs = append(srcs, fmt.Sprintf("//b%d.bench.test:%s/px%d.gif?%s", h, port, i, r.URL.RawQuery))
 			}
 		}
+		servePage(w, "images", imagesPage{"hundred", srcs})
 	})
 	for i := range perHost {
 		mux.HandleFunc(fmt.Sprintf("/px%d.gif", i), pixel)

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -91,36 +92,12 @@ var loadingMethods = map[string]string{
 func hostilePages(targets func() []string) func(*http.ServeMux, *site) {
 	return func(mux *http.ServeMux, s *site) {
 		mux.HandleFunc("/hostile", func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "text/html")
-			var b strings.Builder
-			b.WriteString(`<!doctype html><title>hostile</title><body><img src="/public-control.png"><script>
-function el(tag, attrs, ev) {
-  return new Promise(r => {
-    const e = Object.assign(document.createElement(tag), attrs);
-    e.addEventListener(ev || "load", r); e.addEventListener("error", r);
-    document.body.append(e);
-  });
-}
-const within = p => Promise.race([Promise.resolve().then(() => p).catch(() => {}), new Promise(r => setTimeout(r, 3000))]);
-const methods = {};
-`)
-			for name, js := range loadingMethods {
-				fmt.Fprintf(&b, "methods[%q] = u => %s;\n", name, js)
-			}
-			b.WriteString("const targets = [\n")
-			for _, u := range targets() {
-				fmt.Fprintf(&b, "%q,\n", u)
-			}
 			// attack(method) is started by the test once the page has
 			// loaded, so the navigation is over before any attempt starts.
-			b.WriteString(`];
-const via = (u, method) => u + (u.includes("?") ? "&" : "?") + "via=" + method;
-function attack(method) {
-  const attempts = targets.map(u => within(methods[method](via(u, method))));
-  return Promise.all(attempts).then(() => new Promise(r => setTimeout(r, 500))).then(() => attempts.length);
-}
-</script>`)
-			fmt.Fprint(w, b.String())
+			servePage(w, "hostile", struct {
+				Methods map[string]string
+				Targets []string
+			}{loadingMethods, targets()})
 		})
 		mux.HandleFunc("/hostile-worker.js", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/javascript")
@@ -199,8 +176,8 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 	t.Run("guarded", func(t *testing.T) {
 		api := cloudtest.NewServer(t, cloudtest.Browserbase, cloud.WSURL,
 			cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"), cloudtest.WithRealShapes())
-		logs := &logBuffer{}
-		r := newBrowserRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL),
+		logs := &testlog.Buffer{}
+		r := newRouter(t, provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(api.URL),
 			provider.WithHTTPClient(api.HTTPClient())), logs, WithResolver(hostileResolver()))
 		// A fresh page for each method: a refused frame sends the tab to
 		// about:blank. The documents, whose refusal fails the call, take
@@ -249,7 +226,7 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 		d.reset()
 		require.True(t, s.reached("/public-control.png"), "the page's public subresource did not load")
 		t.Logf("guarded: %d requests reached a decoy; %d connections carried none (Chromium's preconnects)", len(got), contacts)
-		assert.Positive(t, logs.count("browser request refused"), "the guard logged no refusal")
+		assert.Positive(t, logs.Count("browser request refused"), "the guard logged no refusal")
 		// Each method's attempt, seen by the guard: a method whose requests
 		// never left the page (a worker that never started) would pass the
 		// check above with nothing to refuse. The control below cannot show

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -62,47 +63,24 @@ func guardPages(mux *http.ServeMux, s *site) {
 		w.Header().Set("Content-Type", "text/javascript")
 		fmt.Fprint(w, body)
 	}
-	html := func(w http.ResponseWriter, body string) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, body)
-	}
 	meta := func(path string) string { return "http://" + metadataHost + ":" + s.port + path }
 	// /channels starts three channels a guard on the tab alone misses: a
 	// WebSocket, which Fetch never pauses, and a shared worker and a frame
 	// of another site, which are targets of their own. Each reports back,
 	// and the title says when all have.
 	mux.HandleFunc("/channels", func(w http.ResponseWriter, r *http.Request) {
-		html(w, `<!doctype html><title>waiting</title><script>
-const done = [];
-function report(what) { done.push(what); if (done.length === 3) document.title = "done " + done.join(","); }
-const ws = new WebSocket("ws://127.0.0.1:`+s.port+`/ws-literal");
-ws.onopen = () => report("ws-open"); ws.onerror = () => report("ws-error");
-const sw = new SharedWorker("/shared-worker.js");
-sw.port.onmessage = e => report("shared:" + e.data);
-addEventListener("message", e => report("frame:" + e.data));
-</script><iframe src="http://`+widgetsHost+`:`+s.port+`/frame"></iframe>`)
+		servePage(w, "channels", struct{ Port, Frame string }{s.port, widgetsHost + ":" + s.port})
 	})
 	mux.HandleFunc("/shared-worker.js", func(w http.ResponseWriter, r *http.Request) {
 		js(w, `onconnect = e => { const p = e.ports[0];
 fetch("`+meta("/shared-worker-secret")+`").then(() => p.postMessage("loaded"), () => p.postMessage("refused")); };`)
 	})
 	mux.HandleFunc("/frame", func(w http.ResponseWriter, r *http.Request) {
-		html(w, `<!doctype html><script>
-fetch("`+meta("/iframe-secret")+`").then(() => parent.postMessage("loaded", "*"), () => parent.postMessage("refused", "*"));
-</script>`)
+		servePage(w, "frame", meta("/iframe-secret"))
 	})
 	// /opener opens a popup the way its query says, to a URL built at
 	// run time from its fragment.
-	mux.HandleFunc("/opener", func(w http.ResponseWriter, r *http.Request) {
-		html(w, `<!doctype html><title>opener</title>
-<a id="a" target="_blank">a</a><form id="f" target="_blank" method="get"></form><script>
-function go(how, url) {
-  if (how === "open") { window.open(url); return; }
-  if (how === "a") { const a = document.getElementById("a"); a.href = url; a.click(); return; }
-  const f = document.getElementById("f"); f.action = url; f.submit();
-}
-</script>`)
-	})
+	mux.HandleFunc("/opener", staticPage("opener"))
 }
 
 // tabTarget is the target id of the tab of a call's context.
@@ -327,7 +305,7 @@ func TestSidecarSurvivesChromeSettings(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
-	r := newBrowserRouter(t, nil, &logBuffer{})
+	r := newRouter(t, nil, &testlog.Buffer{})
 	_, err := r.Navigate(testCtx(t), "a", s.URL+"/a", nil)
 	require.NoError(t, err)
 	_, err = r.Navigate(testCtx(t), "b", s.URL+"/b", nil)

@@ -1,7 +1,6 @@
 package hybroute
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,10 +10,12 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"text/template"
 	"time"
 
 	"github.com/chromedp/chromedp"
@@ -22,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -79,8 +81,7 @@ func newSite(t testing.TB, routes ...func(mux *http.ServeMux, s *site)) *site {
 		if r.URL.RawQuery == "close" {
 			w.Header().Set("Connection", "close")
 		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>%s</title><h1 style="font:48px sans-serif">Revenue: 42</h1>`, r.URL.Path)
+		servePage(w, "revenue", r.URL.Path)
 	})
 	for _, add := range routes {
 		add(mux, s)
@@ -94,6 +95,26 @@ func newSite(t testing.TB, routes ...func(mux *http.ServeMux, s *site)) *site {
 	_, s.port, _ = net.SplitHostPort(s.Listener.Addr().String())
 	t.Cleanup(s.Close)
 	return s
+}
+
+// pages are the tests' HTML pages, testdata/pages/NAME.html. Each is a
+// text/template, so that a page that needs a port, a host or a value of the
+// request has it filled in; most have nothing to fill.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.ParseGlob(filepath.Join("testdata", "pages", "*.html")))
+})
+
+// servePage writes the page name (testdata/pages/name.html) filled with data.
+func servePage(w http.ResponseWriter, name string, data any) {
+	w.Header().Set("Content-Type", "text/html")
+	if err := pages().ExecuteTemplate(w, name+".html", data); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// staticPage is a handler of the page name, which has nothing to fill.
+func staticPage(name string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) { servePage(w, name, nil) }
 }
 
 // reached reports whether any request for path reached the site.
@@ -141,30 +162,6 @@ func (s *site) uaOf(path string) string {
 var hostRules = "MAP " + publicHost + " 127.0.0.1, MAP " + metadataHost + " 127.0.0.1, MAP " + widgetsHost +
 	" 127.0.0.1, MAP " + slowPrivateHost + " 127.0.0.1, MAP " + slowMetadataHost + " 127.0.0.1"
 
-// logBuffer collects log lines for assertions.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) count(substr string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return strings.Count(l.buf.String(), substr)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // world is one router wired to a fake provider with a real cloud Chromium
 // behind it, a real sidecar, and a site.
 type world struct {
@@ -172,7 +169,7 @@ type world struct {
 	site  *site
 	cloud *cloudtest.Chromium
 	api   *cloudtest.Server
-	logs  *logBuffer
+	logs  *testlog.Buffer
 	r     *Router
 	// sess is the session key of a test on the shared world ("" on a
 	// world of the test's own, whose keys are all the test's).
@@ -213,14 +210,14 @@ func buildWorld(t testing.TB, kind cloudtest.Kind, realShapes bool, routes func(
 	if routes != nil {
 		add = append(add, routes)
 	}
-	w := &world{t: t, site: newSite(t, add...), logs: &logBuffer{}}
+	w := &world{t: t, site: newSite(t, add...), logs: &testlog.Buffer{}}
 	w.cloud = cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
 	sopts := []cloudtest.ServerOption{cloudtest.WithAPIKey(w.key()), cloudtest.WithProjectID("proj-1")}
 	if realShapes {
 		sopts = append(sopts, cloudtest.WithRealShapes())
 	}
 	w.api = cloudtest.NewServer(t, kind, w.cloud.WSURL, sopts...)
-	w.r = newBrowserRouter(t, w.provider(kind), w.logs, opts...)
+	w.r = newRouter(t, w.provider(kind), w.logs, opts...)
 	return w
 }
 
@@ -243,10 +240,15 @@ func (w *world) provider(kind cloudtest.Kind) provider.Provider {
 	return clientForKey(w.api, w.key(), popts...)
 }
 
-// newBrowserRouter is a router whose sidecar has the test flags.
-func newBrowserRouter(t testing.TB, p provider.Provider, logs *logBuffer, opts ...Option) *Router {
+// newRouter is the tests' one router constructor. p is its provider (nil:
+// every session is local); logs, when not nil, gets its log lines at INFO
+// (nil keeps the library's default logger). The harness gives it the test
+// resolver (testResolver, plus publicHost), the loopback egress dialer and
+// the sidecar's test flags (user agent and host rules); opts come after
+// these, so a test's own WithResolver or WithEgressDialer replaces the
+// harness's.
+func newRouter(t testing.TB, p provider.Provider, logs *testlog.Buffer, opts ...Option) *Router {
 	t.Helper()
-	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	base := []Option{
 		WithResolver(testResolverWith(publicHost, "93.184.215.14")),
 		// Before any traffic flows: the local Chromium's connections go
@@ -254,8 +256,10 @@ func newBrowserRouter(t testing.TB, p provider.Provider, logs *logBuffer, opts .
 		// says, and that says public addresses. This dialer sends them
 		// to loopback and fails the test on anything else.
 		WithEgressDialer(loopbackDialer(t)),
-		WithLogger(log),
 		WithChromiumFlags(map[string]any{"user-agent": localUA, "host-resolver-rules": hostRules}),
+	}
+	if logs != nil {
+		base = append(base, WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))))
 	}
 	r, err := New(p, append(base, opts...)...)
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -43,7 +44,7 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 					s, r = w.site, w.r
 				} else {
 					s = newSite(t)
-					r = newBrowserRouter(t, nil, &logBuffer{}, rc.rule, WithResolver(guardResolver()))
+					r = newRouter(t, nil, &testlog.Buffer{}, rc.rule, WithResolver(guardResolver()))
 				}
 				ctx := testCtx(t)
 				bad := func(path string) string { return s.url(forbidden, path) }

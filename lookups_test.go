@@ -54,7 +54,7 @@ func BenchmarkPlanSlowDNS(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			code := manyURLsCode(bc.n, bc.oneHost)
-			r := newTestRouter(b, &stubProvider{name: "Cloud"}, WithResolver(newSlowResolver(5*time.Millisecond)))
+			r := newRouter(b, &stubProvider{name: "Cloud"}, nil, WithResolver(newSlowResolver(5*time.Millisecond)))
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -69,7 +69,7 @@ func BenchmarkPlanSlowDNS(b *testing.B) {
 // BenchmarkPlan is the plan of a two-URL call whose names the resolver
 // answers at once: the hot path in front of every call.
 func BenchmarkPlan(b *testing.B) {
-	r := newTestRouter(b, &stubProvider{name: "Cloud"})
+	r := newRouter(b, &stubProvider{name: "Cloud"}, nil)
 	ctx := context.Background()
 	for _, bc := range []struct{ name, code string }{
 		{"TwoIPLiterals", `await page.goto("http://127.0.0.1:3000/"); fetch("http://10.0.0.1/api")`},
@@ -90,7 +90,7 @@ func BenchmarkPlan(b *testing.B) {
 func TestPlanResolvesEachHostOnce(t *testing.T) {
 	t.Parallel()
 	res := newSlowResolver(time.Millisecond)
-	r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(res))
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil, WithResolver(res))
 	p, err := r.Plan(context.Background(), "s", manyURLsCode(1000, true))
 	require.NoError(t, err)
 	require.Len(t, p.Verdicts, 1000)
@@ -113,7 +113,7 @@ func TestPlanLookupsAreConcurrentAndBounded(t *testing.T) {
 				want = DefaultLookupConcurrency
 			}
 			res := newSlowResolver(2 * time.Millisecond)
-			r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(res), WithLookupConcurrency(bound))
+			r := newRouter(t, &stubProvider{name: "Cloud"}, nil, WithResolver(res), WithLookupConcurrency(bound))
 			p, err := r.Plan(context.Background(), "s", manyURLsCode(1000, false))
 			require.NoError(t, err)
 			require.Len(t, p.Verdicts, 1000)
@@ -136,7 +136,7 @@ func TestPlanEndsWithItsContext(t *testing.T) {
 		t.Run(fmt.Sprint(n, " hosts"), func(t *testing.T) {
 			t.Parallel()
 			res := newSlowResolver(time.Hour)
-			r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(res))
+			r := newRouter(t, &stubProvider{name: "Cloud"}, nil, WithResolver(res))
 			// The session went local last: a failed plan must not move it.
 			_, err := r.Plan(context.Background(), "s", `goto("http://localhost:3000/")`)
 			require.NoError(t, err)
@@ -180,7 +180,7 @@ func TestPlanRebindingHostGetsOneVerdict(t *testing.T) {
 		}
 		return addrs("93.184.215.14")
 	}
-	r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(res))
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil, WithResolver(res))
 	var code strings.Builder
 	for i := range 50 {
 		fmt.Fprintf(&code, "fetch(\"https://rebind.example/%d\"); fetch(\"https://other%d.example/\");\n", i, i)
@@ -209,7 +209,7 @@ func TestPlanRebindingHostGetsOneVerdict(t *testing.T) {
 		}
 		return addrs("93.184.215.14")
 	}
-	r = newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(res))
+	r = newRouter(t, &stubProvider{name: "Cloud"}, nil, WithResolver(res))
 	p, err = r.Plan(context.Background(), "s", `goto("http://rebind.example/a"); fetch("http://rebind.example/b"); fetch("http://rebind.example./c")`)
 	require.NoError(t, err)
 	require.Len(t, p.Verdicts, 3)
@@ -224,7 +224,7 @@ func TestPlanRebindingHostGetsOneVerdict(t *testing.T) {
 func TestPlanTooManyHostsFailsClosed(t *testing.T) {
 	t.Parallel()
 	res := newSlowResolver(0)
-	r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(res), WithMaxHostsPerCall(10))
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil, WithResolver(res), WithMaxHostsPerCall(10))
 	// IP literals and names decided without DNS do not count.
 	extra := ` fetch("http://127.0.0.1/"); fetch("http://localhost/"); fetch("http://[::1]/")`
 	p, err := r.Plan(context.Background(), "s", manyURLsCode(10, false)+extra)
@@ -232,7 +232,7 @@ func TestPlanTooManyHostsFailsClosed(t *testing.T) {
 	assert.Len(t, p.Verdicts, 13)
 
 	res = newSlowResolver(0)
-	r = newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(res), WithMaxHostsPerCall(10))
+	r = newRouter(t, &stubProvider{name: "Cloud"}, nil, WithResolver(res), WithMaxHostsPerCall(10))
 	p, err = r.Plan(context.Background(), "s", manyURLsCode(11, false)+extra)
 	require.ErrorIs(t, err, netpolicy.ErrTooManyHosts)
 	assert.Contains(t, err.Error(), "names 11 hosts")
@@ -243,7 +243,7 @@ func TestPlanTooManyHostsFailsClosed(t *testing.T) {
 
 	// The default is generous: a 4,000-host call, the largest scraping
 	// call measured, plans.
-	r = newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(newSlowResolver(0)))
+	r = newRouter(t, &stubProvider{name: "Cloud"}, nil, WithResolver(newSlowResolver(0)))
 	_, err = r.Plan(context.Background(), "s", manyURLsCode(4000, false))
 	require.NoError(t, err)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
 )
@@ -77,13 +78,13 @@ func (c *countingProvider) times() []time.Time {
 func outageWorld(t *testing.T, opts ...Option) (*world, *countingProvider) {
 	t.Helper()
 	requireChromium(t)
-	w := &world{t: t, site: newSite(t), logs: &logBuffer{}}
+	w := &world{t: t, site: newSite(t), logs: &testlog.Buffer{}}
 	w.cloud = cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules)
 	w.api = cloudtest.NewServer(t, cloudtest.Browserbase, w.cloud.WSURL, cloudtest.WithAPIKey(testAPIKey), cloudtest.WithProjectID("proj-1"))
 	cp := &countingProvider{Provider: provider.NewBrowserbase(testAPIKey, "proj-1", provider.WithBaseURL(w.api.URL))}
 	// The floor's budget is sized for a machine shared with many others:
 	// the counts are what these tests assert, not how fast the floor is.
-	w.r = newBrowserRouter(t, cp, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
+	w.r = newRouter(t, cp, w.logs, append([]Option{WithLocalTimeout(5 * time.Minute)}, opts...)...)
 	return w, cp
 }
 
@@ -144,7 +145,7 @@ func TestOutageOneProbePerWindow(t *testing.T) {
 	took := time.Since(start)
 	creates := cp.times()
 	t.Logf("outage: %d calls over %d keys in %v: %d failed, %d provider creates (%d windows of %v), %d warning lines",
-		calls, keys, took.Round(time.Millisecond), len(errs), len(creates), int(took/retryAfter)+1, retryAfter, w.logs.count(fallbackLine))
+		calls, keys, took.Round(time.Millisecond), len(errs), len(creates), int(took/retryAfter)+1, retryAfter, w.logs.Count(fallbackLine))
 	assert.Empty(t, errs, "no call fails while the provider is down")
 	require.NotEmpty(t, creates)
 	for i := 1; i < len(creates); i++ {
@@ -154,7 +155,7 @@ func TestOutageOneProbePerWindow(t *testing.T) {
 			"create %d came %v after the one before: more than one per window", i, creates[i].Sub(creates[i-1]))
 	}
 	assert.LessOrEqual(t, len(creates), int(took/retryAfter)+1, "at most one create per window")
-	assert.Equal(t, 1, w.logs.count(fallbackLine), "one warning for the outage")
+	assert.Equal(t, 1, w.logs.Count(fallbackLine), "one warning for the outage")
 }
 
 // The floor's own budget: with a short creation timeout and a provider
@@ -194,10 +195,10 @@ func TestEveryFailureOneProbe(t *testing.T) {
 			w.api.AlwaysOnCreate(&row.reply)
 			errs := storm(t, w, 40, 20, 20, 0)
 			t.Logf("%s: 40 calls over 20 keys: %d failed, %d provider creates, %d log lines",
-				row.name, len(errs), len(cp.times()), w.logs.count(fallbackLine))
+				row.name, len(errs), len(cp.times()), w.logs.Count(fallbackLine))
 			assert.Empty(t, errs)
 			assert.Len(t, cp.times(), 1)
-			assert.Equal(t, 1, w.logs.count(fallbackLine))
+			assert.Equal(t, 1, w.logs.Count(fallbackLine))
 		})
 	}
 }
@@ -455,7 +456,7 @@ func TestBrowsersKilledUnderLoad(t *testing.T) {
 	require.NoError(t, w.r.Close())
 	t.Logf("kill: %d keys (%d cloud, %d local), calls in flight: %d ErrBrowserDead of %d; next calls: %d failed, %d on the fallback; local Chromium %d then %d; %d local Chromium left after Close (%v); %d warning lines",
 		keys, keys/2, keys/2, dead, keys, failedAfter, fellBack, pid, newPid, boolInt(w.r.side.Alive()),
-		time.Since(start).Round(time.Millisecond), w.logs.count(fallbackLine))
+		time.Since(start).Round(time.Millisecond), w.logs.Count(fallbackLine))
 	assert.Zero(t, failedAfter, "the next calls go on")
 	assert.Equal(t, keys/2, fellBack, "the cloud keys fell back")
 	assert.NotEqual(t, pid, newPid, "a fresh local Chromium")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -85,7 +86,7 @@ func TestLocalViewport(t *testing.T) {
 		opts []Option
 		w, h int
 	}{{nil, 1280, 720}, {[]Option{WithLocalViewport(640, 480)}, 640, 480}} {
-		r := newBrowserRouter(t, nil, &logBuffer{}, tc.opts...)
+		r := newRouter(t, nil, &testlog.Buffer{}, tc.opts...)
 		ctx := testCtx(t)
 		var shot []byte
 		_, err := r.Exec(ctx, "vp", `goto("`+s.URL+`/vp")`, func(ctx context.Context, call *Call) error {

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -30,10 +31,10 @@ func loginRoutes(mux *http.ServeMux, _ *site) {
 	mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
 		http.SetCookie(w, &http.Cookie{Name: "login", Value: cookieSecret, Path: "/", MaxAge: 3600, HttpOnly: true})
 		http.SetCookie(w, &http.Cookie{Name: "tab", Value: "only-this-run", Path: "/"})
-		fmt.Fprint(w, `<!doctype html><title>logged in</title>`)
+		servePage(w, "logged-in", nil)
 	})
 	mux.HandleFunc("/who", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `<!doctype html><title>cookie=%s</title>`, r.Header.Get("Cookie"))
+		servePage(w, "cookie", r.Header.Get("Cookie"))
 	})
 }
 
@@ -64,8 +65,8 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	requireChromium(t)
 	s := newSite(t, loginRoutes)
 	dir := filepath.Join(t.TempDir(), "profiles")
-	logs := &logBuffer{}
-	r1 := newBrowserRouter(t, nil, logs, WithProfileDir(dir))
+	logs := &testlog.Buffer{}
+	r1 := newRouter(t, nil, logs, WithProfileDir(dir))
 	ctx := testCtx(t)
 
 	_, err := r1.Navigate(ctx, "alice", s.URL+"/login", nil)
@@ -91,7 +92,7 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	assert.Empty(t, whoAmI(t, r1, "bob", s.URL+"/who"), "another key has a profile of its own")
 	require.NoError(t, r1.Close())
 
-	r2 := newBrowserRouter(t, nil, logs, WithProfileDir(dir))
+	r2 := newRouter(t, nil, logs, WithProfileDir(dir))
 	assert.Equal(t, "login="+cookieSecret, whoAmI(t, r2, "alice", s.URL+"/who"),
 		"a new Router on the same directory has the cookie")
 
@@ -162,7 +163,7 @@ func TestProfileUnreadableJarFailsTheSession(t *testing.T) {
 	require.NoError(t, os.Mkdir(pd, 0o700))
 	jar := filepath.Join(pd, profiles.CookiesFile)
 	require.NoError(t, os.WriteFile(jar, []byte("{not json"), 0o600))
-	r := newBrowserRouter(t, nil, &logBuffer{}, WithProfileDir(dir))
+	r := newRouter(t, nil, &testlog.Buffer{}, WithProfileDir(dir))
 	_, err := r.Navigate(testCtx(t), "carol", s.URL+"/who", nil)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), jar)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
 )
@@ -47,7 +48,7 @@ func TestThirdPartyProviderDialsWithItsOwnClient(t *testing.T) {
 	ctx := testCtx(t)
 	page := w.site.url(publicHost, "/x")
 
-	trusted := newBrowserRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: w.api.HTTPClient()}, &logBuffer{})
+	trusted := newRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: w.api.HTTPClient()}, &testlog.Buffer{})
 	res, err := trusted.Navigate(ctx, "k", page, nil)
 	require.NoError(t, err)
 	assert.Equal(t, route.Cloud, res.Route)
@@ -56,7 +57,7 @@ func TestThirdPartyProviderDialsWithItsOwnClient(t *testing.T) {
 	// The same loopback dialer, the system's roots.
 	tr := w.api.HTTPClient().Transport.(*http.Transport).Clone()
 	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-	untrusted := newBrowserRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: &http.Client{Transport: tr}}, &logBuffer{})
+	untrusted := newRouter(t, ownProvider{inner: w.provider(cloudtest.Browserbase), client: &http.Client{Transport: tr}}, &testlog.Buffer{})
 	res, err = untrusted.Navigate(ctx, "k", page, nil)
 	require.NoError(t, err)
 	assert.True(t, res.FallbackFromCloud, "a client with the system's roots does not trust the stand-in's CA")

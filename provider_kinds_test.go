@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -72,7 +73,7 @@ func TestNewProviderShapesRunOnTheCloud(t *testing.T) {
 			assert.EqualValues(t, 1, w.api.Front.Upgrades(), "one websocket for the session's calls")
 			assert.Zero(t, w.api.Front.Refused())
 			if kind == cloudtest.Nous {
-				assert.Equal(t, 1, w.logs.count("external_call_id=call-"), "logs: %s", w.logs)
+				assert.Equal(t, 1, w.logs.Count("external_call_id=call-"), "logs: %s", w.logs)
 			}
 		})
 	}
@@ -119,9 +120,9 @@ func TestPaymentRefusalOpensNoFleetWindow(t *testing.T) {
 	requireChromium(t)
 	srv := cloudtest.NewServer(t, cloudtest.Anchor, deadWS)
 	srv.AlwaysOnCreate(&cloudtest.Reply{Status: 402, Body: `{"error":{"code":402,"message":"Insufficient credits"}}`})
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	site := newSite(t)
-	r := newBrowserRouter(t, clientFor(srv), logs)
+	r := newRouter(t, clientFor(srv), logs)
 	for i, key := range []string{"a", "b", "c"} {
 		res, err := r.Navigate(testCtx(t), key, site.url(publicHost, fmt.Sprintf("/pay-%d", i)), nil)
 		require.NoError(t, err)
@@ -132,8 +133,8 @@ func TestPaymentRefusalOpensNoFleetWindow(t *testing.T) {
 	until, _, err := r.fleet.Health().Window(context.Background(), r.provider.Name())
 	require.NoError(t, err)
 	assert.True(t, until.IsZero(), "no back-off window in the fleet's store for a payment refusal")
-	assert.Equal(t, 1, logs.count("refused the configuration"), "logs: %s", logs)
-	assert.Equal(t, 1, logs.count("plan and billing"), "logs: %s", logs)
+	assert.Equal(t, 1, logs.Count("refused the configuration"), "logs: %s", logs)
+	assert.Equal(t, 1, logs.Count("plan and billing"), "logs: %s", logs)
 }
 
 // TestPresetWithoutCDPURLFailsClearly proves a preset's session without a
@@ -143,7 +144,7 @@ func TestPresetWithoutCDPURLFailsClearly(t *testing.T) {
 	t.Parallel()
 	srv := cloudtest.NewServer(t, cloudtest.Hyperbrowser, deadWS)
 	srv.OnCreate(cloudtest.NoCDP())
-	r := newBrowserRouter(t, clientFor(srv), &logBuffer{})
+	r := newRouter(t, clientFor(srv), &testlog.Buffer{})
 	site := newSite(t)
 	_, err := r.Navigate(testCtx(t), "s", site.url(publicHost, "/nocdp"), nil)
 	require.ErrorIs(t, err, ErrNoCDPEndpoint)

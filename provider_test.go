@@ -2,7 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -36,8 +35,7 @@ func clientForKey(srv *cloudtest.Server, key string, opts ...provider.Option) pr
 func titlePage(t *testing.T, title string) string {
 	t.Helper()
 	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, "<!doctype html><title>%s</title><p>hello", title)
+		servePage(w, "hello", title)
 	}))
 	t.Cleanup(s.Close)
 	return s.URL

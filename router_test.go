@@ -79,7 +79,7 @@ func TestPlan(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.setup.name+": "+row.rule, func(t *testing.T) {
-			r := newTestRouter(t, row.setup.p, row.setup.opts...)
+			r := newRouter(t, row.setup.p, nil, row.setup.opts...)
 			p, err := r.Plan(context.Background(), row.key, row.code)
 			if row.wantErr != nil {
 				require.ErrorIs(t, err, row.wantErr)
@@ -96,7 +96,7 @@ func TestPlan(t *testing.T) {
 
 func TestPlanErrorMessages(t *testing.T) {
 	t.Parallel()
-	r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithAutoLocalForPrivateURLs(false))
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil, WithAutoLocalForPrivateURLs(false))
 	_, err := r.Plan(context.Background(), "s", `goto("http://localhost:3000/x")`)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "URL targets a private or internal address")
@@ -111,7 +111,7 @@ func TestPlanErrorMessages(t *testing.T) {
 func TestStickyRoute(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	// plan plans a call and, as Exec does once the call runs, remembers
 	// its route.
 	plan := func(key, code string) (Plan, error) {
@@ -160,7 +160,7 @@ return document.title`)
 func TestPlanIsADryRun(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	_, err := r.Plan(ctx, "s", `page.goto("http://localhost:3000")`)
 	require.NoError(t, err)
 	p, err := r.Plan(ctx, "s", `return document.title`)
@@ -180,7 +180,7 @@ func TestPlanIsADryRun(t *testing.T) {
 // reaped when idle.
 func TestRouteMemoryIsBoundedAndReaped(t *testing.T) {
 	t.Parallel()
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	for i := range 200_000 {
 		r.remember("k"+strconv.Itoa(i), route.Local)
 	}
@@ -206,7 +206,7 @@ func TestHybridRoutesLocally(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cloud := &stubProvider{name: "Cloud"}
-	hybrid := newTestRouter(t, cloud)
+	hybrid := newRouter(t, cloud, nil)
 	assert.True(t, hybrid.HybridRoutesLocally(ctx, "http://localhost:3000"))
 	assert.True(t, hybrid.HybridRoutesLocally(ctx, "http://0x7f.1/"))
 	assert.True(t, hybrid.HybridRoutesLocally(ctx, "http://192.168.1.9"))
@@ -215,9 +215,9 @@ func TestHybridRoutesLocally(t *testing.T) {
 	assert.False(t, hybrid.HybridRoutesLocally(ctx, "http://1.2.3.256/"))
 
 	for name, r := range map[string]*Router{
-		"CDP override":   newTestRouter(t, cloud, WithCDPURL("ws://127.0.0.1:1/devtools/browser/x")),
-		"auto-local off": newTestRouter(t, cloud, WithAutoLocalForPrivateURLs(false), WithAllowPrivateURLs(true)),
-		"no provider":    newTestRouter(t, nil),
+		"CDP override":   newRouter(t, cloud, nil, WithCDPURL("ws://127.0.0.1:1/devtools/browser/x")),
+		"auto-local off": newRouter(t, cloud, nil, WithAutoLocalForPrivateURLs(false), WithAllowPrivateURLs(true)),
+		"no provider":    newRouter(t, nil, nil),
 	} {
 		assert.False(t, r.HybridRoutesLocally(ctx, "http://localhost:3000"), name)
 	}
@@ -228,7 +228,7 @@ func TestNavigateAndExecShareTheVerdict(t *testing.T) {
 	// The predicate answers exactly what Plan does for a call whose only
 	// literal is the URL, for every URL of the verdict table.
 	ctx := context.Background()
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	for _, u := range []string{"http://localhost:3000", "https://example.com", "http://lan.example/",
 		"http://mixed.example/", "http://[::1]/", "http://0x7f.1/", "http://169.254.169.254/", "wss://example.com/"} {
 		p, err := r.Plan(ctx, "k "+u, `goto("`+u+`")`) // a new session each: no page to stay with
@@ -275,7 +275,7 @@ func TestOneVerdictPerURL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	cr := &countingResolver{n: map[string]int{}, staticResolver: testResolver}
-	r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(cr))
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil, WithResolver(cr))
 	p, err := r.Plan(ctx, "s", `goto("https://example.com/a"); goto("http://lan.example/"); goto("https://example.com/a")`)
 	require.NoError(t, err)
 	require.Len(t, p.Verdicts, 2, "duplicate literals are one URL")
@@ -285,7 +285,7 @@ func TestOneVerdictPerURL(t *testing.T) {
 	// A rebinding name is decided once: private, so the call is local and
 	// the later public answer cannot pull it to the cloud.
 	rb := &rebindingResolver{}
-	r = newTestRouter(t, &stubProvider{name: "Cloud"}, WithResolver(rb))
+	r = newRouter(t, &stubProvider{name: "Cloud"}, nil, WithResolver(rb))
 	p, err = r.Plan(ctx, "s", `goto("http://rebind.example/"); fetch("http://rebind.example/")`)
 	require.NoError(t, err)
 	assert.Equal(t, route.Local, p.Route)
@@ -295,7 +295,7 @@ func TestOneVerdictPerURL(t *testing.T) {
 
 func TestPlanBadInput(t *testing.T) {
 	t.Parallel()
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	_, err := r.Plan(context.Background(), "x::local", `goto("https://example.com")`)
 	assert.ErrorIs(t, err, ErrInvalidSessionKey, "a key must not collide with a sidecar key")
 
@@ -318,7 +318,7 @@ func TestPlanLogsDecisionNames(t *testing.T) {
 	t.Parallel()
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	r := newTestRouter(t, &stubProvider{name: "Cloud"}, WithLogger(log))
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil, WithLogger(log))
 	_, err := r.Plan(context.Background(), "s", `goto("http://localhost:3000")`)
 	require.NoError(t, err)
 	assert.Contains(t, buf.String(), "route=local")

@@ -22,7 +22,7 @@ import (
 func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 	t.Parallel()
 	cloud := &stubProvider{name: "Cloud"}
-	hybrid := newTestRouter(t, cloud)
+	hybrid := newRouter(t, cloud, nil)
 	ctx := context.Background()
 
 	for _, code := range []string{
@@ -58,7 +58,7 @@ func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 		"auto-local off": {WithAutoLocalForPrivateURLs(false)},
 		"CDP override":   {WithCDPURL("ws://127.0.0.1:9/devtools/browser/x")},
 	} {
-		r := newTestRouter(t, cloud, opts...)
+		r := newRouter(t, cloud, nil, opts...)
 		_, err := r.Plan(ctx, "s", code)
 		require.ErrorIs(t, err, netpolicy.ErrSecretInURL, name)
 		be, ok := errors.AsType[*netpolicy.BlockedError](err)
@@ -69,7 +69,7 @@ func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 		assert.NotContains(t, err.Error(), "abc123")
 		assert.False(t, r.HybridRoutesLocally(ctx, "https://example.com/api?token=abc123"))
 
-		r = newTestRouter(t, cloud, append(opts, WithAllowSecretsInURLs(true))...)
+		r = newRouter(t, cloud, nil, append(opts, WithAllowSecretsInURLs(true))...)
 		p, err := r.Plan(ctx, "s", code)
 		require.NoError(t, err, name)
 		assert.Equal(t, route.Cloud, p.Route)
@@ -79,12 +79,12 @@ func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 	assert.Contains(t, err.Error(), "a userinfo password")
 	assert.NotContains(t, err.Error(), "pw1234")
 
-	allowed := newTestRouter(t, cloud, WithAllowSecretsInURLs(true))
+	allowed := newRouter(t, cloud, nil, WithAllowSecretsInURLs(true))
 	p, err := allowed.Plan(ctx, "s", code)
 	require.NoError(t, err)
 	assert.Equal(t, route.Cloud, p.Route, "the option sends it to the cloud")
 
-	p, err = newTestRouter(t, nil).Plan(ctx, "s", code)
+	p, err = newRouter(t, nil, nil).Plan(ctx, "s", code)
 	require.NoError(t, err)
 	assert.Equal(t, route.Local, p.Route, "with no cloud it runs locally, as everything does")
 
@@ -94,7 +94,7 @@ func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 	// A private address the options let a remote browser open keeps the
 	// secrets rule: allowing the address is not allowing its credential
 	// onto that browser.
-	override := newTestRouter(t, cloud, WithCDPURL("ws://127.0.0.1:9/devtools/browser/x"), WithAllowPrivateURLs(true))
+	override := newRouter(t, cloud, nil, WithCDPURL("ws://127.0.0.1:9/devtools/browser/x"), WithAllowPrivateURLs(true))
 	_, err = override.Plan(ctx, "s", `goto("http://10.0.0.5/?token=abc123")`)
 	require.ErrorIs(t, err, netpolicy.ErrSecretInURL)
 	p, err = override.Plan(ctx, "s", `goto("http://10.0.0.5/")`)
@@ -107,7 +107,7 @@ func TestSecretsInURLsStayOffCloudBrowsers(t *testing.T) {
 // 1 MiB URL does not make a 1 MiB error.
 func TestURLsInMessagesAreRedactedAndBounded(t *testing.T) {
 	t.Parallel()
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	ctx := context.Background()
 	_, err := r.Plan(ctx, "s", `fetch("http://admin:s3cretpw@169.254.169.254/latest?X-Amz-Signature=sig123456&api_key=key123456&page=2")`)
 	require.ErrorIs(t, err, netpolicy.ErrMetadata)

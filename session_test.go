@@ -25,6 +25,7 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/guard"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -330,9 +331,9 @@ func TestCDPURLNeverLeaksInErrors(t *testing.T) {
 	// not carry the token of the URL.
 	ln := closedPort(t)
 	p := provider.CDPEndpoint("ws://" + ln + "/devtools/browser/x?token=sekrit-token-123456")
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	site := newSite(t)
-	r := newBrowserRouter(t, p, logs)
+	r := newRouter(t, p, logs)
 	res, err := r.Navigate(testCtx(t), "s", site.url(publicHost, "/"), nil)
 	require.NoError(t, err, "an unreachable cloud falls back to local")
 	assert.True(t, res.FallbackFromCloud)
@@ -353,7 +354,8 @@ func closedPort(t *testing.T) string {
 // BenchmarkSecondLocalSession is the time to a new session key's first page
 // on an already-warm local Chromium: a browser context, a tab, a load.
 func BenchmarkSecondLocalSession(b *testing.B) {
-	r, s := newLocalRouter(b, &logBuffer{})
+	requireChromium(b)
+	r, s := newRouter(b, nil, &testlog.Buffer{}), testSite(b)
 	ctx := testCtx(b)
 	_, err := r.Navigate(ctx, "warm", s.URL+"/warm", nil)
 	require.NoError(b, err)
@@ -425,7 +427,7 @@ func (p *patientProvider) ReleaseSession(context.Context, *provider.Session) err
 func TestCloseEndsCreationsInFlight(t *testing.T) {
 	t.Parallel()
 	p := &patientProvider{entered: make(chan struct{})}
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	r, err := New(p, WithResolver(testResolver), WithEgressDialer(loopbackDialer(t)),
 		WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	require.NoError(t, err)
@@ -445,7 +447,7 @@ func TestCloseEndsCreationsInFlight(t *testing.T) {
 
 func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
 	t.Parallel()
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	ctx := context.Background()
 	_, err := r.Plan(ctx, "s", `goto("http://localhost:3000")`)
 	require.NoError(t, err)
@@ -482,9 +484,10 @@ func TestMalformedURLLosesNothing(t *testing.T) {
 
 func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 	t.Parallel()
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	// No sweep of the reaper, which would drop a dead session quietly.
-	r, s := newLocalRouter(t, logs, WithIdleTimeout(time.Hour, time.Hour))
+	requireChromium(t)
+	r, s := newRouter(t, nil, logs, WithIdleTimeout(time.Hour, time.Hour)), testSite(t)
 	ctx := testCtx(t)
 	_, err := r.Navigate(ctx, "s", s.URL+"/before", nil)
 	require.NoError(t, err)
@@ -521,18 +524,10 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 	require.NoError(t, err)
 	_, err = r.Navigate(testCtx(t), "u", s.URL+"/after", nil)
 	require.NoError(t, err, "a session that had no tab opens directly")
-	assert.Equal(t, 2, logs.count("browser of cached session is gone"), logs.String())
+	assert.Equal(t, 2, logs.Count("browser of cached session is gone"), logs.String())
 	assert.EqualValues(t, 2, r.side.Starts())
 	assert.Len(t, browserContexts(t, testCtx(t), r.side), 3, "one browser context per live session")
 	assert.True(t, processGone(proc.PID()))
-}
-
-// newLocalRouter is a router with no provider, so that every session is on
-// the sidecar, and the test site.
-func newLocalRouter(tb testing.TB, logs *logBuffer, opts ...Option) (*Router, *site) {
-	tb.Helper()
-	requireChromium(tb)
-	return newBrowserRouter(tb, nil, logs, opts...), testSite(tb)
 }
 
 // localTabOf is the tab of the cached session of cacheKey, on the sidecar.
@@ -592,7 +587,8 @@ func TestSessionKeysAreIsolated(t *testing.T) {
 
 func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
 	t.Parallel()
-	r, _ := newLocalRouter(t, &logBuffer{})
+	requireChromium(t)
+	r := newRouter(t, nil, &testlog.Buffer{})
 	ctx := testCtx(t)
 	call := func(key string) target.ID {
 		var id target.ID
@@ -683,7 +679,8 @@ func TestReleaseFreesTheSession(t *testing.T) {
 // from many goroutines; run it with -race.
 func TestConcurrentCallsAndReleases(t *testing.T) {
 	t.Parallel()
-	r, _ := newLocalRouter(t, &logBuffer{})
+	requireChromium(t)
+	r := newRouter(t, nil, &testlog.Buffer{})
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
@@ -719,7 +716,7 @@ func TestPublicToPrivateRedirectRefusedOnLocalRoute(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
-	r := newBrowserRouter(t, nil, &logBuffer{}) // no provider: everything local
+	r := newRouter(t, nil, &testlog.Buffer{}) // no provider: everything local
 	ctx := testCtx(t)
 	res, err := r.Navigate(ctx, "s", s.url(publicHost, "/redirect-to/127.0.0.1:"+s.port+"/router-admin"), nil)
 	require.ErrorIs(t, err, netpolicy.ErrPrivate, "a public page must not walk the local browser into the LAN")
@@ -778,7 +775,7 @@ func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
 	requireChromium(t)
 	s := newSite(t)
 	res := hangResolver{testResolverWith(publicHost, "93.184.215.14")}
-	r := newBrowserRouter(t, nil, &logBuffer{}, WithResolver(res), withGuardLookup(500*time.Millisecond),
+	r := newRouter(t, nil, &testlog.Buffer{}, WithResolver(res), withGuardLookup(500*time.Millisecond),
 		WithChromiumFlags(map[string]any{"host-resolver-rules": hostRules + ", MAP slow.test 127.0.0.1"}))
 	_, err := r.Navigate(testCtx(t), "s", s.URL+"/warm", nil)
 	require.NoError(t, err)
@@ -830,7 +827,7 @@ func TestImpatientCallerDoesNotFailAPatientOne(t *testing.T) {
 	require.NoError(t, err, "the patient caller shares the creation and gets the session")
 	assert.False(t, res.FallbackFromCloud, "a short caller's deadline is not a provider outage")
 	assert.EqualValues(t, 1, w.api.Creates())
-	assert.Zero(t, w.logs.count(fallbackLine))
+	assert.Zero(t, w.logs.Count(fallbackLine))
 }
 
 // gateProvider fails CreateSession once its gate opens.
@@ -850,7 +847,7 @@ func TestReleaseDuringCreationIsNotLost(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	g := &gateProvider{entered: make(chan struct{}), gate: make(chan struct{})}
-	r := newBrowserRouter(t, g, &logBuffer{})
+	r := newRouter(t, g, &testlog.Buffer{})
 	done := make(chan error, 1)
 	go func() {
 		_, err := r.Navigate(testCtx(t), "k", "https://example.com/", nil)

@@ -25,7 +25,7 @@ func TestSessionsStartFewRenderers(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
-	r := newTestRouter(t, nil)
+	r := newRouter(t, nil, nil)
 	ctx := testCtx(t)
 	require.NoError(t, r.Warm(ctx))
 	browser := currentProc(t, r.side).PID()

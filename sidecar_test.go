@@ -90,7 +90,7 @@ func newTestSidecar(tb testing.TB, opts ...Option) *sidecar {
 func testSite(tb testing.TB) *site {
 	return newSite(tb, func(mux *http.ServeMux, _ *site) {
 		mux.HandleFunc("/echo", func(w http.ResponseWriter, r *http.Request) {
-			fmt.Fprintf(w, `<!doctype html><title>cookie=%s</title>`, r.Header.Get("Cookie"))
+			servePage(w, "cookie", r.Header.Get("Cookie"))
 		})
 	})
 }
@@ -323,9 +323,8 @@ func TestSidecarCloseLeavesNothing(t *testing.T) {
 	requireChromium(t)
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 
-	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `<!doctype html><title>bye</title>`)
-	}))
+	// Its own server, not newSite's, so that it is closed before goleak looks.
+	site := httptest.NewServer(staticPage("bye"))
 	defer site.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

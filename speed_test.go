@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/chromium"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -29,8 +30,9 @@ import (
 // key of their own (the session's tab, the guard's enabling, the page).
 func BenchmarkNewKeySideBySide(b *testing.B) {
 	spans := tracetest.NewSpanRecorder()
-	r, s := newLocalRouter(b, &logBuffer{},
-		WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))))
+	requireChromium(b)
+	r, s := newRouter(b, nil, &testlog.Buffer{},
+		WithTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans)))), testSite(b)
 	// Every step has a deadline of its own: on a loaded machine a stuck
 	// step fails the benchmark instead of holding it for good.
 	step := func() (context.Context, context.CancelFunc) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/state"
 )
 
@@ -15,7 +16,7 @@ import (
 func BenchmarkSessionWithState(b *testing.B) {
 	requireChromium(b)
 	s := newSite(b)
-	r := newBrowserRouter(b, nil, &logBuffer{})
+	r := newRouter(b, nil, &testlog.Buffer{})
 	ctx := context.Background() // each call bounds itself: the runs outlast testCtx
 	require := func(err error) {
 		if err != nil {

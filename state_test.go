@@ -3,7 +3,6 @@ package hybroute
 import (
 	"context"
 	"crypto/rand"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/route"
 	"github.com/hybroute/hybroute/state"
 )
@@ -28,10 +28,7 @@ type loginSite struct {
 }
 
 func (l *loginSite) routes(mux *http.ServeMux, _ *site) {
-	mux.HandleFunc("/login-page", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<!doctype html><title>login</title><form method=post action=/login><input name=user></form>`)
-	})
+	mux.HandleFunc("/login-page", staticPage("login"))
 	mux.HandleFunc("POST /login", func(w http.ResponseWriter, r *http.Request) {
 		user := r.FormValue("user")
 		sid := rand.Text()
@@ -50,8 +47,7 @@ func (l *loginSite) routes(mux *http.ServeMux, _ *site) {
 			}
 			l.mu.Unlock()
 		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, `<!doctype html><title>%s</title><p>%s</p>`, who, who)
+		servePage(w, "account", who)
 	})
 }
 
@@ -111,7 +107,7 @@ func TestStateMovesBetweenRoutes(t *testing.T) {
 	requireChromium(t)
 	login := newLoginSite()
 	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
-	local := newBrowserRouter(t, nil, w.logs)
+	local := newRouter(t, nil, w.logs)
 	page, account := w.site.url(publicHost, "/login-page"), w.site.url(publicHost, "/account")
 	origin := w.site.url(publicHost, "")
 	dir := t.TempDir()
@@ -225,7 +221,7 @@ func TestStateFollowsRouteChange(t *testing.T) {
 func TestStateLocalCookiesStayOffCloud(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
-	debug := &logBuffer{}
+	debug := &testlog.Buffer{}
 	w := newWorld(t, cloudtest.Browserbase, WithLogger(slog.New(slog.NewTextHandler(debug, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := testCtx(t)
 	st := &state.State{
@@ -328,7 +324,7 @@ func TestStateLoadsIntoALiveSession(t *testing.T) {
 	requireChromium(t)
 	login := newLoginSite()
 	w := newWorldServing(t, cloudtest.Browserbase, login.routes)
-	local := newBrowserRouter(t, nil, w.logs)
+	local := newRouter(t, nil, w.logs)
 	account := w.site.url(publicHost, "/account")
 	logIn(t, w.r, "frank", w.site.url(publicHost, "/login-page"), "frank")
 	st, err := w.r.SaveState(testCtx(t), "frank")
@@ -364,7 +360,7 @@ func TestRefusedCookiesAreNamed(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
 	s := newSite(t)
-	r := newBrowserRouter(t, nil, &logBuffer{})
+	r := newRouter(t, nil, &testlog.Buffer{})
 	ctx := testCtx(t)
 	_, err := r.Navigate(ctx, "k", s.url(publicHost, "/a"), nil)
 	require.NoError(t, err)

@@ -201,7 +201,7 @@ func backoffSeconds(t *testing.T, p *telemetryProbe) float64 {
 // The no-op default costs the plan nothing: counting a plan on the global
 // (no-op) providers allocates nothing.
 func TestTelemetryPlanAllocatesNothingExtra(t *testing.T) {
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	ctx := context.Background()
 	vs := []netpolicy.Verdict{{Class: netpolicy.ClassPublic}}
 	allocs := testing.AllocsPerRun(100, func() { r.tel.countPlan(ctx, route.Cloud, vs, netpolicy.ReasonMetadata) })

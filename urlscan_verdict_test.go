@@ -66,7 +66,7 @@ func TestReviewInputsNeverCleanCloud(t *testing.T) {
 	ctx := context.Background()
 	for i, tc := range reviewInputs {
 		t.Run(tc.rule, func(t *testing.T) {
-			r := newTestRouter(t, &stubProvider{name: "C"})
+			r := newRouter(t, &stubProvider{name: "C"}, nil)
 			key := fmt.Sprintf("review-%d", i)
 			p, err := r.Plan(ctx, key, tc.code)
 			require.False(t, err == nil && p.Route == route.Cloud,
@@ -91,7 +91,7 @@ func TestReviewControlsStayOnCloud(t *testing.T) {
 		`<a href="https://example.com/?a=1&amp;b=2">x</a>`,
 		`fetch("https://example.com/a\u002fb")`,
 	} {
-		r := newTestRouter(t, &stubProvider{name: "C"})
+		r := newRouter(t, &stubProvider{name: "C"}, nil)
 		p, err := r.Plan(ctx, fmt.Sprintf("control-%d", i), code)
 		require.NoError(t, err, "code %q", code)
 		assert.Equal(t, route.Cloud, p.Route, "code %q: urls %q", code, ScanURLs(code))
@@ -134,7 +134,7 @@ func TestLiteralClassesThroughPlan(t *testing.T) {
 	ctx := context.Background()
 	for i, tc := range literalClassInputs {
 		t.Run(fmt.Sprintf("%s/%d", tc.class, i), func(t *testing.T) {
-			r := newTestRouter(t, &stubProvider{name: "C"})
+			r := newRouter(t, &stubProvider{name: "C"}, nil)
 			p, err := r.Plan(ctx, fmt.Sprintf("class-%d", i), tc.code)
 			if tc.metadata {
 				require.Error(t, err, "code %q: urls %q", tc.code, ScanURLs(tc.code))
@@ -151,7 +151,7 @@ func TestLiteralClassesThroughPlan(t *testing.T) {
 // a data: URL's document is planned like code, before any browser runs.
 func TestDataURLsThroughNavigate(t *testing.T) {
 	ctx := context.Background()
-	r := newTestRouter(t, &stubProvider{name: "C"})
+	r := newRouter(t, &stubProvider{name: "C"}, nil)
 	meta := "data:text/html;base64," + base64.StdEncoding.EncodeToString([]byte(`<img src="http://169.254.169.254/">`))
 	_, err := r.Navigate(ctx, "nav", meta, nil)
 	require.Error(t, err)

@@ -35,7 +35,7 @@ func newTestRouter(t testing.TB, p provider.Provider, opts ...Option) *Router {
 func TestVerdictAllowedScheme(t *testing.T) {
 	t.Parallel()
 	p := &stubProvider{name: "Cloud"}
-	r := newTestRouter(t, p, WithAllowedSchemes("file:"))
+	r := newRouter(t, p, nil, WithAllowedSchemes("file:"))
 	v := r.verdict(context.Background(), "file:///etc/hostname")
 	assert.Equal(t, netpolicy.ClassPrivate, v.Class, "a file: URL reads this machine: local only")
 	assert.NoError(t, v.Err)
@@ -61,9 +61,9 @@ func FuzzVerdict(f *testing.F) {
 		f.Add(s)
 	}
 	cloud := &stubProvider{name: "Cloud"}
-	routers := []*Router{newTestRouter(f, nil), newTestRouter(f, cloud),
-		newTestRouter(f, cloud, WithAutoLocalForPrivateURLs(false), WithAllowPrivateURLs(true)),
-		newTestRouter(f, cloud, WithCDPURL("ws://127.0.0.1:1/"), WithAllowPrivateURLs(true))}
+	routers := []*Router{newRouter(f, nil, nil), newRouter(f, cloud, nil),
+		newRouter(f, cloud, nil, WithAutoLocalForPrivateURLs(false), WithAllowPrivateURLs(true)),
+		newRouter(f, cloud, nil, WithCDPURL("ws://127.0.0.1:1/"), WithAllowPrivateURLs(true))}
 	f.Fuzz(func(t *testing.T, raw string) {
 		for _, r := range routers {
 			v := r.verdict(context.Background(), raw)
@@ -88,7 +88,7 @@ func FuzzVerdict(f *testing.F) {
 }
 
 func BenchmarkVerdict(b *testing.B) {
-	r := newTestRouter(b, &stubProvider{name: "Cloud"})
+	r := newRouter(b, &stubProvider{name: "Cloud"}, nil)
 	ctx := context.Background()
 	for _, bc := range []struct{ name, url string }{
 		{"IPv4Literal", "http://127.0.0.1:8080/api/v1/items"},
@@ -111,7 +111,7 @@ func TestVerdictAllocations(t *testing.T) {
 	// Not parallel: AllocsPerRun counts the allocations of every goroutine.
 	// Allocation counts are deterministic, unlike timings: the IP-literal
 	// verdict in front of every call stays within two allocations.
-	r := newTestRouter(t, &stubProvider{name: "Cloud"})
+	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	ctx := context.Background()
 	for _, u := range []string{"http://127.0.0.1:8080/api", "http://[::1]:3000/", "https://93.184.215.14/"} {
 		n := testing.AllocsPerRun(100, func() { _ = r.verdict(ctx, u) })

@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // udpSink records every datagram that reaches a loopback address. "Nothing
@@ -187,7 +188,7 @@ func TestLocalWebRTCSendsNoUDP(t *testing.T) {
 	lo := newUDPSink(t, "127.0.0.1:0")
 	meta := newUDPSink(t, "127.0.0.2:0")
 	turn := newTURNTCPSink(t)
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	s := newTestSidecar(t, WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := testCtx(t)
 	tab, err := s.open(ctx, "k")

@@ -44,9 +44,7 @@ func downloadSite(t *testing.T) (*httptest.Server, string) {
 		case "/to-private":
 			http.Redirect(w, r, "http://127.0.0.1:"+r.Host[strings.LastIndexByte(r.Host, ':')+1:]+"/file", http.StatusFound)
 		default:
-			fmt.Fprint(w, `<!doctype html><title>Files</title><h1>Files</h1>
-<a href="/file">Report</a> <a href="/sneaky">Sneaky</a> <a href="/big">Big</a>
-<a href="/to-meta">Meta</a> <a href="/to-private">Private</a>`)
+			agenttest.ServePage(w, "files", nil)
 		}
 	}))
 	t.Cleanup(srv.Close)

@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -71,8 +70,7 @@ func TestNavigationTools(t *testing.T) {
 // does in that frame is there for the next call to read.
 func TestNavigateReturnsAfterTheFirstFrame(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = io.WriteString(w, `<!doctype html><title>loaded</title><body onload="requestAnimationFrame(() => document.title = 'framed')"><h1>Frame</h1>`)
+		agenttest.ServePage(w, "frame", nil)
 	}))
 	t.Cleanup(srv.Close)
 	ts := newToolset(t, agenttest.NewRouter(t, nil))

@@ -26,13 +26,9 @@ func networkSite(t *testing.T, refused string) string {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"ok":true}`)
 		case "/other":
-			fmt.Fprint(w, `<!doctype html><title>Other</title><p>other`)
+			agenttest.ServePage(w, "other", nil)
 		case "/":
-			fmt.Fprintf(w, `<!doctype html><title>Net</title><img src="/missing.png">
-<script>
-fetch("/api?x=1&token=SECRET123").then(r => r.json()).then(() => { document.title = "Net done" });
-fetch(%q).catch(() => {});
-</script>`, strings.ReplaceAll(refused, "PORT", r.Host[strings.LastIndexByte(r.Host, ':')+1:]))
+			agenttest.ServePage(w, "network", strings.ReplaceAll(refused, "PORT", r.Host[strings.LastIndexByte(r.Host, ':')+1:]))
 		default:
 			http.NotFound(w, r)
 		}

@@ -1,8 +1,6 @@
 package agent_test
 
 import (
-	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -100,22 +98,13 @@ func framePages(t *testing.T) (string, string) {
 	mux := http.NewServeMux()
 	var port string
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		fmt.Fprintf(w, `<!doctype html><title>Checkout</title><h1>Checkout</h1>
-<iframe title="Payment" src="/pay" width="400" height="200"></iframe>
-<iframe title="Partner" src="http://%s:%s/partner" width="400" height="100"></iframe>`, agenttest.PublicHost, port)
+		agenttest.ServePage(w, "checkout", net.JoinHostPort(agenttest.PublicHost, port))
 	})
 	mux.HandleFunc("/pay", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>Pay</title><p id="state">Not paid</p>
-<label for="card">Card number</label><input id="card">
-<button onclick="document.getElementById('state').textContent = 'Paid with ' + document.getElementById('card').value">Pay now</button>`)
+		agenttest.ServePage(w, "pay", nil)
 	})
 	mux.HandleFunc("/partner", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>Partner</title><p id="offer">Partner offer</p>
-<label for="code">Promo code</label><input id="code">
-<button onclick="document.getElementById('offer').textContent = 'Applied ' + document.getElementById('code').value">Apply</button>`)
+		agenttest.ServePage(w, "partner", nil)
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)

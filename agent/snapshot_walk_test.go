@@ -1,7 +1,6 @@
 package agent_test
 
 import (
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,29 +11,15 @@ import (
 	"github.com/hybroute/hybroute/internal/agenttest"
 )
 
-// walkHTML has what the snapshot must leave out (hidden content, a
-// password), what it must name from elsewhere than the text (labels,
-// aria-label, alt) and a page script that cannot reach the ref registry.
-const walkHTML = `<!doctype html><title>Walk</title>
-<h2>Sign in</h2>
-<div style="display:none"><button>Hidden button</button></div>
-<div aria-hidden="true"><a href="/gone">Hidden link</a></div>
-<div style="visibility:hidden">Invisible text <span style="visibility:visible">but this shows</span></div>
-<label for="pw">Password</label><input id="pw" type="password" value="hunter2">
-<input type="text" placeholder="Your email" value="a@b.c">
-<button aria-label="Close dialog">×</button>
-<img src="data:," alt="Company logo">
-<table><caption>Prices</caption><tr><th>Item</th><th>Price</th></tr><tr><td>Tea</td><td>3</td></tr></table>
-<p id="probe"></p>
-<script>document.getElementById("probe").textContent = "registry " + typeof globalThis.__hybroute;</script>`
-
-// TestSnapshotWalk: the snapshot read in the page names what the AX tree
+// TestSnapshotWalk: on a page (testdata/walk.html of agenttest) with what
+// the snapshot must leave out (hidden content, a password), what it must
+// name from elsewhere than the text (labels, aria-label, alt) and a page
+// script that cannot reach the ref registry, the snapshot read in the page names what the AX tree
 // would, hides what is hidden, masks passwords, and keeps its refs out of
 // the page's reach.
 func TestSnapshotWalk(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = io.WriteString(w, walkHTML)
+		agenttest.ServePage(w, "walk", nil)
 	}))
 	t.Cleanup(srv.Close)
 	ts := newToolset(t, agenttest.NewRouter(t, nil))

@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -31,8 +30,7 @@ import (
 // domain.
 func TestSnapshotInTheWorldOfTheTabsEvents(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		_, _ = io.WriteString(w, `<!doctype html><title>`+r.URL.Path+`</title><h1>Page `+r.URL.Path+`</h1><button>Go</button><a href="/next">Next</a>`)
+		agenttest.ServePage(w, "path", r.URL.Path)
 	}))
 	t.Cleanup(srv.Close)
 	r := agenttest.NewRouter(t, nil)

@@ -46,6 +46,7 @@ var layer = map[string]int{
 	// Stand-ins for the parts users have (provider APIs in front of a
 	// real Chromium), which know nothing of the library.
 	"internal/testenv":     1,
+	"internal/testlog":     1,
 	"internal/cloudtest":   2,
 	"internal/camofoxtest": 3,
 	// The enforcement points: they carry out decisions the root makes.
@@ -162,7 +163,7 @@ func TestLayersPointOneWay(t *testing.T) {
 // public test kit).
 func isTestPart(rel string) bool {
 	base := rel[strings.LastIndex(rel, "/")+1:]
-	return strings.HasPrefix(rel, "internal/") && (strings.HasSuffix(base, "test") || base == "testenv") ||
+	return strings.HasPrefix(rel, "internal/") && (strings.HasSuffix(base, "test") || base == "testenv" || base == "testlog") ||
 		rel == "hybroutetest" || strings.HasPrefix(rel, "hybroutetest/")
 }
 

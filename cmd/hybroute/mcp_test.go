@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/testenv"
+	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/mcpserver"
 	"github.com/hybroute/hybroute/mcpserver/mcptest"
 )
@@ -61,34 +61,16 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 
-// syncBuffer is a stderr the test reads while the command writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startBinary runs "hybroute mcp args..." over stdio and connects the SDK's
 // client to it.
-func startBinary(t *testing.T, envv []string, args ...string) (*mcptest.Client, *syncBuffer) {
+func startBinary(t *testing.T, envv []string, args ...string) (*mcptest.Client, *testlog.Buffer) {
 	t.Helper()
 	testenv.RequireChromium(t)
 	bin, err := buildBinary()
 	require.NoError(t, err)
 	cmd := exec.Command(bin, append([]string{"mcp"}, args...)...)
 	cmd.Env = append(os.Environ(), envv...)
-	stderr := &syncBuffer{}
+	stderr := &testlog.Buffer{}
 	cmd.Stderr = stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

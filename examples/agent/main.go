@@ -31,6 +31,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/internal/agenttest"
 )
 
 func main() {
@@ -190,49 +191,14 @@ func loopbackOnly(ctx context.Context, network, addr string) (net.Conn, error) {
 	return d.DialContext(ctx, network, addr)
 }
 
-// serveShop serves the shop on a loopback port.
+// serveShop serves the shop (the one the toolset's tests work on) on a
+// loopback port.
 func serveShop() (string, func(), error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, shopHTML)
-	})
-	mux.HandleFunc("/search", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		q := strings.NewReplacer("<", "&lt;", ">", "&gt;", "&", "&amp;").Replace(r.URL.Query().Get("q"))
-		fmt.Fprintf(w, `<!doctype html><title>Results for %s</title><h1>Results for %s</h1>
-<ul><li>Red runner, size 42 <button>Add</button></li><li>Red loafer, size 43 <button>Add</button></li></ul>
-<script>console.warn("2 results; 1 sold out")</script>`, q, q)
-	})
-	mux.HandleFunc("/api/stock", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"items":[{"sku":"RUN-42","left":3},{"sku":"LOA-43","left":0}]}`)
-	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: agenttest.Shop(), ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
-
-const shopHTML = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Corner Shop</title>
-<style>body{font:18px sans-serif;margin:2em;background:#fafafa} h1{color:#b03}</style></head>
-<body>
-<h1>Corner Shop</h1>
-<p id="status">Cart: 0 items</p>
-<button onclick="add()">Add to cart</button>
-<form action="/search"><label for="q">Search products</label> <input id="q" name="q" type="search"> <button>Search</button></form>
-<p><a href="/offers">Today's offers</a></p>
-<script>
-let cart = 0;
-function add() { cart++; document.getElementById("status").textContent = "Cart: " + cart + " item" + (cart === 1 ? "" : "s"); console.log("cart", cart); }
-console.log("shop ready");
-</script>
-</body></html>`

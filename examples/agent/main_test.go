@@ -29,7 +29,7 @@ func TestScriptedAgent(t *testing.T) {
 	assert.Contains(t, s, `Opened http://localhost:`)
 	assert.Contains(t, s, `Result: "Cart: 1 item"`)
 	assert.Contains(t, s, `Page: "Results for red shoes"`)
-	assert.Contains(t, s, `Result: ["RUN-42"]`)
+	assert.Contains(t, s, `Result: ["A1"]`)
 	assert.Contains(t, s, "← tool error:\n  blocked: http://169.254.169.254/latest/meta-data/iam/security-credentials/ targets a cloud metadata endpoint")
 	assert.Contains(t, s, "[warning] 2 results; 1 sold out")
 	data, err := os.ReadFile(shot)

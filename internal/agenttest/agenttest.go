@@ -146,53 +146,16 @@ type Site struct {
 // Hit is one request the site received.
 type Hit struct{ Host, Path, Query, UA string }
 
-// NewSite serves the test pages on 127.0.0.1, closed in t.Cleanup:
-//
-//	/           the shop page (HomeHTML)
-//	/search     the result of the search form (its q in the title)
-//	/page2      a second page
-//	/big        a page with n list items (?n=)
+// NewSite serves the shop (Shop) on 127.0.0.1, closed in t.Cleanup, and
+// records the requests it gets.
 func NewSite(t testing.TB) *Site {
 	s := &Site{}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/" {
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, HomeHTML)
-	})
-	mux.HandleFunc("/search", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		q := r.URL.Query().Get("q")
-		fmt.Fprintf(w, `<!doctype html><title>Results for %s</title><h1>Results for %s</h1><p>3 products found.</p>`, htmlEscape(q), htmlEscape(q))
-	})
-	mux.HandleFunc("/page2", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		io.WriteString(w, `<!doctype html><title>Page two</title><h1>Second page</h1><a href="/">Home</a>`)
-	})
-	mux.HandleFunc("/api/stock", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"items":[{"sku":"A1","left":3},{"sku":"B2","left":0}]}`)
-	})
-	mux.HandleFunc("/big", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		n := 500
-		fmt.Sscan(r.URL.Query().Get("n"), &n)
-		var b strings.Builder
-		b.WriteString(`<!doctype html><title>Catalogue</title><h1>Catalogue</h1><nav><a href="/">Home</a> <a href="/page2">Next</a></nav><ul>`)
-		for i := range n {
-			fmt.Fprintf(&b, `<li><a href="/item/%d">Item %d</a> <button>Add %d</button></li>`, i, i, i)
-		}
-		b.WriteString(`</ul>`)
-		io.WriteString(w, b.String())
-	})
+	shop := Shop()
 	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.hits = append(s.hits, Hit{Host: r.Host, Path: r.URL.Path, Query: r.URL.RawQuery, UA: r.UserAgent()})
 		s.mu.Unlock()
-		mux.ServeHTTP(w, r)
+		shop.ServeHTTP(w, r)
 	}))
 	_, s.Port, _ = net.SplitHostPort(s.Listener.Addr().String())
 	t.Cleanup(s.Close)
@@ -211,36 +174,3 @@ func (s *Site) Hits() []Hit {
 	defer s.mu.Unlock()
 	return slices.Clone(s.hits)
 }
-
-func htmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;").Replace(s)
-}
-
-// HomeHTML is the shop page the scripted agent and the tests work on.
-const HomeHTML = `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Corner Shop</title>
-<style>body{font:16px sans-serif;margin:2em} .tall{height:2400px}</style></head>
-<body>
-<h1>Corner Shop</h1>
-<p id="status">Cart: 0 items</p>
-<button id="add" onclick="addToCart()">Add to cart</button>
-<form action="/search" method="get">
-  <label for="q">Search products</label>
-  <input id="q" name="q" type="search">
-  <button type="submit">Search</button>
-</form>
-<label><input type="checkbox" id="gift"> Gift wrap</label>
-<p><a href="/page2">More offers</a></p>
-<div class="tall"></div>
-<p id="bottom">End of page</p>
-<script>
-let cart = 0;
-function addToCart() {
-  cart++;
-  document.getElementById("status").textContent = "Cart: " + cart + " item" + (cart === 1 ? "" : "s");
-  console.log("added to cart", cart);
-}
-console.log("shop ready");
-setTimeout(() => { throw new Error("late widget failed"); }, 0);
-</script>
-</body></html>`

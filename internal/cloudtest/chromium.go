@@ -8,7 +8,6 @@ package cloudtest
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute/internal/testenv"
+	"github.com/hybroute/hybroute/internal/testlog"
 )
 
 // Chromium is a running headless Chromium with a DevTools websocket on
@@ -34,7 +34,7 @@ type Chromium struct {
 
 	cmd    *exec.Cmd
 	done   chan struct{}
-	stderr *syncBuffer
+	stderr *testlog.Buffer
 
 	closeOnce sync.Once
 }
@@ -91,7 +91,7 @@ func launch(path, dir string, extra []string) (*Chromium, error) {
 	// about:blank stays last: flags after the URL would be URLs too.
 	flags = append(append(flags[:len(flags)-1:len(flags)-1], extra...), flags[len(flags)-1])
 	cmd := exec.Command(path, flags...)
-	stderr := &syncBuffer{}
+	stderr := &testlog.Buffer{Max: 1 << 20}
 	cmd.Stdout = stderr
 	cmd.Stderr = stderr
 	setProcessGroup(cmd)
@@ -114,17 +114,17 @@ func launch(path, dir string, extra []string) (*Chromium, error) {
 			c.HTTPURL = "http://" + strings.SplitN(strings.TrimPrefix(ws, "ws://"), "/", 2)[0]
 			return c, nil
 		}
-		if ws, ok := c.stderr.devToolsLine(); ok {
+		if ws, ok := devToolsLine(c.stderr); ok {
 			c.WSURL = ws
 			c.HTTPURL = "http://" + strings.SplitN(strings.TrimPrefix(ws, "ws://"), "/", 2)[0]
 			return c, nil
 		}
 		select {
 		case <-c.done:
-			return nil, fmt.Errorf("chromium exited before opening its DevTools port: %s", c.stderr.tail())
+			return nil, fmt.Errorf("chromium exited before opening its DevTools port: %s", tail(c.stderr))
 		case <-deadline.C:
 			c.Close()
-			return nil, fmt.Errorf("chromium did not open its DevTools port within %s: %s", startTimeout, c.stderr.tail())
+			return nil, fmt.Errorf("chromium did not open its DevTools port within %s: %s", startTimeout, tail(c.stderr))
 		case <-tick.C:
 		}
 	}
@@ -170,25 +170,9 @@ func (c *Chromium) Exited() bool {
 	}
 }
 
-// syncBuffer collects Chromium's output for error messages.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() < 1<<20 {
-		b.buf.Write(p)
-	}
-	return len(p), nil
-}
-
-func (b *syncBuffer) devToolsLine() (string, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	sc := bufio.NewScanner(bytes.NewReader(b.buf.Bytes()))
+// devToolsLine finds the DevTools address in Chromium's output.
+func devToolsLine(out *testlog.Buffer) (string, bool) {
+	sc := bufio.NewScanner(strings.NewReader(out.String()))
 	for sc.Scan() {
 		line := sc.Text()
 		if i := strings.Index(line, "DevTools listening on "); i >= 0 {
@@ -201,10 +185,9 @@ func (b *syncBuffer) devToolsLine() (string, bool) {
 	return "", false
 }
 
-func (b *syncBuffer) tail() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.buf.String()
+// tail is the end of Chromium's output, for error messages.
+func tail(out *testlog.Buffer) string {
+	s := out.String()
 	if len(s) > 2000 {
 		s = s[len(s)-2000:]
 	}
