@@ -98,20 +98,20 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzVerdict -fuzztime 30s .
 	$(GO) test -run '^$$' -fuzz FuzzScanURLs -fuzztime 30s ./internal/urlscan/
 
-# The load and fault suite of provider outages (docs/operations.md, "Proof"): the
+# The load and fault suite of provider outages (docs/library.md, "Proof"): the
 # 1,000-call outage, every kind of provider failure, a hanging provider,
 # Release and Close during creation. Each test prints its figures.
 proof: chromium
 	HYBROUTE_PROOF=1 $(GO) test -count=1 -timeout 60m -v -run 'TestOutage|TestHangingProvider|TestEveryFailure|TestReleaseAndClose|TestCloseReleases|TestOneProbe|TestBrowsersKilled|TestCancellationStorm' .
 
-# The fleet under load (docs/operations.md, "Fleet"): three routers on one redis-server,
+# The fleet under load (docs/library.md, "Fleet"): three routers on one redis-server,
 # each with its local Chromium, 50 new sessions at once against a provider
 # with a real Chromium behind it, and the fleet's concurrency cap. It prints
 # its figures and asserts counts. The test is redisstore's.
 fleet-load: chromium redis
 	HYBROUTE_FLEET_LOAD=1 $(GO) -C redisstore test -count=1 -timeout 30m -v -run '^TestFleetCapLoad$$' .
 
-# The Chromium matrix (docs/operations.md, "Supported browsers"): route, guard, egress and
+# The Chromium matrix (docs/library.md, "Supported browsers"): route, guard, egress and
 # rate-limit fallback tests against headless-shell builds of several majors and the
 # system's Chromium, one table row per browser. COMPAT_MAJORS picks the
 # majors; CI runs a few of them.

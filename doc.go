@@ -3,63 +3,63 @@
 // machine. Cloud first, local as the floor, and sensitive addresses never
 // leave the machine.
 //
-// A [Router] scans the call's code for URL literals ([ScanURLs]), computes
-// one [netpolicy.Verdict] per URL, and turns the verdicts into a [Plan]: the route
-// (cloud or local) and the session cache key. The same predicate,
-// [Router.HybridRoutesLocally], decides both navigate and exec calls, so the
-// two can never drift apart. [Router.Exec] and [Router.Navigate] then run the
-// caller's chromedp code on that session's tab; [Router.Plan] is the
-// decision alone.
+// # Ten concepts
+//
+// A newcomer needs these, and nothing else, to use the package:
+//
+//  1. A [Router] routes calls. [New] takes a cloud [provider.Provider]
+//     (nil: everything runs locally) and options ([Option]); Close ends
+//     every session and the local Chromium.
+//  2. A provider is a cloud browser service: package provider has a
+//     client for each (Browserbase, Browser Use, Steel, browserless, any
+//     CDP endpoint…).
+//  3. A session key names one browser session of the caller's ("the
+//     morning job"). Its calls share a page. The local browser's session
+//     of a key is cached as key+[LocalSuffix] ("::local"), apart from the
+//     cloud's, so the two never share a browser.
+//  4. A call is [Router.Exec] (code, whose URL literals decide the route)
+//     or [Router.Navigate] (a URL, which picks the browser). It hands its
+//     run a chromedp context bound to the session's tab and a [Call]
+//     handle: the page check before a read, the route, the guard's
+//     refusals, a second tab.
+//  5. A route is where a call runs: [route.Cloud] or [route.Local].
+//  6. A verdict is the one decision on one URL ([netpolicy.Verdict]): its
+//     class (public, private, metadata…) decides both the safety check and
+//     the route, through one predicate, [Router.HybridRoutesLocally].
+//  7. A plan is a call's route and cache key from its verdicts
+//     ([Router.Plan], a dry run that starts nothing).
+//  8. The floor is the rules no option loosens (package netpolicy):
+//     metadata is blocked everywhere, a public page is refused a private
+//     one, the landed URL is re-checked; a guard inside every browser and
+//     an egress check on the local one hold them for every request.
+//  9. A fallback is a call that ran on the local Chromium because the
+//     provider failed ([Result.FallbackFromCloud] and its reason); one
+//     failure keeps new sessions local for the provider's Retry-After.
+//  10. A [Result] says what a call did: where it ran, its cache key, the
+//     fallback, the URL it landed on, the dialogs the page opened.
+//
+// The options that matter first are [WithLogger], [WithAllowPrivateURLs]
+// and [WithAutoLocalForPrivateURLs]; a fleet of routers shares a
+// [store.Store] ([WithStore]).
 //
 // # Layers
 //
-// A call goes down these layers, and the files named under each own it. One
-// rule lives in one layer, so that the plan, the guard, the landed-URL check
-// and the egress check cannot disagree about a URL:
+// docs/layers_test.go is the map: it gives every package of the module a
+// rank and refuses an import that points up. From the top:
 //
-//	scan     URL literals of the call's code, read as a browser would
-//	  │        urlscan.go, internal/urlscan
-//	verdict  the class of one URL: metadata, private, public, no route, invalid
-//	  │        package netpolicy (classes, verdicts, operator host rules, one
-//	  │        lookup per host per call, the metadata table), internal/whatwg
-//	  │        (hosts as Chromium parses them), internal/metadata
-//	policy   the one allow/refuse rule and the routing table, from the options
-//	  │        netpolicy.Policy (the rule), package route (the one location
-//	  │        type: cloud or local), policy.go (the options turned into
-//	  │        it, routes, cache keys), options.go
-//	plan     the route and cache key of a call, from its verdicts
-//	  │        router.go (Plan, PlanNavigate), routes.go (a session's last route)
-//	session  one browser session per cache key, created once, released once
-//	  │        session.go, cloud.go (remote browsers), fallback.go (the local
-//	  │        floor), internal/health, internal/fleet and package store
-//	  │        (provider back-off, probe and leases; fallback.go hands
-//	  │        them the options), package provider (the sessions of the
-//	  │        cloud providers), internal/admission and bounds.go (caps)
-//	tab      the session's pages: its front tab, wedged tabs, dialogs, state
-//	  │        internal/sidecar and sidecar_owner.go (the local Chromium),
-//	  │        internal/browsertab, tablist.go, tabs.go, dialog.go,
-//	  │        state_browser.go, restpage.go (browsers without CDP)
-//	  ├─ guard   every target of the browser, each request paused until
-//	  │            it is decided; navigation to the browser's own pages refused
-//	  │            internal/guard (it asks guard_owner.go about each URL;
-//	  │            a call hands it a scope of its answers and refusals),
-//	  │            internal/cdpmux (the mux under chromedp),
-//	  │            internal/cdpcompat (the protocol of each major)
-//	  └─ egress  every connection the local Chromium makes, decided on the
-//	               address it dials, private ones by grant per session
-//	               internal/egress (the proxy, its doors and grants),
-//	               egress_owner.go (the policy's decisions, a call's grant),
-//	               internal/sidecar (a page leaving its grant)
-//
-// The guard, the landed-URL check and the egress check decide a request
-// with the same verdict and the same policy as the plan, so a URL the plan
-// refuses is refused wherever it turns up: in a redirect, a popup, a worker
-// or a connection.
-//
-// # Where to read more
+//	agent, cmd/hybroute, mcpserver  the toolset a model calls, and its MCP server
+//	hybroute (this package)         call.go, router.go (plan and run), session.go,
+//	                                cloud.go, fallback.go (the floor under a failing
+//	                                provider), policy.go (the options as a policy),
+//	                                options.go, errors.go, status.go
+//	internal/guard, internal/egress the enforcement points inside the browsers
+//	internal/sidecar, internal/browsertab  the local Chromium; a tab on any browser
+//	internal/fleet, internal/health the provider's back-off and the fleet's leases
+//	provider, store, state          public: the cloud clients, the fleet's store,
+//	                                a session's storage state
+//	netpolicy, route                public: the verdict, the rule, the location
 //
 // The README has the routing table and an example; docs/security.md the
-// security rules and known limits; docs/operations.md providers, the MCP
-// server, the fleet, metrics and the proof suite; docs/figures.md the
-// measured figures; docs/decisions the reasons for each choice.
+// rules and known limits; docs/library.md and docs/server.md how to run
+// the library and the server; docs/decisions the reasons for each choice.
 package hybroute

@@ -305,7 +305,7 @@ func WithProviderBackoffCap(d time.Duration) Option {
 
 // WithMeterProvider sets the OpenTelemetry meter provider the router's
 // metrics are made on (default: the global one, otel.GetMeterProvider(),
-// a no-op unless the application sets it). docs/operations.md
+// a no-op unless the application sets it). docs/library.md
 // (Observability) lists the instruments.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) { c.meterProvider = mp }

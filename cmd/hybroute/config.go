@@ -50,7 +50,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.provider, "provider", "", "cloud browser provider: "+strings.Join(providerNames(), ", ")+
 		" (default: the first whose API key is set in the environment, else none; local is none)")
 	fs.StringVar(&c.providerSpec, "provider-spec", "", "with --provider spec: a JSON file describing a session API "+
-		"(base_url, auth, create, id_field, cdp_field, release; see docs/operations.md), its key in $"+specKeyEnv)
+		"(base_url, auth, create, id_field, cdp_field, release; see docs/library.md), its key in $"+specKeyEnv)
 	fs.StringVar(&c.providerURL, "provider-url", "", "the provider API's base URL, for a self-hosted or stand-in API (default: the provider's own)")
 	fs.StringVar(&c.cdpURL, "cdp-url", "", "with --provider cdp: the CDP endpoint of a remote browser service (routing stays hybrid); "+
 		"without it: send every call to this browser (an override: never local, private URLs refused unless --allow-private)")

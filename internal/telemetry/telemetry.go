@@ -3,7 +3,7 @@
 // names (routes, classes, reasons, operations, HTTP statuses, the
 // provider's configured name): never a URL, a host, an API key or an error
 // text, which could carry any of these. The names are a contract:
-// docs/operations.md (Observability) lists them.
+// docs/library.md (Observability) lists them.
 //
 // The root's adapter (telemetry.go) turns its own types (a session, a
 // result, a provider's error) into these names and makes the spans of its
@@ -27,7 +27,7 @@ import (
 // Scope is the OpenTelemetry scope of the library's meter and tracer.
 const Scope = "github.com/hybroute/hybroute"
 
-// The metric names, as docs/operations.md (Observability) lists them.
+// The metric names, as docs/library.md (Observability) lists them.
 const (
 	MetricPlans            = "hybroute.plans"
 	MetricBlocked          = "hybroute.blocked"
