@@ -21,7 +21,7 @@ export STATICCHECK GOVULNCHECK GO
 export GOWORK := $(CURDIR)/go.work
 MODULES = $(shell $(GO) work edit -json $(CURDIR)/go.work | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 
-.PHONY: jq install-check headless-shell bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
+.PHONY: flake jq install-check headless-shell bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
