@@ -416,7 +416,11 @@ func (r *Router) Close() error {
 // call).
 func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context, c *Call) error, opts ...CallOption) (res Result, err error) {
 	s := settingsOf(opts)
-	ctx, span := r.spanCall(ctx, "hybroute.exec", sessionKey)
+	name := "hybroute.exec"
+	if s.navigation {
+		name = "hybroute.navigate"
+	}
+	ctx, span := r.spanCall(ctx, name, sessionKey)
 	defer func() { endCall(span, res, err) }()
 	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
 	var p Plan
