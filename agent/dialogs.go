@@ -11,7 +11,7 @@ import (
 // ToolHandleDialog is the name of the dialog tool.
 const ToolHandleDialog = "browser_handle_dialog"
 
-var dialogDefs = []toolDef{
+var dialogTools = []toolDef{
 	{
 		name: ToolHandleDialog,
 		desc: "Answer the JavaScript dialog (alert, confirm, prompt) the page opened and waits on: accept (OK) or dismiss (Cancel), and for a prompt the text to answer. " +

@@ -41,11 +41,18 @@ import (
 // routes), so a download that redirects to a blocked address is refused
 // before it starts.
 
-// Tool names of this file's tools and browser_pdf_save's.
-const (
-	ToolDownloads = "browser_downloads"
-	ToolPDFSave   = "browser_pdf_save"
-)
+// ToolDownloads lists the session's downloads.
+const ToolDownloads = "browser_downloads"
+
+var downloadTools = []toolDef{
+	{
+		name: ToolDownloads,
+		desc: "List this session's downloads: each file's name, size, type and where it was saved, or why it was refused or is still going. " +
+			"A click or a navigation that starts a download reports it in its own result; this lists them all, and those that finished later.",
+		schema: noArgs,
+		run:    (*Toolset).downloadsTool,
+	},
+}
 
 // DefaultMaxDownloadBytes bounds one saved file (downloads and PDFs).
 const DefaultMaxDownloadBytes = 100 << 20

@@ -21,7 +21,7 @@ const (
 // maxFormFields bounds one browser_fill_form call.
 const maxFormFields = 50
 
-var formDefs = []toolDef{
+var formTools = []toolDef{
 	{
 		name: ToolSelectOption,
 		desc: "Pick options of a drop-down list or list box (a <select>: a combobox or listbox in the snapshot) by its ref. " +

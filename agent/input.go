@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -13,7 +15,47 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/hybroute/hybroute"
 )
+
+// Tool names of the keyboard and mouse tools of this file.
+const (
+	ToolClick  = "browser_click"
+	ToolType   = "browser_type"
+	ToolPress  = "browser_press"
+	ToolScroll = "browser_scroll"
+)
+
+var inputTools = []toolDef{
+	{
+		name: ToolClick,
+		desc: "Click an element of the page, by its ref from the last browser_snapshot, with a real mouse click at the center of the element (scrolled into view first). " +
+			"If the click starts a navigation, the tool waits for the new page to load.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The element's ref from the last snapshot, e.g. e12"},"element":{"type":"string","description":"Optional: what the element is, in words, for the log"}},"required":["ref"],"additionalProperties":false}`,
+		run:    (*Toolset).click,
+	},
+	{
+		name: ToolType,
+		desc: "Type text into an editable element (a textbox, a search box, a text area, a contenteditable) by its ref from the last browser_snapshot. " +
+			"The text replaces what the field held. Set submit to true to press Enter afterwards (submits most forms).",
+		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The field's ref from the last snapshot, e.g. e7"},"text":{"type":"string","description":"The text to put in the field"},"submit":{"type":"boolean","description":"Press Enter after typing","default":false}},"required":["ref","text"],"additionalProperties":false}`,
+		run:    (*Toolset).typeText,
+	},
+	{
+		name: ToolPress,
+		desc: "Press a key, or a key combination, in the page (on the focused element): a DOM key name such as Enter, Tab, Escape, Backspace, ArrowDown, PageDown, or one character; " +
+			"combinations as Shift+Tab or Control+a.",
+		schema: `{"type":"object","properties":{"key":{"type":"string","description":"The key, e.g. Enter, ArrowDown, Shift+Tab, a"}},"required":["key"],"additionalProperties":false}`,
+		run:    (*Toolset).press,
+	},
+	{
+		name:   ToolScroll,
+		desc:   "Scroll the page by most of a screen in a direction, and report the scroll position and the page size.",
+		schema: `{"type":"object","properties":{"direction":{"type":"string","enum":["up","down","left","right"],"description":"Which way to scroll"}},"required":["direction"],"additionalProperties":false}`,
+		run:    (*Toolset).scroll,
+	},
+}
 
 // navWatch sees whether an action (a click, a key, a script) started a
 // navigation of the main frame, and waits for it to finish, so the next
@@ -322,3 +364,146 @@ const scrollJS = `(() => {
 	const el = document.scrollingElement || document.documentElement;
 	return [Math.round(scrollX), Math.round(scrollY), el.scrollWidth, el.scrollHeight, innerWidth, innerHeight];
 })()`
+
+func (t *Toolset) click(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Ref     string `json:"ref"`
+		Element string `json:"element"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var what, changes string
+	var navigated bool
+	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		if err != nil {
+			return err
+		}
+		what = describeRef(a.Ref, e)
+		if err := settled(ctx, c, &navigated, func() error { return clickNode(e.in(ctx), a.Ref, e.node) }); err != nil || navigated {
+			return err
+		}
+		changes = t.changesAfter(ctx, s, c)
+		return nil
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		what = a.Ref
+		before := p.Landed()
+		_, err := p.Click(ctx, a.Ref)
+		navigated = p.Landed() != before
+		return err
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		return "Clicked " + what + "." + navNote(navigated) + changesNote(changes)
+	})
+}
+
+func (t *Toolset) typeText(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Ref    string `json:"ref"`
+		Text   string `json:"text"`
+		Submit bool   `json:"submit"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var what, changes string
+	var navigated bool
+	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		if err != nil {
+			return err
+		}
+		what = describeRef(a.Ref, e)
+		if err := typeInto(e.in(ctx), a.Ref, e.node, a.Text); err != nil {
+			return err
+		}
+		if a.Submit {
+			if err := settled(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") }); err != nil || navigated {
+				return err
+			}
+		}
+		changes = t.changesAfter(ctx, s, c)
+		return nil
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		what = a.Ref
+		before := p.Landed()
+		_, err := p.Type(ctx, a.Ref, a.Text, a.Submit)
+		navigated = p.Landed() != before
+		return err
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		msg := fmt.Sprintf("Typed %s into %s.", quote(a.Text, 200), what)
+		if a.Submit {
+			msg += " Pressed Enter."
+		}
+		return msg + navNote(navigated) + changesNote(changes)
+	})
+}
+
+func (t *Toolset) press(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Key string `json:"key"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var navigated bool
+	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+		return settled(ctx, c, &navigated, func() error { return pressKeys(ctx, a.Key) })
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		before := p.Landed()
+		_, err := p.Press(ctx, a.Key)
+		navigated = p.Landed() != before
+		return err
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		return "Pressed " + a.Key + "." + navNote(navigated)
+	})
+}
+
+func (t *Toolset) scroll(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Direction string `json:"direction"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var dx, dy int
+	switch strings.ToLower(a.Direction) {
+	case "up":
+		dy = -1
+	case "down":
+		dy = 1
+	case "left":
+		dx = -1
+	case "right":
+		dx = 1
+	default:
+		return toolError(fmt.Sprintf("direction %q: use up, down, left or right", a.Direction))
+	}
+	var pos []int
+	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+		var err error
+		pos, err = chromedp.Run(ctx, chromedp.Evaluate[[]int](fmt.Sprintf(scrollJS, dx, dy)))
+		return err
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		_, err := p.Scroll(ctx, strings.ToLower(a.Direction))
+		return err
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		if len(pos) != 6 {
+			return "Scrolled " + a.Direction + "."
+		}
+		return fmt.Sprintf("Scrolled %s. The view now shows x %d–%d, y %d–%d of a page %d wide and %d high.",
+			a.Direction, pos[0], pos[0]+pos[4], pos[1], pos[1]+pos[5], pos[2], pos[3])
+	})
+}
+
+func describeRef(ref string, e refEntry) string {
+	s := ref + " (" + e.role
+	if e.name != "" {
+		s += " " + quote(e.name, 100)
+	}
+	return s + ")"
+}

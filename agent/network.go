@@ -26,6 +26,16 @@ import (
 // ToolNetworkRequests is the tool's name.
 const ToolNetworkRequests = "browser_network_requests"
 
+var networkTools = []toolDef{
+	{
+		name: ToolNetworkRequests,
+		desc: "List the requests the page made since its last navigation: method, status (or why it failed), type, size and URL, " +
+			"and the requests the security guard refused, with why. Use it to see which API calls a page makes or why something did not load.",
+		schema: networkSchema,
+		run:    (*Toolset).networkRequests,
+	},
+}
+
 const networkSchema = `{"type":"object","properties":{` +
 	`"limit":{"type":"integer","minimum":1,"maximum":500,"description":"Show at most this many requests, the newest","default":100},` +
 	`"filter":{"type":"string","description":"Show only requests whose URL contains this text"}` +

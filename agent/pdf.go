@@ -23,6 +23,19 @@ import (
 // the result says what the browser answered); the file is written on this
 // machine either way. A REST-driven cloud browser (Camofox) cannot print.
 
+// ToolPDFSave saves the page as a PDF file.
+const ToolPDFSave = "browser_pdf_save"
+
+var pdfTools = []toolDef{
+	{
+		name: ToolPDFSave,
+		desc: "Save the current page as a PDF file in the download directory, and say where. " +
+			"Works where the browser prints to PDF (a headless Chromium, local or cloud).",
+		schema: pdfSchema,
+		run:    (*Toolset).pdfSave,
+	},
+}
+
 const pdfSchema = `{"type":"object","properties":{` +
 	`"filename":{"type":"string","description":"The file's name in the download directory, e.g. invoice.pdf (default: from the page's title)"},` +
 	`"landscape":{"type":"boolean","default":false},` +

@@ -16,7 +16,7 @@ const (
 	ToolDrag  = "browser_drag"
 )
 
-var pointerDefs = []toolDef{
+var pointerTools = []toolDef{
 	{
 		name: ToolHover,
 		desc: "Move the mouse over an element of the page, by its ref from the last browser_snapshot (scrolled into view first): " +

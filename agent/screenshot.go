@@ -19,6 +19,19 @@ import (
 	"github.com/hybroute/hybroute"
 )
 
+const ToolScreenshot = "browser_screenshot"
+
+var screenshotTools = []toolDef{
+	{
+		name: ToolScreenshot,
+		desc: "Take a screenshot of the page as it is shown (the viewport), of the whole page with full_page, or of one element by its ref. " +
+			"PNG by default; format jpeg with a quality makes it smaller. max_width and max_height scale the image down to fit (never up), so a large page stays affordable. " +
+			"Use it to see layout, images or charts; use browser_snapshot to read text or find elements.",
+		schema: screenshotSchema,
+		run:    (*Toolset).screenshot,
+	},
+}
+
 const screenshotSchema = `{"type":"object","properties":{` +
 	`"full_page":{"type":"boolean","description":"Capture the whole scrollable page, not only the visible part","default":false},` +
 	`"ref":{"type":"string","description":"Capture only this element, by its ref from the last snapshot, e.g. e12"},` +

@@ -17,7 +17,25 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute"
 )
+
+// ToolSnapshot reads the page as text.
+const ToolSnapshot = "browser_snapshot"
+
+var snapshotTools = []toolDef{
+	{
+		name: ToolSnapshot,
+		desc: "Read the current page as an accessibility tree: one line per element, indented, with roles, names and values " +
+			"(- heading \"Orders\" [level=1], - button \"Save\" [ref=e4], - textbox \"Email\" [ref=e7]: a@b.c). " +
+			"Interactive elements carry a ref that browser_click and browser_type take. Prefer this over a screenshot to read or act on a page. " +
+			"Refs stay valid until the page changes; take a new snapshot after a navigation. Frames of the page are included. " +
+			"On a large page, shape it: depth (levels), ref (one element's subtree), find (only what contains a text), or file (written to a file, not returned).",
+		schema: snapshotSchema,
+		run:    (*Toolset).snapshot,
+	},
+}
 
 // A snapshot is the page's accessibility tree as compact text, one node a
 // line, indented by depth, in the form models already know from
@@ -680,3 +698,33 @@ func cut(s string, n int) string {
 }
 
 func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+func (t *Toolset) snapshot(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a snapshotArgs
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	o, err := a.options(t.cfg.snapshotLimit)
+	if err != nil {
+		return argError(err)
+	}
+	if a.File != "" {
+		if err := t.checkSnapshotFile(a.File); err != nil {
+			return argError(err)
+		}
+	}
+	var text string
+	res, c, err := t.doEither(ctx, s, key, "", reads|light, func(ctx context.Context, c *call) error {
+		var err error
+		text, err = t.takeSnapshot(ctx, s, c, o)
+		return err
+	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
+		raw, _, err := p.Snapshot(ctx)
+		text = restSnapshot(raw, o.limit)
+		return readErr(err)
+	})
+	if err == nil && a.File != "" {
+		text, err = t.writeSnapshotFile(a.File, text)
+	}
+	return t.finishCall(s, key, res, c, err, func() string { return text })
+}

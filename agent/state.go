@@ -36,7 +36,7 @@ func WithStateDir(dir string) Option { return func(c *config) { c.stateDir = dir
 
 const stateSchema = `{"type":"object","properties":{"name":{"type":"string","description":"The state's name: letters, digits, '.', '_' and '-', e.g. github-login; it is kept as NAME.json in the operator's state directory"}},"required":["name"],"additionalProperties":false}`
 
-var stateToolDefs = []toolDef{
+var stateTools = []toolDef{
 	{
 		name: ToolStateSave,
 		desc: "Save this session's login, its cookies and its local and session storage, under a name, so a later session can start logged in with browser_state_load. " +

@@ -13,14 +13,14 @@ import (
 // under which rules.
 const ToolStatus = "browser_status"
 
-var statusTool = toolDef{
+var statusTools = []toolDef{{
 	name: ToolStatus,
 	desc: "Tell where this session's browser runs and under which rules, without opening anything: " +
 		"the route (cloud, local, or none yet), the cloud provider, whether the session fell back from the cloud to the local browser and why, " +
 		"the browser's version, and the rules in force (allowed and blocked hosts, private addresses, URLs with credentials, dialogs).",
 	schema: noArgs,
 	run:    (*Toolset).status,
-}
+}}
 
 // status reports without a browser call: the session's browser session is
 // neither made nor touched.

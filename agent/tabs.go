@@ -15,7 +15,7 @@ import (
 // ToolTabs is the name of the tabs tool.
 const ToolTabs = "browser_tabs"
 
-var tabDefs = []toolDef{
+var tabTools = []toolDef{
 	{
 		name: ToolTabs,
 		desc: "List, select, open or close the tabs of this session. list shows every tab with its id (t1, t2, …), title, URL and browser; the current tab is the one the other tools act on. " +

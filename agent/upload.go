@@ -29,7 +29,7 @@ const maxUploadFiles = 20
 // cannot read this machine's files.
 func WithUploadDir(dir string) Option { return func(c *config) { c.uploadDir = dir } }
 
-var uploadDefs = []toolDef{
+var uploadTools = []toolDef{
 	{
 		name: ToolFileUpload,
 		desc: "Choose files for a file input (<input type=file>, a button \"Choose File\" in the snapshot) by its ref, as a user picking them in the file dialog would. " +

@@ -24,7 +24,7 @@ const (
 	waitSlice = time.Second
 )
 
-var waitDefs = []toolDef{
+var waitTools = []toolDef{
 	{
 		name: ToolWaitFor,
 		desc: fmt.Sprintf("Wait until a text appears on the page (text), or is gone from it (text_gone), or for a number of seconds (time). "+
