@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 const ToolConsole = "browser_console"
@@ -78,7 +79,7 @@ func (b *consoleBuf) read(clear bool) string {
 		}
 		fmt.Fprintf(&sb, "[%s] %s", label, m.text)
 		if m.url != "" {
-			fmt.Fprintf(&sb, " (%s:%d)", shownURL(m.url), m.line+1)
+			fmt.Fprintf(&sb, " (%s:%d)", modeltext.URL(m.url), m.line+1)
 		}
 		sb.WriteByte('\n')
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // Downloads. A click or a navigation that starts a download does not break
@@ -411,7 +412,7 @@ func (t *Toolset) downloadProgress(ctx context.Context, s *session, ev *browser.
 	default:
 		if x.mine && !x.cancelling && x.state == dlGoing && (x.received > t.cfg.maxDownload || x.total > t.cfg.maxDownload) {
 			x.cancelling = true
-			x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was cancelled", size(t.cfg.maxDownload))
+			x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was cancelled", modeltext.Size(t.cfg.maxDownload))
 			t.bg.Go(func() {
 				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
@@ -432,7 +433,7 @@ func (t *Toolset) finishDownload(s *session, x *download) {
 	x.finishing = false
 	switch {
 	case errors.Is(err, errTooBig):
-		x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was removed", size(t.cfg.maxDownload))
+		x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was removed", modeltext.Size(t.cfg.maxDownload))
 	case err != nil:
 		x.state, x.why = dlFailed, "saving it failed: "+err.Error()
 	default:
@@ -701,33 +702,22 @@ func (d *downloadState) report(xs []*download) string {
 // downloadLine is one download as the model reads it. Called with the
 // state's lock held.
 func downloadLine(x *download) string {
-	name := quote(x.suggested, 150)
-	from := " from " + shownURL(x.url)
+	name := modeltext.Quote(x.suggested, 150)
+	from := " from " + modeltext.URL(x.url)
 	switch x.state {
 	case dlSaved:
-		return fmt.Sprintf("saved %s (%s, %s) as %s%s", quote(filepath.Base(x.path), 150), size(x.size), x.mime, x.path, from)
+		return fmt.Sprintf("saved %s (%s, %s) as %s%s", modeltext.Quote(filepath.Base(x.path), 150), modeltext.Size(x.size), x.mime, x.path, from)
 	case dlGoing:
 		if x.finishing {
 			return fmt.Sprintf("%s: being saved%s", name, from)
 		}
-		got := size(x.received)
+		got := modeltext.Size(x.received)
 		if x.total > 0 {
-			got += " of " + size(x.total)
+			got += " of " + modeltext.Size(x.total)
 		}
 		return fmt.Sprintf("%s: still downloading (%s)%s; browser_downloads reports it when it is done", name, got, from)
 	}
 	return fmt.Sprintf("%s %s%s: %s", name, x.state, from, x.why)
-}
-
-// size writes a byte count for the model.
-func size(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 func (t *Toolset) downloadsTool(_ context.Context, s *session, _ string, args json.RawMessage) Result {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 const ToolExec = "browser_exec"
@@ -171,7 +173,7 @@ func pageResult(o *runtime.RemoteObject, tag string, limit int) (string, string,
 
 // cutNote is a result's first max bytes and the note that it was cut.
 func cutNote(out string, max, n int) string {
-	return cut(out, max) + fmt.Sprintf(" [result cut at %d of %d bytes; return less, e.g. a slice or the fields you need]", max, n)
+	return modeltext.Cut(out, max) + fmt.Sprintf(" [result cut at %d of %d bytes; return less, e.g. a slice or the fields you need]", max, n)
 }
 
 func exceptionText(d *runtime.ExceptionDetails) string {
@@ -181,7 +183,7 @@ func exceptionText(d *runtime.ExceptionDetails) string {
 	} else if d.Exception != nil && len(d.Exception.Value) > 0 {
 		msg = d.Text + " " + string(d.Exception.Value)
 	}
-	return cut(msg, 2000)
+	return modeltext.Cut(msg, 2000)
 }
 
 // remoteValue renders a by-value result for the model, cut at max bytes.
@@ -201,7 +203,7 @@ func remoteValue(o *runtime.RemoteObject, max int) string {
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, o.Value); err != nil {
-		return cut(string(o.Value), max)
+		return modeltext.Cut(string(o.Value), max)
 	}
 	out := buf.String()
 	if len(out) > max {

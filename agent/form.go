@@ -10,6 +10,8 @@ import (
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // Tool names of the form tools.
@@ -104,7 +106,7 @@ func (a fieldAnswer) err(ref string) error {
 	if len(a.Options) > 0 {
 		qs := make([]string, len(a.Options))
 		for i, o := range a.Options {
-			qs[i] = quote(o, 80)
+			qs[i] = modeltext.Quote(o, 80)
 		}
 		msg += "; its options are " + strings.Join(qs, ", ")
 	}
@@ -187,7 +189,7 @@ func selectIn(ctx context.Context, ref string, node cdp.BackendNodeID, values []
 func quotes(ss []string) string {
 	qs := make([]string, len(ss))
 	for i, s := range ss {
-		qs[i] = quote(s, 100)
+		qs[i] = modeltext.Quote(s, 100)
 	}
 	return strings.Join(qs, ", ")
 }
@@ -239,7 +241,7 @@ func (t *Toolset) fillForm(ctx context.Context, s *session, key string, args jso
 				if name == "" {
 					name = e.name
 				}
-				done = append(done, fmt.Sprintf("%s %s: %s", f.Ref, quote(name, 80), quote(f.Value, 80)))
+				done = append(done, fmt.Sprintf("%s %s: %s", f.Ref, modeltext.Quote(name, 80), modeltext.Quote(f.Value, 80)))
 			}
 			return nil
 		})

@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // Tool names of the keyboard and mouse tools of this file.
@@ -433,7 +434,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
-		msg := fmt.Sprintf("Typed %s into %s.", quote(a.Text, 200), what)
+		msg := fmt.Sprintf("Typed %s into %s.", modeltext.Quote(a.Text, 200), what)
 		if a.Submit {
 			msg += " Pressed Enter."
 		}
@@ -503,7 +504,7 @@ func (t *Toolset) scroll(ctx context.Context, s *session, key string, args json.
 func describeRef(ref string, e refEntry) string {
 	s := ref + " (" + e.role
 	if e.name != "" {
-		s += " " + quote(e.name, 100)
+		s += " " + modeltext.Quote(e.name, 100)
 	}
 	return s + ")"
 }

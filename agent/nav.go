@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // Tool names of the navigation tools.
@@ -199,9 +200,9 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 	}
 	u := CompleteURL(raw)
 	body := func() string {
-		msg := "Opened " + shownURL(u) + "."
+		msg := "Opened " + modeltext.URL(u) + "."
 		if u != raw {
-			msg = "Opened " + shownURL(u) + " (completed from " + quote(shownURL(raw), 200) + ")."
+			msg = "Opened " + modeltext.URL(u) + " (completed from " + modeltext.Quote(modeltext.URL(raw), 200) + ")."
 		}
 		return msg
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // browser_network_requests lists the requests of the session's tab since
@@ -234,10 +235,10 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 		default:
 			outcome = fmt.Sprint(r.status)
 			if r.done && r.size > 0 {
-				outcome += ", " + size(int64(r.size))
+				outcome += ", " + modeltext.Size(int64(r.size))
 			}
 		}
-		lines = append(lines, fmt.Sprintf("- %s %s (%s): %s", r.method, shownURL(r.url), strings.ToLower(string(r.typ)), outcome))
+		lines = append(lines, fmt.Sprintf("- %s %s (%s): %s", r.method, modeltext.URL(r.url), strings.ToLower(string(r.typ)), outcome))
 	}
 	// Refusals without a request in the log: a worker's, a popup's, or one
 	// refused before the browser reported it.
@@ -248,12 +249,12 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 		if filter != "" && !strings.Contains(x.URL, filter) {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("- %s (%s, in a %s): refused by the guard: %s", shownURL(x.URL), strings.ToLower(x.ResourceType), x.Target, refusalWhy(x)))
+		lines = append(lines, fmt.Sprintf("- %s (%s, in a %s): refused by the guard: %s", modeltext.URL(x.URL), strings.ToLower(x.ResourceType), x.Target, refusalWhy(x)))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Requests since the last navigation: %d", len(lines))
 	if filter != "" {
-		fmt.Fprintf(&b, " matching %s", quote(filter, 100))
+		fmt.Fprintf(&b, " matching %s", modeltext.Quote(filter, 100))
 	}
 	if dropped+refDropped > 0 {
 		fmt.Fprintf(&b, " (%d older ones were dropped: at most %d are kept)", dropped+refDropped, maxRequestsKept)
@@ -277,7 +278,7 @@ func refusalWhy(x hybroute.Refusal) string {
 		return "it " + reason(be)
 	}
 	if x.Err != nil {
-		return cut(x.Err.Error(), 300)
+		return modeltext.Cut(x.Err.Error(), 300)
 	}
 	return "refused"
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // browser_pdf_save prints the page (Page.printToPDF) and writes the PDF
@@ -79,7 +80,7 @@ func (t *Toolset) pdfSave(ctx context.Context, s *session, key string, args json
 		return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it cannot print the page to PDF; browser_screenshot works on it")
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
-		return fmt.Sprintf("Saved the page as PDF: %s (%s).", path, size(n))
+		return fmt.Sprintf("Saved the page as PDF: %s (%s).", path, modeltext.Size(n))
 	})
 }
 
@@ -116,7 +117,7 @@ func (t *Toolset) printPDF(ctx context.Context, name string, landscape, backgrou
 			}
 			n += int64(len(chunk.Data))
 			if n > t.cfg.maxDownload {
-				return modelErrorf("the PDF is larger than the %s a saved file may be, so it was not written; print part of the page another way", size(t.cfg.maxDownload))
+				return modelErrorf("the PDF is larger than the %s a saved file may be, so it was not written; print part of the page another way", modeltext.Size(t.cfg.maxDownload))
 			}
 			if _, err := f.Write(chunk.Data); err != nil {
 				return err

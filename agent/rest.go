@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -72,7 +73,7 @@ func refusedAction(err error) error {
 	if msg == "" {
 		msg = pe.Code
 	}
-	return modelErrorf("the browser server refused the %s: %s", pe.Op, quote(msg, 300))
+	return modelErrorf("the browser server refused the %s: %s", pe.Op, modeltext.Quote(msg, 300))
 }
 
 // readErr marks a refusal to read a page at a blocked address: nothing

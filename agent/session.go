@@ -17,7 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
-	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // session is the toolset's memory of one session key: which browser session
@@ -303,7 +303,7 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		// the refused URL (LandedURL) or the error page the run saw.
 		w.URL, w.Title = "about:blank", ""
 	}
-	w.URL = shownURL(w.URL)
+	w.URL = modeltext.URL(w.URL)
 	var note string
 	switch {
 	case s.pageKey == "":
@@ -346,9 +346,9 @@ func dialogLines(ds []hybroute.Dialog) string {
 	b.WriteString(":")
 	for _, d := range ds {
 		if d.Pending {
-			b.WriteString("\n- " + d.Type + " " + quote(d.Message, 300))
+			b.WriteString("\n- " + d.Type + " " + modeltext.Quote(d.Message, 300))
 			if d.Type == "prompt" {
-				b.WriteString(" (default " + quote(d.DefaultPrompt, 100) + ")")
+				b.WriteString(" (default " + modeltext.Quote(d.DefaultPrompt, 100) + ")")
 			}
 			b.WriteString(": open, waiting for your answer: call browser_handle_dialog")
 			continue
@@ -361,7 +361,7 @@ func dialogLines(ds []hybroute.Dialog) string {
 		b.WriteString(d.Type)
 		if d.Message != "" {
 			b.WriteString(" ")
-			b.WriteString(quote(d.Message, 300))
+			b.WriteString(modeltext.Quote(d.Message, 300))
 		}
 		switch {
 		case d.Type == "beforeunload" && d.Accepted:
@@ -401,13 +401,13 @@ func whereLine(w Where) string {
 			// Quoted: the reason may come from a shared store, and the
 			// model must read it as data.
 			b.WriteString(" (reason: ")
-			b.WriteString(quote(w.FallbackReason, 300))
+			b.WriteString(modeltext.Quote(w.FallbackReason, 300))
 			b.WriteString(")")
 		}
 	}
 	b.WriteString("\nPage: ")
 	if w.Title != "" {
-		b.WriteString(quote(w.Title, 200))
+		b.WriteString(modeltext.Quote(w.Title, 200))
 		b.WriteString(" ")
 	}
 	if w.URL == "" {
@@ -434,31 +434,4 @@ func result(w Where, note, body string, isErr bool) Result {
 		parts = append(parts, body)
 	}
 	return Result{Text: strings.Join(parts, "\n\n"), IsError: isErr, Where: w}
-}
-
-// shownURL is a URL as a tool result shows it: the credentials it carries
-// (a token in the query, an OAuth access_token in the fragment, a userinfo
-// password) redacted by the list errors use, and bounded.
-func shownURL(u string) string { return redact.Display(u) }
-
-// quote quotes s for the model on one line, cut to max runes.
-func quote(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // ToolSnapshot reads the page as text.
@@ -580,7 +581,7 @@ func write(b *strings.Builder, it *item, depth, max int) {
 	b.WriteString(it.role)
 	if it.name != "" {
 		b.WriteByte(' ')
-		b.WriteString(quote(it.name, 300))
+		b.WriteString(modeltext.Quote(it.name, 300))
 	}
 	for _, a := range it.attrs {
 		b.WriteString(" [")
@@ -594,7 +595,7 @@ func write(b *strings.Builder, it *item, depth, max int) {
 	}
 	if it.value != "" {
 		b.WriteString(": ")
-		b.WriteString(cut(it.value, 500))
+		b.WriteString(modeltext.Cut(it.value, 500))
 	}
 	if len(it.children) == 0 && it.url == "" {
 		b.WriteByte('\n')
@@ -607,7 +608,7 @@ func write(b *strings.Builder, it *item, depth, max int) {
 	if it.url != "" {
 		writeIndent(b, depth+1)
 		b.WriteString("- /url: ")
-		b.WriteString(cut(shownURL(it.url), 500))
+		b.WriteString(modeltext.Cut(modeltext.URL(it.url), 500))
 		b.WriteByte('\n')
 	}
 	if max > 0 && depth+1 >= max && len(it.children) > 0 {
@@ -685,19 +686,6 @@ func collapse(s string) string {
 	}
 	return strings.Join(strings.Fields(s), " ")
 }
-
-// cut shortens s to n bytes at a rune boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8Start(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 
 func (t *Toolset) snapshot(ctx context.Context, s *session, key string, args json.RawMessage) Result {
 	var a snapshotArgs

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // WithSnapshotDir lets browser_snapshot write snapshots to files in dir
@@ -35,7 +37,7 @@ func (t *Toolset) writeSnapshotFile(name, text string) (string, error) {
 	defer root.Close()
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return "", modelErrorf("cannot write %s: %v", quote(name, 200), err)
+		return "", modelErrorf("cannot write %s: %v", modeltext.Quote(name, 200), err)
 	}
 	if _, err := f.WriteString(text + "\n"); err != nil {
 		f.Close()

@@ -3,6 +3,8 @@ package agent
 import (
 	"fmt"
 	"strings"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // snapOptions shape what browser_snapshot returns. The ref table always
@@ -72,7 +74,7 @@ func selectItems(items []*item, full string, o snapOptions) (string, error) {
 		if o.find != "" {
 			roots = prune(roots, strings.ToLower(o.find))
 			if len(roots) == 0 {
-				return fmt.Sprintf("(nothing in the page contains %s)", quote(o.find, 200)), nil
+				return fmt.Sprintf("(nothing in the page contains %s)", modeltext.Quote(o.find, 200)), nil
 			}
 		}
 		text = renderItems(roots, o)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // The storage-state tools: browser_state_save writes the session's login
@@ -71,11 +72,11 @@ func (t *Toolset) statePath(args json.RawMessage) (string, string, error) {
 	}
 	name := strings.TrimSuffix(strings.TrimSpace(a.Name), ".json")
 	if !stateName.MatchString(name) || strings.Contains(name, "..") {
-		return "", "", modelErrorf("invalid state name %s: use letters, digits, '.', '_' and '-' (up to 64), e.g. github-login; not a path", quote(a.Name, 80))
+		return "", "", modelErrorf("invalid state name %s: use letters, digits, '.', '_' and '-' (up to 64), e.g. github-login; not a path", modeltext.Quote(a.Name, 80))
 	}
 	path := filepath.Join(t.cfg.stateDir, name+".json")
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return "", "", modelErrorf("state %s is a symbolic link, which the state tools never follow", quote(name, 80))
+		return "", "", modelErrorf("state %s is a symbolic link, which the state tools never follow", modeltext.Quote(name, 80))
 	}
 	return path, name, nil
 }
@@ -93,9 +94,9 @@ func (t *Toolset) stateSave(ctx context.Context, _ *session, key string, args js
 		return toolError("saving the state failed: " + scrubKey(innermost(err), key))
 	}
 	if err := hybroute.WriteStateFile(path, st); err != nil {
-		return toolError("writing the state " + quote(name, 80) + " failed: " + pathFree(err))
+		return toolError("writing the state " + modeltext.Quote(name, 80) + " failed: " + pathFree(err))
 	}
-	return Result{Text: fmt.Sprintf("Saved this session's state as %s: %d cookies, %d origins with storage.", quote(name, 80), len(st.Cookies), len(st.Origins))}
+	return Result{Text: fmt.Sprintf("Saved this session's state as %s: %d cookies, %d origins with storage.", modeltext.Quote(name, 80), len(st.Cookies), len(st.Origins))}
 }
 
 func (t *Toolset) stateLoad(ctx context.Context, _ *session, key string, args json.RawMessage) Result {
@@ -105,20 +106,20 @@ func (t *Toolset) stateLoad(ctx context.Context, _ *session, key string, args js
 	}
 	b, err := readLimited(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return toolError("there is no state " + quote(name, 80) + ": save one with browser_state_save")
+		return toolError("there is no state " + modeltext.Quote(name, 80) + ": save one with browser_state_save")
 	}
 	if err != nil {
-		return toolError("reading the state " + quote(name, 80) + " failed: " + pathFree(err))
+		return toolError("reading the state " + modeltext.Quote(name, 80) + " failed: " + pathFree(err))
 	}
 	st, err := hybroute.ParseState(b) // its errors name no path and no value
 	if err != nil {
-		return toolError("the state " + quote(name, 80) + " cannot be loaded: " + err.Error())
+		return toolError("the state " + modeltext.Quote(name, 80) + " cannot be loaded: " + err.Error())
 	}
 	if err := t.r.LoadState(ctx, key, st); err != nil {
 		return toolError("loading the state failed: " + scrubKey(innermost(err), key))
 	}
 	return Result{Text: fmt.Sprintf("Loaded the state %s into this session: %d cookies, %d origins with storage. Open the site with browser_navigate.",
-		quote(name, 80), len(st.Cookies), len(st.Origins))}
+		modeltext.Quote(name, 80), len(st.Cookies), len(st.Origins))}
 }
 
 // maxStateFile bounds what is read of a state file; ParseState refuses

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/internal/redact"
 )
 
@@ -57,7 +58,7 @@ func statusText(st hybroute.SessionStatus, r hybroute.Rules) string {
 		if st.FallbackFromCloud {
 			fell = "yes, the cloud provider could not give this session a browser"
 			if st.FallbackReason != "" {
-				fell += "; reason: " + quote(redactText(st.FallbackReason), maxReasonRunes)
+				fell += "; reason: " + modeltext.Quote(redactText(st.FallbackReason), maxReasonRunes)
 			}
 		}
 		line("Fell back to the local browser", fell)
@@ -120,7 +121,7 @@ func dialogRule(p hybroute.DialogPolicy) string {
 	case p.Accept:
 		s = "alert, confirm and prompt accepted"
 		if p.PromptText != "" {
-			s += " (a prompt answers " + quote(p.PromptText, 80) + ")"
+			s += " (a prompt answers " + modeltext.Quote(p.PromptText, 80) + ")"
 		}
 	}
 	if p.KeepPageOnBeforeUnload {
@@ -133,7 +134,7 @@ func dialogRule(p hybroute.DialogPolicy) string {
 func hostList(hs []string) string {
 	q := make([]string, len(hs))
 	for i, h := range hs {
-		q[i] = quote(h, 200)
+		q[i] = modeltext.Quote(h, 200)
 	}
 	return strings.Join(q, ", ")
 }
@@ -154,7 +155,7 @@ func quoteIf(s string) string {
 	if s == "" {
 		return ""
 	}
-	return quote(s, 100)
+	return modeltext.Quote(s, 100)
 }
 
 func orText(s, none string) string {

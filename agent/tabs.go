@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // ToolTabs is the name of the tabs tool.
@@ -132,9 +133,9 @@ func (t *Toolset) listTabs(ctx context.Context, s *session, key, head string) Re
 			b.WriteString(" [current]")
 		}
 		if tab.Title != "" {
-			b.WriteString(" " + quote(tab.Title, 120))
+			b.WriteString(" " + modeltext.Quote(tab.Title, 120))
 		}
-		u := shownURL(tab.URL)
+		u := modeltext.URL(tab.URL)
 		if u == "" {
 			u = "(loading)"
 		}
@@ -177,7 +178,7 @@ func (t *Toolset) newTab(ctx context.Context, s *session, key, raw string) Resul
 	return t.finishCall(s, key, res, c, err, func() string {
 		msg := "Opened a new tab " + s.names.name(string(c.target))
 		if u != "" {
-			msg += " at " + shownURL(u)
+			msg += " at " + modeltext.URL(u)
 		}
 		msg += "; it is the current tab."
 		if res.PageChanged {

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // ToolFileUpload is the name of the upload tool.
@@ -86,7 +87,7 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 		}
 		names := make([]string, len(a.Paths))
 		for i, p := range a.Paths {
-			names[i] = quote(p, 200)
+			names[i] = modeltext.Quote(p, 200)
 		}
 		return fmt.Sprintf("Chose %d file(s) for %s: %s.", len(files), what, strings.Join(names, ", ")) + navNote(navigated)
 	})
@@ -128,17 +129,17 @@ func uploadPaths(dir string, paths []string) ([]string, error) {
 		}
 		real, err := filepath.EvalSymlinks(full)
 		if err != nil {
-			return nil, modelErrorf("%s: no such file under the upload directory", quote(p, 200))
+			return nil, modelErrorf("%s: no such file under the upload directory", modeltext.Quote(p, 200))
 		}
 		if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-			return nil, modelErrorf("%s is outside the upload directory; only files under it can be uploaded", quote(p, 200))
+			return nil, modelErrorf("%s is outside the upload directory; only files under it can be uploaded", modeltext.Quote(p, 200))
 		}
 		fi, err := os.Stat(real)
 		if err != nil {
-			return nil, modelErrorf("%s: %v", quote(p, 200), pathErr(err))
+			return nil, modelErrorf("%s: %v", modeltext.Quote(p, 200), pathErr(err))
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, modelErrorf("%s is not a regular file", quote(p, 200))
+			return nil, modelErrorf("%s is not a regular file", modeltext.Quote(p, 200))
 		}
 		out = append(out, real)
 	}

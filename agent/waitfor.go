@@ -9,6 +9,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // ToolWaitFor is the name of the wait tool.
@@ -100,13 +102,13 @@ func (t *Toolset) waitFor(ctx context.Context, s *session, key string, args json
 		case a.Text == nil && a.TextGone == nil:
 			return fmt.Sprintf("Waited %v.", bound)
 		case seen && gone:
-			return "The text " + quote(text, 200) + " is not on the page."
+			return "The text " + modeltext.Quote(text, 200) + " is not on the page."
 		case seen:
-			return "The text " + quote(text, 200) + " is on the page."
+			return "The text " + modeltext.Quote(text, 200) + " is on the page."
 		case gone:
-			return fmt.Sprintf("The text %s is still on the page after %v.", quote(text, 200), bound)
+			return fmt.Sprintf("The text %s is still on the page after %v.", modeltext.Quote(text, 200), bound)
 		}
-		return fmt.Sprintf("The text %s did not appear within %v.", quote(text, 200), bound)
+		return fmt.Sprintf("The text %s did not appear within %v.", modeltext.Quote(text, 200), bound)
 	})
 }
 
