@@ -225,7 +225,8 @@ type Toolset struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   bool
-	bg       sync.WaitGroup // console collectors
+	bg       sync.WaitGroup // console collectors, download savers
+	hooks    []callHook     // attached to every call on a CDP tab
 }
 
 // New returns the toolset over r. Close it before closing r.
@@ -248,6 +249,7 @@ func New(r Router, opts ...Option) *Toolset {
 			o(&t.cfg)
 		}
 	}
+	t.hooks = []callHook{downloadHook{t}, networkHook{}}
 	if t.cfg.log == nil {
 		t.cfg.log = slog.Default()
 	}
@@ -378,7 +380,7 @@ func (t *Toolset) session(key string) (*session, error) {
 	}
 	s := t.sessions[key]
 	if s == nil {
-		s = newSession(t.cfg.consoleLimit)
+		s = t.newSession()
 		t.sessions[key] = s
 	}
 	return s, nil

@@ -67,17 +67,43 @@ type requestLog struct {
 
 // netState is a session's request logs, per tab.
 type netState struct {
-	mu   sync.Mutex
-	tabs map[target.ID]*requestLog
+	mu        sync.Mutex
+	tabs      map[target.ID]*requestLog
+	listeners []context.CancelFunc
+	ended     bool
 }
 
-// listenNetwork records the tab's requests. It runs on the tab's reader:
-// it only records, under a lock, in bounded memory.
-func (t *Toolset) listenNetwork(ctx context.Context, s *session, tab target.ID) error {
-	n := &s.net
+// end stops the tabs' listeners.
+func (n *netState) end() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ended = true
+	for _, cancel := range n.listeners {
+		cancel()
+	}
+	n.listeners = nil
+}
+
+// networkHook starts the request log of a call's tab the first time a
+// call runs in it.
+type networkHook struct{}
+
+func (networkHook) watches() string { return "requests" }
+
+func (networkHook) before(ctx context.Context, s *session, c *call) (func(error) error, error) {
+	return nil, s.net.listen(ctx, c.target)
+}
+
+// listen records the tab's requests, once per tab. It runs on the tab's
+// reader: it only records, under a lock, in bounded memory.
+func (n *netState) listen(ctx context.Context, tab target.ID) error {
 	n.mu.Lock()
 	if n.tabs == nil {
 		n.tabs = map[target.ID]*requestLog{}
+	}
+	if _, ok := n.tabs[tab]; ok || n.ended {
+		n.mu.Unlock()
+		return nil
 	}
 	l := &requestLog{since: time.Now(), byID: map[network.RequestID]*request{}}
 	n.tabs[tab] = l
@@ -151,17 +177,19 @@ func (t *Toolset) listenNetwork(ctx context.Context, s *session, tab target.ID) 
 			n.mu.Unlock()
 		}
 	})
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if err != nil {
+		// The next call tries again.
+		delete(n.tabs, tab)
 		cancel()
 		return err
 	}
-	s.dl.mu.Lock()
-	defer s.dl.mu.Unlock()
-	if s.dl.ended {
+	if n.ended {
 		cancel()
 		return nil
 	}
-	s.dl.listeners = append(s.dl.listeners, cancel)
+	n.listeners = append(n.listeners, cancel)
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/download"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
@@ -69,7 +70,7 @@ func (t *Toolset) pdfSave(ctx context.Context, s *session, key string, args json
 				name = "page"
 			}
 		}
-		name = cleanName(name, "")
+		name = download.CleanName(name, "")
 		if !strings.EqualFold(filepath.Ext(name), ".pdf") {
 			name += ".pdf"
 		}
@@ -99,7 +100,7 @@ func (t *Toolset) printPDF(ctx context.Context, name string, landscape, backgrou
 		return "", 0, errors.New("the browser returned no PDF stream")
 	}
 	defer func() { _, _ = chromedp.Call(ctx, io.Close, io.CloseParams{Handle: r.Stream}) }()
-	path, err := reserve(t.cfg.downloadDir, name)
+	path, err := download.Reserve(t.cfg.downloadDir, name)
 	if err != nil {
 		return "", 0, err
 	}

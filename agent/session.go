@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/download"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
@@ -45,13 +46,18 @@ type session struct {
 	tabs    map[target.ID]context.CancelFunc
 	ended   bool
 	console consoleBuf
-	dl      downloadState
+	dl      *download.Tracker // its downloads (download.go)
 	net     netState
 	worlds  worldTracker // the walk's world in each tab (snapshot_world.go)
 }
 
-func newSession(consoleLimit int) *session {
-	return &session{turn: make(chan struct{}, 1), tabs: make(map[target.ID]context.CancelFunc), console: consoleBuf{limit: consoleLimit}}
+func (t *Toolset) newSession() *session {
+	return &session{
+		turn:    make(chan struct{}, 1),
+		tabs:    make(map[target.ID]context.CancelFunc),
+		console: consoleBuf{limit: t.cfg.consoleLimit},
+		dl:      download.New(download.Config{Dir: t.cfg.downloadDir, MaxBytes: t.cfg.maxDownload, Go: t.bg.Go}),
+	}
 }
 
 // lock waits for the session's turn until ctx ends.
@@ -81,7 +87,8 @@ func (s *session) end() {
 		delete(s.tabs, id)
 	}
 	s.tmu.Unlock()
-	s.dl.end()
+	s.dl.End()
+	s.net.end()
 }
 
 // call is one tool call's run inside the Router's Exec.
@@ -100,6 +107,19 @@ type call struct {
 	downloads string
 	// downloadNav: a navigation of the call turned into a download.
 	downloadNav bool
+}
+
+// callHook is work attached to every call on a CDP tab, apart from the
+// tool's body: the session's downloads (download.go) and its request
+// log (network.go).
+type callHook interface {
+	// before runs once the call has its tab, before the page check. The
+	// after it returns, if any, runs on the outcome of the tool's body,
+	// and its error stands for the body's. An error of before leaves the
+	// call to run without the hook's work, and is logged.
+	before(ctx context.Context, s *session, c *call) (after func(error) error, err error)
+	// watches names what the hook follows, for the log.
+	watches() string
 }
 
 // How a tool uses the page.
@@ -152,12 +172,18 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 	}
 	c.target = cc.Target.TargetID
 	t.prepareTab(ctx, s, cc)
-	if err := t.watchTab(ctx, s, c); err != nil {
-		// The tab still works; its downloads are the browser's default,
-		// its requests unlisted.
-		t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: watching the tab's downloads and requests", slog.String("error", err.Error()))
+	afters := make([]func(error) error, 0, len(t.hooks))
+	for _, h := range t.hooks {
+		after, err := h.before(ctx, s, c)
+		if err != nil {
+			// The tab still works; its downloads are the browser's
+			// default, or its requests unlisted.
+			t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: watching the tab's "+h.watches(), slog.String("error", err.Error()))
+		}
+		if after != nil {
+			afters = append(afters, after)
+		}
 	}
-	mark := s.dl.mark()
 	if u&light != 0 {
 		if err := checkPage(ctx, c); err != nil {
 			return err
@@ -179,7 +205,11 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 		}
 	}
 	if fn != nil {
-		if err := t.settleDownloads(ctx, s, c, mark, fn(ctx, c)); err != nil {
+		err := fn(ctx, c)
+		for i := len(afters) - 1; i >= 0; i-- {
+			err = afters[i](err)
+		}
+		if err != nil {
 			return err
 		}
 	}
