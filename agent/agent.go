@@ -387,14 +387,18 @@ func (t *Toolset) session(key string) (*session, error) {
 }
 
 // callOptions are the options of every Router call a tool makes: the
-// run's own budget, and whether a call waits for its turn at a busy local
-// browser.
-func (t *Toolset) callOptions(more ...hybroute.CallOption) []hybroute.CallOption {
-	opts := append(make([]hybroute.CallOption, 0, 2+len(more)), hybroute.RunTimeout(t.cfg.callTimeout))
+// run's own budget, whether a call waits for its turn at a busy local
+// browser, and whether the run drives a page without CDP (u has
+// drivesREST).
+func (t *Toolset) callOptions(u use) []hybroute.CallOption {
+	opts := append(make([]hybroute.CallOption, 0, 3), hybroute.RunTimeout(t.cfg.callTimeout))
 	if t.cfg.waitForTurn {
 		opts = append(opts, hybroute.WaitForTurn())
 	}
-	return append(opts, more...)
+	if u&drivesREST != 0 {
+		opts = append(opts, hybroute.DrivesREST())
+	}
+	return opts
 }
 
 // toolError is a Result the model reads as a failed tool call.

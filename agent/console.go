@@ -9,7 +9,6 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
@@ -99,9 +98,12 @@ func (t *Toolset) console(ctx context.Context, s *session, key string, args json
 	}
 	clear := a.Clear == nil || *a.Clear
 	var text string
-	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|drivesREST, func(ctx context.Context, c *call) error {
+		if c.rest != nil {
+			return errRESTConsole
+		}
 		text = s.console.read(clear)
 		return nil
-	}, func(context.Context, *hybroute.RESTPage, *call) error { return errRESTConsole })
+	})
 	return t.finishCall(s, key, res, c, err, func() string { return text })
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
@@ -376,7 +375,14 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 	}
 	var what, changes string
 	var navigated bool
-	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|moves|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			what = a.Ref
+			before := p.Landed()
+			_, err := p.Click(ctx, a.Ref)
+			navigated = p.Landed() != before
+			return err
+		}
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)
 		if err != nil {
 			return err
@@ -387,12 +393,6 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 		}
 		changes = t.changesAfter(ctx, s, c)
 		return nil
-	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-		what = a.Ref
-		before := p.Landed()
-		_, err := p.Click(ctx, a.Ref)
-		navigated = p.Landed() != before
-		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
 		return "Clicked " + what + "." + navNote(navigated) + changesNote(changes)
@@ -410,7 +410,14 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 	}
 	var what, changes string
 	var navigated bool
-	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|moves|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			what = a.Ref
+			before := p.Landed()
+			_, err := p.Type(ctx, a.Ref, a.Text, a.Submit)
+			navigated = p.Landed() != before
+			return err
+		}
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)
 		if err != nil {
 			return err
@@ -426,12 +433,6 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 		}
 		changes = t.changesAfter(ctx, s, c)
 		return nil
-	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-		what = a.Ref
-		before := p.Landed()
-		_, err := p.Type(ctx, a.Ref, a.Text, a.Submit)
-		navigated = p.Landed() != before
-		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
 		msg := fmt.Sprintf("Typed %s into %s.", modeltext.Quote(a.Text, 200), what)
@@ -450,13 +451,14 @@ func (t *Toolset) press(ctx context.Context, s *session, key string, args json.R
 		return argError(err)
 	}
 	var navigated bool
-	res, c, err := t.doEither(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|moves|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			before := p.Landed()
+			_, err := p.Press(ctx, a.Key)
+			navigated = p.Landed() != before
+			return err
+		}
 		return settled(ctx, c, &navigated, func() error { return pressKeys(ctx, a.Key) })
-	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-		before := p.Landed()
-		_, err := p.Press(ctx, a.Key)
-		navigated = p.Landed() != before
-		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
 		return "Pressed " + a.Key + "." + navNote(navigated)
@@ -484,12 +486,13 @@ func (t *Toolset) scroll(ctx context.Context, s *session, key string, args json.
 		return toolError(fmt.Sprintf("direction %q: use up, down, left or right", a.Direction))
 	}
 	var pos []int
-	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			_, err := p.Scroll(ctx, strings.ToLower(a.Direction))
+			return err
+		}
 		var err error
 		pos, err = chromedp.Run(ctx, chromedp.Evaluate[[]int](fmt.Sprintf(scrollJS, dx, dy)))
-		return err
-	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-		_, err := p.Scroll(ctx, strings.ToLower(a.Direction))
 		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {

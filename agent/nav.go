@@ -14,7 +14,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
@@ -208,27 +207,23 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 	}
 	// Navigation picks the browser: the URL is the call's only literal.
 	c := &call{}
-	res, err := t.r.Navigate(ctx, key, u, func(ctx context.Context, h *hybroute.Call) error {
-		c.ran, c.h = true, h
-		if page := h.REST(); page != nil {
-			return runREST(ctx, c, page, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-				c.moved = true
-				_, err := p.Navigate(ctx, u)
-				return err
-			})
+	const how = moves | drivesREST
+	res, err := t.r.Navigate(ctx, key, u, t.runner(s, c, how, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			c.moved = true
+			_, err := p.Navigate(ctx, u)
+			return err
 		}
-		return t.run(ctx, s, c, moves, func(ctx context.Context, c *call) error {
-			if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
-				return err
-			}
-			// The load event comes before the page's first frame: the
-			// page is laid out and painted once before the model reads
-			// it, as it is after a click or a keystroke, rather than in
-			// the first call that reads it.
-			settle(ctx)
-			return nil
-		})
-	}, t.callOptions(hybroute.DrivesREST())...)
+		if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
+			return err
+		}
+		// The load event comes before the page's first frame: the page
+		// is laid out and painted once before the model reads it, as it
+		// is after a click or a keystroke, rather than in the first call
+		// that reads it.
+		settle(ctx)
+		return nil
+	}), t.callOptions(how)...)
 	return t.finishCall(s, key, res, c, err, body)
 }
 
@@ -236,14 +231,15 @@ func (t *Toolset) back(ctx context.Context, s *session, key string, args json.Ra
 	if err := decode(args, &struct{}{}); err != nil {
 		return argError(err)
 	}
-	res, c, err := t.doEither(ctx, s, key, "", moves, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", moves|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			c.moved = true
+			_, err := p.Back(ctx)
+			return err
+		}
 		// A history step navigates for sure: wait for it as forward does,
 		// so that the next call cannot cut it short.
 		return historyStep(ctx, c, -1)
-	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-		c.moved = true
-		_, err := p.Back(ctx)
-		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string { return "Went back." })
 }

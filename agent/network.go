@@ -208,12 +208,13 @@ func (t *Toolset) networkRequests(ctx context.Context, s *session, key string, a
 		return toolError(fmt.Sprintf("limit %d: use 1 to %d", a.Limit, maxRequestsKept))
 	}
 	var text string
-	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|drivesREST, func(ctx context.Context, c *call) error {
+		if c.rest != nil {
+			return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report its requests")
+		}
 		var err error
 		text, err = t.renderRequests(s, c, a.Limit, a.Filter)
 		return err
-	}, func(context.Context, *hybroute.RESTPage, *call) error {
-		return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report its requests")
 	})
 	return t.finishCall(s, key, res, c, err, func() string { return text })
 }

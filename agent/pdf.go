@@ -13,7 +13,6 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/download"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
@@ -62,7 +61,10 @@ func (t *Toolset) pdfSave(ctx context.Context, s *session, key string, args json
 	}
 	var path string
 	var n int64
-	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|drivesREST, func(ctx context.Context, c *call) error {
+		if c.rest != nil {
+			return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it cannot print the page to PDF; browser_screenshot works on it")
+		}
 		name := a.Filename
 		if strings.TrimSpace(name) == "" {
 			name = c.title
@@ -77,8 +79,6 @@ func (t *Toolset) pdfSave(ctx context.Context, s *session, key string, args json
 		var err error
 		path, n, err = t.printPDF(ctx, name, a.Landscape, a.PrintBackground)
 		return err
-	}, func(context.Context, *hybroute.RESTPage, *call) error {
-		return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it cannot print the page to PDF; browser_screenshot works on it")
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
 		return fmt.Sprintf("Saved the page as PDF: %s (%s).", path, modeltext.Size(n))

@@ -15,8 +15,6 @@ import (
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-
-	"github.com/hybroute/hybroute"
 )
 
 const ToolScreenshot = "browser_screenshot"
@@ -118,23 +116,24 @@ func (t *Toolset) screenshot(ctx context.Context, s *session, key string, args j
 	}
 	var img Image
 	var what string
-	res, c, err := t.doEither(ctx, s, key, "", reads|light, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|light|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			if a.Ref != "" {
+				return modelErrorf("this session's browser is driven through a REST API, which takes screenshots of the page only: leave ref out")
+			}
+			data, err := p.Screenshot(ctx, a.FullPage)
+			if err != nil {
+				return readErr(err)
+			}
+			img, err = fitImage(data, &a)
+			what = "the visible part of the page"
+			if a.FullPage {
+				what = "the whole page"
+			}
+			return err
+		}
 		var err error
 		img, what, err = t.captureCDP(ctx, s, c, &a)
-		return err
-	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-		if a.Ref != "" {
-			return modelErrorf("this session's browser is driven through a REST API, which takes screenshots of the page only: leave ref out")
-		}
-		data, err := p.Screenshot(ctx, a.FullPage)
-		if err != nil {
-			return readErr(err)
-		}
-		img, err = fitImage(data, &a)
-		what = "the visible part of the page"
-		if a.FullPage {
-			what = "the whole page"
-		}
 		return err
 	})
 	r := t.finishCall(s, key, res, c, err, func() string {

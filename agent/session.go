@@ -93,13 +93,14 @@ func (s *session) end() {
 
 // call is one tool call's run inside the Router's Exec.
 type call struct {
-	h      *hybroute.Call // the Router's handle of the call; nil until it runs
-	ran    bool           // the Router gave the call a browser and ran it
-	target target.ID      // the tab it ran in
-	title  string         // the page title at the end of the call
-	url    string         // the page URL the run saw last (Where uses the Router's)
-	moved  bool           // the tool saw the page navigate
-	script bool           // the call runs the model's script (a timeout is the script's)
+	h      *hybroute.Call     // the Router's handle of the call; nil until it runs
+	rest   *hybroute.RESTPage // the page, when it has no CDP (rest.go); nil on a CDP tab
+	ran    bool               // the Router gave the call a browser and ran it
+	target target.ID          // the tab it ran in
+	title  string             // the page title at the end of the call
+	url    string             // the page URL the run saw last (Where uses the Router's)
+	moved  bool               // the tool saw the page navigate
+	script bool               // the call runs the model's script (a timeout is the script's)
 	// blanked: the Router refused a page of the call and sent the tab to
 	// about:blank (Result.SentToBlank).
 	blanked bool
@@ -135,6 +136,9 @@ const (
 	// page's URL is checked where the Router tracks it (CheckPage, no
 	// round trip) on every call, and read again only after a navigation.
 	light
+	// drivesREST: the tool also runs on a page without CDP, driven
+	// through its REST API (rest.go): fn finds it in c.rest.
+	drivesREST
 )
 
 // modelError is an error whose text is written for the model. Run funcs
@@ -149,15 +153,24 @@ func modelErrorf(format string, args ...any) error {
 
 // do runs fn on the session's page through the Router. code is what the
 // Router plans the call from: "" keeps the session's sticky route, so the
-// call runs where the page is. check makes the run re-check the page's URL
-// before fn reads anything from it.
+// call runs where the page is. u says how fn uses the page.
 func (t *Toolset) do(ctx context.Context, s *session, key, code string, u use, fn func(ctx context.Context, c *call) error) (hybroute.Result, *call, error) {
 	c := &call{}
-	res, err := t.r.Exec(ctx, key, code, func(ctx context.Context, h *hybroute.Call) error {
-		c.ran, c.h = true, h
-		return t.run(ctx, s, c, u, fn)
-	}, t.callOptions()...)
+	res, err := t.r.Exec(ctx, key, code, t.runner(s, c, u, fn), t.callOptions(u)...)
 	return res, c, err
+}
+
+// runner is the run a tool hands the Router: fn on the page the call
+// gets, a CDP tab (run), or, for a tool that drives one (drivesREST), a
+// page without CDP (runREST), which fn finds in c.rest.
+func (t *Toolset) runner(s *session, c *call, u use, fn func(ctx context.Context, c *call) error) func(context.Context, *hybroute.Call) error {
+	return func(ctx context.Context, h *hybroute.Call) error {
+		c.ran, c.h = true, h
+		if p := h.REST(); p != nil && u&drivesREST != 0 {
+			return runREST(ctx, c, p, u, fn)
+		}
+		return t.run(ctx, s, c, u, fn)
+	}
 }
 
 // run is the body of every call: set up a tab the first time it is seen,

@@ -18,7 +18,6 @@ import (
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
-	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
@@ -702,14 +701,15 @@ func (t *Toolset) snapshot(ctx context.Context, s *session, key string, args jso
 		}
 	}
 	var text string
-	res, c, err := t.doEither(ctx, s, key, "", reads|light, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|light|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			raw, _, err := p.Snapshot(ctx)
+			text = restSnapshot(raw, o.limit)
+			return readErr(err)
+		}
 		var err error
 		text, err = t.takeSnapshot(ctx, s, c, o)
 		return err
-	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-		raw, _, err := p.Snapshot(ctx)
-		text = restSnapshot(raw, o.limit)
-		return readErr(err)
 	})
 	if err == nil && a.File != "" {
 		text, err = t.writeSnapshotFile(a.File, text)

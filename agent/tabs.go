@@ -165,12 +165,12 @@ func (t *Toolset) newTab(ctx context.Context, s *session, key, raw string) Resul
 	var err error
 	u := ""
 	if raw == "" {
-		res, err = t.r.Exec(ctx, key, "", open(""), t.callOptions()...)
+		res, err = t.r.Exec(ctx, key, "", open(""), t.callOptions(0)...)
 	} else {
 		// The URL is planned as a navigation: it decides the browser the
 		// tab opens in, and the floor refuses it before any tab opens.
 		u = CompleteURL(raw)
-		res, err = t.r.Navigate(ctx, key, u, open(u), t.callOptions()...)
+		res, err = t.r.Navigate(ctx, key, u, open(u), t.callOptions(0)...)
 	}
 	if c.ran && c.target != "" && !res.PageChanged {
 		s.pageTarget = c.target // a tab the model asked for: no "started afresh" note
