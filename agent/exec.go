@@ -81,12 +81,12 @@ func evalJS(ctx context.Context, code string, max int) (string, string, error) {
 	}
 	if err != nil {
 		if m := err.Error(); strings.Contains(m, "context was destroyed") || strings.Contains(m, "navigated or closed") || strings.Contains(m, "Cannot find context") {
-			return "", "", modelErrorf("the page navigated away while the code ran, so its result is lost")
+			return "", "", modeltext.Errorf("the page navigated away while the code ran, so its result is lost")
 		}
 		return "", "", err
 	}
 	if d := r.ExceptionDetails; d != nil {
-		return "", "", modelErrorf("the code threw: %s", exceptionText(d))
+		return "", "", modeltext.Errorf("the code threw: %s", modeltext.ExceptionText(d))
 	}
 	if out, title, ok := pageResult(r.Result, tag, max); ok {
 		return out, title, nil
@@ -174,16 +174,6 @@ func pageResult(o *runtime.RemoteObject, tag string, limit int) (string, string,
 // cutNote is a result's first max bytes and the note that it was cut.
 func cutNote(out string, max, n int) string {
 	return modeltext.Cut(out, max) + fmt.Sprintf(" [result cut at %d of %d bytes; return less, e.g. a slice or the fields you need]", max, n)
-}
-
-func exceptionText(d *runtime.ExceptionDetails) string {
-	msg := d.Text
-	if d.Exception != nil && d.Exception.Description != "" {
-		msg = d.Exception.Description
-	} else if d.Exception != nil && len(d.Exception.Value) > 0 {
-		msg = d.Text + " " + string(d.Exception.Value)
-	}
-	return modeltext.Cut(msg, 2000)
 }
 
 // remoteValue renders a by-value result for the model, cut at max bytes.

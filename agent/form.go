@@ -81,7 +81,7 @@ func callOnNode(ctx context.Context, ref string, node cdp.BackendNodeID, fn stri
 		return staleNode(ref, err)
 	}
 	if r.ExceptionDetails != nil {
-		return fmt.Errorf("in the page: %s", exceptionText(r.ExceptionDetails))
+		return fmt.Errorf("in the page: %s", modeltext.ExceptionText(r.ExceptionDetails))
 	}
 	if out == nil || r.Result == nil || len(r.Result.Value) == 0 {
 		return nil
@@ -110,7 +110,7 @@ func (a fieldAnswer) err(ref string) error {
 		}
 		msg += "; its options are " + strings.Join(qs, ", ")
 	}
-	return modelErrorf("%s", msg)
+	return modeltext.Errorf("%s", msg)
 }
 
 // selectJS picks the options of a <select> named by label or value, and
@@ -286,7 +286,7 @@ func fillField(ctx context.Context, f formField, node cdp.BackendNodeID) error {
 		return nil
 	}
 	if f.Type == "radio" && !want {
-		return modelErrorf("the radio button %s cannot be unchecked by itself; pick another radio button of its group", f.Ref)
+		return modeltext.Errorf("the radio button %s cannot be unchecked by itself; pick another radio button of its group", f.Ref)
 	}
 	return clickNode(ctx, f.Ref, node)
 }

@@ -202,7 +202,7 @@ func nodeCenter(ctx context.Context, ref string, node cdp.BackendNodeID) (float6
 			return x, y, nil
 		}
 	}
-	return 0, 0, modelErrorf("the element %s has no visible box (it is hidden or has no size); take a new snapshot", ref)
+	return 0, 0, modeltext.Errorf("the element %s has no visible box (it is hidden or has no size); take a new snapshot", ref)
 }
 
 func area(q dom.Quad) float64 {
@@ -222,7 +222,7 @@ func staleNode(ref string, err error) error {
 	msg := err.Error()
 	if strings.Contains(msg, "No node") || strings.Contains(msg, "not found") ||
 		strings.Contains(msg, "Could not compute") || strings.Contains(msg, "detached") {
-		return modelErrorf("the element %s is no longer in the page (it changed since the snapshot); take a new snapshot", ref)
+		return modeltext.Errorf("the element %s is no longer in the page (it changed since the snapshot); take a new snapshot", ref)
 	}
 	return err
 }
@@ -231,7 +231,7 @@ func staleNode(ref string, err error) error {
 func typeInto(ctx context.Context, ref string, node cdp.BackendNodeID, text string) error {
 	if _, err := chromedp.Call(ctx, dom.Focus, dom.FocusParams{BackendNodeID: node}); err != nil {
 		if strings.Contains(err.Error(), "not focusable") {
-			return modelErrorf("the element %s cannot take text (it is not focusable); use a textbox's ref", ref)
+			return modeltext.Errorf("the element %s cannot take text (it is not focusable); use a textbox's ref", ref)
 		}
 		return staleNode(ref, err)
 	}
@@ -252,7 +252,7 @@ func typeInto(ctx context.Context, ref string, node cdp.BackendNodeID, text stri
 		return err
 	}
 	if r.ExceptionDetails == nil && r.Result != nil && string(r.Result.Value) == "false" {
-		return modelErrorf("the element %s does not take text (it is not a text field or an editable element); use a textbox's ref", ref)
+		return modeltext.Errorf("the element %s does not take text (it is not a text field or an editable element); use a textbox's ref", ref)
 	}
 	if text == "" {
 		return pressKeys(ctx, "Delete")
@@ -301,7 +301,7 @@ var keyNames = func() map[string]rune {
 func pressKeys(ctx context.Context, combo string) error {
 	combo = strings.TrimSpace(combo)
 	if combo == "" {
-		return modelErrorf("key is empty; give a key name such as Enter, Tab, ArrowDown, Escape or a character")
+		return modeltext.Errorf("key is empty; give a key name such as Enter, Tab, ArrowDown, Escape or a character")
 	}
 	parts := []string{combo}
 	if len(combo) > 1 && strings.Contains(combo[:len(combo)-1], "+") {
@@ -322,7 +322,7 @@ func pressKeys(ctx context.Context, combo string) error {
 		case "shift":
 			mods |= int64(chromedp.ModifierShift)
 		default:
-			return modelErrorf("unknown modifier %q in %q; the modifiers are Alt, Control, Meta and Shift", p, combo)
+			return modeltext.Errorf("unknown modifier %q in %q; the modifiers are Alt, Control, Meta and Shift", p, combo)
 		}
 	}
 	name := strings.TrimSpace(parts[len(parts)-1])
@@ -337,7 +337,7 @@ func pressKeys(ctx context.Context, combo string) error {
 	} else if kr, ok := keyNames[strings.ToUpper(name[:1])+name[1:]]; ok {
 		r = kr
 	} else {
-		return modelErrorf("unknown key %q; use a DOM key name such as Enter, Tab, Escape, Backspace, ArrowDown, PageDown, Home, F5, or one character", name)
+		return modeltext.Errorf("unknown key %q; use a DOM key name such as Enter, Tab, Escape, Backspace, ArrowDown, PageDown, Home, F5, or one character", name)
 	}
 	events := kb.Encode(r)
 	chord := mods&int64(chromedp.ModifierAlt|chromedp.ModifierCtrl|chromedp.ModifierMeta) != 0

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -151,7 +152,7 @@ func TestDescribeErrors(t *testing.T) {
 	for _, err := range []error{queued, waited, capped} {
 		assert.NotContains(t, describe(err, &call{}, "k"), "slow site")
 	}
-	assert.Equal(t, "a ref", describe(fmt.Errorf("hybroute: call: %w", modelErrorf("a ref")), &call{ran: true}, "k"))
+	assert.Equal(t, "a ref", describe(fmt.Errorf("hybroute: call: %w", modeltext.Errorf("a ref")), &call{ran: true}, "k"))
 }
 
 // fakeNoCDP stands for the Router's no-CDP error, whose text is SPEC's.

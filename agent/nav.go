@@ -93,9 +93,9 @@ func historyStep(ctx context.Context, c *call, delta int64) error {
 	i := h.CurrentIndex + delta
 	if i < 0 || int(i) >= len(h.Entries) {
 		if delta > 0 {
-			return modelErrorf("there is no next page in this tab's history")
+			return modeltext.Errorf("there is no next page in this tab's history")
 		}
-		return modelErrorf("there is no previous page in this tab's history")
+		return modeltext.Errorf("there is no previous page in this tab's history")
 	}
 	// Not chromedp.NavigateForward: it waits for a load event, which a page
 	// restored from the back/forward cache never fires.

@@ -210,7 +210,7 @@ func (t *Toolset) networkRequests(ctx context.Context, s *session, key string, a
 	var text string
 	res, c, err := t.do(ctx, s, key, "", reads|drivesREST, func(ctx context.Context, c *call) error {
 		if c.rest != nil {
-			return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report its requests")
+			return modeltext.Errorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report its requests")
 		}
 		var err error
 		text, err = t.renderRequests(s, c, a.Limit, a.Filter)

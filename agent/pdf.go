@@ -63,7 +63,7 @@ func (t *Toolset) pdfSave(ctx context.Context, s *session, key string, args json
 	var n int64
 	res, c, err := t.do(ctx, s, key, "", reads|drivesREST, func(ctx context.Context, c *call) error {
 		if c.rest != nil {
-			return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it cannot print the page to PDF; browser_screenshot works on it")
+			return modeltext.Errorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it cannot print the page to PDF; browser_screenshot works on it")
 		}
 		name := a.Filename
 		if strings.TrimSpace(name) == "" {
@@ -92,7 +92,7 @@ func (t *Toolset) printPDF(ctx context.Context, name string, landscape, backgrou
 		Landscape: new(landscape), PrintBackground: new(background), TransferMode: page.PrintToPDFTransferModeReturnAsStream})
 	if err != nil {
 		if strings.Contains(err.Error(), "not implemented") {
-			return "", 0, modelErrorf("this browser cannot print to PDF (it answered %q): only a headless browser prints", innermost(err))
+			return "", 0, modeltext.Errorf("this browser cannot print to PDF (it answered %q): only a headless browser prints", innermost(err))
 		}
 		return "", 0, err
 	}
@@ -118,7 +118,7 @@ func (t *Toolset) printPDF(ctx context.Context, name string, landscape, backgrou
 			}
 			n += int64(len(chunk.Data))
 			if n > t.cfg.maxDownload {
-				return modelErrorf("the PDF is larger than the %s a saved file may be, so it was not written; print part of the page another way", modeltext.Size(t.cfg.maxDownload))
+				return modeltext.Errorf("the PDF is larger than the %s a saved file may be, so it was not written; print part of the page another way", modeltext.Size(t.cfg.maxDownload))
 			}
 			if _, err := f.Write(chunk.Data); err != nil {
 				return err

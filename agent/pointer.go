@@ -8,6 +8,8 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // Tool names of the pointer tools beyond browser_click.
@@ -101,7 +103,7 @@ func (t *Toolset) drag(ctx context.Context, s *session, key string, args json.Ra
 		from, to = describeRef(a.StartRef, start), describeRef(a.EndRef, end)
 		if start.oopif != "" || end.oopif != "" {
 			// One mouse drags across one target's coordinates.
-			return modelErrorf("a drag into or out of a frame of another site is not supported; drag between elements of the page (or of one same-site frame)")
+			return modeltext.Errorf("a drag into or out of a frame of another site is not supported; drag between elements of the page (or of one same-site frame)")
 		}
 		return settled(ctx, c, &navigated, func() error {
 			return dragNodes(ctx, a.StartRef, start.node, a.EndRef, end.node)

@@ -55,7 +55,7 @@ func refusedAction(err error) error {
 	if msg == "" {
 		msg = pe.Code
 	}
-	return modelErrorf("the browser server refused the %s: %s", pe.Op, modeltext.Quote(msg, 300))
+	return modeltext.Errorf("the browser server refused the %s: %s", pe.Op, modeltext.Quote(msg, 300))
 }
 
 // readErr marks a refusal to read a page at a blocked address: nothing
@@ -77,5 +77,5 @@ func restSnapshot(text string, limit int) string {
 }
 
 // errRESTConsole is browser_console on a REST page.
-var errRESTConsole = modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report console messages; " +
+var errRESTConsole = modeltext.Errorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report console messages; " +
 	"browser_navigate, browser_snapshot, browser_click, browser_type, browser_press, browser_scroll, browser_back and browser_screenshot work on it")

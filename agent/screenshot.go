@@ -15,6 +15,8 @@ import (
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 const ToolScreenshot = "browser_screenshot"
@@ -63,25 +65,25 @@ func (a *shotArgs) check() error {
 	case "", "png":
 		a.Format = "png"
 		if a.Quality != nil {
-			return modelErrorf("quality applies to format jpeg only; set format to jpeg or leave quality out")
+			return modeltext.Errorf("quality applies to format jpeg only; set format to jpeg or leave quality out")
 		}
 	case "jpeg", "jpg":
 		a.Format = "jpeg"
 		if a.Quality != nil && (*a.Quality < 1 || *a.Quality > 100) {
-			return modelErrorf("quality %d: use a number from 1 to 100", *a.Quality)
+			return modeltext.Errorf("quality %d: use a number from 1 to 100", *a.Quality)
 		}
 	default:
-		return modelErrorf("format %q: use png or jpeg", a.Format)
+		return modeltext.Errorf("format %q: use png or jpeg", a.Format)
 	}
 	if a.Ref != "" && a.FullPage {
-		return modelErrorf("give either ref (one element) or full_page, not both")
+		return modeltext.Errorf("give either ref (one element) or full_page, not both")
 	}
 	for _, m := range [...]struct {
 		name string
 		v    int
 	}{{"max_width", a.MaxWidth}, {"max_height", a.MaxHeight}} {
 		if m.v != 0 && m.v < minShotSide {
-			return modelErrorf("%s %d: use at least %d pixels, or leave it out", m.name, m.v, minShotSide)
+			return modeltext.Errorf("%s %d: use at least %d pixels, or leave it out", m.name, m.v, minShotSide)
 		}
 	}
 	return nil
@@ -119,7 +121,7 @@ func (t *Toolset) screenshot(ctx context.Context, s *session, key string, args j
 	res, c, err := t.do(ctx, s, key, "", reads|light|drivesREST, func(ctx context.Context, c *call) error {
 		if p := c.rest; p != nil {
 			if a.Ref != "" {
-				return modelErrorf("this session's browser is driven through a REST API, which takes screenshots of the page only: leave ref out")
+				return modeltext.Errorf("this session's browser is driven through a REST API, which takes screenshots of the page only: leave ref out")
 			}
 			data, err := p.Screenshot(ctx, a.FullPage)
 			if err != nil {
@@ -177,7 +179,7 @@ func (t *Toolset) captureCDP(ctx context.Context, s *session, c *call, a *shotAr
 		what = describeRef(a.Ref, e)
 		if e.oopif != "" {
 			// Its box is in the frame's own coordinates, not the page's.
-			return Image{}, "", modelErrorf("the element %s is in a frame of another site, which an element screenshot cannot clip; take a screenshot of the page", a.Ref)
+			return Image{}, "", modeltext.Errorf("the element %s is in a frame of another site, which an element screenshot cannot clip; take a screenshot of the page", a.Ref)
 		}
 		clip, err := nodeClip(ctx, a.Ref, e.node)
 		if err != nil {
@@ -234,7 +236,7 @@ func nodeClip(ctx context.Context, ref string, node cdp.BackendNodeID) (*page.Vi
 		y0, y1 = min(y0, q[i+1]), max(y1, q[i+1])
 	}
 	if x1-x0 < 1 || y1-y0 < 1 {
-		return nil, modelErrorf("the element %s has no visible area to capture (it is hidden or empty)", ref)
+		return nil, modeltext.Errorf("the element %s has no visible area to capture (it is hidden or empty)", ref)
 	}
 	// The box is in the viewport's coordinates; the clip is in the page's.
 	m, err := chromedp.Call(ctx, page.GetLayoutMetrics, cdp.Empty{})

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -140,16 +139,6 @@ const (
 	// through its REST API (rest.go): fn finds it in c.rest.
 	drivesREST
 )
-
-// modelError is an error whose text is written for the model. Run funcs
-// return it for what the model did wrong or can do something about.
-type modelError struct{ msg string }
-
-func (e *modelError) Error() string { return e.msg }
-
-func modelErrorf(format string, args ...any) error {
-	return &modelError{msg: fmt.Sprintf(format, args...)}
-}
 
 // do runs fn on the session's page through the Router. code is what the
 // Router plans the call from: "" keeps the session's sticky route, so the

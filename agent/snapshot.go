@@ -109,7 +109,7 @@ func (t *refTable) resolve(ctx context.Context, ref string, id target.ID) (refEn
 		return refEntry{}, err
 	}
 	if doc != t.doc {
-		return refEntry{}, modelErrorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
+		return refEntry{}, modeltext.Errorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
 	}
 	if e.node == 0 {
 		nctx := ctx
@@ -117,7 +117,7 @@ func (t *refTable) resolve(ctx context.Context, ref string, id target.ID) (refEn
 			// The session with the frame's target ends with the call.
 			fctx, cancel, err := frameTarget(ctx, cdp.FrameID(e.oopif))
 			if err != nil {
-				return refEntry{}, modelErrorf("ref %q is in a frame of another site that is no longer there; call browser_snapshot again", ref)
+				return refEntry{}, modeltext.Errorf("ref %q is in a frame of another site that is no longer there; call browser_snapshot again", ref)
 			}
 			context.AfterFunc(ctx, cancel)
 			nctx, e.ctx, main = fctx, fctx, cdp.FrameID(e.oopif)
@@ -148,14 +148,14 @@ func (t *refTable) lookup(ref string, id target.ID) (refEntry, error) {
 	ref = strings.TrimSuffix(strings.TrimPrefix(ref, "[ref="), "]")
 	ref = strings.TrimPrefix(ref, "ref=")
 	if t.byRef == nil {
-		return refEntry{}, modelErrorf("ref %q: there is no snapshot of this page yet; call browser_snapshot first and use a ref from it", ref)
+		return refEntry{}, modeltext.Errorf("ref %q: there is no snapshot of this page yet; call browser_snapshot first and use a ref from it", ref)
 	}
 	if t.target != id {
-		return refEntry{}, modelErrorf("ref %q is from a snapshot of another tab (the session changed tabs or browsers since); call browser_snapshot again", ref)
+		return refEntry{}, modeltext.Errorf("ref %q is from a snapshot of another tab (the session changed tabs or browsers since); call browser_snapshot again", ref)
 	}
 	e, ok := t.byRef[ref]
 	if !ok {
-		return refEntry{}, modelErrorf("ref %q is not in the last snapshot; call browser_snapshot again and use a ref from it", ref)
+		return refEntry{}, modeltext.Errorf("ref %q is not in the last snapshot; call browser_snapshot again and use a ref from it", ref)
 	}
 	return e, nil
 }

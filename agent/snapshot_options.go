@@ -36,7 +36,7 @@ func (a snapshotArgs) options(limit int) (snapOptions, error) {
 	o := snapOptions{ref: strings.TrimSpace(a.Ref), find: strings.TrimSpace(a.Find), limit: limit}
 	if a.Depth != nil {
 		if *a.Depth < 1 {
-			return o, modelErrorf("depth %d: give 1 or more (1 shows the top level only), or leave it out for the whole tree", *a.Depth)
+			return o, modeltext.Errorf("depth %d: give 1 or more (1 shows the top level only), or leave it out for the whole tree", *a.Depth)
 		}
 		o.depth = *a.Depth
 	}
@@ -67,7 +67,7 @@ func selectItems(items []*item, full string, o snapOptions) (string, error) {
 			ref := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(o.ref, "[ref="), "ref="), "]")
 			it := findRef(items, ref)
 			if it == nil {
-				return "", modelErrorf("ref %q is not in the page as it is now; call browser_snapshot without ref and use a ref from it", ref)
+				return "", modeltext.Errorf("ref %q is not in the page as it is now; call browser_snapshot without ref and use a ref from it", ref)
 			}
 			roots = []*item{it}
 		}

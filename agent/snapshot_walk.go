@@ -16,6 +16,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // walkJS reads a document as the snapshot's items in one call. Chromium's
@@ -275,7 +277,7 @@ func callIn(ctx context.Context, ctxID world, fn string, out any, args ...any) e
 		return fmt.Errorf("%w: %w", errWalk, err)
 	}
 	if r.ExceptionDetails != nil {
-		return fmt.Errorf("%w: %s", errWalk, exceptionText(r.ExceptionDetails))
+		return fmt.Errorf("%w: %s", errWalk, modeltext.ExceptionText(r.ExceptionDetails))
 	}
 	if r.Result == nil {
 		return fmt.Errorf("%w: no result", errWalk)
@@ -295,7 +297,7 @@ func pageNode(ctx context.Context, ref string, e refEntry, main cdp.FrameID) (cd
 	}
 	ctxID, err := worldIn(ctx, frame)
 	if err != nil {
-		return 0, modelErrorf("the element %s is no longer in the page (its frame is gone); take a new snapshot", ref)
+		return 0, modeltext.Errorf("the element %s is no longer in the page (its frame is gone); take a new snapshot", ref)
 	}
 	quoted, err := json.Marshal(ref)
 	if err != nil {
@@ -311,7 +313,7 @@ func pageNode(ctx context.Context, ref string, e refEntry, main cdp.FrameID) (cd
 		return 0, err
 	}
 	if obj.Result == nil || obj.Result.ObjectID == "" {
-		return 0, modelErrorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
+		return 0, modeltext.Errorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
 	}
 	defer releaseWalkObjects(ctx)
 	d, err := chromedp.Call(ctx, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: obj.Result.ObjectID})

@@ -68,15 +68,15 @@ func (t *Toolset) statePath(args json.RawMessage) (string, string, error) {
 		return "", "", err
 	}
 	if t.cfg.stateDir == "" {
-		return "", "", modelErrorf("state files are off: the operator has not named a state directory (hybroute mcp --state-dir)")
+		return "", "", modeltext.Errorf("state files are off: the operator has not named a state directory (hybroute mcp --state-dir)")
 	}
 	name := strings.TrimSuffix(strings.TrimSpace(a.Name), ".json")
 	if !stateName.MatchString(name) || strings.Contains(name, "..") {
-		return "", "", modelErrorf("invalid state name %s: use letters, digits, '.', '_' and '-' (up to 64), e.g. github-login; not a path", modeltext.Quote(a.Name, 80))
+		return "", "", modeltext.Errorf("invalid state name %s: use letters, digits, '.', '_' and '-' (up to 64), e.g. github-login; not a path", modeltext.Quote(a.Name, 80))
 	}
 	path := filepath.Join(t.cfg.stateDir, name+".json")
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return "", "", modelErrorf("state %s is a symbolic link, which the state tools never follow", modeltext.Quote(name, 80))
+		return "", "", modeltext.Errorf("state %s is a symbolic link, which the state tools never follow", modeltext.Quote(name, 80))
 	}
 	return path, name, nil
 }

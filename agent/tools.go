@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // toolDef is one tool: what the model reads about it and what runs.
@@ -93,7 +94,7 @@ func decode(args json.RawMessage, v any) error {
 	d := json.NewDecoder(bytes.NewReader(args))
 	d.DisallowUnknownFields()
 	if err := d.Decode(v); err != nil {
-		return modelErrorf("invalid arguments: %v", strings.TrimPrefix(err.Error(), "json: "))
+		return modeltext.Errorf("invalid arguments: %v", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return nil
 }

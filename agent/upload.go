@@ -60,7 +60,7 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 	var navigated bool
 	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
 		if c.h.Route() != hybroute.RouteLocal {
-			return modelErrorf("the session's page is in the cloud browser, which cannot read this machine's files; files are uploaded into pages of the local browser only")
+			return modeltext.Errorf("the session's page is in the cloud browser, which cannot read this machine's files; files are uploaded into pages of the local browser only")
 		}
 		e, err := s.refs.resolve(ctx, a.Ref, c.target)
 		if err != nil {
@@ -109,19 +109,19 @@ func uploadPaths(dir string, paths []string) ([]string, error) {
 		return []string{}, nil
 	}
 	if dir == "" {
-		return nil, modelErrorf("file upload is off: the operator allowed no upload directory (--upload-dir), so no file can be uploaded")
+		return nil, modeltext.Errorf("file upload is off: the operator allowed no upload directory (--upload-dir), so no file can be uploaded")
 	}
 	root, err := filepath.Abs(dir)
 	if err == nil {
 		root, err = filepath.EvalSymlinks(root)
 	}
 	if err != nil {
-		return nil, modelErrorf("the upload directory is not available: %v", pathErr(err))
+		return nil, modeltext.Errorf("the upload directory is not available: %v", pathErr(err))
 	}
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
 		if strings.TrimSpace(p) == "" {
-			return nil, modelErrorf("an empty path: name a file under the upload directory")
+			return nil, modeltext.Errorf("an empty path: name a file under the upload directory")
 		}
 		full := p
 		if !filepath.IsAbs(full) {
@@ -129,17 +129,17 @@ func uploadPaths(dir string, paths []string) ([]string, error) {
 		}
 		real, err := filepath.EvalSymlinks(full)
 		if err != nil {
-			return nil, modelErrorf("%s: no such file under the upload directory", modeltext.Quote(p, 200))
+			return nil, modeltext.Errorf("%s: no such file under the upload directory", modeltext.Quote(p, 200))
 		}
 		if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-			return nil, modelErrorf("%s is outside the upload directory; only files under it can be uploaded", modeltext.Quote(p, 200))
+			return nil, modeltext.Errorf("%s is outside the upload directory; only files under it can be uploaded", modeltext.Quote(p, 200))
 		}
 		fi, err := os.Stat(real)
 		if err != nil {
-			return nil, modelErrorf("%s: %v", modeltext.Quote(p, 200), pathErr(err))
+			return nil, modeltext.Errorf("%s: %v", modeltext.Quote(p, 200), pathErr(err))
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, modelErrorf("%s is not a regular file", modeltext.Quote(p, 200))
+			return nil, modeltext.Errorf("%s is not a regular file", modeltext.Quote(p, 200))
 		}
 		out = append(out, real)
 	}

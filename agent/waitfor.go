@@ -137,7 +137,7 @@ func waitText(ctx context.Context, text string, gone bool, bound time.Duration) 
 		case err != nil && !navigatedAway(err):
 			return false, err
 		case err == nil && r.ExceptionDetails != nil:
-			return false, fmt.Errorf("in the page: %s", exceptionText(r.ExceptionDetails))
+			return false, fmt.Errorf("in the page: %s", modeltext.ExceptionText(r.ExceptionDetails))
 		}
 		if left <= 0 {
 			return false, nil

@@ -8,8 +8,32 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/chromedp/cdproto/runtime"
+
 	"github.com/hybroute/hybroute/internal/redact"
 )
+
+// Error is an error whose text is written for the model: what the model
+// did wrong or can do something about. A tool's result shows it as it is.
+type Error struct{ msg string }
+
+func (e *Error) Error() string { return e.msg }
+
+// Errorf is an Error of the formatted text.
+func Errorf(format string, args ...any) error {
+	return &Error{msg: fmt.Sprintf(format, args...)}
+}
+
+// ExceptionText is what a page's exception says, bounded.
+func ExceptionText(d *runtime.ExceptionDetails) string {
+	msg := d.Text
+	if d.Exception != nil && d.Exception.Description != "" {
+		msg = d.Exception.Description
+	} else if d.Exception != nil && len(d.Exception.Value) > 0 {
+		msg = d.Text + " " + string(d.Exception.Value)
+	}
+	return Cut(msg, 2000)
+}
 
 // Quote quotes s for the model on one line, cut to max runes.
 func Quote(s string, max int) string {
