@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp/kb"
 
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 )
 
 // Tool names of the keyboard and mouse tools of this file.
@@ -182,11 +183,11 @@ func clickNode(ctx context.Context, ref string, node cdp.BackendNodeID) error {
 // first box in viewport coordinates.
 func nodeCenter(ctx context.Context, ref string, node cdp.BackendNodeID) (float64, float64, error) {
 	if _, err := chromedp.Call(ctx, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: node}); err != nil {
-		return 0, 0, staleNode(ref, err)
+		return 0, 0, snapshot.StaleNode(ref, err)
 	}
 	q, err := chromedp.Call(ctx, dom.GetContentQuads, dom.GetContentQuadsParams{BackendNodeID: node})
 	if err != nil {
-		return 0, 0, staleNode(ref, err)
+		return 0, 0, snapshot.StaleNode(ref, err)
 	}
 	for _, quad := range q.Quads {
 		if len(quad) < 8 {
@@ -217,27 +218,17 @@ func area(q dom.Quad) float64 {
 	return a / 2
 }
 
-// staleNode is the error of a ref whose node is no longer in the page.
-func staleNode(ref string, err error) error {
-	msg := err.Error()
-	if strings.Contains(msg, "No node") || strings.Contains(msg, "not found") ||
-		strings.Contains(msg, "Could not compute") || strings.Contains(msg, "detached") {
-		return modeltext.Errorf("the element %s is no longer in the page (it changed since the snapshot); take a new snapshot", ref)
-	}
-	return err
-}
-
 // typeInto replaces the text of an editable node with text.
 func typeInto(ctx context.Context, ref string, node cdp.BackendNodeID, text string) error {
 	if _, err := chromedp.Call(ctx, dom.Focus, dom.FocusParams{BackendNodeID: node}); err != nil {
 		if strings.Contains(err.Error(), "not focusable") {
 			return modeltext.Errorf("the element %s cannot take text (it is not focusable); use a textbox's ref", ref)
 		}
-		return staleNode(ref, err)
+		return snapshot.StaleNode(ref, err)
 	}
 	obj, err := chromedp.Call(ctx, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: node, ObjectGroup: "hybroute-agent"})
 	if err != nil {
-		return staleNode(ref, err)
+		return snapshot.StaleNode(ref, err)
 	}
 	defer func() {
 		_, _ = chromedp.Call(ctx, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: "hybroute-agent"})
@@ -383,12 +374,12 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 			navigated = p.Landed() != before
 			return err
 		}
-		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		e, err := s.refs.Resolve(ctx, a.Ref, c.target)
 		if err != nil {
 			return err
 		}
 		what = describeRef(a.Ref, e)
-		if err := settled(ctx, c, &navigated, func() error { return clickNode(e.in(ctx), a.Ref, e.node) }); err != nil || navigated {
+		if err := settled(ctx, c, &navigated, func() error { return clickNode(e.In(ctx), a.Ref, e.Node()) }); err != nil || navigated {
 			return err
 		}
 		changes = t.changesAfter(ctx, s, c)
@@ -418,12 +409,12 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 			navigated = p.Landed() != before
 			return err
 		}
-		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		e, err := s.refs.Resolve(ctx, a.Ref, c.target)
 		if err != nil {
 			return err
 		}
 		what = describeRef(a.Ref, e)
-		if err := typeInto(e.in(ctx), a.Ref, e.node, a.Text); err != nil {
+		if err := typeInto(e.In(ctx), a.Ref, e.Node(), a.Text); err != nil {
 			return err
 		}
 		if a.Submit {
@@ -504,10 +495,10 @@ func (t *Toolset) scroll(ctx context.Context, s *session, key string, args json.
 	})
 }
 
-func describeRef(ref string, e refEntry) string {
-	s := ref + " (" + e.role
-	if e.name != "" {
-		s += " " + modeltext.Quote(e.name, 100)
+func describeRef(ref string, e snapshot.Entry) string {
+	s := ref + " (" + e.Role()
+	if e.Name() != "" {
+		s += " " + modeltext.Quote(e.Name(), 100)
 	}
 	return s + ")"
 }

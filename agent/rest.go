@@ -9,6 +9,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -73,7 +74,7 @@ func readErr(err error) error {
 var restRefs = regexp.MustCompile(`\[(e[0-9]+)\]`)
 
 func restSnapshot(text string, limit int) string {
-	return truncate(restRefs.ReplaceAllString(text, "[ref=$1]"), limit)
+	return snapshot.Truncate(restRefs.ReplaceAllString(text, "[ref=$1]"), limit)
 }
 
 // errRESTConsole is browser_console on a REST page.

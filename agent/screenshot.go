@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 )
 
 const ToolScreenshot = "browser_screenshot"
@@ -172,16 +173,16 @@ func (t *Toolset) captureCDP(ctx context.Context, s *session, c *call, a *shotAr
 	scaled := a.MaxWidth > 0 || a.MaxHeight > 0
 	switch {
 	case a.Ref != "":
-		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		e, err := s.refs.Resolve(ctx, a.Ref, c.target)
 		if err != nil {
 			return Image{}, "", err
 		}
 		what = describeRef(a.Ref, e)
-		if e.oopif != "" {
+		if e.CrossSite() {
 			// Its box is in the frame's own coordinates, not the page's.
 			return Image{}, "", modeltext.Errorf("the element %s is in a frame of another site, which an element screenshot cannot clip; take a screenshot of the page", a.Ref)
 		}
-		clip, err := nodeClip(ctx, a.Ref, e.node)
+		clip, err := nodeClip(ctx, a.Ref, e.Node())
 		if err != nil {
 			return Image{}, "", err
 		}
@@ -220,14 +221,14 @@ const maxFullPageHeight = 16384
 // view first (a box the layout has not placed has no size).
 func nodeClip(ctx context.Context, ref string, node cdp.BackendNodeID) (*page.Viewport, error) {
 	if _, err := chromedp.Call(ctx, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: node}); err != nil {
-		return nil, staleNode(ref, err)
+		return nil, snapshot.StaleNode(ref, err)
 	}
 	box, err := chromedp.Call(ctx, dom.GetBoxModel, dom.GetBoxModelParams{BackendNodeID: node})
 	if err != nil || box.Model == nil || len(box.Model.Border) < 8 {
 		if err == nil {
 			err = fmt.Errorf("no box")
 		}
-		return nil, staleNode(ref, err)
+		return nil, snapshot.StaleNode(ref, err)
 	}
 	q := box.Model.Border
 	x0, y0, x1, y1 := q[0], q[1], q[0], q[1]

@@ -18,6 +18,7 @@ import (
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/download"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 )
 
 // session is the toolset's memory of one session key: which browser session
@@ -38,7 +39,7 @@ type session struct {
 	checked   string
 	checkedIn target.ID
 
-	refs  refTable
+	refs  snapshot.Refs
 	names tabNames // short names of the session's tabs (tabs.go)
 
 	tmu     sync.Mutex // guards tabs and ended; console has its own lock
@@ -47,7 +48,7 @@ type session struct {
 	console consoleBuf
 	dl      *download.Tracker // its downloads (download.go)
 	net     netState
-	worlds  worldTracker // the walk's world in each tab (snapshot_world.go)
+	worlds  snapshot.Worlds // the walk's world in each tab (snapshot_world.go)
 }
 
 func (t *Toolset) newSession() *session {
@@ -275,11 +276,11 @@ func (t *Toolset) prepareTab(ctx context.Context, s *session, cc *chromedp.Conte
 	// keeps the tab's values without the call's cancellation.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.tabs[id] = cancel
-	if err := s.worlds.listen(cctx, id); err != nil {
+	if err := s.worlds.Listen(cctx, id); err != nil {
 		// Snapshots of the tab take the long way.
 		t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: following the tab's documents", slog.String("error", err.Error()))
 	}
-	warmSnapshotWorld(ctx)
+	snapshot.Warm(ctx)
 	quietTab(ctx)
 	msgs := chromedp.Console(cctx)
 	t.bg.Go(func() {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 )
 
 // ToolFileUpload is the name of the upload tool.
@@ -62,21 +63,21 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 		if c.h.Route() != hybroute.RouteLocal {
 			return modeltext.Errorf("the session's page is in the cloud browser, which cannot read this machine's files; files are uploaded into pages of the local browser only")
 		}
-		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		e, err := s.refs.Resolve(ctx, a.Ref, c.target)
 		if err != nil {
 			return err
 		}
 		what = describeRef(a.Ref, e)
 		var ans fieldAnswer
-		if err := callOnNode(e.in(ctx), a.Ref, e.node, fileInputJS, &ans, len(files)); err != nil {
+		if err := callOnNode(e.In(ctx), a.Ref, e.Node(), fileInputJS, &ans, len(files)); err != nil {
 			return err
 		}
 		if err := ans.err(a.Ref); err != nil {
 			return err
 		}
 		return settled(ctx, c, &navigated, func() error {
-			if _, err := chromedp.Call(e.in(ctx), dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: files, BackendNodeID: e.node}); err != nil {
-				return staleNode(a.Ref, err)
+			if _, err := chromedp.Call(e.In(ctx), dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: files, BackendNodeID: e.Node()}); err != nil {
+				return snapshot.StaleNode(a.Ref, err)
 			}
 			return nil
 		})
