@@ -48,7 +48,7 @@ type session struct {
 	console consoleBuf
 	dl      *download.Tracker // its downloads (download.go)
 	net     netState
-	worlds  snapshot.Worlds // the walk's world in each tab (snapshot_world.go)
+	worlds  snapshot.Worlds // the walk's world in each tab
 }
 
 func (t *Toolset) newSession() *session {
