@@ -54,11 +54,15 @@ func (w *Worlds) forget(tab target.ID) {
 	}
 }
 
-// Put records what is known of a tab's main frame, as its events tell
-// it.
+// Put records what is known of a tab's main frame, as its events would
+// tell it; the tab's listener goes on from there.
 func (w *Worlds) Put(tab target.ID, x World) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if t := w.tabs[tab]; t != nil {
+		*t = x
+		return
+	}
 	if w.tabs == nil {
 		w.tabs = map[target.ID]*World{}
 	}
