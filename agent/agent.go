@@ -227,7 +227,8 @@ type Toolset struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	closed   bool
-	bg       sync.WaitGroup // console collectors
+	bg       sync.WaitGroup // console collectors, download savers
+	hooks    []callHook     // attached to every call on a CDP tab
 }
 
 // New returns the toolset over r. Close it before closing r.
@@ -250,6 +251,7 @@ func New(r Router, opts ...Option) *Toolset {
 			o(&t.cfg)
 		}
 	}
+	t.hooks = []callHook{downloadHook{t}, networkHook{}}
 	if t.cfg.log == nil {
 		t.cfg.log = slog.Default()
 	}
@@ -380,21 +382,25 @@ func (t *Toolset) session(key string) (*session, error) {
 	}
 	s := t.sessions[key]
 	if s == nil {
-		s = newSession(t.cfg.consoleLimit)
+		s = t.newSession()
 		t.sessions[key] = s
 	}
 	return s, nil
 }
 
 // callOptions are the options of every Router call a tool makes: the
-// run's own budget, and whether a call waits for its turn at a busy local
-// browser.
-func (t *Toolset) callOptions(more ...hybroute.CallOption) []hybroute.CallOption {
-	opts := append(make([]hybroute.CallOption, 0, 2+len(more)), hybroute.RunTimeout(t.cfg.callTimeout))
+// run's own budget, whether a call waits for its turn at a busy local
+// browser, and whether the run drives a page without CDP (u has
+// drivesREST).
+func (t *Toolset) callOptions(u use) []hybroute.CallOption {
+	opts := append(make([]hybroute.CallOption, 0, 3), hybroute.RunTimeout(t.cfg.callTimeout))
 	if t.cfg.waitForTurn {
 		opts = append(opts, hybroute.WaitForTurn())
 	}
-	return append(opts, more...)
+	if u&drivesREST != 0 {
+		opts = append(opts, hybroute.DrivesREST())
+	}
+	return opts
 }
 
 // toolError is a Result the model reads as a failed tool call.

@@ -1,12 +1,28 @@
 package agent
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
+
+const ToolConsole = "browser_console"
+
+var consoleTools = []toolDef{
+	{
+		name: ToolConsole,
+		desc: "Read the page's console messages (console.log, warnings, errors) and uncaught exceptions since the last read. " +
+			"With clear false, the messages are kept and shown again on the next read.",
+		schema: `{"type":"object","properties":{"clear":{"type":"boolean","description":"Forget the messages returned, so the next read shows only newer ones","default":true}},"additionalProperties":false}`,
+		run:    (*Toolset).console,
+	},
+}
 
 // consoleBuf keeps a session's console messages and uncaught exceptions
 // between two reads, collected in the background from every tab the
@@ -62,7 +78,7 @@ func (b *consoleBuf) read(clear bool) string {
 		}
 		fmt.Fprintf(&sb, "[%s] %s", label, m.text)
 		if m.url != "" {
-			fmt.Fprintf(&sb, " (%s:%d)", shownURL(m.url), m.line+1)
+			fmt.Fprintf(&sb, " (%s:%d)", modeltext.URL(m.url), m.line+1)
 		}
 		sb.WriteByte('\n')
 	}
@@ -71,4 +87,23 @@ func (b *consoleBuf) read(clear bool) string {
 		b.dropped = 0
 	}
 	return strings.TrimRight(sb.String(), "\n")
+}
+
+func (t *Toolset) console(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	a := struct {
+		Clear *bool `json:"clear"`
+	}{}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	clear := a.Clear == nil || *a.Clear
+	var text string
+	res, c, err := t.do(ctx, s, key, "", reads|drivesREST, func(ctx context.Context, c *call) error {
+		if c.rest != nil {
+			return errRESTConsole
+		}
+		text = s.console.read(clear)
+		return nil
+	})
+	return t.finishCall(s, key, res, c, err, func() string { return text })
 }

@@ -6,12 +6,13 @@ import (
 	"errors"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // ToolHandleDialog is the name of the dialog tool.
 const ToolHandleDialog = "browser_handle_dialog"
 
-var dialogDefs = []toolDef{
+var dialogTools = []toolDef{
 	{
 		name: ToolHandleDialog,
 		desc: "Answer the JavaScript dialog (alert, confirm, prompt) the page opened and waits on: accept (OK) or dismiss (Cancel), and for a prompt the text to answer. " +
@@ -59,11 +60,11 @@ func (t *Toolset) handleDialog(ctx context.Context, s *session, key string, args
 	case err != nil:
 		return toolError(describe(err, nil, key))
 	}
-	msg := "Dismissed the " + d.Type + " " + quote(d.Message, 200) + "."
+	msg := "Dismissed the " + d.Type + " " + modeltext.Quote(d.Message, 200) + "."
 	if a.Accept {
-		msg = "Accepted the " + d.Type + " " + quote(d.Message, 200)
+		msg = "Accepted the " + d.Type + " " + modeltext.Quote(d.Message, 200)
 		if d.Type == "prompt" {
-			msg += " with " + quote(text, 200)
+			msg += " with " + modeltext.Quote(text, 200)
 		}
 		msg += "."
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/internal/redact"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
@@ -19,9 +20,9 @@ import (
 // refused and why, or what failed, without the chain of wrapped protocol
 // errors or the Router's session keys.
 func describe(err error, c *call, key string) string {
-	var me *modelError
+	var me *modeltext.Error
 	if errors.As(err, &me) {
-		return me.msg
+		return me.Error()
 	}
 	if blocked := blockedErrors(err); len(blocked) > 0 {
 		var pb *pageBlockedError

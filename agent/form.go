@@ -10,6 +10,9 @@ import (
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 )
 
 // Tool names of the form tools.
@@ -21,7 +24,7 @@ const (
 // maxFormFields bounds one browser_fill_form call.
 const maxFormFields = 50
 
-var formDefs = []toolDef{
+var formTools = []toolDef{
 	{
 		name: ToolSelectOption,
 		desc: "Pick options of a drop-down list or list box (a <select>: a combobox or listbox in the snapshot) by its ref. " +
@@ -44,30 +47,17 @@ var formDefs = []toolDef{
 	},
 }
 
-// callArgs are args as the arguments of Runtime.callFunctionOn.
-func callArgs(args []any) ([]*runtime.CallArgument, error) {
-	cargs := make([]*runtime.CallArgument, 0, len(args))
-	for _, a := range args {
-		b, err := json.Marshal(a)
-		if err != nil {
-			return nil, err
-		}
-		cargs = append(cargs, &runtime.CallArgument{Value: b})
-	}
-	return cargs, nil
-}
-
 // callOnNode calls the JavaScript function fn with this set to the node and
 // the JSON args, and decodes its by-value result into out.
 func callOnNode(ctx context.Context, ref string, node cdp.BackendNodeID, fn string, out any, args ...any) error {
 	obj, err := chromedp.Call(ctx, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: node, ObjectGroup: "hybroute-agent"})
 	if err != nil {
-		return staleNode(ref, err)
+		return snapshot.StaleNode(ref, err)
 	}
 	defer func() {
 		_, _ = chromedp.Call(ctx, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: "hybroute-agent"})
 	}()
-	cargs, err := callArgs(args)
+	cargs, err := snapshot.CallArgs(args)
 	if err != nil {
 		return err
 	}
@@ -76,10 +66,10 @@ func callOnNode(ctx context.Context, ref string, node cdp.BackendNodeID, fn stri
 		ReturnByValue: new(true), UserGesture: new(true),
 	})
 	if err != nil {
-		return staleNode(ref, err)
+		return snapshot.StaleNode(ref, err)
 	}
 	if r.ExceptionDetails != nil {
-		return fmt.Errorf("in the page: %s", exceptionText(r.ExceptionDetails))
+		return fmt.Errorf("in the page: %s", modeltext.ExceptionText(r.ExceptionDetails))
 	}
 	if out == nil || r.Result == nil || len(r.Result.Value) == 0 {
 		return nil
@@ -104,11 +94,11 @@ func (a fieldAnswer) err(ref string) error {
 	if len(a.Options) > 0 {
 		qs := make([]string, len(a.Options))
 		for i, o := range a.Options {
-			qs[i] = quote(o, 80)
+			qs[i] = modeltext.Quote(o, 80)
 		}
 		msg += "; its options are " + strings.Join(qs, ", ")
 	}
-	return modelErrorf("%s", msg)
+	return modeltext.Errorf("%s", msg)
 }
 
 // selectJS picks the options of a <select> named by label or value, and
@@ -170,8 +160,8 @@ func (t *Toolset) selectOption(ctx context.Context, s *session, key string, args
 	if len(a.Values) == 0 {
 		return toolError("values is required: the labels or values of the options to pick")
 	}
-	return t.onRef(ctx, s, key, a.Ref, func(ctx context.Context, e refEntry) (string, error) {
-		picked, err := selectIn(ctx, a.Ref, e.node, a.Values)
+	return t.onRef(ctx, s, key, a.Ref, func(ctx context.Context, e snapshot.Entry) (string, error) {
+		picked, err := selectIn(ctx, a.Ref, e.Node(), a.Values)
 		return "Selected " + quotes(picked) + " in", err
 	})
 }
@@ -187,7 +177,7 @@ func selectIn(ctx context.Context, ref string, node cdp.BackendNodeID, values []
 func quotes(ss []string) string {
 	qs := make([]string, len(ss))
 	for i, s := range ss {
-		qs[i] = quote(s, 100)
+		qs[i] = modeltext.Quote(s, 100)
 	}
 	return strings.Join(qs, ", ")
 }
@@ -228,18 +218,18 @@ func (t *Toolset) fillForm(ctx context.Context, s *session, key string, args jso
 	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
 		return settled(ctx, c, &navigated, func() error {
 			for _, f := range a.Fields {
-				e, err := s.refs.resolve(ctx, f.Ref, c.target)
+				e, err := s.refs.Resolve(ctx, f.Ref, c.target)
 				if err != nil {
 					return err
 				}
-				if err := fillField(e.in(ctx), f, e.node); err != nil {
+				if err := fillField(e.In(ctx), f, e.Node()); err != nil {
 					return err
 				}
 				name := f.Name
 				if name == "" {
-					name = e.name
+					name = e.Name()
 				}
-				done = append(done, fmt.Sprintf("%s %s: %s", f.Ref, quote(name, 80), quote(f.Value, 80)))
+				done = append(done, fmt.Sprintf("%s %s: %s", f.Ref, modeltext.Quote(name, 80), modeltext.Quote(f.Value, 80)))
 			}
 			return nil
 		})
@@ -284,7 +274,7 @@ func fillField(ctx context.Context, f formField, node cdp.BackendNodeID) error {
 		return nil
 	}
 	if f.Type == "radio" && !want {
-		return modelErrorf("the radio button %s cannot be unchecked by itself; pick another radio button of its group", f.Ref)
+		return modeltext.Errorf("the radio button %s cannot be unchecked by itself; pick another radio button of its group", f.Ref)
 	}
 	return clickNode(ctx, f.Ref, node)
 }

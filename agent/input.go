@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -13,7 +15,48 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 )
+
+// Tool names of the keyboard and mouse tools of this file.
+const (
+	ToolClick  = "browser_click"
+	ToolType   = "browser_type"
+	ToolPress  = "browser_press"
+	ToolScroll = "browser_scroll"
+)
+
+var inputTools = []toolDef{
+	{
+		name: ToolClick,
+		desc: "Click an element of the page, by its ref from the last browser_snapshot, with a real mouse click at the center of the element (scrolled into view first). " +
+			"If the click starts a navigation, the tool waits for the new page to load.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The element's ref from the last snapshot, e.g. e12"},"element":{"type":"string","description":"Optional: what the element is, in words, for the log"}},"required":["ref"],"additionalProperties":false}`,
+		run:    (*Toolset).click,
+	},
+	{
+		name: ToolType,
+		desc: "Type text into an editable element (a textbox, a search box, a text area, a contenteditable) by its ref from the last browser_snapshot. " +
+			"The text replaces what the field held. Set submit to true to press Enter afterwards (submits most forms).",
+		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The field's ref from the last snapshot, e.g. e7"},"text":{"type":"string","description":"The text to put in the field"},"submit":{"type":"boolean","description":"Press Enter after typing","default":false}},"required":["ref","text"],"additionalProperties":false}`,
+		run:    (*Toolset).typeText,
+	},
+	{
+		name: ToolPress,
+		desc: "Press a key, or a key combination, in the page (on the focused element): a DOM key name such as Enter, Tab, Escape, Backspace, ArrowDown, PageDown, or one character; " +
+			"combinations as Shift+Tab or Control+a.",
+		schema: `{"type":"object","properties":{"key":{"type":"string","description":"The key, e.g. Enter, ArrowDown, Shift+Tab, a"}},"required":["key"],"additionalProperties":false}`,
+		run:    (*Toolset).press,
+	},
+	{
+		name:   ToolScroll,
+		desc:   "Scroll the page by most of a screen in a direction, and report the scroll position and the page size.",
+		schema: `{"type":"object","properties":{"direction":{"type":"string","enum":["up","down","left","right"],"description":"Which way to scroll"}},"required":["direction"],"additionalProperties":false}`,
+		run:    (*Toolset).scroll,
+	},
+}
 
 // navWatch sees whether an action (a click, a key, a script) started a
 // navigation of the main frame, and waits for it to finish, so the next
@@ -140,11 +183,11 @@ func clickNode(ctx context.Context, ref string, node cdp.BackendNodeID) error {
 // first box in viewport coordinates.
 func nodeCenter(ctx context.Context, ref string, node cdp.BackendNodeID) (float64, float64, error) {
 	if _, err := chromedp.Call(ctx, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: node}); err != nil {
-		return 0, 0, staleNode(ref, err)
+		return 0, 0, snapshot.StaleNode(ref, err)
 	}
 	q, err := chromedp.Call(ctx, dom.GetContentQuads, dom.GetContentQuadsParams{BackendNodeID: node})
 	if err != nil {
-		return 0, 0, staleNode(ref, err)
+		return 0, 0, snapshot.StaleNode(ref, err)
 	}
 	for _, quad := range q.Quads {
 		if len(quad) < 8 {
@@ -160,7 +203,7 @@ func nodeCenter(ctx context.Context, ref string, node cdp.BackendNodeID) (float6
 			return x, y, nil
 		}
 	}
-	return 0, 0, modelErrorf("the element %s has no visible box (it is hidden or has no size); take a new snapshot", ref)
+	return 0, 0, modeltext.Errorf("the element %s has no visible box (it is hidden or has no size); take a new snapshot", ref)
 }
 
 func area(q dom.Quad) float64 {
@@ -175,27 +218,17 @@ func area(q dom.Quad) float64 {
 	return a / 2
 }
 
-// staleNode is the error of a ref whose node is no longer in the page.
-func staleNode(ref string, err error) error {
-	msg := err.Error()
-	if strings.Contains(msg, "No node") || strings.Contains(msg, "not found") ||
-		strings.Contains(msg, "Could not compute") || strings.Contains(msg, "detached") {
-		return modelErrorf("the element %s is no longer in the page (it changed since the snapshot); take a new snapshot", ref)
-	}
-	return err
-}
-
 // typeInto replaces the text of an editable node with text.
 func typeInto(ctx context.Context, ref string, node cdp.BackendNodeID, text string) error {
 	if _, err := chromedp.Call(ctx, dom.Focus, dom.FocusParams{BackendNodeID: node}); err != nil {
 		if strings.Contains(err.Error(), "not focusable") {
-			return modelErrorf("the element %s cannot take text (it is not focusable); use a textbox's ref", ref)
+			return modeltext.Errorf("the element %s cannot take text (it is not focusable); use a textbox's ref", ref)
 		}
-		return staleNode(ref, err)
+		return snapshot.StaleNode(ref, err)
 	}
 	obj, err := chromedp.Call(ctx, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: node, ObjectGroup: "hybroute-agent"})
 	if err != nil {
-		return staleNode(ref, err)
+		return snapshot.StaleNode(ref, err)
 	}
 	defer func() {
 		_, _ = chromedp.Call(ctx, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: "hybroute-agent"})
@@ -210,7 +243,7 @@ func typeInto(ctx context.Context, ref string, node cdp.BackendNodeID, text stri
 		return err
 	}
 	if r.ExceptionDetails == nil && r.Result != nil && string(r.Result.Value) == "false" {
-		return modelErrorf("the element %s does not take text (it is not a text field or an editable element); use a textbox's ref", ref)
+		return modeltext.Errorf("the element %s does not take text (it is not a text field or an editable element); use a textbox's ref", ref)
 	}
 	if text == "" {
 		return pressKeys(ctx, "Delete")
@@ -259,7 +292,7 @@ var keyNames = func() map[string]rune {
 func pressKeys(ctx context.Context, combo string) error {
 	combo = strings.TrimSpace(combo)
 	if combo == "" {
-		return modelErrorf("key is empty; give a key name such as Enter, Tab, ArrowDown, Escape or a character")
+		return modeltext.Errorf("key is empty; give a key name such as Enter, Tab, ArrowDown, Escape or a character")
 	}
 	parts := []string{combo}
 	if len(combo) > 1 && strings.Contains(combo[:len(combo)-1], "+") {
@@ -280,7 +313,7 @@ func pressKeys(ctx context.Context, combo string) error {
 		case "shift":
 			mods |= int64(chromedp.ModifierShift)
 		default:
-			return modelErrorf("unknown modifier %q in %q; the modifiers are Alt, Control, Meta and Shift", p, combo)
+			return modeltext.Errorf("unknown modifier %q in %q; the modifiers are Alt, Control, Meta and Shift", p, combo)
 		}
 	}
 	name := strings.TrimSpace(parts[len(parts)-1])
@@ -295,7 +328,7 @@ func pressKeys(ctx context.Context, combo string) error {
 	} else if kr, ok := keyNames[strings.ToUpper(name[:1])+name[1:]]; ok {
 		r = kr
 	} else {
-		return modelErrorf("unknown key %q; use a DOM key name such as Enter, Tab, Escape, Backspace, ArrowDown, PageDown, Home, F5, or one character", name)
+		return modeltext.Errorf("unknown key %q; use a DOM key name such as Enter, Tab, Escape, Backspace, ArrowDown, PageDown, Home, F5, or one character", name)
 	}
 	events := kb.Encode(r)
 	chord := mods&int64(chromedp.ModifierAlt|chromedp.ModifierCtrl|chromedp.ModifierMeta) != 0
@@ -322,3 +355,150 @@ const scrollJS = `(() => {
 	const el = document.scrollingElement || document.documentElement;
 	return [Math.round(scrollX), Math.round(scrollY), el.scrollWidth, el.scrollHeight, innerWidth, innerHeight];
 })()`
+
+func (t *Toolset) click(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Ref     string `json:"ref"`
+		Element string `json:"element"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var what, changes string
+	var navigated bool
+	res, c, err := t.do(ctx, s, key, "", reads|moves|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			what = a.Ref
+			before := p.Landed()
+			_, err := p.Click(ctx, a.Ref)
+			navigated = p.Landed() != before
+			return err
+		}
+		e, err := s.refs.Resolve(ctx, a.Ref, c.target)
+		if err != nil {
+			return err
+		}
+		what = describeRef(a.Ref, e)
+		if err := settled(ctx, c, &navigated, func() error { return clickNode(e.In(ctx), a.Ref, e.Node()) }); err != nil || navigated {
+			return err
+		}
+		changes = t.changesAfter(ctx, s, c)
+		return nil
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		return "Clicked " + what + "." + navNote(navigated) + changesNote(changes)
+	})
+}
+
+func (t *Toolset) typeText(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Ref    string `json:"ref"`
+		Text   string `json:"text"`
+		Submit bool   `json:"submit"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var what, changes string
+	var navigated bool
+	res, c, err := t.do(ctx, s, key, "", reads|moves|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			what = a.Ref
+			before := p.Landed()
+			_, err := p.Type(ctx, a.Ref, a.Text, a.Submit)
+			navigated = p.Landed() != before
+			return err
+		}
+		e, err := s.refs.Resolve(ctx, a.Ref, c.target)
+		if err != nil {
+			return err
+		}
+		what = describeRef(a.Ref, e)
+		if err := typeInto(e.In(ctx), a.Ref, e.Node(), a.Text); err != nil {
+			return err
+		}
+		if a.Submit {
+			if err := settled(ctx, c, &navigated, func() error { return pressKeys(ctx, "Enter") }); err != nil || navigated {
+				return err
+			}
+		}
+		changes = t.changesAfter(ctx, s, c)
+		return nil
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		msg := fmt.Sprintf("Typed %s into %s.", modeltext.Quote(a.Text, 200), what)
+		if a.Submit {
+			msg += " Pressed Enter."
+		}
+		return msg + navNote(navigated) + changesNote(changes)
+	})
+}
+
+func (t *Toolset) press(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Key string `json:"key"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var navigated bool
+	res, c, err := t.do(ctx, s, key, "", reads|moves|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			before := p.Landed()
+			_, err := p.Press(ctx, a.Key)
+			navigated = p.Landed() != before
+			return err
+		}
+		return settled(ctx, c, &navigated, func() error { return pressKeys(ctx, a.Key) })
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		return "Pressed " + a.Key + "." + navNote(navigated)
+	})
+}
+
+func (t *Toolset) scroll(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		Direction string `json:"direction"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	var dx, dy int
+	switch strings.ToLower(a.Direction) {
+	case "up":
+		dy = -1
+	case "down":
+		dy = 1
+	case "left":
+		dx = -1
+	case "right":
+		dx = 1
+	default:
+		return toolError(fmt.Sprintf("direction %q: use up, down, left or right", a.Direction))
+	}
+	var pos []int
+	res, c, err := t.do(ctx, s, key, "", reads|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			_, err := p.Scroll(ctx, strings.ToLower(a.Direction))
+			return err
+		}
+		var err error
+		pos, err = chromedp.Run(ctx, chromedp.Evaluate[[]int](fmt.Sprintf(scrollJS, dx, dy)))
+		return err
+	})
+	return t.finishCall(s, key, res, c, err, func() string {
+		if len(pos) != 6 {
+			return "Scrolled " + a.Direction + "."
+		}
+		return fmt.Sprintf("Scrolled %s. The view now shows x %d–%d, y %d–%d of a page %d wide and %d high.",
+			a.Direction, pos[0], pos[0]+pos[4], pos[1], pos[1]+pos[5], pos[2], pos[3])
+	})
+}
+
+func describeRef(ref string, e snapshot.Entry) string {
+	s := ref + " (" + e.Role()
+	if e.Name() != "" {
+		s += " " + modeltext.Quote(e.Name(), 100)
+	}
+	return s + ")"
+}

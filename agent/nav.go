@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/chromedp/cdproto"
@@ -12,14 +13,17 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
-// Tool names of the navigation tools beyond browser_navigate and
-// browser_back.
+// Tool names of the navigation tools.
 const (
-	ToolForward = "browser_forward"
-	ToolReload  = "browser_reload"
-	ToolResize  = "browser_resize"
+	ToolNavigate = "browser_navigate"
+	ToolBack     = "browser_back"
+	ToolForward  = "browser_forward"
+	ToolReload   = "browser_reload"
+	ToolResize   = "browser_resize"
 )
 
 // The bounds of browser_resize, in CSS pixels: a viewport a page can be
@@ -29,7 +33,23 @@ const (
 	maxViewport = 4096
 )
 
-var navDefs = []toolDef{
+var navTools = []toolDef{
+	{
+		name: ToolNavigate,
+		desc: "Open a URL in the browser tab of this session and wait for it to load. " +
+			"Write it as you would in an address bar: localhost:3000 becomes http://localhost:3000/, example.com becomes https://example.com/. " +
+			"The URL decides which browser opens it: public sites open in the cloud browser, addresses on this machine or its network (localhost, 192.168.x.x) in the local browser; the result says which. " +
+			"Cloud metadata addresses (169.254.169.254 and the like) are always refused. " +
+			"Call browser_snapshot next to read the page.",
+		schema: `{"type":"object","properties":{"url":{"type":"string","description":"The URL to open, e.g. https://example.com/docs or localhost:3000"}},"required":["url"],"additionalProperties":false}`,
+		run:    (*Toolset).navigate,
+	},
+	{
+		name:   ToolBack,
+		desc:   "Go back to the previous page in this tab's history and wait for it to load.",
+		schema: noArgs,
+		run:    (*Toolset).back,
+	},
 	{
 		name:   ToolForward,
 		desc:   "Go forward to the next page in this tab's history (after browser_back) and wait for it to load.",
@@ -73,9 +93,9 @@ func historyStep(ctx context.Context, c *call, delta int64) error {
 	i := h.CurrentIndex + delta
 	if i < 0 || int(i) >= len(h.Entries) {
 		if delta > 0 {
-			return modelErrorf("there is no next page in this tab's history")
+			return modeltext.Errorf("there is no next page in this tab's history")
 		}
-		return modelErrorf("there is no previous page in this tab's history")
+		return modeltext.Errorf("there is no previous page in this tab's history")
 	}
 	// Not chromedp.NavigateForward: it waits for a load event, which a page
 	// restored from the back/forward cache never fires.
@@ -164,4 +184,62 @@ func whileAttaching(ctx context.Context, cmd func() error) error {
 		case <-time.After(time.Duration(try+1) * 20 * time.Millisecond):
 		}
 	}
+}
+
+func (t *Toolset) navigate(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	var a struct {
+		URL string `json:"url"`
+	}
+	if err := decode(args, &a); err != nil {
+		return argError(err)
+	}
+	raw := strings.TrimSpace(a.URL)
+	if raw == "" {
+		return toolError("url is required: the address to open, such as https://example.com/ or localhost:3000")
+	}
+	u := CompleteURL(raw)
+	body := func() string {
+		msg := "Opened " + modeltext.URL(u) + "."
+		if u != raw {
+			msg = "Opened " + modeltext.URL(u) + " (completed from " + modeltext.Quote(modeltext.URL(raw), 200) + ")."
+		}
+		return msg
+	}
+	// Navigation picks the browser: the URL is the call's only literal.
+	c := &call{}
+	const how = moves | drivesREST
+	res, err := t.r.Navigate(ctx, key, u, t.runner(s, c, how, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			c.moved = true
+			_, err := p.Navigate(ctx, u)
+			return err
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
+			return err
+		}
+		// The load event comes before the page's first frame: the page
+		// is laid out and painted once before the model reads it, as it
+		// is after a click or a keystroke, rather than in the first call
+		// that reads it.
+		settle(ctx)
+		return nil
+	}), t.callOptions(how)...)
+	return t.finishCall(s, key, res, c, err, body)
+}
+
+func (t *Toolset) back(ctx context.Context, s *session, key string, args json.RawMessage) Result {
+	if err := decode(args, &struct{}{}); err != nil {
+		return argError(err)
+	}
+	res, c, err := t.do(ctx, s, key, "", moves|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			c.moved = true
+			_, err := p.Back(ctx)
+			return err
+		}
+		// A history step navigates for sure: wait for it as forward does,
+		// so that the next call cannot cut it short.
+		return historyStep(ctx, c, -1)
+	})
+	return t.finishCall(s, key, res, c, err, func() string { return "Went back." })
 }

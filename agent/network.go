@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -26,6 +27,16 @@ import (
 
 // ToolNetworkRequests is the tool's name.
 const ToolNetworkRequests = "browser_network_requests"
+
+var networkTools = []toolDef{
+	{
+		name: ToolNetworkRequests,
+		desc: "List the requests the page made since its last navigation: method, status (or why it failed), type, size and URL, " +
+			"and the requests the security guard refused, with why. Use it to see which API calls a page makes or why something did not load.",
+		schema: networkSchema,
+		run:    (*Toolset).networkRequests,
+	},
+}
 
 const networkSchema = `{"type":"object","properties":{` +
 	`"limit":{"type":"integer","minimum":1,"maximum":500,"description":"Show at most this many requests, the newest","default":100},` +
@@ -57,17 +68,43 @@ type requestLog struct {
 
 // netState is a session's request logs, per tab.
 type netState struct {
-	mu   sync.Mutex
-	tabs map[target.ID]*requestLog
+	mu        sync.Mutex
+	tabs      map[target.ID]*requestLog
+	listeners []context.CancelFunc
+	ended     bool
 }
 
-// listenNetwork records the tab's requests. It runs on the tab's reader:
-// it only records, under a lock, in bounded memory.
-func (t *Toolset) listenNetwork(ctx context.Context, s *session, tab target.ID) error {
-	n := &s.net
+// end stops the tabs' listeners.
+func (n *netState) end() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.ended = true
+	for _, cancel := range n.listeners {
+		cancel()
+	}
+	n.listeners = nil
+}
+
+// networkHook starts the request log of a call's tab the first time a
+// call runs in it.
+type networkHook struct{}
+
+func (networkHook) watches() string { return "requests" }
+
+func (networkHook) before(ctx context.Context, s *session, c *call) (func(error) error, error) {
+	return nil, s.net.listen(ctx, c.target)
+}
+
+// listen records the tab's requests, once per tab. It runs on the tab's
+// reader: it only records, under a lock, in bounded memory.
+func (n *netState) listen(ctx context.Context, tab target.ID) error {
 	n.mu.Lock()
 	if n.tabs == nil {
 		n.tabs = map[target.ID]*requestLog{}
+	}
+	if _, ok := n.tabs[tab]; ok || n.ended {
+		n.mu.Unlock()
+		return nil
 	}
 	l := &requestLog{since: time.Now(), byID: map[network.RequestID]*request{}}
 	n.tabs[tab] = l
@@ -141,17 +178,19 @@ func (t *Toolset) listenNetwork(ctx context.Context, s *session, tab target.ID) 
 			n.mu.Unlock()
 		}
 	})
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if err != nil {
+		// The next call tries again.
+		delete(n.tabs, tab)
 		cancel()
 		return err
 	}
-	s.dl.mu.Lock()
-	defer s.dl.mu.Unlock()
-	if s.dl.ended {
+	if n.ended {
 		cancel()
 		return nil
 	}
-	s.dl.listeners = append(s.dl.listeners, cancel)
+	n.listeners = append(n.listeners, cancel)
 	return nil
 }
 
@@ -170,12 +209,13 @@ func (t *Toolset) networkRequests(ctx context.Context, s *session, key string, a
 		return toolError(fmt.Sprintf("limit %d: use 1 to %d", a.Limit, maxRequestsKept))
 	}
 	var text string
-	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|drivesREST, func(ctx context.Context, c *call) error {
+		if c.rest != nil {
+			return modeltext.Errorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report its requests")
+		}
 		var err error
 		text, err = t.renderRequests(s, c, a.Limit, a.Filter)
 		return err
-	}, func(context.Context, *hybroute.RESTPage, *call) error {
-		return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report its requests")
 	})
 	return t.finishCall(s, key, res, c, err, func() string { return text })
 }
@@ -225,10 +265,10 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 		default:
 			outcome = fmt.Sprint(r.status)
 			if r.done && r.size > 0 {
-				outcome += ", " + size(int64(r.size))
+				outcome += ", " + modeltext.Size(int64(r.size))
 			}
 		}
-		lines = append(lines, fmt.Sprintf("- %s %s (%s): %s", r.method, shownURL(r.url), strings.ToLower(string(r.typ)), outcome))
+		lines = append(lines, fmt.Sprintf("- %s %s (%s): %s", r.method, modeltext.URL(r.url), strings.ToLower(string(r.typ)), outcome))
 	}
 	// Refusals without a request in the log: a worker's, a popup's, or one
 	// refused before the browser reported it.
@@ -239,12 +279,12 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 		if filter != "" && !strings.Contains(x.URL, filter) {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("- %s (%s, in a %s): refused by the guard: %s", shownURL(x.URL), strings.ToLower(x.ResourceType), x.Target, refusalWhy(x)))
+		lines = append(lines, fmt.Sprintf("- %s (%s, in a %s): refused by the guard: %s", modeltext.URL(x.URL), strings.ToLower(x.ResourceType), x.Target, refusalWhy(x)))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Requests since the last navigation: %d", len(lines))
 	if filter != "" {
-		fmt.Fprintf(&b, " matching %s", quote(filter, 100))
+		fmt.Fprintf(&b, " matching %s", modeltext.Quote(filter, 100))
 	}
 	if dropped+refDropped > 0 {
 		fmt.Fprintf(&b, " (%d older ones were dropped: at most %d are kept)", dropped+refDropped, maxRequestsKept)
@@ -268,7 +308,7 @@ func refusalWhy(x hybroute.Refusal) string {
 		return "it " + reason(be)
 	}
 	if x.Err != nil {
-		return cut(x.Err.Error(), 300)
+		return modeltext.Cut(x.Err.Error(), 300)
 	}
 	return "refused"
 }

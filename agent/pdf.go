@@ -13,7 +13,8 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/download"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // browser_pdf_save prints the page (Page.printToPDF) and writes the PDF
@@ -22,6 +23,19 @@ import (
 // as the browser is headless (a headed Chromium does not print to PDF, and
 // the result says what the browser answered); the file is written on this
 // machine either way. A REST-driven cloud browser (Camofox) cannot print.
+
+// ToolPDFSave saves the page as a PDF file.
+const ToolPDFSave = "browser_pdf_save"
+
+var pdfTools = []toolDef{
+	{
+		name: ToolPDFSave,
+		desc: "Save the current page as a PDF file in the download directory, and say where. " +
+			"Works where the browser prints to PDF (a headless Chromium, local or cloud).",
+		schema: pdfSchema,
+		run:    (*Toolset).pdfSave,
+	},
+}
 
 const pdfSchema = `{"type":"object","properties":{` +
 	`"filename":{"type":"string","description":"The file's name in the download directory, e.g. invoice.pdf (default: from the page's title)"},` +
@@ -47,7 +61,10 @@ func (t *Toolset) pdfSave(ctx context.Context, s *session, key string, args json
 	}
 	var path string
 	var n int64
-	res, c, err := t.doEither(ctx, s, key, "", reads, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|drivesREST, func(ctx context.Context, c *call) error {
+		if c.rest != nil {
+			return modeltext.Errorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it cannot print the page to PDF; browser_screenshot works on it")
+		}
 		name := a.Filename
 		if strings.TrimSpace(name) == "" {
 			name = c.title
@@ -55,18 +72,16 @@ func (t *Toolset) pdfSave(ctx context.Context, s *session, key string, args json
 				name = "page"
 			}
 		}
-		name = cleanName(name, "")
+		name = download.CleanName(name, "")
 		if !strings.EqualFold(filepath.Ext(name), ".pdf") {
 			name += ".pdf"
 		}
 		var err error
 		path, n, err = t.printPDF(ctx, name, a.Landscape, a.PrintBackground)
 		return err
-	}, func(context.Context, *hybroute.RESTPage, *call) error {
-		return modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it cannot print the page to PDF; browser_screenshot works on it")
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
-		return fmt.Sprintf("Saved the page as PDF: %s (%s).", path, size(n))
+		return fmt.Sprintf("Saved the page as PDF: %s (%s).", path, modeltext.Size(n))
 	})
 }
 
@@ -77,7 +92,7 @@ func (t *Toolset) printPDF(ctx context.Context, name string, landscape, backgrou
 		Landscape: new(landscape), PrintBackground: new(background), TransferMode: page.PrintToPDFTransferModeReturnAsStream})
 	if err != nil {
 		if strings.Contains(err.Error(), "not implemented") {
-			return "", 0, modelErrorf("this browser cannot print to PDF (it answered %q): only a headless browser prints", innermost(err))
+			return "", 0, modeltext.Errorf("this browser cannot print to PDF (it answered %q): only a headless browser prints", innermost(err))
 		}
 		return "", 0, err
 	}
@@ -85,7 +100,7 @@ func (t *Toolset) printPDF(ctx context.Context, name string, landscape, backgrou
 		return "", 0, errors.New("the browser returned no PDF stream")
 	}
 	defer func() { _, _ = chromedp.Call(ctx, io.Close, io.CloseParams{Handle: r.Stream}) }()
-	path, err := reserve(t.cfg.downloadDir, name)
+	path, err := download.Reserve(t.cfg.downloadDir, name)
 	if err != nil {
 		return "", 0, err
 	}
@@ -103,7 +118,7 @@ func (t *Toolset) printPDF(ctx context.Context, name string, landscape, backgrou
 			}
 			n += int64(len(chunk.Data))
 			if n > t.cfg.maxDownload {
-				return modelErrorf("the PDF is larger than the %s a saved file may be, so it was not written; print part of the page another way", size(t.cfg.maxDownload))
+				return modeltext.Errorf("the PDF is larger than the %s a saved file may be, so it was not written; print part of the page another way", modeltext.Size(t.cfg.maxDownload))
 			}
 			if _, err := f.Write(chunk.Data); err != nil {
 				return err

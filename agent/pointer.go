@@ -8,6 +8,9 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 )
 
 // Tool names of the pointer tools beyond browser_click.
@@ -16,7 +19,7 @@ const (
 	ToolDrag  = "browser_drag"
 )
 
-var pointerDefs = []toolDef{
+var pointerTools = []toolDef{
 	{
 		name: ToolHover,
 		desc: "Move the mouse over an element of the page, by its ref from the last browser_snapshot (scrolled into view first): " +
@@ -39,8 +42,8 @@ func (t *Toolset) hover(ctx context.Context, s *session, key string, args json.R
 	if err := decode(args, &a); err != nil {
 		return argError(err)
 	}
-	return t.onRef(ctx, s, key, a.Ref, func(ctx context.Context, e refEntry) (string, error) {
-		x, y, err := nodeCenter(ctx, a.Ref, e.node)
+	return t.onRef(ctx, s, key, a.Ref, func(ctx context.Context, e snapshot.Entry) (string, error) {
+		x, y, err := nodeCenter(ctx, a.Ref, e.Node())
 		if err != nil {
 			return "", err
 		}
@@ -57,18 +60,18 @@ type refArgs struct {
 // onRef runs a tool's action on the element of a ref of the last
 // snapshot, watching for a navigation it starts, and words the result as
 // the action's verb, the element and what followed.
-func (t *Toolset) onRef(ctx context.Context, s *session, key, ref string, act func(ctx context.Context, e refEntry) (string, error)) Result {
+func (t *Toolset) onRef(ctx context.Context, s *session, key, ref string, act func(ctx context.Context, e snapshot.Entry) (string, error)) Result {
 	var verb, what string
 	var navigated bool
 	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
-		e, err := s.refs.resolve(ctx, ref, c.target)
+		e, err := s.refs.Resolve(ctx, ref, c.target)
 		if err != nil {
 			return err
 		}
 		what = describeRef(ref, e)
 		return settled(ctx, c, &navigated, func() error {
 			var err error
-			verb, err = act(e.in(ctx), e)
+			verb, err = act(e.In(ctx), e)
 			return err
 		})
 	})
@@ -90,21 +93,21 @@ func (t *Toolset) drag(ctx context.Context, s *session, key string, args json.Ra
 	var from, to string
 	var navigated bool
 	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
-		start, err := s.refs.resolve(ctx, a.StartRef, c.target)
+		start, err := s.refs.Resolve(ctx, a.StartRef, c.target)
 		if err != nil {
 			return err
 		}
-		end, err := s.refs.resolve(ctx, a.EndRef, c.target)
+		end, err := s.refs.Resolve(ctx, a.EndRef, c.target)
 		if err != nil {
 			return err
 		}
 		from, to = describeRef(a.StartRef, start), describeRef(a.EndRef, end)
-		if start.oopif != "" || end.oopif != "" {
+		if start.CrossSite() || end.CrossSite() {
 			// One mouse drags across one target's coordinates.
-			return modelErrorf("a drag into or out of a frame of another site is not supported; drag between elements of the page (or of one same-site frame)")
+			return modeltext.Errorf("a drag into or out of a frame of another site is not supported; drag between elements of the page (or of one same-site frame)")
 		}
 		return settled(ctx, c, &navigated, func() error {
-			return dragNodes(ctx, a.StartRef, start.node, a.EndRef, end.node)
+			return dragNodes(ctx, a.StartRef, start.Node(), a.EndRef, end.Node())
 		})
 	})
 	return t.finishCall(s, key, res, c, err, func() string {

@@ -8,6 +8,8 @@ import (
 	"github.com/chromedp/cdproto/target"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 )
@@ -21,41 +23,23 @@ import (
 // endpoint" message ([hybroute.ErrNoCDPEndpoint]), which tells the model to
 // use the other tools, so it is passed on as it is.
 
-// restFn is a tool's body on a page driven through a REST API.
-type restFn func(ctx context.Context, p *hybroute.RESTPage, c *call) error
-
 // restTarget stands for the tab of a REST page in the session's memory:
 // the server replaces tabs (a refused landing), the page is still the
 // session's.
 const restTarget target.ID = "rest"
 
-// doEither is do for a tool that also runs on a session without CDP: fn on
-// a CDP tab, rest on a REST page.
-func (t *Toolset) doEither(ctx context.Context, s *session, key, code string, u use, fn func(ctx context.Context, c *call) error, rest restFn) (hybroute.Result, *call, error) {
-	c := &call{}
-	res, err := t.r.Exec(ctx, key, code, func(ctx context.Context, h *hybroute.Call) error {
-		page := h.REST()
-		c.ran, c.h = true, h
-		if page == nil {
-			return t.run(ctx, s, c, u, fn)
-		}
-		if u&reads != 0 {
-			// As on a CDP tab: nothing is done on a page that wandered
-			// to a blocked address between calls.
-			if _, err := page.CheckPage(ctx); err != nil {
-				return readErr(err)
-			}
-		}
-		return runREST(ctx, c, page, rest)
-	}, t.callOptions(hybroute.DrivesREST())...)
-	return res, c, err
-}
-
 // runREST runs a tool's body on a REST page and notes where it left it.
-func runREST(ctx context.Context, c *call, p *hybroute.RESTPage, fn restFn) error {
-	c.target = restTarget
+// As on a CDP tab, a reading tool does nothing on a page that wandered to
+// a blocked address between calls.
+func runREST(ctx context.Context, c *call, p *hybroute.RESTPage, u use, fn func(ctx context.Context, c *call) error) error {
+	if u&reads != 0 {
+		if _, err := p.CheckPage(ctx); err != nil {
+			return readErr(err)
+		}
+	}
+	c.rest, c.target = p, restTarget
 	before := p.Landed()
-	err := fn(ctx, p, c)
+	err := fn(ctx, c)
 	c.url = p.Landed()
 	c.moved = c.moved || c.url != before
 	return refusedAction(err)
@@ -73,7 +57,7 @@ func refusedAction(err error) error {
 	if msg == "" {
 		msg = pe.Code
 	}
-	return modelErrorf("the browser server refused the %s: %s", pe.Op, quote(msg, 300))
+	return modeltext.Errorf("the browser server refused the %s: %s", pe.Op, modeltext.Quote(msg, 300))
 }
 
 // readErr marks a refusal to read a page at a blocked address: nothing
@@ -91,9 +75,9 @@ func readErr(err error) error {
 var restRefs = regexp.MustCompile(`\[(e[0-9]+)\]`)
 
 func restSnapshot(text string, limit int) string {
-	return truncate(restRefs.ReplaceAllString(text, "[ref=$1]"), limit)
+	return snapshot.Truncate(restRefs.ReplaceAllString(text, "[ref=$1]"), limit)
 }
 
 // errRESTConsole is browser_console on a REST page.
-var errRESTConsole = modelErrorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report console messages; " +
+var errRESTConsole = modeltext.Errorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it does not report console messages; " +
 	"browser_navigate, browser_snapshot, browser_click, browser_type, browser_press, browser_scroll, browser_back and browser_screenshot work on it")

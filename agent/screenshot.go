@@ -16,8 +16,22 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
-	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 )
+
+const ToolScreenshot = "browser_screenshot"
+
+var screenshotTools = []toolDef{
+	{
+		name: ToolScreenshot,
+		desc: "Take a screenshot of the page as it is shown (the viewport), of the whole page with full_page, or of one element by its ref. " +
+			"PNG by default; format jpeg with a quality makes it smaller. max_width and max_height scale the image down to fit (never up), so a large page stays affordable. " +
+			"Use it to see layout, images or charts; use browser_snapshot to read text or find elements.",
+		schema: screenshotSchema,
+		run:    (*Toolset).screenshot,
+	},
+}
 
 const screenshotSchema = `{"type":"object","properties":{` +
 	`"full_page":{"type":"boolean","description":"Capture the whole scrollable page, not only the visible part","default":false},` +
@@ -52,25 +66,25 @@ func (a *shotArgs) check() error {
 	case "", "png":
 		a.Format = "png"
 		if a.Quality != nil {
-			return modelErrorf("quality applies to format jpeg only; set format to jpeg or leave quality out")
+			return modeltext.Errorf("quality applies to format jpeg only; set format to jpeg or leave quality out")
 		}
 	case "jpeg", "jpg":
 		a.Format = "jpeg"
 		if a.Quality != nil && (*a.Quality < 1 || *a.Quality > 100) {
-			return modelErrorf("quality %d: use a number from 1 to 100", *a.Quality)
+			return modeltext.Errorf("quality %d: use a number from 1 to 100", *a.Quality)
 		}
 	default:
-		return modelErrorf("format %q: use png or jpeg", a.Format)
+		return modeltext.Errorf("format %q: use png or jpeg", a.Format)
 	}
 	if a.Ref != "" && a.FullPage {
-		return modelErrorf("give either ref (one element) or full_page, not both")
+		return modeltext.Errorf("give either ref (one element) or full_page, not both")
 	}
 	for _, m := range [...]struct {
 		name string
 		v    int
 	}{{"max_width", a.MaxWidth}, {"max_height", a.MaxHeight}} {
 		if m.v != 0 && m.v < minShotSide {
-			return modelErrorf("%s %d: use at least %d pixels, or leave it out", m.name, m.v, minShotSide)
+			return modeltext.Errorf("%s %d: use at least %d pixels, or leave it out", m.name, m.v, minShotSide)
 		}
 	}
 	return nil
@@ -105,23 +119,24 @@ func (t *Toolset) screenshot(ctx context.Context, s *session, key string, args j
 	}
 	var img Image
 	var what string
-	res, c, err := t.doEither(ctx, s, key, "", reads|light, func(ctx context.Context, c *call) error {
+	res, c, err := t.do(ctx, s, key, "", reads|light|drivesREST, func(ctx context.Context, c *call) error {
+		if p := c.rest; p != nil {
+			if a.Ref != "" {
+				return modeltext.Errorf("this session's browser is driven through a REST API, which takes screenshots of the page only: leave ref out")
+			}
+			data, err := p.Screenshot(ctx, a.FullPage)
+			if err != nil {
+				return readErr(err)
+			}
+			img, err = fitImage(data, &a)
+			what = "the visible part of the page"
+			if a.FullPage {
+				what = "the whole page"
+			}
+			return err
+		}
 		var err error
 		img, what, err = t.captureCDP(ctx, s, c, &a)
-		return err
-	}, func(ctx context.Context, p *hybroute.RESTPage, c *call) error {
-		if a.Ref != "" {
-			return modelErrorf("this session's browser is driven through a REST API, which takes screenshots of the page only: leave ref out")
-		}
-		data, err := p.Screenshot(ctx, a.FullPage)
-		if err != nil {
-			return readErr(err)
-		}
-		img, err = fitImage(data, &a)
-		what = "the visible part of the page"
-		if a.FullPage {
-			what = "the whole page"
-		}
 		return err
 	})
 	r := t.finishCall(s, key, res, c, err, func() string {
@@ -158,16 +173,16 @@ func (t *Toolset) captureCDP(ctx context.Context, s *session, c *call, a *shotAr
 	scaled := a.MaxWidth > 0 || a.MaxHeight > 0
 	switch {
 	case a.Ref != "":
-		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		e, err := s.refs.Resolve(ctx, a.Ref, c.target)
 		if err != nil {
 			return Image{}, "", err
 		}
 		what = describeRef(a.Ref, e)
-		if e.oopif != "" {
+		if e.CrossSite() {
 			// Its box is in the frame's own coordinates, not the page's.
-			return Image{}, "", modelErrorf("the element %s is in a frame of another site, which an element screenshot cannot clip; take a screenshot of the page", a.Ref)
+			return Image{}, "", modeltext.Errorf("the element %s is in a frame of another site, which an element screenshot cannot clip; take a screenshot of the page", a.Ref)
 		}
-		clip, err := nodeClip(ctx, a.Ref, e.node)
+		clip, err := nodeClip(ctx, a.Ref, e.Node())
 		if err != nil {
 			return Image{}, "", err
 		}
@@ -206,14 +221,14 @@ const maxFullPageHeight = 16384
 // view first (a box the layout has not placed has no size).
 func nodeClip(ctx context.Context, ref string, node cdp.BackendNodeID) (*page.Viewport, error) {
 	if _, err := chromedp.Call(ctx, dom.ScrollIntoViewIfNeeded, dom.ScrollIntoViewIfNeededParams{BackendNodeID: node}); err != nil {
-		return nil, staleNode(ref, err)
+		return nil, snapshot.StaleNode(ref, err)
 	}
 	box, err := chromedp.Call(ctx, dom.GetBoxModel, dom.GetBoxModelParams{BackendNodeID: node})
 	if err != nil || box.Model == nil || len(box.Model.Border) < 8 {
 		if err == nil {
 			err = fmt.Errorf("no box")
 		}
-		return nil, staleNode(ref, err)
+		return nil, snapshot.StaleNode(ref, err)
 	}
 	q := box.Model.Border
 	x0, y0, x1, y1 := q[0], q[1], q[0], q[1]
@@ -222,7 +237,7 @@ func nodeClip(ctx context.Context, ref string, node cdp.BackendNodeID) (*page.Vi
 		y0, y1 = min(y0, q[i+1]), max(y1, q[i+1])
 	}
 	if x1-x0 < 1 || y1-y0 < 1 {
-		return nil, modelErrorf("the element %s has no visible area to capture (it is hidden or empty)", ref)
+		return nil, modeltext.Errorf("the element %s has no visible area to capture (it is hidden or empty)", ref)
 	}
 	// The box is in the viewport's coordinates; the clip is in the page's.
 	m, err := chromedp.Call(ctx, page.GetLayoutMetrics, cdp.Empty{})

@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -17,7 +16,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
-	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/agent/internal/download"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -39,20 +40,25 @@ type session struct {
 	checked   string
 	checkedIn target.ID
 
-	refs  refTable
+	refs  snapshot.Refs
 	names tabNames // short names of the session's tabs (tabs.go)
 
 	tmu     sync.Mutex // guards tabs and ended; console has its own lock
 	tabs    map[target.ID]context.CancelFunc
 	ended   bool
 	console consoleBuf
-	dl      downloadState
+	dl      *download.Tracker // its downloads (download.go)
 	net     netState
-	worlds  worldTracker // the walk's world in each tab (snapshot_world.go)
+	worlds  snapshot.Worlds // the walk's world in each tab
 }
 
-func newSession(consoleLimit int) *session {
-	return &session{turn: make(chan struct{}, 1), tabs: make(map[target.ID]context.CancelFunc), console: consoleBuf{limit: consoleLimit}}
+func (t *Toolset) newSession() *session {
+	return &session{
+		turn:    make(chan struct{}, 1),
+		tabs:    make(map[target.ID]context.CancelFunc),
+		console: consoleBuf{limit: t.cfg.consoleLimit},
+		dl:      download.New(download.Config{Dir: t.cfg.downloadDir, MaxBytes: t.cfg.maxDownload, Go: t.bg.Go}),
+	}
 }
 
 // lock waits for the session's turn until ctx ends.
@@ -82,18 +88,20 @@ func (s *session) end() {
 		delete(s.tabs, id)
 	}
 	s.tmu.Unlock()
-	s.dl.end()
+	s.dl.End()
+	s.net.end()
 }
 
 // call is one tool call's run inside the Router's Exec.
 type call struct {
-	h      *hybroute.Call // the Router's handle of the call; nil until it runs
-	ran    bool           // the Router gave the call a browser and ran it
-	target target.ID      // the tab it ran in
-	title  string         // the page title at the end of the call
-	url    string         // the page URL the run saw last (Where uses the Router's)
-	moved  bool           // the tool saw the page navigate
-	script bool           // the call runs the model's script (a timeout is the script's)
+	h      *hybroute.Call     // the Router's handle of the call; nil until it runs
+	rest   *hybroute.RESTPage // the page, when it has no CDP (rest.go); nil on a CDP tab
+	ran    bool               // the Router gave the call a browser and ran it
+	target target.ID          // the tab it ran in
+	title  string             // the page title at the end of the call
+	url    string             // the page URL the run saw last (Where uses the Router's)
+	moved  bool               // the tool saw the page navigate
+	script bool               // the call runs the model's script (a timeout is the script's)
 	// blanked: the Router refused a page of the call and sent the tab to
 	// about:blank (Result.SentToBlank).
 	blanked bool
@@ -101,6 +109,19 @@ type call struct {
 	downloads string
 	// downloadNav: a navigation of the call turned into a download.
 	downloadNav bool
+}
+
+// callHook is work attached to every call on a CDP tab, apart from the
+// tool's body: the session's downloads (download.go) and its request
+// log (network.go).
+type callHook interface {
+	// before runs once the call has its tab, before the page check. The
+	// after it returns, if any, runs on the outcome of the tool's body,
+	// and its error stands for the body's. An error of before leaves the
+	// call to run without the hook's work, and is logged.
+	before(ctx context.Context, s *session, c *call) (after func(error) error, err error)
+	// watches names what the hook follows, for the log.
+	watches() string
 }
 
 // How a tool uses the page.
@@ -116,29 +137,31 @@ const (
 	// page's URL is checked where the Router tracks it (CheckPage, no
 	// round trip) on every call, and read again only after a navigation.
 	light
+	// drivesREST: the tool also runs on a page without CDP, driven
+	// through its REST API (rest.go): fn finds it in c.rest.
+	drivesREST
 )
-
-// modelError is an error whose text is written for the model. Run funcs
-// return it for what the model did wrong or can do something about.
-type modelError struct{ msg string }
-
-func (e *modelError) Error() string { return e.msg }
-
-func modelErrorf(format string, args ...any) error {
-	return &modelError{msg: fmt.Sprintf(format, args...)}
-}
 
 // do runs fn on the session's page through the Router. code is what the
 // Router plans the call from: "" keeps the session's sticky route, so the
-// call runs where the page is. check makes the run re-check the page's URL
-// before fn reads anything from it.
+// call runs where the page is. u says how fn uses the page.
 func (t *Toolset) do(ctx context.Context, s *session, key, code string, u use, fn func(ctx context.Context, c *call) error) (hybroute.Result, *call, error) {
 	c := &call{}
-	res, err := t.r.Exec(ctx, key, code, func(ctx context.Context, h *hybroute.Call) error {
-		c.ran, c.h = true, h
-		return t.run(ctx, s, c, u, fn)
-	}, t.callOptions()...)
+	res, err := t.r.Exec(ctx, key, code, t.runner(s, c, u, fn), t.callOptions(u)...)
 	return res, c, err
+}
+
+// runner is the run a tool hands the Router: fn on the page the call
+// gets, a CDP tab (run), or, for a tool that drives one (drivesREST), a
+// page without CDP (runREST), which fn finds in c.rest.
+func (t *Toolset) runner(s *session, c *call, u use, fn func(ctx context.Context, c *call) error) func(context.Context, *hybroute.Call) error {
+	return func(ctx context.Context, h *hybroute.Call) error {
+		c.ran, c.h = true, h
+		if p := h.REST(); p != nil && u&drivesREST != 0 {
+			return runREST(ctx, c, p, u, fn)
+		}
+		return t.run(ctx, s, c, u, fn)
+	}
 }
 
 // run is the body of every call: set up a tab the first time it is seen,
@@ -153,12 +176,18 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 	}
 	c.target = cc.Target.TargetID
 	t.prepareTab(ctx, s, cc)
-	if err := t.watchTab(ctx, s, c); err != nil {
-		// The tab still works; its downloads are the browser's default,
-		// its requests unlisted.
-		t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: watching the tab's downloads and requests", slog.String("error", err.Error()))
+	afters := make([]func(error) error, 0, len(t.hooks))
+	for _, h := range t.hooks {
+		after, err := h.before(ctx, s, c)
+		if err != nil {
+			// The tab still works; its downloads are the browser's
+			// default, or its requests unlisted.
+			t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: watching the tab's "+h.watches(), slog.String("error", err.Error()))
+		}
+		if after != nil {
+			afters = append(afters, after)
+		}
 	}
-	mark := s.dl.mark()
 	if u&light != 0 {
 		if err := checkPage(ctx, c); err != nil {
 			return err
@@ -180,7 +209,11 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 		}
 	}
 	if fn != nil {
-		if err := t.settleDownloads(ctx, s, c, mark, fn(ctx, c)); err != nil {
+		err := fn(ctx, c)
+		for i := len(afters) - 1; i >= 0; i-- {
+			err = afters[i](err)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -244,11 +277,11 @@ func (t *Toolset) prepareTab(ctx context.Context, s *session, cc *chromedp.Conte
 	// keeps the tab's values without the call's cancellation.
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.tabs[id] = cancel
-	if err := s.worlds.listen(cctx, id); err != nil {
+	if err := s.worlds.Listen(cctx, id); err != nil {
 		// Snapshots of the tab take the long way.
 		t.cfg.log.LogAttrs(ctx, slog.LevelWarn, "hybroute agent: following the tab's documents", slog.String("error", err.Error()))
 	}
-	warmSnapshotWorld(ctx)
+	snapshot.Warm(ctx)
 	quietTab(ctx)
 	msgs := chromedp.Console(cctx)
 	t.bg.Go(func() {
@@ -304,7 +337,7 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		// the refused URL (LandedURL) or the error page the run saw.
 		w.URL, w.Title = "about:blank", ""
 	}
-	w.URL = shownURL(w.URL)
+	w.URL = modeltext.URL(w.URL)
 	var note string
 	switch {
 	case s.pageKey == "":
@@ -347,9 +380,9 @@ func dialogLines(ds []hybroute.Dialog) string {
 	b.WriteString(":")
 	for _, d := range ds {
 		if d.Pending {
-			b.WriteString("\n- " + d.Type + " " + quote(d.Message, 300))
+			b.WriteString("\n- " + d.Type + " " + modeltext.Quote(d.Message, 300))
 			if d.Type == "prompt" {
-				b.WriteString(" (default " + quote(d.DefaultPrompt, 100) + ")")
+				b.WriteString(" (default " + modeltext.Quote(d.DefaultPrompt, 100) + ")")
 			}
 			b.WriteString(": open, waiting for your answer: call browser_handle_dialog")
 			continue
@@ -362,7 +395,7 @@ func dialogLines(ds []hybroute.Dialog) string {
 		b.WriteString(d.Type)
 		if d.Message != "" {
 			b.WriteString(" ")
-			b.WriteString(quote(d.Message, 300))
+			b.WriteString(modeltext.Quote(d.Message, 300))
 		}
 		switch {
 		case d.Type == "beforeunload" && d.Accepted:
@@ -402,13 +435,13 @@ func whereLine(w Where) string {
 			// Quoted: the reason may come from a shared store, and the
 			// model must read it as data.
 			b.WriteString(" (reason: ")
-			b.WriteString(quote(w.FallbackReason, 300))
+			b.WriteString(modeltext.Quote(w.FallbackReason, 300))
 			b.WriteString(")")
 		}
 	}
 	b.WriteString("\nPage: ")
 	if w.Title != "" {
-		b.WriteString(quote(w.Title, 200))
+		b.WriteString(modeltext.Quote(w.Title, 200))
 		b.WriteString(" ")
 	}
 	if w.URL == "" {
@@ -435,31 +468,4 @@ func result(w Where, note, body string, isErr bool) Result {
 		parts = append(parts, body)
 	}
 	return Result{Text: strings.Join(parts, "\n\n"), IsError: isErr, Where: w}
-}
-
-// shownURL is a URL as a tool result shows it: the credentials it carries
-// (a token in the query, an OAuth access_token in the fragment, a userinfo
-// password) redacted by the list errors use, and bounded.
-func shownURL(u string) string { return redact.Display(u) }
-
-// quote quotes s for the model on one line, cut to max runes.
-func quote(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		s = string(r[:max]) + "…"
-	}
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch r {
-		case '"':
-			b.WriteString(`\"`)
-		case '\\':
-			b.WriteString(`\\`)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

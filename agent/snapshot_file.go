@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // WithSnapshotDir lets browser_snapshot write snapshots to files in dir
@@ -17,10 +19,10 @@ func WithSnapshotDir(dir string) Option { return func(c *config) { c.snapshotDir
 // checkSnapshotFile refuses a file name before the call reaches a browser.
 func (t *Toolset) checkSnapshotFile(name string) error {
 	if t.cfg.snapshotDir == "" {
-		return modelErrorf("cannot write a snapshot to a file: the operator allowed no directory for them (hybroute mcp --snapshot-dir, agent.WithSnapshotDir); take the snapshot without file, or shape it with depth, ref or find")
+		return modeltext.Errorf("cannot write a snapshot to a file: the operator allowed no directory for them (hybroute mcp --snapshot-dir, agent.WithSnapshotDir); take the snapshot without file, or shape it with depth, ref or find")
 	}
 	if name != filepath.Base(name) || name == "." || name == ".." || strings.ContainsAny(name, `/\`) || strings.HasPrefix(name, ".") {
-		return modelErrorf("file %q: give a plain file name such as page.txt, without directories; it is written in the directory the operator allows", name)
+		return modeltext.Errorf("file %q: give a plain file name such as page.txt, without directories; it is written in the directory the operator allows", name)
 	}
 	return nil
 }
@@ -35,7 +37,7 @@ func (t *Toolset) writeSnapshotFile(name, text string) (string, error) {
 	defer root.Close()
 	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		return "", modelErrorf("cannot write %s: %v", quote(name, 200), err)
+		return "", modeltext.Errorf("cannot write %s: %v", modeltext.Quote(name, 200), err)
 	}
 	if _, err := f.WriteString(text + "\n"); err != nil {
 		f.Close()

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/state"
 )
 
@@ -37,7 +38,7 @@ func WithStateDir(dir string) Option { return func(c *config) { c.stateDir = dir
 
 const stateSchema = `{"type":"object","properties":{"name":{"type":"string","description":"The state's name: letters, digits, '.', '_' and '-', e.g. github-login; it is kept as NAME.json in the operator's state directory"}},"required":["name"],"additionalProperties":false}`
 
-var stateToolDefs = []toolDef{
+var stateTools = []toolDef{
 	{
 		name: ToolStateSave,
 		desc: "Save this session's login, its cookies and its local and session storage, under a name, so a later session can start logged in with browser_state_load. " +
@@ -68,15 +69,15 @@ func (t *Toolset) statePath(args json.RawMessage) (string, string, error) {
 		return "", "", err
 	}
 	if t.cfg.stateDir == "" {
-		return "", "", modelErrorf("state files are off: the operator has not named a state directory (hybroute mcp --state-dir)")
+		return "", "", modeltext.Errorf("state files are off: the operator has not named a state directory (hybroute mcp --state-dir)")
 	}
 	name := strings.TrimSuffix(strings.TrimSpace(a.Name), ".json")
 	if !stateName.MatchString(name) || strings.Contains(name, "..") {
-		return "", "", modelErrorf("invalid state name %s: use letters, digits, '.', '_' and '-' (up to 64), e.g. github-login; not a path", quote(a.Name, 80))
+		return "", "", modeltext.Errorf("invalid state name %s: use letters, digits, '.', '_' and '-' (up to 64), e.g. github-login; not a path", modeltext.Quote(a.Name, 80))
 	}
 	path := filepath.Join(t.cfg.stateDir, name+".json")
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
-		return "", "", modelErrorf("state %s is a symbolic link, which the state tools never follow", quote(name, 80))
+		return "", "", modeltext.Errorf("state %s is a symbolic link, which the state tools never follow", modeltext.Quote(name, 80))
 	}
 	return path, name, nil
 }
@@ -94,9 +95,9 @@ func (t *Toolset) stateSave(ctx context.Context, _ *session, key string, args js
 		return toolError("saving the state failed: " + scrubKey(innermost(err), key))
 	}
 	if err := state.WriteFile(path, st); err != nil {
-		return toolError("writing the state " + quote(name, 80) + " failed: " + pathFree(err))
+		return toolError("writing the state " + modeltext.Quote(name, 80) + " failed: " + pathFree(err))
 	}
-	return Result{Text: fmt.Sprintf("Saved this session's state as %s: %d cookies, %d origins with storage.", quote(name, 80), len(st.Cookies), len(st.Origins))}
+	return Result{Text: fmt.Sprintf("Saved this session's state as %s: %d cookies, %d origins with storage.", modeltext.Quote(name, 80), len(st.Cookies), len(st.Origins))}
 }
 
 func (t *Toolset) stateLoad(ctx context.Context, _ *session, key string, args json.RawMessage) Result {
@@ -106,20 +107,20 @@ func (t *Toolset) stateLoad(ctx context.Context, _ *session, key string, args js
 	}
 	b, err := readLimited(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return toolError("there is no state " + quote(name, 80) + ": save one with browser_state_save")
+		return toolError("there is no state " + modeltext.Quote(name, 80) + ": save one with browser_state_save")
 	}
 	if err != nil {
-		return toolError("reading the state " + quote(name, 80) + " failed: " + pathFree(err))
+		return toolError("reading the state " + modeltext.Quote(name, 80) + " failed: " + pathFree(err))
 	}
 	st, err := state.Parse(b) // its errors name no path and no value
 	if err != nil {
-		return toolError("the state " + quote(name, 80) + " cannot be loaded: " + err.Error())
+		return toolError("the state " + modeltext.Quote(name, 80) + " cannot be loaded: " + err.Error())
 	}
 	if err := t.r.LoadState(ctx, key, st); err != nil {
 		return toolError("loading the state failed: " + scrubKey(innermost(err), key))
 	}
 	return Result{Text: fmt.Sprintf("Loaded the state %s into this session: %d cookies, %d origins with storage. Open the site with browser_navigate.",
-		quote(name, 80), len(st.Cookies), len(st.Origins))}
+		modeltext.Quote(name, 80), len(st.Cookies), len(st.Origins))}
 }
 
 // maxStateFile bounds what is read of a state file; state.Parse refuses

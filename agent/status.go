@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/internal/redact"
 	"github.com/hybroute/hybroute/route"
 )
@@ -15,14 +16,14 @@ import (
 // under which rules.
 const ToolStatus = "browser_status"
 
-var statusTool = toolDef{
+var statusTools = []toolDef{{
 	name: ToolStatus,
 	desc: "Tell where this session's browser runs and under which rules, without opening anything: " +
 		"the route (cloud, local, or none yet), the cloud provider, whether the session fell back from the cloud to the local browser and why, " +
 		"the browser's version, and the rules in force (allowed and blocked hosts, private addresses, URLs with credentials, dialogs).",
 	schema: noArgs,
 	run:    (*Toolset).status,
-}
+}}
 
 // status reports without a browser call: the session's browser session is
 // neither made nor touched.
@@ -59,17 +60,17 @@ func statusText(st hybroute.SessionStatus, r hybroute.Rules) string {
 		if st.FallbackFromCloud {
 			fell = "yes, the cloud provider could not give this session a browser"
 			if st.FallbackReason != "" {
-				fell += "; reason: " + quote(redactText(st.FallbackReason), maxReasonRunes)
+				fell += "; reason: " + modeltext.Quote(redactText(st.FallbackReason), maxReasonRunes)
 			}
 		}
 		line("Fell back to the local browser", fell)
 		line("Browser", orText(quoteIf(st.Browser), "unknown (this browser has no DevTools protocol)"))
 		line("Persistent profile", yesNo(st.Profile))
 		if st.LiveViewURL != "" {
-			line("Live view (for a person to watch or take over)", quote(st.LiveViewURL, 500))
+			line("Live view (for a person to watch or take over)", modeltext.Quote(st.LiveViewURL, 500))
 		}
 		if st.ReplayURL != "" {
-			line("Recording", quote(st.ReplayURL, 500))
+			line("Recording", modeltext.Quote(st.ReplayURL, 500))
 		}
 		if !st.ExpiresAt.IsZero() {
 			line("The provider ends the session at", st.ExpiresAt.UTC().Format(time.RFC3339))
@@ -131,7 +132,7 @@ func dialogRule(p hybroute.DialogPolicy) string {
 	case p.Accept:
 		s = "alert, confirm and prompt accepted"
 		if p.PromptText != "" {
-			s += " (a prompt answers " + quote(p.PromptText, 80) + ")"
+			s += " (a prompt answers " + modeltext.Quote(p.PromptText, 80) + ")"
 		}
 	}
 	if p.KeepPageOnBeforeUnload {
@@ -144,7 +145,7 @@ func dialogRule(p hybroute.DialogPolicy) string {
 func hostList(hs []string) string {
 	q := make([]string, len(hs))
 	for i, h := range hs {
-		q[i] = quote(h, 200)
+		q[i] = modeltext.Quote(h, 200)
 	}
 	return strings.Join(q, ", ")
 }
@@ -165,7 +166,7 @@ func quoteIf(s string) string {
 	if s == "" {
 		return ""
 	}
-	return quote(s, 100)
+	return modeltext.Quote(s, 100)
 }
 
 func orText(s, none string) string {

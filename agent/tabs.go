@@ -10,12 +10,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // ToolTabs is the name of the tabs tool.
 const ToolTabs = "browser_tabs"
 
-var tabDefs = []toolDef{
+var tabTools = []toolDef{
 	{
 		name: ToolTabs,
 		desc: "List, select, open or close the tabs of this session. list shows every tab with its id (t1, t2, …), title, URL and browser; the current tab is the one the other tools act on. " +
@@ -132,9 +133,9 @@ func (t *Toolset) listTabs(ctx context.Context, s *session, key, head string) Re
 			b.WriteString(" [current]")
 		}
 		if tab.Title != "" {
-			b.WriteString(" " + quote(tab.Title, 120))
+			b.WriteString(" " + modeltext.Quote(tab.Title, 120))
 		}
-		u := shownURL(tab.URL)
+		u := modeltext.URL(tab.URL)
 		if u == "" {
 			u = "(loading)"
 		}
@@ -164,12 +165,12 @@ func (t *Toolset) newTab(ctx context.Context, s *session, key, raw string) Resul
 	var err error
 	u := ""
 	if raw == "" {
-		res, err = t.r.Exec(ctx, key, "", open(""), t.callOptions()...)
+		res, err = t.r.Exec(ctx, key, "", open(""), t.callOptions(0)...)
 	} else {
 		// The URL is planned as a navigation: it decides the browser the
 		// tab opens in, and the floor refuses it before any tab opens.
 		u = CompleteURL(raw)
-		res, err = t.r.Navigate(ctx, key, u, open(u), t.callOptions()...)
+		res, err = t.r.Navigate(ctx, key, u, open(u), t.callOptions(0)...)
 	}
 	if c.ran && c.target != "" && !res.PageChanged {
 		s.pageTarget = c.target // a tab the model asked for: no "started afresh" note
@@ -177,7 +178,7 @@ func (t *Toolset) newTab(ctx context.Context, s *session, key, raw string) Resul
 	return t.finishCall(s, key, res, c, err, func() string {
 		msg := "Opened a new tab " + s.names.name(string(c.target))
 		if u != "" {
-			msg += " at " + shownURL(u)
+			msg += " at " + modeltext.URL(u)
 		}
 		msg += "; it is the current tab."
 		if res.PageChanged {

@@ -13,6 +13,8 @@ import (
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/chromedp"
 
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/agent/internal/snapshot"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -29,7 +31,7 @@ const maxUploadFiles = 20
 // cannot read this machine's files.
 func WithUploadDir(dir string) Option { return func(c *config) { c.uploadDir = dir } }
 
-var uploadDefs = []toolDef{
+var uploadTools = []toolDef{
 	{
 		name: ToolFileUpload,
 		desc: "Choose files for a file input (<input type=file>, a button \"Choose File\" in the snapshot) by its ref, as a user picking them in the file dialog would. " +
@@ -59,23 +61,23 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 	var navigated bool
 	res, c, err := t.do(ctx, s, key, "", reads|moves, func(ctx context.Context, c *call) error {
 		if c.h.Route() != route.Local {
-			return modelErrorf("the session's page is in the cloud browser, which cannot read this machine's files; files are uploaded into pages of the local browser only")
+			return modeltext.Errorf("the session's page is in the cloud browser, which cannot read this machine's files; files are uploaded into pages of the local browser only")
 		}
-		e, err := s.refs.resolve(ctx, a.Ref, c.target)
+		e, err := s.refs.Resolve(ctx, a.Ref, c.target)
 		if err != nil {
 			return err
 		}
 		what = describeRef(a.Ref, e)
 		var ans fieldAnswer
-		if err := callOnNode(e.in(ctx), a.Ref, e.node, fileInputJS, &ans, len(files)); err != nil {
+		if err := callOnNode(e.In(ctx), a.Ref, e.Node(), fileInputJS, &ans, len(files)); err != nil {
 			return err
 		}
 		if err := ans.err(a.Ref); err != nil {
 			return err
 		}
 		return settled(ctx, c, &navigated, func() error {
-			if _, err := chromedp.Call(e.in(ctx), dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: files, BackendNodeID: e.node}); err != nil {
-				return staleNode(a.Ref, err)
+			if _, err := chromedp.Call(e.In(ctx), dom.SetFileInputFiles, dom.SetFileInputFilesParams{Files: files, BackendNodeID: e.Node()}); err != nil {
+				return snapshot.StaleNode(a.Ref, err)
 			}
 			return nil
 		})
@@ -86,7 +88,7 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 		}
 		names := make([]string, len(a.Paths))
 		for i, p := range a.Paths {
-			names[i] = quote(p, 200)
+			names[i] = modeltext.Quote(p, 200)
 		}
 		return fmt.Sprintf("Chose %d file(s) for %s: %s.", len(files), what, strings.Join(names, ", ")) + navNote(navigated)
 	})
@@ -108,19 +110,19 @@ func uploadPaths(dir string, paths []string) ([]string, error) {
 		return []string{}, nil
 	}
 	if dir == "" {
-		return nil, modelErrorf("file upload is off: the operator allowed no upload directory (--upload-dir), so no file can be uploaded")
+		return nil, modeltext.Errorf("file upload is off: the operator allowed no upload directory (--upload-dir), so no file can be uploaded")
 	}
 	root, err := filepath.Abs(dir)
 	if err == nil {
 		root, err = filepath.EvalSymlinks(root)
 	}
 	if err != nil {
-		return nil, modelErrorf("the upload directory is not available: %v", pathErr(err))
+		return nil, modeltext.Errorf("the upload directory is not available: %v", pathErr(err))
 	}
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
 		if strings.TrimSpace(p) == "" {
-			return nil, modelErrorf("an empty path: name a file under the upload directory")
+			return nil, modeltext.Errorf("an empty path: name a file under the upload directory")
 		}
 		full := p
 		if !filepath.IsAbs(full) {
@@ -128,17 +130,17 @@ func uploadPaths(dir string, paths []string) ([]string, error) {
 		}
 		real, err := filepath.EvalSymlinks(full)
 		if err != nil {
-			return nil, modelErrorf("%s: no such file under the upload directory", quote(p, 200))
+			return nil, modeltext.Errorf("%s: no such file under the upload directory", modeltext.Quote(p, 200))
 		}
 		if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-			return nil, modelErrorf("%s is outside the upload directory; only files under it can be uploaded", quote(p, 200))
+			return nil, modeltext.Errorf("%s is outside the upload directory; only files under it can be uploaded", modeltext.Quote(p, 200))
 		}
 		fi, err := os.Stat(real)
 		if err != nil {
-			return nil, modelErrorf("%s: %v", quote(p, 200), pathErr(err))
+			return nil, modeltext.Errorf("%s: %v", modeltext.Quote(p, 200), pathErr(err))
 		}
 		if !fi.Mode().IsRegular() {
-			return nil, modelErrorf("%s is not a regular file", quote(p, 200))
+			return nil, modeltext.Errorf("%s is not a regular file", modeltext.Quote(p, 200))
 		}
 		out = append(out, real)
 	}

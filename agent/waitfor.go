@@ -9,6 +9,8 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // ToolWaitFor is the name of the wait tool.
@@ -24,7 +26,7 @@ const (
 	waitSlice = time.Second
 )
 
-var waitDefs = []toolDef{
+var waitTools = []toolDef{
 	{
 		name: ToolWaitFor,
 		desc: fmt.Sprintf("Wait until a text appears on the page (text), or is gone from it (text_gone), or for a number of seconds (time). "+
@@ -100,13 +102,13 @@ func (t *Toolset) waitFor(ctx context.Context, s *session, key string, args json
 		case a.Text == nil && a.TextGone == nil:
 			return fmt.Sprintf("Waited %v.", bound)
 		case seen && gone:
-			return "The text " + quote(text, 200) + " is not on the page."
+			return "The text " + modeltext.Quote(text, 200) + " is not on the page."
 		case seen:
-			return "The text " + quote(text, 200) + " is on the page."
+			return "The text " + modeltext.Quote(text, 200) + " is on the page."
 		case gone:
-			return fmt.Sprintf("The text %s is still on the page after %v.", quote(text, 200), bound)
+			return fmt.Sprintf("The text %s is still on the page after %v.", modeltext.Quote(text, 200), bound)
 		}
-		return fmt.Sprintf("The text %s did not appear within %v.", quote(text, 200), bound)
+		return fmt.Sprintf("The text %s did not appear within %v.", modeltext.Quote(text, 200), bound)
 	})
 }
 
@@ -135,7 +137,7 @@ func waitText(ctx context.Context, text string, gone bool, bound time.Duration) 
 		case err != nil && !navigatedAway(err):
 			return false, err
 		case err == nil && r.ExceptionDetails != nil:
-			return false, fmt.Errorf("in the page: %s", exceptionText(r.ExceptionDetails))
+			return false, fmt.Errorf("in the page: %s", modeltext.ExceptionText(r.ExceptionDetails))
 		}
 		if left <= 0 {
 			return false, nil

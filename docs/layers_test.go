@@ -73,6 +73,11 @@ var layer = map[string]int{
 	"internal/telemetry": 3,
 	// The facade: the Router, its plan, sessions and tabs.
 	"": 5,
+	// The toolset's engines: text for the model, the snapshot and the
+	// downloads; they know nothing of the Router.
+	"agent/internal/modeltext": 1,
+	"agent/internal/snapshot":  2,
+	"agent/internal/download":  2,
 	// Users of the facade.
 	"agent":              6,
 	"internal/agenttest": 7,

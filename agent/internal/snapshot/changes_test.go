@@ -1,4 +1,4 @@
-package agent
+package snapshot
 
 import (
 	"strings"
@@ -10,9 +10,9 @@ import (
 func TestLineDiff(t *testing.T) {
 	a := "- heading \"Shop\"\n- paragraph: Cart: 0 items\n- button \"Add\" [ref=e1]\n- link \"Home\" [ref=e2]"
 	b := "- heading \"Shop\"\n- paragraph: Cart: 1 item\n- button \"Add\" [ref=e1]\n- text: Thanks\n- link \"Home\" [ref=e2]"
-	assert.Equal(t, "+ - paragraph: Cart: 1 item\n- - paragraph: Cart: 0 items\n+ - text: Thanks", lineDiff(a, b))
-	assert.Empty(t, lineDiff(a, a))
-	assert.Equal(t, "- - link \"Home\" [ref=e2]", lineDiff(a, strings.TrimSuffix(a, "\n- link \"Home\" [ref=e2]")))
+	assert.Equal(t, "+ - paragraph: Cart: 1 item\n- - paragraph: Cart: 0 items\n+ - text: Thanks", LineDiff(a, b))
+	assert.Empty(t, LineDiff(a, a))
+	assert.Equal(t, "- - link \"Home\" [ref=e2]", LineDiff(a, strings.TrimSuffix(a, "\n- link \"Home\" [ref=e2]")))
 
 	// Past the table's bound the changed middle is listed whole.
 	var x, y strings.Builder
@@ -20,7 +20,7 @@ func TestLineDiff(t *testing.T) {
 		x.WriteString("- a" + string(rune('0'+i%10)) + "\n")
 		y.WriteString("- b" + string(rune('0'+i%10)) + "\n")
 	}
-	d := lineDiff("top\n"+x.String()+"end", "top\n"+y.String()+"end")
+	d := LineDiff("top\n"+x.String()+"end", "top\n"+y.String()+"end")
 	assert.Equal(t, 6000, strings.Count(d, "\n")+1)
 	assert.NotContains(t, d, "top")
 }

@@ -1,4 +1,4 @@
-package agent
+package snapshot
 
 import (
 	"context"
@@ -13,96 +13,111 @@ import (
 )
 
 // The walk's world in each tab's main frame, known from the tab's events:
-// Chromium makes the world as each document starts (warmSnapshotWorld) and
+// Chromium makes the world as each document starts (Warm) and
 // says so, with the world's system-wide id, right after the frame
 // navigated. A snapshot of the main frame then needs one round trip, the
 // walk itself, instead of reading the frame tree and asking for the world
 // first, and the walk is the function the world defined at its start, not
 // a source compiled again for every call.
 
-// tabWorld is what a tab's events said of its main frame's document.
-type tabWorld struct {
-	doc   cdp.LoaderID // the document's loader
-	url   string       // the document's URL, as the frame reports it
-	world string       // the walk world's unique context id; empty: not seen yet
+// World is what a tab's events said of its main frame's document.
+type World struct {
+	Doc cdp.LoaderID // the document's loader
+	URL string       // the document's URL, as the frame reports it
+	ID  string       // the walk world's unique context id; empty: not seen yet
 }
 
-// worldTracker holds the tabWorld of each tab of a session. Its listener
+// Worlds holds the World of each tab of a session. Its listener
 // runs on the tab's reader, so it only records, under a lock.
-type worldTracker struct {
+type Worlds struct {
 	mu   sync.Mutex
-	tabs map[target.ID]*tabWorld
+	tabs map[target.ID]*World
 }
 
-// get returns the tab's document and walk world, if both are known.
-func (w *worldTracker) get(tab target.ID) (tabWorld, bool) {
+// Get returns the tab's document and walk world, if both are known.
+func (w *Worlds) Get(tab target.ID) (World, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	t := w.tabs[tab]
-	if t == nil || t.doc == "" || t.world == "" {
-		return tabWorld{}, false
+	if t == nil || t.Doc == "" || t.ID == "" {
+		return World{}, false
 	}
 	return *t, true
 }
 
 // forget drops what is known of a tab whose world did not answer.
-func (w *worldTracker) forget(tab target.ID) {
+func (w *Worlds) forget(tab target.ID) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if t := w.tabs[tab]; t != nil {
-		t.world = ""
+		t.ID = ""
 	}
 }
 
-// listen follows tab's main frame: its documents and the walk world of
+// Put records what is known of a tab's main frame, as its events would
+// tell it; the tab's listener goes on from there.
+func (w *Worlds) Put(tab target.ID, x World) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if t := w.tabs[tab]; t != nil {
+		*t = x
+		return
+	}
+	if w.tabs == nil {
+		w.tabs = map[target.ID]*World{}
+	}
+	w.tabs[tab] = &x
+}
+
+// Listen follows tab's main frame: its documents and the walk world of
 // each. A document that starts clears the world until its own is made, so
 // a world is never paired with another document.
-func (w *worldTracker) listen(ctx context.Context, tab target.ID) error {
+func (w *Worlds) Listen(ctx context.Context, tab target.ID) error {
 	w.mu.Lock()
 	if w.tabs == nil {
-		w.tabs = map[target.ID]*tabWorld{}
+		w.tabs = map[target.ID]*World{}
 	}
-	t := &tabWorld{}
+	t := &World{}
 	w.tabs[tab] = t
 	w.mu.Unlock()
 	return chromedp.Listen(ctx, func(ev any) { w.on(tab, t, ev) })
 }
 
 // on records one event of tab, whose state is t.
-func (w *worldTracker) on(tab target.ID, t *tabWorld, ev any) {
+func (w *Worlds) on(tab target.ID, t *World, ev any) {
 	switch ev := ev.(type) {
 	case *page.EventFrameNavigated:
 		if ev.Frame == nil || ev.Frame.ParentID != "" || string(ev.Frame.ID) != string(tab) {
 			return
 		}
 		w.mu.Lock()
-		*t = tabWorld{doc: ev.Frame.LoaderID, url: ev.Frame.URL}
+		*t = World{Doc: ev.Frame.LoaderID, URL: ev.Frame.URL}
 		w.mu.Unlock()
 	case *page.EventNavigatedWithinDocument:
 		if string(ev.FrameID) != string(tab) {
 			return
 		}
 		w.mu.Lock()
-		t.url = ev.URL
+		t.URL = ev.URL
 		w.mu.Unlock()
 	case *runtime.EventExecutionContextCreated:
 		if ev.Context == nil || ev.Context.Name != walkWorld || !isolatedIn(ev.Context.AuxData, tab) {
 			return
 		}
 		w.mu.Lock()
-		if t.doc != "" {
-			t.world = ev.Context.UniqueID
+		if t.Doc != "" {
+			t.ID = ev.Context.UniqueID
 		}
 		w.mu.Unlock()
 	case *runtime.EventExecutionContextDestroyed:
 		w.mu.Lock()
-		if t.world == ev.ExecutionContextUniqueID {
-			t.world = ""
+		if t.ID == ev.ExecutionContextUniqueID {
+			t.ID = ""
 		}
 		w.mu.Unlock()
 	case *runtime.EventExecutionContextsCleared:
 		w.mu.Lock()
-		t.world = ""
+		t.ID = ""
 		w.mu.Unlock()
 	}
 }

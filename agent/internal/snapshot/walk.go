@@ -1,4 +1,4 @@
-package agent
+package snapshot
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
 )
 
 // walkJS reads a document as the snapshot's items in one call. Chromium's
@@ -23,7 +25,7 @@ import (
 // build and carry over the protocol; the page's own DOM gives the same
 // roles, names and states in a fraction of that.
 //
-//go:embed snapshot_walk.js
+//go:embed walk.js
 var walkJS string
 
 // walkWorld is the isolated world the walk and its ref registry live in:
@@ -72,10 +74,10 @@ type walkResult struct {
 // It returns the items, the refs they name, and the document's title.
 // mainWorld is the walk's world in the main frame when the caller has it
 // already, or the zero world.
-func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld world, old *refTable, tab target.ID, pageURL string) ([]*item, refTable, string, error) {
-	refs := refTable{
+func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld world, old *Refs, tab target.ID, pageURL string) ([]*item, Refs, string, error) {
+	refs := Refs{
 		target: tab,
-		byRef:  make(map[string]refEntry),
+		byRef:  make(map[string]Entry),
 		next:   1,
 	}
 	if old != nil && old.next > 0 {
@@ -87,14 +89,14 @@ func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld world, old *r
 	w := &walker{ctx: ctx, refs: &refs, base: base, main: main, mainWorld: mainWorld}
 	items, title, err := w.frame(main, 0)
 	if err != nil {
-		return nil, refTable{}, "", err
+		return nil, Refs{}, "", err
 	}
 	return items, refs, title, nil
 }
 
 type walker struct {
 	ctx  context.Context
-	refs *refTable
+	refs *Refs
 	base *url.URL
 	// oopif is the target of a frame of another site the walk runs in,
 	// through a session of its own; empty in the tab's own target.
@@ -164,7 +166,7 @@ func (w *walker) item(n *walkNode, frame cdp.FrameID, ctxID world, depth int) *i
 		it.url = shortURL(w.base, n.URL)
 	}
 	if n.Ref != "" {
-		w.refs.byRef[n.Ref] = refEntry{frame: frame, oopif: w.oopif, role: n.Role, name: n.Name}
+		w.refs.byRef[n.Ref] = Entry{frame: frame, oopif: w.oopif, role: n.Role, name: n.Name}
 	}
 	if len(n.Children) > 0 {
 		it.children = make([]*item, 0, len(n.Children))
@@ -240,11 +242,11 @@ func releaseWalkObjects(ctx context.Context) {
 	_, _ = chromedp.Call(ctx, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: walkWorld})
 }
 
-// warmSnapshotWorld has Chromium make the walk's isolated world as each
+// Warm has Chromium make the walk's isolated world as each
 // document of the tab starts (and in the one it shows now), with the walk
 // defined in it, so the first snapshot of a page just opened neither
 // waits for the world nor compiles the walk.
-func warmSnapshotWorld(ctx context.Context) {
+func Warm(ctx context.Context) {
 	_, _ = chromedp.Call(ctx, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
 		Source: "globalThis.__hybrouteWalk = " + walkJS, WorldName: walkWorld, RunImmediately: new(true),
 	})
@@ -264,7 +266,7 @@ func worldIn(ctx context.Context, id cdp.FrameID) (runtime.ExecutionContextID, e
 // callIn calls fn with args in an execution context and decodes its
 // value into out.
 func callIn(ctx context.Context, ctxID world, fn string, out any, args ...any) error {
-	cargs, err := callArgs(args)
+	cargs, err := CallArgs(args)
 	if err != nil {
 		return err
 	}
@@ -275,7 +277,7 @@ func callIn(ctx context.Context, ctxID world, fn string, out any, args ...any) e
 		return fmt.Errorf("%w: %w", errWalk, err)
 	}
 	if r.ExceptionDetails != nil {
-		return fmt.Errorf("%w: %s", errWalk, exceptionText(r.ExceptionDetails))
+		return fmt.Errorf("%w: %s", errWalk, modeltext.ExceptionText(r.ExceptionDetails))
 	}
 	if r.Result == nil {
 		return fmt.Errorf("%w: no result", errWalk)
@@ -288,14 +290,14 @@ func callIn(ctx context.Context, ctxID world, fn string, out any, args ...any) e
 
 // pageNode finds the DOM node of a ref of the in-page walk, in the
 // registry of the frame it was walked in.
-func pageNode(ctx context.Context, ref string, e refEntry, main cdp.FrameID) (cdp.BackendNodeID, error) {
+func pageNode(ctx context.Context, ref string, e Entry, main cdp.FrameID) (cdp.BackendNodeID, error) {
 	frame := e.frame
 	if frame == "" {
 		frame = main
 	}
 	ctxID, err := worldIn(ctx, frame)
 	if err != nil {
-		return 0, modelErrorf("the element %s is no longer in the page (its frame is gone); take a new snapshot", ref)
+		return 0, modeltext.Errorf("the element %s is no longer in the page (its frame is gone); take a new snapshot", ref)
 	}
 	quoted, err := json.Marshal(ref)
 	if err != nil {
@@ -311,12 +313,25 @@ func pageNode(ctx context.Context, ref string, e refEntry, main cdp.FrameID) (cd
 		return 0, err
 	}
 	if obj.Result == nil || obj.Result.ObjectID == "" {
-		return 0, modelErrorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
+		return 0, modeltext.Errorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
 	}
 	defer releaseWalkObjects(ctx)
 	d, err := chromedp.Call(ctx, dom.DescribeNode, dom.DescribeNodeParams{ObjectID: obj.Result.ObjectID})
 	if err != nil || d.Node == nil {
-		return 0, staleNode(ref, fmt.Errorf("describing the node: %w", err))
+		return 0, StaleNode(ref, fmt.Errorf("describing the node: %w", err))
 	}
 	return d.Node.BackendNodeID, nil
+}
+
+// CallArgs are args as the arguments of Runtime.callFunctionOn.
+func CallArgs(args []any) ([]*runtime.CallArgument, error) {
+	cargs := make([]*runtime.CallArgument, 0, len(args))
+	for _, a := range args {
+		b, err := json.Marshal(a)
+		if err != nil {
+			return nil, err
+		}
+		cargs = append(cargs, &runtime.CallArgument{Value: b})
+	}
+	return cargs, nil
 }

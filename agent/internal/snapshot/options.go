@@ -1,0 +1,103 @@
+package snapshot
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hybroute/hybroute/agent/internal/modeltext"
+)
+
+// Options shape the text a snapshot returns. The ref table always
+// covers the whole tree, so a shaped snapshot leaves every ref usable.
+type Options struct {
+	Depth int    // levels shown; 0: all
+	Ref   string // the subtree of this ref of the last snapshot
+	Find  string // only what contains this text, with the path to it
+	Limit int    // bytes of text; 0: no cut
+}
+
+// renderItems writes the items as snapshot text, no deeper than o.Depth.
+func renderItems(items []*item, o Options) string {
+	var b strings.Builder
+	for _, it := range items {
+		write(&b, it, 0, o.Depth)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+// selectItems is the text o asks for: full is the whole tree's text.
+func selectItems(items []*item, full string, o Options) (string, error) {
+	if len(items) == 0 {
+		return "(the page is empty)", nil
+	}
+	text := full
+	if o.Ref != "" || o.Find != "" || o.Depth > 0 {
+		roots := items
+		if o.Ref != "" {
+			ref := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(o.Ref, "[ref="), "ref="), "]")
+			it := findRef(items, ref)
+			if it == nil {
+				return "", modeltext.Errorf("ref %q is not in the page as it is now; call browser_snapshot without ref and use a ref from it", ref)
+			}
+			roots = []*item{it}
+		}
+		if o.Find != "" {
+			roots = prune(roots, strings.ToLower(o.Find))
+			if len(roots) == 0 {
+				return fmt.Sprintf("(nothing in the page contains %s)", modeltext.Quote(o.Find, 200)), nil
+			}
+		}
+		text = renderItems(roots, o)
+	}
+	if text == "" {
+		return "(the page is empty)", nil
+	}
+	return Truncate(text, o.Limit), nil
+}
+
+func findRef(items []*item, ref string) *item {
+	for _, it := range items {
+		if it.ref == ref {
+			return it
+		}
+		if f := findRef(it.children, ref); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
+// prune keeps the items that contain find (lower case) whole, and the
+// items above them with only the children that lead there.
+func prune(items []*item, find string) []*item {
+	var out []*item
+	for _, it := range items {
+		if matches(it, find) {
+			out = append(out, it)
+			continue
+		}
+		if kids := prune(it.children, find); len(kids) > 0 {
+			cp := *it
+			cp.children = kids
+			out = append(out, &cp)
+		}
+	}
+	return out
+}
+
+func matches(it *item, find string) bool {
+	for _, s := range [...]string{it.text, it.name, it.value, it.role, it.url} {
+		if s != "" && strings.Contains(strings.ToLower(s), find) {
+			return true
+		}
+	}
+	return false
+}
+
+func countItems(items []*item) int {
+	n := len(items)
+	for _, it := range items {
+		n += countItems(it.children)
+	}
+	return n
+}
