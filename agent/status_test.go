@@ -1,8 +1,6 @@
 package agent
 
 import (
-	"context"
-	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,18 +26,6 @@ func TestStatusTextQuotesWhatCameFromElsewhere(t *testing.T) {
 	assert.Contains(t, text, `\"trusted\"`, "quotes inside the reason are escaped")
 	assert.Contains(t, text, "…\"", "the reason is capped")
 	assert.NotContains(t, text, strings.Repeat("z", maxReasonRunes))
-}
-
-// statusOnly is a Router without the status part.
-type statusOnly struct{ Router }
-
-// TestStatusWithoutReporter: a Router that cannot report gets a clear
-// tool error, not a panic.
-func TestStatusWithoutReporter(t *testing.T) {
-	ts := New(statusOnly{})
-	res := ts.status(context.Background(), nil, "k", json.RawMessage(`{}`))
-	assert.True(t, res.IsError)
-	assert.Contains(t, res.Text, "does not report")
 }
 
 // TestStatusTextGivesTheProvidersViews: a cloud session's live view,
