@@ -10,6 +10,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cdpconn"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/netpolicy"
@@ -154,7 +155,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 	}
 	browser := "the cloud browser of " + r.provider.Name()
 	t, err := remotetab.Connect(connCtx, remotetab.Config{URL: s.CDPURL, HTTPClient: s.HTTPClient, Browser: browser,
-		Guard: newBrowserGuard(&r.cfg, r.pol, r.log, route.Cloud), Single: s.SingleConnection, Died: remoteDead(browser)})
+		Guard: floor.NewGuard(r.pol, r.log, route.Cloud), Single: s.SingleConnection, Died: remoteDead(browser)})
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("%w to session %s of %s at %s: %w",
@@ -178,7 +179,7 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 		var t *remotetab.Tab
 		browser := "the browser of the CDP override"
 		if t, err = remotetab.Connect(ctx, remotetab.Config{URL: ws, HTTPClient: r.cfg.cdpClient, Browser: browser,
-			Guard: newBrowserGuard(&r.cfg, r.pol, r.log, route.Cloud), Died: remoteDead(browser)}); err == nil {
+			Guard: floor.NewGuard(r.pol, r.log, route.Cloud), Died: remoteDead(browser)}); err == nil {
 			e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t)}
 			e.ending.add(endTab, t.Close)
 			return e, nil

@@ -1,150 +1,13 @@
 package hybroute
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"log/slog"
-	"net"
-	"net/netip"
-	"strconv"
-
-	"github.com/hybroute/hybroute/internal/egress"
-	"github.com/hybroute/hybroute/internal/whatwg"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/route"
 )
 
-// The root's side of the egress check (internal/egress): the proxy asks
-// the router's policy about each connection, and a call's verdicts earn
-// its session's grant. The rules stay here, with every other verdict; the
-// proxy only carries them out.
-
-// startEgress starts the proxy of one local Chromium on a loopback port.
-// It decides every connection with pol and dials the allowed ones with
-// dial (nil: a net.Dialer). ctx bounds the start only.
-func startEgress(ctx context.Context, pol *policy, dial func(ctx context.Context, network, addr string) (net.Conn, error), logger *slog.Logger) (*egress.Proxy, error) {
-	cfg := egressRules(pol)
-	cfg.Dial, cfg.Log = dial, logger
-	return egress.Start(ctx, cfg)
-}
-
-// egressRules are the proxy's decisions, with the router's policy.
-func egressRules(pol *policy) egress.Config {
-	return egress.Config{
-		Decide: func(ctx context.Context, hostport string) (egress.Decision, error) {
-			v, port, err := decideEgress(ctx, pol, hostport)
-			return egress.Decision{Host: v.Host, Addrs: v.Addrs, Port: port, Private: v.Class == netpolicy.ClassPrivate}, egressRefusal(err)
-		},
-		Ungranted: ungranted,
-		Refused:   func(ctx context.Context, err error) { pol.tel.refused(ctx, "egress", err) },
-	}
-}
-
-// ungranted is the refusal of a connection to hostport, at the private
-// addresses d, that no call of its session named.
-func ungranted(hostport string, d egress.Decision) error {
-	v := netpolicy.Verdict{URL: hostport, Host: d.Host, Addrs: d.Addrs, Class: netpolicy.ClassPrivate}
-	return egressRefusal(netpolicy.Block(v, netpolicy.ReasonPrivateNotNamed, errNotNamed))
-}
-
-var errNotNamed = errors.New("no call of this session named the host; a public page on the local browser reaches public addresses only")
-
-// egressRefusal hands a refusal of the policy to the proxy as one it
-// answers with 403; it still unwraps to the *BlockedError and its
-// sentinel. Other errors (nothing to dial) pass as they are.
-func egressRefusal(err error) error {
-	be, ok := errors.AsType[*netpolicy.BlockedError](err)
-	if !ok {
-		return err
-	}
-	return &egress.Refusal{Class: be.Class.String(), Reason: be.Reason.String(), Phrase: be.Reason.Phrase(), Err: err}
-}
-
-// decideEgress is the connect-time verdict on one host:port, as the local
-// Chromium asked for it. On success v.Addrs are the addresses to dial (the
-// ones the class was decided on) and port the port. The error is the
-// policy's refusal (a *BlockedError), or says that the name did not resolve
-// (nothing to dial).
-func decideEgress(ctx context.Context, pol *policy, hostport string) (v netpolicy.Verdict, port uint16, err error) {
-	host, ps, err := net.SplitHostPort(hostport)
-	if err != nil {
-		v = invalid(netpolicy.Verdict{URL: hostport}, netpolicy.ReasonInvalidURL, err)
-		return v, 0, v.Err
-	}
-	if len(host) > maxDNSName+2 { // a DNS name, or an IPv6 literal in brackets
-		v = invalid(netpolicy.Verdict{URL: hostport[:maxDNSName]}, netpolicy.ReasonInvalidURL, errors.New("host name too long"))
-		return v, 0, v.Err
-	}
-	p, perr := strconv.ParseUint(ps, 10, 16)
-	if perr != nil || p == 0 {
-		v = invalid(netpolicy.Verdict{URL: hostport}, netpolicy.ReasonInvalidURL, fmt.Errorf("bad port %q", ps))
-		return v, 0, v.Err
-	}
-	// The same classifier as every other verdict: the host as Chromium
-	// wrote it is already canonical, so the URL round-trips.
-	v = pol.classify(ctx, "http://"+net.JoinHostPort(host, ps)+"/")
-	v.URL = hostport
-	if err := pol.refuse(v, route.Local); err != nil {
-		return v, 0, err
-	}
-	if len(v.Addrs) == 0 {
-		if c, ok := netpolicy.ClassifyName(v.Host); ok && c == netpolicy.ClassPrivate {
-			// localhost and *.localhost: loopback, as Chromium itself
-			// would resolve them, without asking DNS.
-			v.Addrs = loopbackAddrs()
-			return v, uint16(p), nil
-		}
-		rerr := v.ResolveErr
-		if rerr == nil {
-			rerr = netpolicy.ErrNoAnswers
-		}
-		return v, 0, fmt.Errorf("hybroute: egress: %s does not resolve, nothing to dial: %w", v.Host, rerr)
-	}
-	return v, uint16(p), nil
-}
-
-// maxDNSName is the longest host name DNS allows.
-const maxDNSName = 253
-
-func loopbackAddrs() []netip.Addr {
-	return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}
-}
-
-// grantOf is the grant the verdicts of one call earn, and whether the call
-// named any network target at all (a call that names none keeps the grant
-// it had). Only private verdicts the policy let through grant anything;
-// metadata never does.
-func grantOf(vs []netpolicy.Verdict) (g egress.Grant, names bool) {
-	for _, v := range vs {
-		if v.Err != nil || (v.Class != netpolicy.ClassPublic && v.Class != netpolicy.ClassPrivate) || !isWebURL(v.URL) {
-			continue // loads from no network (an allowed file: URL, say)
-		}
-		names = true
-		if v.Class != netpolicy.ClassPrivate || v.Host == "" {
-			continue
-		}
-		g.Add(v.Host, v.Addrs...)
-		if c, ok := netpolicy.ClassifyName(v.Host); ok && c == netpolicy.ClassPrivate {
-			g.Add(v.Host, loopbackAddrs()...)
-		}
-	}
-	return g, names
-}
-
-// isWebURL reports whether raw is an http(s) or ws(s) URL: an allowed
-// scheme such as file: is private but connects to nothing.
-func isWebURL(raw string) bool {
-	u, err := whatwg.Parse(raw)
-	if err != nil {
-		return false
-	}
-	switch u.Scheme {
-	case "http", "https", "ws", "wss":
-		return true
-	}
-	return false
-}
+// The egress check (internal/egress) asks internal/floor about each
+// connection of the local browser; a call's verdicts earn its session's
+// grant, which the session's door holds.
 
 // grantCall gives a session on the local browser the grant its call
 // earns, before the call runs: the private hosts the call names, when it
@@ -159,28 +22,16 @@ func grantCall(e *entry, vs []netpolicy.Verdict) (done func()) {
 	if !ok || lt.door == nil {
 		return func() {}
 	}
-	g, names := grantOf(vs)
+	g, names := floor.GrantOf(vs)
 	if !names {
 		return func() {}
 	}
 	lt.door.Set(g)
-	lt.door.NameCall(namedHosts(vs))
+	lt.door.NameCall(floor.NamedHosts(vs))
 	return func() {
 		lt.door.NameCall(nil)
-		if landed := e.landedURL(); isWebURL(landed) {
+		if landed := e.landedURL(); floor.IsWebURL(landed) {
 			lt.door.Leave(landed)
 		}
 	}
-}
-
-// namedHosts are the hosts of every network URL a call names, public ones
-// too.
-func namedHosts(vs []netpolicy.Verdict) []string {
-	out := []string{}
-	for _, v := range vs {
-		if v.Err == nil && (v.Class == netpolicy.ClassPublic || v.Class == netpolicy.ClassPrivate) && v.Host != "" && isWebURL(v.URL) {
-			out = append(out, v.Host)
-		}
-	}
-	return out
 }

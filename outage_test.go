@@ -27,6 +27,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/floor"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -673,7 +674,7 @@ func TestConnectCutShortLeavesNoPage(t *testing.T) {
 	made, cut := 0, 0
 	for i := range 40 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i)*4*time.Millisecond)
-		rt, err := connectRemote(ctx, cloud.WSURL, "the test browser", newBrowserGuard(&cfg, pol, nil, route.Cloud))
+		rt, err := connectRemote(ctx, cloud.WSURL, "the test browser", floor.NewGuard(pol, nil, route.Cloud))
 		cancel()
 		if err != nil {
 			require.ErrorIs(t, err, context.DeadlineExceeded)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/profiles"
@@ -42,7 +43,7 @@ const DefaultSessionKey = "default"
 // Router routes browser calls. It is safe for concurrent use.
 type Router struct {
 	cfg      config
-	pol      *policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
+	pol      *floor.Policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
 	provider provider.Provider
 	calls    itel.Provider // provider, traced and counted: how the router calls it
 	log      *slog.Logger
@@ -113,7 +114,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	}
 	r.side.observe = r.tel.queued
 	r.life, r.endLife = context.WithCancel(context.Background())
-	if r.pol.override {
+	if r.pol.Override {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
 			return nil, err
 		}
@@ -123,7 +124,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 			return nil, err
 		}
 	}
-	if p != nil && !r.pol.override && r.fleet.Limit() > 0 {
+	if p != nil && !r.pol.Override && r.fleet.Limit() > 0 {
 		r.sess.wg.Go(func() { r.fleet.KeepLeases(r.life) })
 	}
 	return r, nil
@@ -153,7 +154,7 @@ type Plan struct {
 	CacheKey string              // sessionKey, or sessionKey+"::local" for the sidecar
 	Verdicts []netpolicy.Verdict // one per URL literal and per URL a data: literal holds, in scan order
 
-	lookups *callLookups // the names the plan resolved, for the rest of the call
+	lookups *floor.Lookups // the names the plan resolved, for the rest of the call
 
 	// prev is the route the session's page was on before this call, when
 	// the session had one: a call on another route changes browsers.
@@ -211,16 +212,16 @@ type Result struct {
 // It is the predicate [Router.Plan] applies to each literal's verdict:
 // navigate and exec calls are routed by it alike.
 func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
-	return r.pol.routesLocally(r.verdict(ctx, rawURL))
+	return r.pol.RoutesLocally(r.verdict(ctx, rawURL))
 }
 
 // verdict decides on one URL literal: its class, the addresses the class
 // was decided on, and, given the router's options, whether it is blocked.
 // It never fails: an unparseable URL is ClassInvalid with Err set.
 func (r *Router) verdict(ctx context.Context, rawURL string) netpolicy.Verdict {
-	v := r.pol.classify(ctx, rawURL)
+	v := r.pol.Classify(ctx, rawURL)
 	netpolicy.MarkLiteral(&v)
-	v.Err = r.pol.refuseLiteral(v)
+	v.Err = r.pol.RefuseLiteral(v)
 	return v
 }
 
@@ -283,7 +284,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 		return Plan{}, ErrClosed
 	}
 	p := Plan{Verdicts: make([]netpolicy.Verdict, len(urls))}
-	look, err := r.decideAll(ctx, urls, p.Verdicts)
+	look, err := r.pol.DecideAll(ctx, urls, p.Verdicts)
 	if errors.Is(err, netpolicy.ErrTooManyHosts) {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
 	}
@@ -291,7 +292,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	for i := range p.Verdicts {
 		v := &p.Verdicts[i]
 		netpolicy.MarkLiteral(v)
-		if v.Err = r.pol.refuseLiteral(*v); v.Err != nil {
+		if v.Err = r.pol.RefuseLiteral(*v); v.Err != nil {
 			errs = append(errs, v.Err)
 		}
 	}
@@ -301,8 +302,8 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	}
 	p.lookups = look
 	p.prev, p.hasPrev = r.lastRoute(key)
-	p.Route = r.pol.route(p.Verdicts, p.prev, p.hasPrev, navigates)
-	p.CacheKey = r.pol.cacheKey(key, p.Route)
+	p.Route = r.pol.Route(p.Verdicts, p.prev, p.hasPrev, navigates)
+	p.CacheKey = r.pol.CacheKey(key, p.Route)
 	if len(errs) > 0 {
 		r.tel.countPlan(ctx, p.Route, p.Verdicts, itel.LeadingReason(errs))
 		return p, blockedCall(errs)
@@ -465,7 +466,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	res = Result{Route: p.Route, CacheKey: p.CacheKey}
 	if p.hasPrev && p.prev != p.Route {
 		res.PageChanged = true
-		res.PreviousCacheKey = r.pol.cacheKey(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.prev)
+		res.PreviousCacheKey = r.pol.CacheKey(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.prev)
 	}
 	actx, aspan := r.tel.tracer.Start(ctx, "hybroute.session.acquire",
 		trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
@@ -500,7 +501,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	}
 	defer grantCall(e, p.Verdicts)() // the private hosts this call named, and no others
 	// The guard and the landed-URL check decide on the plan's answers.
-	defer e.guard.begin(&e.gs, p.lookups)()
+	defer e.guard.Begin(&e.gs, p.lookups)()
 
 	defer func() { res.Dialogs = takeDialogs(e.h) }() // however the call ends, before the next one starts
 	if t, ok := e.h.Tab().(*restTab); ok {
@@ -518,7 +519,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		// starts on a still page (guard.Guard.Settle).
 		e.bg.Settle(ctx, e.frontID(), settleTimeout)
 	}
-	e.guard.reset()
+	e.guard.Reset()
 	rctx, rspan := r.tel.tracer.Start(ctx, "hybroute.run",
 		trace.WithAttributes(attribute.String("hybroute.route", res.Route.String())))
 	defer rspan.End()
@@ -553,7 +554,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		// wedged. The next call asks the tab before it relies on it.
 		e.h.SetProbeFirst(true)
 	}
-	if gerr := e.guard.err(); gerr != nil {
+	if gerr := e.guard.Err(); gerr != nil {
 		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The
 		// tab leaves the error page for a clean one, as after a landing.
@@ -594,7 +595,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 	landed := e.landedURL()
 	var err error
 	var blanked bool
-	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, e.guard.lookups()), e.route); refused != nil {
+	if refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, landed, e.guard.Lookups()), e.route); refused != nil {
 		r.tel.refused(ctx, "landing", refused)
 		blanked, err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
 	}
@@ -612,7 +613,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 				continue // gone, or about:blank
 			}
 		}
-		refused := r.pol.refuse(r.pol.classifyWith(ctx, u, e.guard.lookups()), e.route)
+		refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, u, e.guard.Lookups()), e.route)
 		if refused == nil {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/provider"
@@ -41,11 +42,11 @@ type entry struct {
 	// pages, origins, whether to probe it first); the entry lends it to
 	// the call that holds callMu.
 	h        *browsertab.Handle
-	released atomic.Bool   // Release, the reaper or Close ended it; calls on it get ErrReleased
-	ending   teardown      // the steps that end the session, once, in order (teardown.go)
-	guard    guardRecord   // the scope of the running call: its answers, what the guard refused (guard_owner.go)
-	gs       guard.Session // the session as the guard knows it: its tab, name answers and refusals
-	bg       *guard.Guard  // the guard of the tab's browser (internal/guard)
+	released atomic.Bool     // Release, the reaper or Close ended it; calls on it get ErrReleased
+	ending   teardown        // the steps that end the session, once, in order (teardown.go)
+	guard    floor.CallScope // the scope of the running call: its answers, what the guard refused (guard_owner.go)
+	gs       guard.Session   // the session as the guard knows it: its tab, name answers and refusals
+	bg       *guard.Guard    // the guard of the tab's browser (internal/guard)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -169,7 +170,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			cctx, cancel := context.WithTimeout(actx, timeout+queue)
 			defer cancel()
 			grace := time.Duration(0)
-			if p.Route == route.Cloud && !r.pol.override {
+			if p.Route == route.Cloud && !r.pol.Override {
 				grace = closeGrace
 			}
 			defer context.AfterFunc(r.life, func() {
@@ -252,7 +253,7 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 	switch {
 	case p.Route == route.Local:
 		return r.localEntry(ctx, p.CacheKey, route.Local)
-	case r.pol.override:
+	case r.pol.Override:
 		return r.overrideEntry(ctx, p.CacheKey)
 	}
 	return r.cloudEntry(ctx, p.CacheKey, budget)

@@ -807,7 +807,7 @@ func awaitRefusal(ctx context.Context, r *Router, key string) error {
 	r.mu.Lock()
 	e := r.sess.m[key]
 	r.mu.Unlock()
-	for e.guard.err() == nil {
+	for e.guard.Err() == nil {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the guard's refusal: %w", ctx.Err())

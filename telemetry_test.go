@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/floor"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/route"
@@ -218,9 +219,10 @@ func TestTelemetryCountsEgressRefusals(t *testing.T) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	pol := testPolicy(staticResolver{}, true)
-	pol.tel = newTelemetry(cfg.meterProvider, cfg.tracerProvider, "")
-	e, err := startEgress(context.Background(), pol, loopbackDialer(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	pcfg := defaultConfig()
+	pcfg.resolver = staticResolver{}
+	pol := newPolicy(&pcfg, false, newTelemetry(cfg.meterProvider, cfg.tracerProvider, ""))
+	e, err := floor.StartEgress(context.Background(), pol, loopbackDialer(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer e.Close()
 	for _, host := range []string{"169.254.169.254:80", "metadata.google.internal:80"} {

@@ -62,6 +62,10 @@ var layer = map[string]int{
 	// The local Chromium's process, with its guard and egress proxy.
 	"internal/sidecar":   3,
 	"internal/remotetab": 3,
+	// The floor as the router applies it: the options turned into one
+	// policy, and the decisions the guard and the egress check carry out.
+	// Not an enforcement point: it decides, they enforce.
+	"internal/floor": 3,
 	// The instruments and the bounded names they count under.
 	"internal/telemetry": 2,
 	// The facade: the Router, its plan, sessions and tabs.
