@@ -13,6 +13,7 @@ import (
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/remotetab"
+	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -34,7 +35,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 	switch adm {
 	case health.Local:
 		// The provider asked us to stay away: no API call, no log line.
-		return r.fallbackEntry(ctx, key, reason, r.health.Last(), nil, fallbackBackoffWindow)
+		return r.fallbackEntry(ctx, key, reason, r.health.Last(), nil, itel.FallbackBackoffWindow)
 	case health.Refused:
 		// The provider refused the key or the payment lately: no API
 		// call, and the fallback says so, not "back-off window".
@@ -47,7 +48,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 			// them probes.
 			r.health.ProbeDone()
 		}
-		return r.fallbackEntry(ctx, key, errConcurrencyLimit.Error(), nil, nil, fallbackConcurrency)
+		return r.fallbackEntry(ctx, key, errConcurrencyLimit.Error(), nil, nil, itel.FallbackConcurrency)
 	}
 	e, err := r.cloudSession(ctx, key, budget, adm)
 	if err != nil || e.fallback {

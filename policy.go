@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"github.com/hybroute/hybroute/internal/floor"
+	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -9,14 +10,14 @@ import (
 // provider or without: the one value the plan, the guard, the landed-URL
 // check and the egress check ask. tel counts the refusals of the guard and
 // the egress check; nil in tests without a router.
-func newPolicy(cfg *config, hasProvider bool, tel *telemetry) *floor.Policy {
+func newPolicy(cfg *config, hasProvider bool, tel *itel.Router) *floor.Policy {
 	return floor.New(floor.Config{
 		Resolver: cfg.resolver, AllowedSchemes: cfg.allowedSchemes, Hosts: cfg.rules,
 		CDPOverride: cfg.cdpURL != "", HasProvider: hasProvider, AutoLocal: cfg.autoLocal,
 		AllowPrivate: cfg.allowPrivate, AllowSecrets: cfg.allowSecrets, LocalSuffix: LocalSuffix,
 		MaxHostsPerCall: cfg.maxHostsPerCall, LookupConcurrency: cfg.lookupConcurrency,
 		GuardLookup: cfg.guardLookup, WSRules: blockedWebSockets(cfg.rules),
-		Refused: tel.refused, Unsupported: unsupportedBrowser,
+		Refused: tel.Refused, Unsupported: unsupportedBrowser,
 	})
 }
 

@@ -238,7 +238,7 @@ func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *restTab) (st
 	if refused == nil {
 		return landed, false, nil
 	}
-	r.tel.refused(ctx, "landing", refused)
+	r.tel.Refused(ctx, "landing", refused)
 	err := fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()

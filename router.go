@@ -51,7 +51,7 @@ type Router struct {
 	side     *sidecar
 	profiles *profiles.Store // WithProfileDir: the cookie jars of local sessions; nil without it
 	health   *health.Health
-	tel      *telemetry
+	tel      *itel.Router
 	// fleet is the store, guarded, and the concurrency leases.
 	fleet *fleet.Fleet
 	now   func() time.Time // the fallback's clock; tests move it instead of sleeping
@@ -105,14 +105,14 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	}
 	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
 	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
-	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.tracer, Log: r.log}
+	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.Tracer, Log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.observeBackoff()
 	r.side = newSidecar(&r.cfg, r.pol)
 	if p != nil {
 		r.health = r.newHealth(p)
 	}
-	r.side.observe = r.tel.queued
+	r.side.observe = r.tel.QueuedAfter
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.pol.Override {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
@@ -305,10 +305,10 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	p.Route = r.pol.Route(p.Verdicts, p.prev, p.hasPrev, navigates)
 	p.CacheKey = r.pol.CacheKey(key, p.Route)
 	if len(errs) > 0 {
-		r.tel.countPlan(ctx, p.Route, p.Verdicts, itel.LeadingReason(errs))
+		r.tel.CountPlan(ctx, int(p.Route), p.Verdicts, itel.LeadingReason(errs))
 		return p, blockedCall(errs)
 	}
-	r.tel.countPlan(ctx, p.Route, p.Verdicts, 0)
+	r.tel.CountPlan(ctx, int(p.Route), p.Verdicts, 0)
 	r.logPlan(ctx, key, p)
 	return p, nil
 }
@@ -417,16 +417,16 @@ func (r *Router) Close() error {
 // call).
 func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx context.Context, c *Call) error, opts ...CallOption) (res Result, err error) {
 	s := settingsOf(opts)
-	ctx, span := r.spanCall(ctx, "hybroute.exec", sessionKey)
-	defer func() { endCall(span, res, err) }()
-	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
+	ctx, span := r.tel.StartCall(ctx, "hybroute.exec", sessionKey)
+	defer func() { r.tel.EndCall(span, res.Route, res.CacheKey, res.FallbackFromCloud, err) }()
+	pctx, pspan := r.tel.Tracer.Start(ctx, "hybroute.plan")
 	var p Plan
 	if s.navigation {
 		p, err = r.plan(pctx, sessionKey, []string{code}, true)
 	} else {
 		p, err = r.plan(pctx, sessionKey, ScanURLs(code), false)
 	}
-	endPlan(pspan, p, err)
+	r.tel.EndPlan(pspan, p.Route, p.Verdicts, err)
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
@@ -468,10 +468,10 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		res.PageChanged = true
 		res.PreviousCacheKey = r.pol.CacheKey(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.prev)
 	}
-	actx, aspan := r.tel.tracer.Start(ctx, "hybroute.session.acquire",
+	actx, aspan := r.tel.Tracer.Start(ctx, "hybroute.session.acquire",
 		trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
 	e, err := r.acquire(actx, p)
-	endAcquire(aspan, e, err)
+	r.endAcquire(aspan, e, err)
 	if err != nil {
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
 	}
@@ -520,7 +520,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		e.bg.Settle(ctx, e.frontID(), settleTimeout)
 	}
 	e.guard.Reset()
-	rctx, rspan := r.tel.tracer.Start(ctx, "hybroute.run",
+	rctx, rspan := r.tel.Tracer.Start(ctx, "hybroute.run",
 		trace.WithAttributes(attribute.String("hybroute.route", res.Route.String())))
 	defer rspan.End()
 	cctx, cancel := e.h.Bind(rctx)
@@ -541,7 +541,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	}
 	r.tel.Ran(ctx, res.Route.String(), started)
 	if runErr != nil {
-		rspan.SetStatus(codes.Error, errorKind(runErr))
+		rspan.SetStatus(codes.Error, r.tel.ErrorKind(runErr))
 	}
 	callerErr := ctx.Err() // browsertab.Bind: set whenever the caller ended the call
 	if d, ok := pendingDialog(e.h); ok && runErr != nil && callerErr == nil {
@@ -596,7 +596,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 	var err error
 	var blanked bool
 	if refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, landed, e.guard.Lookups()), e.route); refused != nil {
-		r.tel.refused(ctx, "landing", refused)
+		r.tel.Refused(ctx, "landing", refused)
 		blanked, err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
 	}
 	if e.bg == nil {
@@ -617,7 +617,7 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 		if refused == nil {
 			continue
 		}
-		r.tel.refused(ctx, "landing", refused)
+		r.tel.Refused(ctx, "landing", refused)
 		perr := fmt.Errorf("hybroute: popup %s landed on a blocked address, so it was closed: %w", redactURL(guard.ClipURL(u)), refused)
 		cctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
 		cerr := e.bg.CloseTarget(cctx, id)

@@ -178,15 +178,15 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				context.AfterFunc(cctx, func() { t.Stop() })
 			})()
 			// A context of its own name: the AfterFunc above reads cctx.
-			sctx, span := r.tel.tracer.Start(cctx, "hybroute.session.create",
+			sctx, span := r.tel.Tracer.Start(cctx, "hybroute.session.create",
 				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
 			if err := r.makeRoom(sctx, p); err != nil {
-				endAcquire(span, nil, err)
+				r.endAcquire(span, nil, err)
 				return nil, err
 			}
 			started := time.Now()
 			e, err := r.create(sctx, p, budget)
-			endAcquire(span, e, err)
+			r.endAcquire(span, e, err)
 			if err != nil {
 				return nil, err
 			}
@@ -213,7 +213,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				return nil, ErrClosed
 			}
 			e.touch()
-			r.tel.sessionOpened(cctx, e)
+			r.sessionOpened(cctx, e)
 			r.sess.m[p.CacheKey] = e
 			// Started under mu after the closed check, so Close's Wait
 			// cannot miss them.
