@@ -13,6 +13,7 @@ import (
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/remotetab"
+	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
@@ -56,7 +57,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 		return e, err
 	}
 	if slot != nil {
-		e.ending.add(endSlot, func(ctx context.Context) error {
+		e.ending.Add(teardown.Slot, func(ctx context.Context) error {
 			r.fleet.Release(ctx, slot)
 			return nil
 		})
@@ -84,11 +85,11 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 			return nil, err
 		}
 		e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t), cloud: s}
-		e.ending.add(endTab, func(ctx context.Context) error {
+		e.ending.Add(teardown.Tab, func(ctx context.Context) error {
 			_ = t.Close(ctx) // the provider's release ends what is left of it
 			return nil
 		})
-		e.ending.add(endProvider, func(ctx context.Context) error {
+		e.ending.Add(teardown.Provider, func(ctx context.Context) error {
 			// The tab's close may have spent ctx's budget on a loaded
 			// browser; the provider's release gets one of its own, or the
 			// session would run on. (The fleet slot's release after it
@@ -182,7 +183,7 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 		if t, err = remotetab.Connect(ctx, remotetab.Config{URL: ws, HTTPClient: r.cfg.cdpClient, Browser: browser,
 			Guard: floor.NewGuard(r.pol, r.log, route.Cloud), Died: remoteDead(browser)}); err == nil {
 			e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t)}
-			e.ending.add(endTab, t.Close)
+			e.ending.Add(teardown.Tab, t.Close)
 			return e, nil
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -110,7 +111,7 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 	}
 	e.fallback, e.fallbackAccount = true, reason
 	if fellBack != nil {
-		e.ending.add(endProvider, func(ctx context.Context) error { return r.calls.ReleaseSession(ctx, fellBack) })
+		e.ending.Add(teardown.Provider, func(ctx context.Context) error { return r.calls.ReleaseSession(ctx, fellBack) })
 	}
 	if kind == "" {
 		kind = r.tel.FallbackKind(cause)

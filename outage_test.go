@@ -29,6 +29,7 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/floor"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
 )
@@ -364,7 +365,7 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 		s, err := p.CreateSession(ctx, key)
 		require.NoError(t, err)
 		e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(fakeTab{})}
-		e.ending.add(endProvider, func(ctx context.Context) error { return p.ReleaseSession(ctx, s) })
+		e.ending.Add(teardown.Provider, func(ctx context.Context) error { return p.ReleaseSession(ctx, s) })
 		r.sess.m[key] = e
 	}
 	r.mu.Unlock()

@@ -22,6 +22,7 @@ import (
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/internal/routememory"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
 	"github.com/hybroute/hybroute/netpolicy"
@@ -62,9 +63,9 @@ type Router struct {
 	endLife context.CancelFunc
 
 	mu     sync.Mutex
-	routes routeMemory // the last route each session key's calls took
-	states stateMemory // each session key's storage state, once loaded (state_session.go)
-	sess   sessions    // guarded by mu, but for its own WaitGroup and singleflight
+	routes routememory.Memory // the last route each session key's calls took
+	states stateMemory        // each session key's storage state, once loaded (state_session.go)
+	sess   sessions           // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 }
 
@@ -76,7 +77,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 		cfg:      defaultConfig(),
 		provider: p,
 		now:      time.Now,
-		routes:   newRouteMemory(maxRoutes),
+		routes:   routememory.New(routememory.Max),
 		sess:     sessions{m: make(map[string]*entry), inFlight: make(map[string]*creation)},
 	}
 	for _, o := range opts {
@@ -317,7 +318,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 func (r *Router) lastRoute(key string) (route.Route, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.routes.get(key)
+	return r.routes.Get(key)
 }
 
 func normalizeKey(k string) (string, error) {
@@ -358,7 +359,7 @@ func (r *Router) remember(key string, route route.Route) {
 		return
 	}
 	r.startReaper()
-	r.routes.put(key, route, now)
+	r.routes.Put(key, route, now)
 }
 
 func (r *Router) logPlan(ctx context.Context, key string, p Plan) {
@@ -383,7 +384,7 @@ func (r *Router) Close() error {
 		return nil
 	}
 	r.closed = true
-	r.routes.clear()
+	r.routes.Clear()
 	r.mu.Unlock()
 	defer r.tel.Stop()
 	err := r.closeSessions()

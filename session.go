@@ -17,6 +17,7 @@ import (
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
 )
@@ -33,7 +34,7 @@ type entry struct {
 	// locally, for the caller (Result.FallbackReason).
 	fallbackAccount string
 	// fallbackLabel is the bounded name of that cause, for the metrics
-	// and traces (telemetry.go's fallback reasons).
+	// and traces (internal/telemetry's fallback reasons).
 	fallbackLabel string
 	// cloud is the provider's session a cloud entry runs on (its live
 	// view, replay and expiry for Status); nil otherwise.
@@ -43,8 +44,8 @@ type entry struct {
 	// the call that holds callMu.
 	h        *browsertab.Handle
 	released atomic.Bool     // Release, the reaper or Close ended it; calls on it get ErrReleased
-	ending   teardown        // the steps that end the session, once, in order (teardown.go)
-	guard    floor.CallScope // the scope of the running call: its answers, what the guard refused (guard_owner.go)
+	ending   teardown.Steps  // the steps that end the session, once, in order (internal/teardown)
+	guard    floor.CallScope // the scope of the running call: its answers, what the guard refused (internal/floor)
 	gs       guard.Session   // the session as the guard knows it: its tab, name answers and refusals
 	bg       *guard.Guard    // the guard of the tab's browser (internal/guard)
 
@@ -88,7 +89,7 @@ func (e *entry) end() error {
 	defer e.h.Pages.StopAll()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	return e.ending.run(ctx)
+	return e.ending.Run(ctx)
 }
 
 // sessions is the cache of live sessions, keyed by cache key. Its maps and
@@ -275,9 +276,9 @@ func (r *Router) localEntry(ctx context.Context, key string, route route.Route) 
 	}
 	e := &entry{key: key, route: route, h: browsertab.NewHandle(lt)}
 	if r.profiles != nil {
-		e.ending.add(endTab, func(context.Context) error { return r.profiles.Release(profileTab(lt)) })
+		e.ending.Add(teardown.Tab, func(context.Context) error { return r.profiles.Release(profileTab(lt)) })
 	}
-	e.ending.add(endTab, func(context.Context) error { return lt.Close() })
+	e.ending.Add(teardown.Tab, func(context.Context) error { return lt.Close() })
 	return e, nil
 }
 
@@ -313,7 +314,7 @@ func (r *Router) reapIdle(now time.Time) int {
 	r.mu.Lock()
 	// A sticky route outlives its sessions only as long as a session
 	// would: after that, the key starts afresh, and memory stays bound.
-	r.routes.forgetIdle(now.Add(-r.cfg.idleTimeout).UnixNano(), func(k string) bool {
+	r.routes.ForgetIdle(now.Add(-r.cfg.idleTimeout).UnixNano(), func(k string) bool {
 		return r.sess.m[k] != nil || r.sess.m[k+LocalSuffix] != nil
 	})
 	for k, e := range r.sess.m {
@@ -363,7 +364,7 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 			es = append(es, e)
 		}
 	}
-	r.routes.delete(key)
+	r.routes.Delete(key)
 	r.states.forget(key)
 	delete(r.sess.evicted, key)
 	delete(r.sess.evicted, key+LocalSuffix)

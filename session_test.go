@@ -457,7 +457,7 @@ func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
 
 	r.reapIdle(time.Now().Add(r.cfg.idleTimeout + time.Second))
 	r.mu.Lock()
-	assert.Zero(t, r.routes.len(), "an idle key's route is forgotten, so memory stays bound")
+	assert.Zero(t, r.routes.Len(), "an idle key's route is forgotten, so memory stays bound")
 	r.mu.Unlock()
 	p, err = r.Plan(ctx, "s", `document.title`)
 	require.NoError(t, err)

@@ -109,7 +109,7 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 		return SessionStatus{}, ErrClosed
 	}
 	var e *entry
-	if route, ok := r.routes.get(key); ok {
+	if route, ok := r.routes.Get(key); ok {
 		e = r.sess.m[r.pol.CacheKey(key, route)]
 	}
 	for _, k := range [...]string{key, key + LocalSuffix} {

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 )
 
@@ -37,7 +38,7 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 // end count it closed.
 func (r *Router) sessionOpened(ctx context.Context, e *entry) {
 	closed := r.tel.SessionOpened(ctx, e.route.String())
-	e.ending.add(endCount, func(ctx context.Context) error {
+	e.ending.Add(teardown.Count, func(ctx context.Context) error {
 		closed(ctx)
 		return nil
 	})

@@ -30,9 +30,13 @@ var layer = map[string]int{
 	"internal/redistest":         0,
 	"internal/tools/gencorpus":   0,
 	"internal/tools/recordhosts": 0,
+	// The staged end of a session.
+	"internal/teardown": 0,
 	// The one location type: which browser a call, a rule or a guard
 	// speaks of.
 	"route": 0,
+	// The sticky route of each session key.
+	"internal/routememory": 1,
 	// What a URL is: the scanner, the CDP dial, and the network policy.
 	"internal/urlscan": 1,
 	"internal/cdpconn": 1,
