@@ -70,8 +70,9 @@ var layer = map[string]int{
 	// policy, and the decisions the guard and the egress check carry out.
 	// Not an enforcement point: it decides, they enforce.
 	"internal/floor": 3,
-	// The instruments and the bounded names they count under.
-	"internal/telemetry": 2,
+	// The instruments and the bounded names they count under, the Router's
+	// spans, and the decorators of the provider and the store.
+	"internal/telemetry": 3,
 	// The facade: the Router, its plan, sessions and tabs.
 	"": 4,
 	// Users of the facade.

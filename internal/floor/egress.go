@@ -148,6 +148,29 @@ func IsWebURL(raw string) bool {
 	return false
 }
 
+// GrantCall gives the door of a session on the local browser the grant its
+// call earns, before the call runs: the private hosts the call names, when
+// it names any network target.
+//
+// It returns what ends the call's part: while the call runs, its pages may
+// move among every host the call named (a mixed call that opens a public
+// page, then localhost); when it ends on a page the grant does not cover
+// (landed is where the tab is then), the grant ends there.
+func GrantCall(door *egress.Door, vs []netpolicy.Verdict, landed func() string) (done func()) {
+	g, names := GrantOf(vs)
+	if !names {
+		return func() {}
+	}
+	door.Set(g)
+	door.NameCall(NamedHosts(vs))
+	return func() {
+		door.NameCall(nil)
+		if u := landed(); IsWebURL(u) {
+			door.Leave(u)
+		}
+	}
+}
+
 // NamedHosts are the hosts of every network URL a call names, public ones
 // too.
 func NamedHosts(vs []netpolicy.Verdict) []string {
