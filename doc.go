@@ -25,10 +25,11 @@
 //	  │        (hosts as Chromium parses them), internal/metadata
 //	policy   the one allow/refuse rule and the routing table, from the options
 //	  │        netpolicy.Policy (the rule), package route (the one location
-//	  │        type: cloud or local), policy.go (the options turned into
-//	  │        it, routes, cache keys), options.go
+//	  │        type: cloud or local), internal/floor (the options turned
+//	  │        into it, routes, cache keys; policy.go hands it them), options.go
 //	plan     the route and cache key of a call, from its verdicts
-//	  │        router.go (Plan, PlanNavigate), routes.go (a session's last route)
+//	  │        router.go (Plan, PlanNavigate), internal/routememory (a
+//	  │        session's last route)
 //	session  one browser session per cache key, created once, released once
 //	  │        session.go, cloud.go (remote browsers), fallback.go (the local
 //	  │        floor), internal/health, internal/fleet and package store
@@ -41,14 +42,14 @@
 //	  │        state_browser.go, restpage.go (browsers without CDP)
 //	  ├─ guard   every target of the browser, each request paused until
 //	  │            it is decided; navigation to the browser's own pages refused
-//	  │            internal/guard (it asks guard_owner.go about each URL;
+//	  │            internal/guard (it asks internal/floor about each URL;
 //	  │            a call hands it a scope of its answers and refusals),
 //	  │            internal/cdpmux (the mux under chromedp),
 //	  │            internal/cdpcompat (the protocol of each major)
 //	  └─ egress  every connection the local Chromium makes, decided on the
 //	               address it dials, private ones by grant per session
 //	               internal/egress (the proxy, its doors and grants),
-//	               egress_owner.go (the policy's decisions, a call's grant),
+//	               internal/floor (the policy's decisions, a call's grant),
 //	               internal/sidecar (a page leaving its grant)
 //
 // The guard, the landed-URL check and the egress check decide a request
