@@ -47,7 +47,7 @@ func (c *Call) CheckPage(ctx context.Context) (string, error) {
 		return c.rest.CheckPage(ctx)
 	}
 	u := c.e.landedURL()
-	if err := c.r.pol.refuse(c.r.pol.classify(ctx, u), c.e.route); err != nil {
+	if err := c.r.pol.Refuse(c.r.pol.Classify(ctx, u), c.e.route); err != nil {
 		return u, fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
 	}
 	return u, nil

@@ -10,8 +10,11 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cdpconn"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/remotetab"
+	"github.com/hybroute/hybroute/internal/teardown"
+	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -33,7 +36,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 	switch adm {
 	case health.Local:
 		// The provider asked us to stay away: no API call, no log line.
-		return r.fallbackEntry(ctx, key, reason, r.health.Last(), nil, fallbackBackoffWindow)
+		return r.fallbackEntry(ctx, key, reason, r.health.Last(), nil, itel.FallbackBackoffWindow)
 	case health.Refused:
 		// The provider refused the key or the payment lately: no API
 		// call, and the fallback says so, not "back-off window".
@@ -46,7 +49,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 			// them probes.
 			r.health.ProbeDone()
 		}
-		return r.fallbackEntry(ctx, key, errConcurrencyLimit.Error(), nil, nil, fallbackConcurrency)
+		return r.fallbackEntry(ctx, key, errConcurrencyLimit.Error(), nil, nil, itel.FallbackConcurrency)
 	}
 	e, err := r.cloudSession(ctx, key, budget, adm)
 	if err != nil || e.fallback {
@@ -54,7 +57,7 @@ func (r *Router) cloudEntry(ctx context.Context, key string, budget time.Duratio
 		return e, err
 	}
 	if slot != nil {
-		e.ending.add(endSlot, func(ctx context.Context) error {
+		e.ending.Add(teardown.Slot, func(ctx context.Context) error {
 			r.fleet.Release(ctx, slot)
 			return nil
 		})
@@ -82,11 +85,11 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 			return nil, err
 		}
 		e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t), cloud: s}
-		e.ending.add(endTab, func(ctx context.Context) error {
+		e.ending.Add(teardown.Tab, func(ctx context.Context) error {
 			_ = t.Close(ctx) // the provider's release ends what is left of it
 			return nil
 		})
-		e.ending.add(endProvider, func(ctx context.Context) error {
+		e.ending.Add(teardown.Provider, func(ctx context.Context) error {
 			// The tab's close may have spent ctx's budget on a loaded
 			// browser; the provider's release gets one of its own, or the
 			// session would run on. (The fleet slot's release after it
@@ -154,7 +157,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 	}
 	browser := "the cloud browser of " + r.provider.Name()
 	t, err := remotetab.Connect(connCtx, remotetab.Config{URL: s.CDPURL, HTTPClient: s.HTTPClient, Browser: browser,
-		Guard: newBrowserGuard(&r.cfg, r.pol, r.log, route.Cloud), Single: s.SingleConnection, Died: remoteDead(browser)})
+		Guard: floor.NewGuard(r.pol, r.log, route.Cloud), Single: s.SingleConnection, Died: remoteDead(browser)})
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("%w to session %s of %s at %s: %w",
@@ -178,9 +181,9 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 		var t *remotetab.Tab
 		browser := "the browser of the CDP override"
 		if t, err = remotetab.Connect(ctx, remotetab.Config{URL: ws, HTTPClient: r.cfg.cdpClient, Browser: browser,
-			Guard: newBrowserGuard(&r.cfg, r.pol, r.log, route.Cloud), Died: remoteDead(browser)}); err == nil {
+			Guard: floor.NewGuard(r.pol, r.log, route.Cloud), Died: remoteDead(browser)}); err == nil {
 			e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t)}
-			e.ending.add(endTab, t.Close)
+			e.ending.Add(teardown.Tab, t.Close)
 			return e, nil
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -21,7 +22,7 @@ func BenchmarkRemoteSessionOpenClose(b *testing.B) {
 	var open, shut time.Duration
 	for b.Loop() {
 		t0 := time.Now()
-		rt, err := connectRemote(ctx, cloud.WSURL, "the test browser", newBrowserGuard(&cfg, pol, nil, route.Cloud))
+		rt, err := connectRemote(ctx, cloud.WSURL, "the test browser", floor.NewGuard(pol, nil, route.Cloud))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
@@ -356,12 +357,12 @@ func TestGrantOf(t *testing.T) {
 	verdicts := func(urls ...string) []netpolicy.Verdict {
 		vs := make([]netpolicy.Verdict, len(urls))
 		for i, u := range urls {
-			vs[i] = pol.classify(context.Background(), u)
-			vs[i].Err = pol.refuseLiteral(vs[i])
+			vs[i] = pol.Classify(context.Background(), u)
+			vs[i].Err = pol.RefuseLiteral(vs[i])
 		}
 		return vs
 	}
-	g, names := grantOf(verdicts("http://localhost:3000/", "https://"+publicHost+"/"))
+	g, names := floor.GrantOf(verdicts("http://localhost:3000/", "https://"+publicHost+"/"))
 	require.True(t, names)
 	assert.True(t, g.Covers("localhost", nil), "the private host the call named")
 	assert.True(t, g.Covers("127.0.0.1", addrs("127.0.0.1")), "and the addresses localhost has")
@@ -370,17 +371,17 @@ func TestGrantOf(t *testing.T) {
 	assert.False(t, g.Covers(publicHost, addrs("93.184.215.14")), "a public host the call named is not granted")
 	assert.False(t, g.CoversURL("https://"+publicHost+"/"), "a public page is not within the grant")
 
-	g, names = grantOf(verdicts("http://" + nasHost + "/"))
+	g, names = floor.GrantOf(verdicts("http://" + nasHost + "/"))
 	require.True(t, names)
 	assert.True(t, g.Covers(nasHost, addrs("192.168.1.10")))
 	assert.True(t, g.Covers("192.168.1.10", addrs("192.168.1.10")), "the address the name had in the plan")
 	assert.False(t, g.Covers(lanHost, addrs("10.0.0.5")))
 
-	g, names = grantOf(verdicts("https://" + publicHost + "/?token=1"))
+	g, names = floor.GrantOf(verdicts("https://" + publicHost + "/?token=1"))
 	assert.True(t, names, "a public call names a target")
 	assert.True(t, g.Empty(), "and grants nothing")
-	_, names = grantOf(append(verdicts("about:blank", "data:text/html,x"), netpolicy.Verdict{URL: "file:///etc/hosts", Class: netpolicy.ClassPrivate}))
+	_, names = floor.GrantOf(append(verdicts("about:blank", "data:text/html,x"), netpolicy.Verdict{URL: "file:///etc/hosts", Class: netpolicy.ClassPrivate}))
 	assert.False(t, names, "a call that names no network target keeps the grant it had")
-	g, _ = grantOf(verdicts("http://169.254.169.254/"))
+	g, _ = floor.GrantOf(verdicts("http://169.254.169.254/"))
 	assert.True(t, g.Empty(), "metadata is never granted")
 }

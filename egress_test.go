@@ -22,6 +22,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/egress"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 )
@@ -346,7 +347,7 @@ func TestDecideEgress(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.rule, func(t *testing.T) {
-			v, port, err := decideEgress(context.Background(), testPolicy(res, row.privateOK), row.hostport)
+			v, port, err := floor.DecideEgress(context.Background(), testPolicy(res, row.privateOK), row.hostport)
 			assert.Equal(t, row.want, v.Class)
 			if row.dial != nil {
 				require.NoError(t, err)
@@ -372,7 +373,7 @@ func TestDecideEgress(t *testing.T) {
 // *BlockedError and the sentinel of its reason.
 func TestEgressOwnerRefusalsKeepSentinels(t *testing.T) {
 	t.Parallel()
-	o := egressRules(testPolicy(egressResolver(), true))
+	o := floor.EgressRules(testPolicy(egressResolver(), true))
 	for _, c := range []struct {
 		err      error
 		sentinel error
@@ -397,7 +398,7 @@ func TestEgressOwnerRefusalsKeepSentinels(t *testing.T) {
 	d, err := o.Decide(context.Background(), "localhost:3000")
 	require.NoError(t, err)
 	assert.True(t, d.Private)
-	assert.Equal(t, loopbackAddrs(), d.Addrs)
+	assert.Equal(t, floor.LoopbackAddrs(), d.Addrs)
 	assert.EqualValues(t, 3000, d.Port)
 }
 
@@ -425,7 +426,7 @@ func (f *flipResolver) LookupNetIP(ctx context.Context, network, host string) ([
 func TestEgressDecidesWithOneLookup(t *testing.T) {
 	t.Parallel()
 	res := &flipResolver{first: addrs("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"), then: addrs("169.254.169.254")}
-	o := egressRules(testPolicy(res, true))
+	o := floor.EgressRules(testPolicy(res, true))
 	d, err := o.Decide(context.Background(), "flip.test:443")
 	require.NoError(t, err)
 	assert.Equal(t, res.first, d.Addrs)
@@ -446,7 +447,7 @@ func BenchmarkEgress(b *testing.B) {
 	requireChromium(b)
 	s := newProbeSite(b)
 	ctx := testCtx(b)
-	e, err := startEgress(ctx, testPolicy(egressResolver(), true), loopbackDialer(b), slog.New(slog.DiscardHandler))
+	e, err := floor.StartEgress(ctx, testPolicy(egressResolver(), true), loopbackDialer(b), slog.New(slog.DiscardHandler))
 	require.NoError(b, err)
 	defer e.Close()
 

@@ -14,6 +14,7 @@ import (
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -110,10 +111,10 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 	}
 	e.fallback, e.fallbackAccount = true, reason
 	if fellBack != nil {
-		e.ending.add(endProvider, func(ctx context.Context) error { return r.calls.ReleaseSession(ctx, fellBack) })
+		e.ending.Add(teardown.Provider, func(ctx context.Context) error { return r.calls.ReleaseSession(ctx, fellBack) })
 	}
 	if kind == "" {
-		kind = fallbackKind(cause)
+		kind = r.tel.FallbackKind(cause)
 	}
 	e.fallbackLabel = kind
 	r.tel.FellBack(ctx, kind)
@@ -154,11 +155,11 @@ const minProviderBudget = 5 * time.Second
 // router without a shared store has only its in-process one, which is
 // neither traced nor counted: it cannot fail and is not a dependency to
 // watch).
-func newFleet(cfg *config, provider string, log *slog.Logger, tel *telemetry) *fleet.Fleet {
+func newFleet(cfg *config, provider string, log *slog.Logger, tel *itel.Router) *fleet.Fleet {
 	c := fleet.Config{Local: &store.Memory{}, Timeout: cfg.storeTimeout, Provider: provider, Log: log,
 		Limit: cfg.providerConcurrency, TTL: cfg.slotTTL}
 	if cfg.store != nil {
-		c.Shared = itel.Store{Store: cfg.store, Metrics: tel.Metrics, Tracer: tel.tracer}
+		c.Shared = itel.Store{Store: cfg.store, Metrics: tel.Metrics, Tracer: tel.Tracer}
 	}
 	return fleet.New(c)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/route"
 )
@@ -42,7 +43,7 @@ func BenchmarkGuardCost(b *testing.B) {
 	for _, mode := range []string{"off", "on"} {
 		var g *guard.Guard
 		if mode == "on" {
-			g = newBrowserGuard(&cfg, pol, nil, route.Cloud)
+			g = floor.NewGuard(pol, nil, route.Cloud)
 		}
 		ctx := testCtx(b)
 		rt, err := connectRemote(ctx, cloud.WSURL, "the benchmark browser", g)
@@ -159,7 +160,7 @@ func BenchmarkGuardRTT(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/delay=%v/guard-%s", proto.name, oneWay, mode), func(b *testing.B) {
 					var g *guard.Guard
 					if mode == "on" {
-						g = newBrowserGuard(&cfg, pol, nil, route.Cloud)
+						g = floor.NewGuard(pol, nil, route.Cloud)
 					}
 					rt, err := connectRemote(testCtx(b), far.String(), "the benchmark browser", g)
 					if err != nil {

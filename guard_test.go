@@ -96,7 +96,7 @@ func awaitRefusalAndNoPopup(ctx context.Context, r *Router, key string) error {
 	r.mu.Unlock()
 	tab := tabTarget(ctx)
 	for {
-		refused := e.guard.err() != nil
+		refused := e.guard.Err() != nil
 		ts, err := chromedp.CallBrowser(ctx, target.GetTargets, target.GetTargetsParams{})
 		if err != nil {
 			return err

@@ -23,7 +23,7 @@ import (
 type Option func(*config)
 
 // config is everything the options set; defaultConfig has the defaults. New
-// turns the routing part into the router's policy (policy.go); each other
+// turns the routing part into the router's policy (policy.go, internal/floor); each other
 // part of the library reads the fields it owns.
 type config struct {
 	// routing and the security rules (policy.go)
@@ -39,7 +39,7 @@ type config struct {
 	logger         *slog.Logger
 	allowedSchemes []string
 
-	// the name lookups of a call's plan (lookups.go)
+	// the name lookups of a call's plan (internal/floor)
 	lookupConcurrency int
 	maxHostsPerCall   int
 
@@ -81,7 +81,7 @@ type config struct {
 	providerConcurrency int           // 0: no cap
 	slotTTL             time.Duration // a concurrency lease's life without renewal
 
-	// metrics and traces (telemetry.go); nil: the global providers
+	// metrics and traces (internal/telemetry); nil: the global providers
 	meterProvider  metric.MeterProvider
 	tracerProvider trace.TracerProvider
 }

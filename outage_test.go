@@ -27,7 +27,9 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/floor"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -364,7 +366,7 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 		s, err := p.CreateSession(ctx, key)
 		require.NoError(t, err)
 		e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(fakeTab{})}
-		e.ending.add(endProvider, func(ctx context.Context) error { return p.ReleaseSession(ctx, s) })
+		e.ending.Add(teardown.Provider, func(ctx context.Context) error { return p.ReleaseSession(ctx, s) })
 		r.sess.m[key] = e
 	}
 	r.mu.Unlock()
@@ -674,7 +676,7 @@ func TestConnectCutShortLeavesNoPage(t *testing.T) {
 	made, cut := 0, 0
 	for i := range 40 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Duration(i)*4*time.Millisecond)
-		rt, err := connectRemote(ctx, cloud.WSURL, "the test browser", newBrowserGuard(&cfg, pol, nil, route.Cloud))
+		rt, err := connectRemote(ctx, cloud.WSURL, "the test browser", floor.NewGuard(pol, nil, route.Cloud))
 		cancel()
 		if err != nil {
 			require.ErrorIs(t, err, context.DeadlineExceeded)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/route"
 )
@@ -27,7 +28,7 @@ var policySetups = map[string]struct {
 	"CDP override, allow-private":   {true, []Option{WithCDPURL("ws://127.0.0.1:9222/devtools/browser/x"), WithAllowPrivateURLs(true)}},
 }
 
-func setupPolicy(t *testing.T, name string) *policy {
+func setupPolicy(t *testing.T, name string) *floor.Policy {
 	t.Helper()
 	s, ok := policySetups[name]
 	require.True(t, ok, name)
@@ -41,20 +42,20 @@ func setupPolicy(t *testing.T, name string) *policy {
 
 // outcome is what the policy makes of one call: "<route> <cache key>", or
 // "blocked <reason of the first refusal>".
-func outcome(t *testing.T, p *policy, urls ...string) string {
+func outcome(t *testing.T, p *floor.Policy, urls ...string) string {
 	t.Helper()
 	vs := make([]netpolicy.Verdict, len(urls))
 	for i, u := range urls {
-		vs[i] = p.classify(context.Background(), u)
-		vs[i].Err = p.refuseLiteral(vs[i])
+		vs[i] = p.Classify(context.Background(), u)
+		vs[i].Err = p.RefuseLiteral(vs[i])
 	}
 	for _, v := range vs {
 		if v.Err != nil {
 			return "blocked " + netpolicy.ReasonOf(v.Err)
 		}
 	}
-	route := p.route(vs, route.Local, false, true)
-	return route.String() + " " + p.cacheKey("s", route)
+	route := p.Route(vs, route.Local, false, true)
+	return route.String() + " " + p.CacheKey("s", route)
 }
 
 // TestRoutingTable is the README's "Which URL goes where" table, for every
@@ -115,7 +116,7 @@ func TestRefuseIsOneRule(t *testing.T) {
 	for setup, wantPrivate := range private {
 		p := setupPolicy(t, setup)
 		for c, u := range urls {
-			v := p.classify(context.Background(), u)
+			v := p.Classify(context.Background(), u)
 			require.Equal(t, c, v.Class, u)
 			for i, refuse := range refusers(p) {
 				err := refuse(v)
@@ -137,25 +138,25 @@ func TestRefuseIsOneRule(t *testing.T) {
 			}
 		}
 		// A private hop after a public one is refused on every route.
-		v := p.classify(context.Background(), "http://127.0.0.1/")
+		v := p.Classify(context.Background(), "http://127.0.0.1/")
 		for _, w := range []route.Route{route.Local, route.Cloud} {
-			err := p.refuseHop(v, w, true)
+			err := p.RefuseHop(v, w, true)
 			require.ErrorIs(t, err, netpolicy.ErrPrivate, setup)
-			if p.refuse(v, w) == nil {
+			if p.Refuse(v, w) == nil {
 				assert.Equal(t, "redirect_to_private", netpolicy.ReasonOf(err), setup)
 				assert.Contains(t, err.Error(), "redirect from a public address")
 			}
-			assert.Equal(t, p.refuse(v, w), p.refuseHop(v, w, false), "a hop that follows no public one is any request")
+			assert.Equal(t, p.Refuse(v, w), p.RefuseHop(v, w, false), "a hop that follows no public one is any request")
 		}
 	}
 }
 
 // refusers are the three places a URL is judged: as a URL literal of a
 // plan, on the local browser, and on a cloud browser.
-func refusers(p *policy) [3]func(netpolicy.Verdict) error {
-	return [3]func(netpolicy.Verdict) error{p.refuseLiteral,
-		func(v netpolicy.Verdict) error { return p.refuse(v, route.Local) },
-		func(v netpolicy.Verdict) error { return p.refuse(v, route.Cloud) }}
+func refusers(p *floor.Policy) [3]func(netpolicy.Verdict) error {
+	return [3]func(netpolicy.Verdict) error{p.RefuseLiteral,
+		func(v netpolicy.Verdict) error { return p.Refuse(v, route.Local) },
+		func(v netpolicy.Verdict) error { return p.Refuse(v, route.Cloud) }}
 }
 
 // The URLs a tab lands on that load nothing are allowed everywhere; the
@@ -166,7 +167,7 @@ func TestLandingsThatLoadNothing(t *testing.T) {
 	for setup := range policySetups {
 		p := setupPolicy(t, setup)
 		for _, u := range []string{"about:blank", "about:srcdoc", "about:blank#top", "chrome-error://chromewebdata/"} {
-			v := p.classify(context.Background(), u)
+			v := p.Classify(context.Background(), u)
 			assert.Equal(t, netpolicy.ClassNoRoute, v.Class, u)
 			for _, refuse := range refusers(p) {
 				assert.NoError(t, refuse(v), "%s: %s", setup, u)
@@ -174,7 +175,7 @@ func TestLandingsThatLoadNothing(t *testing.T) {
 		}
 		for _, u := range []string{"chrome://version", "devtools://devtools/bundled/inspector.html",
 			"chrome-extension://abcdefghijklmnop/x.html", "chrome-untrusted://print/", "chrome-error://other/", "about:config"} {
-			v := p.classify(context.Background(), u)
+			v := p.Classify(context.Background(), u)
 			assert.Equal(t, netpolicy.ClassInvalid, v.Class, u)
 			for _, refuse := range refusers(p) {
 				err := refuse(v)

@@ -75,7 +75,7 @@ func (p *RESTPage) CheckPage(ctx context.Context) (string, error) {
 }
 
 func (p *RESTPage) check(ctx context.Context, u string) (string, error) {
-	if err := p.r.pol.refuse(p.r.pol.classifyWith(ctx, u, p.e.guard.lookups()), p.e.route); err != nil {
+	if err := p.r.pol.Refuse(p.r.pol.ClassifyWith(ctx, u, p.e.guard.Lookups()), p.e.route); err != nil {
 		return u, fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
 	}
 	return u, nil
@@ -234,11 +234,11 @@ func tabGone(err error) bool {
 // opens http and https only).
 func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *restTab) (string, bool, error) {
 	landed := e.landedURL()
-	refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, e.guard.lookups()), e.route)
+	refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, landed, e.guard.Lookups()), e.route)
 	if refused == nil {
 		return landed, false, nil
 	}
-	r.tel.refused(ctx, "landing", refused)
+	r.tel.Refused(ctx, "landing", refused)
 	err := fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()

@@ -18,9 +18,11 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/fleet"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/internal/routememory"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
 	"github.com/hybroute/hybroute/netpolicy"
@@ -42,7 +44,7 @@ const DefaultSessionKey = "default"
 // Router routes browser calls. It is safe for concurrent use.
 type Router struct {
 	cfg      config
-	pol      *policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
+	pol      *floor.Policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
 	provider provider.Provider
 	calls    itel.Provider // provider, traced and counted: how the router calls it
 	log      *slog.Logger
@@ -50,7 +52,7 @@ type Router struct {
 	side     *sidecar
 	profiles *profiles.Store // WithProfileDir: the cookie jars of local sessions; nil without it
 	health   *health.Health
-	tel      *telemetry
+	tel      *itel.Router
 	// fleet is the store, guarded, and the concurrency leases.
 	fleet *fleet.Fleet
 	now   func() time.Time // the fallback's clock; tests move it instead of sleeping
@@ -61,9 +63,9 @@ type Router struct {
 	endLife context.CancelFunc
 
 	mu     sync.Mutex
-	routes routeMemory // the last route each session key's calls took
-	states stateMemory // each session key's storage state, once loaded (state_session.go)
-	sess   sessions    // guarded by mu, but for its own WaitGroup and singleflight
+	routes routememory.Memory // the last route each session key's calls took
+	states stateMemory        // each session key's storage state, once loaded (state_session.go)
+	sess   sessions           // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 }
 
@@ -75,7 +77,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 		cfg:      defaultConfig(),
 		provider: p,
 		now:      time.Now,
-		routes:   newRouteMemory(maxRoutes),
+		routes:   routememory.New(routememory.Max),
 		sess:     sessions{m: make(map[string]*entry), inFlight: make(map[string]*creation)},
 	}
 	for _, o := range opts {
@@ -104,16 +106,16 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	}
 	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
 	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
-	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.tracer, Log: r.log}
+	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.Tracer, Log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.observeBackoff()
 	r.side = newSidecar(&r.cfg, r.pol)
 	if p != nil {
 		r.health = r.newHealth(p)
 	}
-	r.side.observe = r.tel.queued
+	r.side.observe = r.tel.QueuedAfter
 	r.life, r.endLife = context.WithCancel(context.Background())
-	if r.pol.override {
+	if r.pol.Override {
 		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
 			return nil, err
 		}
@@ -123,7 +125,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 			return nil, err
 		}
 	}
-	if p != nil && !r.pol.override && r.fleet.Limit() > 0 {
+	if p != nil && !r.pol.Override && r.fleet.Limit() > 0 {
 		r.sess.wg.Go(func() { r.fleet.KeepLeases(r.life) })
 	}
 	return r, nil
@@ -153,7 +155,7 @@ type Plan struct {
 	CacheKey string              // sessionKey, or sessionKey+"::local" for the sidecar
 	Verdicts []netpolicy.Verdict // one per URL literal and per URL a data: literal holds, in scan order
 
-	lookups *callLookups // the names the plan resolved, for the rest of the call
+	lookups *floor.Lookups // the names the plan resolved, for the rest of the call
 
 	// prev is the route the session's page was on before this call, when
 	// the session had one: a call on another route changes browsers.
@@ -211,16 +213,16 @@ type Result struct {
 // It is the predicate [Router.Plan] applies to each literal's verdict:
 // navigate and exec calls are routed by it alike.
 func (r *Router) HybridRoutesLocally(ctx context.Context, rawURL string) bool {
-	return r.pol.routesLocally(r.verdict(ctx, rawURL))
+	return r.pol.RoutesLocally(r.verdict(ctx, rawURL))
 }
 
 // verdict decides on one URL literal: its class, the addresses the class
 // was decided on, and, given the router's options, whether it is blocked.
 // It never fails: an unparseable URL is ClassInvalid with Err set.
 func (r *Router) verdict(ctx context.Context, rawURL string) netpolicy.Verdict {
-	v := r.pol.classify(ctx, rawURL)
+	v := r.pol.Classify(ctx, rawURL)
 	netpolicy.MarkLiteral(&v)
-	v.Err = r.pol.refuseLiteral(v)
+	v.Err = r.pol.RefuseLiteral(v)
 	return v
 }
 
@@ -283,7 +285,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 		return Plan{}, ErrClosed
 	}
 	p := Plan{Verdicts: make([]netpolicy.Verdict, len(urls))}
-	look, err := r.decideAll(ctx, urls, p.Verdicts)
+	look, err := r.pol.DecideAll(ctx, urls, p.Verdicts)
 	if errors.Is(err, netpolicy.ErrTooManyHosts) {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
 	}
@@ -291,7 +293,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	for i := range p.Verdicts {
 		v := &p.Verdicts[i]
 		netpolicy.MarkLiteral(v)
-		if v.Err = r.pol.refuseLiteral(*v); v.Err != nil {
+		if v.Err = r.pol.RefuseLiteral(*v); v.Err != nil {
 			errs = append(errs, v.Err)
 		}
 	}
@@ -301,13 +303,13 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	}
 	p.lookups = look
 	p.prev, p.hasPrev = r.lastRoute(key)
-	p.Route = r.pol.route(p.Verdicts, p.prev, p.hasPrev, navigates)
-	p.CacheKey = r.pol.cacheKey(key, p.Route)
+	p.Route = r.pol.Route(p.Verdicts, p.prev, p.hasPrev, navigates)
+	p.CacheKey = r.pol.CacheKey(key, p.Route)
 	if len(errs) > 0 {
-		r.tel.countPlan(ctx, p.Route, p.Verdicts, itel.LeadingReason(errs))
+		r.tel.CountPlan(ctx, int(p.Route), p.Verdicts, itel.LeadingReason(errs))
 		return p, blockedCall(errs)
 	}
-	r.tel.countPlan(ctx, p.Route, p.Verdicts, 0)
+	r.tel.CountPlan(ctx, int(p.Route), p.Verdicts, 0)
 	r.logPlan(ctx, key, p)
 	return p, nil
 }
@@ -316,7 +318,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 func (r *Router) lastRoute(key string) (route.Route, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.routes.get(key)
+	return r.routes.Get(key)
 }
 
 func normalizeKey(k string) (string, error) {
@@ -357,7 +359,7 @@ func (r *Router) remember(key string, route route.Route) {
 		return
 	}
 	r.startReaper()
-	r.routes.put(key, route, now)
+	r.routes.Put(key, route, now)
 }
 
 func (r *Router) logPlan(ctx context.Context, key string, p Plan) {
@@ -382,7 +384,7 @@ func (r *Router) Close() error {
 		return nil
 	}
 	r.closed = true
-	r.routes.clear()
+	r.routes.Clear()
 	r.mu.Unlock()
 	defer r.tel.Stop()
 	err := r.closeSessions()
@@ -420,16 +422,16 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 	if s.navigation {
 		name = "hybroute.navigate"
 	}
-	ctx, span := r.spanCall(ctx, name, sessionKey)
-	defer func() { endCall(span, res, err) }()
-	pctx, pspan := r.tel.tracer.Start(ctx, "hybroute.plan")
+	ctx, span := r.tel.StartCall(ctx, name, sessionKey)
+	defer func() { r.tel.EndCall(span, res.Route, res.CacheKey, res.FallbackFromCloud, err) }()
+	pctx, pspan := r.tel.Tracer.Start(ctx, "hybroute.plan")
 	var p Plan
 	if s.navigation {
 		p, err = r.plan(pctx, sessionKey, []string{code}, true)
 	} else {
 		p, err = r.plan(pctx, sessionKey, ScanURLs(code), false)
 	}
-	endPlan(pspan, p, err)
+	r.tel.EndPlan(pspan, p.Route, p.Verdicts, err)
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
@@ -469,12 +471,12 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	res = Result{Route: p.Route, CacheKey: p.CacheKey}
 	if p.hasPrev && p.prev != p.Route {
 		res.PageChanged = true
-		res.PreviousCacheKey = r.pol.cacheKey(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.prev)
+		res.PreviousCacheKey = r.pol.CacheKey(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.prev)
 	}
-	actx, aspan := r.tel.tracer.Start(ctx, "hybroute.session.acquire",
+	actx, aspan := r.tel.Tracer.Start(ctx, "hybroute.session.acquire",
 		trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
 	e, err := r.acquire(actx, p)
-	endAcquire(aspan, e, err)
+	r.endAcquire(aspan, e, err)
 	if err != nil {
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
 	}
@@ -504,7 +506,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	}
 	defer grantCall(e, p.Verdicts)() // the private hosts this call named, and no others
 	// The guard and the landed-URL check decide on the plan's answers.
-	defer e.guard.begin(&e.gs, p.lookups)()
+	defer e.guard.Begin(&e.gs, p.lookups)()
 
 	defer func() { res.Dialogs = takeDialogs(e.h) }() // however the call ends, before the next one starts
 	if t, ok := e.h.Tab().(*restTab); ok {
@@ -522,8 +524,8 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		// starts on a still page (guard.Guard.Settle).
 		e.bg.Settle(ctx, e.frontID(), settleTimeout)
 	}
-	e.guard.reset()
-	rctx, rspan := r.tel.tracer.Start(ctx, "hybroute.run",
+	e.guard.Reset()
+	rctx, rspan := r.tel.Tracer.Start(ctx, "hybroute.run",
 		trace.WithAttributes(attribute.String("hybroute.route", res.Route.String())))
 	defer rspan.End()
 	cctx, cancel := e.h.Bind(rctx)
@@ -544,7 +546,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	}
 	r.tel.Ran(ctx, res.Route.String(), started)
 	if runErr != nil {
-		rspan.SetStatus(codes.Error, errorKind(runErr))
+		rspan.SetStatus(codes.Error, r.tel.ErrorKind(runErr))
 	}
 	callerErr := ctx.Err() // browsertab.Bind: set whenever the caller ended the call
 	if d, ok := pendingDialog(e.h); ok && runErr != nil && callerErr == nil {
@@ -557,7 +559,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		// wedged. The next call asks the tab before it relies on it.
 		e.h.SetProbeFirst(true)
 	}
-	if gerr := e.guard.err(); gerr != nil {
+	if gerr := e.guard.Err(); gerr != nil {
 		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The
 		// tab leaves the error page for a clean one, as after a landing.
@@ -598,8 +600,8 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 	landed := e.landedURL()
 	var err error
 	var blanked bool
-	if refused := r.pol.refuse(r.pol.classifyWith(ctx, landed, e.guard.lookups()), e.route); refused != nil {
-		r.tel.refused(ctx, "landing", refused)
+	if refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, landed, e.guard.Lookups()), e.route); refused != nil {
+		r.tel.Refused(ctx, "landing", refused)
 		blanked, err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
 	}
 	if e.bg == nil {
@@ -616,11 +618,11 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 				continue // gone, or about:blank
 			}
 		}
-		refused := r.pol.refuse(r.pol.classifyWith(ctx, u, e.guard.lookups()), e.route)
+		refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, u, e.guard.Lookups()), e.route)
 		if refused == nil {
 			continue
 		}
-		r.tel.refused(ctx, "landing", refused)
+		r.tel.Refused(ctx, "landing", refused)
 		perr := fmt.Errorf("hybroute: popup %s landed on a blocked address, so it was closed: %w", redactURL(guard.ClipURL(u)), refused)
 		cctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
 		cerr := e.bg.CloseTarget(cctx, id)

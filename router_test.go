@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/routememory"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -172,7 +173,7 @@ func TestPlanIsADryRun(t *testing.T) {
 		require.NoError(t, err)
 	}
 	r.mu.Lock()
-	assert.Zero(t, r.routes.len(), "planned keys leave the route memory empty")
+	assert.Zero(t, r.routes.Len(), "planned keys leave the route memory empty")
 	r.mu.Unlock()
 }
 
@@ -185,9 +186,9 @@ func TestRouteMemoryIsBoundedAndReaped(t *testing.T) {
 		r.remember("k"+strconv.Itoa(i), route.Local)
 	}
 	r.mu.Lock()
-	assert.Equal(t, maxRoutes, r.routes.len(), "the memory is capped")
-	_, newest := r.routes.get("k199999")
-	_, oldest := r.routes.get("k0")
+	assert.Equal(t, routememory.Max, r.routes.Len(), "the memory is capped")
+	_, newest := r.routes.Get("k199999")
+	_, oldest := r.routes.Get("k0")
 	r.mu.Unlock()
 	assert.True(t, newest, "the newest key is kept")
 	assert.False(t, oldest, "the oldest key was evicted")
@@ -198,7 +199,7 @@ func TestRouteMemoryIsBoundedAndReaped(t *testing.T) {
 
 	r.reapIdle(time.Now().Add(r.cfg.idleTimeout + time.Second))
 	r.mu.Lock()
-	assert.Zero(t, r.routes.len(), "idle keys are reaped")
+	assert.Zero(t, r.routes.Len(), "idle keys are reaped")
 	r.mu.Unlock()
 }
 

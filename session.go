@@ -14,8 +14,10 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
 )
@@ -32,7 +34,7 @@ type entry struct {
 	// locally, for the caller (Result.FallbackReason).
 	fallbackAccount string
 	// fallbackLabel is the bounded name of that cause, for the metrics
-	// and traces (telemetry.go's fallback reasons).
+	// and traces (internal/telemetry's fallback reasons).
 	fallbackLabel string
 	// cloud is the provider's session a cloud entry runs on (its live
 	// view, replay and expiry for Status); nil otherwise.
@@ -41,11 +43,11 @@ type entry struct {
 	// pages, origins, whether to probe it first); the entry lends it to
 	// the call that holds callMu.
 	h        *browsertab.Handle
-	released atomic.Bool   // Release, the reaper or Close ended it; calls on it get ErrReleased
-	ending   teardown      // the steps that end the session, once, in order (teardown.go)
-	guard    guardRecord   // the scope of the running call: its answers, what the guard refused (guard_owner.go)
-	gs       guard.Session // the session as the guard knows it: its tab, name answers and refusals
-	bg       *guard.Guard  // the guard of the tab's browser (internal/guard)
+	released atomic.Bool     // Release, the reaper or Close ended it; calls on it get ErrReleased
+	ending   teardown.Steps  // the steps that end the session, once, in order (internal/teardown)
+	guard    floor.CallScope // the scope of the running call: its answers, what the guard refused (internal/floor)
+	gs       guard.Session   // the session as the guard knows it: its tab, name answers and refusals
+	bg       *guard.Guard    // the guard of the tab's browser (internal/guard)
 
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
@@ -87,7 +89,7 @@ func (e *entry) end() error {
 	defer e.h.Pages.StopAll()
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	return e.ending.run(ctx)
+	return e.ending.Run(ctx)
 }
 
 // sessions is the cache of live sessions, keyed by cache key. Its maps and
@@ -169,7 +171,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			cctx, cancel := context.WithTimeout(actx, timeout+queue)
 			defer cancel()
 			grace := time.Duration(0)
-			if p.Route == route.Cloud && !r.pol.override {
+			if p.Route == route.Cloud && !r.pol.Override {
 				grace = closeGrace
 			}
 			defer context.AfterFunc(r.life, func() {
@@ -177,15 +179,15 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				context.AfterFunc(cctx, func() { t.Stop() })
 			})()
 			// A context of its own name: the AfterFunc above reads cctx.
-			sctx, span := r.tel.tracer.Start(cctx, "hybroute.session.create",
+			sctx, span := r.tel.Tracer.Start(cctx, "hybroute.session.create",
 				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
 			if err := r.makeRoom(sctx, p); err != nil {
-				endAcquire(span, nil, err)
+				r.endAcquire(span, nil, err)
 				return nil, err
 			}
 			started := time.Now()
 			e, err := r.create(sctx, p, budget)
-			endAcquire(span, e, err)
+			r.endAcquire(span, e, err)
 			if err != nil {
 				return nil, err
 			}
@@ -212,7 +214,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				return nil, ErrClosed
 			}
 			e.touch()
-			r.tel.sessionOpened(cctx, e)
+			r.sessionOpened(cctx, e)
 			r.sess.m[p.CacheKey] = e
 			// Started under mu after the closed check, so Close's Wait
 			// cannot miss them.
@@ -252,7 +254,7 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 	switch {
 	case p.Route == route.Local:
 		return r.localEntry(ctx, p.CacheKey, route.Local)
-	case r.pol.override:
+	case r.pol.Override:
 		return r.overrideEntry(ctx, p.CacheKey)
 	}
 	return r.cloudEntry(ctx, p.CacheKey, budget)
@@ -274,9 +276,9 @@ func (r *Router) localEntry(ctx context.Context, key string, route route.Route) 
 	}
 	e := &entry{key: key, route: route, h: browsertab.NewHandle(lt)}
 	if r.profiles != nil {
-		e.ending.add(endTab, func(context.Context) error { return r.profiles.Release(profileTab(lt)) })
+		e.ending.Add(teardown.Tab, func(context.Context) error { return r.profiles.Release(profileTab(lt)) })
 	}
-	e.ending.add(endTab, func(context.Context) error { return lt.Close() })
+	e.ending.Add(teardown.Tab, func(context.Context) error { return lt.Close() })
 	return e, nil
 }
 
@@ -312,7 +314,7 @@ func (r *Router) reapIdle(now time.Time) int {
 	r.mu.Lock()
 	// A sticky route outlives its sessions only as long as a session
 	// would: after that, the key starts afresh, and memory stays bound.
-	r.routes.forgetIdle(now.Add(-r.cfg.idleTimeout).UnixNano(), func(k string) bool {
+	r.routes.ForgetIdle(now.Add(-r.cfg.idleTimeout).UnixNano(), func(k string) bool {
 		return r.sess.m[k] != nil || r.sess.m[k+LocalSuffix] != nil
 	})
 	for k, e := range r.sess.m {
@@ -362,7 +364,7 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 			es = append(es, e)
 		}
 	}
-	r.routes.delete(key)
+	r.routes.Delete(key)
 	r.states.forget(key)
 	delete(r.sess.evicted, key)
 	delete(r.sess.evicted, key+LocalSuffix)

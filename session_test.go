@@ -459,7 +459,7 @@ func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
 
 	r.reapIdle(time.Now().Add(r.cfg.idleTimeout + time.Second))
 	r.mu.Lock()
-	assert.Zero(t, r.routes.len(), "an idle key's route is forgotten, so memory stays bound")
+	assert.Zero(t, r.routes.Len(), "an idle key's route is forgotten, so memory stays bound")
 	r.mu.Unlock()
 	p, err = r.Plan(ctx, "s", `document.title`)
 	require.NoError(t, err)
@@ -804,7 +804,7 @@ func awaitRefusal(ctx context.Context, r *Router, key string) error {
 	r.mu.Lock()
 	e := r.sess.m[key]
 	r.mu.Unlock()
-	for e.guard.err() == nil {
+	for e.guard.Err() == nil {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for the guard's refusal: %w", ctx.Err())

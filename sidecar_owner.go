@@ -9,6 +9,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/egress"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/route"
@@ -34,16 +35,16 @@ type sidecar struct {
 
 // newSidecar makes the sidecar of a router with cfg, whose local browser
 // decides with pol. It starts nothing; the first open starts Chromium.
-func newSidecar(cfg *config, pol *policy) *sidecar {
+func newSidecar(cfg *config, pol *floor.Policy) *sidecar {
 	log := cfg.logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	s := &sidecar{tabs: newTabQueue(maxTabsAtOnce)}
 	s.Sidecar = sc.New(sc.Config{
-		Guard: func() *guard.Guard { return newBrowserGuard(cfg, pol, log, route.Local) },
+		Guard: func() *guard.Guard { return floor.NewGuard(pol, log, route.Local) },
 		Egress: func(ctx context.Context) (*egress.Proxy, error) {
-			return startEgress(ctx, pol, cfg.egressDialer, log)
+			return floor.StartEgress(ctx, pol, cfg.egressDialer, log)
 		},
 		Turn: s.turn,
 		// A spare's making counts in the queue's estimate: its first

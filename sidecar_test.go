@@ -23,14 +23,16 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/procfs"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/testenv"
 	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 )
 
 // requireChromium skips a browser test under -short, when no Chromium is
@@ -59,7 +61,7 @@ func testConfig(tb testing.TB, opts ...Option) *config {
 // testPolicy is the policy of a router that classifies names with res:
 // with no provider (private addresses allowed), or, with privateOK false,
 // a strict one (a provider, auto-local off: private addresses refused).
-func testPolicy(res netpolicy.Resolver, privateOK bool) *policy {
+func testPolicy(res netpolicy.Resolver, privateOK bool) *floor.Policy {
 	cfg := defaultConfig()
 	cfg.resolver = res
 	if privateOK {
@@ -109,7 +111,7 @@ func run[T any](ctx context.Context, tab *localTab, a chromedp.Action[T]) (T, er
 func navigate(t *testing.T, ctx context.Context, tab *localTab, url string) {
 	t.Helper()
 	// The grant a router's call naming url would give the tab's session.
-	g, _ := grantOf([]netpolicy.Verdict{testPolicy(staticResolver{}, true).classify(ctx, url)})
+	g, _ := floor.GrantOf([]netpolicy.Verdict{testPolicy(staticResolver{}, true).Classify(ctx, url)})
 	tab.door.Set(g)
 	_, err := run(ctx, tab, chromedp.Action[chromedp.Void](chromedp.Navigate(url)))
 	require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/chromium"
+	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/route"
 )
@@ -83,7 +84,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 			require.NoError(b, err)
 			open = append(open, time.Since(start))
 			e := &entry{key: key, route: route.Local, h: browsertab.NewHandle(tab)}
-			e.ending.add(endTab, func(context.Context) error { return tab.Close() })
+			e.ending.Add(teardown.Tab, func(context.Context) error { return tab.Close() })
 			start = time.Now()
 			g, err := r.enableGuard(e)
 			require.NoError(b, err)

@@ -121,7 +121,7 @@ func (r *Router) readEntryState(ctx context.Context, e *entry, extra []string) (
 	}
 	var others []string
 	for _, o := range append(e.h.Origins.List(), extra...) {
-		if o != current && !slices.Contains(others, o) && r.pol.refuse(r.pol.classify(ctx, o+"/"), e.route) == nil {
+		if o != current && !slices.Contains(others, o) && r.pol.Refuse(r.pol.Classify(ctx, o+"/"), e.route) == nil {
 			others = append(others, o)
 		}
 	}
@@ -244,13 +244,13 @@ func (h *stateHosts) allowed(ctx context.Context, rawURL string) bool {
 	if ok, done := h.seen[rawURL]; done {
 		return ok
 	}
-	v := h.r.pol.classify(ctx, rawURL)
-	ok := h.r.pol.refuse(v, h.w) == nil
+	v := h.r.pol.Classify(ctx, rawURL)
+	ok := h.r.pol.Refuse(v, h.w) == nil
 	if h.w == route.Cloud {
 		// A name under a private-use suffix is private data whatever
 		// it resolves to here.
 		ok = ok && v.ResolveErr == nil && !netpolicy.PrivateUseName(v.Host) &&
-			(v.Class == netpolicy.ClassPublic || v.Class == netpolicy.ClassPrivate) && !h.r.pol.routesLocally(v)
+			(v.Class == netpolicy.ClassPublic || v.Class == netpolicy.ClassPrivate) && !h.r.pol.RoutesLocally(v)
 	}
 	h.seen[rawURL] = ok
 	return ok

@@ -171,7 +171,7 @@ func (r *Router) SaveState(ctx context.Context, sessionKey string) (*state.State
 // first, each held (inUse) until withEntry lets it go.
 func (r *Router) liveEntries(key string) []*entry {
 	first, other := key, key+LocalSuffix
-	if route, ok := r.lastRoute(key); ok && r.pol.cacheKey(key, route) == other {
+	if route, ok := r.lastRoute(key); ok && r.pol.CacheKey(key, route) == other {
 		first, other = other, first
 	}
 	r.mu.Lock()

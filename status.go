@@ -78,17 +78,17 @@ type Rules struct {
 // Rules reports the rules the Router enforces.
 func (r *Router) Rules() Rules {
 	return Rules{
-		LocalOnly:           r.pol.local,
-		CDPOverride:         r.pol.override,
-		Hybrid:              r.pol.hybrid,
-		PrivateURLsLocal:    r.pol.rule.PrivateOnLocal,
-		PrivateURLsRemote:   r.pol.rule.PrivateOnCloud,
-		SecretsInURLsRemote: r.pol.rule.SecretsOnCloud,
+		LocalOnly:           r.pol.Local,
+		CDPOverride:         r.pol.Override,
+		Hybrid:              r.pol.Hybrid,
+		PrivateURLsLocal:    r.pol.Rule.PrivateOnLocal,
+		PrivateURLsRemote:   r.pol.Rule.PrivateOnCloud,
+		SecretsInURLsRemote: r.pol.Rule.SecretsOnCloud,
 		AllowedHosts:        slices.Clone(r.cfg.allowedHosts),
 		BlockedHosts:        slices.Clone(r.cfg.blockedHosts),
 		AllowedSchemes:      slices.Clone(r.cfg.allowedSchemes),
 		Dialogs:             r.cfg.dialogs,
-		Fallback:            r.cfg.fallback && r.provider != nil && !r.pol.override,
+		Fallback:            r.cfg.fallback && r.provider != nil && !r.pol.Override,
 		PersistentProfiles:  r.profiles != nil,
 	}
 }
@@ -109,8 +109,8 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 		return SessionStatus{}, ErrClosed
 	}
 	var e *entry
-	if route, ok := r.routes.get(key); ok {
-		e = r.sess.m[r.pol.cacheKey(key, route)]
+	if route, ok := r.routes.Get(key); ok {
+		e = r.sess.m[r.pol.CacheKey(key, route)]
 	}
 	for _, k := range [...]string{key, key + LocalSuffix} {
 		if e == nil {
@@ -136,7 +136,7 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 // providerName names where cloud sessions come from.
 func (r *Router) providerName() string {
 	switch {
-	case r.pol.override:
+	case r.pol.Override:
 		return "CDP override"
 	case r.provider != nil:
 		return r.provider.Name()

@@ -47,9 +47,9 @@ func (r *Router) Tabs(ctx context.Context, sessionKey string) ([]Tab, error) {
 	if err != nil {
 		return nil, err
 	}
-	cur := r.pol.cacheKey(key, route.Cloud)
+	cur := r.pol.CacheKey(key, route.Cloud)
 	if route, ok := r.lastRoute(key); ok {
-		cur = r.pol.cacheKey(key, route)
+		cur = r.pol.CacheKey(key, route)
 	}
 	var out []Tab
 	for _, e := range r.sessionEntries(key) {

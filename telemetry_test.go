@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/floor"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/route"
@@ -127,8 +128,8 @@ func TestTelemetryCountsDecisions(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.FallbackFromCloud)
 	assert.EqualValues(t, 1, probe.value(t, itel.MetricProviderRequests, "provider", "Browserbase", "operation", "create", "status", "429"))
-	assert.EqualValues(t, 1, probe.value(t, itel.MetricFallbacks, "provider", "Browserbase", "reason", fallbackRateLimited))
-	assert.EqualValues(t, 1, probe.value(t, itel.MetricFallbacks, "provider", "Browserbase", "reason", fallbackBackoffWindow))
+	assert.EqualValues(t, 1, probe.value(t, itel.MetricFallbacks, "provider", "Browserbase", "reason", itel.FallbackRateLimited))
+	assert.EqualValues(t, 1, probe.value(t, itel.MetricFallbacks, "provider", "Browserbase", "reason", itel.FallbackBackoffWindow))
 	assert.EqualValues(t, 2, probe.value(t, itel.MetricPlans, "route", "cloud", "class", "public"))
 	assert.EqualValues(t, 2, probe.value(t, itel.MetricSessionsOpen, "route", "local"))
 	assert.EqualValues(t, 2, probe.value(t, itel.MetricSessionCreate, "route", "local", "fallback", "true"))
@@ -157,8 +158,8 @@ func TestTelemetryCountsDecisions(t *testing.T) {
 	assert.Equal(t, "a", spanAttr(navs[1], "hybroute.cache_key"))
 	creates := probe.ended("hybroute.session.create")
 	require.Len(t, creates, 3)
-	assert.Equal(t, fallbackRateLimited, spanAttr(creates[0], "hybroute.fallback_reason"))
-	assert.Equal(t, fallbackBackoffWindow, spanAttr(creates[1], "hybroute.fallback_reason"))
+	assert.Equal(t, itel.FallbackRateLimited, spanAttr(creates[0], "hybroute.fallback_reason"))
+	assert.Equal(t, itel.FallbackBackoffWindow, spanAttr(creates[1], "hybroute.fallback_reason"))
 	prov := probe.ended("hybroute.provider.create")
 	require.Len(t, prov, 1)
 	assert.Equal(t, "429", spanAttr(prov[0], "hybroute.provider.status"))
@@ -204,7 +205,7 @@ func TestTelemetryPlanAllocatesNothingExtra(t *testing.T) {
 	r := newRouter(t, &stubProvider{name: "Cloud"}, nil)
 	ctx := context.Background()
 	vs := []netpolicy.Verdict{{Class: netpolicy.ClassPublic}}
-	allocs := testing.AllocsPerRun(100, func() { r.tel.countPlan(ctx, route.Cloud, vs, netpolicy.ReasonMetadata) })
+	allocs := testing.AllocsPerRun(100, func() { r.tel.CountPlan(ctx, int(route.Cloud), vs, netpolicy.ReasonMetadata) })
 	assert.Zero(t, allocs)
 	assert.False(t, strings.Contains(itel.PlanClassName(nil), "public"))
 }
@@ -218,9 +219,10 @@ func TestTelemetryCountsEgressRefusals(t *testing.T) {
 	for _, o := range opts {
 		o(&cfg)
 	}
-	pol := testPolicy(staticResolver{}, true)
-	pol.tel = newTelemetry(cfg.meterProvider, cfg.tracerProvider, "")
-	e, err := startEgress(context.Background(), pol, loopbackDialer(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	pcfg := defaultConfig()
+	pcfg.resolver = staticResolver{}
+	pol := newPolicy(&pcfg, false, newTelemetry(cfg.meterProvider, cfg.tracerProvider, ""))
+	e, err := floor.StartEgress(context.Background(), pol, loopbackDialer(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer e.Close()
 	for _, host := range []string{"169.254.169.254:80", "metadata.google.internal:80"} {

@@ -29,9 +29,13 @@ var layer = map[string]int{
 	"internal/cdpmux":    0,
 	"internal/dnstest":   0,
 	"internal/redistest": 0,
+	// The staged end of a session.
+	"internal/teardown": 0,
 	// The one location type: which browser a call, a rule or a guard
 	// speaks of.
 	"route": 0,
+	// The sticky route of each session key.
+	"internal/routememory": 1,
 	// What a URL is: the scanner, the CDP dial, and the network policy.
 	"internal/urlscan": 1,
 	"internal/cdpconn": 1,
@@ -69,7 +73,12 @@ var layer = map[string]int{
 	"internal/profiles":  4,
 	// A seam for the root's tests into store.Memory's records.
 	"internal/storeseam": 0,
-	// The instruments and the bounded names they count under.
+	// The floor as the router applies it: the options turned into one
+	// policy, and the decisions the guard and the egress check carry out.
+	// Not an enforcement point: it decides, they enforce.
+	"internal/floor": 3,
+	// The instruments and the bounded names they count under, the Router's
+	// spans, and the decorators of the provider and the store.
 	"internal/telemetry": 3,
 	// The facade: the Router, its plan, sessions and tabs.
 	"": 5,

@@ -5,8 +5,8 @@
 // text, which could carry any of these. The names are a contract:
 // docs/library.md (Observability) lists them.
 //
-// The root's adapter (telemetry.go) turns its own types (a session, a
-// result, a provider's error) into these names and makes the spans of its
+// [Router] turns the router's plans, sessions, results and errors (the
+// root names its own sentinels) into these names and makes the spans of its
 // calls; [Provider] and [Store] decorate the provider and the shared store
 // with theirs, so neither the clients nor the fleet know of telemetry.
 package telemetry

@@ -1,4 +1,6 @@
-package hybroute
+// Package routememory is the router's sticky route of each session key:
+// the route its last call took, for the next call with no URL literal.
+package routememory
 
 import (
 	"container/list"
@@ -6,12 +8,11 @@ import (
 	"github.com/hybroute/hybroute/route"
 )
 
-// routeMemory is the sticky route of each session key: the route its last
-// call took, for the next call with no URL literal. It is bounded: past
-// maxRoutes keys the one used longest ago is forgotten (its next URL-less
+// Memory is the sticky route of each session key. It is bounded: past max
+// keys the one used longest ago is forgotten (its next URL-less
 // call takes the default route), and the reaper forgets keys idle longer
-// than a session would live. Guarded by Router.mu.
-type routeMemory struct {
+// than a session would live. It has no lock: the router guards it.
+type Memory struct {
 	max   int
 	m     map[string]*list.Element // of *routeMemo
 	order list.List                // front: used most recently
@@ -24,24 +25,26 @@ type routeMemo struct {
 	at    int64
 }
 
-// maxRoutes bounds the route memory: a few MB at most, far more keys than
+// Max bounds the router's route memory: a few MB at most, far more keys than
 // sessions a router holds open.
-const maxRoutes = 1 << 16
+const Max = 1 << 16
 
-func newRouteMemory(max int) routeMemory {
-	return routeMemory{max: max, m: make(map[string]*list.Element)}
+// New is a memory of at most max keys.
+func New(max int) Memory {
+	return Memory{max: max, m: make(map[string]*list.Element)}
 }
 
-func (rm *routeMemory) get(key string) (route.Route, bool) {
+// Get is key's last route, if the memory holds it.
+func (rm *Memory) Get(key string) (route.Route, bool) {
 	if el, ok := rm.m[key]; ok {
 		return el.Value.(*routeMemo).route, true
 	}
 	return 0, false
 }
 
-// put records key's route at time at; an existing key is updated in place
+// Put records key's route at time at; an existing key is updated in place
 // (no allocation on the hot path of a known key).
-func (rm *routeMemory) put(key string, route route.Route, at int64) {
+func (rm *Memory) Put(key string, route route.Route, at int64) {
 	if el, ok := rm.m[key]; ok {
 		m := el.Value.(*routeMemo)
 		m.route, m.at = route, at
@@ -56,17 +59,18 @@ func (rm *routeMemory) put(key string, route route.Route, at int64) {
 	rm.m[key] = rm.order.PushFront(&routeMemo{key: key, route: route, at: at})
 }
 
-func (rm *routeMemory) delete(key string) {
+// Delete forgets key.
+func (rm *Memory) Delete(key string) {
 	if el, ok := rm.m[key]; ok {
 		delete(rm.m, key)
 		rm.order.Remove(el)
 	}
 }
 
-// forgetIdle forgets the keys last used before cutoff (unix nanos) for which
+// ForgetIdle forgets the keys last used before cutoff (unix nanos) for which
 // keep says no. The oldest are at the back, so it stops at the first key
 // used after cutoff.
-func (rm *routeMemory) forgetIdle(cutoff int64, keep func(key string) bool) {
+func (rm *Memory) ForgetIdle(cutoff int64, keep func(key string) bool) {
 	for el := rm.order.Back(); el != nil; {
 		m := el.Value.(*routeMemo)
 		if m.at >= cutoff {
@@ -81,9 +85,11 @@ func (rm *routeMemory) forgetIdle(cutoff int64, keep func(key string) bool) {
 	}
 }
 
-func (rm *routeMemory) len() int { return len(rm.m) }
+// Len is the number of keys held.
+func (rm *Memory) Len() int { return len(rm.m) }
 
-func (rm *routeMemory) clear() {
+// Clear forgets every key.
+func (rm *Memory) Clear() {
 	clear(rm.m)
 	rm.order.Init()
 }
