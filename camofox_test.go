@@ -185,7 +185,7 @@ func TestCamofoxExecWithCDPCodeFailsWithTheSeedMessage(t *testing.T) {
 		assert.Equal(t, route.Cloud, res.Route)
 		assert.False(t, res.FallbackFromCloud)
 	}
-	// NavigateWith's run speaks CDP too.
+	// A Navigate with a run of its own, without DrivesREST, speaks CDP too.
 	_, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/x"), func(context.Context, *Call) error {
 		t.Error("CDP code ran on a session without CDP")
 		return nil
@@ -268,7 +268,7 @@ func TestCamofoxSessionsAreUsersOfTheirOwn(t *testing.T) {
 	}
 }
 
-// BenchmarkCamofoxREST is one ExecREST call on a live Camofox session that
+// BenchmarkCamofoxREST is one Exec call with DrivesREST on a live Camofox session that
 // asks the server where the tab is and re-checks it: the router's part of
 // a REST call, on loopback.
 func BenchmarkCamofoxREST(b *testing.B) {

@@ -47,17 +47,21 @@
 // docs/layers_test.go is the map: it gives every package of the module a
 // rank and refuses an import that points up. From the top:
 //
-//	agent, cmd/hybroute, mcpserver  the toolset a model calls, and its MCP server
-//	hybroute (this package)         call.go, router.go (plan and run), session.go,
-//	                                cloud.go, fallback.go (the floor under a failing
-//	                                provider), policy.go (the options as a policy),
-//	                                options.go, errors.go, status.go
-//	internal/guard, internal/egress the enforcement points inside the browsers
-//	internal/sidecar, internal/browsertab  the local Chromium; a tab on any browser
-//	internal/fleet, internal/health the provider's back-off and the fleet's leases
-//	provider, store, state          public: the cloud clients, the fleet's store,
-//	                                a session's storage state
-//	netpolicy, route                public: the verdict, the rule, the location
+//	agent, mcpserver, cmd/hybroute   the toolset a model calls, and its MCP server
+//	hybroute (this package)          call.go (the handle), router.go (plan and
+//	                                 run), session.go, cloud.go, fallback.go
+//	                                 (the floor under a failing provider),
+//	                                 options.go, errors.go, status.go
+//	internal/floor                   the options as one policy, and the
+//	                                 decisions the guard and egress carry out
+//	internal/guard, internal/egress  the enforcement points inside the browsers
+//	internal/sidecar, internal/remotetab, internal/browsertab
+//	                                 the local Chromium; a remote browser's tab;
+//	                                 a tab on any browser
+//	internal/fleet, internal/health  the provider's back-off and the leases
+//	provider, store, state           public: the cloud clients, the fleet's
+//	                                 store, a session's storage state
+//	netpolicy, route                 public: the verdict, the rule, the location
 //
 // The README has the routing table and an example; docs/security.md the
 // rules and known limits; docs/library.md and docs/server.md how to run

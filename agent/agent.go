@@ -12,12 +12,12 @@
 // A Toolset plugs into any Go agent loop: Tools lists each tool with a name, a
 // description written for a model and a JSON Schema for its input, and Call
 // runs one tool call for a session and returns text and images. Every call
-// goes through the Router (Exec or NavigateWith, or ExecREST and
-// NavigateREST where the Router has them, so that a cloud browser without
-// CDP, Camofox, is driven through its REST API): the same predicate decides
-// the browser, the same floor refuses metadata and private addresses where
-// they are not allowed, and the page URL is re-checked (Router.CheckPage)
-// before anything is read from it and after the call.
+// goes through the Router's Exec or Navigate (a cloud browser without CDP,
+// Camofox, is driven through its REST API, hybroute.Call.REST): the same
+// predicate decides the browser, the same floor refuses metadata and
+// private addresses where they are not allowed, and the page URL is
+// re-checked (hybroute.Call.CheckPage) before anything is read from it and
+// after the call.
 //
 // One session, one page: navigation picks the browser (its URL is the only
 // literal the Router sees), and every other tool runs where the session's

@@ -88,7 +88,8 @@ type Session struct {
 	// REST drives the session's tab through the provider's REST API, for
 	// a browser server with no CDP endpoint (Camofox): with an empty
 	// CDPURL, the router runs the calls that can go through it
-	// (Router.ExecREST) and fails CDP code with ErrNoCDPEndpoint.
+	// (a call made with hybroute.DrivesREST) and fails CDP code with
+	// ErrNoCDPEndpoint.
 	REST RESTDriver
 
 	// HTTPClient dials the session's CDP websocket: its transport, proxy

@@ -19,7 +19,7 @@ import (
 // Terms are what a call's context says about its wait for a tab.
 type Terms struct {
 	Caller context.Context // the call's own context: its deadline, and whether its caller is gone
-	Run    time.Duration   // the run's own budget (WithRunTimeout), kept out of the wait's
+	Run    time.Duration   // the run's own budget (hybroute.RunTimeout), kept out of the wait's
 	Wait   bool            // WaitForTurn: wait rather than be refused at once
 }
 
