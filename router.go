@@ -21,6 +21,7 @@ import (
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/internal/statesync"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
 	"github.com/hybroute/hybroute/netpolicy"
@@ -61,9 +62,9 @@ type Router struct {
 	endLife context.CancelFunc
 
 	mu     sync.Mutex
-	routes routeMemory // the last route each session key's calls took
-	states stateMemory // each session key's storage state, once loaded (state_session.go)
-	sess   sessions    // guarded by mu, but for its own WaitGroup and singleflight
+	routes routeMemory      // the last route each session key's calls took
+	states statesync.Memory // each session key's storage state, once loaded (state_session.go)
+	sess   sessions         // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 }
 

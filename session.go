@@ -363,7 +363,7 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 		}
 	}
 	r.routes.delete(key)
-	r.states.forget(key)
+	r.states.Forget(key)
 	delete(r.sess.evicted, key)
 	delete(r.sess.evicted, key+LocalSuffix)
 	// Counted under mu while the entries were still in the map, so a

@@ -62,6 +62,9 @@ var layer = map[string]int{
 	// The local Chromium's process, with its guard and egress proxy.
 	"internal/sidecar":   3,
 	"internal/remotetab": 3,
+	// A session key's storage state in and out of its browsers, over the
+	// tab mechanics; the rules of which browser may hold what are lent.
+	"internal/statesync": 3,
 	// The instruments and the bounded names they count under.
 	"internal/telemetry": 2,
 	// The facade: the Router, its plan, sessions and tabs.
@@ -86,6 +89,7 @@ var forbidden = map[string][]string{
 	"internal/browsertab": {"netpolicy", "internal/urlscan", "internal/guard", "internal/egress"},
 	"internal/sidecar":    {"netpolicy", "internal/urlscan"},
 	"internal/remotetab":  {"netpolicy", "internal/urlscan", "internal/egress"},
+	"internal/statesync":  {"netpolicy", "internal/urlscan", "internal/guard", "internal/egress"},
 	"provider":            {"netpolicy", "internal/urlscan"},
 }
 
