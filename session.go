@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/profiles"
@@ -94,7 +95,7 @@ func (e *entry) end() error {
 // the reaper's state are guarded by Router.mu.
 type sessions struct {
 	inFlight map[string]*creation // creations not yet stored
-	evicted  map[string]struct{}  // keys whose session was evicted, until their next call (bounds.go)
+	evicted  admission.Evicted    // keys whose session was evicted, until their next call (bounds.go)
 	m        map[string]*entry
 	creating singleflight.Group
 	wg       sync.WaitGroup // background work: the reaper, creations, guards
@@ -364,8 +365,8 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 	}
 	r.routes.delete(key)
 	r.states.Forget(key)
-	delete(r.sess.evicted, key)
-	delete(r.sess.evicted, key+LocalSuffix)
+	r.sess.evicted.Take(key)
+	r.sess.evicted.Take(key + LocalSuffix)
 	// Counted under mu while the entries were still in the map, so a
 	// Close that comes now waits for these releases too.
 	r.sess.wg.Add(len(es))
