@@ -38,7 +38,8 @@
 //	tab      the session's pages: its front tab, wedged tabs, dialogs, state
 //	  │        internal/sidecar and sidecar_owner.go (the local Chromium),
 //	  │        internal/browsertab, tablist.go, tabs.go, dialog.go,
-//	  │        state_browser.go, restpage.go (browsers without CDP)
+//	  │        state_session.go and internal/statesync (storage state),
+//	  │        restpage.go and internal/remotetab (browsers without CDP)
 //	  ├─ guard   every target of the browser, each request paused until
 //	  │            it is decided; navigation to the browser's own pages refused
 //	  │            internal/guard (it asks guard_owner.go about each URL;
