@@ -203,18 +203,8 @@ func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {
 func (r *Router) makeFront(ctx context.Context, e *entry, ft browsertab.PagedTab, tctx context.Context, stop context.CancelFunc, fresh bool) error {
 	e.h.SwapFront(ft, tctx, stop)
 	if fresh {
-		w, err := r.armTab(e)
-		if err != nil {
-			// A tab with no guard must not run a call.
-			r.drop(e)
-			return fmt.Errorf("hybroute: enabling the request guard on a tab: %w", e.h.WrapErr(err))
-		}
-		r.mu.Lock()
-		w.startLocked(r)
-		closed := r.closed
-		r.mu.Unlock()
-		if closed {
-			return ErrClosed
+		if err := r.arm(e, "a tab", nil); err != nil {
+			return err
 		}
 	} else {
 		if err := e.bg.Register(&e.gs, e.key, tctx, ft.BrowserContextID()); err != nil {

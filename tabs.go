@@ -29,20 +29,9 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 	if err != nil || retire == nil {
 		return false, err
 	}
-	w, err := r.armTab(e)
-	if err != nil {
-		r.drop(e)
-		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.h.WrapErr(err))
+	if err := r.arm(e, "the replacement tab", retire); err != nil {
+		return false, err
 	}
-	r.mu.Lock()
-	w.startLocked(r)
-	if r.closed {
-		r.mu.Unlock()
-		retire()
-		return false, ErrClosed
-	}
-	r.sess.wg.Go(retire)
-	r.mu.Unlock()
 	r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: a tab did not answer after its call's deadline; replaced it in the same browser context",
 		slog.String("cache_key", e.key), slog.String("route", e.route.String()))
 	return true, nil
@@ -63,6 +52,33 @@ func (r *Router) armTab(e *entry) (tabWatchers, error) {
 		return tabWatchers{}, err
 	}
 	return tabWatchers{guard: guard, dialogs: r.watchDialogs(e, e.h.Context())}, nil
+}
+
+// arm readies the current tab of e to run calls (armTab) and starts its
+// watchers. A tab it cannot guard ends the session: the next call starts a
+// fresh one, and a tab with no guard must not run a call. retire, if not
+// nil, lets go of the tab this one replaces, on the sessions' wait group
+// (at once once the router is closed). what names the tab in the error.
+func (r *Router) arm(e *entry, what string, retire func()) error {
+	w, err := r.armTab(e)
+	if err != nil {
+		r.drop(e)
+		return fmt.Errorf("hybroute: enabling the request guard on %s: %w", what, e.h.WrapErr(err))
+	}
+	r.mu.Lock()
+	w.startLocked(r)
+	closed := r.closed
+	if !closed && retire != nil {
+		r.sess.wg.Go(retire)
+	}
+	r.mu.Unlock()
+	if closed {
+		if retire != nil {
+			retire()
+		}
+		return ErrClosed
+	}
+	return nil
 }
 
 // startLocked runs the watchers, with r.mu held: on the sessions' wait
