@@ -59,7 +59,15 @@ const MaxDialogMessage = 1024
 // takeDialogs returns the dialogs the session's tabs opened since the last
 // call took them, as a Result reports them, and forgets them.
 func takeDialogs(h *browsertab.Handle) []Dialog {
-	return convertAll(h.Dialogs.Take(), func(x browsertab.Dialog) Dialog { return Dialog(x) })
+	ds := h.Dialogs.Take()
+	if ds == nil {
+		return nil
+	}
+	out := make([]Dialog, len(ds))
+	for i, d := range ds {
+		out[i] = Dialog(d)
+	}
+	return out
 }
 
 // watchDialogs subscribes to the dialogs of the entry's current tab and
@@ -103,18 +111,4 @@ func (r *Router) AnswerDialog(ctx context.Context, sessionKey string, accept boo
 		}
 	}
 	return Dialog{}, ErrNoDialog
-}
-
-// convertAll converts a slice of plain data into another type of the same
-// fields, nil for nil: internal/browsertab works on copies of the public
-// types.
-func convertAll[From, To any](xs []From, conv func(From) To) []To {
-	if xs == nil {
-		return nil
-	}
-	out := make([]To, len(xs))
-	for i, x := range xs {
-		out[i] = conv(x)
-	}
-	return out
 }
