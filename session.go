@@ -198,7 +198,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			}
 			if err := r.startState(sctx, e); err != nil {
 				_ = e.end()
-				w.ended()
+				w.Ended()
 				return nil, err
 			}
 			r.mu.Lock()
@@ -206,7 +206,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			if closed || released {
 				r.mu.Unlock()
 				_ = e.end()
-				w.ended()
+				w.Ended()
 				if released {
 					return nil, errReleasedWhileCreating
 				}
@@ -217,7 +217,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			r.sess.m[p.CacheKey] = e
 			// Started under mu after the closed check, so Close's Wait
 			// cannot miss them.
-			w.startLocked(r)
+			w.Start(&r.sess.wg, r.closed)
 			r.mu.Unlock()
 			return e, nil
 		})

@@ -37,21 +37,17 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 	return true, nil
 }
 
-// tabWatchers watch one tab of a session for as long as it lives: the
-// guard's hold on it (which ends by forgetting the tab) and the dialog
-// answerer. Each returns when the tab ends.
-type tabWatchers struct{ guard, dialogs func() }
-
 // armTab readies the current tab of e to run calls, the same way for a new
 // session, a replacement tab and a fresh front tab: the guard (Fetch, the offline rules,
 // the landing tracker) and the dialog answerer. The watchers it returns
-// must be started (startLocked), or run by ended once the tab is ended.
-func (r *Router) armTab(e *entry) (tabWatchers, error) {
+// must be started (Start, with r.mu held), or run by Ended once the tab is
+// ended.
+func (r *Router) armTab(e *entry) (browsertab.Watchers, error) {
 	guard, err := r.enableGuard(e)
 	if err != nil {
-		return tabWatchers{}, err
+		return browsertab.Watchers{}, err
 	}
-	return tabWatchers{guard: guard, dialogs: r.watchDialogs(e, e.h.Context())}, nil
+	return browsertab.Watchers{Guard: guard, Dialogs: r.watchDialogs(e, e.h.Context())}, nil
 }
 
 // arm readies the current tab of e to run calls (armTab) and starts its
@@ -66,7 +62,7 @@ func (r *Router) arm(e *entry, what string, retire func()) error {
 		return fmt.Errorf("hybroute: enabling the request guard on %s: %w", what, e.h.WrapErr(err))
 	}
 	r.mu.Lock()
-	w.startLocked(r)
+	w.Start(&r.sess.wg, r.closed)
 	closed := r.closed
 	if !closed && retire != nil {
 		r.sess.wg.Go(retire)
@@ -79,26 +75,6 @@ func (r *Router) arm(e *entry, what string, retire func()) error {
 		return ErrClosed
 	}
 	return nil
-}
-
-// startLocked runs the watchers, with r.mu held: on the sessions' wait
-// group, so Close waits for them, or, once the router is closed, on their
-// own, since Close ends their tab and they end with it.
-func (w tabWatchers) startLocked(r *Router) {
-	if r.closed {
-		go w.guard()
-		go w.dialogs()
-		return
-	}
-	r.sess.wg.Go(w.guard)
-	r.sess.wg.Go(w.dialogs)
-}
-
-// ended runs the watchers of a tab that is already ended, so that they
-// return at once and the guard forgets the tab now.
-func (w tabWatchers) ended() {
-	w.guard()
-	w.dialogs()
 }
 
 // drop forgets the session of e and ends it as every end does (end): the
