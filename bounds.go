@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
+	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -50,10 +52,6 @@ const (
 	evictMaxMemory   = "max_local_memory"
 )
 
-// maxEvictedKeys bounds the keys remembered as evicted, so that their next
-// call can say so; past it they are forgotten (the call still works).
-const maxEvictedKeys = 4096
-
 // makeRoom ends idle sessions until a new session of the plan fits the
 // caps. It runs in the session's creation, which is counted in inFlight.
 func (r *Router) makeRoom(ctx context.Context, p Plan) error {
@@ -97,24 +95,10 @@ func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 			n++
 		}
 	}
-	// Each local session holds about an equal share of the browser. A new
-	// one needs its share to fit too; end enough idle ones to come back
-	// under the budget, and one at least.
-	per := int64(0)
-	if n > 0 {
-		per = used / int64(n)
-	}
-	want := used
-	if needRoom {
-		want += per
-	}
-	if want <= budget {
+	shed, per := admission.MemoryShed(used, budget, n, needRoom)
+	if shed == 0 {
 		r.mu.Unlock()
 		return nil
-	}
-	shed := 1
-	if per > 0 {
-		shed = max(1, int((want-budget+per-1)/per))
 	}
 	var victims []*entry
 	for range shed {
@@ -140,23 +124,14 @@ func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 // of the cache and marks its key evicted; nil when there is none. Called
 // with r.mu held.
 func (r *Router) evictLRU(ok func(*entry) bool) *entry {
-	var victim *entry
-	for _, e := range r.sess.m {
-		if e.inUse.Load() > 0 || !ok(e) {
-			continue
-		}
-		if victim == nil || e.lastUsed.Load() < victim.lastUsed.Load() {
-			victim = e
-		}
-	}
-	if victim == nil {
+	victim, found := admission.LeastRecent(maps.Values(r.sess.m), func(e *entry) (int64, bool) {
+		return e.lastUsed.Load(), e.inUse.Load() == 0 && ok(e)
+	})
+	if !found {
 		return nil
 	}
 	delete(r.sess.m, victim.key)
-	if r.sess.evicted == nil || len(r.sess.evicted) >= maxEvictedKeys {
-		r.sess.evicted = make(map[string]struct{})
-	}
-	r.sess.evicted[victim.key] = struct{}{}
+	r.sess.evicted.Mark(victim.key)
 	r.sess.wg.Add(1) // Close waits for its release
 	return victim
 }
@@ -179,7 +154,5 @@ func (r *Router) endEvicted(ctx context.Context, e *entry, reason string) {
 func (r *Router) takeEvicted(key string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	_, ok := r.sess.evicted[key]
-	delete(r.sess.evicted, key)
-	return ok
+	return r.sess.evicted.Take(key)
 }

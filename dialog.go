@@ -5,11 +5,6 @@ import (
 	"log/slog"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
-
-	"fmt"
-
-	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/chromedp"
 )
 
 // JavaScript dialogs (alert, confirm, prompt, beforeunload) stop the page
@@ -64,7 +59,15 @@ const MaxDialogMessage = 1024
 // takeDialogs returns the dialogs the session's tabs opened since the last
 // call took them, as a Result reports them, and forgets them.
 func takeDialogs(h *browsertab.Handle) []Dialog {
-	return convertAll(h.Dialogs.Take(), func(x browsertab.Dialog) Dialog { return Dialog(x) })
+	ds := h.Dialogs.Take()
+	if ds == nil {
+		return nil
+	}
+	out := make([]Dialog, len(ds))
+	for i, d := range ds {
+		out[i] = Dialog(d)
+	}
+	return out
 }
 
 // watchDialogs subscribes to the dialogs of the entry's current tab and
@@ -93,20 +96,6 @@ func (r *Router) watchDialogs(e *entry, tabCtx context.Context) func() {
 // answers it, calls on the session are refused with ErrDialogOpen rather
 // than wait on a page that answers nothing.
 
-// pendingDialog is the session's dialog that waits for the caller, if one
-// does.
-func pendingDialog(h *browsertab.Handle) (Dialog, bool) {
-	d, ok := h.Held.Pending()
-	return Dialog(d), ok
-}
-
-// interrupts returns the run's context, ended with ErrDialogOpen when a
-// held dialog opens (on a router that holds them). stop ends the watch
-// with the run.
-func interrupts(h *browsertab.Handle, ctx context.Context, hold bool) (context.Context, func()) {
-	return h.Held.Interrupts(ctx, hold, ErrDialogOpen)
-}
-
 // AnswerDialog answers the dialog that waits in the session sessionKey
 // ([DialogPolicy.Hold]): accept or dismiss it, and for an accepted prompt
 // the text it returns. It returns the dialog it answered, or [ErrNoDialog].
@@ -117,40 +106,9 @@ func (r *Router) AnswerDialog(ctx context.Context, sessionKey string, accept boo
 		return Dialog{}, err
 	}
 	for _, e := range r.sessionEntries(key) {
-		d, tab := e.h.Held.Waiting()
-		if d == nil {
-			continue
+		if d, ok, err := e.h.AnswerDialog(ctx, accept, promptText); ok {
+			return Dialog(d), err
 		}
-		actx, cancel := browsertab.Bind(tab, ctx)
-		_, err := chromedp.Call(actx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: promptText})
-		cancel()
-		if err != nil && ctx.Err() != nil {
-			return Dialog(*d), err // the caller gave up: the dialog may still wait
-		}
-		// Answered, or gone (with its tab, or closed by the browser: the
-		// answer then fails): either way nothing waits any more, and the
-		// session must not stay refused for it.
-		e.h.Held.Take(d)
-		if err != nil && tab.Err() == nil {
-			return Dialog(*d), fmt.Errorf("hybroute: answering the %s dialog: %w", d.Type, e.h.WrapErr(err))
-		}
-		out := Dialog(*d)
-		out.Pending, out.Accepted = false, accept
-		return out, nil
 	}
 	return Dialog{}, ErrNoDialog
-}
-
-// convertAll converts a slice of plain data into another type of the same
-// fields, nil for nil: internal/browsertab works on copies of the public
-// types.
-func convertAll[From, To any](xs []From, conv func(From) To) []To {
-	if xs == nil {
-		return nil
-	}
-	out := make([]To, len(xs))
-	for i, x := range xs {
-		out[i] = conv(x)
-	}
-	return out
 }

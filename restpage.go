@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-
+	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -147,40 +145,12 @@ func (p *RESTPage) Back(ctx context.Context) (string, error) {
 	return p.moved(p.d.Back(ctx))
 }
 
-// restTab is the tab of a session without CDP: what the router keeps of
-// it is its driver and a life that its release ends.
-type restTab struct {
-	d        provider.RESTDriver
-	ctx      context.Context
-	end      context.CancelFunc
-	provider string
-}
+// restTab is the tab of a session without CDP, the type a call tells
+// from a CDP tab by.
+type restTab struct{ *remotetab.RESTTab }
 
 func newRESTTab(d provider.RESTDriver, provider string) *restTab {
-	ctx, end := context.WithCancel(context.Background())
-	return &restTab{d: d, ctx: ctx, end: end, provider: provider}
-}
-
-func (t *restTab) Context() context.Context { return t.ctx }
-
-func (t *restTab) Dead() bool { return t.ctx.Err() != nil }
-
-func (t *restTab) WrapErr(err error) error { return err }
-
-// Replace is never asked of a REST tab: only a CDP call can leave a tab
-// wedged (tabs.go), and none runs here.
-func (t *restTab) Replace(context.Context) (func(), error) {
-	return nil, errors.New("hybroute: a tab driven through a REST API is not replaced over CDP")
-}
-
-// BrowserContextID is empty: the server keeps the tab's browser context.
-func (t *restTab) BrowserContextID() cdp.BrowserContextID { return "" }
-
-// Close ends the tab's life; the provider's release closes it on the
-// server.
-func (t *restTab) Close(context.Context) error {
-	t.end()
-	return nil
+	return &restTab{remotetab.NewREST(d, provider)}
 }
 
 // execREST runs a call on a session without CDP. A run that speaks CDP
@@ -188,9 +158,9 @@ func (t *restTab) Close(context.Context) error {
 // could drive.
 func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res Result, run func(context.Context, *Call) error, rest bool) (Result, error) {
 	if !rest {
-		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, &noCDPError{provider: t.provider})
+		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, &noCDPError{provider: t.Provider})
 	}
-	page := &RESTPage{r: r, e: e, d: t.d}
+	page := &RESTPage{r: r, e: e, d: t.Driver}
 	cctx, cancel := e.h.Bind(ctx)
 	defer cancel()
 	started := time.Now()
@@ -199,11 +169,11 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 	if runErr != nil {
 		if e.released.Load() && ctx.Err() == nil {
 			runErr = fmt.Errorf("%w: %w", ErrReleased, runErr)
-		} else if tabGone(runErr) {
+		} else if remotetab.Gone(runErr) {
 			// The server lost the tab (a restart, its own reaper): the
 			// session is over, and the next call makes a new one.
-			t.end()
-			runErr = fmt.Errorf("%w: %w", &deadBrowserError{"hybroute: the tab of " + t.provider +
+			_ = t.Close(ctx)
+			runErr = fmt.Errorf("%w: %w", &deadBrowserError{"hybroute: the tab of " + t.Provider +
 				" is gone (the server no longer knows it); the session is gone with its page, the next call starts a new one"}, runErr)
 			return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, runErr)
 		}
@@ -221,13 +191,6 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 	return res, err
 }
 
-// tabGone reports a server's answer that it does not know the tab: 404,
-// or 410 (camofox-browser's answer for a tab lost in a restart).
-func tabGone(err error) bool {
-	var pe *provider.Error
-	return errors.As(err, &pe) && (pe.Status == http.StatusNotFound || pe.Status == http.StatusGone)
-}
-
 // checkRESTLanding re-checks the URL the server last reported for the tab.
 // A refused landing is reported as on a CDP tab, and the tab is replaced by
 // a fresh blank one (the server may not navigate to about:blank: Camofox
@@ -242,7 +205,7 @@ func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *restTab) (st
 	err := fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	if rerr := t.d.Reset(rctx); rerr != nil {
+	if rerr := t.Driver.Reset(rctx); rerr != nil {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: replacing a tab refused its landing",
 			slog.String("cache_key", e.key), slog.String("error", rerr.Error()))
 		return landed, false, errors.Join(err, fmt.Errorf("hybroute: replacing the tab with a blank one: %w", rerr))

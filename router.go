@@ -23,6 +23,7 @@ import (
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/routememory"
+	"github.com/hybroute/hybroute/internal/statesync"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
 	"github.com/hybroute/hybroute/netpolicy"
@@ -64,7 +65,7 @@ type Router struct {
 
 	mu     sync.Mutex
 	routes routememory.Memory // the last route each session key's calls took
-	states stateMemory        // each session key's storage state, once loaded (state_session.go)
+	states statesync.Memory   // each session key's storage state, once loaded (state_session.go)
 	sess   sessions           // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 }
@@ -515,7 +516,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	if res.TabReplaced, err = r.recoverTab(ctx, e); err != nil {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w", p.Route, p.CacheKey, err)
 	}
-	if d, ok := pendingDialog(e.h); ok {
+	if d, ok := e.h.Held.Pending(); ok {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w: %s %q waits for an answer", e.route, p.CacheKey, ErrDialogOpen, d.Type, d.Message)
 	}
 	if e.bg != nil {
@@ -530,7 +531,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	defer rspan.End()
 	cctx, cancel := e.h.Bind(rctx)
 	defer cancel()
-	cctx, stopHold := interrupts(e.h, cctx, r.cfg.dialogs.Hold)
+	cctx, stopHold := e.h.Held.Interrupts(cctx, r.cfg.dialogs.Hold, ErrDialogOpen)
 	defer stopHold()
 	started := time.Now()
 	front := e.h.Context()
@@ -549,7 +550,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		rspan.SetStatus(codes.Error, r.tel.ErrorKind(runErr))
 	}
 	callerErr := ctx.Err() // browsertab.Bind: set whenever the caller ended the call
-	if d, ok := pendingDialog(e.h); ok && runErr != nil && callerErr == nil {
+	if d, ok := e.h.Held.Pending(); ok && runErr != nil && callerErr == nil {
 		// The dialog, not the run, ended the call: the tab is fine and
 		// waits for the caller's answer.
 		runErr = fmt.Errorf("%w: %s %q opened during the call", ErrDialogOpen, d.Type, d.Message)

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
@@ -96,7 +97,7 @@ func (e *entry) end() error {
 // the reaper's state are guarded by Router.mu.
 type sessions struct {
 	inFlight map[string]*creation // creations not yet stored
-	evicted  map[string]struct{}  // keys whose session was evicted, until their next call (bounds.go)
+	evicted  admission.Evicted    // keys whose session was evicted, until their next call (bounds.go)
 	m        map[string]*entry
 	creating singleflight.Group
 	wg       sync.WaitGroup // background work: the reaper, creations, guards
@@ -199,7 +200,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			}
 			if err := r.startState(sctx, e); err != nil {
 				_ = e.end()
-				w.ended()
+				w.Ended()
 				return nil, err
 			}
 			r.mu.Lock()
@@ -207,7 +208,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			if closed || released {
 				r.mu.Unlock()
 				_ = e.end()
-				w.ended()
+				w.Ended()
 				if released {
 					return nil, errReleasedWhileCreating
 				}
@@ -218,7 +219,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			r.sess.m[p.CacheKey] = e
 			// Started under mu after the closed check, so Close's Wait
 			// cannot miss them.
-			w.startLocked(r)
+			w.Start(&r.sess.wg, r.closed)
 			r.mu.Unlock()
 			return e, nil
 		})
@@ -365,9 +366,9 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 		}
 	}
 	r.routes.Delete(key)
-	r.states.forget(key)
-	delete(r.sess.evicted, key)
-	delete(r.sess.evicted, key+LocalSuffix)
+	r.states.Forget(key)
+	r.sess.evicted.Take(key)
+	r.sess.evicted.Take(key + LocalSuffix)
 	// Counted under mu while the entries were still in the map, so a
 	// Close that comes now waits for these releases too.
 	r.sess.wg.Add(len(es))

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
+	"github.com/hybroute/hybroute/internal/statesync"
+	"github.com/hybroute/hybroute/netpolicy"
+	"github.com/hybroute/hybroute/route"
 	"github.com/hybroute/hybroute/state"
 )
 
@@ -16,7 +18,7 @@ import (
 // it is made: the cloud session, the hybrid sidecar session, the local
 // fallback. When a call moves the key from one browser to the other, the
 // cookies of the one it leaves go to the one it comes to. Each browser
-// gets only what it may hold (state_browser.go's split): a remote browser
+// gets only what it may hold (split): a remote browser
 // never gets a cookie or a storage of a host the router keeps local.
 
 // WithInitialState loads s into every new browser session of every
@@ -25,34 +27,6 @@ import (
 // [state.ErrInvalid].
 func WithInitialState(s *state.State) Option {
 	return func(c *config) { c.initialState = s.Clone() }
-}
-
-// stateMemory is each session key's state, once one was loaded. Its own
-// lock: it is asked while a session is made, outside Router.mu.
-type stateMemory struct {
-	mu sync.Mutex
-	m  map[string]*state.State
-}
-
-func (s *stateMemory) get(key string) *state.State {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.m[key]
-}
-
-func (s *stateMemory) put(key string, st *state.State) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.m == nil {
-		s.m = map[string]*state.State{}
-	}
-	s.m[key] = st
-}
-
-func (s *stateMemory) forget(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.m, key)
 }
 
 // checkInitialState is New's check of WithInitialState.
@@ -68,7 +42,7 @@ func (c *config) checkInitialState() error {
 
 // stateOf is the state a new browser session of key starts with, or nil.
 func (r *Router) stateOf(key string) *state.State {
-	if st := r.states.get(key); st != nil {
+	if st := r.states.Get(key); st != nil {
 		return st
 	}
 	return r.cfg.initialState
@@ -100,12 +74,16 @@ func (r *Router) LoadState(ctx context.Context, sessionKey string, st *state.Sta
 	if r.isClosed() {
 		return ErrClosed
 	}
-	r.states.put(key, st)
+	r.states.Put(key, st)
 	var errs []error
 	for _, e := range r.liveEntries(key) {
 		errs = append(errs, r.withEntry(e, func(e *entry) error {
 			kept, _ := r.split(ctx, st, e.route)
-			if err := r.writeEntryState(ctx, e, kept, false, true); err != nil {
+			b, err := r.stateBrowser(ctx, e)
+			if err == nil {
+				err = b.Write(ctx, kept, false, true)
+			}
+			if err != nil {
 				return fmt.Errorf("hybroute: load state into %s session %q: %w", e.route, e.key, err)
 			}
 			return nil
@@ -131,7 +109,7 @@ func (r *Router) SaveState(ctx context.Context, sessionKey string) (*state.State
 	if r.isClosed() {
 		return nil, ErrClosed
 	}
-	loaded := r.states.get(key)
+	loaded := r.states.Get(key)
 	es := r.liveEntries(key)
 	if len(es) == 0 {
 		if loaded == nil {
@@ -146,7 +124,11 @@ func (r *Router) SaveState(ctx context.Context, sessionKey string) (*state.State
 	for i, e := range es {
 		err := r.withEntry(e, func(e *entry) error {
 			_, beyond = r.split(ctx, beyond, e.route)
-			snap, err := r.readEntryState(ctx, e, originsOf(loaded))
+			b, err := r.stateBrowser(ctx, e)
+			var snap *state.State
+			if err == nil {
+				snap, err = b.Read(ctx, statesync.OriginsOf(loaded))
+			}
 			if err != nil {
 				return fmt.Errorf("hybroute: save state of %s session %q: %w", e.route, e.key, err)
 			}
@@ -162,7 +144,7 @@ func (r *Router) SaveState(ctx context.Context, sessionKey string) (*state.State
 		out = out.Merge(snaps[i])
 	}
 	if loaded != nil {
-		r.states.put(key, out.Clone())
+		r.states.Put(key, out.Clone())
 	}
 	return out.Clone(), nil
 }
@@ -214,7 +196,7 @@ func (r *Router) startState(ctx context.Context, e *entry) error {
 		}
 		return nil
 	}
-	if err := trackOrigins(e.h.Context(), e); err != nil {
+	if err := statesync.TrackOrigins(e.h.Context(), e.h); err != nil {
 		return err
 	}
 	st := r.stateOf(baseKey(e.key))
@@ -222,7 +204,11 @@ func (r *Router) startState(ctx context.Context, e *entry) error {
 		return nil
 	}
 	kept, _ := r.split(ctx, st, e.route)
-	if err := r.writeEntryState(ctx, e, kept, true, false); err != nil {
+	b, err := r.stateBrowser(ctx, e)
+	if err == nil {
+		err = b.Write(ctx, kept, true, false)
+	}
+	if err != nil {
 		return fmt.Errorf("hybroute: loading the storage state: %w", err)
 	}
 	return nil
@@ -234,7 +220,7 @@ func (r *Router) startState(ctx context.Context, e *entry) error {
 // with another call is not waited for: its cookies follow at the next move.
 func (r *Router) followState(ctx context.Context, e *entry, prevKey string) error {
 	key := baseKey(e.key)
-	loaded := r.states.get(key)
+	loaded := r.states.Get(key)
 	if loaded == nil {
 		return nil
 	}
@@ -251,7 +237,11 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 	if prev.h.Dead() || !prev.callMu.TryLock() {
 		return nil
 	}
-	cookies, err := readCookies(ctx, prev)
+	var cookies []state.Cookie
+	pb, err := r.stateBrowser(ctx, prev)
+	if err == nil {
+		cookies, err = pb.ReadCookies(ctx)
+	}
 	prev.callMu.Unlock()
 	if err != nil {
 		return fmt.Errorf("hybroute: carrying the cookies from %s session %q: %w", prev.route, prev.key, err)
@@ -260,9 +250,13 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 	merged := beyond.Merge(&state.State{Cookies: cookies})
 	next := loaded.Clone()
 	next.Cookies = merged.Cookies
-	r.states.put(key, next)
+	r.states.Put(key, next)
 	kept, _ := r.split(ctx, &state.State{Cookies: next.Cookies}, e.route)
-	if err := writeCookies(ctx, e, kept.Cookies, false); err != nil {
+	b, err := r.stateBrowser(ctx, e)
+	if err == nil {
+		err = b.WriteCookies(ctx, kept.Cookies, false)
+	}
+	if err != nil {
 		return fmt.Errorf("hybroute: carrying the cookies to %s session %q: %w", e.route, e.key, err)
 	}
 	return nil
@@ -270,3 +264,40 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 
 // baseKey is the session key of a cache key.
 func baseKey(cacheKey string) string { return strings.TrimSuffix(cacheKey, LocalSuffix) }
+
+// errStateNoCDP is the error of a state asked of a browser without CDP.
+var errStateNoCDP = fmt.Errorf("%w: storage state needs a browser driven over CDP", ErrNoCDPEndpoint)
+
+// stateBrowser lends e's browser to a read or a write of its state: a
+// blank page of an origin goes only where e's guard would let a page go.
+func (r *Router) stateBrowser(ctx context.Context, e *entry) (statesync.Browser, error) {
+	if _, ok := e.h.Paged(); !ok {
+		return statesync.Browser{}, errStateNoCDP // the kinds driven over CDP are the ones with pages
+	}
+	b := statesync.Browser{H: e.h, Front: e.frontID(), Landed: e.landedURL(),
+		Visitable: func(o string) bool { return r.pol.Refuse(r.pol.Classify(ctx, o+"/"), e.route) == nil }}
+	if e.bg != nil {
+		b.Stub = e.bg.Stub
+	}
+	return b, nil
+}
+
+// split parts st into what may go to a browser at w (kept) and what may
+// not (dropped). On the local browser every cookie may, and every origin
+// its guard would let a page open. On a remote browser only what the
+// router would send there: a public host, or a private one the options
+// let remote browsers open, never one hybrid routing keeps local, never
+// one whose lookup failed (unsure: kept local).
+func (r *Router) split(ctx context.Context, st *state.State, w route.Route) (kept, dropped *state.State) {
+	return statesync.Split(st, w == route.Local, func(rawURL string) bool {
+		v := r.pol.Classify(ctx, rawURL)
+		ok := r.pol.Refuse(v, w) == nil
+		if w == route.Cloud {
+			// A name under a private-use suffix is private data whatever
+			// it resolves to here.
+			ok = ok && v.ResolveErr == nil && !netpolicy.PrivateUseName(v.Host) &&
+				(v.Class == netpolicy.ClassPublic || v.Class == netpolicy.ClassPrivate) && !r.pol.RoutesLocally(v)
+		}
+		return ok
+	})
+}

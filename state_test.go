@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/statesync"
 	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/route"
 	"github.com/hybroute/hybroute/state"
@@ -206,7 +207,7 @@ func TestStateFollowsRouteChange(t *testing.T) {
 
 	// A cookie the sidecar gets for a public host goes back with it.
 	e := liveEntry(t, w.r, "dave"+LocalSuffix)
-	require.NoError(t, writeCookies(ctx, e, []state.Cookie{{Name: "pref", Value: "v1", Domain: publicHost, Path: "/", Expires: -1}}, false))
+	require.NoError(t, entryBrowser(t, w.r, e).WriteCookies(ctx, []state.Cookie{{Name: "pref", Value: "v1", Domain: publicHost, Path: "/", Expires: -1}}, false))
 	res, err = w.r.Navigate(ctx, "dave", w.site.url(publicHost, "/account"), nil)
 	require.NoError(t, err)
 	require.True(t, res.PageChanged)
@@ -264,12 +265,20 @@ func TestStateLocalCookiesStayOffCloud(t *testing.T) {
 	assert.NotContains(t, debug.String(), "secret-", "no value of the state is logged")
 }
 
+// entryBrowser is e's browser, as a state is read and written in it.
+func entryBrowser(t *testing.T, r *Router, e *entry) statesync.Browser {
+	t.Helper()
+	b, err := r.stateBrowser(testCtx(t), e)
+	require.NoError(t, err)
+	return b
+}
+
 // cookieNames lists name@domain of the cookies in the browser context of
 // the session cacheKey, read from the browser itself.
 func cookieNames(t *testing.T, r *Router, cacheKey string) []string {
 	t.Helper()
 	e := liveEntry(t, r, cacheKey)
-	cs, err := readCookies(testCtx(t), e)
+	cs, err := entryBrowser(t, r, e).ReadCookies(testCtx(t))
 	require.NoError(t, err)
 	var out []string
 	for _, c := range cs {
@@ -365,7 +374,7 @@ func TestRefusedCookiesAreNamed(t *testing.T) {
 	_, err := r.Navigate(ctx, "k", s.url(publicHost, "/a"), nil)
 	require.NoError(t, err)
 	e := liveEntry(t, r, "k")
-	err = writeCookies(ctx, e, []state.Cookie{
+	err = entryBrowser(t, r, e).WriteCookies(ctx, []state.Cookie{
 		{Name: "good", Value: "v", Domain: publicHost, Path: "/", Expires: -1},
 		{Name: "__Host-bad", Value: "secret-v", Domain: publicHost, Path: "/", Expires: -1},
 	}, false)

@@ -3,16 +3,10 @@ package hybroute
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
-	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
-	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -56,23 +50,13 @@ func (r *Router) Tabs(ctx context.Context, sessionKey string) ([]Tab, error) {
 		if e.bg == nil {
 			continue // no CDP: one page, the server's
 		}
-		ids := []target.ID{}
 		front := e.frontID()
-		if front != "" {
-			ids = append(ids, front)
-		}
-		others := e.bg.Popups(&e.gs)
-		rest := make([]target.ID, 0, len(others))
-		for id := range others {
-			rest = append(rest, id)
-		}
-		slices.Sort(rest)
-		ids = append(ids, rest...)
-		for _, id := range ids {
-			u, title, err := targetInfo(ctx, e.bg, id)
+		for _, id := range browsertab.Order(front, e.bg.Popups(&e.gs)) {
+			ti, err := e.bg.TargetInfo(ctx, id)
 			if err != nil {
 				continue // gone meanwhile
 			}
+			u, title := browsertab.Describe(ti)
 			out = append(out, Tab{ID: string(id), Route: e.route, URL: u, Title: title,
 				Front: id == front, Current: id == front && e.key == cur})
 		}
@@ -162,13 +146,7 @@ func (r *Router) CloseTab(ctx context.Context, sessionKey, id string) error {
 		if len(others) == 0 {
 			return ErrLastTab
 		}
-		next := slices.Sorted(func(yield func(target.ID) bool) {
-			for id := range others {
-				if !yield(id) {
-					return
-				}
-			}
-		})[0]
+		next := browsertab.Order("", others)[0]
 		if err := r.toFront(ctx, e, next); err != nil {
 			return fmt.Errorf("hybroute: closing tab %s: %w", id, e.h.WrapErr(err))
 		}
@@ -191,7 +169,7 @@ func (c *Call) OpenTab(ctx context.Context) (context.Context, error) {
 	e := c.e
 	ft, ok := e.h.Paged()
 	if !ok {
-		return nil, fmt.Errorf("hybroute: a session of this browser has one tab")
+		return nil, browsertab.ErrOnePage
 	}
 	tctx, stop, err := ft.OpenPage(c.caller)
 	if err != nil {
@@ -210,20 +188,12 @@ func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {
 	if e.frontID() == id {
 		return nil
 	}
-	ft, ok := e.h.Paged()
-	if !ok {
-		return fmt.Errorf("hybroute: a session of this browser has one tab")
-	}
-	if pg, ok := e.h.Pages.Take(id); ok {
-		return r.makeFront(ctx, e, ft, pg.Ctx, pg.Stop, false)
-	}
-	actx, cancel := context.WithTimeout(ctx, r.cfg.createTimeout)
-	defer cancel()
-	tctx, stop, err := ft.Attach(actx, id)
+	tctx, stop, fresh, err := e.h.PageContext(ctx, id, r.cfg.createTimeout)
 	if err != nil {
 		return err
 	}
-	return r.makeFront(ctx, e, ft, tctx, stop, true)
+	ft, _ := e.h.Paged()
+	return r.makeFront(ctx, e, ft, tctx, stop, fresh)
 }
 
 // makeFront swaps tctx in as the entry's front tab. A fresh context (never
@@ -231,23 +201,10 @@ func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {
 // registration, the landing tracker, the dialog answerer. One that was
 // the front before has them still, and is registered again as the tab.
 func (r *Router) makeFront(ctx context.Context, e *entry, ft browsertab.PagedTab, tctx context.Context, stop context.CancelFunc, fresh bool) error {
-	old, oldStop := ft.Swap(tctx, stop)
-	if c := chromedp.FromContext(old); c != nil && c.Target != nil {
-		e.h.Pages.Put(c.Target.TargetID, browsertab.Page{Ctx: old, Stop: oldStop})
-	}
+	e.h.SwapFront(ft, tctx, stop)
 	if fresh {
-		w, err := r.armTab(e)
-		if err != nil {
-			// A tab with no guard must not run a call.
-			r.drop(e)
-			return fmt.Errorf("hybroute: enabling the request guard on a tab: %w", e.h.WrapErr(err))
-		}
-		r.mu.Lock()
-		w.startLocked(r)
-		closed := r.closed
-		r.mu.Unlock()
-		if closed {
-			return ErrClosed
+		if err := r.arm(e, "a tab", nil); err != nil {
+			return err
 		}
 	} else {
 		if err := e.bg.Register(&e.gs, e.key, tctx, ft.BrowserContextID()); err != nil {
@@ -257,25 +214,10 @@ func (r *Router) makeFront(ctx context.Context, e *entry, ft browsertab.PagedTab
 	// The landing check reads the front's URL from now on: its own, as
 	// the browser has it (the tracker saw no event of a page it was not
 	// listening to, or of a tab that was not the front).
-	qctx, cancel := browsertab.Bind(tctx, ctx)
-	defer cancel()
-	h, err := chromedp.Call(qctx, page.GetNavigationHistory, cdp.Empty{})
+	u, err := browsertab.CurrentURL(tctx, ctx)
 	if err != nil {
 		return err
 	}
-	u := "about:blank"
-	if i := int(h.CurrentIndex); i >= 0 && i < len(h.Entries) {
-		u = h.Entries[i].URL
-	}
 	e.bg.SetLanded(e.frontID(), u)
 	return nil
-}
-
-// targetInfo is the URL and the title the browser reports for a target.
-func targetInfo(ctx context.Context, g *guard.Guard, id target.ID) (string, string, error) {
-	ti, err := g.TargetInfo(ctx, id)
-	if err != nil || ti == nil {
-		return "", "", err
-	}
-	return ti.URL, strings.TrimSpace(ti.Title), nil
 }

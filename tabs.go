@@ -29,60 +29,52 @@ func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
 	if err != nil || retire == nil {
 		return false, err
 	}
-	w, err := r.armTab(e)
-	if err != nil {
-		r.drop(e)
-		return false, fmt.Errorf("hybroute: enabling the request guard on the replacement tab: %w", e.h.WrapErr(err))
+	if err := r.arm(e, "the replacement tab", retire); err != nil {
+		return false, err
 	}
-	r.mu.Lock()
-	w.startLocked(r)
-	if r.closed {
-		r.mu.Unlock()
-		retire()
-		return false, ErrClosed
-	}
-	r.sess.wg.Go(retire)
-	r.mu.Unlock()
 	r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: a tab did not answer after its call's deadline; replaced it in the same browser context",
 		slog.String("cache_key", e.key), slog.String("route", e.route.String()))
 	return true, nil
 }
 
-// tabWatchers watch one tab of a session for as long as it lives: the
-// guard's hold on it (which ends by forgetting the tab) and the dialog
-// answerer. Each returns when the tab ends.
-type tabWatchers struct{ guard, dialogs func() }
-
 // armTab readies the current tab of e to run calls, the same way for a new
 // session, a replacement tab and a fresh front tab: the guard (Fetch, the offline rules,
 // the landing tracker) and the dialog answerer. The watchers it returns
-// must be started (startLocked), or run by ended once the tab is ended.
-func (r *Router) armTab(e *entry) (tabWatchers, error) {
+// must be started (Start, with r.mu held), or run by Ended once the tab is
+// ended.
+func (r *Router) armTab(e *entry) (browsertab.Watchers, error) {
 	guard, err := r.enableGuard(e)
 	if err != nil {
-		return tabWatchers{}, err
+		return browsertab.Watchers{}, err
 	}
-	return tabWatchers{guard: guard, dialogs: r.watchDialogs(e, e.h.Context())}, nil
+	return browsertab.Watchers{Guard: guard, Dialogs: r.watchDialogs(e, e.h.Context())}, nil
 }
 
-// startLocked runs the watchers, with r.mu held: on the sessions' wait
-// group, so Close waits for them, or, once the router is closed, on their
-// own, since Close ends their tab and they end with it.
-func (w tabWatchers) startLocked(r *Router) {
-	if r.closed {
-		go w.guard()
-		go w.dialogs()
-		return
+// arm readies the current tab of e to run calls (armTab) and starts its
+// watchers. A tab it cannot guard ends the session: the next call starts a
+// fresh one, and a tab with no guard must not run a call. retire, if not
+// nil, lets go of the tab this one replaces, on the sessions' wait group
+// (at once once the router is closed). what names the tab in the error.
+func (r *Router) arm(e *entry, what string, retire func()) error {
+	w, err := r.armTab(e)
+	if err != nil {
+		r.drop(e)
+		return fmt.Errorf("hybroute: enabling the request guard on %s: %w", what, e.h.WrapErr(err))
 	}
-	r.sess.wg.Go(w.guard)
-	r.sess.wg.Go(w.dialogs)
-}
-
-// ended runs the watchers of a tab that is already ended, so that they
-// return at once and the guard forgets the tab now.
-func (w tabWatchers) ended() {
-	w.guard()
-	w.dialogs()
+	r.mu.Lock()
+	w.Start(&r.sess.wg, r.closed)
+	closed := r.closed
+	if !closed && retire != nil {
+		r.sess.wg.Go(retire)
+	}
+	r.mu.Unlock()
+	if closed {
+		if retire != nil {
+			retire()
+		}
+		return ErrClosed
+	}
+	return nil
 }
 
 // drop forgets the session of e and ends it as every end does (end): the

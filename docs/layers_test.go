@@ -80,6 +80,9 @@ var layer = map[string]int{
 	// The instruments and the bounded names they count under, the Router's
 	// spans, and the decorators of the provider and the store.
 	"internal/telemetry": 3,
+	// A session key's storage state in and out of its browsers, over the
+	// tab mechanics; the rules of which browser may hold what are lent.
+	"internal/statesync": 3,
 	// The facade: the Router, its plan, sessions and tabs.
 	"": 5,
 	// The toolset's engines: text for the model, the snapshot and the
@@ -110,6 +113,7 @@ var forbidden = map[string][]string{
 	"internal/browsertab": {"netpolicy", "internal/urlscan", "internal/guard", "internal/egress"},
 	"internal/sidecar":    {"netpolicy", "internal/urlscan"},
 	"internal/remotetab":  {"netpolicy", "internal/urlscan", "internal/egress"},
+	"internal/statesync":  {"netpolicy", "internal/urlscan", "internal/guard", "internal/egress"},
 	"provider":            {"netpolicy", "internal/urlscan"},
 }
 

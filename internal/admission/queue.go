@@ -6,7 +6,9 @@
 // come, first served), and that wait is its own part of the call: it is
 // measured apart from the page's time, it has its own budget, and a call
 // that would wait past its budget is told at once that the browser is
-// busy, unless its caller chose to wait.
+// busy, unless its caller chose to wait. It also makes the choices of
+// bounded sessions (evict.go): which idle session to end for room, and how
+// many for the local browser's memory.
 package admission
 
 import (

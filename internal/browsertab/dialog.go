@@ -214,3 +214,30 @@ func (h *Held) Take(d *Dialog) {
 		h.d, h.tab = nil, nil
 	}
 }
+
+// AnswerDialog answers the session's held dialog: accept or dismiss it,
+// and for an accepted prompt the text it returns. ok is false when none
+// waits. It returns the dialog it answered (Pending cleared, Accepted as
+// answered), or, when the answer failed, the dialog as it waited.
+func (h *Handle) AnswerDialog(ctx context.Context, accept bool, promptText string) (d Dialog, ok bool, err error) {
+	w, tab := h.Held.Waiting()
+	if w == nil {
+		return Dialog{}, false, nil
+	}
+	actx, cancel := Bind(tab, ctx)
+	_, err = chromedp.Call(actx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: promptText})
+	cancel()
+	if err != nil && ctx.Err() != nil {
+		return *w, true, err // the caller gave up: the dialog may still wait
+	}
+	// Answered, or gone (with its tab, or closed by the browser: the
+	// answer then fails): either way nothing waits any more, and the
+	// session must not stay refused for it.
+	h.Held.Take(w)
+	if err != nil && tab.Err() == nil {
+		return *w, true, fmt.Errorf("hybroute: answering the %s dialog: %w", w.Type, h.WrapErr(err))
+	}
+	d = *w
+	d.Pending, d.Accepted = false, accept
+	return d, true, nil
+}

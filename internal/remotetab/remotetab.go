@@ -1,7 +1,9 @@
-// Package remotetab is a session's tab on a browser reached over CDP: a
+// Package remotetab is a session's tab on a remote browser. Over CDP: a
 // cloud provider's session or the CDP override. It connects through the
 // guard's Mux (every target of the browser runs under the guard), in a
 // browser context of the session's own, and closes what it opened.
+// Through a provider's REST API (RESTTab): a server's tab, which only its
+// driver moves.
 package remotetab
 
 import (
