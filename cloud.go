@@ -96,6 +96,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 			// makes its own too: internal/fleet.)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
+			r.ended.remember(key, s) // for Replay: some providers make the replay once it has ended
 			return r.calls.ReleaseSession(ctx, s)
 		})
 		return e, nil

@@ -68,6 +68,8 @@ type Router struct {
 	states statesync.Memory   // each session key's storage state, once loaded (state_session.go)
 	sess   sessions           // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
+
+	ended endedSessions // each key's last ended cloud session, for Replay (replay.go)
 }
 
 // New returns a [Router] for the cloud provider p. With p == nil there is no

@@ -34,7 +34,9 @@ type SessionStatus struct {
 	// LiveViewURL, ReplayURL and ExpiresAt are what the provider gave of
 	// a cloud session (see [github.com/hybroute/hybroute/provider.Session]): where a person watches it
 	// live, where its recording plays, when the provider ends it. Empty or
-	// zero when it gave none, and for a local session.
+	// zero when it gave none, and for a local session. ReplayURL is filled
+	// only when the create answer named one: most providers give it on
+	// request, which [Router.Replay] makes.
 	LiveViewURL string
 	ReplayURL   string
 	ExpiresAt   time.Time

@@ -34,7 +34,10 @@ import (
 // {"detail": "API key is missing required scope: ..."}: the service mounts
 // the same routes under each version and grants keys per version, so a
 // create so refused is tried on the next version, as browser-use's client
-// does, and the version that answered is used from then on.
+// does, and the version that answered is used from then on. GET
+// /api/{v}/browsers/{id} answers the session's view, whose "recordingUrl"
+// is set once the session has ended, when it was created with
+// "enableRecording": true.
 
 // The Browser Use API versions.
 const (
@@ -206,16 +209,41 @@ func (b *BrowserUse) ReleaseSession(ctx context.Context, s *Session) error {
 	if s == nil || s.ID == "" {
 		return nil
 	}
-	u := s.releaseURL
-	if u == "" {
-		prefix := ""
-		if b.gateway == nil {
-			prefix = "/api/" + b.APIVersion()
-		}
-		u = b.baseURL + prefix + "/browsers/" + url.PathEscape(s.ID)
-	}
-	_, err := b.request(ctx, "release", http.MethodPatch, u, map[string]any{"action": "stop"}, nil, nil)
+	_, err := b.request(ctx, "release", http.MethodPatch, b.browserURL(s), map[string]any{"action": "stop"}, nil, nil)
 	return err
+}
+
+// Replay implements [Replayer]: GET /api/{v}/browsers/{id}, its
+// recordingUrl. Browser Use records a session created with
+// "enableRecording": true (WithSessionParams), and names the recording
+// once the session has ended: asked before, or of a session not recorded,
+// it is [ErrNoReplay].
+func (b *BrowserUse) Replay(ctx context.Context, s *Session) (string, error) {
+	if s == nil || s.ID == "" {
+		return "", noReplay(b.name, "")
+	}
+	var out struct {
+		RecordingURL string `json:"recordingUrl"`
+	}
+	if _, err := b.request(ctx, "replay", http.MethodGet, b.browserURL(s), nil, &out, nil); err != nil {
+		return "", err
+	}
+	if out.RecordingURL == "" {
+		return "", noReplay(b.name, s.ID)
+	}
+	return out.RecordingURL, nil
+}
+
+// browserURL is the URL of session s, on the API version that created it.
+func (b *BrowserUse) browserURL(s *Session) string {
+	if s.releaseURL != "" {
+		return s.releaseURL
+	}
+	prefix := ""
+	if b.gateway == nil {
+		prefix = "/api/" + b.APIVersion()
+	}
+	return b.baseURL + prefix + "/browsers/" + url.PathEscape(s.ID)
 }
 
 // parseTime reads an RFC 3339 time, zero when there is none.

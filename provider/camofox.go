@@ -42,6 +42,14 @@ import (
 //   - Errors: {"error": "..."}; 404 for a tab it does not know.
 //   - Auth: when the server sets CAMOFOX_ACCESS_KEY, every route but
 //     /health wants "Authorization: Bearer <key>".
+//   - On Fly.io, the server's proxy may answer 307 (fly-replay) to send a
+//     request to the machine that holds the session: the client follows a
+//     307 or 308 to the same origin (scheme and host) with the same method,
+//     body and key, and no redirect elsewhere, which would carry the key
+//     off the server.
+//
+// Camofox records traces (GET /sessions/{userId}/traces, with "trace":
+// true), not a replay URL: it is no [Replayer].
 type Camofox struct {
 	apiClient
 	prefix string // this client's userIds start with it
@@ -61,10 +69,40 @@ func NewCamofox(accessKey string, opts ...Option) *Camofox {
 	}
 	var nonce [4]byte
 	_, _ = rand.Read(nonce[:])
-	return &Camofox{
+	c := &Camofox{
 		apiClient: newAPIClient(DefaultCamofoxBaseURL, "Camofox", header, key, opts),
 		prefix:    "hybroute-" + hex.EncodeToString(nonce[:]) + "-",
 	}
+	if c.own {
+		// Ours to set: a client given with WithHTTPClient keeps its own
+		// policy.
+		c.client.CheckRedirect = sameOriginReplay
+	}
+	return c
+}
+
+// maxReplays bounds the 307s and 308s one request follows.
+const maxReplays = 5
+
+// sameOriginReplay is the redirect policy of a Camofox client: a 307 or
+// 308 to the request's own origin is followed (net/http keeps the method,
+// sends the body again and keeps the headers, the key among them, on the
+// same host); any other redirect is answered as it came, and fails the
+// call.
+func sameOriginReplay(req *http.Request, via []*http.Request) error {
+	if len(via) == 0 || len(via) > maxReplays || req.Response == nil {
+		return http.ErrUseLastResponse
+	}
+	switch req.Response.StatusCode {
+	case http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return http.ErrUseLastResponse
+	}
+	first := via[0].URL
+	if req.URL.Scheme != first.Scheme || !strings.EqualFold(req.URL.Host, first.Host) || req.URL.User != nil {
+		return http.ErrUseLastResponse
+	}
+	return nil
 }
 
 // CreateSession implements [Provider]: POST /tabs, without a URL (the first

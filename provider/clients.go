@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -24,7 +25,9 @@ import (
 //     (max concurrent browsers, session creations per minute) answer 429.
 //     The create answer's "expiresAt" is the session's end; GET
 //     /v1/sessions/{id}/debug answers the live view, "debuggerFullscreenUrl"
-//     (browserbase/sdk-node src/resources/sessions).
+//     (browserbase/sdk-node src/resources/sessions). GET
+//     /v1/sessions/{id}/replays answers the session's replay, one HLS
+//     playlist per page: {"pages": [{"url", ...}]}.
 //   - Browser Use and its managed gateway: see browseruse.go.
 //   - Steel (docs.steel.dev, SDK references and session lifecycle): base
 //     https://api.steel.dev; POST /v1/sessions with the header steel-api-key;
@@ -112,6 +115,37 @@ func (b *Browserbase) liveView(ctx context.Context, id string) string {
 	return cmp.Or(out.DebuggerFullscreenURL, out.DebuggerURL)
 }
 
+// Replay implements [Replayer]: GET /v1/sessions/{id}/replays, the URL
+// of its first page's replay (an HLS playlist). A session with no page
+// recorded yet has none ([ErrNoReplay]).
+func (b *Browserbase) Replay(ctx context.Context, s *Session) (string, error) {
+	if s == nil || s.ID == "" {
+		return "", noReplay(b.name, "")
+	}
+	var out struct {
+		Pages []struct {
+			URL string `json:"url"`
+		} `json:"pages"`
+	}
+	if err := b.call(ctx, "replay", http.MethodGet, "/v1/sessions/"+url.PathEscape(s.ID)+"/replays", nil, &out); err != nil {
+		return "", err
+	}
+	for _, p := range out.Pages {
+		if p.URL != "" {
+			return p.URL, nil
+		}
+	}
+	return "", noReplay(b.name, s.ID)
+}
+
+// noReplay is the error of a session whose provider gave no replay.
+func noReplay(provider, id string) error {
+	if id == "" {
+		return fmt.Errorf("%w: %s has no session to ask", ErrNoReplay, provider)
+	}
+	return fmt.Errorf("%w: %s gave none for session %s", ErrNoReplay, provider, id)
+}
+
 // ReleaseSession implements [Provider]: POST /v1/sessions/{id} with
 // {"status":"REQUEST_RELEASE"}.
 func (b *Browserbase) ReleaseSession(ctx context.Context, s *Session) error {
@@ -125,7 +159,9 @@ func (b *Browserbase) ReleaseSession(ctx context.Context, s *Session) error {
 	return b.call(ctx, "release", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.ID), body, nil)
 }
 
-// Steel is the client of Steel's sessions API.
+// Steel is the client of Steel's sessions API. It has no [Replayer]:
+// Steel records a session as events (GET /v1/sessions/{id}/events, rrweb
+// events to play in a player of one's own), not as a URL to watch.
 type Steel struct{ apiClient }
 
 // NewSteel returns a [Steel] client.
@@ -222,4 +258,7 @@ var (
 	_ Provider = (*BrowserUse)(nil)
 	_ Provider = (*Steel)(nil)
 	_ Provider = (*Endpoint)(nil)
+	_ Replayer = (*Browserbase)(nil)
+	_ Replayer = (*BrowserUse)(nil)
+	_ Replayer = (*SessionAPI)(nil)
 )

@@ -43,6 +43,13 @@ var (
 	// context deadlines, a malformed or oversized answer body. The cause
 	// is wrapped, so errors.Is(err, context.DeadlineExceeded) also works.
 	ErrUnavailable = errors.New("hybroute: cloud browser provider unavailable")
+	// ErrNoReplay is matched by the error of a replay asked of a session
+	// that has none: its provider makes no replay URL (Steel records
+	// events, Camofox traces; Browser.cash and browserless record
+	// nothing), the session was not recorded (Browser Use's
+	// enableRecording, Hyperbrowser's enableWebRecording, a Kernel replay
+	// never started), or the recording is not ready yet.
+	ErrNoReplay = errors.New("hybroute: the cloud browser session has no replay")
 )
 
 // Error is the error of a provider call that did not succeed: every

@@ -28,6 +28,19 @@ type Provider interface {
 	ReleaseSession(ctx context.Context, s *Session) error
 }
 
+// Replayer is implemented by a [Provider] that gives a session's replay
+// or recording URL on request: [Browserbase], [BrowserUse] and the
+// [SessionAPI] presets with a replay call (Anchor, Kernel, Hyperbrowser).
+// Some providers make the recording only once the session has ended
+// (Browser Use), so Replay is asked of a session already released as well
+// as of a live one. It costs an API call:
+// [github.com/hybroute/hybroute.Router.Replay] asks it, Status does not.
+type Replayer interface {
+	// Replay returns where the session's recording plays, or an error
+	// matching [ErrNoReplay] when there is none (yet).
+	Replay(ctx context.Context, s *Session) (string, error)
+}
+
 // SessionParamLister is implemented by a [Provider] that takes session
 // params (the clients of this package, with [WithSessionParams]): the
 // router names the params a fallback to local Chromium does without in the
@@ -76,8 +89,8 @@ type Session struct {
 	LiveViewURL string
 	// ReplayURL is where the session's recording can be watched once it
 	// has run, when the create answer named one; empty otherwise (most
-	// providers make it on request after the session: see the README's
-	// provider table).
+	// providers make it on request, during or after the session: see
+	// [Replayer]).
 	ReplayURL string
 	// ExpiresAt is when the provider ends the session whatever is done
 	// with it: Browserbase's expiresAt, Browser Use's timeoutAt, Steel's

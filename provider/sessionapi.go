@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -44,9 +45,15 @@ type SessionAPISpec struct {
 	// shapes (browserless's "connect", or "browserWSEndpoint").
 	MoreCDPFields []string `json:"more_cdp_fields,omitempty"`
 	// LiveViewField is the path of the live view URL in the create answer
-	// ([Session].LiveViewURL); ReplayField that of a recording URL.
+	// ([Session].LiveViewURL).
 	LiveViewField string `json:"live_view_field,omitempty"`
-	ReplayField   string `json:"replay_field,omitempty"`
+	// Replay is the call that asks for a session's recording ([Replayer]):
+	// its path holds {id}. ReplayField is the path of the recording's URL
+	// in that call's answer, or, for a spec without one, in the create
+	// answer ([Session].ReplayURL). A number in a path picks an item of a
+	// list: "data.items.0.file_link".
+	Replay      SessionAPICall `json:"replay,omitzero"`
+	ReplayField string         `json:"replay_field,omitempty"`
 	// ExpiresAtField is the path of the session's end as an RFC 3339 time;
 	// TTLField that of its lifetime in milliseconds from the create
 	// (browserless's "ttl"). Either gives [Session].ExpiresAt.
@@ -126,6 +133,14 @@ func (s SessionAPISpec) Validate() error {
 		}
 		if s.StatusField == "" || len(s.PendingStatuses) == 0 {
 			return bad("poll needs status_field and pending_statuses")
+		}
+	}
+	if s.Replay.Method != "" || s.Replay.Path != "" {
+		if !validMethod(s.Replay.Method) || !strings.HasPrefix(s.Replay.Path, "/") || !strings.Contains(s.Replay.Path, "{id}") {
+			return bad("replay needs a method and a path starting with / holding {id}")
+		}
+		if s.ReplayField == "" {
+			return bad("replay needs replay_field")
 		}
 	}
 	switch {
@@ -303,7 +318,7 @@ func (p *SessionAPI) describe(s *Session, out map[string]any) {
 	if p.spec.LiveViewField != "" {
 		s.LiveViewURL, _ = field(out, p.spec.LiveViewField)
 	}
-	if p.spec.ReplayField != "" {
+	if p.spec.ReplayField != "" && p.spec.Replay.Path == "" {
 		s.ReplayURL, _ = field(out, p.spec.ReplayField)
 	}
 	if p.spec.ExpiresAtField != "" {
@@ -369,6 +384,33 @@ func (p *SessionAPI) ReleaseSession(ctx context.Context, s *Session) error {
 	return err
 }
 
+// Replay implements [Replayer]: the spec's replay call, and the URL at
+// its ReplayField; a spec without a replay call gives the URL the create
+// answer named, if any. No URL there is [ErrNoReplay].
+func (p *SessionAPI) Replay(ctx context.Context, s *Session) (string, error) {
+	if s == nil || s.ID == "" {
+		return "", noReplay(p.name, "")
+	}
+	if p.spec.Replay.Path == "" {
+		if s.ReplayURL != "" {
+			return s.ReplayURL, nil
+		}
+		return "", noReplay(p.name, s.ID)
+	}
+	var body any
+	if p.spec.Replay.Body != nil {
+		body = p.spec.Replay.Body
+	}
+	var out any
+	if err := p.call(ctx, "replay", p.spec.Replay.Method, p.idPath(p.spec.Replay.Path, s.ID), body, &out); err != nil {
+		return "", err
+	}
+	if u, _ := field(out, p.spec.ReplayField); u != "" {
+		return u, nil
+	}
+	return "", noReplay(p.name, s.ID)
+}
+
 // sameOrigin reports whether u has base's scheme and host.
 func sameOrigin(u, base string) bool {
 	a, err1 := url.Parse(u)
@@ -376,21 +418,29 @@ func sameOrigin(u, base string) bool {
 	return err1 == nil && err2 == nil && a.Scheme == b.Scheme && strings.EqualFold(a.Host, b.Host) && a.User == nil
 }
 
-// field reads the string at a dotted path of a decoded JSON object.
-func field(obj map[string]any, path string) (string, bool) {
+// field reads the string at a dotted path of a decoded JSON value.
+func field(obj any, path string) (string, bool) {
 	s, ok := fieldAny(obj, path).(string)
 	return s, ok
 }
 
-// fieldAny reads the value at a dotted path of a decoded JSON object.
-func fieldAny(obj map[string]any, path string) any {
-	var cur any = obj
+// fieldAny reads the value at a dotted path of a decoded JSON value: a
+// name picks an object's field, a number a list's item.
+func fieldAny(obj any, path string) any {
+	cur := obj
 	for _, part := range strings.Split(path, ".") {
-		m, ok := cur.(map[string]any)
-		if !ok {
+		switch v := cur.(type) {
+		case map[string]any:
+			cur = v[part]
+		case []any:
+			i, err := strconv.Atoi(part)
+			if err != nil || i < 0 || i >= len(v) {
+				return nil
+			}
+			cur = v[i]
+		default:
 			return nil
 		}
-		cur = m[part]
 	}
 	return cur
 }

@@ -36,8 +36,10 @@ var sessionAPIPresets = map[string]SessionAPISpec{
 	// header anchor-api-key and a JSON body (all optional) answers
 	// {"data": {"id", "cdp_url", "live_view_url"}}; DELETE
 	// /v1/sessions/{session_id} ends it (anchorbrowser/
-	// AnchorBrowser-SDK-Typescript src/resources/sessions). Its recordings
-	// are a call of their own after the session.
+	// AnchorBrowser-SDK-Typescript src/resources/sessions). GET
+	// /v1/sessions/{id}/recordings answers {"data": {"count", "items":
+	// [{"id", "is_primary", "file_link", ...}]}}: the first item's
+	// file_link is the recording.
 	"anchor": {
 		Name:          "Anchor Browser",
 		BaseURL:       "https://api.anchorbrowser.io",
@@ -46,6 +48,8 @@ var sessionAPIPresets = map[string]SessionAPISpec{
 		IDField:       "data.id",
 		CDPField:      "data.cdp_url",
 		LiveViewField: "data.live_view_url",
+		Replay:        SessionAPICall{Method: "GET", Path: "/v1/sessions/{id}/recordings"},
+		ReplayField:   "data.items.0.file_link",
 		Release:       SessionAPICall{Method: "DELETE", Path: "/v1/sessions/{id}"},
 		Docs:          "docs.anchorbrowser.io/api-reference/browser-sessions",
 	},
@@ -54,8 +58,12 @@ var sessionAPIPresets = map[string]SessionAPISpec{
 	// https://api.onkernel.com with Authorization: Bearer KEY answers
 	// {"session_id", "cdp_ws_url", "browser_live_view_url", ...}; DELETE
 	// /browsers/{id} ends it (kernel/kernel-go-sdk browser.go). Its
-	// timeout_seconds is an inactivity timeout, not an end; its replays
-	// are made on request (browserreplay.go).
+	// timeout_seconds is an inactivity timeout, not an end. Its replays
+	// are recordings started on request (POST /browsers/{id}/replays,
+	// kernel's "browsers replays start"); GET /browsers/{id}/replays lists
+	// them, [{"replay_id", "replay_view_url", "started_at",
+	// "finished_at"}] (browserreplay.go): the first one's view URL is the
+	// session's replay, none when no recording was started.
 	"kernel": {
 		Name:          "Kernel",
 		BaseURL:       "https://api.onkernel.com",
@@ -64,6 +72,8 @@ var sessionAPIPresets = map[string]SessionAPISpec{
 		IDField:       "session_id",
 		CDPField:      "cdp_ws_url",
 		LiveViewField: "browser_live_view_url",
+		Replay:        SessionAPICall{Method: "GET", Path: "/browsers/{id}/replays"},
+		ReplayField:   "0.replay_view_url",
 		Release:       SessionAPICall{Method: "DELETE", Path: "/browsers/{id}"},
 		Docs:          "kernel.sh/docs/browsers/create-a-browser; api-reference/browsers",
 	},
@@ -80,6 +90,8 @@ var sessionAPIPresets = map[string]SessionAPISpec{
 		IDField:       "id",
 		CDPField:      "wsEndpoint",
 		LiveViewField: "liveUrl",
+		Replay:        SessionAPICall{Method: "GET", Path: "/api/session/{id}/recording-url"},
+		ReplayField:   "recordingUrl",
 		Release:       SessionAPICall{Method: "PUT", Path: "/api/session/{id}/stop"},
 		Docs:          "hyperbrowser.ai/docs/sessions/lifecycle; api-reference/stop-a-session",
 	},
@@ -118,6 +130,7 @@ func SessionAPIPreset(name string) (SessionAPISpec, bool) {
 		// A copy: the caller may change it without changing the preset.
 		s.Create.Body = maps.Clone(s.Create.Body)
 		s.Release.Body = maps.Clone(s.Release.Body)
+		s.Replay.Body = maps.Clone(s.Replay.Body)
 		s.MoreCDPFields = slices.Clone(s.MoreCDPFields)
 		s.PendingStatuses = slices.Clone(s.PendingStatuses)
 	}

@@ -158,9 +158,11 @@ type Server struct {
 	scopes   []string
 	starting int
 	altShape bool
-	polls    map[string]int    // Browser.cash: the reads of each session
-	pending  map[string]int    // Browser.cash: the reads a session answers "starting" to
-	cdps     map[string]string // a session API's sessions' CDP URLs, kept after their release
+	polls    map[string]int              // Browser.cash: the reads of each session
+	pending  map[string]int              // Browser.cash: the reads a session answers "starting" to
+	cdps     map[string]string           // a session API's sessions' CDP URLs, kept after their release
+	recorded map[string]bool             // every session made: whether it is recorded (replay.go)
+	replays  map[string][]map[string]any // Kernel: each session's replays
 
 	creates, releases, versions atomic.Int64
 	nextID                      atomic.Int64
@@ -247,6 +249,8 @@ func NewServer(t testing.TB, kind Kind, wsURL string, opts ...ServerOption) *Ser
 		polls:     map[string]int{},
 		pending:   map[string]int{},
 		cdps:      map[string]string{},
+		recorded:  map[string]bool{},
+		replays:   map[string][]map[string]any{},
 	}
 	for _, o := range opts {
 		o(s)
@@ -427,7 +431,9 @@ func (l *requestLog) all() []Request {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	s.requests.add(r, body)
-
+	if s.serveReplay(w, r) {
+		return
+	}
 	switch s.Kind {
 	case Browserbase:
 		s.serveBrowserbase(w, r, body)
@@ -653,6 +659,7 @@ func (s *Server) serveBrowserbase(w http.ResponseWriter, r *http.Request, body [
 		}
 		id := s.newID()
 		s.setLive(id, true)
+		s.noteRecording(id, body)
 		out := map[string]any{
 			"id": id, "createdAt": now, "updatedAt": now, "projectId": project,
 			"startedAt": now, "expiresAt": s.expiresAt(), "status": "RUNNING", "proxyBytes": 0,
@@ -806,6 +813,7 @@ func (s *Server) serveBrowserUse(w http.ResponseWriter, r *http.Request, body []
 		if !replay || idem == "" {
 			id = s.newID()
 			s.setLive(id, true)
+			s.noteRecording(id, body)
 			if idem != "" {
 				s.mu.Lock()
 				s.idem[idem] = id

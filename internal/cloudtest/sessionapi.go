@@ -264,6 +264,7 @@ func (s *Server) serveSessionAPI(w http.ResponseWriter, r *http.Request, body []
 		}
 		id := s.newID()
 		s.setLive(id, true)
+		s.noteRecording(id, body)
 		token := sessionToken()
 		s.mu.Lock()
 		s.tokens[token] = id
