@@ -12,6 +12,7 @@ import (
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
@@ -101,7 +102,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		return e, nil
 	}
 	var fellBack *provider.Session
-	if errors.Is(err, errProviderFellBack) {
+	if errors.Is(err, outage.ErrProviderFellBack) {
 		fellBack = s
 	}
 	first, window, reason := r.health.Failed(ctx, err)
@@ -121,7 +122,7 @@ var errConnecting = errors.New("connecting")
 // askProvider creates the provider's session and connects to it. A session
 // the provider created and we cannot use is released here, on a context of
 // its own, but for one the provider marked fallback (returned with
-// errProviderFellBack), which the floor's entry releases.
+// outage.ErrProviderFellBack), which the floor's entry releases.
 func (r *Router) askProvider(ctx context.Context, key string, budget time.Duration) (*provider.Session, cloudTab, error) {
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	s, err := r.calls.CreateSession(pctx, key)
@@ -136,7 +137,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 		if reason == "" {
 			reason = "no reason given"
 		}
-		return s, nil, fmt.Errorf("%w: %s", errProviderFellBack, reason)
+		return s, nil, fmt.Errorf("%w: %s", outage.ErrProviderFellBack, reason)
 	case s.CDPURL == "" && s.REST != nil:
 		// A browser driven through its REST API (restpage.go).
 		return s, newRESTTab(s.REST, r.provider.Name()), nil

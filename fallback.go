@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"slices"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
-	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/provider"
@@ -25,10 +22,6 @@ import (
 // session key (internal/health keeps it, with the single probe), the one log
 // line per outage, and the local floor that takes a cloud session's place.
 // The successful path is cloud.go's.
-
-// errProviderFellBack is the cause of a session the provider returned
-// already marked FallbackFromCloud: it has told us the cloud is not there.
-var errProviderFellBack = errors.New("provider session came back marked fallback from cloud")
 
 // errConcurrencyLimit is the reason of a cloud session that ran locally
 // because the provider's sessions were all taken ([WithProviderConcurrency]).
@@ -65,8 +58,8 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 			attrs = append(attrs, slog.String("dropped_params", fmt.Sprint(slices.Sorted(slices.Values(keys)))))
 		}
 	}
-	if isConfigError(err) {
-		attrs = append(attrs, slog.String("fix", configFix(err)))
+	if outage.IsConfigError(err) {
+		attrs = append(attrs, slog.String("fix", outage.ConfigFix(err)))
 		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider refused the configuration, falling back to local Chromium", attrs...)
 		return
 	}
@@ -136,21 +129,6 @@ func (r *Router) releaseProviderSession(s *provider.Session) {
 // releaseTimeout bounds one release: the provider's API call, a tab's close.
 const releaseTimeout = 10 * time.Second
 
-// providerBudget is how long the provider may take to create a session:
-// the creation timeout, or half of what the caller has left when that is
-// less, so the local floor can still start in time for it; never less than
-// minProviderBudget (an impatient caller must not turn a normal provider
-// into an "outage").
-func providerBudget(ctx context.Context, createTimeout time.Duration) time.Duration {
-	b := createTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		b = min(b, max(time.Until(dl)/2, minProviderBudget))
-	}
-	return b
-}
-
-const minProviderBudget = 5 * time.Second
-
 // newFleet is the fleet of the options' store, decorated with tel (a
 // router without a shared store has only its in-process one, which is
 // neither traced nor counted: it cannot fail and is not a dependency to
@@ -176,7 +154,7 @@ func (r *Router) newHealth(p provider.Provider) *health.Health {
 // configuration's.
 func providerFailure(name string) func(error) health.Failure {
 	return func(err error) health.Failure {
-		f := health.Failure{Reason: fallbackReason(name, err), Config: isConfigError(err)}
+		f := health.Failure{Reason: fallbackReason(name, err), Config: outage.IsConfigError(err)}
 		var pe *provider.Error
 		if errors.As(err, &pe) {
 			f.RetryAfter = pe.RetryAfter
@@ -185,80 +163,13 @@ func providerFailure(name string) func(error) health.Failure {
 	}
 }
 
-// isConfigError reports a failure that is the configuration's, not an outage:
-// the key, the project or the plan was refused.
-func isConfigError(err error) bool {
-	return errors.Is(err, provider.ErrAuth) || errors.Is(err, provider.ErrPayment) || errors.Is(err, provider.ErrInvalidParam)
-}
-
-// configFix says what to fix for a configuration error.
-func configFix(err error) string {
-	if errors.Is(err, provider.ErrPayment) {
-		return "the provider's account is out of credits or its plan does not allow the session: check the plan and billing, or the session params"
-	}
-	var pe *provider.Error
-	if errors.As(err, &pe) && errors.Is(err, provider.ErrInvalidParam) {
-		if pe.Param != "" {
-			return "the provider refused the session parameter " + strconv.Quote(pe.Param) + ": change it in the session params (WithSessionParams) or the provider's options"
-		}
-		return "the provider refused a session parameter: check the session params (WithSessionParams) and the provider's options"
-	}
-	return "the provider refused the credentials: check the API key (and the project id, for Browserbase) given to the provider client"
-}
-
 // fallbackReason is the short, key-free account of a provider failure that
-// a Result carries, e.g. "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED
-// (retry after 17s)".
+// a Result carries (internal/outage); a browser the guard cannot cover says
+// which it is.
 func fallbackReason(name string, err error) string {
 	var ub *UnsupportedBrowserError
 	if errors.As(err, &ub) {
 		return "provider " + name + ": " + ub.reason()
 	}
-	var pe *provider.Error
-	if errors.As(err, &pe) {
-		s := "provider " + name + ":"
-		if pe.Status != 0 {
-			s += fmt.Sprintf(" HTTP %d", pe.Status)
-		}
-		if pe.Code != "" {
-			s += " " + pe.Code
-		}
-		if pe.Message != "" && pe.Message != pe.Code && (pe.Code == "" || pe.Status != http.StatusTooManyRequests) {
-			// The provider's own words where its status and code do not
-			// say it all: a limit answered 403 says which limit.
-			s += ": " + redact.Cut(pe.Message, 160, len(pe.Message))
-		}
-		if pe.Status == 0 || (pe.Status < 300 && pe.Err != nil) {
-			s += " " + shortCause(pe.Err)
-		}
-		if pe.RetryAfter > 0 {
-			s += " (retry after " + pe.RetryAfter.String() + ")"
-		}
-		return s
-	}
-	return "provider " + name + ": " + shortCause(err)
-}
-
-// shortCause is the last part of an error chain's text, bounded: the part
-// that says what went wrong, without the URL and the path to it.
-func shortCause(err error) string {
-	if err == nil {
-		return "no answer"
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return "no answer in time"
-	case errors.Is(err, errProviderFellBack):
-		return err.Error()
-	}
-	s := err.Error()
-	const limit = 160
-	if len(s) > limit {
-		i := limit
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		s = s[:i] + "…"
-	}
-	return s
+	return outage.Reason(name, err)
 }

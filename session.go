@@ -17,6 +17,7 @@ import (
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/provider"
@@ -164,7 +165,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			if p.Route == route.Local {
 				timeout = r.cfg.localTimeout
 			}
-			budget := providerBudget(ctx, timeout)
+			budget := outage.Budget(ctx, timeout)
 			// The caller's terms for the wait for a turn at the local
 			// browser go along (callsettings.go), and the wait they allow
 			// is not taken from the opening's own bound.

@@ -45,6 +45,9 @@ var layer = map[string]int{
 	// telemetry or a provider's errors.
 	"internal/fleet":  2,
 	"internal/health": 2,
+	// How a provider's failure reads: its account, whether it is the
+	// configuration's, the provider's share of a creation's time.
+	"internal/outage": 3,
 	// The conformance suite every Store runs, public for users' stores.
 	"hybroutetest/storetest": 2,
 	// Stand-ins for the parts users have (provider APIs in front of a
