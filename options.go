@@ -380,28 +380,6 @@ func WithBlockedHosts(patterns ...string) Option {
 	return func(c *config) { c.blockedHosts = append(c.blockedHosts, patterns...) }
 }
 
-// blockedWebSockets are the offline rules (internal/guard) that stop
-// WebSockets to blocked hosts, which the Fetch domain never pauses: exact
-// hosts, wildcards and single addresses. A wider address prefix cannot be
-// written as a rule (Chromium's matcher honours whole hosts only), nor can
-// an allow list; on the local browser the egress check holds both.
-func blockedWebSockets(r *netpolicy.HostRules) []string {
-	var out []string
-	for _, p := range r.Blocked() {
-		switch {
-		case p.Host != "":
-			out = append(out, "ws{s}?://"+p.Host+":*/*")
-		case p.Suffix != "":
-			out = append(out, "ws{s}?://*"+p.Suffix+":*/*")
-		case p.Prefix.IsSingleIP() && p.Prefix.Addr().Is4():
-			out = append(out, "ws{s}?://"+p.Prefix.Addr().String()+":*/*")
-		case p.Prefix.IsSingleIP():
-			out = append(out, "ws{s}?://["+p.Prefix.Addr().String()+"]:*/*")
-		}
-	}
-	return out
-}
-
 // The default viewport of the local browser's tabs. Headless Chromium's own
 // is what is left of an 800x600 window (780x437), smaller than any page is
 // designed for; agents screenshot and click in it. Every local tab gets it

@@ -16,7 +16,7 @@ func newPolicy(cfg *config, hasProvider bool, tel *itel.Router) *floor.Policy {
 		CDPOverride: cfg.cdpURL != "", HasProvider: hasProvider, AutoLocal: cfg.autoLocal,
 		AllowPrivate: cfg.allowPrivate, AllowSecrets: cfg.allowSecrets, LocalSuffix: LocalSuffix,
 		MaxHostsPerCall: cfg.maxHostsPerCall, LookupConcurrency: cfg.lookupConcurrency,
-		GuardLookup: cfg.guardLookup, WSRules: blockedWebSockets(cfg.rules),
+		GuardLookup: cfg.guardLookup, WSRules: floor.BlockedWebSockets(cfg.rules),
 		Refused: tel.Refused, Unsupported: unsupportedBrowser,
 	})
 }

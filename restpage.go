@@ -197,11 +197,10 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 // opens http and https only).
 func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *restTab) (string, bool, error) {
 	landed := e.landedURL()
-	refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, landed, e.guard.Lookups()), e.route)
+	refused := r.pol.RefuseLanding(ctx, landed, e.route, &e.guard)
 	if refused == nil {
 		return landed, false, nil
 	}
-	r.tel.Refused(ctx, "landing", refused)
 	err := fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()

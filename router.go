@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -19,7 +18,6 @@ import (
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/floor"
-	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/routememory"
@@ -308,7 +306,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	p.CacheKey = r.pol.CacheKey(key, p.Route)
 	if len(errs) > 0 {
 		r.tel.CountPlan(ctx, int(p.Route), p.Verdicts, itel.LeadingReason(errs))
-		return p, blockedCall(errs)
+		return p, floor.JoinRefusals(errs)
 	}
 	r.tel.CountPlan(ctx, int(p.Route), p.Verdicts, 0)
 	r.logPlan(ctx, key, p)
@@ -330,25 +328,6 @@ func normalizeKey(k string) (string, error) {
 		return "", fmt.Errorf("%w: %q ends in %q, which names a sidecar session", ErrInvalidSessionKey, k, LocalSuffix)
 	}
 	return k, nil
-}
-
-// blockedCall joins the errors of the blocked literals, metadata first, so
-// the message leads with the most serious reason.
-func blockedCall(errs []error) error {
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	rank := func(e error) int {
-		for i, want := range [...]error{netpolicy.ErrMetadata, netpolicy.ErrInvalidURL, netpolicy.ErrPrivate, netpolicy.ErrHostRule, netpolicy.ErrSecretInURL} {
-			if errors.Is(e, want) {
-				return i
-			}
-		}
-		return 5
-	}
-	sorted := slices.Clone(errs)
-	slices.SortStableFunc(sorted, func(a, b error) int { return rank(a) - rank(b) })
-	return errors.Join(sorted...)
 }
 
 // remember sets the route of the session key's last call.
@@ -564,7 +543,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The
 		// tab leaves the error page for a clean one, as after a landing.
-		res.SentToBlank, gerr = toBlank(cctx, gerr)
+		res.SentToBlank, gerr = browsertab.ToBlank(cctx, gerr)
 		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", e.route, p.CacheKey, errors.Join(gerr, runErr))
 	}
 	if err := runErr; err != nil {
@@ -592,56 +571,10 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	return res, err
 }
 
-// checkLanding re-checks the URL the tab landed on: redirects and scripts
-// can take a page where no literal said it would go.
-// Every page of the session is checked: the tab, and the popups its pages
-// opened (a refused popup is closed). chrome-error://chromewebdata/ is
-// where a failed load leaves a page: it ran nothing, so it passes.
+// checkLanding re-checks every page of the session where the call left
+// it: the front tab and the popups its pages opened (internal/floor).
 func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bool, error) {
 	landed := e.landedURL()
-	var err error
-	var blanked bool
-	if refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, landed, e.guard.Lookups()), e.route); refused != nil {
-		r.tel.Refused(ctx, "landing", refused)
-		blanked, err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
-	}
-	if e.bg == nil {
-		return landed, blanked, err
-	}
-	for id, u := range e.bg.Popups(&e.gs) {
-		if u == "" {
-			// Its navigation was not seen: ask the browser, which names
-			// the URL it is loading or has loaded.
-			qctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
-			u, _ = e.bg.TargetURL(qctx, id)
-			cancel()
-			if u == "" {
-				continue // gone, or about:blank
-			}
-		}
-		refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, u, e.guard.Lookups()), e.route)
-		if refused == nil {
-			continue
-		}
-		r.tel.Refused(ctx, "landing", refused)
-		perr := fmt.Errorf("hybroute: popup %s landed on a blocked address, so it was closed: %w", redactURL(guard.ClipURL(u)), refused)
-		cctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
-		cerr := e.bg.CloseTarget(cctx, id)
-		cancel()
-		if cerr != nil {
-			perr = errors.Join(perr, fmt.Errorf("hybroute: closing the popup: %w", cerr))
-		}
-		err = errors.Join(err, perr)
-	}
+	blanked, err := r.pol.CheckLanding(ctx, tabCtx, landed, e.route, &e.guard, e.bg, &e.gs)
 	return landed, blanked, err
-}
-
-// toBlank sends a tab that was refused a page to about:blank, so it never
-// stays on a blocked page or its error page. It reports whether the tab
-// is there, and returns err with any failure to send it.
-func toBlank(tabCtx context.Context, err error) (bool, error) {
-	if blank := chromedp.Do(tabCtx, chromedp.Navigate("about:blank")); blank != nil {
-		return false, errors.Join(err, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
-	}
-	return true, err
 }
