@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute/internal/admission"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -24,9 +25,9 @@ import (
 // session past the cap ends the least recently used idle one; when every
 // session is running a call, the new one fails with [ErrBusy].
 func WithMaxSessions(n int) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if n >= 0 {
-			c.maxSessions = n
+			c.MaxSessions = n
 		}
 	}
 }
@@ -39,9 +40,9 @@ func WithMaxSessions(n int) Option {
 // ends idle local sessions while the browser is over the budget. Linux
 // only: elsewhere the memory is not measured and the option does nothing.
 func WithMaxLocalMemory(bytes int64) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if bytes >= 0 {
-			c.maxLocalMemory = bytes
+			c.MaxLocalMemory = bytes
 		}
 	}
 }
@@ -55,7 +56,7 @@ const (
 // makeRoom ends idle sessions until a new session of the plan fits the
 // caps. It runs in the session's creation, which is counted in inFlight.
 func (r *Router) makeRoom(ctx context.Context, p Plan) error {
-	if n := r.cfg.maxSessions; n > 0 {
+	if n := r.cfg.MaxSessions; n > 0 {
 		for {
 			r.mu.Lock()
 			open := len(r.sess.m) + len(r.sess.inFlight) - 1 // this creation is in inFlight
@@ -71,7 +72,7 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) error {
 			r.endEvicted(ctx, victim, evictMaxSessions)
 		}
 	}
-	if p.Route != route.Local || r.cfg.maxLocalMemory <= 0 {
+	if p.Route != route.Local || r.cfg.MaxLocalMemory <= 0 {
 		return nil
 	}
 	return r.shedMemory(ctx, true)
@@ -82,7 +83,7 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) error {
 // excess is worth. needRoom says a new session waits for room: then no
 // idle session to end means ErrBusy.
 func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
-	budget := r.cfg.maxLocalMemory
+	budget := r.cfg.MaxLocalMemory
 	used := r.side.Memory()
 	if used == 0 {
 		return nil

@@ -177,18 +177,18 @@ type cloudTab interface {
 
 // overrideEntry is a session on the CDP override's browser: a new tab on it.
 func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) {
-	ws, err := cdpconn.Resolve(ctx, r.cfg.cdpClient, r.cfg.cdpURL, nil)
+	ws, err := cdpconn.Resolve(ctx, r.cfg.CDPClient, r.cfg.CDPURL, nil)
 	if err == nil {
 		var t *remotetab.Tab
 		browser := "the browser of the CDP override"
-		if t, err = remotetab.Connect(ctx, remotetab.Config{URL: ws, HTTPClient: r.cfg.cdpClient, Browser: browser,
+		if t, err = remotetab.Connect(ctx, remotetab.Config{URL: ws, HTTPClient: r.cfg.CDPClient, Browser: browser,
 			Guard: floor.NewGuard(r.pol, r.log, route.Cloud), Died: remoteDead(browser)}); err == nil {
 			e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t)}
 			e.ending.Add(teardown.Tab, t.Close)
 			return e, nil
 		}
 	}
-	return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.cdpURL), err)
+	return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.CDPURL), err)
 }
 
 // checkCDPURL checks the CDP override's URL when the Router is made, so that

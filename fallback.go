@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/outage"
@@ -49,7 +50,7 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 			attrs = append(attrs, slog.String("external_call_id", pe.ExternalCallID))
 		}
 	}
-	if !r.cfg.fallback {
+	if !r.cfg.Fallback {
 		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider failed and the fallback is off", attrs...)
 		return
 	}
@@ -77,13 +78,13 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 		// The reason may be a shared store's text: quoted, it stays data.
 		cause = fmt.Errorf("%w: %q", provider.ErrUnavailable, reason)
 	}
-	if !r.cfg.fallback {
+	if !r.cfg.Fallback {
 		if fellBack != nil {
 			r.releaseProviderSession(fellBack)
 		}
 		return nil, fmt.Errorf("hybroute: cloud session failed and the fallback is off (%q): %w", reason, cause)
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.localTimeout)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.LocalTimeout)
 	defer cancel()
 	defer context.AfterFunc(r.life, cancel)()
 	e, err := r.localEntry(fctx, key, route.Local)
@@ -133,11 +134,11 @@ const releaseTimeout = 10 * time.Second
 // router without a shared store has only its in-process one, which is
 // neither traced nor counted: it cannot fail and is not a dependency to
 // watch).
-func newFleet(cfg *config, provider string, log *slog.Logger, tel *itel.Router) *fleet.Fleet {
-	c := fleet.Config{Local: &store.Memory{}, Timeout: cfg.storeTimeout, Provider: provider, Log: log,
-		Limit: cfg.providerConcurrency, TTL: cfg.slotTTL}
-	if cfg.store != nil {
-		c.Shared = itel.Store{Store: cfg.store, Metrics: tel.Metrics, Tracer: tel.Tracer}
+func newFleet(cfg *config.Config, provider string, log *slog.Logger, tel *itel.Router) *fleet.Fleet {
+	c := fleet.Config{Local: &store.Memory{}, Timeout: cfg.StoreTimeout, Provider: provider, Log: log,
+		Limit: cfg.ProviderConcurrency, TTL: cfg.SlotTTL}
+	if cfg.Store != nil {
+		c.Shared = itel.Store{Store: cfg.Store, Metrics: tel.Metrics, Tracer: tel.Tracer}
 	}
 	return fleet.New(c)
 }
@@ -145,7 +146,7 @@ func newFleet(cfg *config, provider string, log *slog.Logger, tel *itel.Router) 
 // newHealth is the health of provider p, over the fleet's window and probe
 // and on the router's clock.
 func (r *Router) newHealth(p provider.Provider) *health.Health {
-	return health.New(health.Config{Store: r.fleet.Health(), Provider: p.Name(), Cap: r.cfg.maxBackoff,
+	return health.New(health.Config{Store: r.fleet.Health(), Provider: p.Name(), Cap: r.cfg.MaxBackoff,
 		Now: func() time.Time { return r.now() }, Explain: providerFailure(p.Name())})
 }
 

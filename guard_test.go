@@ -19,13 +19,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // withGuardLookup sets the guard's lookup limit, so a test of a slow
 // lookup does not wait the default limit out.
-func withGuardLookup(d time.Duration) Option { return func(c *config) { c.guardLookup = d } }
+func withGuardLookup(d time.Duration) Option { return func(c *config.Config) { c.GuardLookup = d } }
 
 // guardResolver is the test resolver plus the second public site and the
 // slow names.

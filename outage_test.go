@@ -27,6 +27,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/teardown"
@@ -669,8 +670,8 @@ func TestCloseDuringChromiumStartLeavesNothing(t *testing.T) {
 func TestConnectCutShortLeavesNoPage(t *testing.T) {
 	t.Parallel()
 	cloud := cloudtest.LaunchChromium(t)
-	cfg := defaultConfig()
-	cfg.resolver = testResolver
+	cfg := config.Default()
+	cfg.Resolver = testResolver
 	pol := newPolicy(&cfg, false, nil)
 	baseline := cloudPages(t, cloud)
 	made, cut := 0, 0

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
@@ -42,7 +43,7 @@ const DefaultSessionKey = "default"
 
 // Router routes browser calls. It is safe for concurrent use.
 type Router struct {
-	cfg      config
+	cfg      config.Config
 	pol      *floor.Policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
 	provider provider.Provider
 	calls    itel.Provider // provider, traced and counted: how the router calls it
@@ -73,7 +74,7 @@ type Router struct {
 // with it: Close stops its background reaper and releases every session.
 func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r := &Router{
-		cfg:      defaultConfig(),
+		cfg:      config.Default(),
 		provider: p,
 		now:      time.Now,
 		routes:   routememory.New(routememory.Max),
@@ -84,26 +85,26 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 			o(&r.cfg)
 		}
 	}
-	if r.cfg.resolver == nil {
-		r.cfg.resolver = net.DefaultResolver
+	if r.cfg.Resolver == nil {
+		r.cfg.Resolver = net.DefaultResolver
 	}
-	if r.cfg.logger == nil {
-		r.cfg.logger = slog.Default()
+	if r.cfg.Logger == nil {
+		r.cfg.Logger = slog.Default()
 	}
-	r.log = r.cfg.logger
-	rules, err := netpolicy.ParseHostRules(r.cfg.allowedHosts, r.cfg.blockedHosts)
+	r.log = r.cfg.Logger
+	rules, err := netpolicy.ParseHostRules(r.cfg.AllowedHosts, r.cfg.BlockedHosts)
 	if err != nil {
 		return nil, err
 	}
-	r.cfg.rules = rules
-	if err := r.cfg.checkInitialState(); err != nil {
+	r.cfg.Rules = rules
+	if err := r.cfg.CheckInitialState(); err != nil {
 		return nil, err
 	}
 	name := ""
 	if p != nil {
 		name = p.Name()
 	}
-	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
+	r.tel = newTelemetry(r.cfg.MeterProvider, r.cfg.TracerProvider, name)
 	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
 	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.Tracer, Log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
@@ -115,12 +116,12 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r.side.observe = r.tel.QueuedAfter
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.pol.Override {
-		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
+		if err := checkCDPURL(r.cfg.CDPURL); err != nil {
 			return nil, err
 		}
 	}
-	if r.cfg.profileDir != "" {
-		if r.profiles, err = profiles.Open(r.cfg.profileDir, r.log); err != nil {
+	if r.cfg.ProfileDir != "" {
+		if r.profiles, err = profiles.Open(r.cfg.ProfileDir, r.log); err != nil {
 			return nil, err
 		}
 	}
@@ -510,7 +511,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	defer rspan.End()
 	cctx, cancel := e.h.Bind(rctx)
 	defer cancel()
-	cctx, stopHold := e.h.Held.Interrupts(cctx, r.cfg.dialogs.Hold, ErrDialogOpen)
+	cctx, stopHold := e.h.Held.Interrupts(cctx, r.cfg.Dialogs.Hold, ErrDialogOpen)
 	defer stopHold()
 	started := time.Now()
 	front := e.h.Context()

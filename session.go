@@ -161,9 +161,9 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			// (a session it made is then released, not left running). The
 			// first caller's deadline only shapes how long the provider may
 			// take before the floor is tried.
-			timeout := r.cfg.createTimeout
+			timeout := r.cfg.CreateTimeout
 			if p.Route == route.Local {
-				timeout = r.cfg.localTimeout
+				timeout = r.cfg.LocalTimeout
 			}
 			budget := outage.Budget(ctx, timeout)
 			// The caller's terms for the wait for a turn at the local
@@ -297,7 +297,7 @@ func (r *Router) startReaper() {
 
 func (r *Router) reap(stop <-chan struct{}) {
 	defer r.sess.wg.Done()
-	t := time.NewTicker(r.cfg.reapInterval)
+	t := time.NewTicker(r.cfg.ReapInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -316,20 +316,20 @@ func (r *Router) reapIdle(now time.Time) int {
 	r.mu.Lock()
 	// A sticky route outlives its sessions only as long as a session
 	// would: after that, the key starts afresh, and memory stays bound.
-	r.routes.ForgetIdle(now.Add(-r.cfg.idleTimeout).UnixNano(), func(k string) bool {
+	r.routes.ForgetIdle(now.Add(-r.cfg.IdleTimeout).UnixNano(), func(k string) bool {
 		return r.sess.m[k] != nil || r.sess.m[k+LocalSuffix] != nil
 	})
 	for k, e := range r.sess.m {
 		if e.inUse.Load() > 0 {
 			continue
 		}
-		if e.h.Dead() || now.Sub(time.Unix(0, e.lastUsed.Load())) > r.cfg.idleTimeout {
+		if e.h.Dead() || now.Sub(time.Unix(0, e.lastUsed.Load())) > r.cfg.IdleTimeout {
 			delete(r.sess.m, k)
 			idle = append(idle, e)
 		}
 	}
 	r.mu.Unlock()
-	if r.cfg.maxLocalMemory > 0 {
+	if r.cfg.MaxLocalMemory > 0 {
 		_ = r.shedMemory(context.Background(), false)
 	}
 	for _, e := range idle {

@@ -457,7 +457,7 @@ func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, route.Local, p.Route, "a recent route is kept")
 
-	r.reapIdle(time.Now().Add(r.cfg.idleTimeout + time.Second))
+	r.reapIdle(time.Now().Add(r.cfg.IdleTimeout + time.Second))
 	r.mu.Lock()
 	assert.Zero(t, r.routes.Len(), "an idle key's route is forgotten, so memory stays bound")
 	r.mu.Unlock()

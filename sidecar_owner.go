@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 
 	"github.com/hybroute/hybroute/internal/admission"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
@@ -35,8 +36,8 @@ type sidecar struct {
 
 // newSidecar makes the sidecar of a router with cfg, whose local browser
 // decides with pol. It starts nothing; the first open starts Chromium.
-func newSidecar(cfg *config, pol *floor.Policy) *sidecar {
-	log := cfg.logger
+func newSidecar(cfg *config.Config, pol *floor.Policy) *sidecar {
+	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -44,17 +45,17 @@ func newSidecar(cfg *config, pol *floor.Policy) *sidecar {
 	s.Sidecar = sc.New(sc.Config{
 		Guard: func() *guard.Guard { return floor.NewGuard(pol, log, route.Local) },
 		Egress: func(ctx context.Context) (*egress.Proxy, error) {
-			return floor.StartEgress(ctx, pol, cfg.egressDialer, log)
+			return floor.StartEgress(ctx, pol, cfg.EgressDialer, log)
 		},
 		Turn: s.turn,
 		// A spare's making counts in the queue's estimate: its first
 		// estimate comes from the spare made at start, before a burst of
 		// sessions asks.
 		Opened:         s.tabs.Sample,
-		Path:           cfg.chromiumPath,
-		Flags:          cfg.chromiumFlags,
-		ViewportWidth:  cfg.viewportW,
-		ViewportHeight: cfg.viewportH,
+		Path:           cfg.ChromiumPath,
+		Flags:          cfg.ChromiumFlags,
+		ViewportWidth:  cfg.ViewportW,
+		ViewportHeight: cfg.ViewportH,
 		NoChromium:     ErrNoChromium,
 		Dead:           errLocalDead,
 		Log:            log,

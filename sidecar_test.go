@@ -28,6 +28,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/procfs"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
@@ -47,11 +48,11 @@ func requireChromium(tb testing.TB) {
 // the test's output, a resolver that answers nothing (the sidecar tests
 // load IP literals, and no test asks a real DNS server), and the egress
 // dialer that dials loopback only.
-func testConfig(tb testing.TB, opts ...Option) *config {
-	cfg := defaultConfig()
-	cfg.resolver = staticResolver{}
-	cfg.egressDialer = loopbackDialer(tb)
-	cfg.logger = slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+func testConfig(tb testing.TB, opts ...Option) *config.Config {
+	cfg := config.Default()
+	cfg.Resolver = staticResolver{}
+	cfg.EgressDialer = loopbackDialer(tb)
+	cfg.Logger = slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -62,12 +63,12 @@ func testConfig(tb testing.TB, opts ...Option) *config {
 // with no provider (private addresses allowed), or, with privateOK false,
 // a strict one (a provider, auto-local off: private addresses refused).
 func testPolicy(res netpolicy.Resolver, privateOK bool) *floor.Policy {
-	cfg := defaultConfig()
-	cfg.resolver = res
+	cfg := config.Default()
+	cfg.Resolver = res
 	if privateOK {
 		return newPolicy(&cfg, false, nil)
 	}
-	cfg.autoLocal = false
+	cfg.AutoLocal = false
 	return newPolicy(&cfg, true, nil)
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/statesync"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/route"
@@ -26,18 +27,7 @@ import (
 // own). A state that does not pass [state.Parse]'s checks fails New with
 // [state.ErrInvalid].
 func WithInitialState(s *state.State) Option {
-	return func(c *config) { c.initialState = s.Clone() }
-}
-
-// checkInitialState is New's check of WithInitialState.
-func (c *config) checkInitialState() error {
-	if c.initialState == nil {
-		return nil
-	}
-	if err := c.initialState.Check(); err != nil {
-		return fmt.Errorf("hybroute: WithInitialState: %w", err)
-	}
-	return nil
+	return func(c *config.Config) { c.InitialState = s.Clone() }
 }
 
 // stateOf is the state a new browser session of key starts with, or nil.
@@ -45,7 +35,7 @@ func (r *Router) stateOf(key string) *state.State {
 	if st := r.states.Get(key); st != nil {
 		return st
 	}
-	return r.cfg.initialState
+	return r.cfg.InitialState
 }
 
 // LoadState makes st the storage state of sessionKey: its cookies replace

@@ -84,11 +84,11 @@ func (r *Router) Rules() Rules {
 		PrivateURLsLocal:    r.pol.Rule.PrivateOnLocal,
 		PrivateURLsRemote:   r.pol.Rule.PrivateOnCloud,
 		SecretsInURLsRemote: r.pol.Rule.SecretsOnCloud,
-		AllowedHosts:        slices.Clone(r.cfg.allowedHosts),
-		BlockedHosts:        slices.Clone(r.cfg.blockedHosts),
-		AllowedSchemes:      slices.Clone(r.cfg.allowedSchemes),
-		Dialogs:             r.cfg.dialogs,
-		Fallback:            r.cfg.fallback && r.provider != nil && !r.pol.Override,
+		AllowedHosts:        slices.Clone(r.cfg.AllowedHosts),
+		BlockedHosts:        slices.Clone(r.cfg.BlockedHosts),
+		AllowedSchemes:      slices.Clone(r.cfg.AllowedSchemes),
+		Dialogs:             DialogPolicy(r.cfg.Dialogs),
+		Fallback:            r.cfg.Fallback && r.provider != nil && !r.pol.Override,
 		PersistentProfiles:  r.profiles != nil,
 	}
 }

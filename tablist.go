@@ -188,7 +188,7 @@ func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {
 	if e.frontID() == id {
 		return nil
 	}
-	tctx, stop, fresh, err := e.h.PageContext(ctx, id, r.cfg.createTimeout)
+	tctx, stop, fresh, err := e.h.PageContext(ctx, id, r.cfg.CreateTimeout)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 // fresh one rather than meet this tab again, and a tab with no guard must
 // not run a call.
 func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
-	retire, err := e.h.Recover(ctx, r.cfg.createTimeout)
+	retire, err := e.h.Recover(ctx, r.cfg.CreateTimeout)
 	if rerr, ok := errors.AsType[*browsertab.ReplaceError](err); ok {
 		r.drop(e)
 		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", rerr.Err)

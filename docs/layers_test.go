@@ -48,6 +48,8 @@ var layer = map[string]int{
 	// How a provider's failure reads: its account, whether it is the
 	// configuration's, the provider's share of a creation's time.
 	"internal/outage": 3,
+	// What the root's options set, and their defaults.
+	"internal/config": 3,
 	// The conformance suite every Store runs, public for users' stores.
 	"hybroutetest/storetest": 2,
 	// Stand-ins for the parts users have (provider APIs in front of a
