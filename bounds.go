@@ -59,7 +59,7 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) error {
 	if n := r.cfg.MaxSessions; n > 0 {
 		for {
 			r.mu.Lock()
-			open := len(r.sess.m) + len(r.sess.inFlight) - 1 // this creation is in inFlight
+			open := len(r.sess.M) + len(r.sess.InFlight) - 1 // this creation is in inFlight
 			if open < n {
 				r.mu.Unlock()
 				break
@@ -91,7 +91,7 @@ func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 	local := func(e *entry) bool { _, ok := e.h.Tab().(*localTab); return ok }
 	r.mu.Lock()
 	n := 0
-	for _, e := range r.sess.m {
+	for _, e := range r.sess.M {
 		if local(e) {
 			n++
 		}
@@ -125,21 +125,21 @@ func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 // of the cache and marks its key evicted; nil when there is none. Called
 // with r.mu held.
 func (r *Router) evictLRU(ok func(*entry) bool) *entry {
-	victim, found := admission.LeastRecent(maps.Values(r.sess.m), func(e *entry) (int64, bool) {
+	victim, found := admission.LeastRecent(maps.Values(r.sess.M), func(e *entry) (int64, bool) {
 		return e.lastUsed.Load(), e.inUse.Load() == 0 && ok(e)
 	})
 	if !found {
 		return nil
 	}
-	delete(r.sess.m, victim.key)
-	r.sess.evicted.Mark(victim.key)
-	r.sess.wg.Add(1) // Close waits for its release
+	delete(r.sess.M, victim.key)
+	r.sess.Evicted.Mark(victim.key)
+	r.sess.WG.Add(1) // Close waits for its release
 	return victim
 }
 
 // endEvicted releases an evicted session.
 func (r *Router) endEvicted(ctx context.Context, e *entry, reason string) {
-	defer r.sess.wg.Done()
+	defer r.sess.WG.Done()
 	idle := time.Since(time.Unix(0, e.lastUsed.Load())).Round(time.Second)
 	err := e.end()
 	r.tel.Evicted(ctx, reason)
@@ -155,5 +155,5 @@ func (r *Router) endEvicted(ctx context.Context, e *entry, reason string) {
 func (r *Router) takeEvicted(key string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.sess.evicted.Take(key)
+	return r.sess.Evicted.Take(key)
 }

@@ -404,7 +404,7 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 	assert.Equal(t, 1, logs.Count(fallbackLine))
 	assert.Equal(t, 1, logs.Count("both failed"), "the double failure is logged once")
 	r.mu.Lock()
-	assert.Empty(t, r.sess.m, "no failed session is cached")
+	assert.Empty(t, r.sess.M, "no failed session is cached")
 	r.mu.Unlock()
 }
 

@@ -93,7 +93,7 @@ func tabTarget(ctx context.Context) target.ID {
 // load in the session of key and no page the tab opened is left.
 func awaitRefusalAndNoPopup(ctx context.Context, r *Router, key string) error {
 	r.mu.Lock()
-	e := r.sess.m[key]
+	e := r.sess.M[key]
 	r.mu.Unlock()
 	tab := tabTarget(ctx)
 	for {

@@ -368,7 +368,7 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 		require.NoError(t, err)
 		e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(fakeTab{})}
 		e.ending.Add(teardown.Provider, func(ctx context.Context) error { return p.ReleaseSession(ctx, s) })
-		r.sess.m[key] = e
+		r.sess.M[key] = e
 	}
 	r.mu.Unlock()
 	api.SetReleaseDelay(200 * time.Millisecond)

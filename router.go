@@ -22,6 +22,7 @@ import (
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/routememory"
+	"github.com/hybroute/hybroute/internal/sessions"
 	"github.com/hybroute/hybroute/internal/statesync"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
@@ -63,9 +64,9 @@ type Router struct {
 	endLife context.CancelFunc
 
 	mu     sync.Mutex
-	routes routememory.Memory // the last route each session key's calls took
-	states statesync.Memory   // each session key's storage state, once loaded (state_session.go)
-	sess   sessions           // guarded by mu, but for its own WaitGroup and singleflight
+	routes routememory.Memory      // the last route each session key's calls took
+	states statesync.Memory        // each session key's storage state, once loaded (state_session.go)
+	sess   *sessions.Cache[*entry] // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 }
 
@@ -78,7 +79,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 		provider: p,
 		now:      time.Now,
 		routes:   routememory.New(routememory.Max),
-		sess:     sessions{m: make(map[string]*entry), inFlight: make(map[string]*creation)},
+		sess:     sessions.New[*entry](),
 	}
 	for _, o := range opts {
 		if o != nil {
@@ -126,7 +127,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 		}
 	}
 	if p != nil && !r.pol.Override && r.fleet.Limit() > 0 {
-		r.sess.wg.Go(func() { r.fleet.KeepLeases(r.life) })
+		r.sess.WG.Go(func() { r.fleet.KeepLeases(r.life) })
 	}
 	return r, nil
 }

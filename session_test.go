@@ -233,7 +233,7 @@ func TestReaperReleasesIdleSessions(t *testing.T) {
 	require.Eventually(t, func() bool {
 		w.r.mu.Lock()
 		defer w.r.mu.Unlock()
-		return len(w.r.sess.m) == 0
+		return len(w.r.sess.M) == 0
 	}, 20*time.Second, 20*time.Millisecond, "the idle local session is released too")
 
 	// The next call starts over with a new cloud session.
@@ -277,7 +277,7 @@ func TestDeadCloudBrowserIsReplaced(t *testing.T) {
 	w.cloud.Close() // the cloud browser dies under the cached session
 	require.Eventually(t, w.cloud.Exited, 10*time.Second, 10*time.Millisecond)
 	w.r.mu.Lock()
-	e := w.r.sess.m["s"]
+	e := w.r.sess.M["s"]
 	w.r.mu.Unlock()
 	require.NotNil(t, e)
 	require.Eventually(t, e.h.Dead, 10*time.Second, 10*time.Millisecond, "the lost connection marks the tab dead")
@@ -391,7 +391,7 @@ func BenchmarkCloudCallOverhead(b *testing.B) {
 	})
 	b.Run("cdp-round-trip", func(b *testing.B) {
 		w.r.mu.Lock()
-		e := w.r.sess.m["s"]
+		e := w.r.sess.M["s"]
 		w.r.mu.Unlock()
 		for b.Loop() {
 			if _, err := chromedp.Run(e.h.Context(), chromedp.Location()); err != nil {
@@ -535,7 +535,7 @@ func localTabOf(t *testing.T, r *Router, cacheKey string) *localTab {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.sess.m[cacheKey]
+	e := r.sess.M[cacheKey]
 	require.NotNil(t, e, "no session %q is cached", cacheKey)
 	lt, ok := e.h.Tab().(*localTab)
 	require.True(t, ok, "session %q is not on the sidecar", cacheKey)
@@ -707,7 +707,7 @@ func TestConcurrentCallsAndReleases(t *testing.T) {
 	wg.Wait()
 	assert.EqualValues(t, 1, r.side.Starts())
 	r.mu.Lock()
-	n := len(r.sess.m)
+	n := len(r.sess.M)
 	r.mu.Unlock()
 	assert.Len(t, browserContexts(t, testCtx(t), r.side), n, "exactly one browser context per cached session")
 }
@@ -802,7 +802,7 @@ func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
 // the session of key during the current call.
 func awaitRefusal(ctx context.Context, r *Router, key string) error {
 	r.mu.Lock()
-	e := r.sess.m[key]
+	e := r.sess.M[key]
 	r.mu.Unlock()
 	for e.guard.Err() == nil {
 		select {
@@ -859,5 +859,5 @@ func TestReleaseDuringCreationIsNotLost(t *testing.T) {
 	require.ErrorIs(t, <-done, errReleasedWhileCreating)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	assert.Empty(t, r.sess.m, "the released session was not stored")
+	assert.Empty(t, r.sess.M, "the released session was not stored")
 }

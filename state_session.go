@@ -150,7 +150,7 @@ func (r *Router) liveEntries(key string) []*entry {
 	defer r.mu.Unlock()
 	var es []*entry
 	for _, k := range [...]string{first, other} {
-		if e := r.sess.m[k]; e != nil && !e.h.Dead() {
+		if e := r.sess.M[k]; e != nil && !e.h.Dead() {
 			e.inUse.Add(1)
 			es = append(es, e)
 		}
@@ -215,7 +215,7 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 		return nil
 	}
 	r.mu.Lock()
-	prev := r.sess.m[prevKey]
+	prev := r.sess.M[prevKey]
 	if prev != nil {
 		prev.inUse.Add(1)
 	}

@@ -110,11 +110,11 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 	}
 	var e *entry
 	if route, ok := r.routes.Get(key); ok {
-		e = r.sess.m[r.pol.CacheKey(key, route)]
+		e = r.sess.M[r.pol.CacheKey(key, route)]
 	}
 	for _, k := range [...]string{key, key + LocalSuffix} {
 		if e == nil {
-			e = r.sess.m[k]
+			e = r.sess.M[k]
 		}
 	}
 	if e == nil || e.released.Load() || e.h.Dead() {

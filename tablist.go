@@ -71,7 +71,7 @@ func (r *Router) sessionEntries(key string) []*entry {
 	defer r.mu.Unlock()
 	var es []*entry
 	for _, k := range [...]string{key, key + LocalSuffix} {
-		if e := r.sess.m[k]; e != nil && !e.released.Load() {
+		if e := r.sess.M[k]; e != nil && !e.released.Load() {
 			es = append(es, e)
 		}
 	}

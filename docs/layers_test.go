@@ -76,6 +76,8 @@ var layer = map[string]int{
 	"state":              0,
 	"internal/admission": 0,
 	"internal/profiles":  4,
+	// The session cache's mechanics, generic over the router's entry.
+	"internal/sessions": 1,
 	// A seam for the root's tests into store.Memory's records.
 	"internal/storeseam": 0,
 	// The floor as the router applies it: the options turned into one
