@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
@@ -16,7 +15,6 @@ import (
 	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
-	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
 )
@@ -189,18 +187,4 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 		}
 	}
 	return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.CDPURL), err)
-}
-
-// checkCDPURL checks the CDP override's URL when the Router is made, so that
-// a typo fails New rather than every call.
-func checkCDPURL(s string) error {
-	i := strings.Index(s, "://")
-	if i <= 0 {
-		return fmt.Errorf("%w: CDP URL %q", netpolicy.ErrInvalidURL, redactURL(s))
-	}
-	switch strings.ToLower(s[:i]) {
-	case "ws", "wss", "http", "https":
-		return nil
-	}
-	return fmt.Errorf("%w: CDP URL %q: want a ws, wss, http or https URL", netpolicy.ErrInvalidURL, redactURL(s))
 }

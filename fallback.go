@@ -40,16 +40,7 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 		slog.Duration("retry_after", window),
 		slog.String("error", err.Error()),
 	}
-	var pe *provider.Error
-	if errors.As(err, &pe) {
-		attrs = append(attrs, slog.Int("status", pe.Status))
-		if pe.Code != "" {
-			attrs = append(attrs, slog.String("code", pe.Code))
-		}
-		if pe.ExternalCallID != "" {
-			attrs = append(attrs, slog.String("external_call_id", pe.ExternalCallID))
-		}
-	}
+	attrs = append(attrs, outage.Attrs(err)...)
 	if !r.cfg.Fallback {
 		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider failed and the fallback is off", attrs...)
 		return
@@ -147,21 +138,7 @@ func newFleet(cfg *config.Config, provider string, log *slog.Logger, tel *itel.R
 // and on the router's clock.
 func (r *Router) newHealth(p provider.Provider) *health.Health {
 	return health.New(health.Config{Store: r.fleet.Health(), Provider: p.Name(), Cap: r.cfg.MaxBackoff,
-		Now: func() time.Time { return r.now() }, Explain: providerFailure(p.Name())})
-}
-
-// providerFailure reads a failure of the provider named name for the
-// health: its account, the window it asked for, and whether it is the
-// configuration's.
-func providerFailure(name string) func(error) health.Failure {
-	return func(err error) health.Failure {
-		f := health.Failure{Reason: fallbackReason(name, err), Config: outage.IsConfigError(err)}
-		var pe *provider.Error
-		if errors.As(err, &pe) {
-			f.RetryAfter = pe.RetryAfter
-		}
-		return f
-	}
+		Now: func() time.Time { return r.now() }, Explain: outage.Explain(func(err error) string { return fallbackReason(p.Name(), err) })})
 }
 
 // fallbackReason is the short, key-free account of a provider failure that

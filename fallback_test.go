@@ -413,7 +413,7 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 func testHealth(capW time.Duration) (*health.Health, *store.Memory, *testClock) {
 	c := &testClock{t: time.Now()}
 	s := new(store.Memory)
-	return health.New(health.Config{Store: s, Provider: "P", Cap: capW, Now: c.now, Explain: providerFailure("P")}), s, c
+	return health.New(health.Config{Store: s, Provider: "P", Cap: capW, Now: c.now, Explain: outage.Explain(func(err error) string { return fallbackReason("P", err) })}), s, c
 }
 
 func TestEveryFailureOpensAWindow(t *testing.T) {

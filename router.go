@@ -117,7 +117,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r.side.observe = r.tel.QueuedAfter
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.pol.Override {
-		if err := checkCDPURL(r.cfg.CDPURL); err != nil {
+		if err := floor.CheckCDPURL(r.cfg.CDPURL); err != nil {
 			return nil, err
 		}
 	}

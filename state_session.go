@@ -8,7 +8,6 @@ import (
 
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/statesync"
-	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/route"
 	"github.com/hybroute/hybroute/state"
 )
@@ -273,21 +272,8 @@ func (r *Router) stateBrowser(ctx context.Context, e *entry) (statesync.Browser,
 }
 
 // split parts st into what may go to a browser at w (kept) and what may
-// not (dropped). On the local browser every cookie may, and every origin
-// its guard would let a page open. On a remote browser only what the
-// router would send there: a public host, or a private one the options
-// let remote browsers open, never one hybrid routing keeps local, never
-// one whose lookup failed (unsure: kept local).
+// not (dropped): on the local browser every cookie may, and every origin
+// floor's MayHold lets it hold.
 func (r *Router) split(ctx context.Context, st *state.State, w route.Route) (kept, dropped *state.State) {
-	return statesync.Split(st, w == route.Local, func(rawURL string) bool {
-		v := r.pol.Classify(ctx, rawURL)
-		ok := r.pol.Refuse(v, w) == nil
-		if w == route.Cloud {
-			// A name under a private-use suffix is private data whatever
-			// it resolves to here.
-			ok = ok && v.ResolveErr == nil && !netpolicy.PrivateUseName(v.Host) &&
-				(v.Class == netpolicy.ClassPublic || v.Class == netpolicy.ClassPrivate) && !r.pol.RoutesLocally(v)
-		}
-		return ok
-	})
+	return statesync.Split(st, w == route.Local, func(rawURL string) bool { return r.pol.MayHold(ctx, rawURL, w) })
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/guard"
@@ -108,4 +109,18 @@ func BlockedWebSockets(r *netpolicy.HostRules) []string {
 		}
 	}
 	return out
+}
+
+// CheckCDPURL checks the CDP override's URL when the Router is made, so that
+// a typo fails New rather than every call.
+func CheckCDPURL(s string) error {
+	i := strings.Index(s, "://")
+	if i <= 0 {
+		return fmt.Errorf("%w: CDP URL %q", netpolicy.ErrInvalidURL, redact.URL(s))
+	}
+	switch strings.ToLower(s[:i]) {
+	case "ws", "wss", "http", "https":
+		return nil
+	}
+	return fmt.Errorf("%w: CDP URL %q: want a ws, wss, http or https URL", netpolicy.ErrInvalidURL, redact.URL(s))
 }

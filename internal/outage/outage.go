@@ -8,11 +8,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
 	"unicode/utf8"
 
+	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/redact"
 	"github.com/hybroute/hybroute/provider"
 )
@@ -36,6 +38,37 @@ func Budget(ctx context.Context, createTimeout time.Duration) time.Duration {
 
 // MinBudget is the least a provider is given to create a session.
 const MinBudget = 5 * time.Second
+
+// Attrs are the log attributes of a provider's error: its status, code
+// and the call id its support asks for; none for another error.
+func Attrs(err error) []slog.Attr {
+	var pe *provider.Error
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	attrs := []slog.Attr{slog.Int("status", pe.Status)}
+	if pe.Code != "" {
+		attrs = append(attrs, slog.String("code", pe.Code))
+	}
+	if pe.ExternalCallID != "" {
+		attrs = append(attrs, slog.String("external_call_id", pe.ExternalCallID))
+	}
+	return attrs
+}
+
+// Explain reads a provider's failure for internal/health: its account
+// (reason), the window it asked for, and whether it is the
+// configuration's.
+func Explain(reason func(error) string) func(error) health.Failure {
+	return func(err error) health.Failure {
+		f := health.Failure{Reason: reason(err), Config: IsConfigError(err)}
+		var pe *provider.Error
+		if errors.As(err, &pe) {
+			f.RetryAfter = pe.RetryAfter
+		}
+		return f
+	}
+}
 
 // IsConfigError reports a failure that is the configuration's, not an outage:
 // the key, the project or the plan was refused.
