@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/fleet"
@@ -417,7 +418,7 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
-	return r.execPlan(s.onContext(ctx), p, run, s.rest)
+	return r.execPlan(admission.OnContext(ctx, s.run, s.wait), p, run, s.rest)
 }
 
 // Navigate opens rawURL in the session's tab. Navigation picks the
@@ -463,7 +464,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
 	}
 	defer func() { e.touch(); e.inUse.Add(-1) }()
-	if d := runTimeout(ctx); d > 0 {
+	if d := admission.RunTimeout(ctx); d > 0 {
 		// The run's own budget starts now that the session is here: the
 		// wait for it was the queue's part (RunTimeout).
 		var cancelRun context.CancelFunc

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
@@ -150,9 +151,9 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			}
 			budget := outage.Budget(ctx, timeout)
 			// The caller's terms for the wait for a turn at the local
-			// browser go along (callsettings.go), and the wait they allow
+			// browser go along (internal/admission), and the wait they allow
 			// is not taken from the opening's own bound.
-			actx, queue := withAdmission(context.WithoutCancel(ctx), ctx)
+			actx, queue := admission.ForCreation(context.WithoutCancel(ctx), ctx)
 			cctx, cancel := context.WithTimeout(actx, timeout+queue)
 			defer cancel()
 			grace := time.Duration(0)

@@ -20,7 +20,7 @@ import (
 // the router comes through its sc.Config: the options it reads, the guard
 // and the egress proxy of each process it starts, both deciding with the
 // router's policy on the local browser, and the turn to open a tab
-// (admission.go). The sidecar holds no rule and no config of the router's.
+// (internal/admission). The sidecar holds no rule and no config of the router's.
 
 // maxTabsAtOnce bounds the new tabs the sidecar makes at the same time.
 const maxTabsAtOnce = 4
@@ -74,10 +74,9 @@ func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
 }
 
 // turn waits in the admission queue under the terms the call's context
-// carries (admission.go), and has the router record the wait.
+// carries (internal/admission), and has the router record the wait.
 func (s *sidecar) turn(ctx context.Context) (func(opened time.Duration), error) {
-	terms, _ := ctx.Value(admissionKey{}).(admission.Terms)
-	waited, done, err := s.tabs.Wait(ctx, terms)
+	waited, done, err := s.tabs.Wait(ctx, admission.TermsOf(ctx))
 	if s.observe != nil {
 		s.observe(waited, err)
 	}
@@ -91,4 +90,10 @@ type localTab struct {
 	bcID cdp.BrowserContextID
 	proc *sc.Proc
 	door *egress.Door // the context's own door into the egress proxy, and its grant
+}
+
+// newTabQueue is the admission queue of the local browser's tab openings,
+// whose refusals are [*BusyError]s.
+func newTabQueue(slots int) *admission.Queue {
+	return admission.New(slots, func(b admission.Busy) error { e := BusyError(b); return &e })
 }
