@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -87,21 +86,11 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 			o(&r.cfg)
 		}
 	}
-	if r.cfg.Resolver == nil {
-		r.cfg.Resolver = net.DefaultResolver
-	}
-	if r.cfg.Logger == nil {
-		r.cfg.Logger = slog.Default()
-	}
-	r.log = r.cfg.Logger
-	rules, err := netpolicy.ParseHostRules(r.cfg.AllowedHosts, r.cfg.BlockedHosts)
+	err := r.cfg.Finish()
 	if err != nil {
 		return nil, err
 	}
-	r.cfg.Rules = rules
-	if err := r.cfg.CheckInitialState(); err != nil {
-		return nil, err
-	}
+	r.log = r.cfg.Logger
 	name := ""
 	if p != nil {
 		name = p.Name()

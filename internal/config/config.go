@@ -117,8 +117,21 @@ func Default() Config {
 	}
 }
 
-// CheckInitialState is New's check of WithInitialState.
-func (c *Config) CheckInitialState() error {
+// Finish completes c once the options ran: a nil resolver or logger is
+// the default one, the host lists are parsed into Rules, and the initial
+// state passes state.Parse's checks.
+func (c *Config) Finish() error {
+	if c.Resolver == nil {
+		c.Resolver = net.DefaultResolver
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	rules, err := netpolicy.ParseHostRules(c.AllowedHosts, c.BlockedHosts)
+	if err != nil {
+		return err
+	}
+	c.Rules = rules
 	if c.InitialState == nil {
 		return nil
 	}
