@@ -12,6 +12,7 @@ import (
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/outage"
+	"github.com/hybroute/hybroute/internal/redact"
 	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
@@ -160,7 +161,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("%w to session %s of %s at %s: %w",
-			errConnecting, s.ID, r.provider.Name(), redactURL(s.CDPURL), err)
+			errConnecting, s.ID, r.provider.Name(), redact.URL(s.CDPURL), err)
 	}
 	return s, t, nil
 }
@@ -186,5 +187,5 @@ func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) 
 			return e, nil
 		}
 	}
-	return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.CDPURL), err)
+	return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redact.URL(r.cfg.CDPURL), err)
 }

@@ -154,17 +154,12 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			// browser go along (internal/admission), and the wait they allow
 			// is not taken from the opening's own bound.
 			actx, queue := admission.ForCreation(context.WithoutCancel(ctx), ctx)
-			cctx, cancel := context.WithTimeout(actx, timeout+queue)
-			defer cancel()
 			grace := time.Duration(0)
 			if p.Route == route.Cloud && !r.pol.Override {
 				grace = closeGrace
 			}
-			defer context.AfterFunc(r.life, func() {
-				t := time.AfterFunc(grace, cancel)
-				context.AfterFunc(cctx, func() { t.Stop() })
-			})()
-			// A context of its own name: the AfterFunc above reads cctx.
+			cctx, cancel := sessions.Bound(actx, timeout+queue, r.life, grace)
+			defer cancel()
 			sctx, span := r.tel.Tracer.Start(cctx, "hybroute.session.create",
 				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
 			if err := r.makeRoom(sctx, p); err != nil {

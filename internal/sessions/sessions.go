@@ -115,6 +115,19 @@ func EndAll[E any](es []E, n int, end func(E) error) []error {
 	return errs
 }
 
+// Bound is the context a creation runs under: d bounds it, and the end of
+// life (the router's, at Close) ends it after grace, which lets a
+// provider's answer arrive so that a session it made is released, not
+// left running. cancel releases it.
+func Bound(ctx context.Context, d time.Duration, life context.Context, grace time.Duration) (context.Context, context.CancelFunc) {
+	cctx, cancel := context.WithTimeout(ctx, d)
+	stop := context.AfterFunc(life, func() {
+		t := time.AfterFunc(grace, cancel)
+		context.AfterFunc(cctx, func() { t.Stop() })
+	})
+	return cctx, func() { stop(); cancel() }
+}
+
 // Await waits for the result of a creation shared through singleflight, on
 // behalf of one caller. A caller that gives up returns at once; the
 // creation goes on for the others (its context is not the caller's), and
