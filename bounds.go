@@ -7,6 +7,8 @@ import (
 	"maps"
 	"time"
 
+	sc "github.com/hybroute/hybroute/internal/sidecar"
+
 	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/route"
@@ -88,7 +90,7 @@ func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 	if used == 0 {
 		return nil
 	}
-	local := func(e *entry) bool { _, ok := e.h.Tab().(*localTab); return ok }
+	local := func(e *entry) bool { _, ok := e.h.Tab().(*sc.Tab); return ok }
 	r.mu.Lock()
 	n := 0
 	for _, e := range r.sess.M {

@@ -605,7 +605,7 @@ func TestCloseDuringChromiumStartLeavesNothing(t *testing.T) {
 		s := testSidecar(t)
 		errc := make(chan error, 1)
 		go func() {
-			_, err := s.open(context.Background(), "k")
+			_, err := s.Open(context.Background(), "k")
 			errc <- err
 		}()
 		// Close once the process runs (and a moment later: a start has

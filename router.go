@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	sc "github.com/hybroute/hybroute/internal/sidecar"
+
 	"github.com/chromedp/chromedp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -513,7 +515,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		cctx, cancelFront = e.h.Bind(rctx)
 		defer cancelFront()
 	}
-	if lt, ok := e.h.Tab().(*localTab); ok {
+	if lt, ok := e.h.Tab().(*sc.Tab); ok {
 		lt.Settled() // the sidecar's next spare is made now, not during this call
 	}
 	r.tel.Ran(ctx, res.Route.String(), started)

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	sc "github.com/hybroute/hybroute/internal/sidecar"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
@@ -226,7 +228,7 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 // ::local path and the fallback all come through here: the local endpoint
 // is resolved one way only.
 func (r *Router) localEntry(ctx context.Context, key string, route route.Route) (*entry, error) {
-	lt, err := r.side.open(ctx, key)
+	lt, err := r.side.Open(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -345,4 +347,6 @@ const closeGrace = 2 * time.Second
 type idleCloser interface{ CloseIdleConnections() }
 
 // profileTab is a local tab as its profile knows it.
-func profileTab(lt *localTab) profiles.Tab { return profiles.Tab{Proc: lt.proc, Context: lt.bcID} }
+func profileTab(lt *sc.Tab) profiles.Tab {
+	return profiles.Tab{Proc: lt.Proc(), Context: lt.BrowserContextID()}
+}

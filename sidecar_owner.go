@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-
 	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/egress"
@@ -63,16 +61,6 @@ func newSidecar(cfg *config.Config, pol *floor.Policy) *sidecar {
 	return s
 }
 
-// open makes a new tab, in a browser context of its own, for the session
-// key. The caller owns the tab and closes it.
-func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
-	t, err := s.Open(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return &localTab{Tab: t, bcID: t.BrowserContextID(), proc: t.Proc(), door: t.Door()}, nil
-}
-
 // turn waits in the admission queue under the terms the call's context
 // carries (internal/admission), and has the router record the wait.
 func (s *sidecar) turn(ctx context.Context) (func(opened time.Duration), error) {
@@ -81,15 +69,6 @@ func (s *sidecar) turn(ctx context.Context) (func(opened time.Duration), error) 
 		s.observe(waited, err)
 	}
 	return done, err
-}
-
-// localTab is one session's tab on the sidecar: a page in a browser
-// context of its own. The fields are the sidecar tab's, fixed for its life.
-type localTab struct {
-	*sc.Tab
-	bcID cdp.BrowserContextID
-	proc *sc.Proc
-	door *egress.Door // the context's own door into the egress proxy, and its grant
 }
 
 // newTabQueue is the admission queue of the local browser's tab openings,

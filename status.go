@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	sc "github.com/hybroute/hybroute/internal/sidecar"
+
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -128,7 +130,7 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 	if c := e.cloud; c != nil {
 		st.LiveViewURL, st.ReplayURL, st.ExpiresAt = c.LiveViewURL, c.ReplayURL, c.ExpiresAt
 	}
-	_, st.Profile = e.h.Tab().(*localTab)
+	_, st.Profile = e.h.Tab().(*sc.Tab)
 	st.Profile = st.Profile && r.profiles != nil
 	return st, nil
 }
