@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"time"
 
 	sc "github.com/hybroute/hybroute/internal/sidecar"
@@ -127,15 +126,9 @@ func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 // of the cache and marks its key evicted; nil when there is none. Called
 // with r.mu held.
 func (r *Router) evictLRU(ok func(*entry) bool) *entry {
-	victim, found := admission.LeastRecent(maps.Values(r.sess.M), func(e *entry) (int64, bool) {
+	victim, _ := r.sess.EvictLRU(func(e *entry) string { return e.key }, func(e *entry) (int64, bool) {
 		return e.lastUsed.Load(), e.inUse.Load() == 0 && ok(e)
 	})
-	if !found {
-		return nil
-	}
-	delete(r.sess.M, victim.key)
-	r.sess.Evicted.Mark(victim.key)
-	r.sess.WG.Add(1) // Close waits for its release
 	return victim
 }
 

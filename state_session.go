@@ -147,12 +147,9 @@ func (r *Router) liveEntries(key string) []*entry {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var es []*entry
-	for _, k := range [...]string{first, other} {
-		if e := r.sess.M[k]; e != nil && !e.h.Dead() {
-			e.inUse.Add(1)
-			es = append(es, e)
-		}
+	es := r.sess.Of(func(e *entry) bool { return !e.h.Dead() }, first, other)
+	for _, e := range es {
+		e.inUse.Add(1)
 	}
 	return es
 }

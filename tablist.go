@@ -69,13 +69,7 @@ func (r *Router) Tabs(ctx context.Context, sessionKey string) ([]Tab, error) {
 func (r *Router) sessionEntries(key string) []*entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var es []*entry
-	for _, k := range [...]string{key, key + LocalSuffix} {
-		if e := r.sess.M[k]; e != nil && !e.released.Load() {
-			es = append(es, e)
-		}
-	}
-	return es
+	return r.sess.Of(func(e *entry) bool { return !e.released.Load() }, key, key+LocalSuffix)
 }
 
 // frontID is the entry's front tab.

@@ -8,6 +8,7 @@ package sessions
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -83,6 +84,32 @@ func (c *Cache[E]) Take(keys ...string) []E {
 		}
 	}
 	return es
+}
+
+// Of are the sessions of keys that ok accepts, in the order of keys.
+// Called with the mutex held.
+func (c *Cache[E]) Of(ok func(E) bool, keys ...string) []E {
+	var es []E
+	for _, k := range keys {
+		if e, found := c.M[k]; found && ok(e) {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+// EvictLRU takes the least recently used idle session (idle says when it
+// was last used, and whether it may go) out of the cache, marks its key
+// evicted and counts its release in WG; false when there is none. Called
+// with the mutex held.
+func (c *Cache[E]) EvictLRU(key func(E) string, idle func(E) (lastUsed int64, ok bool)) (E, bool) {
+	victim, found := admission.LeastRecent(maps.Values(c.M), idle)
+	if found {
+		delete(c.M, key(victim))
+		c.Evicted.Mark(key(victim))
+		c.WG.Add(1) // Close waits for its release
+	}
+	return victim, found
 }
 
 // TakeIf removes the sessions ok chooses from the cache and returns them.
