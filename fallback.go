@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/hybroute/hybroute/internal/config"
@@ -45,11 +44,7 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider failed and the fallback is off", attrs...)
 		return
 	}
-	if l, ok := r.provider.(provider.SessionParamLister); ok {
-		if keys := l.SessionParamKeys(); len(keys) > 0 {
-			attrs = append(attrs, slog.String("dropped_params", fmt.Sprint(slices.Sorted(slices.Values(keys)))))
-		}
-	}
+	attrs = append(attrs, outage.DroppedParams(r.provider)...)
 	if outage.IsConfigError(err) {
 		attrs = append(attrs, slog.String("fix", outage.ConfigFix(err)))
 		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider refused the configuration, falling back to local Chromium", attrs...)

@@ -130,10 +130,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 // starts anything: it returns at once. ctx bounds the wait, not the start,
 // which goes on for the first call.
 func (r *Router) Warm(ctx context.Context) error {
-	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	if closed {
+	if r.isClosed() {
 		return ErrClosed
 	}
 	if _, err := r.side.Browser(ctx); err != nil {
@@ -271,10 +268,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	if err := ctx.Err(); err != nil {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
 	}
-	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	if closed {
+	if r.isClosed() {
 		return Plan{}, ErrClosed
 	}
 	p := Plan{Verdicts: make([]netpolicy.Verdict, len(urls))}
@@ -303,7 +297,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 		return p, floor.JoinRefusals(errs)
 	}
 	r.tel.CountPlan(ctx, int(p.Route), p.Verdicts, 0)
-	r.logPlan(ctx, key, p)
+	itel.LogPlan(ctx, r.log, key, p.Route, p.CacheKey, len(p.Verdicts))
 	return p, nil
 }
 
@@ -334,17 +328,6 @@ func (r *Router) remember(key string, route route.Route) {
 	}
 	r.startReaper()
 	r.routes.Put(key, route, now)
-}
-
-func (r *Router) logPlan(ctx context.Context, key string, p Plan) {
-	if !r.log.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	r.log.LogAttrs(ctx, slog.LevelDebug, "hybroute plan",
-		slog.String("session", key),
-		slog.String("route", p.Route.String()),
-		slog.String("cache_key", p.CacheKey),
-		slog.Int("urls", len(p.Verdicts)))
 }
 
 // Close releases every session (cloud sessions through the provider, local

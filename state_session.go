@@ -141,17 +141,23 @@ func (r *Router) SaveState(ctx context.Context, sessionKey string) (*state.State
 // liveEntries are the key's browser sessions, the one its page is on
 // first, each held (inUse) until withEntry lets it go.
 func (r *Router) liveEntries(key string) []*entry {
-	first, other := key, key+LocalSuffix
-	if route, ok := r.lastRoute(key); ok && r.pol.CacheKey(key, route) == other {
-		first, other = other, first
-	}
+	keys := r.pageFirst(key, r.lastRoute)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	es := r.sess.Of(func(e *entry) bool { return !e.h.Dead() }, first, other)
+	es := r.sess.Of(func(e *entry) bool { return !e.h.Dead() }, keys...)
 	for _, e := range es {
 		e.inUse.Add(1)
 	}
 	return es
+}
+
+// pageFirst is the cache keys of key, the one its page is on first: the
+// one of the route its calls took last (last), when it is known.
+func (r *Router) pageFirst(key string, last func(string) (route.Route, bool)) []string {
+	if w, known := last(key); known && r.pol.CacheKey(key, w) == key+LocalSuffix {
+		return []string{key + LocalSuffix, key}
+	}
+	return []string{key, key + LocalSuffix}
 }
 
 // withEntry runs fn on a held entry with its tab to itself (no call runs
@@ -233,9 +239,7 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 		return fmt.Errorf("hybroute: carrying the cookies from %s session %q: %w", prev.route, prev.key, err)
 	}
 	_, beyond := r.split(ctx, &state.State{Cookies: loaded.Cookies}, prev.route)
-	merged := beyond.Merge(&state.State{Cookies: cookies})
-	next := loaded.Clone()
-	next.Cookies = merged.Cookies
+	next := statesync.Carried(loaded, beyond, cookies)
 	r.states.Put(key, next)
 	kept, _ := r.split(ctx, &state.State{Cookies: next.Cookies}, e.route)
 	b, err := r.stateBrowser(ctx, e)

@@ -110,18 +110,11 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 	if r.closed {
 		return SessionStatus{}, ErrClosed
 	}
-	var e *entry
-	if route, ok := r.routes.Get(key); ok {
-		e = r.sess.M[r.pol.CacheKey(key, route)]
-	}
-	for _, k := range [...]string{key, key + LocalSuffix} {
-		if e == nil {
-			e = r.sess.M[k]
-		}
-	}
-	if e == nil || e.released.Load() || e.h.Dead() {
+	es := r.sess.Of(func(*entry) bool { return true }, r.pageFirst(key, r.routes.Get)...)
+	if len(es) == 0 || es[0].released.Load() || es[0].h.Dead() {
 		return st, nil
 	}
+	e := es[0]
 	st.Open, st.Route, st.CacheKey = true, e.route, e.key
 	st.FallbackFromCloud, st.FallbackReason = e.fallback, e.fallbackAccount
 	if e.bg != nil {

@@ -81,13 +81,8 @@ func (e *entry) frontID() target.ID {
 // it (inUse, callMu) for the caller's change. done lets go.
 func (r *Router) holding(key string, id target.ID) (*entry, func(), error) {
 	for _, e := range r.sessionEntries(key) {
-		if e.bg == nil {
+		if e.bg == nil || !e.bg.Owns(&e.gs, id) {
 			continue
-		}
-		if e.frontID() != id {
-			if _, ok := e.bg.Popups(&e.gs)[id]; !ok {
-				continue
-			}
 		}
 		e.inUse.Add(1)
 		e.callMu.Lock()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -54,6 +55,17 @@ func Attrs(err error) []slog.Attr {
 		attrs = append(attrs, slog.String("external_call_id", pe.ExternalCallID))
 	}
 	return attrs
+}
+
+// DroppedParams names the session params of p that the local floor does
+// without, for the outage's log line; none when p has none.
+func DroppedParams(p provider.Provider) []slog.Attr {
+	if l, ok := p.(provider.SessionParamLister); ok {
+		if keys := l.SessionParamKeys(); len(keys) > 0 {
+			return []slog.Attr{slog.String("dropped_params", fmt.Sprint(slices.Sorted(slices.Values(keys))))}
+		}
+	}
+	return nil
 }
 
 // Explain reads a provider's failure for internal/health: its account
