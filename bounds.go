@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"maps"
 	"time"
 
+	sc "github.com/hybroute/hybroute/internal/sidecar"
+
 	"github.com/hybroute/hybroute/internal/admission"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -24,9 +26,9 @@ import (
 // session past the cap ends the least recently used idle one; when every
 // session is running a call, the new one fails with [ErrBusy].
 func WithMaxSessions(n int) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if n >= 0 {
-			c.maxSessions = n
+			c.MaxSessions = n
 		}
 	}
 }
@@ -39,9 +41,9 @@ func WithMaxSessions(n int) Option {
 // ends idle local sessions while the browser is over the budget. Linux
 // only: elsewhere the memory is not measured and the option does nothing.
 func WithMaxLocalMemory(bytes int64) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if bytes >= 0 {
-			c.maxLocalMemory = bytes
+			c.MaxLocalMemory = bytes
 		}
 	}
 }
@@ -55,10 +57,10 @@ const (
 // makeRoom ends idle sessions until a new session of the plan fits the
 // caps. It runs in the session's creation, which is counted in inFlight.
 func (r *Router) makeRoom(ctx context.Context, p Plan) error {
-	if n := r.cfg.maxSessions; n > 0 {
+	if n := r.cfg.MaxSessions; n > 0 {
 		for {
 			r.mu.Lock()
-			open := len(r.sess.m) + len(r.sess.inFlight) - 1 // this creation is in inFlight
+			open := len(r.sess.M) + len(r.sess.InFlight) - 1 // this creation is in inFlight
 			if open < n {
 				r.mu.Unlock()
 				break
@@ -71,7 +73,7 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) error {
 			r.endEvicted(ctx, victim, evictMaxSessions)
 		}
 	}
-	if p.Route != route.Local || r.cfg.maxLocalMemory <= 0 {
+	if p.Route != route.Local || r.cfg.MaxLocalMemory <= 0 {
 		return nil
 	}
 	return r.shedMemory(ctx, true)
@@ -82,15 +84,15 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) error {
 // excess is worth. needRoom says a new session waits for room: then no
 // idle session to end means ErrBusy.
 func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
-	budget := r.cfg.maxLocalMemory
+	budget := r.cfg.MaxLocalMemory
 	used := r.side.Memory()
 	if used == 0 {
 		return nil
 	}
-	local := func(e *entry) bool { _, ok := e.h.Tab().(*localTab); return ok }
+	local := func(e *entry) bool { _, ok := e.h.Tab().(*sc.Tab); return ok }
 	r.mu.Lock()
 	n := 0
-	for _, e := range r.sess.m {
+	for _, e := range r.sess.M {
 		if local(e) {
 			n++
 		}
@@ -124,21 +126,15 @@ func (r *Router) shedMemory(ctx context.Context, needRoom bool) error {
 // of the cache and marks its key evicted; nil when there is none. Called
 // with r.mu held.
 func (r *Router) evictLRU(ok func(*entry) bool) *entry {
-	victim, found := admission.LeastRecent(maps.Values(r.sess.m), func(e *entry) (int64, bool) {
+	victim, _ := r.sess.EvictLRU(func(e *entry) string { return e.key }, func(e *entry) (int64, bool) {
 		return e.lastUsed.Load(), e.inUse.Load() == 0 && ok(e)
 	})
-	if !found {
-		return nil
-	}
-	delete(r.sess.m, victim.key)
-	r.sess.evicted.Mark(victim.key)
-	r.sess.wg.Add(1) // Close waits for its release
 	return victim
 }
 
 // endEvicted releases an evicted session.
 func (r *Router) endEvicted(ctx context.Context, e *entry, reason string) {
-	defer r.sess.wg.Done()
+	defer r.sess.WG.Done()
 	idle := time.Since(time.Unix(0, e.lastUsed.Load())).Round(time.Second)
 	err := e.end()
 	r.tel.Evicted(ctx, reason)
@@ -154,5 +150,5 @@ func (r *Router) endEvicted(ctx context.Context, e *entry, reason string) {
 func (r *Router) takeEvicted(key string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.sess.evicted.Take(key)
+	return r.sess.Evicted.Take(key)
 }

@@ -26,7 +26,7 @@ func sessionKeys(r *Router) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var ks []string
-	for k := range r.sess.m {
+	for k := range r.sess.M {
 		ks = append(ks, strings.TrimSuffix(k, LocalSuffix))
 	}
 	return ks

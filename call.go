@@ -119,24 +119,3 @@ func DrivesREST() CallOption { return func(s *callSettings) { s.rest = true } }
 // one URL: it is not scanned, and it picks the browser, as
 // [Router.Navigate] does.
 func Navigation() CallOption { return func(s *callSettings) { s.navigation = true } }
-
-// The call's settings travel to the session's creation, which runs apart
-// from the caller (admission.go), on its context.
-type runTimeoutKey struct{}
-type waitForTurnKey struct{}
-
-func (s callSettings) onContext(ctx context.Context) context.Context {
-	if s.run > 0 {
-		ctx = context.WithValue(ctx, runTimeoutKey{}, s.run)
-	}
-	if s.wait {
-		ctx = context.WithValue(ctx, waitForTurnKey{}, true)
-	}
-	return ctx
-}
-
-// runTimeout is the run budget ctx carries, 0 for none.
-func runTimeout(ctx context.Context) time.Duration {
-	d, _ := ctx.Value(runTimeoutKey{}).(time.Duration)
-	return max(d, 0)
-}

@@ -5,17 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/outage"
+	"github.com/hybroute/hybroute/internal/redact"
 	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
-	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
 )
@@ -102,7 +102,7 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 		return e, nil
 	}
 	var fellBack *provider.Session
-	if errors.Is(err, errProviderFellBack) {
+	if errors.Is(err, outage.ErrProviderFellBack) {
 		fellBack = s
 	}
 	first, window, reason := r.health.Failed(ctx, err)
@@ -122,7 +122,7 @@ var errConnecting = errors.New("connecting")
 // askProvider creates the provider's session and connects to it. A session
 // the provider created and we cannot use is released here, on a context of
 // its own, but for one the provider marked fallback (returned with
-// errProviderFellBack), which the floor's entry releases.
+// outage.ErrProviderFellBack), which the floor's entry releases.
 func (r *Router) askProvider(ctx context.Context, key string, budget time.Duration) (*provider.Session, cloudTab, error) {
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	s, err := r.calls.CreateSession(pctx, key)
@@ -137,7 +137,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 		if reason == "" {
 			reason = "no reason given"
 		}
-		return s, nil, fmt.Errorf("%w: %s", errProviderFellBack, reason)
+		return s, nil, fmt.Errorf("%w: %s", outage.ErrProviderFellBack, reason)
 	case s.CDPURL == "" && s.REST != nil:
 		// A browser driven through its REST API (restpage.go).
 		return s, newRESTTab(s.REST, r.provider.Name()), nil
@@ -162,7 +162,7 @@ func (r *Router) askProvider(ctx context.Context, key string, budget time.Durati
 	if err != nil {
 		r.releaseProviderSession(s)
 		return nil, nil, fmt.Errorf("%w to session %s of %s at %s: %w",
-			errConnecting, s.ID, r.provider.Name(), redactURL(s.CDPURL), err)
+			errConnecting, s.ID, r.provider.Name(), redact.URL(s.CDPURL), err)
 	}
 	return s, t, nil
 }
@@ -177,30 +177,16 @@ type cloudTab interface {
 
 // overrideEntry is a session on the CDP override's browser: a new tab on it.
 func (r *Router) overrideEntry(ctx context.Context, key string) (*entry, error) {
-	ws, err := cdpconn.Resolve(ctx, r.cfg.cdpClient, r.cfg.cdpURL, nil)
+	ws, err := cdpconn.Resolve(ctx, r.cfg.CDPClient, r.cfg.CDPURL, nil)
 	if err == nil {
 		var t *remotetab.Tab
 		browser := "the browser of the CDP override"
-		if t, err = remotetab.Connect(ctx, remotetab.Config{URL: ws, HTTPClient: r.cfg.cdpClient, Browser: browser,
+		if t, err = remotetab.Connect(ctx, remotetab.Config{URL: ws, HTTPClient: r.cfg.CDPClient, Browser: browser,
 			Guard: floor.NewGuard(r.pol, r.log, route.Cloud), Died: remoteDead(browser)}); err == nil {
 			e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(t)}
 			e.ending.Add(teardown.Tab, t.Close)
 			return e, nil
 		}
 	}
-	return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redactURL(r.cfg.cdpURL), err)
-}
-
-// checkCDPURL checks the CDP override's URL when the Router is made, so that
-// a typo fails New rather than every call.
-func checkCDPURL(s string) error {
-	i := strings.Index(s, "://")
-	if i <= 0 {
-		return fmt.Errorf("%w: CDP URL %q", netpolicy.ErrInvalidURL, redactURL(s))
-	}
-	switch strings.ToLower(s[:i]) {
-	case "ws", "wss", "http", "https":
-		return nil
-	}
-	return fmt.Errorf("%w: CDP URL %q: want a ws, wss, http or https URL", netpolicy.ErrInvalidURL, redactURL(s))
+	return nil, fmt.Errorf("hybroute: connecting to the CDP override %s: %w", redact.URL(r.cfg.CDPURL), err)
 }

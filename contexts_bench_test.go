@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/route"
 )
@@ -15,8 +16,8 @@ import (
 // session's own, a create and a dispose more than a tab alone.
 func BenchmarkRemoteSessionOpenClose(b *testing.B) {
 	cloud := cloudtest.LaunchChromium(b)
-	cfg := defaultConfig()
-	cfg.resolver = testResolver
+	cfg := config.Default()
+	cfg.Resolver = testResolver
 	pol := newPolicy(&cfg, false, nil)
 	ctx := context.Background()
 	var open, shut time.Duration

@@ -117,7 +117,7 @@ func sessionOf(t *testing.T, r *Router, key string) *entry {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.sess.m[key]
+	e := r.sess.M[key]
 	require.NotNil(t, e, "no session %q", key)
 	return e
 }

@@ -78,7 +78,7 @@ func (r *Router) watchDialogs(e *entry, tabCtx context.Context) func() {
 		return func() {} // its server answers its dialogs
 	}
 	return browsertab.Answerer{
-		Policy: browsertab.DialogPolicy(r.cfg.dialogs), MaxMessage: MaxDialogMessage,
+		Policy: r.cfg.Dialogs, MaxMessage: MaxDialogMessage,
 		Dialogs: &e.h.Dialogs, Held: &e.h.Held,
 		Failed: func(d browsertab.Dialog, err error) {
 			r.log.LogAttrs(tabCtx, slog.LevelDebug, "hybroute: answering a dialog",

@@ -58,7 +58,8 @@
 //	internal/sidecar, internal/remotetab, internal/browsertab
 //	                                 the local Chromium; a remote browser's tab;
 //	                                 a tab on any browser
-//	internal/fleet, internal/health  the provider's back-off and the leases
+//	internal/fleet, internal/health, internal/outage
+//	                                 the provider's back-off, the leases, how a failure reads
 //	provider, store, state           public: the cloud clients, the fleet's
 //	                                 store, a session's storage state
 //	netpolicy, route                 public: the verdict, the rule, the location

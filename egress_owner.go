@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"github.com/hybroute/hybroute/internal/floor"
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -9,9 +10,9 @@ import (
 // (floor.GrantCall), through the door of its browser context; a tab of any
 // other browser has no door, and its call no grant.
 func grantCall(e *entry, vs []netpolicy.Verdict) (done func()) {
-	lt, ok := e.h.Tab().(*localTab)
-	if !ok || lt.door == nil {
+	lt, ok := e.h.Tab().(*sc.Tab)
+	if !ok || lt.Door() == nil {
 		return func() {}
 	}
-	return floor.GrantCall(lt.door, vs, e.landedURL)
+	return floor.GrantCall(lt.Door(), vs, e.landedURL)
 }

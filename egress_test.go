@@ -280,7 +280,7 @@ func TestEgressProxyCannotBeRemoved(t *testing.T) {
 		{"--proxy-server": "direct://"},
 	} {
 		s := newTestSidecar(t, WithChromiumFlags(f))
-		_, err := s.open(testCtx(t), "k")
+		_, err := s.Open(testCtx(t), "k")
 		require.Error(t, err, "%v", f)
 		assert.Regexp(t, "managed by the sidecar|a flag name is", err.Error(), "%v", f)
 		assert.Zero(t, s.Starts()-1, "one attempt, no Chromium left running")
@@ -288,7 +288,7 @@ func TestEgressProxyCannotBeRemoved(t *testing.T) {
 	}
 
 	s := newTestSidecar(t)
-	_, err := s.open(testCtx(t), "k")
+	_, err := s.Open(testCtx(t), "k")
 	require.NoError(t, err)
 	args := cmdline(currentProc(t, s).PID())
 	var proxy string

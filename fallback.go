@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"slices"
-	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/health"
-	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/provider"
@@ -25,10 +22,6 @@ import (
 // session key (internal/health keeps it, with the single probe), the one log
 // line per outage, and the local floor that takes a cloud session's place.
 // The successful path is cloud.go's.
-
-// errProviderFellBack is the cause of a session the provider returned
-// already marked FallbackFromCloud: it has told us the cloud is not there.
-var errProviderFellBack = errors.New("provider session came back marked fallback from cloud")
 
 // errConcurrencyLimit is the reason of a cloud session that ran locally
 // because the provider's sessions were all taken ([WithProviderConcurrency]).
@@ -46,27 +39,14 @@ func (r *Router) logProviderFailure(ctx context.Context, key string, err error, 
 		slog.Duration("retry_after", window),
 		slog.String("error", err.Error()),
 	}
-	var pe *provider.Error
-	if errors.As(err, &pe) {
-		attrs = append(attrs, slog.Int("status", pe.Status))
-		if pe.Code != "" {
-			attrs = append(attrs, slog.String("code", pe.Code))
-		}
-		if pe.ExternalCallID != "" {
-			attrs = append(attrs, slog.String("external_call_id", pe.ExternalCallID))
-		}
-	}
-	if !r.cfg.fallback {
+	attrs = append(attrs, outage.Attrs(err)...)
+	if !r.cfg.Fallback {
 		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider failed and the fallback is off", attrs...)
 		return
 	}
-	if l, ok := r.provider.(provider.SessionParamLister); ok {
-		if keys := l.SessionParamKeys(); len(keys) > 0 {
-			attrs = append(attrs, slog.String("dropped_params", fmt.Sprint(slices.Sorted(slices.Values(keys)))))
-		}
-	}
-	if isConfigError(err) {
-		attrs = append(attrs, slog.String("fix", configFix(err)))
+	attrs = append(attrs, outage.DroppedParams(r.provider)...)
+	if outage.IsConfigError(err) {
+		attrs = append(attrs, slog.String("fix", outage.ConfigFix(err)))
 		r.log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider refused the configuration, falling back to local Chromium", attrs...)
 		return
 	}
@@ -84,13 +64,13 @@ func (r *Router) fallbackEntry(ctx context.Context, key, reason string, cause er
 		// The reason may be a shared store's text: quoted, it stays data.
 		cause = fmt.Errorf("%w: %q", provider.ErrUnavailable, reason)
 	}
-	if !r.cfg.fallback {
+	if !r.cfg.Fallback {
 		if fellBack != nil {
 			r.releaseProviderSession(fellBack)
 		}
 		return nil, fmt.Errorf("hybroute: cloud session failed and the fallback is off (%q): %w", reason, cause)
 	}
-	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.localTimeout)
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.LocalTimeout)
 	defer cancel()
 	defer context.AfterFunc(r.life, cancel)()
 	e, err := r.localEntry(fctx, key, route.Local)
@@ -136,30 +116,15 @@ func (r *Router) releaseProviderSession(s *provider.Session) {
 // releaseTimeout bounds one release: the provider's API call, a tab's close.
 const releaseTimeout = 10 * time.Second
 
-// providerBudget is how long the provider may take to create a session:
-// the creation timeout, or half of what the caller has left when that is
-// less, so the local floor can still start in time for it; never less than
-// minProviderBudget (an impatient caller must not turn a normal provider
-// into an "outage").
-func providerBudget(ctx context.Context, createTimeout time.Duration) time.Duration {
-	b := createTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		b = min(b, max(time.Until(dl)/2, minProviderBudget))
-	}
-	return b
-}
-
-const minProviderBudget = 5 * time.Second
-
 // newFleet is the fleet of the options' store, decorated with tel (a
 // router without a shared store has only its in-process one, which is
 // neither traced nor counted: it cannot fail and is not a dependency to
 // watch).
-func newFleet(cfg *config, provider string, log *slog.Logger, tel *itel.Router) *fleet.Fleet {
-	c := fleet.Config{Local: &store.Memory{}, Timeout: cfg.storeTimeout, Provider: provider, Log: log,
-		Limit: cfg.providerConcurrency, TTL: cfg.slotTTL}
-	if cfg.store != nil {
-		c.Shared = itel.Store{Store: cfg.store, Metrics: tel.Metrics, Tracer: tel.Tracer}
+func newFleet(cfg *config.Config, provider string, log *slog.Logger, tel *itel.Router) *fleet.Fleet {
+	c := fleet.Config{Local: &store.Memory{}, Timeout: cfg.StoreTimeout, Provider: provider, Log: log,
+		Limit: cfg.ProviderConcurrency, TTL: cfg.SlotTTL}
+	if cfg.Store != nil {
+		c.Shared = itel.Store{Store: cfg.Store, Metrics: tel.Metrics, Tracer: tel.Tracer}
 	}
 	return fleet.New(c)
 }
@@ -167,98 +132,17 @@ func newFleet(cfg *config, provider string, log *slog.Logger, tel *itel.Router) 
 // newHealth is the health of provider p, over the fleet's window and probe
 // and on the router's clock.
 func (r *Router) newHealth(p provider.Provider) *health.Health {
-	return health.New(health.Config{Store: r.fleet.Health(), Provider: p.Name(), Cap: r.cfg.maxBackoff,
-		Now: func() time.Time { return r.now() }, Explain: providerFailure(p.Name())})
-}
-
-// providerFailure reads a failure of the provider named name for the
-// health: its account, the window it asked for, and whether it is the
-// configuration's.
-func providerFailure(name string) func(error) health.Failure {
-	return func(err error) health.Failure {
-		f := health.Failure{Reason: fallbackReason(name, err), Config: isConfigError(err)}
-		var pe *provider.Error
-		if errors.As(err, &pe) {
-			f.RetryAfter = pe.RetryAfter
-		}
-		return f
-	}
-}
-
-// isConfigError reports a failure that is the configuration's, not an outage:
-// the key, the project or the plan was refused.
-func isConfigError(err error) bool {
-	return errors.Is(err, provider.ErrAuth) || errors.Is(err, provider.ErrPayment) || errors.Is(err, provider.ErrInvalidParam)
-}
-
-// configFix says what to fix for a configuration error.
-func configFix(err error) string {
-	if errors.Is(err, provider.ErrPayment) {
-		return "the provider's account is out of credits or its plan does not allow the session: check the plan and billing, or the session params"
-	}
-	var pe *provider.Error
-	if errors.As(err, &pe) && errors.Is(err, provider.ErrInvalidParam) {
-		if pe.Param != "" {
-			return "the provider refused the session parameter " + strconv.Quote(pe.Param) + ": change it in the session params (WithSessionParams) or the provider's options"
-		}
-		return "the provider refused a session parameter: check the session params (WithSessionParams) and the provider's options"
-	}
-	return "the provider refused the credentials: check the API key (and the project id, for Browserbase) given to the provider client"
+	return health.New(health.Config{Store: r.fleet.Health(), Provider: p.Name(), Cap: r.cfg.MaxBackoff,
+		Now: func() time.Time { return r.now() }, Explain: outage.Explain(func(err error) string { return fallbackReason(p.Name(), err) })})
 }
 
 // fallbackReason is the short, key-free account of a provider failure that
-// a Result carries, e.g. "provider Browserbase: HTTP 429 RATE_LIMIT_EXCEEDED
-// (retry after 17s)".
+// a Result carries (internal/outage); a browser the guard cannot cover says
+// which it is.
 func fallbackReason(name string, err error) string {
 	var ub *UnsupportedBrowserError
 	if errors.As(err, &ub) {
 		return "provider " + name + ": " + ub.reason()
 	}
-	var pe *provider.Error
-	if errors.As(err, &pe) {
-		s := "provider " + name + ":"
-		if pe.Status != 0 {
-			s += fmt.Sprintf(" HTTP %d", pe.Status)
-		}
-		if pe.Code != "" {
-			s += " " + pe.Code
-		}
-		if pe.Message != "" && pe.Message != pe.Code && (pe.Code == "" || pe.Status != http.StatusTooManyRequests) {
-			// The provider's own words where its status and code do not
-			// say it all: a limit answered 403 says which limit.
-			s += ": " + redact.Cut(pe.Message, 160, len(pe.Message))
-		}
-		if pe.Status == 0 || (pe.Status < 300 && pe.Err != nil) {
-			s += " " + shortCause(pe.Err)
-		}
-		if pe.RetryAfter > 0 {
-			s += " (retry after " + pe.RetryAfter.String() + ")"
-		}
-		return s
-	}
-	return "provider " + name + ": " + shortCause(err)
-}
-
-// shortCause is the last part of an error chain's text, bounded: the part
-// that says what went wrong, without the URL and the path to it.
-func shortCause(err error) string {
-	if err == nil {
-		return "no answer"
-	}
-	switch {
-	case errors.Is(err, context.DeadlineExceeded):
-		return "no answer in time"
-	case errors.Is(err, errProviderFellBack):
-		return err.Error()
-	}
-	s := err.Error()
-	const limit = 160
-	if len(s) > limit {
-		i := limit
-		for i > 0 && !utf8.RuneStart(s[i]) {
-			i--
-		}
-		s = s[:i] + "…"
-	}
-	return s
+	return outage.Reason(name, err)
 }

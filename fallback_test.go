@@ -21,6 +21,7 @@ import (
 	"github.com/hybroute/hybroute/internal/chromium"
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
@@ -279,7 +280,7 @@ func TestProviderFailuresFallBack(t *testing.T) {
 			assert.Contains(t, w.logs.String(), row.status)
 			assert.NotContains(t, w.logs.String(), testAPIKey)
 			assert.ErrorIs(t, w.r.health.Last(), row.sentinel)
-			if isConfigError(row.sentinel) {
+			if outage.IsConfigError(row.sentinel) {
 				assert.Contains(t, w.logs.String(), "level=ERROR", "a configuration error is an ERROR")
 				assert.Contains(t, w.logs.String(), "fix=")
 			}
@@ -403,7 +404,7 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 	assert.Equal(t, 1, logs.Count(fallbackLine))
 	assert.Equal(t, 1, logs.Count("both failed"), "the double failure is logged once")
 	r.mu.Lock()
-	assert.Empty(t, r.sess.m, "no failed session is cached")
+	assert.Empty(t, r.sess.M, "no failed session is cached")
 	r.mu.Unlock()
 }
 
@@ -412,7 +413,7 @@ func TestCloudAndLocalBothFail(t *testing.T) {
 func testHealth(capW time.Duration) (*health.Health, *store.Memory, *testClock) {
 	c := &testClock{t: time.Now()}
 	s := new(store.Memory)
-	return health.New(health.Config{Store: s, Provider: "P", Cap: capW, Now: c.now, Explain: providerFailure("P")}), s, c
+	return health.New(health.Config{Store: s, Provider: "P", Cap: capW, Now: c.now, Explain: outage.Explain(func(err error) string { return fallbackReason("P", err) })}), s, c
 }
 
 func TestEveryFailureOpensAWindow(t *testing.T) {
@@ -431,7 +432,7 @@ func TestEveryFailureOpensAWindow(t *testing.T) {
 			&provider.Error{Err: context.DeadlineExceeded},
 			&provider.Error{Status: 201, Err: errors.New("unexpected EOF")},
 			errors.New("connecting to session s of P: connection refused"),
-			fmt.Errorf("%w: x", errProviderFellBack),
+			fmt.Errorf("%w: x", outage.ErrProviderFellBack),
 			&provider.Error{Status: 503},
 		}, []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute}},
 		{"401 stays at the cap", []error{&provider.Error{Status: 401}, &provider.Error{Status: 429, RetryAfter: time.Second}}, []time.Duration{time.Minute, time.Minute}},
@@ -446,7 +447,7 @@ func TestEveryFailureOpensAWindow(t *testing.T) {
 			assert.Equal(t, row.want[i], w, "%s: failure %d", row.name, i)
 			assert.NotEmpty(t, reason)
 			until, got, _ := store.Window(ctx, "P")
-			if isConfigError(err) {
+			if outage.IsConfigError(err) {
 				// Not an outage: no window in the fleet's store, but this
 				// process holds its creations off the provider, with the
 				// refusal as the reason, until the window has passed.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/storeseam"
 	"github.com/hybroute/hybroute/internal/testlog"
@@ -121,4 +122,4 @@ func TestFleetKilledRouterSlotsComeBack(t *testing.T) {
 }
 
 // withSlotTTL sets the lease ttl (and so the renewal period) of a test router.
-func withSlotTTL(d time.Duration) Option { return func(c *config) { c.slotTTL = d } }
+func withSlotTTL(d time.Duration) Option { return func(c *config.Config) { c.SlotTTL = d } }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/store"
@@ -62,8 +63,8 @@ func (s *flakyStore) ReleaseSlot(ctx context.Context, p, h string) error {
 
 func testFleet(t *testing.T, s store.Store, limit int, logs *testlog.Buffer, opts ...Option) *fleet.Fleet {
 	t.Helper()
-	cfg := defaultConfig()
-	cfg.store, cfg.providerConcurrency, cfg.storeTimeout = s, limit, 100*time.Millisecond
+	cfg := config.Default()
+	cfg.Store, cfg.ProviderConcurrency, cfg.StoreTimeout = s, limit, 100*time.Millisecond
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/route"
@@ -36,9 +37,9 @@ func BenchmarkGuardCost(b *testing.B) {
 		})
 	})
 	cloud := cloudtest.LaunchChromium(b)
-	cfg := defaultConfig()
-	cfg.allowPrivate = true
-	cfg.resolver = testResolver
+	cfg := config.Default()
+	cfg.AllowPrivate = true
+	cfg.Resolver = testResolver
 	pol := newPolicy(&cfg, false, nil)
 	for _, mode := range []string{"off", "on"} {
 		var g *guard.Guard
@@ -139,8 +140,8 @@ func BenchmarkGuardRTT(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cfg := defaultConfig()
-	cfg.resolver = res
+	cfg := config.Default()
+	cfg.Resolver = res
 	pol := newPolicy(&cfg, false, nil)
 	n := 0
 	for _, proto := range []struct {

@@ -3,6 +3,8 @@ package hybroute
 import (
 	"errors"
 
+	sc "github.com/hybroute/hybroute/internal/sidecar"
+
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/remotetab"
 )
@@ -27,8 +29,8 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 	switch t := e.h.Tab().(type) {
 	case *remotetab.Tab:
 		g = t.Guard()
-	case *localTab:
-		g = t.proc.Guard()
+	case *sc.Tab:
+		g = t.Proc().Guard()
 	}
 	if g == nil {
 		return nil, errors.New("hybroute: the tab's browser has no guard")

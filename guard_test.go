@@ -19,13 +19,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/testlog"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // withGuardLookup sets the guard's lookup limit, so a test of a slow
 // lookup does not wait the default limit out.
-func withGuardLookup(d time.Duration) Option { return func(c *config) { c.guardLookup = d } }
+func withGuardLookup(d time.Duration) Option { return func(c *config.Config) { c.GuardLookup = d } }
 
 // guardResolver is the test resolver plus the second public site and the
 // slow names.
@@ -92,7 +93,7 @@ func tabTarget(ctx context.Context) target.ID {
 // load in the session of key and no page the tab opened is left.
 func awaitRefusalAndNoPopup(ctx context.Context, r *Router, key string) error {
 	r.mu.Lock()
-	e := r.sess.m[key]
+	e := r.sess.M[key]
 	r.mu.Unlock()
 	tab := tabTarget(ctx)
 	for {

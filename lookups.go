@@ -1,9 +1,11 @@
 package hybroute
 
+import "github.com/hybroute/hybroute/internal/config"
+
 // Defaults of [WithLookupConcurrency] and [WithMaxHostsPerCall]: a plan
 // resolves each distinct name of a call once, a bounded number at a time
 // (internal/floor's DecideAll).
 const (
-	DefaultLookupConcurrency = 16
-	DefaultMaxHostsPerCall   = 4096
+	DefaultLookupConcurrency = config.LookupConcurrency // 16
+	DefaultMaxHostsPerCall   = config.MaxHostsPerCall   // 4096
 )

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/netpolicy"
 )
 
@@ -16,6 +17,6 @@ func TestWSPatternsOfTheBlockList(t *testing.T) {
 	t.Parallel()
 	rules, err := netpolicy.ParseHostRules([]string{"allowed.test"}, []string{"Bad.test", "*.evil.test", "10.1.2.3", "[::1]", "10.0.0.0/8"})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"ws{s}?://bad.test:*/*", "ws{s}?://*.evil.test:*/*", "ws{s}?://10.1.2.3:*/*", "ws{s}?://[::1]:*/*"}, blockedWebSockets(rules))
-	assert.Nil(t, blockedWebSockets(nil))
+	assert.Equal(t, []string{"ws{s}?://bad.test:*/*", "ws{s}?://*.evil.test:*/*", "ws{s}?://10.1.2.3:*/*", "ws{s}?://[::1]:*/*"}, floor.BlockedWebSockets(rules))
+	assert.Nil(t, floor.BlockedWebSockets(nil))
 }

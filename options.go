@@ -12,110 +12,24 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/hybroute/hybroute/internal/fleet"
-	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/netpolicy"
-	"github.com/hybroute/hybroute/state"
 	"github.com/hybroute/hybroute/store"
 )
 
 // Option configures a [Router].
-type Option func(*config)
-
-// config is everything the options set; defaultConfig has the defaults. New
-// turns the routing part into the router's policy (policy.go, internal/floor); each other
-// part of the library reads the fields it owns.
-type config struct {
-	// routing and the security rules (policy.go)
-	autoLocal      bool
-	allowPrivate   bool
-	allowSecrets   bool
-	cdpURL         string
-	allowedHosts   []string             // WithAllowedHosts
-	blockedHosts   []string             // WithBlockedHosts
-	rules          *netpolicy.HostRules // both, parsed by New
-	cdpClient      *http.Client         // dials the CDP override (WithCDPHTTPClient)
-	resolver       netpolicy.Resolver
-	logger         *slog.Logger
-	allowedSchemes []string
-
-	// the name lookups of a call's plan (internal/floor)
-	lookupConcurrency int
-	maxHostsPerCall   int
-
-	// the local Chromium (internal/sidecar, sidecar_owner.go)
-	chromiumPath  string
-	chromiumFlags map[string]any
-	viewportW     int // every local tab's viewport; 0 leaves Chromium's own
-	viewportH     int
-	profileDir    string // WithProfileDir (internal/profiles); "" keeps every local session off the record
-
-	// the storage state every new browser session starts with (state_session.go)
-	initialState *state.State
-
-	// the JavaScript dialogs of every tab (dialog.go)
-	dialogs DialogPolicy
-
-	// the in-browser guard (internal/guard): how long one paused request's
-	// lookup may take before the request is refused
-	guardLookup time.Duration
-
-	// connect-time egress check of the local browser (internal/egress)
-	egressDialer func(ctx context.Context, network, addr string) (net.Conn, error)
-
-	// sessions (session.go, fallback.go)
-	idleTimeout   time.Duration
-	reapInterval  time.Duration
-	maxBackoff    time.Duration
-	createTimeout time.Duration
-	localTimeout  time.Duration
-	fallback      bool
-
-	// bounded sessions (bounds.go); 0: no cap
-	maxSessions    int
-	maxLocalMemory int64
-
-	// the fleet (store.go, fallback.go)
-	store               store.Store // nil: a MemoryStore of the router's own
-	storeTimeout        time.Duration
-	providerConcurrency int           // 0: no cap
-	slotTTL             time.Duration // a concurrency lease's life without renewal
-
-	// metrics and traces (internal/telemetry); nil: the global providers
-	meterProvider  metric.MeterProvider
-	tracerProvider trace.TracerProvider
-}
-
-// defaultConfig is the configuration of a Router no option has touched.
-func defaultConfig() config {
-	return config{
-		autoLocal:         true,
-		resolver:          net.DefaultResolver,
-		lookupConcurrency: DefaultLookupConcurrency,
-		maxHostsPerCall:   DefaultMaxHostsPerCall,
-		idleTimeout:       120 * time.Second,
-		reapInterval:      30 * time.Second,
-		maxBackoff:        5 * time.Minute,
-		createTimeout:     60 * time.Second,
-		localTimeout:      60 * time.Second,
-		fallback:          true,
-		guardLookup:       guard.LookupTimeout,
-		viewportW:         DefaultViewportWidth,
-		viewportH:         DefaultViewportHeight,
-		storeTimeout:      fleet.DefaultTimeout,
-		slotTTL:           fleet.DefaultTTL,
-	}
-}
+type Option func(*config.Config)
 
 // WithAutoLocalForPrivateURLs sets whether, with a cloud provider, calls that
 // target a private address run on the local sidecar (default true). Off,
 // private URLs are rejected unless [WithAllowPrivateURLs] is also on.
-func WithAutoLocalForPrivateURLs(on bool) Option { return func(c *config) { c.autoLocal = on } }
+func WithAutoLocalForPrivateURLs(on bool) Option { return func(c *config.Config) { c.AutoLocal = on } }
 
 // WithAllowPrivateURLs lets private URLs go to the remote browser when they
 // would otherwise be rejected (auto-local off, or a CDP override). The
 // remote browser usually cannot reach your LAN. Metadata stays blocked.
-func WithAllowPrivateURLs(on bool) Option { return func(c *config) { c.allowPrivate = on } }
+func WithAllowPrivateURLs(on bool) Option { return func(c *config.Config) { c.AllowPrivate = on } }
 
 // WithAllowSecretsInURLs lets URL literals that carry a credential (a
 // credential-named query parameter such as token=, api_key= or
@@ -124,7 +38,7 @@ func WithAllowPrivateURLs(on bool) Option { return func(c *config) { c.allowPriv
 // local browser, and elsewhere (auto-local off, a CDP override) it is
 // refused with [netpolicy.ErrSecretInURL]: the system hybroute replaces keeps such
 // URLs off cloud browsers, whose providers record the URLs they load.
-func WithAllowSecretsInURLs(on bool) Option { return func(c *config) { c.allowSecrets = on } }
+func WithAllowSecretsInURLs(on bool) Option { return func(c *config.Config) { c.AllowSecrets = on } }
 
 // WithCDPURL sends every call to an existing browser at url. Such a browser
 // is not local: hybrid routing is off and private URLs are rejected unless
@@ -135,27 +49,27 @@ func WithAllowSecretsInURLs(on bool) Option { return func(c *config) { c.allowSe
 // on the local Chromium and a browser that cannot be reached falls back to
 // it. WithCDPURL overrides routing instead: nothing runs locally, and a
 // browser that cannot be reached fails the call.
-func WithCDPURL(url string) Option { return func(c *config) { c.cdpURL = url } }
+func WithCDPURL(url string) Option { return func(c *config.Config) { c.CDPURL = url } }
 
 // WithCDPHTTPClient sets the HTTP client the CDP override ([WithCDPURL]) is
 // dialled with: its transport, proxy and trusted roots (a private CA, a
 // self-signed test front). Default http.DefaultClient. A provider's
 // sessions are dialled with the provider's own client
 // ([provider.WithHTTPClient]).
-func WithCDPHTTPClient(hc *http.Client) Option { return func(c *config) { c.cdpClient = hc } }
+func WithCDPHTTPClient(hc *http.Client) Option { return func(c *config.Config) { c.CDPClient = hc } }
 
 // WithResolver sets the resolver names are classified with
 // (default net.DefaultResolver).
-func WithResolver(r netpolicy.Resolver) Option { return func(c *config) { c.resolver = r } }
+func WithResolver(r netpolicy.Resolver) Option { return func(c *config.Config) { c.Resolver = r } }
 
 // WithLookupConcurrency sets how many host names one call's plan resolves at
 // the same time (default [DefaultLookupConcurrency], 16). Each distinct name
 // of a call is resolved once, whatever the number of its literals. n < 1
 // keeps the default.
 func WithLookupConcurrency(n int) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if n > 0 {
-			c.lookupConcurrency = n
+			c.LookupConcurrency = n
 		}
 	}
 }
@@ -167,23 +81,23 @@ func WithLookupConcurrency(n int) Option {
 // the cloud route no connect-time check would stand behind a literal left
 // unchecked. n < 1 keeps the default.
 func WithMaxHostsPerCall(n int) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if n > 0 {
-			c.maxHostsPerCall = n
+			c.MaxHostsPerCall = n
 		}
 	}
 }
 
 // WithLogger sets the logger (default slog.Default()).
-func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+func WithLogger(l *slog.Logger) Option { return func(c *config.Config) { c.Logger = l } }
 
 // WithAllowedSchemes lets URLs of these extra schemes (for example "file")
 // through. Such URLs read this machine, so they are private: they only ever
 // run on the local browser, and are rejected where private URLs are.
 func WithAllowedSchemes(schemes ...string) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		for _, s := range schemes {
-			c.allowedSchemes = append(c.allowedSchemes, strings.ToLower(strings.TrimSuffix(s, ":")))
+			c.AllowedSchemes = append(c.AllowedSchemes, strings.ToLower(strings.TrimSuffix(s, ":")))
 		}
 	}
 }
@@ -194,13 +108,13 @@ func WithAllowedSchemes(schemes ...string) Option {
 // must not resolve or rewrite the address unless it means to: tests use it
 // to send the public stand-in addresses of their fake DNS to loopback.
 func WithEgressDialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) Option {
-	return func(c *config) { c.egressDialer = dial }
+	return func(c *config.Config) { c.EgressDialer = dial }
 }
 
 // WithChromiumPath makes the local sidecar run this Chromium binary (an
 // absolute path, or a name looked up on PATH) instead of searching for one.
 func WithChromiumPath(path string) Option {
-	return func(c *config) { c.chromiumPath = path }
+	return func(c *config.Config) { c.ChromiumPath = path }
 }
 
 // WithChromiumFlags adds command-line flags to the local Chromium. A string
@@ -216,11 +130,11 @@ func WithChromiumPath(path string) Option {
 // ones: site-per-process, disable-site-isolation-trials, single-process)
 // make the start fail.
 func WithChromiumFlags(flags map[string]any) Option {
-	return func(c *config) {
-		if c.chromiumFlags == nil {
-			c.chromiumFlags = make(map[string]any, len(flags))
+	return func(c *config.Config) {
+		if c.ChromiumFlags == nil {
+			c.ChromiumFlags = make(map[string]any, len(flags))
 		}
-		maps.Copy(c.chromiumFlags, flags)
+		maps.Copy(c.ChromiumFlags, flags)
 	}
 }
 
@@ -230,11 +144,11 @@ func WithChromiumFlags(flags map[string]any) Option {
 // headless Chromium's own (780x437 from its 800x600 window). Cloud
 // sessions keep the viewport their provider gives them.
 func WithLocalViewport(width, height int) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if width <= 0 || height <= 0 {
 			width, height = 0, 0
 		}
-		c.viewportW, c.viewportH = width, height
+		c.ViewportW, c.ViewportH = width, height
 	}
 }
 
@@ -242,17 +156,19 @@ func WithLocalViewport(width, height int) Option {
 // beforeunload) are answered on every route; the default dismisses alert,
 // confirm and prompt, and lets a page that asks before it is left go.
 // Every dialog is answered as it opens and reported in [Result.Dialogs].
-func WithDialogPolicy(p DialogPolicy) Option { return func(c *config) { c.dialogs = p } }
+func WithDialogPolicy(p DialogPolicy) Option {
+	return func(c *config.Config) { c.Dialogs = browsertab.DialogPolicy(p) }
+}
 
 // WithIdleTimeout sets how long a session may sit unused before the reaper
 // releases it (default 120 s), and how often the reaper sweeps (default 30 s).
 func WithIdleTimeout(idle, sweep time.Duration) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if idle > 0 {
-			c.idleTimeout = idle
+			c.IdleTimeout = idle
 		}
 		if sweep > 0 {
-			c.reapInterval = sweep
+			c.ReapInterval = sweep
 		}
 	}
 }
@@ -264,9 +180,9 @@ func WithIdleTimeout(idle, sweep time.Duration) Option {
 // deadline still applies: the provider then gets at most half of what is
 // left (but at least 5 s).
 func WithCreateTimeout(d time.Duration) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if d > 0 {
-			c.createTimeout = d
+			c.CreateTimeout = d
 		}
 	}
 }
@@ -276,9 +192,9 @@ func WithCreateTimeout(d time.Duration) Option {
 // (default 60 s). A start a creation gave up on goes on for the next one. A
 // caller's own deadline still applies.
 func WithLocalTimeout(d time.Duration) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if d > 0 {
-			c.localTimeout = d
+			c.LocalTimeout = d
 		}
 	}
 }
@@ -288,7 +204,7 @@ func WithLocalTimeout(d time.Duration) Option {
 // leave the cloud, the call fails with the provider's error, wrapped (so
 // errors.Is(err, [provider.ErrRateLimited]) and the like work); during a back-off
 // window it fails without asking the provider.
-func WithFallback(on bool) Option { return func(c *config) { c.fallback = on } }
+func WithFallback(on bool) Option { return func(c *config.Config) { c.Fallback = on } }
 
 // WithProviderBackoffCap caps the back-off window a provider failure opens
 // (default 5 minutes): an advertised Retry-After, the growing window of
@@ -296,9 +212,9 @@ func WithFallback(on bool) Option { return func(c *config) { c.fallback = on } }
 // configuration error (401, 402, 403), which stays at the cap until a
 // probe succeeds.
 func WithProviderBackoffCap(d time.Duration) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if d > 0 {
-			c.maxBackoff = d
+			c.MaxBackoff = d
 		}
 	}
 }
@@ -308,13 +224,13 @@ func WithProviderBackoffCap(d time.Duration) Option {
 // a no-op unless the application sets it). docs/library.md
 // (Observability) lists the instruments.
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(c *config) { c.meterProvider = mp }
+	return func(c *config.Config) { c.MeterProvider = mp }
 }
 
 // WithTracerProvider sets the OpenTelemetry tracer provider of the router's
 // spans (default: the global one, otel.GetTracerProvider()).
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(c *config) { c.tracerProvider = tp }
+	return func(c *config.Config) { c.TracerProvider = tp }
 }
 
 // WithStore sets the store of the provider's shared state (its back-off
@@ -323,14 +239,14 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // process or across a fleet (github.com/hybroute/hybroute/redisstore),
 // act as one client of the provider. A store that fails or is slow never
 // fails a call: the router uses its in-process state until it answers.
-func WithStore(s store.Store) Option { return func(c *config) { c.store = s } }
+func WithStore(s store.Store) Option { return func(c *config.Config) { c.Store = s } }
 
 // WithStoreTimeout bounds one call to the store (default 500 ms). Past it,
 // the router goes on with its in-process state.
 func WithStoreTimeout(d time.Duration) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if d > 0 {
-			c.storeTimeout = d
+			c.StoreTimeout = d
 		}
 	}
 }
@@ -343,9 +259,9 @@ func WithStoreTimeout(d time.Duration) Option {
 // replica that dies gives its slots back within 30 s. While the store is
 // unreachable each router keeps to n on its own.
 func WithProviderConcurrency(n int) Option {
-	return func(c *config) {
+	return func(c *config.Config) {
 		if n > 0 {
-			c.providerConcurrency = n
+			c.ProviderConcurrency = n
 		}
 	}
 }
@@ -369,7 +285,7 @@ func WithProviderConcurrency(n int) Option {
 // matches a literal or a name all of whose addresses fall in it. Names are
 // compared as Chromium writes them (lower case, punycode).
 func WithAllowedHosts(patterns ...string) Option {
-	return func(c *config) { c.allowedHosts = append(c.allowedHosts, patterns...) }
+	return func(c *config.Config) { c.AllowedHosts = append(c.AllowedHosts, patterns...) }
 }
 
 // WithBlockedHosts refuses hosts that match one of patterns (the syntax of
@@ -377,29 +293,7 @@ func WithAllowedHosts(patterns ...string) Option {
 // address prefix matches a literal in it or a name with any address in it.
 // A blocked host stays blocked when the allow list names it too.
 func WithBlockedHosts(patterns ...string) Option {
-	return func(c *config) { c.blockedHosts = append(c.blockedHosts, patterns...) }
-}
-
-// blockedWebSockets are the offline rules (internal/guard) that stop
-// WebSockets to blocked hosts, which the Fetch domain never pauses: exact
-// hosts, wildcards and single addresses. A wider address prefix cannot be
-// written as a rule (Chromium's matcher honours whole hosts only), nor can
-// an allow list; on the local browser the egress check holds both.
-func blockedWebSockets(r *netpolicy.HostRules) []string {
-	var out []string
-	for _, p := range r.Blocked() {
-		switch {
-		case p.Host != "":
-			out = append(out, "ws{s}?://"+p.Host+":*/*")
-		case p.Suffix != "":
-			out = append(out, "ws{s}?://*"+p.Suffix+":*/*")
-		case p.Prefix.IsSingleIP() && p.Prefix.Addr().Is4():
-			out = append(out, "ws{s}?://"+p.Prefix.Addr().String()+":*/*")
-		case p.Prefix.IsSingleIP():
-			out = append(out, "ws{s}?://["+p.Prefix.Addr().String()+"]:*/*")
-		}
-	}
-	return out
+	return func(c *config.Config) { c.BlockedHosts = append(c.BlockedHosts, patterns...) }
 }
 
 // The default viewport of the local browser's tabs. Headless Chromium's own
@@ -408,8 +302,8 @@ func blockedWebSockets(r *netpolicy.HostRules) []string {
 // when it is made (internal/browsertab's SetViewport), so a call pays
 // nothing for it.
 const (
-	DefaultViewportWidth  = 1280
-	DefaultViewportHeight = 720
+	DefaultViewportWidth  = config.ViewportWidth  // 1280
+	DefaultViewportHeight = config.ViewportHeight // 720
 )
 
 // WithProfileDir keeps a persistent profile for each session on the local
@@ -424,4 +318,4 @@ const (
 // a time may use dir: New fails with [ErrProfileLocked] while another
 // holds it. Directories are made 0700, files 0600. "" (the default) keeps
 // every local session off the record.
-func WithProfileDir(dir string) Option { return func(c *config) { c.profileDir = dir } }
+func WithProfileDir(dir string) Option { return func(c *config.Config) { c.ProfileDir = dir } }

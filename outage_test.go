@@ -27,6 +27,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/teardown"
@@ -367,7 +368,7 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 		require.NoError(t, err)
 		e := &entry{key: key, route: route.Cloud, h: browsertab.NewHandle(fakeTab{})}
 		e.ending.Add(teardown.Provider, func(ctx context.Context) error { return p.ReleaseSession(ctx, s) })
-		r.sess.m[key] = e
+		r.sess.M[key] = e
 	}
 	r.mu.Unlock()
 	api.SetReleaseDelay(200 * time.Millisecond)
@@ -604,7 +605,7 @@ func TestCloseDuringChromiumStartLeavesNothing(t *testing.T) {
 		s := testSidecar(t)
 		errc := make(chan error, 1)
 		go func() {
-			_, err := s.open(context.Background(), "k")
+			_, err := s.Open(context.Background(), "k")
 			errc <- err
 		}()
 		// Close once the process runs (and a moment later: a start has
@@ -669,8 +670,8 @@ func TestCloseDuringChromiumStartLeavesNothing(t *testing.T) {
 func TestConnectCutShortLeavesNoPage(t *testing.T) {
 	t.Parallel()
 	cloud := cloudtest.LaunchChromium(t)
-	cfg := defaultConfig()
-	cfg.resolver = testResolver
+	cfg := config.Default()
+	cfg.Resolver = testResolver
 	pol := newPolicy(&cfg, false, nil)
 	baseline := cloudPages(t, cloud)
 	made, cut := 0, 0

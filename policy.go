@@ -1,6 +1,7 @@
 package hybroute
 
 import (
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/route"
@@ -10,13 +11,13 @@ import (
 // provider or without: the one value the plan, the guard, the landed-URL
 // check and the egress check ask. tel counts the refusals of the guard and
 // the egress check; nil in tests without a router.
-func newPolicy(cfg *config, hasProvider bool, tel *itel.Router) *floor.Policy {
+func newPolicy(cfg *config.Config, hasProvider bool, tel *itel.Router) *floor.Policy {
 	return floor.New(floor.Config{
-		Resolver: cfg.resolver, AllowedSchemes: cfg.allowedSchemes, Hosts: cfg.rules,
-		CDPOverride: cfg.cdpURL != "", HasProvider: hasProvider, AutoLocal: cfg.autoLocal,
-		AllowPrivate: cfg.allowPrivate, AllowSecrets: cfg.allowSecrets, LocalSuffix: LocalSuffix,
-		MaxHostsPerCall: cfg.maxHostsPerCall, LookupConcurrency: cfg.lookupConcurrency,
-		GuardLookup: cfg.guardLookup, WSRules: blockedWebSockets(cfg.rules),
+		Resolver: cfg.Resolver, AllowedSchemes: cfg.AllowedSchemes, Hosts: cfg.Rules,
+		CDPOverride: cfg.CDPURL != "", HasProvider: hasProvider, AutoLocal: cfg.AutoLocal,
+		AllowPrivate: cfg.AllowPrivate, AllowSecrets: cfg.AllowSecrets, LocalSuffix: LocalSuffix,
+		MaxHostsPerCall: cfg.MaxHostsPerCall, LookupConcurrency: cfg.LookupConcurrency,
+		GuardLookup: cfg.GuardLookup, WSRules: floor.BlockedWebSockets(cfg.Rules),
 		Refused: tel.Refused, Unsupported: unsupportedBrowser,
 	})
 }

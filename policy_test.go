@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/route"
@@ -32,8 +33,8 @@ func setupPolicy(t *testing.T, name string) *floor.Policy {
 	t.Helper()
 	s, ok := policySetups[name]
 	require.True(t, ok, name)
-	cfg := defaultConfig()
-	cfg.resolver = testResolver
+	cfg := config.Default()
+	cfg.Resolver = testResolver
 	for _, o := range s.opts {
 		o(&cfg)
 	}

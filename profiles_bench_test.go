@@ -48,7 +48,7 @@ func BenchmarkProfileJar(b *testing.B) {
 		if err := os.WriteFile(filepath.Join(pd, profiles.CookiesFile), jar, 0o600); err != nil {
 			b.Fatal(err)
 		}
-		tab, err := s.open(ctx, "k")
+		tab, err := s.Open(ctx, "k")
 		if err != nil {
 			b.Fatal(err)
 		}

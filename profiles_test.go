@@ -187,12 +187,12 @@ func TestProfileHandsOverFromAnEndingSession(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, ps.Close()) })
 
-	old, err := s.open(ctx, "k")
+	old, err := s.Open(ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, ps.Restore(ctx, profileTab(old), "k"))
 	navigate(t, ctx, old, site.URL+"/login")
 
-	fresh, err := s.open(ctx, "k")
+	fresh, err := s.Open(ctx, "k")
 	require.NoError(t, err)
 	require.NoError(t, ps.Restore(ctx, profileTab(fresh), "k"))
 	navigate(t, ctx, fresh, site.URL+"/who")

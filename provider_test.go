@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/providertest"
+	"github.com/hybroute/hybroute/internal/redact"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -172,7 +173,7 @@ func TestRedactURL(t *testing.T) {
 	}
 	for _, row := range rows {
 		t.Run(row.proves, func(t *testing.T) {
-			assert.Equal(t, row.want, redactURL(row.in))
+			assert.Equal(t, row.want, redact.URL(row.in))
 		})
 	}
 }

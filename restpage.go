@@ -16,16 +16,8 @@ import (
 // of a CDP URL. The router keeps them like any cloud session (one per key,
 // released, reaped, counted), and the verdicts still decide where each call
 // runs: a private URL goes to the local sidecar, metadata is refused before
-// any request. On such a session:
-//
-//   - a call made with [DrivesREST] hands its run a [RESTPage] ([Call.REST]),
-//     whose every answer names the URL the tab is on; that URL is the
-//     landed URL the router re-checks after the call, and a tab refused its
-//     landing is replaced by a fresh blank one ([provider.RESTDriver.Reset]);
-//   - any other call, whose run speaks CDP, fails with [ErrNoCDPEndpoint]
-//     and its no-CDP message, without running, unless the fallback took the
-//     call (the provider could not give a session, and a local Chromium
-//     stands in: that one speaks CDP).
+// any request. A run drives such a session through a [RESTPage] ([Call.REST],
+// [DrivesREST]); what Exec does with one that speaks CDP only, Exec says.
 //
 // What the guard cannot see there is said in docs/security.md (Known limits):
 // with no CDP connection there is no request guard inside that browser.
@@ -197,11 +189,10 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 // opens http and https only).
 func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *restTab) (string, bool, error) {
 	landed := e.landedURL()
-	refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, landed, e.guard.Lookups()), e.route)
+	refused := r.pol.RefuseLanding(ctx, landed, e.route, &e.guard)
 	if refused == nil {
 		return landed, false, nil
 	}
-	r.tel.Refused(ctx, "landing", refused)
 	err := fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused)
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()

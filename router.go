@@ -5,24 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 
 	"github.com/chromedp/chromedp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/floor"
-	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/routememory"
+	"github.com/hybroute/hybroute/internal/sessions"
 	"github.com/hybroute/hybroute/internal/statesync"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
@@ -44,7 +46,7 @@ const DefaultSessionKey = "default"
 
 // Router routes browser calls. It is safe for concurrent use.
 type Router struct {
-	cfg      config
+	cfg      config.Config
 	pol      *floor.Policy // what the options allow, asked by the plan, the guard, the landing check and the egress check
 	provider provider.Provider
 	calls    itel.Provider // provider, traced and counted: how the router calls it
@@ -64,9 +66,9 @@ type Router struct {
 	endLife context.CancelFunc
 
 	mu     sync.Mutex
-	routes routememory.Memory // the last route each session key's calls took
-	states statesync.Memory   // each session key's storage state, once loaded (state_session.go)
-	sess   sessions           // guarded by mu, but for its own WaitGroup and singleflight
+	routes routememory.Memory      // the last route each session key's calls took
+	states statesync.Memory        // each session key's storage state, once loaded (state_session.go)
+	sess   *sessions.Cache[*entry] // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 
 	ended endedSessions // each key's last ended cloud session, for Replay (replay.go)
@@ -77,37 +79,27 @@ type Router struct {
 // with it: Close stops its background reaper and releases every session.
 func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r := &Router{
-		cfg:      defaultConfig(),
+		cfg:      config.Default(),
 		provider: p,
 		now:      time.Now,
 		routes:   routememory.New(routememory.Max),
-		sess:     sessions{m: make(map[string]*entry), inFlight: make(map[string]*creation)},
+		sess:     sessions.New[*entry](),
 	}
 	for _, o := range opts {
 		if o != nil {
 			o(&r.cfg)
 		}
 	}
-	if r.cfg.resolver == nil {
-		r.cfg.resolver = net.DefaultResolver
-	}
-	if r.cfg.logger == nil {
-		r.cfg.logger = slog.Default()
-	}
-	r.log = r.cfg.logger
-	rules, err := netpolicy.ParseHostRules(r.cfg.allowedHosts, r.cfg.blockedHosts)
+	err := r.cfg.Finish()
 	if err != nil {
 		return nil, err
 	}
-	r.cfg.rules = rules
-	if err := r.cfg.checkInitialState(); err != nil {
-		return nil, err
-	}
+	r.log = r.cfg.Logger
 	name := ""
 	if p != nil {
 		name = p.Name()
 	}
-	r.tel = newTelemetry(r.cfg.meterProvider, r.cfg.tracerProvider, name)
+	r.tel = newTelemetry(r.cfg.MeterProvider, r.cfg.TracerProvider, name)
 	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
 	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.Tracer, Log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
@@ -119,17 +111,17 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r.side.observe = r.tel.QueuedAfter
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if r.pol.Override {
-		if err := checkCDPURL(r.cfg.cdpURL); err != nil {
+		if err := floor.CheckCDPURL(r.cfg.CDPURL); err != nil {
 			return nil, err
 		}
 	}
-	if r.cfg.profileDir != "" {
-		if r.profiles, err = profiles.Open(r.cfg.profileDir, r.log); err != nil {
+	if r.cfg.ProfileDir != "" {
+		if r.profiles, err = profiles.Open(r.cfg.ProfileDir, r.log); err != nil {
 			return nil, err
 		}
 	}
 	if p != nil && !r.pol.Override && r.fleet.Limit() > 0 {
-		r.sess.wg.Go(func() { r.fleet.KeepLeases(r.life) })
+		r.sess.WG.Go(func() { r.fleet.KeepLeases(r.life) })
 	}
 	return r, nil
 }
@@ -140,10 +132,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 // starts anything: it returns at once. ctx bounds the wait, not the start,
 // which goes on for the first call.
 func (r *Router) Warm(ctx context.Context) error {
-	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	if closed {
+	if r.isClosed() {
 		return ErrClosed
 	}
 	if _, err := r.side.Browser(ctx); err != nil {
@@ -281,10 +270,7 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	if err := ctx.Err(); err != nil {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
 	}
-	r.mu.Lock()
-	closed := r.closed
-	r.mu.Unlock()
-	if closed {
+	if r.isClosed() {
 		return Plan{}, ErrClosed
 	}
 	p := Plan{Verdicts: make([]netpolicy.Verdict, len(urls))}
@@ -310,10 +296,10 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 	p.CacheKey = r.pol.CacheKey(key, p.Route)
 	if len(errs) > 0 {
 		r.tel.CountPlan(ctx, int(p.Route), p.Verdicts, itel.LeadingReason(errs))
-		return p, blockedCall(errs)
+		return p, floor.JoinRefusals(errs)
 	}
 	r.tel.CountPlan(ctx, int(p.Route), p.Verdicts, 0)
-	r.logPlan(ctx, key, p)
+	itel.LogPlan(ctx, r.log, key, p.Route, p.CacheKey, len(p.Verdicts))
 	return p, nil
 }
 
@@ -334,25 +320,6 @@ func normalizeKey(k string) (string, error) {
 	return k, nil
 }
 
-// blockedCall joins the errors of the blocked literals, metadata first, so
-// the message leads with the most serious reason.
-func blockedCall(errs []error) error {
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	rank := func(e error) int {
-		for i, want := range [...]error{netpolicy.ErrMetadata, netpolicy.ErrInvalidURL, netpolicy.ErrPrivate, netpolicy.ErrHostRule, netpolicy.ErrSecretInURL} {
-			if errors.Is(e, want) {
-				return i
-			}
-		}
-		return 5
-	}
-	sorted := slices.Clone(errs)
-	slices.SortStableFunc(sorted, func(a, b error) int { return rank(a) - rank(b) })
-	return errors.Join(sorted...)
-}
-
 // remember sets the route of the session key's last call.
 func (r *Router) remember(key string, route route.Route) {
 	now := time.Now().UnixNano()
@@ -363,17 +330,6 @@ func (r *Router) remember(key string, route route.Route) {
 	}
 	r.startReaper()
 	r.routes.Put(key, route, now)
-}
-
-func (r *Router) logPlan(ctx context.Context, key string, p Plan) {
-	if !r.log.Enabled(ctx, slog.LevelDebug) {
-		return
-	}
-	r.log.LogAttrs(ctx, slog.LevelDebug, "hybroute plan",
-		slog.String("session", key),
-		slog.String("route", p.Route.String()),
-		slog.String("cache_key", p.CacheKey),
-		slog.Int("urls", len(p.Verdicts)))
 }
 
 // Close releases every session (cloud sessions through the provider, local
@@ -438,7 +394,7 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
 	}
-	return r.execPlan(s.onContext(ctx), p, run, s.rest)
+	return r.execPlan(admission.OnContext(ctx, s.run, s.wait), p, run, s.rest)
 }
 
 // Navigate opens rawURL in the session's tab. Navigation picks the
@@ -484,7 +440,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
 	}
 	defer func() { e.touch(); e.inUse.Add(-1) }()
-	if d := runTimeout(ctx); d > 0 {
+	if d := admission.RunTimeout(ctx); d > 0 {
 		// The run's own budget starts now that the session is here: the
 		// wait for it was the queue's part (RunTimeout).
 		var cancelRun context.CancelFunc
@@ -533,7 +489,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	defer rspan.End()
 	cctx, cancel := e.h.Bind(rctx)
 	defer cancel()
-	cctx, stopHold := e.h.Held.Interrupts(cctx, r.cfg.dialogs.Hold, ErrDialogOpen)
+	cctx, stopHold := e.h.Held.Interrupts(cctx, r.cfg.Dialogs.Hold, ErrDialogOpen)
 	defer stopHold()
 	started := time.Now()
 	front := e.h.Context()
@@ -544,7 +500,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		cctx, cancelFront = e.h.Bind(rctx)
 		defer cancelFront()
 	}
-	if lt, ok := e.h.Tab().(*localTab); ok {
+	if lt, ok := e.h.Tab().(*sc.Tab); ok {
 		lt.Settled() // the sidecar's next spare is made now, not during this call
 	}
 	r.tel.Ran(ctx, res.Route.String(), started)
@@ -566,7 +522,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The
 		// tab leaves the error page for a clean one, as after a landing.
-		res.SentToBlank, gerr = toBlank(cctx, gerr)
+		res.SentToBlank, gerr = browsertab.ToBlank(cctx, gerr)
 		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", e.route, p.CacheKey, errors.Join(gerr, runErr))
 	}
 	if err := runErr; err != nil {
@@ -594,56 +550,10 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	return res, err
 }
 
-// checkLanding re-checks the URL the tab landed on: redirects and scripts
-// can take a page where no literal said it would go.
-// Every page of the session is checked: the tab, and the popups its pages
-// opened (a refused popup is closed). chrome-error://chromewebdata/ is
-// where a failed load leaves a page: it ran nothing, so it passes.
+// checkLanding re-checks every page of the session where the call left
+// it: the front tab and the popups its pages opened (internal/floor).
 func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bool, error) {
 	landed := e.landedURL()
-	var err error
-	var blanked bool
-	if refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, landed, e.guard.Lookups()), e.route); refused != nil {
-		r.tel.Refused(ctx, "landing", refused)
-		blanked, err = toBlank(tabCtx, fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused))
-	}
-	if e.bg == nil {
-		return landed, blanked, err
-	}
-	for id, u := range e.bg.Popups(&e.gs) {
-		if u == "" {
-			// Its navigation was not seen: ask the browser, which names
-			// the URL it is loading or has loaded.
-			qctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
-			u, _ = e.bg.TargetURL(qctx, id)
-			cancel()
-			if u == "" {
-				continue // gone, or about:blank
-			}
-		}
-		refused := r.pol.Refuse(r.pol.ClassifyWith(ctx, u, e.guard.Lookups()), e.route)
-		if refused == nil {
-			continue
-		}
-		r.tel.Refused(ctx, "landing", refused)
-		perr := fmt.Errorf("hybroute: popup %s landed on a blocked address, so it was closed: %w", redactURL(guard.ClipURL(u)), refused)
-		cctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
-		cerr := e.bg.CloseTarget(cctx, id)
-		cancel()
-		if cerr != nil {
-			perr = errors.Join(perr, fmt.Errorf("hybroute: closing the popup: %w", cerr))
-		}
-		err = errors.Join(err, perr)
-	}
+	blanked, err := r.pol.CheckLanding(ctx, tabCtx, landed, e.route, &e.guard, e.bg, &e.gs)
 	return landed, blanked, err
-}
-
-// toBlank sends a tab that was refused a page to about:blank, so it never
-// stays on a blocked page or its error page. It reports whether the tab
-// is there, and returns err with any failure to send it.
-func toBlank(tabCtx context.Context, err error) (bool, error) {
-	if blank := chromedp.Do(tabCtx, chromedp.Navigate("about:blank")); blank != nil {
-		return false, errors.Join(err, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
-	}
-	return true, err
 }

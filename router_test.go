@@ -197,7 +197,7 @@ func TestRouteMemoryIsBoundedAndReaped(t *testing.T) {
 	got, _ := r.lastRoute("k199999")
 	assert.Equal(t, route.Cloud, got)
 
-	r.reapIdle(time.Now().Add(r.cfg.idleTimeout + time.Second))
+	r.reapIdle(time.Now().Add(r.cfg.IdleTimeout + time.Second))
 	r.mu.Lock()
 	assert.Zero(t, r.routes.Len(), "idle keys are reaped")
 	r.mu.Unlock()

@@ -9,15 +9,18 @@ import (
 	"sync/atomic"
 	"time"
 
+	sc "github.com/hybroute/hybroute/internal/sidecar"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/sync/singleflight"
 
 	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/internal/sessions"
 	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -74,10 +77,6 @@ func (e *entry) landedURL() string {
 
 func (e *entry) touch() { e.lastUsed.Store(time.Now().UnixNano()) }
 
-// creation marks a session being created, so a Release that comes before
-// it is stored is not lost. released is guarded by Router.mu.
-type creation struct{ released bool }
-
 // errReleasedWhileCreating is what the callers waiting on a creation get
 // when the session was released before it was ready.
 var errReleasedWhileCreating = fmt.Errorf("%w while it was being created", ErrReleased)
@@ -93,18 +92,6 @@ func (e *entry) end() error {
 	return e.ending.Run(ctx)
 }
 
-// sessions is the cache of live sessions, keyed by cache key. Its maps and
-// the reaper's state are guarded by Router.mu.
-type sessions struct {
-	inFlight map[string]*creation // creations not yet stored
-	evicted  admission.Evicted    // keys whose session was evicted, until their next call (bounds.go)
-	m        map[string]*entry
-	creating singleflight.Group
-	wg       sync.WaitGroup // background work: the reaper, creations, guards
-	stop     chan struct{}  // ends the reaper
-	started  bool           // the reaper runs
-}
-
 // acquire returns the live session of the plan's cache key, creating it once
 // however many callers ask at the same time. A failed creation caches
 // nothing, so the next call starts afresh.
@@ -116,7 +103,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			return nil, ErrClosed
 		}
 		r.startReaper()
-		e := r.sess.m[p.CacheKey]
+		e := r.sess.M[p.CacheKey]
 		if e != nil && !e.h.Dead() {
 			e.inUse.Add(1)
 			r.mu.Unlock()
@@ -125,18 +112,18 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 		if e != nil {
 			// The browser died under a cached session: drop it so this
 			// call makes a new one instead of failing on it forever.
-			delete(r.sess.m, p.CacheKey)
-			r.sess.wg.Add(1) // Close waits for this release too
+			delete(r.sess.M, p.CacheKey)
+			r.sess.WG.Add(1) // Close waits for this release too
 			r.mu.Unlock()
 			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser of cached session is gone; recreating",
 				slog.String("cache_key", p.CacheKey), slog.String("route", e.route.String()))
 			_ = e.end()
-			r.sess.wg.Done()
+			r.sess.WG.Done()
 			continue
 		}
 		r.mu.Unlock()
 
-		ch := r.sess.creating.DoChan(p.CacheKey, func() (any, error) {
+		ch := r.sess.Creating.DoChan(p.CacheKey, func() (any, error) {
 			// Counted under mu after the closed check, so Close waits for
 			// every creation it did not prevent.
 			r.mu.Lock()
@@ -144,14 +131,14 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				r.mu.Unlock()
 				return nil, ErrClosed
 			}
-			r.sess.wg.Add(1)
-			mark := &creation{}
-			r.sess.inFlight[p.CacheKey] = mark
+			r.sess.WG.Add(1)
+			mark := &sessions.Creation{}
+			r.sess.InFlight[p.CacheKey] = mark
 			r.mu.Unlock()
-			defer r.sess.wg.Done()
+			defer r.sess.WG.Done()
 			defer func() {
 				r.mu.Lock()
-				delete(r.sess.inFlight, p.CacheKey)
+				delete(r.sess.InFlight, p.CacheKey)
 				r.mu.Unlock()
 			}()
 			// The creation outlives a caller that gives up, so the others
@@ -160,26 +147,21 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			// (a session it made is then released, not left running). The
 			// first caller's deadline only shapes how long the provider may
 			// take before the floor is tried.
-			timeout := r.cfg.createTimeout
+			timeout := r.cfg.CreateTimeout
 			if p.Route == route.Local {
-				timeout = r.cfg.localTimeout
+				timeout = r.cfg.LocalTimeout
 			}
-			budget := providerBudget(ctx, timeout)
+			budget := outage.Budget(ctx, timeout)
 			// The caller's terms for the wait for a turn at the local
-			// browser go along (callsettings.go), and the wait they allow
+			// browser go along (internal/admission), and the wait they allow
 			// is not taken from the opening's own bound.
-			actx, queue := withAdmission(context.WithoutCancel(ctx), ctx)
-			cctx, cancel := context.WithTimeout(actx, timeout+queue)
-			defer cancel()
+			actx, queue := admission.ForCreation(context.WithoutCancel(ctx), ctx)
 			grace := time.Duration(0)
 			if p.Route == route.Cloud && !r.pol.Override {
 				grace = closeGrace
 			}
-			defer context.AfterFunc(r.life, func() {
-				t := time.AfterFunc(grace, cancel)
-				context.AfterFunc(cctx, func() { t.Stop() })
-			})()
-			// A context of its own name: the AfterFunc above reads cctx.
+			cctx, cancel := sessions.Bound(actx, timeout+queue, r.life, grace)
+			defer cancel()
 			sctx, span := r.tel.Tracer.Start(cctx, "hybroute.session.create",
 				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
 			if err := r.makeRoom(sctx, p); err != nil {
@@ -204,7 +186,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				return nil, err
 			}
 			r.mu.Lock()
-			closed, released := r.closed, mark.released
+			closed, released := r.closed, mark.Released
 			if closed || released {
 				r.mu.Unlock()
 				_ = e.end()
@@ -216,37 +198,18 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			}
 			e.touch()
 			r.sessionOpened(cctx, e)
-			r.sess.m[p.CacheKey] = e
+			r.sess.M[p.CacheKey] = e
 			// Started under mu after the closed check, so Close's Wait
 			// cannot miss them.
-			w.Start(&r.sess.wg, r.closed)
+			w.Start(&r.sess.WG, r.closed)
 			r.mu.Unlock()
 			return e, nil
 		})
-		if _, err := await[*entry](ctx, ch); err != nil {
+		if _, err := sessions.Await[*entry](ctx, ch); err != nil {
 			return nil, err
 		}
 		// Loop to take the entry under the lock, which also re-checks
 		// that it did not die or get reaped in between.
-	}
-}
-
-// await waits for the result of a creation shared through singleflight, on
-// behalf of one caller. A caller that gives up returns at once; the
-// creation goes on for the others (its context is not the caller's), and
-// Close ends it. The session cache creates this way (the sidecar's
-// Chromium start waits the same way, in internal/sidecar).
-func await[T any](ctx context.Context, ch <-chan singleflight.Result) (T, error) {
-	select {
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	case res := <-ch:
-		if res.Err != nil {
-			var zero T
-			return zero, res.Err
-		}
-		return res.Val.(T), nil
 	}
 }
 
@@ -265,7 +228,7 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 // ::local path and the fallback all come through here: the local endpoint
 // is resolved one way only.
 func (r *Router) localEntry(ctx context.Context, key string, route route.Route) (*entry, error) {
-	lt, err := r.side.open(ctx, key)
+	lt, err := r.side.Open(ctx, key)
 	if err != nil {
 		return nil, err
 	}
@@ -285,50 +248,23 @@ func (r *Router) localEntry(ctx context.Context, key string, route route.Route) 
 
 // startReaper starts the inactivity reaper once. Called under r.mu.
 func (r *Router) startReaper() {
-	if r.sess.started {
-		return
-	}
-	r.sess.started = true
-	r.sess.stop = make(chan struct{})
-	r.sess.wg.Add(1)
-	go r.reap(r.sess.stop)
-}
-
-func (r *Router) reap(stop <-chan struct{}) {
-	defer r.sess.wg.Done()
-	t := time.NewTicker(r.cfg.reapInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case now := <-t.C:
-			r.reapIdle(now)
-		}
-	}
+	r.sess.StartReaper(r.cfg.ReapInterval, func(now time.Time) { r.reapIdle(now) })
 }
 
 // reapIdle releases the sessions idle longer than the idle timeout, and the
 // ones whose browser died.
 func (r *Router) reapIdle(now time.Time) int {
-	var idle []*entry
 	r.mu.Lock()
 	// A sticky route outlives its sessions only as long as a session
 	// would: after that, the key starts afresh, and memory stays bound.
-	r.routes.ForgetIdle(now.Add(-r.cfg.idleTimeout).UnixNano(), func(k string) bool {
-		return r.sess.m[k] != nil || r.sess.m[k+LocalSuffix] != nil
+	r.routes.ForgetIdle(now.Add(-r.cfg.IdleTimeout).UnixNano(), func(k string) bool {
+		return r.sess.M[k] != nil || r.sess.M[k+LocalSuffix] != nil
 	})
-	for k, e := range r.sess.m {
-		if e.inUse.Load() > 0 {
-			continue
-		}
-		if e.h.Dead() || now.Sub(time.Unix(0, e.lastUsed.Load())) > r.cfg.idleTimeout {
-			delete(r.sess.m, k)
-			idle = append(idle, e)
-		}
-	}
+	idle := r.sess.TakeIf(func(e *entry) bool {
+		return e.inUse.Load() == 0 && (e.h.Dead() || now.Sub(time.Unix(0, e.lastUsed.Load())) > r.cfg.IdleTimeout)
+	})
 	r.mu.Unlock()
-	if r.cfg.maxLocalMemory > 0 {
+	if r.cfg.MaxLocalMemory > 0 {
 		_ = r.shedMemory(context.Background(), false)
 	}
 	for _, e := range idle {
@@ -355,28 +291,19 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 		return err
 	}
 	r.mu.Lock()
-	var es []*entry
-	for _, k := range [...]string{key, key + LocalSuffix} {
-		if c := r.sess.inFlight[k]; c != nil {
-			c.released = true
-		}
-		if e := r.sess.m[k]; e != nil {
-			delete(r.sess.m, k)
-			es = append(es, e)
-		}
-	}
+	es := r.sess.Take(key, key+LocalSuffix)
 	r.routes.Delete(key)
 	r.states.Forget(key)
-	r.sess.evicted.Take(key)
-	r.sess.evicted.Take(key + LocalSuffix)
+	r.sess.Evicted.Take(key)
+	r.sess.Evicted.Take(key + LocalSuffix)
 	// Counted under mu while the entries were still in the map, so a
 	// Close that comes now waits for these releases too.
-	r.sess.wg.Add(len(es))
+	r.sess.WG.Add(len(es))
 	r.mu.Unlock()
 	var errs []error
 	for _, e := range es {
 		errs = append(errs, e.end())
-		r.sess.wg.Done()
+		r.sess.WG.Done()
 	}
 	return errors.Join(errs...)
 }
@@ -386,14 +313,8 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 // time, not one per session.
 func (r *Router) closeSessions() error {
 	r.mu.Lock()
-	es := make([]*entry, 0, len(r.sess.m))
-	for k, e := range r.sess.m {
-		delete(r.sess.m, k)
-		es = append(es, e)
-	}
-	if r.sess.started {
-		close(r.sess.stop)
-	}
+	es := r.sess.TakeIf(func(*entry) bool { return true })
+	r.sess.StopReaper()
 	r.mu.Unlock()
 	r.endLife() // creations in flight stop and give back what they made
 	// The sidecar first: its tabs go with its Chromium, so their releases
@@ -403,21 +324,11 @@ func (r *Router) closeSessions() error {
 		r.profiles.SaveAll() // before the browser contexts go with the Chromium
 	}
 	sideErr := r.side.Close()
-	errs := make([]error, len(es))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, closeParallel)
-	for i, e := range es {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			errs[i] = e.end()
-		})
-	}
-	wg.Wait()
+	errs := sessions.EndAll(es, closeParallel, (*entry).end)
 	// The guards end with their tabs, the reaper with stop, the creations
 	// with life: wait for all.
 	errs = append(errs, sideErr)
-	r.sess.wg.Wait()
+	r.sess.WG.Wait()
 	if c, ok := r.provider.(idleCloser); ok {
 		c.CloseIdleConnections()
 	}
@@ -436,4 +347,6 @@ const closeGrace = 2 * time.Second
 type idleCloser interface{ CloseIdleConnections() }
 
 // profileTab is a local tab as its profile knows it.
-func profileTab(lt *localTab) profiles.Tab { return profiles.Tab{Proc: lt.proc, Context: lt.bcID} }
+func profileTab(lt *sc.Tab) profiles.Tab {
+	return profiles.Tab{Proc: lt.Proc(), Context: lt.BrowserContextID()}
+}

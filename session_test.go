@@ -233,7 +233,7 @@ func TestReaperReleasesIdleSessions(t *testing.T) {
 	require.Eventually(t, func() bool {
 		w.r.mu.Lock()
 		defer w.r.mu.Unlock()
-		return len(w.r.sess.m) == 0
+		return len(w.r.sess.M) == 0
 	}, 20*time.Second, 20*time.Millisecond, "the idle local session is released too")
 
 	// The next call starts over with a new cloud session.
@@ -277,7 +277,7 @@ func TestDeadCloudBrowserIsReplaced(t *testing.T) {
 	w.cloud.Close() // the cloud browser dies under the cached session
 	require.Eventually(t, w.cloud.Exited, 10*time.Second, 10*time.Millisecond)
 	w.r.mu.Lock()
-	e := w.r.sess.m["s"]
+	e := w.r.sess.M["s"]
 	w.r.mu.Unlock()
 	require.NotNil(t, e)
 	require.Eventually(t, e.h.Dead, 10*time.Second, 10*time.Millisecond, "the lost connection marks the tab dead")
@@ -391,7 +391,7 @@ func BenchmarkCloudCallOverhead(b *testing.B) {
 	})
 	b.Run("cdp-round-trip", func(b *testing.B) {
 		w.r.mu.Lock()
-		e := w.r.sess.m["s"]
+		e := w.r.sess.M["s"]
 		w.r.mu.Unlock()
 		for b.Loop() {
 			if _, err := chromedp.Run(e.h.Context(), chromedp.Location()); err != nil {
@@ -457,7 +457,7 @@ func TestStickyRoutesAreForgottenWithTheirSessions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, route.Local, p.Route, "a recent route is kept")
 
-	r.reapIdle(time.Now().Add(r.cfg.idleTimeout + time.Second))
+	r.reapIdle(time.Now().Add(r.cfg.IdleTimeout + time.Second))
 	r.mu.Lock()
 	assert.Zero(t, r.routes.Len(), "an idle key's route is forgotten, so memory stays bound")
 	r.mu.Unlock()
@@ -531,13 +531,13 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 }
 
 // localTabOf is the tab of the cached session of cacheKey, on the sidecar.
-func localTabOf(t *testing.T, r *Router, cacheKey string) *localTab {
+func localTabOf(t *testing.T, r *Router, cacheKey string) *sc.Tab {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.sess.m[cacheKey]
+	e := r.sess.M[cacheKey]
 	require.NotNil(t, e, "no session %q is cached", cacheKey)
-	lt, ok := e.h.Tab().(*localTab)
+	lt, ok := e.h.Tab().(*sc.Tab)
 	require.True(t, ok, "session %q is not on the sidecar", cacheKey)
 	return lt
 }
@@ -573,7 +573,7 @@ func TestSessionKeysAreIsolated(t *testing.T) {
 
 	_, err = r.Navigate(ctx, keyB, site.URL+"/echo", nil)
 	require.NoError(t, err)
-	assert.NotEqual(t, a.bcID, localTabOf(t, r, keyB+LocalSuffix).bcID, "each key has its own browser context")
+	assert.NotEqual(t, a.BrowserContextID(), localTabOf(t, r, keyB+LocalSuffix).BrowserContextID(), "each key has its own browser context")
 	assert.Equal(t, "cookie=", evalOn[string](t, r, keyB, `document.title`), "B's requests carry no cookie of A")
 	assert.Equal(t, "", evalOn[string](t, r, keyB, `document.cookie`))
 	assert.Nil(t, evalOn[*string](t, r, keyB, `localStorage.getItem("who")`), "B sees no storage of A")
@@ -630,10 +630,10 @@ func TestConcurrentCallsShareOneContextPerKey(t *testing.T) {
 	seen := map[cdp.BrowserContextID]string{}
 	for key := range byKey {
 		tab := localTabOf(t, r, key)
-		assert.NotContains(t, seen, tab.bcID, "keys %s and %s share a browser context", key, seen[tab.bcID])
-		seen[tab.bcID] = key
-		assert.Contains(t, contexts, tab.bcID)
-		assert.Equal(t, 1, pagesIn(t, ctx, r.side, tab.bcID), "key %s has one tab", key)
+		assert.NotContains(t, seen, tab.BrowserContextID(), "keys %s and %s share a browser context", key, seen[tab.BrowserContextID()])
+		seen[tab.BrowserContextID()] = key
+		assert.Contains(t, contexts, tab.BrowserContextID())
+		assert.Equal(t, 1, pagesIn(t, ctx, r.side, tab.BrowserContextID()), "key %s has one tab", key)
 	}
 
 	// Warm: 8 more goroutines race the first call of one new key.
@@ -659,10 +659,10 @@ func TestReleaseFreesTheSession(t *testing.T) {
 	require.NoError(t, err)
 	evalOn[bool](t, r, keyA, `document.cookie = "who=alice; path=/"; true`)
 	a := localTabOf(t, r, keyA+LocalSuffix)
-	require.Contains(t, browserContexts(t, ctx, r.side), a.bcID)
+	require.Contains(t, browserContexts(t, ctx, r.side), a.BrowserContextID())
 
 	require.NoError(t, r.Release(ctx, keyA))
-	assert.NotContains(t, browserContexts(t, ctx, r.side), a.bcID, "release disposes of the session's browser context")
+	assert.NotContains(t, browserContexts(t, ctx, r.side), a.BrowserContextID(), "release disposes of the session's browser context")
 	_, err = run(ctx, a, chromedp.Title())
 	assert.Error(t, err, "a released tab is unusable")
 	require.NoError(t, r.Release(ctx, keyA), "releasing twice is harmless")
@@ -670,7 +670,7 @@ func TestReleaseFreesTheSession(t *testing.T) {
 
 	_, err = r.Navigate(ctx, keyA, site.URL+"/echo", nil)
 	require.NoError(t, err)
-	assert.NotEqual(t, a.bcID, localTabOf(t, r, keyA+LocalSuffix).bcID, "the next call makes a new browser context")
+	assert.NotEqual(t, a.BrowserContextID(), localTabOf(t, r, keyA+LocalSuffix).BrowserContextID(), "the next call makes a new browser context")
 	assert.Equal(t, "cookie=", evalOn[string](t, r, keyA, `document.title`), "the new context has none of the old cookies")
 	assert.True(t, r.side.Alive(), "release keeps Chromium warm")
 }
@@ -707,7 +707,7 @@ func TestConcurrentCallsAndReleases(t *testing.T) {
 	wg.Wait()
 	assert.EqualValues(t, 1, r.side.Starts())
 	r.mu.Lock()
-	n := len(r.sess.m)
+	n := len(r.sess.M)
 	r.mu.Unlock()
 	assert.Len(t, browserContexts(t, testCtx(t), r.side), n, "exactly one browser context per cached session")
 }
@@ -802,7 +802,7 @@ func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
 // the session of key during the current call.
 func awaitRefusal(ctx context.Context, r *Router, key string) error {
 	r.mu.Lock()
-	e := r.sess.m[key]
+	e := r.sess.M[key]
 	r.mu.Unlock()
 	for e.guard.Err() == nil {
 		select {
@@ -859,5 +859,5 @@ func TestReleaseDuringCreationIsNotLost(t *testing.T) {
 	require.ErrorIs(t, <-done, errReleasedWhileCreating)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	assert.Empty(t, r.sess.m, "the released session was not stored")
+	assert.Empty(t, r.sess.M, "the released session was not stored")
 }

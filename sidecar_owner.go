@@ -5,9 +5,8 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/chromedp/cdproto/cdp"
-
 	"github.com/hybroute/hybroute/internal/admission"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
@@ -19,7 +18,7 @@ import (
 // the router comes through its sc.Config: the options it reads, the guard
 // and the egress proxy of each process it starts, both deciding with the
 // router's policy on the local browser, and the turn to open a tab
-// (admission.go). The sidecar holds no rule and no config of the router's.
+// (internal/admission). The sidecar holds no rule and no config of the router's.
 
 // maxTabsAtOnce bounds the new tabs the sidecar makes at the same time.
 const maxTabsAtOnce = 4
@@ -35,8 +34,8 @@ type sidecar struct {
 
 // newSidecar makes the sidecar of a router with cfg, whose local browser
 // decides with pol. It starts nothing; the first open starts Chromium.
-func newSidecar(cfg *config, pol *floor.Policy) *sidecar {
-	log := cfg.logger
+func newSidecar(cfg *config.Config, pol *floor.Policy) *sidecar {
+	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -44,17 +43,17 @@ func newSidecar(cfg *config, pol *floor.Policy) *sidecar {
 	s.Sidecar = sc.New(sc.Config{
 		Guard: func() *guard.Guard { return floor.NewGuard(pol, log, route.Local) },
 		Egress: func(ctx context.Context) (*egress.Proxy, error) {
-			return floor.StartEgress(ctx, pol, cfg.egressDialer, log)
+			return floor.StartEgress(ctx, pol, cfg.EgressDialer, log)
 		},
 		Turn: s.turn,
 		// A spare's making counts in the queue's estimate: its first
 		// estimate comes from the spare made at start, before a burst of
 		// sessions asks.
 		Opened:         s.tabs.Sample,
-		Path:           cfg.chromiumPath,
-		Flags:          cfg.chromiumFlags,
-		ViewportWidth:  cfg.viewportW,
-		ViewportHeight: cfg.viewportH,
+		Path:           cfg.ChromiumPath,
+		Flags:          cfg.ChromiumFlags,
+		ViewportWidth:  cfg.ViewportW,
+		ViewportHeight: cfg.ViewportH,
 		NoChromium:     ErrNoChromium,
 		Dead:           errLocalDead,
 		Log:            log,
@@ -62,32 +61,18 @@ func newSidecar(cfg *config, pol *floor.Policy) *sidecar {
 	return s
 }
 
-// open makes a new tab, in a browser context of its own, for the session
-// key. The caller owns the tab and closes it.
-func (s *sidecar) open(ctx context.Context, key string) (*localTab, error) {
-	t, err := s.Open(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	return &localTab{Tab: t, bcID: t.BrowserContextID(), proc: t.Proc(), door: t.Door()}, nil
-}
-
 // turn waits in the admission queue under the terms the call's context
-// carries (admission.go), and has the router record the wait.
+// carries (internal/admission), and has the router record the wait.
 func (s *sidecar) turn(ctx context.Context) (func(opened time.Duration), error) {
-	terms, _ := ctx.Value(admissionKey{}).(admission.Terms)
-	waited, done, err := s.tabs.Wait(ctx, terms)
+	waited, done, err := s.tabs.Wait(ctx, admission.TermsOf(ctx))
 	if s.observe != nil {
 		s.observe(waited, err)
 	}
 	return done, err
 }
 
-// localTab is one session's tab on the sidecar: a page in a browser
-// context of its own. The fields are the sidecar tab's, fixed for its life.
-type localTab struct {
-	*sc.Tab
-	bcID cdp.BrowserContextID
-	proc *sc.Proc
-	door *egress.Door // the context's own door into the egress proxy, and its grant
+// newTabQueue is the admission queue of the local browser's tab openings,
+// whose refusals are [*BusyError]s.
+func newTabQueue(slots int) *admission.Queue {
+	return admission.New(slots, func(b admission.Busy) error { e := BusyError(b); return &e })
 }

@@ -28,6 +28,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/procfs"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
@@ -47,11 +48,11 @@ func requireChromium(tb testing.TB) {
 // the test's output, a resolver that answers nothing (the sidecar tests
 // load IP literals, and no test asks a real DNS server), and the egress
 // dialer that dials loopback only.
-func testConfig(tb testing.TB, opts ...Option) *config {
-	cfg := defaultConfig()
-	cfg.resolver = staticResolver{}
-	cfg.egressDialer = loopbackDialer(tb)
-	cfg.logger = slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+func testConfig(tb testing.TB, opts ...Option) *config.Config {
+	cfg := config.Default()
+	cfg.Resolver = staticResolver{}
+	cfg.EgressDialer = loopbackDialer(tb)
+	cfg.Logger = slog.New(slog.NewTextHandler(tb.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -62,12 +63,12 @@ func testConfig(tb testing.TB, opts ...Option) *config {
 // with no provider (private addresses allowed), or, with privateOK false,
 // a strict one (a provider, auto-local off: private addresses refused).
 func testPolicy(res netpolicy.Resolver, privateOK bool) *floor.Policy {
-	cfg := defaultConfig()
-	cfg.resolver = res
+	cfg := config.Default()
+	cfg.Resolver = res
 	if privateOK {
 		return newPolicy(&cfg, false, nil)
 	}
-	cfg.autoLocal = false
+	cfg.AutoLocal = false
 	return newPolicy(&cfg, true, nil)
 }
 
@@ -101,30 +102,30 @@ func testSite(tb testing.TB) *site {
 func testCtx(tb testing.TB) context.Context { return testenv.Context(tb, time.Minute) }
 
 // run runs one chromedp action on the tab, bounded by ctx.
-func run[T any](ctx context.Context, tab *localTab, a chromedp.Action[T]) (T, error) {
+func run[T any](ctx context.Context, tab *sc.Tab, a chromedp.Action[T]) (T, error) {
 	c, cancel := browsertab.Bind(tab.Context(), ctx)
 	defer cancel()
 	v, err := chromedp.Run(c, a)
 	return v, tab.WrapErr(err)
 }
 
-func navigate(t *testing.T, ctx context.Context, tab *localTab, url string) {
+func navigate(t *testing.T, ctx context.Context, tab *sc.Tab, url string) {
 	t.Helper()
 	// The grant a router's call naming url would give the tab's session.
 	g, _ := floor.GrantOf([]netpolicy.Verdict{testPolicy(staticResolver{}, true).Classify(ctx, url)})
-	tab.door.Set(g)
+	tab.Door().Set(g)
 	_, err := run(ctx, tab, chromedp.Action[chromedp.Void](chromedp.Navigate(url)))
 	require.NoError(t, err)
 }
 
-func title(t *testing.T, ctx context.Context, tab *localTab) string {
+func title(t *testing.T, ctx context.Context, tab *sc.Tab) string {
 	t.Helper()
 	v, err := run(ctx, tab, chromedp.Title())
 	require.NoError(t, err)
 	return v
 }
 
-func eval[T any](t *testing.T, ctx context.Context, tab *localTab, js string) T {
+func eval[T any](t *testing.T, ctx context.Context, tab *sc.Tab, js string) T {
 	t.Helper()
 	v, err := run(ctx, tab, chromedp.Evaluate[T](js))
 	require.NoError(t, err)
@@ -197,7 +198,7 @@ func TestSidecarNavigatesAndReadsTitle(t *testing.T) {
 	ctx := testCtx(t)
 
 	assert.False(t, s.Alive(), "nothing starts before the first open")
-	tab, err := s.open(ctx, "sess::local")
+	tab, err := s.Open(ctx, "sess::local")
 	require.NoError(t, err)
 	assert.True(t, s.Alive())
 
@@ -218,30 +219,30 @@ func TestSidecarConcurrentOpensShareOneStart(t *testing.T) {
 	site := testSite(t)
 	ctx := testCtx(t)
 
-	tabs := make([]*localTab, 8)
+	tabs := make([]*sc.Tab, 8)
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range tabs {
 		wg.Go(func() {
 			<-start
-			tab, err := s.open(ctx, "k"+strconv.Itoa(i))
+			tab, err := s.Open(ctx, "k"+strconv.Itoa(i))
 			assert.NoError(t, err)
 			tabs[i] = tab
 		})
 	}
 	close(start)
 	wg.Wait()
-	require.NotContains(t, tabs, (*localTab)(nil))
+	require.NotContains(t, tabs, (*sc.Tab)(nil))
 	assert.EqualValues(t, 1, s.Starts(), "Chromium is launched once")
 
 	ids := browserContexts(t, ctx, s)
 	assert.Len(t, ids, len(tabs), "one browser context per tab")
 	seen := map[cdp.BrowserContextID]bool{}
 	for _, tab := range tabs {
-		assert.False(t, seen[tab.bcID], "two tabs share a browser context")
-		seen[tab.bcID] = true
-		assert.Contains(t, ids, tab.bcID)
-		assert.Equal(t, 1, pagesIn(t, ctx, s, tab.bcID), "a browser context holds one tab")
+		assert.False(t, seen[tab.BrowserContextID()], "two tabs share a browser context")
+		seen[tab.BrowserContextID()] = true
+		assert.Contains(t, ids, tab.BrowserContextID())
+		assert.Equal(t, 1, pagesIn(t, ctx, s, tab.BrowserContextID()), "a browser context holds one tab")
 	}
 
 	// Contexts share nothing: a cookie and storage set in one are not seen
@@ -263,7 +264,7 @@ func TestSidecarTabCloseDisposesItsContext(t *testing.T) {
 	site := testSite(t)
 	ctx := testCtx(t)
 
-	a, err := s.open(ctx, "A")
+	a, err := s.Open(ctx, "A")
 	require.NoError(t, err)
 	navigate(t, ctx, a, site.URL+"/")
 	eval[bool](t, ctx, a, `document.cookie = "who=alice; path=/"; true`)
@@ -275,9 +276,9 @@ func TestSidecarTabCloseDisposesItsContext(t *testing.T) {
 	assert.Error(t, err, "a closed tab is unusable")
 	require.NoError(t, a.Close(), "closing twice is harmless")
 
-	a2, err := s.open(ctx, "A")
+	a2, err := s.Open(ctx, "A")
 	require.NoError(t, err)
-	assert.NotEqual(t, a.bcID, a2.bcID, "the next open makes a new browser context")
+	assert.NotEqual(t, a.BrowserContextID(), a2.BrowserContextID(), "the next open makes a new browser context")
 	navigate(t, ctx, a2, site.URL+"/echo")
 	assert.Equal(t, "cookie=", title(t, ctx, a2), "the new context has none of the old cookies")
 	assert.True(t, s.Alive(), "closing a tab keeps Chromium warm")
@@ -298,7 +299,7 @@ func TestSidecarCloseKillsAStuckChild(t *testing.T) {
 	site := testSite(t)
 	ctx := testCtx(t)
 	s := testSidecar(t)
-	tab, err := s.open(ctx, "stuck")
+	tab, err := s.Open(ctx, "stuck")
 	require.NoError(t, err)
 	navigate(t, ctx, tab, site.URL)
 	proc := currentProc(t, s)
@@ -333,7 +334,7 @@ func TestSidecarCloseLeavesNothing(t *testing.T) {
 
 	s := testSidecar(t)
 	for _, key := range []string{"a", "b", "c"} {
-		tab, err := s.open(ctx, key)
+		tab, err := s.Open(ctx, key)
 		require.NoError(t, err)
 		navigate(t, ctx, tab, site.URL)
 	}
@@ -370,7 +371,7 @@ func TestSidecarCloseLeavesNothing(t *testing.T) {
 	assert.NoDirExists(t, dataDir, "the temp user-data-dir is removed")
 	require.NoError(t, s.Close(), "close twice is harmless")
 
-	_, err := s.open(ctx, "a")
+	_, err := s.Open(ctx, "a")
 	assert.ErrorIs(t, err, sc.ErrClosed)
 	site.Close()
 }
@@ -382,9 +383,9 @@ func TestSidecarBrowserDeath(t *testing.T) {
 	site := testSite(t)
 	ctx := testCtx(t)
 
-	a, err := s.open(ctx, "A")
+	a, err := s.Open(ctx, "A")
 	require.NoError(t, err)
-	b, err := s.open(ctx, "B")
+	b, err := s.Open(ctx, "B")
 	require.NoError(t, err)
 	navigate(t, ctx, a, site.URL+"/")
 	old := currentProc(t, s)
@@ -399,7 +400,7 @@ func TestSidecarBrowserDeath(t *testing.T) {
 	assert.False(t, s.Alive())
 	assert.NoError(t, a.Close(), "closing a dead tab is harmless")
 
-	a2, err := s.open(ctx, "A")
+	a2, err := s.Open(ctx, "A")
 	require.NoError(t, err, "the next open recovers")
 	assert.True(t, s.Alive())
 	assert.NotEqual(t, old.PID(), currentProc(t, s).PID(), "on a fresh Chromium")
@@ -413,7 +414,7 @@ func TestSidecarBrowserDeath(t *testing.T) {
 func TestSidecarNoChromium(t *testing.T) {
 	// Not parallel: it sets $PATH and $CHROMIUM.
 	s := newTestSidecar(t, WithChromiumPath("/nonexistent"))
-	_, err := s.open(context.Background(), "k")
+	_, err := s.Open(context.Background(), "k")
 	require.ErrorIs(t, err, ErrNoChromium)
 	assert.Contains(t, err.Error(), "apt-get install -y chromium")
 	assert.Contains(t, err.Error(), "WithChromiumPath")
@@ -424,10 +425,10 @@ func TestSidecarNoChromium(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
 	t.Setenv("CHROMIUM", "")
 	s2 := newTestSidecar(t)
-	_, err = s2.open(context.Background(), "k")
+	_, err = s2.Open(context.Background(), "k")
 	require.ErrorIs(t, err, ErrNoChromium)
 	assert.Contains(t, err.Error(), "apt-get install -y chromium")
-	_, err = s2.open(context.Background(), "k")
+	_, err = s2.Open(context.Background(), "k")
 	require.ErrorIs(t, err, ErrNoChromium, "a failure does not poison the key: it is tried again")
 }
 
@@ -437,7 +438,7 @@ func TestSidecarCancelledOpen(t *testing.T) {
 	s := newTestSidecar(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.open(ctx, "k")
+	_, err := s.Open(ctx, "k")
 	require.ErrorIs(t, err, context.Canceled)
 	assert.False(t, s.Alive())
 	assert.EqualValues(t, 0, s.Starts())
@@ -455,7 +456,7 @@ func TestSidecarCancelledOpen(t *testing.T) {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() {
-		_, err := s2.open(ctx, "k")
+		_, err := s2.Open(ctx, "k")
 		errc <- err
 	}()
 	require.Eventually(t, func() bool { _, err := os.Stat(mark); return err == nil }, 30*time.Second, 5*time.Millisecond)
@@ -473,14 +474,14 @@ func TestSidecarCancelledOpen(t *testing.T) {
 	assert.False(t, processGone(pid), "the start goes on without the caller that asked for it")
 	short, cancel2 := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel2()
-	_, err = s2.open(short, "k2")
+	_, err = s2.Open(short, "k2")
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a later open waits for the same start")
 	assert.EqualValues(t, 1, s2.Starts(), "and launches nothing of its own")
 
 	require.NoError(t, s2.Close())
 	assert.True(t, processGone(pid), "close ends the start and kills the half-started process")
 	assert.False(t, s2.Alive())
-	_, err = s2.open(context.Background(), "k")
+	_, err = s2.Open(context.Background(), "k")
 	assert.ErrorIs(t, err, sc.ErrClosed)
 }
 
@@ -489,12 +490,12 @@ func TestSidecarCancelledOpenOnWarmBrowser(t *testing.T) {
 	requireChromium(t)
 	s := newTestSidecar(t)
 	ctx := testCtx(t)
-	_, err := s.open(ctx, "warm")
+	_, err := s.Open(ctx, "warm")
 	require.NoError(t, err)
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	_, err = s.open(cctx, "new")
+	_, err = s.Open(cctx, "new")
 	require.ErrorIs(t, err, context.Canceled)
 	assert.Len(t, browserContexts(t, ctx, s), 1, "no browser context is made for a cancelled open")
 
@@ -504,11 +505,11 @@ func TestSidecarCancelledOpenOnWarmBrowser(t *testing.T) {
 		key := fmt.Sprintf("racy%d", i)
 		cctx, cancel := context.WithCancel(ctx)
 		go func() { time.Sleep(time.Duration(i) * 5 * time.Millisecond); cancel() }()
-		tab, err := s.open(cctx, key)
+		tab, err := s.Open(cctx, key)
 		if err != nil {
 			require.ErrorIs(t, err, context.Canceled)
 		} else {
-			require.NoError(t, tab.Close(), "tab %v", tab.bcID)
+			require.NoError(t, tab.Close(), "tab %v", tab.BrowserContextID())
 		}
 		cancel()
 		assert.Len(t, browserContexts(t, ctx, s), 1, "no half-made tab is left behind")
@@ -520,7 +521,7 @@ func TestSidecarFlags(t *testing.T) {
 	requireChromium(t)
 	s := newTestSidecar(t, WithChromiumFlags(map[string]any{"user-agent": "hybroute-test/1"}))
 	ctx := testCtx(t)
-	tab, err := s.open(ctx, "k")
+	tab, err := s.Open(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, "hybroute-test/1", eval[string](t, ctx, tab, `navigator.userAgent`))
 
@@ -536,12 +537,12 @@ func TestSidecarFlags(t *testing.T) {
 	}
 
 	bad := newTestSidecar(t, WithChromiumFlags(map[string]any{"window-size": 3}))
-	_, err = bad.open(ctx, "k")
+	_, err = bad.Open(ctx, "k")
 	assert.ErrorContains(t, err, "window-size")
 
 	for _, f := range []string{"remote-debugging-port", "site-per-process", "disable-site-isolation-trials"} {
 		managed := newTestSidecar(t, WithChromiumFlags(map[string]any{f: "9222"}))
-		_, err = managed.open(ctx, "k")
+		_, err = managed.Open(ctx, "k")
 		assert.ErrorContains(t, err, "managed by the sidecar", f)
 		assert.False(t, managed.Alive(), f)
 	}
@@ -556,12 +557,12 @@ func TestSidecarConcurrentOpenClose(t *testing.T) {
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
-		kept []*localTab
+		kept []*sc.Tab
 	)
 	for g := range 6 {
 		wg.Go(func() {
 			for i := range 4 {
-				tab, err := s.open(testCtx(t), fmt.Sprintf("k%d-%d", g, i))
+				tab, err := s.Open(testCtx(t), fmt.Sprintf("k%d-%d", g, i))
 				if !assert.NoError(t, err) {
 					continue
 				}

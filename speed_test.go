@@ -80,7 +80,7 @@ func BenchmarkNewKeySideBySide(b *testing.B) {
 			ctx, cancel := step()
 			// The router's parts, on a key of their own.
 			start := time.Now()
-			tab, err := r.side.open(ctx, key+"-parts")
+			tab, err := r.side.Open(ctx, key+"-parts")
 			require.NoError(b, err)
 			open = append(open, time.Since(start))
 			e := &entry{key: key, route: route.Local, h: browsertab.NewHandle(tab)}

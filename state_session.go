@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/statesync"
-	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/route"
 	"github.com/hybroute/hybroute/state"
 )
@@ -26,18 +26,7 @@ import (
 // own). A state that does not pass [state.Parse]'s checks fails New with
 // [state.ErrInvalid].
 func WithInitialState(s *state.State) Option {
-	return func(c *config) { c.initialState = s.Clone() }
-}
-
-// checkInitialState is New's check of WithInitialState.
-func (c *config) checkInitialState() error {
-	if c.initialState == nil {
-		return nil
-	}
-	if err := c.initialState.Check(); err != nil {
-		return fmt.Errorf("hybroute: WithInitialState: %w", err)
-	}
-	return nil
+	return func(c *config.Config) { c.InitialState = s.Clone() }
 }
 
 // stateOf is the state a new browser session of key starts with, or nil.
@@ -45,7 +34,7 @@ func (r *Router) stateOf(key string) *state.State {
 	if st := r.states.Get(key); st != nil {
 		return st
 	}
-	return r.cfg.initialState
+	return r.cfg.InitialState
 }
 
 // LoadState makes st the storage state of sessionKey: its cookies replace
@@ -152,20 +141,23 @@ func (r *Router) SaveState(ctx context.Context, sessionKey string) (*state.State
 // liveEntries are the key's browser sessions, the one its page is on
 // first, each held (inUse) until withEntry lets it go.
 func (r *Router) liveEntries(key string) []*entry {
-	first, other := key, key+LocalSuffix
-	if route, ok := r.lastRoute(key); ok && r.pol.CacheKey(key, route) == other {
-		first, other = other, first
-	}
+	keys := r.pageFirst(key, r.lastRoute)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var es []*entry
-	for _, k := range [...]string{first, other} {
-		if e := r.sess.m[k]; e != nil && !e.h.Dead() {
-			e.inUse.Add(1)
-			es = append(es, e)
-		}
+	es := r.sess.Of(func(e *entry) bool { return !e.h.Dead() }, keys...)
+	for _, e := range es {
+		e.inUse.Add(1)
 	}
 	return es
+}
+
+// pageFirst is the cache keys of key, the one its page is on first: the
+// one of the route its calls took last (last), when it is known.
+func (r *Router) pageFirst(key string, last func(string) (route.Route, bool)) []string {
+	if w, known := last(key); known && r.pol.CacheKey(key, w) == key+LocalSuffix {
+		return []string{key + LocalSuffix, key}
+	}
+	return []string{key, key + LocalSuffix}
 }
 
 // withEntry runs fn on a held entry with its tab to itself (no call runs
@@ -225,7 +217,7 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 		return nil
 	}
 	r.mu.Lock()
-	prev := r.sess.m[prevKey]
+	prev := r.sess.M[prevKey]
 	if prev != nil {
 		prev.inUse.Add(1)
 	}
@@ -247,9 +239,7 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 		return fmt.Errorf("hybroute: carrying the cookies from %s session %q: %w", prev.route, prev.key, err)
 	}
 	_, beyond := r.split(ctx, &state.State{Cookies: loaded.Cookies}, prev.route)
-	merged := beyond.Merge(&state.State{Cookies: cookies})
-	next := loaded.Clone()
-	next.Cookies = merged.Cookies
+	next := statesync.Carried(loaded, beyond, cookies)
 	r.states.Put(key, next)
 	kept, _ := r.split(ctx, &state.State{Cookies: next.Cookies}, e.route)
 	b, err := r.stateBrowser(ctx, e)
@@ -283,21 +273,8 @@ func (r *Router) stateBrowser(ctx context.Context, e *entry) (statesync.Browser,
 }
 
 // split parts st into what may go to a browser at w (kept) and what may
-// not (dropped). On the local browser every cookie may, and every origin
-// its guard would let a page open. On a remote browser only what the
-// router would send there: a public host, or a private one the options
-// let remote browsers open, never one hybrid routing keeps local, never
-// one whose lookup failed (unsure: kept local).
+// not (dropped): on the local browser every cookie may, and every origin
+// floor's MayHold lets it hold.
 func (r *Router) split(ctx context.Context, st *state.State, w route.Route) (kept, dropped *state.State) {
-	return statesync.Split(st, w == route.Local, func(rawURL string) bool {
-		v := r.pol.Classify(ctx, rawURL)
-		ok := r.pol.Refuse(v, w) == nil
-		if w == route.Cloud {
-			// A name under a private-use suffix is private data whatever
-			// it resolves to here.
-			ok = ok && v.ResolveErr == nil && !netpolicy.PrivateUseName(v.Host) &&
-				(v.Class == netpolicy.ClassPublic || v.Class == netpolicy.ClassPrivate) && !r.pol.RoutesLocally(v)
-		}
-		return ok
-	})
+	return statesync.Split(st, w == route.Local, func(rawURL string) bool { return r.pol.MayHold(ctx, rawURL, w) })
 }

@@ -290,7 +290,7 @@ func cookieNames(t *testing.T, r *Router, cacheKey string) []string {
 func liveEntry(t *testing.T, r *Router, cacheKey string) *entry {
 	t.Helper()
 	r.mu.Lock()
-	e := r.sess.m[cacheKey]
+	e := r.sess.M[cacheKey]
 	r.mu.Unlock()
 	require.NotNil(t, e, "session %q", cacheKey)
 	return e

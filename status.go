@@ -5,6 +5,8 @@ import (
 	"slices"
 	"time"
 
+	sc "github.com/hybroute/hybroute/internal/sidecar"
+
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -86,11 +88,11 @@ func (r *Router) Rules() Rules {
 		PrivateURLsLocal:    r.pol.Rule.PrivateOnLocal,
 		PrivateURLsRemote:   r.pol.Rule.PrivateOnCloud,
 		SecretsInURLsRemote: r.pol.Rule.SecretsOnCloud,
-		AllowedHosts:        slices.Clone(r.cfg.allowedHosts),
-		BlockedHosts:        slices.Clone(r.cfg.blockedHosts),
-		AllowedSchemes:      slices.Clone(r.cfg.allowedSchemes),
-		Dialogs:             r.cfg.dialogs,
-		Fallback:            r.cfg.fallback && r.provider != nil && !r.pol.Override,
+		AllowedHosts:        slices.Clone(r.cfg.AllowedHosts),
+		BlockedHosts:        slices.Clone(r.cfg.BlockedHosts),
+		AllowedSchemes:      slices.Clone(r.cfg.AllowedSchemes),
+		Dialogs:             DialogPolicy(r.cfg.Dialogs),
+		Fallback:            r.cfg.Fallback && r.provider != nil && !r.pol.Override,
 		PersistentProfiles:  r.profiles != nil,
 	}
 }
@@ -110,18 +112,11 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 	if r.closed {
 		return SessionStatus{}, ErrClosed
 	}
-	var e *entry
-	if route, ok := r.routes.Get(key); ok {
-		e = r.sess.m[r.pol.CacheKey(key, route)]
-	}
-	for _, k := range [...]string{key, key + LocalSuffix} {
-		if e == nil {
-			e = r.sess.m[k]
-		}
-	}
-	if e == nil || e.released.Load() || e.h.Dead() {
+	es := r.sess.Of(func(*entry) bool { return true }, r.pageFirst(key, r.routes.Get)...)
+	if len(es) == 0 || es[0].released.Load() || es[0].h.Dead() {
 		return st, nil
 	}
+	e := es[0]
 	st.Open, st.Route, st.CacheKey = true, e.route, e.key
 	st.FallbackFromCloud, st.FallbackReason = e.fallback, e.fallbackAccount
 	if e.bg != nil {
@@ -130,7 +125,7 @@ func (r *Router) Status(ctx context.Context, sessionKey string) (SessionStatus, 
 	if c := e.cloud; c != nil {
 		st.LiveViewURL, st.ReplayURL, st.ExpiresAt = c.LiveViewURL, c.ReplayURL, c.ExpiresAt
 	}
-	_, st.Profile = e.h.Tab().(*localTab)
+	_, st.Profile = e.h.Tab().(*sc.Tab)
 	st.Profile = st.Profile && r.profiles != nil
 	return st, nil
 }

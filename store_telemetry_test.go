@@ -12,6 +12,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/hybroute/hybroute/internal/config"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 )
 
@@ -23,9 +24,9 @@ func TestStoreTelemetryDecoratesTheSharedStore(t *testing.T) {
 	p := &telemetryProbe{reader: sdkmetric.NewManualReader(), spans: tracetest.NewSpanRecorder()}
 	tel := newTelemetry(sdkmetric.NewMeterProvider(sdkmetric.WithReader(p.reader)),
 		sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(p.spans)), "Cloud")
-	cfg := defaultConfig()
+	cfg := config.Default()
 	s := &flakyStore{}
-	cfg.store, cfg.providerConcurrency, cfg.storeTimeout = s, 2, 100*time.Millisecond
+	cfg.Store, cfg.ProviderConcurrency, cfg.StoreTimeout = s, 2, 100*time.Millisecond
 	f := newFleet(&cfg, "Cloud", slog.New(slog.DiscardHandler), tel)
 
 	a, ok := f.AcquireSlot(ctx)
@@ -47,8 +48,8 @@ func TestStoreTelemetryDecoratesTheSharedStore(t *testing.T) {
 
 	// The in-process store of a router without a shared one is not a
 	// dependency: it is neither traced nor counted.
-	own := defaultConfig()
-	own.providerConcurrency = 2
+	own := config.Default()
+	own.ProviderConcurrency = 2
 	g := newFleet(&own, "Cloud", slog.New(slog.DiscardHandler), tel)
 	b, ok := g.AcquireSlot(ctx)
 	require.True(t, ok)

@@ -69,13 +69,7 @@ func (r *Router) Tabs(ctx context.Context, sessionKey string) ([]Tab, error) {
 func (r *Router) sessionEntries(key string) []*entry {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var es []*entry
-	for _, k := range [...]string{key, key + LocalSuffix} {
-		if e := r.sess.m[k]; e != nil && !e.released.Load() {
-			es = append(es, e)
-		}
-	}
-	return es
+	return r.sess.Of(func(e *entry) bool { return !e.released.Load() }, key, key+LocalSuffix)
 }
 
 // frontID is the entry's front tab.
@@ -87,13 +81,8 @@ func (e *entry) frontID() target.ID {
 // it (inUse, callMu) for the caller's change. done lets go.
 func (r *Router) holding(key string, id target.ID) (*entry, func(), error) {
 	for _, e := range r.sessionEntries(key) {
-		if e.bg == nil {
+		if e.bg == nil || !e.bg.Owns(&e.gs, id) {
 			continue
-		}
-		if e.frontID() != id {
-			if _, ok := e.bg.Popups(&e.gs)[id]; !ok {
-				continue
-			}
 		}
 		e.inUse.Add(1)
 		e.callMu.Lock()
@@ -188,7 +177,7 @@ func (r *Router) toFront(ctx context.Context, e *entry, id target.ID) error {
 	if e.frontID() == id {
 		return nil
 	}
-	tctx, stop, fresh, err := e.h.PageContext(ctx, id, r.cfg.createTimeout)
+	tctx, stop, fresh, err := e.h.PageContext(ctx, id, r.cfg.CreateTimeout)
 	if err != nil {
 		return err
 	}

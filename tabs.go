@@ -21,7 +21,7 @@ import (
 // fresh one rather than meet this tab again, and a tab with no guard must
 // not run a call.
 func (r *Router) recoverTab(ctx context.Context, e *entry) (bool, error) {
-	retire, err := e.h.Recover(ctx, r.cfg.createTimeout)
+	retire, err := e.h.Recover(ctx, r.cfg.CreateTimeout)
 	if rerr, ok := errors.AsType[*browsertab.ReplaceError](err); ok {
 		r.drop(e)
 		return false, fmt.Errorf("hybroute: replacing a tab that does not answer: %w", rerr.Err)
@@ -62,10 +62,10 @@ func (r *Router) arm(e *entry, what string, retire func()) error {
 		return fmt.Errorf("hybroute: enabling the request guard on %s: %w", what, e.h.WrapErr(err))
 	}
 	r.mu.Lock()
-	w.Start(&r.sess.wg, r.closed)
+	w.Start(&r.sess.WG, r.closed)
 	closed := r.closed
 	if !closed && retire != nil {
-		r.sess.wg.Go(retire)
+		r.sess.WG.Go(retire)
 	}
 	r.mu.Unlock()
 	if closed {
@@ -81,8 +81,8 @@ func (r *Router) arm(e *entry, what string, retire func()) error {
 // calls still on it fail with ErrReleased.
 func (r *Router) drop(e *entry) {
 	r.mu.Lock()
-	if r.sess.m[e.key] == e {
-		delete(r.sess.m, e.key)
+	if r.sess.M[e.key] == e {
+		delete(r.sess.M, e.key)
 	}
 	r.mu.Unlock()
 	_ = e.end()

@@ -21,13 +21,13 @@ func TestDropMarksTheSessionReleased(t *testing.T) {
 	ends := 0
 	e.ending.Add(teardown.Provider, func(context.Context) error { ends++; return nil })
 	r.mu.Lock()
-	r.sess.m[e.key] = e
+	r.sess.M[e.key] = e
 	r.mu.Unlock()
 
 	r.drop(e)
 	assert.True(t, e.released.Load())
 	r.mu.Lock()
-	_, kept := r.sess.m[e.key]
+	_, kept := r.sess.M[e.key]
 	r.mu.Unlock()
 	assert.False(t, kept)
 	assert.NoError(t, e.end())

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 )
@@ -30,7 +31,7 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 			{Err: errConcurrencyLimit, Name: itel.FallbackConcurrency},
 			{Err: ErrUnsupportedBrowser, Name: itel.FallbackUnsupportedBrowser},
 			{Err: errConnecting, Name: itel.FallbackConnectFailed},
-			{Err: errProviderFellBack, Name: itel.FallbackProviderFellBack},
+			{Err: outage.ErrProviderFellBack, Name: itel.FallbackProviderFellBack},
 		}})
 }
 

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
+	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/netpolicy"
@@ -215,13 +216,13 @@ func TestTelemetryPlanAllocatesNothingExtra(t *testing.T) {
 func TestTelemetryCountsEgressRefusals(t *testing.T) {
 	t.Parallel()
 	probe, opts := newTelemetryProbe()
-	cfg := defaultConfig()
+	cfg := config.Default()
 	for _, o := range opts {
 		o(&cfg)
 	}
-	pcfg := defaultConfig()
-	pcfg.resolver = staticResolver{}
-	pol := newPolicy(&pcfg, false, newTelemetry(cfg.meterProvider, cfg.tracerProvider, ""))
+	pcfg := config.Default()
+	pcfg.Resolver = staticResolver{}
+	pol := newPolicy(&pcfg, false, newTelemetry(cfg.MeterProvider, cfg.TracerProvider, ""))
 	e, err := floor.StartEgress(context.Background(), pol, loopbackDialer(t), slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	defer e.Close()

@@ -191,7 +191,7 @@ func TestLocalWebRTCSendsNoUDP(t *testing.T) {
 	logs := &testlog.Buffer{}
 	s := newTestSidecar(t, WithLogger(slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
 	ctx := testCtx(t)
-	tab, err := s.open(ctx, "k")
+	tab, err := s.Open(ctx, "k")
 	require.NoError(t, err)
 	navigate(t, ctx, tab, newSite(t).url("127.0.0.1", "/webrtc"))
 
@@ -274,14 +274,14 @@ func TestLocalWebRTCPolicyIsManaged(t *testing.T) {
 		{"force-webrtc-ip-handling-policy": "default"},
 	} {
 		s := newTestSidecar(t, WithChromiumFlags(f))
-		_, err := s.open(testCtx(t), "k")
+		_, err := s.Open(testCtx(t), "k")
 		require.Error(t, err, "%v", f)
 		assert.Contains(t, err.Error(), "managed by the sidecar", "%v", f)
 		assert.False(t, s.Alive())
 	}
 
 	s := newTestSidecar(t)
-	_, err := s.open(testCtx(t), "k")
+	_, err := s.Open(testCtx(t), "k")
 	require.NoError(t, err)
 	p := currentProc(t, s)
 	args := cmdline(p.PID())

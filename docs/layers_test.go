@@ -45,6 +45,11 @@ var layer = map[string]int{
 	// telemetry or a provider's errors.
 	"internal/fleet":  2,
 	"internal/health": 2,
+	// How a provider's failure reads: its account, whether it is the
+	// configuration's, the provider's share of a creation's time.
+	"internal/outage": 3,
+	// What the root's options set, and their defaults.
+	"internal/config": 3,
 	// The conformance suite every Store runs, public for users' stores.
 	"hybroutetest/storetest": 2,
 	// Stand-ins for the parts users have (provider APIs in front of a
@@ -71,6 +76,8 @@ var layer = map[string]int{
 	"state":              0,
 	"internal/admission": 0,
 	"internal/profiles":  4,
+	// The session cache's mechanics, generic over the router's entry.
+	"internal/sessions": 1,
 	// A seam for the root's tests into store.Memory's records.
 	"internal/storeseam": 0,
 	// The floor as the router applies it: the options turned into one

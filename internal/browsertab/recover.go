@@ -2,7 +2,11 @@ package browsertab
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/chromedp/chromedp"
 )
 
 // ReplaceError is the failure to open a fresh tab in place of one that
@@ -54,4 +58,14 @@ func (h *Handle) Recover(ctx context.Context, replaceTimeout time.Duration) (ret
 		Abandon(old)
 		retireTab()
 	}, nil
+}
+
+// ToBlank sends a tab that was refused a page to about:blank, so it never
+// stays on a blocked page or its error page. It reports whether the tab
+// is there, and returns err with any failure to send it.
+func ToBlank(tabCtx context.Context, err error) (bool, error) {
+	if blank := chromedp.Do(tabCtx, chromedp.Navigate("about:blank")); blank != nil {
+		return false, errors.Join(err, fmt.Errorf("hybroute: sending the tab to about:blank: %w", blank))
+	}
+	return true, err
 }

@@ -211,3 +211,21 @@ func (p *Policy) DecideAll(ctx context.Context, urls []string, vs []netpolicy.Ve
 	}
 	return (*Lookups)(look), err
 }
+
+// MayHold reports whether a browser at w may hold the state (a cookie, a
+// storage) of the origin of rawURL: on the local browser, any origin its
+// guard would let a page open; on a remote one only what the router would
+// send there: a public host, or a private one the options let remote
+// browsers open, never one hybrid routing keeps local, never one whose
+// lookup failed (unsure: kept local).
+func (p *Policy) MayHold(ctx context.Context, rawURL string, w route.Route) bool {
+	v := p.Classify(ctx, rawURL)
+	ok := p.Refuse(v, w) == nil
+	if w == route.Cloud {
+		// A name under a private-use suffix is private data whatever
+		// it resolves to here.
+		ok = ok && v.ResolveErr == nil && !netpolicy.PrivateUseName(v.Host) &&
+			(v.Class == netpolicy.ClassPublic || v.Class == netpolicy.ClassPrivate) && !p.RoutesLocally(v)
+	}
+	return ok
+}

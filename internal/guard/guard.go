@@ -761,6 +761,16 @@ func (g *Guard) Popups(e *Session) map[target.ID]string {
 	return out
 }
 
+// Owns reports whether the page id is one of e's session: its tab or one
+// of its popups.
+func (g *Guard) Owns(e *Session, id target.ID) bool {
+	if id == e.Tab() {
+		return true
+	}
+	_, ok := g.Popups(e)[id]
+	return ok
+}
+
 // TargetURL is the URL the browser reports for a target.
 func (g *Guard) TargetURL(ctx context.Context, id target.ID) (string, error) {
 	ti, err := g.TargetInfo(ctx, id)

@@ -61,3 +61,14 @@ func OriginsOf(st *state.State) []string {
 	}
 	return out
 }
+
+// Carried is the state loaded for a key once the cookies of the browser
+// session it leaves (cookies) are carried over: what of loaded's cookies
+// that browser could not hold (beyond) stays as loaded, the rest is what
+// the browser holds now.
+func Carried(loaded, beyond *state.State, cookies []state.Cookie) *state.State {
+	merged := beyond.Merge(&state.State{Cookies: cookies})
+	next := loaded.Clone()
+	next.Cookies = merged.Cookies
+	return next
+}

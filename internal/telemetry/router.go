@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -210,4 +211,17 @@ func (t *Router) EndAcquire(span trace.Span, got *Acquired, err error) {
 		}
 	}
 	span.End()
+}
+
+// LogPlan logs a call's plan at debug level: its session key, route,
+// cache key and how many URLs it decided on.
+func LogPlan(ctx context.Context, log *slog.Logger, key string, w route.Route, cacheKey string, urls int) {
+	if !log.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	log.LogAttrs(ctx, slog.LevelDebug, "hybroute plan",
+		slog.String("session", key),
+		slog.String("route", w.String()),
+		slog.String("cache_key", cacheKey),
+		slog.Int("urls", urls))
 }
