@@ -96,7 +96,11 @@ func (r *Router) cloudSession(ctx context.Context, key string, budget time.Durat
 			// makes its own too: internal/fleet.)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 			defer cancel()
-			r.ended.remember(key, s) // for Replay: some providers make the replay once it has ended
+			// For Replay: some providers make the replay once it has
+			// ended. What is kept is what a replay call names.
+			ended := *s
+			ended.REST = nil
+			r.ended.Put(key, &ended)
 			return r.calls.ReleaseSession(ctx, s)
 		})
 		return e, nil

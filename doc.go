@@ -51,9 +51,13 @@
 //	hybroute (this package)          call.go (the handle), router.go (plan and
 //	                                 run), session.go, cloud.go, fallback.go
 //	                                 (the floor under a failing provider),
+//	                                 floor.go (the policy, the guard, grants),
 //	                                 options.go, errors.go, status.go
 //	internal/floor                   the options as one policy, and the
 //	                                 decisions the guard and egress carry out
+//	internal/sessions, internal/config, internal/statesync, internal/admission
+//	                                 the session cache; the options' values; a
+//	                                 session's state in its browsers; the queue
 //	internal/guard, internal/egress  the enforcement points inside the browsers
 //	internal/sidecar, internal/remotetab, internal/browsertab
 //	                                 the local Chromium; a remote browser's tab;

@@ -9,13 +9,12 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/store"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Option configures a [Router].
@@ -319,3 +318,11 @@ const (
 // holds it. Directories are made 0700, files 0600. "" (the default) keeps
 // every local session off the record.
 func WithProfileDir(dir string) Option { return func(c *config.Config) { c.ProfileDir = dir } }
+
+// Defaults of [WithLookupConcurrency] and [WithMaxHostsPerCall]: a plan
+// resolves each distinct name of a call once, a bounded number at a time
+// (internal/floor's DecideAll).
+const (
+	DefaultLookupConcurrency = config.LookupConcurrency // 16
+	DefaultMaxHostsPerCall   = config.MaxHostsPerCall   // 4096
+)

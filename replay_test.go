@@ -1,7 +1,6 @@
 package hybroute
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 
@@ -53,12 +52,12 @@ func TestReplayWithoutOne(t *testing.T) {
 	t.Parallel()
 	r := newRouter(t, provider.NewSteel("k", provider.WithBaseURL("http://127.0.0.1:9")), nil)
 	ctx := testCtx(t)
-	r.ended.remember("s", &provider.Session{Key: "s", ID: "sess-1"})
+	r.ended.Put("s", &provider.Session{Key: "s", ID: "sess-1"})
 	_, err := r.Replay(ctx, "s")
 	require.ErrorIs(t, err, provider.ErrNoReplay)
 	assert.Contains(t, err.Error(), "Steel")
 
-	r.ended.remember("s", &provider.Session{Key: "s", ID: "sess-2", ReplayURL: "https://replay.example/sess-2"})
+	r.ended.Put("s", &provider.Session{Key: "s", ID: "sess-2", ReplayURL: "https://replay.example/sess-2"})
 	u, err := r.Replay(ctx, "s")
 	require.NoError(t, err)
 	assert.Equal(t, "https://replay.example/sess-2", u)
@@ -67,20 +66,4 @@ func TestReplayWithoutOne(t *testing.T) {
 	_, err = local.Replay(ctx, "s")
 	require.ErrorIs(t, err, provider.ErrNoReplay)
 	assert.Contains(t, err.Error(), "no cloud session")
-}
-
-// TestEndedSessionsBounded proves the Router keeps the last ended cloud
-// session of the most recent keys only, one per key.
-func TestEndedSessionsBounded(t *testing.T) {
-	t.Parallel()
-	var es endedSessions
-	for i := range maxEndedSessions + 10 {
-		es.remember("k"+strconv.Itoa(i), &provider.Session{ID: "id" + strconv.Itoa(i)})
-	}
-	es.remember("k20", &provider.Session{ID: "again"})
-	assert.Len(t, es.m, maxEndedSessions)
-	assert.Len(t, es.order, maxEndedSessions)
-	assert.Nil(t, es.get("k0"), "the oldest is forgotten")
-	assert.Equal(t, "again", es.get("k20").ID, "a key's last session")
-	assert.Equal(t, "k20", es.order[len(es.order)-1])
 }

@@ -9,13 +9,7 @@ import (
 	"sync"
 	"time"
 
-	sc "github.com/hybroute/hybroute/internal/sidecar"
-
 	"github.com/chromedp/chromedp"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/config"
@@ -25,12 +19,16 @@ import (
 	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/routememory"
 	"github.com/hybroute/hybroute/internal/sessions"
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/statesync"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/urlscan"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // LocalSuffix is appended to a session key to name its local sidecar
@@ -71,7 +69,7 @@ type Router struct {
 	sess   *sessions.Cache[*entry] // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 
-	ended endedSessions // each key's last ended cloud session, for Replay (replay.go)
+	ended sessions.Ended[*provider.Session] // each key's last ended cloud session, for Replay (replay.go)
 }
 
 // New returns a [Router] for the cloud provider p. With p == nil there is no
@@ -557,3 +555,27 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 	blanked, err := r.pol.CheckLanding(ctx, tabCtx, landed, e.route, &e.guard, e.bg, &e.gs)
 	return landed, blanked, err
 }
+
+// ScanURLs returns the URL literals in code, in order of first appearance,
+// deduplicated: the URLs Plan and Exec decide on. code may be in any
+// language an agent writes (JavaScript, TypeScript, Python, Go, shell,
+// JSON, HTML); the scan knows none of them and looks only at what surrounds
+// each ':' and each "//", and at the '\' and '&' that may spell one.
+//
+// It reports URLs of the schemes http, https, ws, wss, ftp, file, chrome,
+// chrome-untrusted, devtools and view-source, and data: URLs; bare
+// host:port tokens and scheme-relative "//host" URLs, as http, where they
+// may name a local host. Each is normalised the way Chromium reads it: the
+// scheme lower-cased, its slashes folded to "//", string escapes, HTML
+// character references and the tabs and newlines Chromium strips decoded
+// (in the scheme name too), a template placeholder ending the URL, trailing
+// punctuation dropped. A URL whose host is a placeholder has no literal
+// host and is not reported. Where the source can be read more than one way,
+// every reading is reported, so that the call fails closed.
+//
+// Plan reads the documents of the data: URLs as well: the URLs they name
+// get verdicts of their own.
+//
+// Results are substrings of code wherever no normalisation was needed. It
+// returns nil when code holds no URL.
+func ScanURLs(code string) []string { return urlscan.Scan(code) }

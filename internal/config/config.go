@@ -35,7 +35,7 @@ const (
 // New turns the routing part into the router's policy (internal/floor);
 // each other part of the library reads the fields it owns.
 type Config struct {
-	// routing and the security rules (policy.go)
+	// routing and the security rules (floor.go, internal/floor)
 	AutoLocal      bool
 	AllowPrivate   bool
 	AllowSecrets   bool
