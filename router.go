@@ -250,7 +250,13 @@ func (r *Router) verdict(ctx context.Context, rawURL string) netpolicy.Verdict {
 // Plan is a dry run: it remembers nothing. Only a call that ran sets the
 // session's route.
 func (r *Router) Plan(ctx context.Context, sessionKey, code string, opts ...CallOption) (Plan, error) {
-	if settingsOf(opts).navigation {
+	return r.planCall(ctx, sessionKey, code, settingsOf(opts))
+}
+
+// planCall plans code as the settings say: a navigation's one URL, or the
+// literals scanned from a script.
+func (r *Router) planCall(ctx context.Context, sessionKey, code string, s callSettings) (Plan, error) {
+	if s.navigation {
 		return r.plan(ctx, sessionKey, []string{code}, true)
 	}
 	return r.plan(ctx, sessionKey, ScanURLs(code), false)
@@ -382,12 +388,7 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 	ctx, span := r.tel.StartCall(ctx, name, sessionKey)
 	defer func() { r.tel.EndCall(span, res.Route, res.CacheKey, res.FallbackFromCloud, err) }()
 	pctx, pspan := r.tel.Tracer.Start(ctx, "hybroute.plan")
-	var p Plan
-	if s.navigation {
-		p, err = r.plan(pctx, sessionKey, []string{code}, true)
-	} else {
-		p, err = r.plan(pctx, sessionKey, ScanURLs(code), false)
-	}
+	p, err := r.planCall(pctx, sessionKey, code, s)
 	r.tel.EndPlan(pspan, p.Route, p.Verdicts, err)
 	if err != nil {
 		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
@@ -405,7 +406,8 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 // setting up the tab, say), and runs as Exec's does. The guard and the
 // landed-URL check hold for whatever run does.
 func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string, run func(ctx context.Context, c *Call) error, opts ...CallOption) (Result, error) {
-	if run == nil {
+	nilRun := run == nil
+	if nilRun {
 		run = func(ctx context.Context, c *Call) error {
 			if page := c.REST(); page != nil {
 				_, err := page.Navigate(ctx, rawURL)
@@ -413,9 +415,14 @@ func (r *Router) Navigate(ctx context.Context, sessionKey, rawURL string, run fu
 			}
 			return chromedp.Do(ctx, chromedp.Navigate(rawURL))
 		}
-		opts = append(opts, DrivesREST())
 	}
-	return r.Exec(ctx, sessionKey, rawURL, run, append(opts, Navigation())...)
+	// A new slice: the caller's opts keep their backing array to themselves.
+	all := make([]CallOption, 0, len(opts)+2)
+	all = append(all, opts...)
+	if nilRun {
+		all = append(all, DrivesREST())
+	}
+	return r.Exec(ctx, sessionKey, rawURL, run, append(all, Navigation())...)
 }
 
 // execPlan runs a planned call on its session. rest says run can drive a

@@ -325,3 +325,23 @@ func TestPlanLogsDecisionNames(t *testing.T) {
 	assert.Contains(t, buf.String(), "route=local")
 	assert.Contains(t, buf.String(), "cache_key=s::local")
 }
+
+// TestNavigateLeavesTheCallersOptionsAlone: Navigate adds options of its
+// own (DrivesREST for a nil run, Navigation) to a new slice, not into the
+// spare room of the caller's.
+func TestNavigateLeavesTheCallersOptionsAlone(t *testing.T) {
+	t.Parallel()
+	r, err := New(nil)
+	require.NoError(t, err)
+	defer r.Close()
+	mark := RunTimeout(time.Second)
+	backing := []CallOption{WaitForTurn(), mark, mark}
+	opts := backing[:1] // room for two more
+	_, err = r.Navigate(context.Background(), "s", "http://169.254.169.254/", nil, opts...)
+	require.ErrorIs(t, err, netpolicy.ErrMetadata, "refused in the plan: no browser starts")
+	for i, o := range backing[1:] {
+		var got callSettings
+		o(&got)
+		assert.Equal(t, time.Second, got.run, "slot %d of the caller's array was written", i+1)
+	}
+}
