@@ -48,26 +48,33 @@ jq:
 lint: jq
 	bash scripts/lint.sh
 
-# The checks first: the tests run only when the lint is clean. Every
-# module's tests run, and the target fails if any failed. They run on
-# Debian's headless shell, which the sidecar prefers when it is installed
-# (a session there costs a third of the CPU of the full browser, so the
-# suite takes a third of the time); `make compat` runs the security matrix
-# on the full browser and on old majors.
+# The checks and every module's tests, at once: the tests mostly wait on
+# browsers, so the lint's CPU fits beside them, and the target fails if the
+# lint or any module's tests failed. The lint's output comes first, then
+# each module's, whole. The tests run on Debian's headless shell, which the
+# sidecar prefers when it is installed (a session there costs a third of
+# the CPU of the full browser); `make compat` runs the security matrix on
+# the full browser and on old majors.
 #
-# go test's own vet pass is off: make lint ran the whole of go vet on
-# every module just before.
+# go test's own vet pass is off: make lint runs the whole of go vet on
+# every module.
 #
-# The modules' tests run at the same time (the commands' and the Redis
-# store's would otherwise wait for the library's, which mostly waits on
-# browsers); each one's output is printed whole when all are done.
-test: headless-shell lint
+# TEST_PARALLEL is how many of a package's parallel tests run at once (go
+# test's -parallel; its default is the number of cores). Most of a browser
+# test's time is spent waiting on the browser, so more than two at a time
+# keep the two cores of CI busy.
+TEST_PARALLEL ?= 4
+test: headless-shell jq
 	@rc=0; out=$$(mktemp -d); i=0; \
+	( t0=$$(date +%s); bash scripts/lint.sh >$$out/lint.log 2>&1; echo $$? >$$out/lint.rc; \
+	  echo $$(( $$(date +%s) - t0 )) >$$out/lint.s ) & \
 	for m in $(MODULES); do \
 		i=$$((i+1)); \
-		( t0=$$(date +%s); cd $$m && $(GO) test -race -count=1 -vet=off -timeout 60m ./... >$$out/$$i.log 2>&1; echo $$? >$$out/$$i.rc; \
+		( t0=$$(date +%s); cd $$m && $(GO) test -race -count=1 -vet=off -parallel $(TEST_PARALLEL) -timeout 60m ./... >$$out/$$i.log 2>&1; echo $$? >$$out/$$i.rc; \
 		  echo $$(( $$(date +%s) - t0 )) >$$out/$$i.s ) & \
 	done; wait; i=0; \
+	echo "make lint ($$(cat $$out/lint.s) s)"; cat $$out/lint.log; \
+	[ "$$(cat $$out/lint.rc)" = 0 ] || rc=1; \
 	for m in $(MODULES); do \
 		i=$$((i+1)); echo "go test -race: $$m ($$(cat $$out/$$i.s) s, compiling included)"; cat $$out/$$i.log; \
 		[ "$$(cat $$out/$$i.rc)" = 0 ] || rc=1; \
@@ -123,8 +130,9 @@ fleet-load: chromium redis
 # system's Chromium, one table row per browser. COMPAT_MAJORS picks the
 # majors; CI runs a few of them.
 COMPAT_MAJORS ?= 130 131 138 143 148 153
+COMPAT_SHELL ?= 1
 compat: chromium
-	bash scripts/compat.sh $(COMPAT_MAJORS)
+	COMPAT_SHELL=$(COMPAT_SHELL) bash scripts/compat.sh $(COMPAT_MAJORS)
 
 # The container image of hybroute mcp (Dockerfile), where Docker exists.
 image:

@@ -20,6 +20,7 @@ import (
 // addresses still run on the local browser, metadata is refused before any
 // request, and browser_exec, which needs CDP, gets the no-CDP message.
 func TestCamofoxToolset(t *testing.T) {
+	t.Parallel()
 	testenv.RequireChromium(t)
 	site := agenttest.NewSite(t)
 	cf := camofoxtest.New(t, "", "--user-agent="+agenttest.CloudUA, "--host-resolver-rules="+agenttest.HostRules)

@@ -13,6 +13,7 @@ import (
 // a SyntaxError while it runs (JSON.parse) runs once, not twice; and the
 // result line carries the page's title as the code left it.
 func TestExecRunsTheCodeOnce(t *testing.T) {
+	t.Parallel()
 	site := agenttest.NewSite(t)
 	ts := newToolset(t, agenttest.NewRouter(t, nil))
 	const s = "once"

@@ -36,6 +36,7 @@ func uploadDir(t *testing.T) string {
 // TestInputTools drives every input tool on the local browser, and checks
 // each one's effect in the page.
 func TestInputTools(t *testing.T) {
+	t.Parallel()
 	site := agenttest.NewInputSite(t)
 	dir := uploadDir(t)
 	r := agenttest.NewRouter(t, nil)

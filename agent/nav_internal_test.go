@@ -13,6 +13,7 @@ import (
 // A command that meets a tab between two documents is sent again until the
 // swap is over; any other answer is the command's, at once.
 func TestWhileAttachingRetriesOnlyTheSwap(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	swap := &cdproto.Error{Code: -32000, Message: detachedPage}
 

@@ -14,6 +14,7 @@ import (
 // TestNavigationTools: forward, reload and resize on the local browser, and
 // a forward into a page the floor refuses.
 func TestNavigationTools(t *testing.T) {
+	t.Parallel()
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
@@ -69,6 +70,7 @@ func TestNavigationTools(t *testing.T) {
 // page has run its first frame after the load event, so what the page
 // does in that frame is there for the next call to read.
 func TestNavigateReturnsAfterTheFirstFrame(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		agenttest.ServePage(w, "frame", nil)
 	}))

@@ -38,6 +38,7 @@ func decodeShot(t *testing.T, r agent.Result) (image.Image, string) {
 // TestScreenshotShapes: an element, JPEG with a quality, and a maximum
 // width or height, on the local browser.
 func TestScreenshotShapes(t *testing.T) {
+	t.Parallel()
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
@@ -96,6 +97,7 @@ func TestScreenshotShapes(t *testing.T) {
 
 // TestScreenshotShapesOnTheCloud: the same options on the cloud browser.
 func TestScreenshotShapesOnTheCloud(t *testing.T) {
+	t.Parallel()
 	site := agenttest.NewSite(t)
 	cloud := agenttest.NewCloud(t)
 	r := agenttest.NewRouter(t, cloud.Provider)

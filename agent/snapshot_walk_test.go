@@ -18,6 +18,7 @@ import (
 // would, hides what is hidden, masks passwords, and keeps its refs out of
 // the page's reach.
 func TestSnapshotWalk(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		agenttest.ServePage(w, "walk", nil)
 	}))

@@ -27,6 +27,7 @@ import (
 // long way, with the same text. The toolset's tabs run without the DOM
 // domain.
 func TestSnapshotInTheWorldOfTheTabsEvents(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		agenttest.ServePage(w, "path", r.URL.Path)
 	}))

@@ -17,6 +17,7 @@ import (
 // then sends the cookie and has the storage. The file is 0600 in the
 // state directory; no value reaches the model.
 func TestStateTools(t *testing.T) {
+	t.Parallel()
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	dir := t.TempDir()
@@ -51,6 +52,7 @@ func TestStateTools(t *testing.T) {
 // directory; a path, a symbolic link, a missing or malformed file, or no
 // state directory at all is a tool error that says so.
 func TestStateToolsRefuseBadNames(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "outside.json")
 	require.NoError(t, os.WriteFile(outside, []byte(`{"cookies":[],"origins":[]}`), 0o600))

@@ -19,6 +19,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/tools.golden.jso
 // client's cache key on it, so a change must be deliberate (go test -run
 // TestToolListIsUnchanged -update rewrites the file).
 func TestToolListIsUnchanged(t *testing.T) {
+	t.Parallel()
 	// The schema is kept as its text: an indented RawMessage would hide
 	// a change of its bytes.
 	type tool struct{ Name, Description, InputSchema string }

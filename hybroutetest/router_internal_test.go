@@ -15,6 +15,7 @@ import (
 // processes and its temporary profile are found by the mark; after Close
 // they are gone, which is what the check waits for.
 func TestLeftoversFindTheRoutersBrowser(t *testing.T) {
+	t.Parallel()
 	site := NewSite(t, nil)
 	r := NewRouter(t, nil)
 	mark := fmt.Sprintf("%d-%d", os.Getpid(), routers.Load())
@@ -64,6 +65,7 @@ func (r *recordTB) finish() {
 // A goroutine started during the test and still running when the Router
 // has closed fails the test, named.
 func TestLeftoverGoroutineFailsTheTest(t *testing.T) {
+	t.Parallel()
 	tb := &recordTB{TB: t}
 	r := NewRouter(tb, nil)
 	stop := make(chan struct{})

@@ -25,6 +25,7 @@ import (
 // by its effect (in the page, on disk, or in the answer). The table must
 // name every tool the server lists: a new tool without a row fails it.
 func TestMCPEveryToolOverHTTP(t *testing.T) {
+	t.Parallel()
 	site := agenttest.NewInputSite(t)
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/file" {

@@ -8,7 +8,9 @@
 # are the headless shells that the npm package @sparticuz/chromium ships
 # (bin/chromium.br, brotli), unpacked once into a cache.
 # Usage: scripts/compat.sh [--fetch] [MAJOR...]; --fetch only fills the
-# cache (CI does that while the tests run).
+# cache (CI does that while the tests run). COMPAT_SHELL=0 leaves out the
+# headless shell's row: CI sets it, as make test has just run the whole
+# suite, these tests included, on that browser.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 # The library's tests build in the workspace, as make test builds them.
@@ -51,37 +53,58 @@ go test -c -o "$cache/guard.test" ./internal/guard || exit 1
 # Every name of the two lists must run on every browser: a test renamed
 # or moved would otherwise leave the matrix without a word.
 named=$(($(tr -cd '|' <<<"$tests" | wc -c) + $(tr -cd '|' <<<"$guard_tests" | wc -c) + 2))
-rows=() failed=0
-run() { # label binary
+# The rows run COMPAT_JOBS at a time (2 by default): a browser test
+# mostly waits on its browser. Each row writes its line, and its failures,
+# to files of its own, which are printed in the matrix's order at the end.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+run() { # index label binary
 	local out ver pass skip fail rc=0
-	ver=$("$2" --version 2>/dev/null | head -1)
-	out=$(CHROMIUM="$2" "$cache/hybroute.test" -test.count=1 -test.timeout=10m -test.v -test.run "$tests" 2>&1) || rc=1
-	out+=$'\n'$(cd internal/guard && CHROMIUM="$2" "$cache/guard.test" -test.count=1 -test.timeout=10m -test.v -test.run "$guard_tests" 2>&1) || rc=1
+	ver=$("$3" --version 2>/dev/null | head -1)
+	out=$(CHROMIUM="$3" "$cache/hybroute.test" -test.count=1 -test.timeout=10m -test.v -test.parallel=8 -test.run "$tests" 2>&1) || rc=1
+	out+=$'\n'$(cd internal/guard && CHROMIUM="$3" "$cache/guard.test" -test.count=1 -test.timeout=10m -test.v -test.run "$guard_tests" 2>&1) || rc=1
 	pass=$(grep -c '^--- PASS' <<<"$out") skip=$(grep -c '^--- SKIP' <<<"$out") fail=$(grep -c '^--- FAIL' <<<"$out")
 	if [ $rc -ne 0 ]; then
-		failed=1
-		grep -E '^(--- FAIL|panic)|Error:|Messages:' <<<"$out" | head -20 >&2
+		touch "$work/$1.failed"
+		grep -E '^(--- FAIL|panic)|Error:|Messages:' <<<"$out" | head -20 | sed "s/^/compat: $2: /" >"$work/$1.err"
 	fi
 	if [ $((pass + skip + fail)) -ne "$named" ]; then
-		failed=1
-		echo "compat: $1: $named tests named, $((pass + skip + fail)) ran; a name matches no test" >&2
+		touch "$work/$1.failed"
+		echo "compat: $2: $named tests named, $((pass + skip + fail)) ran; a name matches no test" >>"$work/$1.err"
 	fi
-	rows+=("$(printf '| %-7s | %-44s | %4d | %4d | %4d |' "$1" "$ver" "$pass" "$skip" "$fail")")
+	printf '| %-7s | %-44s | %4d | %4d | %4d |\n' "$2" "$ver" "$pass" "$skip" "$fail" >"$work/$1.row"
+}
+jobs=${COMPAT_JOBS:-2} n=0
+start() { # label binary
+	n=$((n + 1))
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+	run "$n" "$1" "$2" &
 }
 for m in "${majors[@]}"; do
-	bin=$(fetch "$m") || { rows+=("$(printf '| %-7s | %-44s | %4s | %4s | %4s |' "$m" "not fetched" - - -)"); failed=1; continue; }
-	run "$m" "$bin"
+	if bin=$(fetch "$m"); then
+		start "$m" "$bin"
+	else
+		n=$((n + 1))
+		printf '| %-7s | %-44s | %4s | %4s | %4s |\n' "$m" "not fetched" - - - >"$work/$n.row"
+		touch "$work/$n.failed"
+	fi
 done
 if sys=$(command -v chromium || command -v google-chrome); then
-	run system "$sys"
+	start system "$sys"
 fi
 # The distribution's headless shell, which the sidecar prefers when it is
 # installed (docs/decisions/2026-12-03-a-headless-shell-first-and-no-browser-window-per-session.md).
-if shell=$(command -v chromium-headless-shell); then
-	run shell "$shell"
+if [ "${COMPAT_SHELL:-1}" != 0 ] && shell=$(command -v chromium-headless-shell); then
+	start shell "$shell"
 fi
+wait
+failed=0
+for i in $(seq 1 "$n"); do
+	[ ! -e "$work/$i.err" ] || cat "$work/$i.err" >&2
+	[ ! -e "$work/$i.failed" ] || failed=1
+done
 echo
 echo "| build   | version                                      | pass | skip | fail |"
 echo "|---------|----------------------------------------------|------|------|------|"
-printf '%s\n' "${rows[@]}"
+for i in $(seq 1 "$n"); do cat "$work/$i.row"; done
 exit $failed

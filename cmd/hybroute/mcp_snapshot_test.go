@@ -15,6 +15,7 @@ import (
 // write a snapshot to a file, over MCP from the SDK's client; the shaping
 // options pass through.
 func TestMCPSnapshotDirFlag(t *testing.T) {
+	t.Parallel()
 	site := agenttest.NewSite(t)
 	dir := t.TempDir()
 	c, _ := startBinary(t, nil, "--provider", "none", "--snapshot-dir", dir)

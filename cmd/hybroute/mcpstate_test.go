@@ -18,6 +18,7 @@ import (
 // a login one client saves with browser_state_save another loads with
 // browser_state_load, over the SDK's client.
 func TestMCPStorageState(t *testing.T) {
+	t.Parallel()
 	site := agenttest.NewSite(t)
 	dir := t.TempDir()
 	start := filepath.Join(t.TempDir(), "start.json")
@@ -55,6 +56,7 @@ func TestMCPStorageState(t *testing.T) {
 }
 
 func TestStateOptionsRefuseBadInput(t *testing.T) {
+	t.Parallel()
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"cookies": 3}`), 0o600))
 	_, err := stateOptions(bad, "")

@@ -20,6 +20,7 @@ import (
 // The metrics page shows what a router counted, in Prometheus's format,
 // on loopback.
 func TestMetricsServesRouterCounts(t *testing.T) {
+	t.Parallel()
 	var stderr bytes.Buffer
 	ms, err := startMetrics(":0", nil, &stderr)
 	require.NoError(t, err)
@@ -55,6 +56,7 @@ func TestMetricsServesRouterCounts(t *testing.T) {
 // request naming another host (a DNS-rebinding page's own name) or coming
 // from another site's page is refused.
 func TestMetricsAnswersOnlyItsOwnHost(t *testing.T) {
+	t.Parallel()
 	ms, err := startMetrics(":0", []string{"metrics.internal.example"}, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, ms.close()) })
