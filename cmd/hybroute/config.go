@@ -37,14 +37,25 @@ type hostList []string
 
 func (h *hostList) String() string { return strings.Join(*h, ",") }
 
+// Set adds the patterns of s. A value with none ("", ",") is an error: an
+// empty allow list would read as no list at all, which allows every host,
+// so the mistake fails closed instead of open.
 func (h *hostList) Set(s string) error {
+	n := 0
 	for p := range strings.SplitSeq(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			*h = append(*h, p)
+			n++
 		}
+	}
+	if n == 0 {
+		return errEmptyHostList
 	}
 	return nil
 }
+
+// errEmptyHostList is the error of a host list flag given no host.
+var errEmptyHostList = errors.New("no host given; to put no rule, leave the flag out")
 
 func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.provider, "provider", "", "cloud browser provider: "+strings.Join(providerNames(), ", ")+
