@@ -24,16 +24,17 @@ type config struct {
 	autoLocal    bool
 	allowPrivate bool
 	allowSecrets bool
+	chromium     string
+	idle         time.Duration
+	verbose      bool
+	allowedHosts hostList // operator rules: hybroute.WithAllowedHosts
+	blockedHosts hostList // hybroute.WithBlockedHosts
+	configPath   string   // --config (configfile.go)
+	printConfig  bool     // --print-config
+
 	// allowPrivateProvider lets the provider's URL be a private address
 	// (provider.WithPrivateEndpoint).
 	allowPrivateProvider bool
-	chromium             string
-	idle                 time.Duration
-	verbose              bool
-	allowedHosts         hostList // operator rules: hybroute.WithAllowedHosts
-	blockedHosts         hostList // hybroute.WithBlockedHosts
-	configPath           string   // --config (configfile.go)
-	printConfig          bool     // --print-config
 }
 
 // hostList is a flag of host patterns: comma-separated, repeatable.
