@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
@@ -128,13 +130,58 @@ func TestDownloadsOnTheLocalBrowser(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(head), "%PDF-"), "a PDF")
 
-	// Closing the session removes its staging directory.
+	// Closing the session removes its staging directory and the files it
+	// downloaded; the PDF the model asked for stays.
 	mustOK(t, callTool(t, ts, s, "browser_close", nil))
+	require.NoError(t, ts.Close()) // waits for the files being moved
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range ents {
 		assert.False(t, strings.HasPrefix(e.Name(), ".hybroute-partial-"), e.Name())
 	}
+	assert.Equal(t, []string{"_files.pdf"}, dirNames(t, dir))
+}
+
+// TestDownloadSprayIsCutOff: a page whose timer starts a 1 MiB download
+// every 300 ms, with no tool call, is cut off at the session's rate; the
+// next result says so, the directory holds no more than the bound, and the
+// files go when the session is closed.
+func TestDownloadSprayIsCutOff(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/blob" {
+			served.Add(1)
+			w.Header().Set("Content-Disposition", `attachment; filename="blob.bin"`)
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(make([]byte, 1<<20))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>Spray</title><h1>Spray</h1><script>
+let n = 0;
+setInterval(() => { const a = document.createElement("a"); a.href = "/blob?n=" + n++; a.download = "blob.bin"; document.body.append(a); a.click(); a.remove(); }, 300);
+</script>`)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r, agent.WithDownloadDir(dir), agent.WithDownloadLimits(agent.DownloadLimits{PerMinute: 3}))
+	const s = "spray"
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/"}))
+	// The page goes on asking; the browser refuses from the fourth on.
+	require.Eventually(t, func() bool { return served.Load() >= 7 }, 30*time.Second, 50*time.Millisecond)
+
+	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	assert.Contains(t, snap.Text, "Refused: downloads are cut off for this session: the page started 4 downloads within a minute, more than the 3 a session may")
+	assert.LessOrEqual(t, len(dirNames(t, dir)), 3, "no more files than the bound")
+	again := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	assert.NotContains(t, again.Text, "Refused: downloads are cut off", "told once")
+	list := mustOK(t, callTool(t, ts, s, "browser_downloads", nil))
+	assert.Contains(t, list.Text, "downloads are cut off for this session")
+
+	mustOK(t, callTool(t, ts, s, "browser_close", nil))
+	require.NoError(t, ts.Close())
+	assert.Empty(t, dirNames(t, dir), "the session's files go with it")
 }
 
 // TestDownloadsWithoutADirectory: downloads are refused, the result says

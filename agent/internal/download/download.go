@@ -48,6 +48,16 @@ type Config struct {
 	// MaxBytes bounds one file: a download past it is cancelled and its
 	// part removed.
 	MaxBytes int64
+	// MaxTotal bounds the bytes of the session's downloads together,
+	// MaxFiles how many it may start, and PerMinute how many it may start
+	// in any minute. A page past one is cut off: the download is
+	// cancelled, and every later one of the session refused. 0: no bound.
+	MaxTotal  int64
+	MaxFiles  int
+	PerMinute int
+	// Keep leaves the saved files in Dir when the session ends; without
+	// it End removes them.
+	Keep bool
 	// Go runs background work (moving a finished file, cancelling one too
 	// big) that the owner waits for when it closes.
 	Go func(func())
@@ -93,6 +103,8 @@ type download struct {
 	bc                   cdp.BrowserContextID
 	cancelling           bool
 	finishing            bool
+	admitted             bool            // counted against the session's bounds
+	bctx                 context.Context // its browser's, for the calls about it
 }
 
 // Tracker is one session's downloads and how its browser contexts treat
@@ -113,6 +125,17 @@ type Tracker struct {
 	aborts    int           // document loads of the session's tabs the browser aborted (a download does that)
 	changed   chan struct{} // closed at every change
 	ended     bool
+
+	// The session's bounds (Config.MaxTotal, MaxFiles, PerMinute).
+	started    int         // downloads admitted
+	starts     []time.Time // when, within the last minute
+	savedBytes int64
+	saved      []string // the files saved, removed at End unless Config.Keep
+	// cutoff says why the session's downloads are cut off ("" while they
+	// are not); told: a call's result said so.
+	cutoff     string
+	told       bool
+	browserCtx map[cdp.BrowserContextID]context.Context // a context of each browser context's browser
 }
 
 func (d *Tracker) init() {
@@ -121,6 +144,7 @@ func (d *Tracker) init() {
 		d.tabs = map[target.ID]cdp.BrowserContextID{}
 		d.browsers = map[*chromedp.Browser]context.CancelFunc{}
 		d.byGUID = map[string]*download{}
+		d.browserCtx = map[cdp.BrowserContextID]context.Context{}
 		d.changed = make(chan struct{})
 	}
 }
@@ -132,7 +156,8 @@ func (d *Tracker) notify() {
 }
 
 // End stops the listeners and removes the staging directory (parts of
-// downloads that never finished).
+// downloads that never finished), and the files the session saved unless
+// Config.Keep.
 func (d *Tracker) End() {
 	d.mu.Lock()
 	d.ended = true
@@ -145,9 +170,16 @@ func (d *Tracker) End() {
 	}
 	d.listeners = nil
 	staging := d.staging
+	var saved []string
+	if !d.cfg.Keep {
+		saved, d.saved = d.saved, nil
+	}
 	d.mu.Unlock()
 	if staging != "" {
 		_ = os.RemoveAll(staging)
+	}
+	for _, p := range saved {
+		_ = os.Remove(p)
 	}
 }
 
@@ -162,8 +194,8 @@ func (d *Tracker) Mark() Mark {
 	return Mark{d.seq, d.aborts}
 }
 
-// own makes a download the session's and keeps it in the bounded list.
-// Called with d.mu held.
+// own makes a download the session's, keeps it in the bounded list, and
+// counts it against the session's bounds. Called with d.mu held.
 func (d *Tracker) own(x *download) {
 	if x.mine {
 		return
@@ -174,6 +206,101 @@ func (d *Tracker) own(x *download) {
 		d.dropped++
 	}
 	d.list = append(d.list, x)
+	d.admit(x)
+}
+
+// admit counts a download of the session's against its bounds: past the
+// number of files or the rate, the session's downloads are cut off, this
+// one with them. Called with d.mu held.
+func (d *Tracker) admit(x *download) {
+	if x.admitted || x.state != dlGoing {
+		return
+	}
+	x.admitted = true
+	if d.cutoff != "" {
+		d.refuse(x, d.cutoff)
+		return
+	}
+	d.started++
+	now := time.Now()
+	keep := d.starts[:0]
+	for _, t := range d.starts {
+		if now.Sub(t) < time.Minute {
+			keep = append(keep, t)
+		}
+	}
+	d.starts = append(keep, now)
+	switch {
+	case d.cfg.MaxFiles > 0 && d.started > d.cfg.MaxFiles:
+		d.cutOff(fmt.Sprintf("the page started more than the %d downloads a session may make", d.cfg.MaxFiles))
+	case d.cfg.PerMinute > 0 && len(d.starts) > d.cfg.PerMinute:
+		d.cutOff(fmt.Sprintf("the page started %d downloads within a minute, more than the %d a session may", len(d.starts), d.cfg.PerMinute))
+	default:
+		return
+	}
+	d.refuse(x, d.cutoff)
+}
+
+// overTotal cuts the session's downloads off when the bytes of its
+// downloads together pass Config.MaxTotal. Called with d.mu held.
+func (d *Tracker) overTotal() bool {
+	if d.cfg.MaxTotal <= 0 || d.cutoff != "" {
+		return false
+	}
+	n := d.savedBytes
+	for _, x := range d.list {
+		if x.state == dlGoing {
+			n += max(x.received, x.total)
+		}
+	}
+	if n <= d.cfg.MaxTotal {
+		return false
+	}
+	d.cutOff(fmt.Sprintf("the session's downloads passed the %s they may take together", modeltext.Size(d.cfg.MaxTotal)))
+	return true
+}
+
+// cutOff refuses every download of the session from now on, why: its
+// browser contexts are told to deny downloads, and the downloads still
+// going are cancelled. The next call's result says so. Called with d.mu
+// held.
+func (d *Tracker) cutOff(why string) {
+	d.cutoff = "downloads are cut off for this session: " + why + "; the browser refuses every further download of the session"
+	for bc, deny := range d.contexts {
+		if deny != "" {
+			continue
+		}
+		d.contexts[bc] = d.cutoff
+		if ctx := d.browserCtx[bc]; ctx != nil {
+			d.cfg.Go(func() {
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				_, _ = chromedp.CallBrowser(cctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+					Behavior: browser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: bc, EventsEnabled: new(true)})
+			})
+		}
+	}
+	for _, x := range d.list {
+		if x.state == dlGoing && !x.finishing {
+			d.refuse(x, d.cutoff)
+		}
+	}
+}
+
+// refuse ends a download of the session's that is going: refused, why,
+// and cancelled in the browser. Called with d.mu held.
+func (d *Tracker) refuse(x *download, why string) {
+	x.state, x.why = dlRefused, why
+	if x.cancelling || x.finishing || x.bctx == nil {
+		return
+	}
+	x.cancelling = true
+	ctx := x.bctx
+	d.cfg.Go(func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _ = chromedp.CallBrowser(cctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: x.guid, BrowserContextID: x.bc})
+	})
 }
 
 // Watch sets up the tab of ctx the first time a call runs in it: the
@@ -202,6 +329,11 @@ func (d *Tracker) Watch(ctx context.Context, tab target.ID, deny string) error {
 	d.mu.Unlock()
 	if !set {
 		why := deny
+		d.mu.Lock()
+		if why == "" && d.cutoff != "" {
+			why = d.cutoff
+		}
+		d.mu.Unlock()
 		p := browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: bc, EventsEnabled: new(true)}
 		if why == "" {
 			dir, err := d.stagingDir(d.cfg.Dir)
@@ -219,6 +351,7 @@ func (d *Tracker) Watch(ctx context.Context, tab target.ID, deny string) error {
 		}
 		d.mu.Lock()
 		d.contexts[bc] = why
+		d.browserCtx[bc] = context.WithoutCancel(ctx)
 		d.mu.Unlock()
 	}
 	if err := d.listenDownloads(ctx); err != nil {
@@ -276,7 +409,7 @@ func (d *Tracker) listenDownloads(ctx context.Context) error {
 	err := chromedp.ListenBrowser(lctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *browser.EventDownloadWillBegin:
-			d.begins(ev)
+			d.begins(lctx, ev)
 		case *browser.EventDownloadProgress:
 			d.progress(lctx, ev)
 		}
@@ -319,7 +452,7 @@ func (d *Tracker) listenAborts(ctx context.Context, tab target.ID) error {
 }
 
 // begins runs on the browser's reader: it only records.
-func (d *Tracker) begins(ev *browser.EventDownloadWillBegin) {
+func (d *Tracker) begins(ctx context.Context, ev *browser.EventDownloadWillBegin) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.byGUID) >= maxPendingGUIDs {
@@ -334,7 +467,7 @@ func (d *Tracker) begins(ev *browser.EventDownloadWillBegin) {
 		}
 	}
 	d.seq++
-	x := &download{guid: ev.GUID, url: ev.URL, suggested: ev.SuggestedFilename, frame: ev.FrameID, seq: d.seq, state: dlGoing}
+	x := &download{guid: ev.GUID, url: ev.URL, suggested: ev.SuggestedFilename, frame: ev.FrameID, seq: d.seq, state: dlGoing, bctx: ctx}
 	if bc, ok := d.tabs[target.ID(ev.FrameID)]; ok {
 		x.bc = bc
 		if why := d.contexts[bc]; why != "" {
@@ -358,8 +491,17 @@ func (d *Tracker) progress(ctx context.Context, ev *browser.EventDownloadProgres
 	x.received, x.total = int64(ev.ReceivedBytes), int64(ev.TotalBytes)
 	switch ev.State {
 	case browser.DownloadProgressStateCompleted:
-		if d.staging != "" && ev.FilePath != "" && filepath.Dir(ev.FilePath) == d.staging {
+		staged := d.staging != "" && ev.FilePath != "" && filepath.Dir(ev.FilePath) == d.staging
+		if staged {
 			d.own(x)
+		}
+		if staged && x.state == dlGoing && d.overTotal() {
+			d.refuse(x, d.cutoff)
+		}
+		if staged && x.state != dlGoing && !x.finishing {
+			// Refused while the browser wrote it: the file goes.
+			tmp := ev.FilePath
+			d.cfg.Go(func() { _ = os.Remove(tmp) })
 		}
 		if !x.mine || x.state != dlGoing {
 			break
@@ -375,6 +517,9 @@ func (d *Tracker) progress(ctx context.Context, ev *browser.EventDownloadProgres
 			}
 		}
 	default:
+		if x.mine && !x.cancelling && x.state == dlGoing && d.overTotal() {
+			d.refuse(x, d.cutoff)
+		}
 		if x.mine && !x.cancelling && x.state == dlGoing && (x.received > d.cfg.MaxBytes || x.total > d.cfg.MaxBytes) {
 			x.cancelling = true
 			x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was cancelled", modeltext.Size(d.cfg.MaxBytes))
@@ -400,8 +545,21 @@ func (d *Tracker) finish(x *download) {
 		x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was removed", modeltext.Size(d.cfg.MaxBytes))
 	case err != nil:
 		x.state, x.why = dlFailed, "saving it failed: "+err.Error()
+	case d.ended && !d.cfg.Keep:
+		// The session ended while the file was moved: it goes with the
+		// session's other files.
+		_ = os.Remove(path)
+		x.state, x.why = dlFailed, "the session ended"
+	case d.cfg.MaxTotal > 0 && d.savedBytes+n > d.cfg.MaxTotal:
+		_ = os.Remove(path)
+		if d.cutoff == "" {
+			d.cutOff(fmt.Sprintf("the session's downloads passed the %s they may take together", modeltext.Size(d.cfg.MaxTotal)))
+		}
+		x.state, x.why = dlRefused, d.cutoff
 	default:
 		x.state, x.path, x.mime, x.size = dlSaved, path, mimeType, n
+		d.savedBytes += n
+		d.saved = append(d.saved, path)
 	}
 	d.notify()
 }
@@ -610,6 +768,14 @@ func (d *Tracker) Settle(ctx context.Context, tab target.ID, m Mark, runErr erro
 		return true
 	})
 	out.Report = d.report(d.since(mark))
+	d.mu.Lock()
+	if d.cutoff != "" && !d.told {
+		// Once, in the first result after it: the page may have sprayed
+		// between calls, with no call of its own to report it.
+		d.told = true
+		out.Report = strings.TrimSpace("Refused: " + d.cutoff + " (browser_downloads lists what was saved before).\n" + out.Report)
+	}
+	d.mu.Unlock()
 	return out, nil
 }
 
@@ -705,6 +871,9 @@ func (d *Tracker) Listing() string {
 		b.WriteString("Downloads are off: the operator set no download directory, so the browser refuses files.\n")
 	} else {
 		b.WriteString("Downloads are saved in " + d.cfg.Dir + " (from the local browser only).\n")
+	}
+	if d.cutoff != "" {
+		b.WriteString("Refused: " + d.cutoff + ".\n")
 	}
 	if len(d.list) == 0 {
 		b.WriteString("No downloads in this session.")
