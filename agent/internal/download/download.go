@@ -19,6 +19,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"mime"
 	"net/http"
 	"os"
@@ -136,6 +137,7 @@ type Tracker struct {
 	cutoff     string
 	told       bool
 	browserCtx map[cdp.BrowserContextID]context.Context // a context of each browser context's browser
+	tabCtx     map[target.ID]context.Context            // a context of each tab, to ask for its frames
 }
 
 func (d *Tracker) init() {
@@ -145,6 +147,7 @@ func (d *Tracker) init() {
 		d.browsers = map[*chromedp.Browser]context.CancelFunc{}
 		d.byGUID = map[string]*download{}
 		d.browserCtx = map[cdp.BrowserContextID]context.Context{}
+		d.tabCtx = map[target.ID]context.Context{}
 		d.changed = make(chan struct{})
 	}
 }
@@ -169,6 +172,7 @@ func (d *Tracker) End() {
 		cancel()
 	}
 	d.listeners = nil
+	d.tabCtx = nil
 	staging := d.staging
 	var saved []string
 	if !d.cfg.Keep {
@@ -362,6 +366,7 @@ func (d *Tracker) Watch(ctx context.Context, tab target.ID, deny string) error {
 	}
 	d.mu.Lock()
 	d.tabs[tab] = bc
+	d.tabCtx[tab] = context.WithoutCancel(ctx)
 	d.mu.Unlock()
 	return nil
 }
@@ -474,6 +479,8 @@ func (d *Tracker) begins(ctx context.Context, ev *browser.EventDownloadWillBegin
 			x.state, x.why = dlRefused, why
 		}
 		d.own(x)
+	} else if !d.ended && len(d.tabCtx) > 0 {
+		d.cfg.Go(func() { d.claim(x) })
 	}
 	d.byGUID[ev.GUID] = x
 	d.notify()
@@ -724,30 +731,11 @@ func (d *Tracker) Settle(ctx context.Context, tab target.ID, m Mark, runErr erro
 	d.mu.Unlock()
 	if pending {
 		// A download of a frame inside the tab: ask the tab for its frames.
-		if ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{}); err == nil {
-			frames := map[cdp.FrameID]bool{}
-			var walk func(*page.FrameTree)
-			walk = func(n *page.FrameTree) {
-				if n == nil {
-					return
-				}
-				if n.Frame != nil {
-					frames[n.Frame.ID] = true
-				}
-				for _, ch := range n.ChildFrames {
-					walk(ch)
-				}
-			}
-			walk(ft.FrameTree)
+		if frames, err := tabFrames(ctx); err == nil {
 			d.mu.Lock()
-			bc := d.tabs[tab]
 			for _, x := range d.byGUID {
-				if x.seq > mark && !x.mine && frames[x.frame] {
-					x.bc = bc
-					if why := d.contexts[bc]; why != "" && x.state == dlGoing {
-						x.state, x.why = dlRefused, why
-					}
-					d.own(x)
+				if x.seq > mark && frames[x.frame] {
+					d.claimIn(tab, x)
 				}
 			}
 			d.mu.Unlock()
@@ -777,6 +765,66 @@ func (d *Tracker) Settle(ctx context.Context, tab target.ID, m Mark, runErr erro
 	}
 	d.mu.Unlock()
 	return out, nil
+}
+
+// tabFrames is every frame of the tab of ctx.
+func tabFrames(ctx context.Context) (map[cdp.FrameID]bool, error) {
+	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	frames := map[cdp.FrameID]bool{}
+	var walk func(*page.FrameTree)
+	walk = func(n *page.FrameTree) {
+		if n == nil {
+			return
+		}
+		if n.Frame != nil {
+			frames[n.Frame.ID] = true
+		}
+		for _, ch := range n.ChildFrames {
+			walk(ch)
+		}
+	}
+	walk(ft.FrameTree)
+	return frames, nil
+}
+
+// claimIn makes x, a download of a frame inside tab, the session's.
+// Called with d.mu held.
+func (d *Tracker) claimIn(tab target.ID, x *download) {
+	if x.mine {
+		return
+	}
+	bc := d.tabs[tab]
+	x.bc = bc
+	if why := d.contexts[bc]; why != "" && x.state == dlGoing {
+		x.state, x.why = dlRefused, why
+	}
+	d.own(x)
+}
+
+// claim looks for the frame of x, a download no tab's main frame
+// started, among the frames of the session's tabs, as it begins: a page
+// whose frames download between calls is bounded like its main frame,
+// before the browser has written the files.
+func (d *Tracker) claim(x *download) {
+	d.mu.Lock()
+	tabs := maps.Clone(d.tabCtx)
+	d.mu.Unlock()
+	for tab, ctx := range tabs {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		frames, err := tabFrames(cctx)
+		cancel()
+		if err != nil || !frames[x.frame] {
+			continue
+		}
+		d.mu.Lock()
+		d.claimIn(tab, x)
+		d.notify()
+		d.mu.Unlock()
+		return
+	}
 }
 
 // since is the session's downloads after mark. It takes d.mu.
