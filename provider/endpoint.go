@@ -22,7 +22,8 @@ var (
 	// ErrCleartext is matched by the error of a request that would carry
 	// a provider key (a header, a query parameter such as browserless's
 	// token, a URL's userinfo) over plain http or ws to a host that is
-	// not loopback. Nothing was sent. Use https (wss), or a loopback
+	// not loopback (an address of 127.0.0.0/8 or ::1, or localhost; not a
+	// name under localhost, which a resolver may answer). Nothing was sent. Use https (wss), or a loopback
 	// address for a stand-in on this machine.
 	ErrCleartext = errors.New("hybroute: a provider key would go unencrypted to a host that is not loopback")
 	// ErrPrivateEndpoint is matched by the error of a request to a
@@ -69,7 +70,9 @@ func checkEndpoint(u *url.URL, keyed, allowPrivate bool) error {
 	if metadata.IsName(host) {
 		return fmt.Errorf("%w: %s names a cloud metadata service", ErrPrivateEndpoint, name)
 	}
-	loopback := host == "localhost" || strings.HasSuffix(host, ".localhost")
+	// "localhost" is loopback by the hosts file; a name under it is not
+	// by every resolver (a DNS server may answer one), so it is not here.
+	loopback := host == "localhost"
 	a, err := netip.ParseAddr(host)
 	literal := err == nil
 	if literal {
