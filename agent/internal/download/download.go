@@ -131,7 +131,7 @@ type Tracker struct {
 	started    int         // downloads admitted
 	starts     []time.Time // when, within the last minute
 	savedBytes int64
-	saved      []string // the files saved, removed at End unless Config.Keep
+	saved      []savedFile // the files saved, removed at End unless Config.Keep
 	// cutoff says why the session's downloads are cut off ("" while they
 	// are not); told: a call's result said so.
 	cutoff     string
@@ -174,7 +174,7 @@ func (d *Tracker) End() {
 	d.listeners = nil
 	d.tabCtx = nil
 	staging := d.staging
-	var saved []string
+	var saved []savedFile
 	if !d.cfg.Keep {
 		saved, d.saved = d.saved, nil
 	}
@@ -182,8 +182,22 @@ func (d *Tracker) End() {
 	if staging != "" {
 		_ = os.RemoveAll(staging)
 	}
-	for _, p := range saved {
-		_ = os.Remove(p)
+	for _, f := range saved {
+		f.remove()
+	}
+}
+
+// savedFile is a file the session saved, as it was saved.
+type savedFile struct {
+	path string
+	fi   os.FileInfo
+}
+
+// remove removes the file if it is still the one saved: one moved away
+// and replaced (by another session, under the same name) stays.
+func (f savedFile) remove() {
+	if fi, err := os.Lstat(f.path); err == nil && os.SameFile(fi, f.fi) {
+		_ = os.Remove(f.path)
 	}
 }
 
@@ -275,7 +289,7 @@ func (d *Tracker) cutOff(why string) {
 			continue
 		}
 		d.contexts[bc] = d.cutoff
-		if ctx := d.browserCtx[bc]; ctx != nil {
+		if ctx := d.browserCtx[bc]; ctx != nil && !d.ended {
 			d.cfg.Go(func() {
 				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
@@ -295,7 +309,7 @@ func (d *Tracker) cutOff(why string) {
 // and cancelled in the browser. Called with d.mu held.
 func (d *Tracker) refuse(x *download, why string) {
 	x.state, x.why = dlRefused, why
-	if x.cancelling || x.finishing || x.bctx == nil {
+	if x.cancelling || x.finishing || x.bctx == nil || d.ended {
 		return
 	}
 	x.cancelling = true
@@ -566,7 +580,9 @@ func (d *Tracker) finish(x *download) {
 	default:
 		x.state, x.path, x.mime, x.size = dlSaved, path, mimeType, n
 		d.savedBytes += n
-		d.saved = append(d.saved, path)
+		if fi, err := os.Lstat(path); err == nil {
+			d.saved = append(d.saved, savedFile{path, fi})
+		}
 	}
 	d.notify()
 }

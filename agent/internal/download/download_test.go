@@ -100,9 +100,26 @@ func TestEndRemovesTheSessionsFiles(t *testing.T) {
 		f := filepath.Join(dir, "saved.bin")
 		require.NoError(t, os.WriteFile(f, []byte("x"), 0o600))
 		d := New(Config{Dir: dir, Keep: keep, Go: func(f func()) { f() }})
-		d.saved = []string{f}
+		fi, err := os.Lstat(f)
+		require.NoError(t, err)
+		d.saved = []savedFile{{f, fi}}
 		d.End()
-		_, err := os.Stat(f)
+		_, err = os.Stat(f)
 		assert.Equal(t, keep, err == nil, "keep=%v: %v", keep, err)
 	}
+
+	// A file moved away and replaced under its name is not the session's.
+	dir := t.TempDir()
+	f := filepath.Join(dir, "report.csv")
+	require.NoError(t, os.WriteFile(f, []byte("mine"), 0o600))
+	fi, err := os.Lstat(f)
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(f, filepath.Join(dir, "moved.csv")))
+	require.NoError(t, os.WriteFile(f, []byte("another's"), 0o600))
+	d := New(Config{Dir: dir, Go: func(f func()) { f() }})
+	d.saved = []savedFile{{f, fi}}
+	d.End()
+	data, err := os.ReadFile(f)
+	require.NoError(t, err)
+	assert.Equal(t, "another's", string(data))
 }
