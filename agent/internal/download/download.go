@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"mime"
 	"net/http"
 	"os"
@@ -137,7 +136,11 @@ type Tracker struct {
 	cutoff     string
 	told       bool
 	browserCtx map[cdp.BrowserContextID]context.Context // a context of each browser context's browser
-	tabCtx     map[target.ID]context.Context            // a context of each tab, to ask for its frames
+	// frames are the frames inside the session's tabs (not their main
+	// frames), by the tabs' own frame events: a download one starts is the
+	// tab's as it begins, with no question to the browser.
+	frames map[cdp.FrameID]target.ID
+	forget []cdp.FrameID // frames removed, forgotten a while later
 }
 
 func (d *Tracker) init() {
@@ -147,7 +150,7 @@ func (d *Tracker) init() {
 		d.browsers = map[*chromedp.Browser]context.CancelFunc{}
 		d.byGUID = map[string]*download{}
 		d.browserCtx = map[cdp.BrowserContextID]context.Context{}
-		d.tabCtx = map[target.ID]context.Context{}
+		d.frames = map[cdp.FrameID]target.ID{}
 		d.changed = make(chan struct{})
 	}
 }
@@ -172,7 +175,6 @@ func (d *Tracker) End() {
 		cancel()
 	}
 	d.listeners = nil
-	d.tabCtx = nil
 	staging := d.staging
 	var saved []savedFile
 	if !d.cfg.Keep {
@@ -375,14 +377,43 @@ func (d *Tracker) Watch(ctx context.Context, tab target.ID, deny string) error {
 	if err := d.listenDownloads(ctx); err != nil {
 		return err
 	}
-	if err := d.listenAborts(ctx, tab); err != nil {
+	if err := d.listenTab(ctx, tab); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	d.tabs[tab] = bc
-	d.tabCtx[tab] = context.WithoutCancel(ctx)
 	d.mu.Unlock()
+	// The frames the tab has already; those it attaches later come by
+	// its events.
+	if frames, err := tabFrames(ctx); err == nil {
+		d.mu.Lock()
+		for f := range frames {
+			d.addFrame(f, tab)
+		}
+		d.mu.Unlock()
+	}
 	return nil
+}
+
+// maxFrames bounds the frames remembered; past it the oldest are
+// forgotten (their downloads are found by the call's or the file's
+// check, as a frame never seen).
+const maxFrames = 4096
+
+// addFrame records a frame of tab. Called with d.mu held.
+func (d *Tracker) addFrame(f cdp.FrameID, tab target.ID) {
+	if target.ID(f) == tab {
+		return
+	}
+	if len(d.frames) >= maxFrames {
+		for k := range d.frames {
+			delete(d.frames, k)
+			if len(d.frames) < maxFrames/2 {
+				break
+			}
+		}
+	}
+	d.frames[f] = tab
 }
 
 // stagingDir makes the session's staging directory inside dir.
@@ -442,18 +473,40 @@ func (d *Tracker) listenDownloads(ctx context.Context) error {
 	return err
 }
 
-// listenAborts counts the document loads of the tab that the browser
-// aborted: a response that becomes a download ends its navigation so, and
-// the browser reports the download on its own session, maybe after the
-// tab has answered the action. A call that saw one waits for it, within
-// downloadStartWait: on a loaded machine the report took over 2 s.
-func (d *Tracker) listenAborts(ctx context.Context, tab target.ID) error {
+// listenTab follows the tab's frames, and counts its document loads that
+// the browser aborted: a response that becomes a download ends its
+// navigation so, and the browser reports the download on its own session,
+// maybe after the tab has answered the action. A call that saw one waits
+// for it, within downloadStartWait: on a loaded machine the report took
+// over 2 s.
+func (d *Tracker) listenTab(ctx context.Context, tab target.ID) error {
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	err := chromedp.Listen(lctx, func(ev any) {
-		if ev, ok := ev.(*network.EventLoadingFailed); ok && ev.Type == network.ResourceTypeDocument && strings.Contains(ev.ErrorText, "ERR_ABORTED") {
+		switch ev := ev.(type) {
+		case *network.EventLoadingFailed:
+			if ev.Type == network.ResourceTypeDocument && strings.Contains(ev.ErrorText, "ERR_ABORTED") {
+				d.mu.Lock()
+				d.aborts++
+				d.mu.Unlock()
+			}
+		case *page.EventFrameAttached:
 			d.mu.Lock()
-			d.aborts++
+			d.addFrame(ev.FrameID, tab)
 			d.mu.Unlock()
+		case *page.EventFrameDetached:
+			// Kept while the frame's download may yet be reported: a
+			// page that removes the frame at once still started it.
+			if ev.Reason == page.FrameDetachedReasonRemove {
+				d.mu.Lock()
+				d.forget = append(d.forget, ev.FrameID)
+				if len(d.forget) > maxFrames/4 {
+					for _, f := range d.forget[:len(d.forget)/2] {
+						delete(d.frames, f)
+					}
+					d.forget = append(d.forget[:0], d.forget[len(d.forget)/2:]...)
+				}
+				d.mu.Unlock()
+			}
 		}
 	})
 	if err != nil {
@@ -493,8 +546,8 @@ func (d *Tracker) begins(ctx context.Context, ev *browser.EventDownloadWillBegin
 			x.state, x.why = dlRefused, why
 		}
 		d.own(x)
-	} else if !d.ended && len(d.tabCtx) > 0 {
-		d.cfg.Go(func() { d.claim(x) })
+	} else if tab, ok := d.frames[ev.FrameID]; ok {
+		d.claimIn(tab, x)
 	}
 	d.byGUID[ev.GUID] = x
 	d.notify()
@@ -818,29 +871,6 @@ func (d *Tracker) claimIn(tab target.ID, x *download) {
 		x.state, x.why = dlRefused, why
 	}
 	d.own(x)
-}
-
-// claim looks for the frame of x, a download no tab's main frame
-// started, among the frames of the session's tabs, as it begins: a page
-// whose frames download between calls is bounded like its main frame,
-// before the browser has written the files.
-func (d *Tracker) claim(x *download) {
-	d.mu.Lock()
-	tabs := maps.Clone(d.tabCtx)
-	d.mu.Unlock()
-	for tab, ctx := range tabs {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		frames, err := tabFrames(cctx)
-		cancel()
-		if err != nil || !frames[x.frame] {
-			continue
-		}
-		d.mu.Lock()
-		d.claimIn(tab, x)
-		d.notify()
-		d.mu.Unlock()
-		return
-	}
 }
 
 // since is the session's downloads after mark. It takes d.mu.
