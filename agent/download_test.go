@@ -183,6 +183,8 @@ func TestDownloadSprayIsCutOff(t *testing.T) {
 			start = `const f = document.createElement("iframe"); f.src = "/blob?n=" + n++; document.body.append(f);`
 		case "endless":
 			start = `if (!n++) { const f = document.createElement("iframe"); f.src = "/endless"; document.body.append(f); }`
+		case "popup":
+			start = `if (!n++) { window.open("/endless"); }`
 		}
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, `<!doctype html><title>Spray</title><h1>Spray</h1><script>
@@ -225,6 +227,15 @@ setInterval(() => { `+start+` }, 300);
 	}
 	list := mustOK(t, callTool(t, ts, "endless", "browser_downloads", nil))
 	assert.Contains(t, list.Text, `"endless.bin" too big`)
+
+	// So is one in a popup the page opened.
+	endlessGone = make(chan struct{})
+	mustOK(t, callTool(t, ts, "popup", "browser_navigate", map[string]string{"url": srv.URL + "/?via=popup"}))
+	select {
+	case <-endlessGone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the popup's endless download was never cancelled")
+	}
 }
 
 // TestDownloadsWithoutADirectory: downloads are refused, the result says

@@ -141,6 +141,9 @@ type Tracker struct {
 	// tab's as it begins, with no question to the browser.
 	frames map[cdp.FrameID]target.ID
 	forget []cdp.FrameID // frames removed, forgotten a while later
+	// popups are the pages the session's tabs opened (and theirs), by the
+	// tab that opened the first of them.
+	popups map[target.ID]target.ID
 }
 
 func (d *Tracker) init() {
@@ -151,6 +154,7 @@ func (d *Tracker) init() {
 		d.byGUID = map[string]*download{}
 		d.browserCtx = map[cdp.BrowserContextID]context.Context{}
 		d.frames = map[cdp.FrameID]target.ID{}
+		d.popups = map[target.ID]target.ID{}
 		d.changed = make(chan struct{})
 	}
 }
@@ -493,6 +497,24 @@ func (d *Tracker) listenTab(ctx context.Context, tab target.ID) error {
 			d.mu.Lock()
 			d.addFrame(ev.FrameID, tab)
 			d.mu.Unlock()
+		case *target.EventTargetCreated:
+			// A page one of the session's pages opened (a popup) is the
+			// session's: its downloads are counted as they begin.
+			ti := ev.TargetInfo
+			if ti == nil || ti.Type != "page" || ti.OpenerID == "" {
+				return
+			}
+			d.mu.Lock()
+			if len(d.popups) >= maxFrames {
+				// Bounded: a popup past it is found as a frame never seen.
+				clear(d.popups)
+			}
+			if opener, ok := d.popups[ti.OpenerID]; ok {
+				d.popups[ti.TargetID] = opener
+			} else if _, ok := d.tabs[ti.OpenerID]; ok {
+				d.popups[ti.TargetID] = ti.OpenerID
+			}
+			d.mu.Unlock()
 		case *page.EventFrameDetached:
 			// Kept while the frame's download may yet be reported: a
 			// page that removes the frame at once still started it.
@@ -547,6 +569,8 @@ func (d *Tracker) begins(ctx context.Context, ev *browser.EventDownloadWillBegin
 		}
 		d.own(x)
 	} else if tab, ok := d.frames[ev.FrameID]; ok {
+		d.claimIn(tab, x)
+	} else if tab, ok := d.popups[target.ID(ev.FrameID)]; ok {
 		d.claimIn(tab, x)
 	}
 	d.byGUID[ev.GUID] = x
