@@ -399,9 +399,9 @@ func (d *Tracker) Watch(ctx context.Context, tab target.ID, deny string) error {
 	return nil
 }
 
-// maxFrames bounds the frames remembered; past it the oldest are
-// forgotten (their downloads are found by the call's or the file's
-// check, as a frame never seen).
+// maxFrames bounds the frames (and popups) remembered; past it half are
+// forgotten (their downloads are found by the call's or the file's check,
+// as a frame never seen).
 const maxFrames = 4096
 
 // addFrame records a frame of tab. Called with d.mu held.
@@ -562,15 +562,16 @@ func (d *Tracker) begins(ctx context.Context, ev *browser.EventDownloadWillBegin
 	}
 	d.seq++
 	x := &download{guid: ev.GUID, url: ev.URL, suggested: ev.SuggestedFilename, frame: ev.FrameID, seq: d.seq, state: dlGoing, bctx: ctx}
-	if bc, ok := d.tabs[target.ID(ev.FrameID)]; ok {
-		x.bc = bc
-		if why := d.contexts[bc]; why != "" {
-			x.state, x.why = dlRefused, why
-		}
-		d.own(x)
-	} else if tab, ok := d.frames[ev.FrameID]; ok {
-		d.claimIn(tab, x)
-	} else if tab, ok := d.popups[target.ID(ev.FrameID)]; ok {
+	// A tab's main frame, a frame inside a tab, a popup a tab opened.
+	tab := target.ID(ev.FrameID)
+	_, ok := d.tabs[tab]
+	if !ok {
+		tab, ok = d.frames[ev.FrameID]
+	}
+	if !ok {
+		tab, ok = d.popups[target.ID(ev.FrameID)]
+	}
+	if ok {
 		d.claimIn(tab, x)
 	}
 	d.byGUID[ev.GUID] = x
@@ -883,7 +884,8 @@ func tabFrames(ctx context.Context) (map[cdp.FrameID]bool, error) {
 	return frames, nil
 }
 
-// claimIn makes x, a download of a frame inside tab, the session's.
+// claimIn makes x, a download of tab or of a frame or popup of it, the
+// session's.
 // Called with d.mu held.
 func (d *Tracker) claimIn(tab target.ID, x *download) {
 	if x.mine {
