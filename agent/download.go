@@ -32,7 +32,7 @@ const DefaultMaxDownloadBytes = 100 << 20
 // sessions. A model that clicks download links one call at a time stays
 // well within them; a page that starts downloads on a timer does not.
 const (
-	DefaultSessionDownloadBytes = 200 << 20
+	DefaultSessionDownloadBytes = 100 << 20
 	DefaultSessionDownloadFiles = 20
 	DefaultDownloadsPerMinute   = 10
 )
@@ -43,13 +43,13 @@ const (
 // the next tool result says so. A zero field keeps its default; a
 // negative one removes the bound.
 type DownloadLimits struct {
-	Bytes     int64 // the bytes of the session's downloads together (default 200 MiB)
+	Bytes     int64 // the bytes of the session's downloads together (default 100 MiB)
 	Files     int   // how many downloads the session may start (default 20)
 	PerMinute int   // how many it may start within any minute (default 10)
 }
 
 // WithDownloadLimits sets the bounds of each session's downloads
-// together (defaults: 200 MiB, 20 files, 10 a minute); [WithMaxDownloadBytes]
+// together (defaults: 100 MiB, 20 files, 10 a minute); [WithMaxDownloadBytes]
 // bounds one file.
 func WithDownloadLimits(l DownloadLimits) Option {
 	return func(c *config) {

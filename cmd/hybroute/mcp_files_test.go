@@ -90,6 +90,6 @@ func TestMCPDownloadBoundFlags(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	assert.Contains(t, out, `max-downloads-per-minute: "3"`)
 	assert.Contains(t, out, `max-session-downloads: "5"`)
-	assert.Contains(t, out, `max-session-download-bytes: "209715200"`)
+	assert.Contains(t, out, `max-session-download-bytes: "104857600"`)
 	assert.Contains(t, out, `keep-downloads: "true"`)
 }
