@@ -145,6 +145,8 @@ type config struct {
 	log           *slog.Logger
 	downloadDir   string
 	maxDownload   int64
+	dlLimits      DownloadLimits // a session's downloads together (download.go)
+	keepDownloads bool
 }
 
 // Defaults of the options.
@@ -242,6 +244,7 @@ func New(r Router, opts ...Option) *Toolset {
 			consoleLimit:  DefaultConsoleLimit,
 			maxResult:     DefaultMaxResultBytes,
 			maxDownload:   DefaultMaxDownloadBytes,
+			dlLimits:      DownloadLimits{Bytes: DefaultSessionDownloadBytes, Files: DefaultSessionDownloadFiles, PerMinute: DefaultDownloadsPerMinute},
 			log:           slog.Default(),
 		},
 		sessions: make(map[string]*session),

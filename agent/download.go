@@ -27,6 +27,50 @@ var downloadTools = []toolDef{
 // DefaultMaxDownloadBytes bounds one saved file (downloads and PDFs).
 const DefaultMaxDownloadBytes = 100 << 20
 
+// The defaults of a session's download bounds ([DownloadLimits]), for a
+// small machine: a couple of cores, a disk of a few GiB shared by the
+// sessions. A model that clicks download links one call at a time stays
+// well within them; a page that starts downloads on a timer does not.
+const (
+	DefaultSessionDownloadBytes = 100 << 20
+	DefaultSessionDownloadFiles = 20
+	DefaultDownloadsPerMinute   = 10
+)
+
+// DownloadLimits bound one session's downloads together. A page past one
+// is cut off: the download that passed it is cancelled (its part
+// removed), the browser refuses every later download of the session, and
+// the next tool result says so. A zero field keeps its default; a
+// negative one removes the bound.
+type DownloadLimits struct {
+	Bytes     int64 // the bytes of the session's downloads together (default 100 MiB)
+	Files     int   // how many downloads the session may start (default 20)
+	PerMinute int   // how many it may start within any minute (default 10)
+}
+
+// WithDownloadLimits sets the bounds of each session's downloads
+// together (defaults: 100 MiB, 20 files, 10 a minute); [WithMaxDownloadBytes]
+// bounds one file.
+func WithDownloadLimits(l DownloadLimits) Option {
+	return func(c *config) {
+		if l.Bytes != 0 {
+			c.dlLimits.Bytes = l.Bytes
+		}
+		if l.Files != 0 {
+			c.dlLimits.Files = l.Files
+		}
+		if l.PerMinute != 0 {
+			c.dlLimits.PerMinute = l.PerMinute
+		}
+	}
+}
+
+// WithKeepDownloads keeps a session's downloaded files in the download
+// directory when the session ends (browser_close, Release, Close).
+// Without it they are removed then, so what pages left on the disk goes
+// with them; PDFs browser_pdf_save wrote stay either way.
+func WithKeepDownloads(keep bool) Option { return func(c *config) { c.keepDownloads = keep } }
+
 // WithDownloadDir lets the local browser save downloads, and
 // browser_pdf_save write PDFs, under dir. Without it, downloads are
 // denied (the result says so) and browser_pdf_save is an error. dir must

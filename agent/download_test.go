@@ -9,7 +9,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
@@ -129,12 +131,111 @@ func TestDownloadsOnTheLocalBrowser(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(head), "%PDF-"), "a PDF")
 
-	// Closing the session removes its staging directory.
+	// Closing the session removes its staging directory and the files it
+	// downloaded; the PDF the model asked for stays.
 	mustOK(t, callTool(t, ts, s, "browser_close", nil))
+	require.NoError(t, ts.Close()) // waits for the files being moved
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range ents {
 		assert.False(t, strings.HasPrefix(e.Name(), ".hybroute-partial-"), e.Name())
+	}
+	assert.Equal(t, []string{"_files.pdf"}, dirNames(t, dir))
+}
+
+// TestDownloadSprayIsCutOff: a page whose timer starts a 1 MiB download
+// every 300 ms, with no tool call, from its own frame (a link it clicks)
+// or from frames it adds, is cut off at the session's rate; the next
+// result says so, the directory holds no more than the bound, and the
+// files go when the session is closed.
+func TestDownloadSprayIsCutOff(t *testing.T) {
+	var served atomic.Int32
+	endlessGone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/endless" {
+			// A download that never ends, until the browser cancels it.
+			w.Header().Set("Content-Disposition", `attachment; filename="endless.bin"`)
+			w.Header().Set("Content-Type", "application/octet-stream")
+			chunk := make([]byte, 64<<10)
+			for {
+				if _, err := w.Write(chunk); err != nil {
+					close(endlessGone)
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					close(endlessGone)
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}
+		if r.URL.Path == "/blob" {
+			served.Add(1)
+			w.Header().Set("Content-Disposition", `attachment; filename="blob.bin"`)
+			w.Header().Set("Content-Type", "application/octet-stream")
+			w.Write(make([]byte, 1<<20))
+			return
+		}
+		start := `const a = document.createElement("a"); a.href = "/blob?n=" + n++; a.download = "blob.bin"; document.body.append(a); a.click(); a.remove();`
+		switch r.URL.Query().Get("via") {
+		case "frame":
+			start = `const f = document.createElement("iframe"); f.src = "/blob?n=" + n++; document.body.append(f);`
+		case "endless":
+			start = `if (!n++) { const f = document.createElement("iframe"); f.src = "/endless"; document.body.append(f); }`
+		case "popup":
+			start = `if (!n++) { window.open("/endless"); }`
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>Spray</title><h1>Spray</h1><script>
+let n = 0;
+setInterval(() => { `+start+` }, 300);
+</script>`)
+	}))
+	t.Cleanup(srv.Close)
+	r := agenttest.NewRouter(t, nil)
+	for _, via := range []string{"link", "frame"} {
+		served.Store(0)
+		dir := t.TempDir()
+		ts := newToolset(t, r, agent.WithDownloadDir(dir), agent.WithDownloadLimits(agent.DownloadLimits{PerMinute: 2}))
+		s := "spray-" + via
+		mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/?via=" + via}))
+		// The page goes on asking; the browser refuses from the third on.
+		require.Eventually(t, func() bool { return served.Load() >= 5 }, 30*time.Second, 50*time.Millisecond)
+
+		snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+		assert.Contains(t, snap.Text, "Refused: downloads are cut off for this session: the page started 3 downloads within a minute, more than the 2 a session may", via)
+		assert.LessOrEqual(t, len(dirNames(t, dir)), 2, "no more files than the bound: %s", via)
+		again := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+		assert.NotContains(t, again.Text, "Refused: downloads are cut off", "told once: %s", via)
+		list := mustOK(t, callTool(t, ts, s, "browser_downloads", nil))
+		assert.Contains(t, list.Text, "downloads are cut off for this session", via)
+
+		mustOK(t, callTool(t, ts, s, "browser_close", nil))
+		require.NoError(t, ts.Close())
+		assert.Empty(t, dirNames(t, dir), "the session's files go with it: %s", via)
+	}
+
+	// A frame's download that never ends is bounded as it goes, with no
+	// call running: cancelled past the bound of one file.
+	ts := newToolset(t, r, agent.WithDownloadDir(t.TempDir()), agent.WithMaxDownloadBytes(300000))
+	mustOK(t, callTool(t, ts, "endless", "browser_navigate", map[string]string{"url": srv.URL + "/?via=endless"}))
+	select {
+	case <-endlessGone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the endless download was never cancelled")
+	}
+	list := mustOK(t, callTool(t, ts, "endless", "browser_downloads", nil))
+	assert.Contains(t, list.Text, `"endless.bin" too big`)
+
+	// So is one in a popup the page opened.
+	endlessGone = make(chan struct{})
+	mustOK(t, callTool(t, ts, "popup", "browser_navigate", map[string]string{"url": srv.URL + "/?via=popup"}))
+	select {
+	case <-endlessGone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the popup's endless download was never cancelled")
 	}
 }
 

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
@@ -80,5 +84,28 @@ func TestPressKeysParsing(t *testing.T) {
 	for _, k := range []string{"Enter", "Tab", "ArrowDown", "PageDown", "Escape", "Backspace", "F5", "Home", "Esc", "Space"} {
 		_, ok := keyNames[k]
 		assert.True(t, ok, k)
+	}
+}
+
+// TestUploadRefusalTellsNothingOfTheFile: the refusal of a path outside the
+// upload directory reads the same whether a file is there or not.
+func TestUploadRefusalTellsNothingOfTheFile(t *testing.T) {
+	dir := t.TempDir()
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "exists"), []byte("x"), 0o600))
+	text := func(p string) string {
+		_, err := uploadPaths(dir, []string{p})
+		require.Error(t, err, p)
+		return strings.ReplaceAll(err.Error(), strconv.Quote(p), "PATH")
+	}
+	for _, pair := range [][2]string{
+		{filepath.Join(outside, "exists"), filepath.Join(outside, "missing")},
+		{"../" + filepath.Base(outside) + "/exists", "../" + filepath.Base(outside) + "/missing"},
+		{"/etc/passwd", "/nonexistent"},
+		{outside, outside + "-missing"},
+	} {
+		there, gone := text(pair[0]), text(pair[1])
+		assert.Equal(t, there, gone, "%s and %s", pair[0], pair[1])
+		assert.Contains(t, there, "outside the upload directory")
 	}
 }

@@ -247,9 +247,12 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 			why[network.RequestID(x.RequestID)] = x
 		}
 	}
+	// The filter reads the URLs as the list shows them, redacted: matched
+	// against the raw URL, it would tell a credential the list hides, one
+	// guessed character at a time.
 	var lines []string
 	for _, r := range reqs {
-		if filter != "" && !strings.Contains(r.url, filter) {
+		if filter != "" && !strings.Contains(modeltext.URL(r.url), filter) {
 			continue
 		}
 		var outcome string
@@ -276,7 +279,7 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 		if _, left := why[network.RequestID(x.RequestID)]; x.RequestID != "" && !left {
 			continue
 		}
-		if filter != "" && !strings.Contains(x.URL, filter) {
+		if filter != "" && !strings.Contains(modeltext.URL(x.URL), filter) {
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("- %s (%s, in a %s): refused by the guard: %s", modeltext.URL(x.URL), strings.ToLower(x.ResourceType), x.Target, refusalWhy(x)))

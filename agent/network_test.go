@@ -78,6 +78,14 @@ func TestNetworkRequestsOnTheLocalBrowser(t *testing.T) {
 	only := mustOK(t, callTool(t, ts, s, "browser_network_requests", map[string]any{"filter": "/api"}))
 	assert.Contains(t, only.Text, "Requests since the last navigation: 1 matching")
 	assert.NotContains(t, only.Text, "missing.png")
+	// The filter reads the redacted URLs: it cannot confirm a guess of
+	// the token the list hides.
+	for _, guess := range []string{"SECRET123", "token=S", "T123"} {
+		none := mustOK(t, callTool(t, ts, s, "browser_network_requests", map[string]any{"filter": guess}))
+		assert.Contains(t, none.Text, "Requests since the last navigation: 0 matching", guess)
+	}
+	shown := mustOK(t, callTool(t, ts, s, "browser_network_requests", map[string]any{"filter": "token=REDACTED"}))
+	assert.Contains(t, shown.Text, "Requests since the last navigation: 1 matching")
 
 	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": base + "/other"}))
 	after := mustOK(t, callTool(t, ts, s, "browser_network_requests", nil))

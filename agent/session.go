@@ -57,7 +57,9 @@ func (t *Toolset) newSession() *session {
 		turn:    make(chan struct{}, 1),
 		tabs:    make(map[target.ID]context.CancelFunc),
 		console: consoleBuf{limit: t.cfg.consoleLimit},
-		dl:      download.New(download.Config{Dir: t.cfg.downloadDir, MaxBytes: t.cfg.maxDownload, Go: t.bg.Go}),
+		dl: download.New(download.Config{Dir: t.cfg.downloadDir, MaxBytes: t.cfg.maxDownload,
+			MaxTotal: t.cfg.dlLimits.Bytes, MaxFiles: t.cfg.dlLimits.Files, PerMinute: t.cfg.dlLimits.PerMinute,
+			Keep: t.cfg.keepDownloads, Go: t.bg.Go}),
 	}
 }
 

@@ -119,6 +119,7 @@ func uploadPaths(dir string, paths []string) ([]string, error) {
 	if err != nil {
 		return nil, modeltext.Errorf("the upload directory is not available: %v", pathErr(err))
 	}
+	abs, _ := filepath.Abs(dir)
 	out := make([]string, 0, len(paths))
 	for _, p := range paths {
 		if strings.TrimSpace(p) == "" {
@@ -128,12 +129,22 @@ func uploadPaths(dir string, paths []string) ([]string, error) {
 		if !filepath.IsAbs(full) {
 			full = filepath.Join(root, p)
 		}
+		// A path outside the directory is refused by its spelling, before
+		// the file system is asked anything: the answer must not tell
+		// whether a file exists there (/etc/shadow and /nonexistent read
+		// the same).
+		outside := modeltext.Errorf("%s is outside the upload directory; only files under it can be uploaded", modeltext.Quote(p, 200))
+		if !under(root, full) && !under(abs, full) {
+			return nil, outside
+		}
 		real, err := filepath.EvalSymlinks(full)
 		if err != nil {
 			return nil, modeltext.Errorf("%s: no such file under the upload directory", modeltext.Quote(p, 200))
 		}
-		if rel, err := filepath.Rel(root, real); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-			return nil, modeltext.Errorf("%s is outside the upload directory; only files under it can be uploaded", modeltext.Quote(p, 200))
+		if !under(root, real) {
+			// A link inside that leads out: the link exists, whatever its
+			// target is, so this says nothing of the target.
+			return nil, outside
 		}
 		fi, err := os.Stat(real)
 		if err != nil {
@@ -145,6 +156,15 @@ func uploadPaths(dir string, paths []string) ([]string, error) {
 		out = append(out, real)
 	}
 	return out, nil
+}
+
+// under reports whether the clean path p is inside dir (or dir itself).
+func under(dir, p string) bool {
+	if dir == "" {
+		return false
+	}
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && !filepath.IsAbs(rel)
 }
 
 // pathErr is a file error without the path, which the model wrote itself

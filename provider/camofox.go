@@ -263,6 +263,9 @@ func (d *camofoxTab) Screenshot(ctx context.Context, fullPage bool) ([]byte, err
 	}
 	req.Header.Set("Accept", "image/png")
 	req.Header.Set("User-Agent", "hybroute")
+	if err := checkEndpoint(req.URL, d.c.keyHeader != "" && d.c.key != "", d.c.privateEndpoint); err != nil {
+		return nil, d.c.fail("screenshot", 0, err)
+	}
 	if d.c.keyHeader != "" {
 		req.Header.Set(d.c.keyHeader, d.c.keyScheme+d.c.key)
 	}

@@ -243,6 +243,12 @@ func (p *Endpoint) CreateSession(ctx context.Context, key string) (*Session, err
 	if p.raw == "" {
 		return nil, p.fail("create", 0, errors.New("no CDP URL configured"))
 	}
+	if u, err := url.Parse(p.raw); err == nil {
+		// The endpoint's query (browserless's ?token=) and userinfo are its key.
+		if err := checkEndpoint(u, u.RawQuery != "", p.privateEndpoint); err != nil {
+			return nil, p.fail("create", 0, err)
+		}
+	}
 	ws, err := p.resolveCDP(ctx, "create", p.raw)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,9 @@ var (
 	ErrPayment = errors.New("hybroute: cloud browser provider requires payment")
 	// ErrUnavailable is matched by an [*Error] for HTTP 5xx and 408, and
 	// for failures with no usable answer: network errors, timeouts and
-	// context deadlines, a malformed or oversized answer body. The cause
+	// context deadlines, a malformed or oversized answer body; not for a
+	// request refused before it was sent ([ErrCleartext],
+	// [ErrPrivateEndpoint]), which is the configuration's. The cause
 	// is wrapped, so errors.Is(err, context.DeadlineExceeded) also works.
 	ErrUnavailable = errors.New("hybroute: cloud browser provider unavailable")
 	// ErrNoReplay is matched by the error of a replay asked of a session
@@ -140,6 +142,11 @@ func (e *Error) Is(target error) bool {
 	case ErrRateLimited, ErrAuth, ErrPayment, ErrInvalidParam:
 		return e.Refusal() == target
 	case ErrUnavailable:
+		if e.Status == 0 && refusedEndpoint(e.Err) {
+			// Nothing was sent: the configuration's URL is refused, no
+			// outage to wait out.
+			return false
+		}
 		return e.Status < 300 || e.Status == http.StatusRequestTimeout || e.Status >= 500
 	}
 	return false

@@ -120,6 +120,9 @@ func (c *apiClient) request(ctx context.Context, op, method, u string, in, out a
 	if err != nil {
 		return nil, c.fail(op, 0, err)
 	}
+	if err := checkEndpoint(req.URL, key != "" && (c.keyHeader != "" || c.keyQuery != ""), c.privateEndpoint); err != nil {
+		return nil, c.fail(op, 0, err)
+	}
 	if c.keyHeader != "" {
 		req.Header.Set(c.keyHeader, c.keyScheme+key)
 	}

@@ -138,6 +138,9 @@ type config struct {
 	profile Profile       // WithProfile (profiles.go)
 	// tokenSource gives the key of each request (WithTokenSource).
 	tokenSource func(context.Context) (string, error)
+	// privateEndpoint: the provider may be at a private address
+	// (WithPrivateEndpoint, endpoint.go).
+	privateEndpoint bool
 }
 
 // WithTokenSource makes a client take the key of each request from

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,10 @@ type config struct {
 	blockedHosts hostList // hybroute.WithBlockedHosts
 	configPath   string   // --config (configfile.go)
 	printConfig  bool     // --print-config
+
+	// allowPrivateProvider lets the provider's URL be a private address
+	// (provider.WithPrivateEndpoint).
+	allowPrivateProvider bool
 }
 
 // hostList is a flag of host patterns: comma-separated, repeatable.
@@ -37,14 +42,25 @@ type hostList []string
 
 func (h *hostList) String() string { return strings.Join(*h, ",") }
 
+// Set adds the patterns of s. A value with none ("", ",") is an error: an
+// empty allow list would read as no list at all, which allows every host,
+// so the mistake fails closed instead of open.
 func (h *hostList) Set(s string) error {
+	n := 0
 	for p := range strings.SplitSeq(s, ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			*h = append(*h, p)
+			n++
 		}
+	}
+	if n == 0 {
+		return errEmptyHostList
 	}
 	return nil
 }
+
+// errEmptyHostList is the error of a host list flag given no host.
+var errEmptyHostList = errors.New("no host given; to put no rule, leave the flag out")
 
 func (c *config) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.provider, "provider", "", "cloud browser provider: "+strings.Join(providerNames(), ", ")+
@@ -57,6 +73,9 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.autoLocal, "auto-local", true, "run calls that target private addresses (localhost, LAN) on the local Chromium")
 	fs.BoolVar(&c.allowPrivate, "allow-private", false, "let a remote browser try private addresses it would otherwise refuse")
 	fs.BoolVar(&c.allowSecrets, "allow-secrets-in-urls", false, "let a remote browser open URLs that carry a credential (token=, api_key=, a password…), which otherwise run locally or are refused")
+	fs.BoolVar(&c.allowPrivateProvider, "allow-private-provider-url", false, "let the provider's URL (--provider-url, a spec's base_url, --cdp-url with --provider cdp) be a private address "+
+		"(10.x, 192.168.x, link-local…): this process then sends its requests, and the key with them, into the local network, wherever that URL points. "+
+		"Metadata addresses stay refused, and a key never goes over plain http except to loopback")
 	fs.StringVar(&c.chromium, "chromium", "", "the local Chromium binary (default: $CHROMIUM, then chromium, google-chrome… on PATH)")
 	fs.DurationVar(&c.idle, "idle-timeout", 15*time.Minute, "release a browser session after this long unused")
 	fs.BoolVar(&c.verbose, "v", false, "log every routing decision")
@@ -87,19 +106,51 @@ func (c *config) newProvider(getenv func(string) string, strict bool) (provider.
 	if c.providerURL != "" {
 		opts = append(opts, provider.WithBaseURL(c.providerURL))
 	}
+	if c.allowPrivateProvider {
+		opts = append(opts, provider.WithPrivateEndpoint())
+	}
+	// checkURL refuses, before anything is served, a provider URL the
+	// client would refuse at its first request.
+	checkURL := func(flag, u string, keyed bool) error {
+		if err := provider.CheckEndpoint(u, keyed, opts...); err != nil {
+			return fmt.Errorf("%w: %s: %w", errConfig, flag, err)
+		}
+		return nil
+	}
+	if c.providerURL != "" && name != "cdp" && name != "none" && name != "local" {
+		keyed := name != "camofox" || getenv("CAMOFOX_ACCESS_KEY") != ""
+		if err := checkURL("--provider-url", c.providerURL, keyed); err != nil {
+			return nil, "", err
+		}
+	}
 	switch name {
 	case "spec":
-		return specProvider(c.providerSpec, getenv, strict, opts)
+		p, specName, err := specProvider(c.providerSpec, getenv, strict, opts)
+		if sp, ok := p.(*provider.SessionAPI); ok && err == nil && c.providerURL == "" {
+			err = checkURL("--provider-spec base_url", sp.Spec().BaseURL, true)
+		}
+		if err != nil {
+			return nil, "", err
+		}
+		return p, specName, nil
 	case "camofox":
 		// A camofox-browser server: no API key, an optional access key;
 		// its URL from --provider-url, else $CAMOFOX_URL, else its default.
 		if u := getenv("CAMOFOX_URL"); u != "" && c.providerURL == "" {
+			if err := checkURL("$CAMOFOX_URL", u, getenv("CAMOFOX_ACCESS_KEY") != ""); err != nil {
+				return nil, "", err
+			}
 			opts = append(opts, provider.WithBaseURL(u))
 		}
 		return provider.NewCamofox(getenv("CAMOFOX_ACCESS_KEY"), opts...), name, nil
 	case "cdp":
 		if c.cdpURL == "" {
 			return nil, "", fmt.Errorf("%w: --provider cdp needs --cdp-url", errConfig)
+		}
+		if u, err := url.Parse(c.cdpURL); err == nil {
+			if err := checkURL("--cdp-url", c.cdpURL, u.RawQuery != ""); err != nil {
+				return nil, "", err
+			}
 		}
 		return provider.CDPEndpoint(c.cdpURL, opts...), name, nil
 	case "none", "local":

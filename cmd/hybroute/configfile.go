@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
@@ -73,6 +74,12 @@ func loadConfigFile(fs *flag.FlagSet, path string) error {
 		if err != nil {
 			return fmt.Errorf("%w: --config %s: %s: %w", errConfig, path, k, err)
 		}
+		if len(vals) == 0 {
+			// An empty list or no value: the flag decides what an empty
+			// value means (an empty allow list is an error), rather than
+			// the key being dropped as if it were not there.
+			vals = []string{""}
+		}
 		for _, v := range vals {
 			if err := fs.Set(name, v); err != nil {
 				return fmt.Errorf("%w: --config %s: %s: %w", errConfig, path, k, err)
@@ -105,7 +112,45 @@ func configValues(v any) ([]string, error) {
 }
 
 // secretName is a flag or variable whose value is never printed.
-var secretName = regexp.MustCompile(`(?i)key|token|secret|password|auth`)
+var secretName = regexp.MustCompile(`(?i)key|token|secret|passw|auth|credential|cookie|bearer|signature`)
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// printableURLs is a flag value holding URLs (comma-separated) with every
+// credential spelling removed: userinfo and query values (redact.URL),
+// and the path segments that may be tokens. A CDP URL carries its token
+// in the path as often as in the query (…/devtools/browser/TOKEN), so
+// only segments that read as plain words (devtools, browser, v1) are
+// kept.
+func printableURLs(v string) string {
+	parts := strings.Split(v, ",")
+	for i, p := range parts {
+		if !strings.Contains(p, "://") {
+			continue
+		}
+		u, err := url.Parse(redact.URL(strings.TrimSpace(p)))
+		if err != nil {
+			parts[i] = "[unparseable URL]"
+			continue
+		}
+		segs := strings.Split(u.EscapedPath(), "/")
+		for j, s := range segs {
+			if s != "" && !plainSegment.MatchString(s) {
+				segs[j] = redact.Redacted
+			}
+		}
+		u.RawPath = ""
+		u.Path = strings.Join(segs, "/")
+		parts[i] = u.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// plainSegment is a URL path segment that reads as a word, not a token.
+var plainSegment = regexp.MustCompile(`^(?:[a-z][a-z._-]{0,15}|v[0-9]{1,2})$`)
 
 // printConfig writes the effective configuration: every flag with its
 // value (secrets masked, URLs with their credentials redacted), and which
@@ -119,10 +164,13 @@ func printConfig(w io.Writer, fs *flag.FlagSet, getenv func(string) string) {
 		}
 		v := f.Value.String()
 		switch {
+		case isBoolFlag(f):
+			// A switch is no credential: whether it is on is what the
+			// reader needs (allow-secrets-in-urls: true).
 		case secretName.MatchString(f.Name) && v != "":
 			v = "****"
 		case strings.Contains(v, "://"):
-			v = redact.URL(v)
+			v = printableURLs(v)
 		}
 		fmt.Fprintf(&b, "%s: %q\n", f.Name, v)
 	})

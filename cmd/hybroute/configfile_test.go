@@ -62,3 +62,36 @@ func TestPrintConfigMasksSecrets(t *testing.T) {
 	assert.Contains(t, out, `blocked-hosts: "ads.test"`)
 	assert.Contains(t, out, "cdp-url: ")
 }
+
+// TestEmptyAllowListFailsClosed: an allow list with no host, in the file
+// or on the command line, is an error, not "no list" (which allows every
+// host).
+func TestEmptyAllowListFailsClosed(t *testing.T) {
+	withCheckResolver(t, agenttest.StaticResolver{})
+	for _, body := range []string{"allowed-hosts: []\n", "allowed-hosts: \"\"\n", "allowed-hosts:\n", `{"allowed-hosts": []}`, "allowed-hosts: [\"\"]\n"} {
+		code, out, errOut := runCmd(t, nil, "", "check", "--provider", "none", "--config", writeConfig(t, "c.yaml", body), "http://10.0.0.9/")
+		assert.Equal(t, exitFailure, code, "%s: %s", body, out)
+		assert.Contains(t, errOut, "allowed-hosts", body)
+		assert.Contains(t, errOut, "no host given", body)
+	}
+	for _, v := range []string{"", " , "} {
+		code, out, errOut := runCmd(t, nil, "", "check", "--provider", "none", "--allowed-hosts", v, "http://10.0.0.9/")
+		assert.Equal(t, exitFailure, code, "%q: %s", v, out)
+		assert.Contains(t, errOut, "no host given", v)
+	}
+}
+
+// TestPrintConfigRedactsPathTokensAndShowsSwitches: a CDP URL's path token
+// is not printed; a switch whose name reads like a secret shows its value.
+func TestPrintConfigRedactsPathTokensAndShowsSwitches(t *testing.T) {
+	c := writeConfig(t, "c.yaml", "cdp-url: wss://user:pw9@cdp.example/devtools/browser/SECRETPATHTOKEN123?token=Q\nprovider-url: https://api.example/v1/k3yInPath\n")
+	code, out, _ := runCmd(t, nil, "", "mcp", "--config", c, "--print-config", "--allow-secrets-in-urls")
+	require.Equal(t, exitOK, code)
+	assert.NotContains(t, out, "SECRETPATHTOKEN123")
+	assert.NotContains(t, out, "k3yInPath")
+	assert.NotContains(t, out, "pw9")
+	assert.Contains(t, out, `cdp-url: "wss://cdp.example/devtools/browser/REDACTED?token=REDACTED"`)
+	assert.Contains(t, out, `provider-url: "https://api.example/v1/REDACTED"`)
+	assert.Contains(t, out, `allow-secrets-in-urls: "true"`)
+	assert.Contains(t, out, `allow-private: "false"`)
+}

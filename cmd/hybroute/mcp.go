@@ -61,6 +61,11 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	dialogs := fs.String("dialogs", "dismiss", "who answers the pages' JavaScript dialogs (alert, confirm, prompt): dismiss or accept them as they open, or model: they wait for browser_handle_dialog")
 	downloadDir := fs.String("download-dir", "", "save the local browser's downloads, and browser_pdf_save's PDFs, in this directory (it must exist); without it downloads are refused")
 	maxDownload := fs.Int64("max-download-bytes", agent.DefaultMaxDownloadBytes, "the largest file a download or a PDF may be; a larger download is cancelled")
+	var dlLimits agent.DownloadLimits
+	fs.Int64Var(&dlLimits.Bytes, "max-session-download-bytes", agent.DefaultSessionDownloadBytes, "the bytes one session's downloads may take together; past it, or past --max-session-downloads or --max-downloads-per-minute, the session's downloads are cut off (negative: no bound)")
+	fs.IntVar(&dlLimits.Files, "max-session-downloads", agent.DefaultSessionDownloadFiles, "how many downloads one session may start (negative: no bound)")
+	fs.IntVar(&dlLimits.PerMinute, "max-downloads-per-minute", agent.DefaultDownloadsPerMinute, "how many downloads one session may start within a minute (negative: no bound)")
+	keepDownloads := fs.Bool("keep-downloads", false, "keep a session's downloaded files when the session ends; without it they are removed then (PDFs stay)")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
@@ -130,7 +135,8 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	defer r.Close()
 	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
 		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir),
-		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload), agent.WithSnapshotDir(*snapshotDir))
+		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload), agent.WithSnapshotDir(*snapshotDir),
+		agent.WithDownloadLimits(dlLimits), agent.WithKeepDownloads(*keepDownloads))
 	defer ts.Close()
 	opts := mcpserver.Options{Version: version(), AllowHosts: hostNames(*httpAddr, allowHosts)}
 	if *httpAddr != "" {

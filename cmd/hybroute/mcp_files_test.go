@@ -83,3 +83,15 @@ func TestMCPDownloadDirMustExist(t *testing.T) {
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, stderr, "--download-dir")
 }
+
+// TestMCPDownloadBoundFlags: the session's download bounds and the keeping
+// of its files are flags (and so config file keys).
+func TestMCPDownloadBoundFlags(t *testing.T) {
+	c := writeConfig(t, "c.yaml", "max-downloads-per-minute: 3\nkeep-downloads: true\n")
+	code, out, errOut := runCmd(t, nil, "", "mcp", "--config", c, "--max-session-downloads", "5", "--print-config")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, `max-downloads-per-minute: "3"`)
+	assert.Contains(t, out, `max-session-downloads: "5"`)
+	assert.Contains(t, out, `max-session-download-bytes: "104857600"`)
+	assert.Contains(t, out, `keep-downloads: "true"`)
+}

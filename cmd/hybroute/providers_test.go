@@ -106,3 +106,46 @@ func TestNousNeedsOnlyItsToken(t *testing.T) {
 	assert.Equal(t, "nous", name)
 	assert.Equal(t, "nous", p.Name())
 }
+
+// TestProviderURLsFailClosed: a provider URL that would carry the key over
+// plain http off loopback, or that names a metadata or private address, is
+// refused when the command starts, on every path a URL comes in by; a
+// private one is let through by --allow-private-provider-url only.
+func TestProviderURLsFailClosed(t *testing.T) {
+	env := func(string) string { return "sk_live_0123456789" }
+	spec := func(base string) string {
+		file := filepath.Join(t.TempDir(), "spec.json")
+		require.NoError(t, os.WriteFile(file, []byte(`{"name":"mine","base_url":"`+base+`","auth":{"header":"Authorization","scheme":"Bearer"},
+		  "create":{"method":"POST","path":"/v1/sessions"},"id_field":"id","cdp_field":"ws"}`), 0o600))
+		return file
+	}
+	for _, tc := range []struct {
+		c    config
+		want error
+	}{
+		{config{provider: "spec", providerSpec: spec("http://10.0.0.5:8080")}, provider.ErrCleartext},
+		{config{provider: "spec", providerSpec: spec("https://169.254.169.254")}, provider.ErrPrivateEndpoint},
+		{config{provider: "spec", providerSpec: spec("https://10.0.0.5")}, provider.ErrPrivateEndpoint},
+		{config{provider: "spec", providerSpec: spec("https://10.0.0.5"), allowPrivateProvider: true}, nil},
+		{config{provider: "spec", providerSpec: spec("http://127.0.0.1:8080")}, nil},
+		{config{provider: "browserless", providerURL: "http://browserless.lan:3000"}, provider.ErrCleartext},
+		{config{provider: "steel", providerURL: "http://api.steel.dev"}, provider.ErrCleartext},
+		{config{provider: "nous", providerURL: "https://metadata.google.internal"}, provider.ErrPrivateEndpoint},
+		{config{provider: "browserbase", providerURL: "https://[fd00::5]", allowPrivateProvider: true}, nil},
+		{config{provider: "cdp", cdpURL: "http://10.0.0.5:3000/?token=x1y2z3"}, provider.ErrCleartext},
+		{config{provider: "cdp", cdpURL: "ws://169.254.169.254/devtools/browser/x"}, provider.ErrPrivateEndpoint},
+	} {
+		_, _, err := tc.c.newProvider(env, false)
+		if tc.want == nil {
+			assert.NoError(t, err, "%+v", tc.c)
+			continue
+		}
+		assert.ErrorIs(t, err, errConfig, "%+v", tc.c)
+		assert.ErrorIs(t, err, tc.want, "%+v", tc.c)
+		assert.NotContains(t, err.Error(), "sk_live_0123456789")
+		assert.NotContains(t, err.Error(), "x1y2z3")
+	}
+	code, _, errOut := runCmd(t, map[string]string{specKeyEnv: "sk_live_0123456789"}, "", "mcp", "--provider", "spec", "--provider-spec", spec("http://10.0.0.5:8080"))
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "unencrypted")
+}

@@ -83,13 +83,21 @@ func Explain(reason func(error) string) func(error) health.Failure {
 }
 
 // IsConfigError reports a failure that is the configuration's, not an outage:
-// the key, the project or the plan was refused.
+// the key, the project or the plan was refused, or the provider's URL
+// (cleartext, a private or metadata address).
 func IsConfigError(err error) bool {
-	return errors.Is(err, provider.ErrAuth) || errors.Is(err, provider.ErrPayment) || errors.Is(err, provider.ErrInvalidParam)
+	return errors.Is(err, provider.ErrAuth) || errors.Is(err, provider.ErrPayment) || errors.Is(err, provider.ErrInvalidParam) ||
+		errors.Is(err, provider.ErrCleartext) || errors.Is(err, provider.ErrPrivateEndpoint)
 }
 
 // ConfigFix says what to fix for a configuration error.
 func ConfigFix(err error) string {
+	if errors.Is(err, provider.ErrCleartext) {
+		return "the provider's URL would carry its key unencrypted: use an https URL (http only to a loopback address)"
+	}
+	if errors.Is(err, provider.ErrPrivateEndpoint) {
+		return "the provider's URL is a metadata or private address: point it at the provider, or allow a provider on the LAN explicitly (provider.WithPrivateEndpoint)"
+	}
 	if errors.Is(err, provider.ErrPayment) {
 		return "the provider's account is out of credits or its plan does not allow the session: check the plan and billing, or the session params"
 	}

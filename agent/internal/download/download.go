@@ -48,6 +48,16 @@ type Config struct {
 	// MaxBytes bounds one file: a download past it is cancelled and its
 	// part removed.
 	MaxBytes int64
+	// MaxTotal bounds the bytes of the session's downloads together,
+	// MaxFiles how many it may start, and PerMinute how many it may start
+	// in any minute. A page past one is cut off: the download is
+	// cancelled, and every later one of the session refused. 0: no bound.
+	MaxTotal  int64
+	MaxFiles  int
+	PerMinute int
+	// Keep leaves the saved files in Dir when the session ends; without
+	// it End removes them.
+	Keep bool
 	// Go runs background work (moving a finished file, cancelling one too
 	// big) that the owner waits for when it closes.
 	Go func(func())
@@ -93,6 +103,8 @@ type download struct {
 	bc                   cdp.BrowserContextID
 	cancelling           bool
 	finishing            bool
+	admitted             bool            // counted against the session's bounds
+	bctx                 context.Context // its browser's, for the calls about it
 }
 
 // Tracker is one session's downloads and how its browser contexts treat
@@ -113,6 +125,25 @@ type Tracker struct {
 	aborts    int           // document loads of the session's tabs the browser aborted (a download does that)
 	changed   chan struct{} // closed at every change
 	ended     bool
+
+	// The session's bounds (Config.MaxTotal, MaxFiles, PerMinute).
+	started    int         // downloads admitted
+	starts     []time.Time // when, within the last minute
+	savedBytes int64
+	saved      []savedFile // the files saved, removed at End unless Config.Keep
+	// cutoff says why the session's downloads are cut off ("" while they
+	// are not); told: a call's result said so.
+	cutoff     string
+	told       bool
+	browserCtx map[cdp.BrowserContextID]context.Context // a context of each browser context's browser
+	// frames are the frames inside the session's tabs (not their main
+	// frames), by the tabs' own frame events: a download one starts is the
+	// tab's as it begins, with no question to the browser.
+	frames map[cdp.FrameID]target.ID
+	forget []cdp.FrameID // frames removed, forgotten a while later
+	// popups are the pages the session's tabs opened (and theirs), by the
+	// tab that opened the first of them.
+	popups map[target.ID]target.ID
 }
 
 func (d *Tracker) init() {
@@ -121,6 +152,9 @@ func (d *Tracker) init() {
 		d.tabs = map[target.ID]cdp.BrowserContextID{}
 		d.browsers = map[*chromedp.Browser]context.CancelFunc{}
 		d.byGUID = map[string]*download{}
+		d.browserCtx = map[cdp.BrowserContextID]context.Context{}
+		d.frames = map[cdp.FrameID]target.ID{}
+		d.popups = map[target.ID]target.ID{}
 		d.changed = make(chan struct{})
 	}
 }
@@ -132,7 +166,8 @@ func (d *Tracker) notify() {
 }
 
 // End stops the listeners and removes the staging directory (parts of
-// downloads that never finished).
+// downloads that never finished), and the files the session saved unless
+// Config.Keep.
 func (d *Tracker) End() {
 	d.mu.Lock()
 	d.ended = true
@@ -145,9 +180,30 @@ func (d *Tracker) End() {
 	}
 	d.listeners = nil
 	staging := d.staging
+	var saved []savedFile
+	if !d.cfg.Keep {
+		saved, d.saved = d.saved, nil
+	}
 	d.mu.Unlock()
 	if staging != "" {
 		_ = os.RemoveAll(staging)
+	}
+	for _, f := range saved {
+		f.remove()
+	}
+}
+
+// savedFile is a file the session saved, as it was saved.
+type savedFile struct {
+	path string
+	fi   os.FileInfo
+}
+
+// remove removes the file if it is still the one saved: one moved away
+// and replaced (by another session, under the same name) stays.
+func (f savedFile) remove() {
+	if fi, err := os.Lstat(f.path); err == nil && os.SameFile(fi, f.fi) {
+		_ = os.Remove(f.path)
 	}
 }
 
@@ -162,8 +218,8 @@ func (d *Tracker) Mark() Mark {
 	return Mark{d.seq, d.aborts}
 }
 
-// own makes a download the session's and keeps it in the bounded list.
-// Called with d.mu held.
+// own makes a download the session's, keeps it in the bounded list, and
+// counts it against the session's bounds. Called with d.mu held.
 func (d *Tracker) own(x *download) {
 	if x.mine {
 		return
@@ -174,6 +230,101 @@ func (d *Tracker) own(x *download) {
 		d.dropped++
 	}
 	d.list = append(d.list, x)
+	d.admit(x)
+}
+
+// admit counts a download of the session's against its bounds: past the
+// number of files or the rate, the session's downloads are cut off, this
+// one with them. Called with d.mu held.
+func (d *Tracker) admit(x *download) {
+	if x.admitted || x.state != dlGoing {
+		return
+	}
+	x.admitted = true
+	if d.cutoff != "" {
+		d.refuse(x, d.cutoff)
+		return
+	}
+	d.started++
+	now := time.Now()
+	keep := d.starts[:0]
+	for _, t := range d.starts {
+		if now.Sub(t) < time.Minute {
+			keep = append(keep, t)
+		}
+	}
+	d.starts = append(keep, now)
+	switch {
+	case d.cfg.MaxFiles > 0 && d.started > d.cfg.MaxFiles:
+		d.cutOff(fmt.Sprintf("the page started more than the %d downloads a session may make", d.cfg.MaxFiles))
+	case d.cfg.PerMinute > 0 && len(d.starts) > d.cfg.PerMinute:
+		d.cutOff(fmt.Sprintf("the page started %d downloads within a minute, more than the %d a session may", len(d.starts), d.cfg.PerMinute))
+	default:
+		return
+	}
+	d.refuse(x, d.cutoff)
+}
+
+// overTotal cuts the session's downloads off when the bytes of its
+// downloads together pass Config.MaxTotal. Called with d.mu held.
+func (d *Tracker) overTotal() bool {
+	if d.cfg.MaxTotal <= 0 || d.cutoff != "" {
+		return false
+	}
+	n := d.savedBytes
+	for _, x := range d.list {
+		if x.state == dlGoing {
+			n += max(x.received, x.total)
+		}
+	}
+	if n <= d.cfg.MaxTotal {
+		return false
+	}
+	d.cutOff(fmt.Sprintf("the session's downloads passed the %s they may take together", modeltext.Size(d.cfg.MaxTotal)))
+	return true
+}
+
+// cutOff refuses every download of the session from now on, why: its
+// browser contexts are told to deny downloads, and the downloads still
+// going are cancelled. The next call's result says so. Called with d.mu
+// held.
+func (d *Tracker) cutOff(why string) {
+	d.cutoff = "downloads are cut off for this session: " + why + "; the browser refuses every further download of the session"
+	for bc, deny := range d.contexts {
+		if deny != "" {
+			continue
+		}
+		d.contexts[bc] = d.cutoff
+		if ctx := d.browserCtx[bc]; ctx != nil && !d.ended {
+			d.cfg.Go(func() {
+				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				defer cancel()
+				_, _ = chromedp.CallBrowser(cctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+					Behavior: browser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: bc, EventsEnabled: new(true)})
+			})
+		}
+	}
+	for _, x := range d.list {
+		if x.state == dlGoing && !x.finishing {
+			d.refuse(x, d.cutoff)
+		}
+	}
+}
+
+// refuse ends a download of the session's that is going: refused, why,
+// and cancelled in the browser. Called with d.mu held.
+func (d *Tracker) refuse(x *download, why string) {
+	x.state, x.why = dlRefused, why
+	if x.cancelling || x.finishing || x.bctx == nil || d.ended {
+		return
+	}
+	x.cancelling = true
+	ctx := x.bctx
+	d.cfg.Go(func() {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_, _ = chromedp.CallBrowser(cctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: x.guid, BrowserContextID: x.bc})
+	})
 }
 
 // Watch sets up the tab of ctx the first time a call runs in it: the
@@ -202,6 +353,11 @@ func (d *Tracker) Watch(ctx context.Context, tab target.ID, deny string) error {
 	d.mu.Unlock()
 	if !set {
 		why := deny
+		d.mu.Lock()
+		if why == "" && d.cutoff != "" {
+			why = d.cutoff
+		}
+		d.mu.Unlock()
 		p := browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: bc, EventsEnabled: new(true)}
 		if why == "" {
 			dir, err := d.stagingDir(d.cfg.Dir)
@@ -219,18 +375,49 @@ func (d *Tracker) Watch(ctx context.Context, tab target.ID, deny string) error {
 		}
 		d.mu.Lock()
 		d.contexts[bc] = why
+		d.browserCtx[bc] = context.WithoutCancel(ctx)
 		d.mu.Unlock()
 	}
 	if err := d.listenDownloads(ctx); err != nil {
 		return err
 	}
-	if err := d.listenAborts(ctx, tab); err != nil {
+	if err := d.listenTab(ctx, tab); err != nil {
 		return err
 	}
 	d.mu.Lock()
 	d.tabs[tab] = bc
 	d.mu.Unlock()
+	// The frames the tab has already; those it attaches later come by
+	// its events.
+	if frames, err := tabFrames(ctx); err == nil {
+		d.mu.Lock()
+		for f := range frames {
+			d.addFrame(f, tab)
+		}
+		d.mu.Unlock()
+	}
 	return nil
+}
+
+// maxFrames bounds the frames (and popups) remembered; past it half are
+// forgotten (their downloads are found by the call's or the file's check,
+// as a frame never seen).
+const maxFrames = 4096
+
+// addFrame records a frame of tab. Called with d.mu held.
+func (d *Tracker) addFrame(f cdp.FrameID, tab target.ID) {
+	if target.ID(f) == tab {
+		return
+	}
+	if len(d.frames) >= maxFrames {
+		for k := range d.frames {
+			delete(d.frames, k)
+			if len(d.frames) < maxFrames/2 {
+				break
+			}
+		}
+	}
+	d.frames[f] = tab
 }
 
 // stagingDir makes the session's staging directory inside dir.
@@ -276,7 +463,7 @@ func (d *Tracker) listenDownloads(ctx context.Context) error {
 	err := chromedp.ListenBrowser(lctx, func(ev any) {
 		switch ev := ev.(type) {
 		case *browser.EventDownloadWillBegin:
-			d.begins(ev)
+			d.begins(lctx, ev)
 		case *browser.EventDownloadProgress:
 			d.progress(lctx, ev)
 		}
@@ -290,18 +477,58 @@ func (d *Tracker) listenDownloads(ctx context.Context) error {
 	return err
 }
 
-// listenAborts counts the document loads of the tab that the browser
-// aborted: a response that becomes a download ends its navigation so, and
-// the browser reports the download on its own session, maybe after the
-// tab has answered the action. A call that saw one waits for it, within
-// downloadStartWait: on a loaded machine the report took over 2 s.
-func (d *Tracker) listenAborts(ctx context.Context, tab target.ID) error {
+// listenTab follows the tab's frames, and counts its document loads that
+// the browser aborted: a response that becomes a download ends its
+// navigation so, and the browser reports the download on its own session,
+// maybe after the tab has answered the action. A call that saw one waits
+// for it, within downloadStartWait: on a loaded machine the report took
+// over 2 s.
+func (d *Tracker) listenTab(ctx context.Context, tab target.ID) error {
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	err := chromedp.Listen(lctx, func(ev any) {
-		if ev, ok := ev.(*network.EventLoadingFailed); ok && ev.Type == network.ResourceTypeDocument && strings.Contains(ev.ErrorText, "ERR_ABORTED") {
+		switch ev := ev.(type) {
+		case *network.EventLoadingFailed:
+			if ev.Type == network.ResourceTypeDocument && strings.Contains(ev.ErrorText, "ERR_ABORTED") {
+				d.mu.Lock()
+				d.aborts++
+				d.mu.Unlock()
+			}
+		case *page.EventFrameAttached:
 			d.mu.Lock()
-			d.aborts++
+			d.addFrame(ev.FrameID, tab)
 			d.mu.Unlock()
+		case *target.EventTargetCreated:
+			// A page one of the session's pages opened (a popup) is the
+			// session's: its downloads are counted as they begin.
+			ti := ev.TargetInfo
+			if ti == nil || ti.Type != "page" || ti.OpenerID == "" {
+				return
+			}
+			d.mu.Lock()
+			if len(d.popups) >= maxFrames {
+				// Bounded: a popup past it is found as a frame never seen.
+				clear(d.popups)
+			}
+			if opener, ok := d.popups[ti.OpenerID]; ok {
+				d.popups[ti.TargetID] = opener
+			} else if _, ok := d.tabs[ti.OpenerID]; ok {
+				d.popups[ti.TargetID] = ti.OpenerID
+			}
+			d.mu.Unlock()
+		case *page.EventFrameDetached:
+			// Kept while the frame's download may yet be reported: a
+			// page that removes the frame at once still started it.
+			if ev.Reason == page.FrameDetachedReasonRemove {
+				d.mu.Lock()
+				d.forget = append(d.forget, ev.FrameID)
+				if len(d.forget) > maxFrames/4 {
+					for _, f := range d.forget[:len(d.forget)/2] {
+						delete(d.frames, f)
+					}
+					d.forget = append(d.forget[:0], d.forget[len(d.forget)/2:]...)
+				}
+				d.mu.Unlock()
+			}
 		}
 	})
 	if err != nil {
@@ -319,7 +546,7 @@ func (d *Tracker) listenAborts(ctx context.Context, tab target.ID) error {
 }
 
 // begins runs on the browser's reader: it only records.
-func (d *Tracker) begins(ev *browser.EventDownloadWillBegin) {
+func (d *Tracker) begins(ctx context.Context, ev *browser.EventDownloadWillBegin) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if len(d.byGUID) >= maxPendingGUIDs {
@@ -334,13 +561,18 @@ func (d *Tracker) begins(ev *browser.EventDownloadWillBegin) {
 		}
 	}
 	d.seq++
-	x := &download{guid: ev.GUID, url: ev.URL, suggested: ev.SuggestedFilename, frame: ev.FrameID, seq: d.seq, state: dlGoing}
-	if bc, ok := d.tabs[target.ID(ev.FrameID)]; ok {
-		x.bc = bc
-		if why := d.contexts[bc]; why != "" {
-			x.state, x.why = dlRefused, why
-		}
-		d.own(x)
+	x := &download{guid: ev.GUID, url: ev.URL, suggested: ev.SuggestedFilename, frame: ev.FrameID, seq: d.seq, state: dlGoing, bctx: ctx}
+	// A tab's main frame, a frame inside a tab, a popup a tab opened.
+	tab := target.ID(ev.FrameID)
+	_, ok := d.tabs[tab]
+	if !ok {
+		tab, ok = d.frames[ev.FrameID]
+	}
+	if !ok {
+		tab, ok = d.popups[target.ID(ev.FrameID)]
+	}
+	if ok {
+		d.claimIn(tab, x)
 	}
 	d.byGUID[ev.GUID] = x
 	d.notify()
@@ -358,8 +590,17 @@ func (d *Tracker) progress(ctx context.Context, ev *browser.EventDownloadProgres
 	x.received, x.total = int64(ev.ReceivedBytes), int64(ev.TotalBytes)
 	switch ev.State {
 	case browser.DownloadProgressStateCompleted:
-		if d.staging != "" && ev.FilePath != "" && filepath.Dir(ev.FilePath) == d.staging {
+		staged := d.staging != "" && ev.FilePath != "" && filepath.Dir(ev.FilePath) == d.staging
+		if staged {
 			d.own(x)
+		}
+		if staged && x.state == dlGoing && d.overTotal() {
+			d.refuse(x, d.cutoff)
+		}
+		if staged && x.state != dlGoing && !x.finishing {
+			// Refused while the browser wrote it: the file goes.
+			tmp := ev.FilePath
+			d.cfg.Go(func() { _ = os.Remove(tmp) })
 		}
 		if !x.mine || x.state != dlGoing {
 			break
@@ -375,6 +616,9 @@ func (d *Tracker) progress(ctx context.Context, ev *browser.EventDownloadProgres
 			}
 		}
 	default:
+		if x.mine && !x.cancelling && x.state == dlGoing && d.overTotal() {
+			d.refuse(x, d.cutoff)
+		}
 		if x.mine && !x.cancelling && x.state == dlGoing && (x.received > d.cfg.MaxBytes || x.total > d.cfg.MaxBytes) {
 			x.cancelling = true
 			x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was cancelled", modeltext.Size(d.cfg.MaxBytes))
@@ -400,8 +644,23 @@ func (d *Tracker) finish(x *download) {
 		x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was removed", modeltext.Size(d.cfg.MaxBytes))
 	case err != nil:
 		x.state, x.why = dlFailed, "saving it failed: "+err.Error()
+	case d.ended && !d.cfg.Keep:
+		// The session ended while the file was moved: it goes with the
+		// session's other files.
+		_ = os.Remove(path)
+		x.state, x.why = dlFailed, "the session ended"
+	case d.cfg.MaxTotal > 0 && d.savedBytes+n > d.cfg.MaxTotal:
+		_ = os.Remove(path)
+		if d.cutoff == "" {
+			d.cutOff(fmt.Sprintf("the session's downloads passed the %s they may take together", modeltext.Size(d.cfg.MaxTotal)))
+		}
+		x.state, x.why = dlRefused, d.cutoff
 	default:
 		x.state, x.path, x.mime, x.size = dlSaved, path, mimeType, n
+		d.savedBytes += n
+		if fi, err := os.Lstat(path); err == nil {
+			d.saved = append(d.saved, savedFile{path, fi})
+		}
 	}
 	d.notify()
 }
@@ -566,30 +825,11 @@ func (d *Tracker) Settle(ctx context.Context, tab target.ID, m Mark, runErr erro
 	d.mu.Unlock()
 	if pending {
 		// A download of a frame inside the tab: ask the tab for its frames.
-		if ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{}); err == nil {
-			frames := map[cdp.FrameID]bool{}
-			var walk func(*page.FrameTree)
-			walk = func(n *page.FrameTree) {
-				if n == nil {
-					return
-				}
-				if n.Frame != nil {
-					frames[n.Frame.ID] = true
-				}
-				for _, ch := range n.ChildFrames {
-					walk(ch)
-				}
-			}
-			walk(ft.FrameTree)
+		if frames, err := tabFrames(ctx); err == nil {
 			d.mu.Lock()
-			bc := d.tabs[tab]
 			for _, x := range d.byGUID {
-				if x.seq > mark && !x.mine && frames[x.frame] {
-					x.bc = bc
-					if why := d.contexts[bc]; why != "" && x.state == dlGoing {
-						x.state, x.why = dlRefused, why
-					}
-					d.own(x)
+				if x.seq > mark && frames[x.frame] {
+					d.claimIn(tab, x)
 				}
 			}
 			d.mu.Unlock()
@@ -610,7 +850,53 @@ func (d *Tracker) Settle(ctx context.Context, tab target.ID, m Mark, runErr erro
 		return true
 	})
 	out.Report = d.report(d.since(mark))
+	d.mu.Lock()
+	if d.cutoff != "" && !d.told {
+		// Once, in the first result after it: the page may have sprayed
+		// between calls, with no call of its own to report it.
+		d.told = true
+		out.Report = strings.TrimSpace("Refused: " + d.cutoff + " (browser_downloads lists what was saved before).\n" + out.Report)
+	}
+	d.mu.Unlock()
 	return out, nil
+}
+
+// tabFrames is every frame of the tab of ctx.
+func tabFrames(ctx context.Context) (map[cdp.FrameID]bool, error) {
+	ft, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		return nil, err
+	}
+	frames := map[cdp.FrameID]bool{}
+	var walk func(*page.FrameTree)
+	walk = func(n *page.FrameTree) {
+		if n == nil {
+			return
+		}
+		if n.Frame != nil {
+			frames[n.Frame.ID] = true
+		}
+		for _, ch := range n.ChildFrames {
+			walk(ch)
+		}
+	}
+	walk(ft.FrameTree)
+	return frames, nil
+}
+
+// claimIn makes x, a download of tab or of a frame or popup of it, the
+// session's.
+// Called with d.mu held.
+func (d *Tracker) claimIn(tab target.ID, x *download) {
+	if x.mine {
+		return
+	}
+	bc := d.tabs[tab]
+	x.bc = bc
+	if why := d.contexts[bc]; why != "" && x.state == dlGoing {
+		x.state, x.why = dlRefused, why
+	}
+	d.own(x)
 }
 
 // since is the session's downloads after mark. It takes d.mu.
@@ -705,6 +991,9 @@ func (d *Tracker) Listing() string {
 		b.WriteString("Downloads are off: the operator set no download directory, so the browser refuses files.\n")
 	} else {
 		b.WriteString("Downloads are saved in " + d.cfg.Dir + " (from the local browser only).\n")
+	}
+	if d.cutoff != "" {
+		b.WriteString("Refused: " + d.cutoff + ".\n")
 	}
 	if len(d.list) == 0 {
 		b.WriteString("No downloads in this session.")

@@ -85,8 +85,15 @@ func prune(items []*item, find string) []*item {
 	return out
 }
 
+// matches reports whether the item's text as write shows it contains
+// find: a link's URL redacted and cut, so that find cannot ask about a
+// credential the model is never shown.
 func matches(it *item, find string) bool {
-	for _, s := range [...]string{it.text, it.name, it.value, it.role, it.url} {
+	shownURL := ""
+	if it.url != "" {
+		shownURL = modeltext.Cut(modeltext.URL(it.url), 500)
+	}
+	for _, s := range [...]string{it.text, modeltext.Cut(it.name, 300), modeltext.Cut(it.value, 500), it.role, shownURL} {
 		if s != "" && strings.Contains(strings.ToLower(s), find) {
 			return true
 		}

@@ -128,3 +128,19 @@ func BenchmarkRenderSnapshot(b *testing.B) {
 		}
 	}
 }
+
+// TestFindReadsTheRedactedText: find matches a link's URL as the snapshot
+// shows it, so it cannot confirm a credential the text hides.
+func TestFindReadsTheRedactedText(t *testing.T) {
+	items := []*item{{role: "link", name: "Reset", ref: "e1", url: "https://shop.test/reset?access_token=S3CR3Tq9"}}
+	full := renderItems(items, Options{})
+	require.NotContains(t, full, "S3CR3T")
+	for _, guess := range []string{"S3CR3T", "access_token=S", "q9"} {
+		text, err := selectItems(items, full, Options{Find: guess})
+		require.NoError(t, err)
+		assert.Contains(t, text, "nothing in the page contains", guess)
+	}
+	text, err := selectItems(items, full, Options{Find: "access_token=REDACTED"})
+	require.NoError(t, err)
+	assert.Contains(t, text, `link "Reset"`)
+}

@@ -1,0 +1,108 @@
+package provider
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"strings"
+
+	"github.com/hybroute/hybroute/internal/metadata"
+	"github.com/hybroute/hybroute/internal/redact"
+)
+
+// Where a client may send its key. Every request a client makes is
+// checked against these rules before it is sent, whatever built its URL
+// (the default base URL, WithBaseURL, a spec's base_url, an absolute URL
+// a provider answered): the key never crosses a network unencrypted, and
+// a provider URL never names a metadata service, nor a private address
+// the operator did not allow.
+
+var (
+	// ErrCleartext is matched by the error of a request that would carry
+	// a provider key (a header, a query parameter such as browserless's
+	// token, a URL's userinfo) over plain http or ws to a host that is
+	// not loopback (an address of 127.0.0.0/8 or ::1, or localhost; not a
+	// name under localhost, which a resolver may answer). Nothing was sent. Use https (wss), or a loopback
+	// address for a stand-in on this machine.
+	ErrCleartext = errors.New("hybroute: a provider key would go unencrypted to a host that is not loopback")
+	// ErrPrivateEndpoint is matched by the error of a request to a
+	// provider URL whose host is a cloud metadata service (always), or a
+	// private address (a LAN, link-local, unique-local or shared address)
+	// without [WithPrivateEndpoint]. Nothing was sent.
+	ErrPrivateEndpoint = errors.New("hybroute: the provider URL is a metadata or private address")
+)
+
+// WithPrivateEndpoint lets the client call a provider (its API, or a CDP
+// endpoint) at a private address given as an IP literal: a LAN address
+// (10/8, 172.16/12, 192.168/16), a link-local, unique-local or shared
+// (100.64/10) one. What it opens: the client's requests, its key with
+// them, go to a machine inside the network, so whoever writes the
+// provider URL (a spec file, --provider-url) can make this process call an
+// internal service. It is for a browser service the operator runs on the
+// LAN. It does not open cleartext ([ErrCleartext]: a key goes over https
+// to anything but loopback), nor metadata addresses, which stay refused.
+// Loopback needs no option.
+func WithPrivateEndpoint() Option { return func(c *config) { c.privateEndpoint = true } }
+
+// CheckEndpoint reports whether a client made with opts may call rawURL,
+// with a key when keyed: it is an error matching [ErrCleartext] or
+// [ErrPrivateEndpoint] when a request would be refused. A command checks
+// the URLs of its configuration with it before it serves; the clients
+// check every request themselves.
+func CheckEndpoint(rawURL string, keyed bool, opts ...Option) error {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return fmt.Errorf("the provider URL %s does not parse", redact.URL(rawURL))
+	}
+	return checkEndpoint(u, keyed, c.privateEndpoint)
+}
+
+// checkEndpoint is CheckEndpoint on a parsed URL. A metadata address is
+// named first, then cleartext, the worse of what is left.
+func checkEndpoint(u *url.URL, keyed, allowPrivate bool) error {
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	name := u.Scheme + "://" + u.Host
+	if metadata.IsName(host) {
+		return fmt.Errorf("%w: %s names a cloud metadata service", ErrPrivateEndpoint, name)
+	}
+	// "localhost" is loopback by the hosts file; a name under it is not
+	// by every resolver (a DNS server may answer one), so it is not here.
+	loopback := host == "localhost"
+	a, err := netip.ParseAddr(host)
+	literal := err == nil
+	if literal {
+		a = a.Unmap().WithZone("")
+		loopback = a.IsLoopback()
+		for _, p := range metadata.Prefixes() {
+			if p.Contains(a) {
+				return fmt.Errorf("%w: %s is a cloud metadata address", ErrPrivateEndpoint, name)
+			}
+		}
+	}
+	if (keyed || u.User != nil) && (u.Scheme == "http" || u.Scheme == "ws") && !loopback {
+		return fmt.Errorf("%w: %s; use %ss", ErrCleartext, name, u.Scheme)
+	}
+	if literal && !loopback && !allowPrivate && privateAddr(a) {
+		return fmt.Errorf("%w: %s is a private address; an operator who runs the provider there allows it explicitly (provider.WithPrivateEndpoint, hybroute --allow-private-provider-url)", ErrPrivateEndpoint, name)
+	}
+	return nil
+}
+
+// cgnat is the shared address space of carrier-grade NAT (RFC 6598).
+var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// privateAddr reports an address that is not globally routable.
+func privateAddr(a netip.Addr) bool {
+	return a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() ||
+		a.IsMulticast() || a.IsUnspecified() || cgnat.Contains(a)
+}
+
+// refusedEndpoint reports whether err is a refusal of these rules.
+func refusedEndpoint(err error) bool {
+	return errors.Is(err, ErrCleartext) || errors.Is(err, ErrPrivateEndpoint)
+}
