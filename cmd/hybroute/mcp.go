@@ -17,17 +17,18 @@ import (
 	"github.com/hybroute/hybroute/mcpserver"
 )
 
+// mcpUsage is the head of "hybroute mcp -h"; the tool list between its
+// parts is made from the toolset's catalog (toollist.go).
 const mcpUsage = `Usage: hybroute mcp [flags]
 
-Serves the browser tools (browser_navigate, browser_snapshot, browser_click,
-browser_type, browser_press, browser_scroll, browser_back, browser_screenshot,
-browser_console, browser_exec, browser_close, browser_status, browser_tabs, browser_forward,
-browser_reload, browser_resize, browser_select_option, browser_fill_form,
-browser_hover, browser_drag, browser_file_upload, browser_wait_for,
-browser_handle_dialog) over MCP: on stdin/stdout by
-default, over streamable HTTP with --http. Each MCP client session has a
-browser session of its own, released when the client session ends.
+Serves the browser tools over MCP: on stdin/stdout by default, over
+streamable HTTP with --http. Each MCP client session has a browser session
+of its own, released when the client session ends. A tool that cannot work
+in the server's configuration is not offered.
 
+`
+
+const mcpUsageEnv = `
 Environment: the provider's key (BROWSERBASE_API_KEY and BROWSERBASE_PROJECT_ID,
 BROWSER_USE_API_KEY, TOOL_GATEWAY_USER_TOKEN for nous (its origin
 BROWSER_USE_GATEWAY_URL, else https://browser-use-gateway. and
@@ -62,7 +63,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	downloadDir := fs.String("download-dir", "", "save the local browser's downloads, and browser_pdf_save's PDFs, in this directory (it must exist); without it downloads are refused")
 	maxDownload := fs.Int64("max-download-bytes", agent.DefaultMaxDownloadBytes, "the largest file a download or a PDF may be; a larger download is cancelled")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
-	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage+toolsHelp()+mcpUsageEnv); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
