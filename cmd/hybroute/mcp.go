@@ -44,6 +44,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.SetOutput(e.stderr)
 	var cfg config
 	cfg.register(fs)
+	cfg.registerBrowser(fs)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
 	var allowHosts stringList
 	fs.Var(&allowHosts, "allow-host", "with --http or --metrics: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
@@ -129,6 +130,12 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	defer r.Close()
+	if msg, fatal := cfg.localBrowser(provider, e.getenv); msg != "" {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", msg)
+		if fatal {
+			return exitFailure
+		}
+	}
 	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
 		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir),
 		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload), agent.WithSnapshotDir(*snapshotDir))
