@@ -11,14 +11,15 @@ import (
 // model makes. With no cloud provider nothing could run, and the server
 // does not start (fatal); with one, the local browser serves the private
 // addresses and the fallback, and the server starts with a warning. A
-// server whose every call goes to --cdp-url needs no local browser.
+// server whose every call goes to --cdp-url needs no local browser. A
+// browser found is named, so that the user sees which one runs.
 func (c *config) localBrowser(provider string, getenv func(string) string) (msg string, fatal bool) {
 	if c.cdpURL != "" && provider != "cdp" {
 		return "", false
 	}
-	_, err := chromium.Lookup(c.chromium, "--chromium %q", getenv)
+	path, err := chromium.Lookup(c.chromium, "--chromium %q", getenv)
 	if err == nil {
-		return "", false
+		return "local browser: " + path, false
 	}
 	fix := "Name a browser with --chromium PATH (or CHROMIUM=PATH)."
 	if provider == "none" {

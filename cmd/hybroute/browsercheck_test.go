@@ -47,6 +47,12 @@ func TestMCPReportsAMissingBrowserAtStart(t *testing.T) {
 	assert.Contains(t, stderr, "hybroute mcp: WARNING: no local browser: private addresses, and the fallback when the cloud provider fails, will not work")
 	assert.Contains(t, stderr, "hybroute mcp: cloud provider browserbase", "and it started")
 
+	// A browser found is named.
+	exe := filepath.Join(t.TempDir(), "chromium")
+	require.NoError(t, os.WriteFile(exe, []byte("#!/bin/sh\n"), 0o755))
+	_, _, stderr = runCmd(t, map[string]string{"CHROMIUM": exe}, "", "mcp", "--provider", "none")
+	assert.Contains(t, stderr, "hybroute mcp: local browser: "+exe+"\n")
+
 	// Every call goes to --cdp-url: no local browser is needed.
 	_, _, stderr = runCmd(t, map[string]string{"CHROMIUM": notExec}, "", "mcp", "--cdp-url", "ws://127.0.0.1:9/devtools/browser/x")
 	assert.NotContains(t, stderr, "no local browser")
