@@ -59,10 +59,11 @@ var (
 // The local Chromium.
 var (
 	// ErrNoChromium is the errors.Is target for "there is no Chromium to run
-	// the local sidecar on". Its text names the fix.
+	// the local sidecar on": none found, or the one named is no program.
+	// Its text names the fix; the error that wraps it says where Chromium
+	// and Chrome were looked for, and how to install one on this system.
 	ErrNoChromium = errors.New("hybroute: no Chromium for the local sidecar: " +
-		"install one (apt-get install -y chromium) or point hybroute at a binary " +
-		"with WithChromiumPath (or $CHROMIUM)")
+		"point hybroute at a binary with WithChromiumPath (or $CHROMIUM), or install one")
 	// ErrBrowserDead is the errors.Is target for "the browser under this
 	// session died": the local Chromium process, or the connection to a
 	// cloud browser (or a CDP override). The error's own text names which.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,6 +150,23 @@ func TestWarm(t *testing.T) {
 	}
 	require.NoError(t, r.Close())
 	require.ErrorIs(t, r.Warm(testCtx(t)), ErrClosed)
+}
+
+// TestWarmNamesTheFix: Warm with $CHROMIUM naming a file that is no
+// program fails at once with ErrNoChromium, and its text says what is
+// wrong and every way to fix it.
+func TestWarmNamesTheFix(t *testing.T) {
+	// Not parallel: it sets $CHROMIUM.
+	notExec := filepath.Join(t.TempDir(), "chromium")
+	require.NoError(t, os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644))
+	t.Setenv("CHROMIUM", notExec)
+	r := newRouter(t, nil, nil)
+	err := r.Warm(testCtx(t))
+	require.ErrorIs(t, err, ErrNoChromium)
+	for _, want := range []string{"hybroute: warming the local Chromium", `$CHROMIUM="` + notExec + `"`, "is not executable",
+		"WithChromiumPath", chromium.Install()} {
+		assert.Contains(t, err.Error(), want)
+	}
 }
 
 // testClock is the fallback's clock in the tests that move time instead of

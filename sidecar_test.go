@@ -421,8 +421,11 @@ func TestSidecarNoChromium(t *testing.T) {
 	assert.False(t, s.Alive())
 	assert.EqualValues(t, 0, s.Starts())
 
-	// Nothing on PATH, no $CHROMIUM: the same sentinel.
+	// Nothing on PATH, no $CHROMIUM, no cache: the same sentinel.
 	t.Setenv("PATH", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("PUPPETEER_CACHE_DIR", "")
+	t.Setenv("PLAYWRIGHT_BROWSERS_PATH", "")
 	t.Setenv("CHROMIUM", "")
 	s2 := newTestSidecar(t)
 	_, err = s2.Open(context.Background(), "k")

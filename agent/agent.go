@@ -2,12 +2,14 @@
 // and security floor behind every tool: browser_navigate, browser_snapshot,
 // browser_click, browser_type, browser_press, browser_scroll, browser_back,
 // browser_screenshot, browser_console, browser_exec, browser_network_requests,
-// browser_downloads, browser_pdf_save and browser_close; the
-// session's tabs (browser_tabs); browser_forward, browser_reload and
-// browser_resize; the inputs browser_select_option, browser_fill_form,
-// browser_hover, browser_drag, browser_file_upload ([WithUploadDir]) and
-// browser_wait_for; and browser_handle_dialog, for a router whose
-// DialogPolicy holds dialogs for the model.
+// browser_downloads and browser_pdf_save ([WithDownloadDir]), browser_close,
+// browser_status, browser_state_save and browser_state_load
+// ([WithStateDir]); the session's tabs (browser_tabs); browser_forward,
+// browser_reload and browser_resize; the inputs browser_select_option,
+// browser_fill_form, browser_hover, browser_drag, browser_file_upload
+// ([WithUploadDir]) and browser_wait_for; and browser_handle_dialog, for a
+// router whose DialogPolicy holds dialogs for the model. A tool is offered
+// only where its setting is there ([Catalog] says which needs what).
 //
 // A Toolset plugs into any Go agent loop: Tools lists each tool with a name, a
 // description written for a model and a JSON Schema for its input, and Call
@@ -231,6 +233,8 @@ type Toolset struct {
 	closed   bool
 	bg       sync.WaitGroup // console collectors, download savers
 	hooks    []callHook     // attached to every call on a CDP tab
+
+	heldDialogs bool // the Router holds dialogs for the model (offered.go)
 }
 
 // New returns the toolset over r. Close it before closing r.
@@ -255,6 +259,9 @@ func New(r Router, opts ...Option) *Toolset {
 		}
 	}
 	t.hooks = []callHook{downloadHook{t}, networkHook{}}
+	if r != nil {
+		t.heldDialogs = r.Rules().Dialogs.Hold
+	}
 	if t.cfg.log == nil {
 		t.cfg.log = slog.Default()
 	}
@@ -272,11 +279,16 @@ func New(r Router, opts ...Option) *Toolset {
 	return t
 }
 
-// Tools returns the tools, in a stable order.
+// Tools returns the tools the toolset offers, in a stable order: those
+// that work in its configuration. A tool that needs a setting the toolset
+// lacks (a state, upload or download directory, dialogs held for the
+// model) is left out; [Catalog] lists every tool with what it needs.
 func (t *Toolset) Tools() []Tool {
-	out := make([]Tool, len(toolDefs))
-	for i, d := range toolDefs {
-		out[i] = Tool{Name: d.name, Description: d.desc, InputSchema: json.RawMessage(d.schema)}
+	out := make([]Tool, 0, len(toolDefs))
+	for i := range toolDefs {
+		if t.offers(toolDefs[i].name) {
+			out = append(out, toolDefs[i].tool())
+		}
 	}
 	return out
 }
@@ -297,7 +309,10 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 	}
 	def, ok := toolByName[name]
 	if !ok {
-		return toolError(fmt.Sprintf("unknown tool %q; the tools are %s", name, toolNames())), nil
+		return toolError(fmt.Sprintf("unknown tool %q; the tools are %s", name, t.offeredNames())), nil
+	}
+	if !t.offers(name) {
+		return t.notOffered(name), nil
 	}
 	var s *session
 	for {

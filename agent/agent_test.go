@@ -64,10 +64,8 @@ var refOf = func(line string, snapshot string) string {
 
 func TestToolsHaveSchemas(t *testing.T) {
 	t.Parallel()
-	ts := agent.New(nil)
-	tools := ts.Tools()
 	var names []string
-	for _, tool := range tools {
+	for _, tool := range agent.Catalog() {
 		names = append(names, tool.Name)
 		assert.NotEmpty(t, tool.Description, tool.Name)
 		var schema map[string]any
@@ -86,6 +84,56 @@ func TestToolsHaveSchemas(t *testing.T) {
 		"browser_state_save", "browser_state_load", "browser_tabs",
 		"browser_forward", "browser_reload", "browser_resize",
 		"browser_select_option", "browser_fill_form", "browser_hover", "browser_drag", "browser_file_upload", "browser_wait_for", "browser_handle_dialog"}, names)
+}
+
+// TestToolsFitTheConfiguration: a tool that cannot work in the toolset's
+// configuration is not offered, and a call of it says which setting is
+// missing; with every setting, every tool of the catalog is offered.
+func TestToolsFitTheConfiguration(t *testing.T) {
+	names := func(ts *agent.Toolset) []string {
+		var out []string
+		for _, tool := range ts.Tools() {
+			out = append(out, tool.Name)
+		}
+		return out
+	}
+	bare := agent.New(nil)
+	got := names(bare)
+	for _, off := range []string{"browser_state_save", "browser_state_load", "browser_file_upload", "browser_downloads", "browser_pdf_save", "browser_handle_dialog"} {
+		assert.NotContains(t, got, off)
+	}
+	assert.Len(t, got, len(agent.Catalog())-6)
+	res, err := bare.Call(t.Context(), "s", "browser_state_save", json.RawMessage(`{"name":"x"}`))
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Text, "browser_state_save is off on this server: the operator set no state directory (hybroute mcp --state-dir)")
+	assert.NotContains(t, res.Text, "browser_state_load,", "the tools it lists are the offered ones")
+	res, err = bare.Call(t.Context(), "s", "browser_handle_dialog", json.RawMessage(`{"accept":true}`))
+	require.NoError(t, err)
+	assert.Contains(t, res.Text, "--dialogs model")
+
+	dir := t.TempDir()
+	r := agenttest.NewRouter(t, nil, hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true}))
+	full := agent.New(r, agent.WithStateDir(dir), agent.WithUploadDir(dir), agent.WithDownloadDir(dir))
+	var all []string
+	for _, c := range agent.Catalog() {
+		all = append(all, c.Name)
+	}
+	assert.Equal(t, all, names(full))
+
+	// Each need takes away exactly the tools that need it.
+	for need, opt := range map[agent.Need]agent.Option{
+		agent.NeedsStateDir: agent.WithStateDir(dir), agent.NeedsUploadDir: agent.WithUploadDir(dir),
+		agent.NeedsDownloadDir: agent.WithDownloadDir(dir),
+	} {
+		var want []string
+		for _, c := range agent.Catalog() {
+			if c.Needs == agent.NeedsNothing || c.Needs == need {
+				want = append(want, c.Name)
+			}
+		}
+		assert.Equal(t, want, names(agent.New(nil, opt)), need)
+	}
 }
 
 func TestCallRejectsBadArgumentsAsToolErrors(t *testing.T) {

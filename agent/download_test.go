@@ -259,7 +259,7 @@ func TestDownloadsWithoutADirectory(t *testing.T) {
 	mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
 	pdf := callTool(t, ts, s, "browser_pdf_save", nil)
 	assert.True(t, pdf.IsError)
-	assert.Contains(t, pdf.Text, "needs a download directory")
+	assert.Contains(t, pdf.Text, "browser_pdf_save is off on this server: the operator set no download directory")
 }
 
 // TestDownloadsOnTheCloud: the cloud browser's disk is the provider's, so

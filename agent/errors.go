@@ -62,7 +62,8 @@ func describe(err error, c *call, key string) string {
 		return strings.TrimPrefix(deepest(err, netpolicy.ErrTooManyHosts), "hybroute: ") +
 			". Nothing ran and no page was opened: split the work into calls that each name fewer hosts."
 	case errors.Is(err, hybroute.ErrNoChromium):
-		return "no local browser is available: Chromium is not installed on this machine. Tell the user."
+		return "no local browser is available: no Chromium or Chrome was found on this machine, or the one named cannot run. " +
+			"Tell the user to install Chromium, or to name it with hybroute mcp --chromium PATH (or CHROMIUM=PATH); the server's log says where it looked."
 	case errors.Is(err, hybroute.ErrBrowserDead):
 		return "the session's browser ended during the call; the next call starts a new one, so navigate again."
 	case errors.Is(err, hybroute.ErrClosed), errors.Is(err, ErrClosed):

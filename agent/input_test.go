@@ -124,7 +124,7 @@ func TestInputTools(t *testing.T) {
 	off := newToolset(t, r)
 	res = callTool(t, off, "off", "browser_file_upload", map[string]any{"ref": "e1", "paths": []string{"a.txt"}})
 	assert.True(t, res.IsError)
-	assert.Contains(t, res.Text, "file upload is off")
+	assert.Contains(t, res.Text, "browser_file_upload is off on this server: the operator set no upload directory")
 
 	// browser_wait_for: text that comes, text that goes, a pause, a bound.
 	mustOK(t, callTool(t, ts, s, "browser_click", map[string]any{"ref": ref(`button "Load later"`)}))

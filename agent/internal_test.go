@@ -39,6 +39,11 @@ func TestDescribeErrors(t *testing.T) {
 	assert.Contains(t, text, "no Chromium is installed")
 	assert.NotContains(t, text, `session "k"`)
 
+	noLocal := fmt.Errorf("hybroute: session %q: %w", "k", fmt.Errorf("%w: $CHROMIUM=%q: not executable", hybroute.ErrNoChromium, "/home/u/chromium"))
+	text = describe(noLocal, &call{}, "k")
+	assert.Contains(t, text, "--chromium PATH (or CHROMIUM=PATH)", "the fix is named")
+	assert.NotContains(t, text, "/home/u", "the machine's paths stay in its log")
+
 	many := fmt.Errorf("hybroute: plan: %w", fmt.Errorf("%w: the call names 5000 hosts to resolve, the limit is 4096 (WithMaxHostsPerCall)", netpolicy.ErrTooManyHosts))
 	assert.Equal(t, "too many hosts in one call: the call names 5000 hosts to resolve, the limit is 4096 (WithMaxHostsPerCall). "+
 		"Nothing ran and no page was opened: split the work into calls that each name fewer hosts.", describe(many, &call{}, "k"))

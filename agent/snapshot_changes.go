@@ -22,7 +22,9 @@ func (t *Toolset) changesAfter(ctx context.Context, s *session, c *call) string 
 	if err != nil || s.refs.Doc() != prevDoc {
 		return ""
 	}
-	diff := snapshot.LineDiff(prev, s.refs.Text())
+	// Where the focus is is no change of the page: a click on a field
+	// or a button moves it, and every action would report it.
+	diff := snapshot.LineDiff(snapshot.WithoutFocus(prev), snapshot.WithoutFocus(s.refs.Text()))
 	switch {
 	case diff == "":
 		return "The page's tree did not change (the refs of the last snapshot still hold)."

@@ -19,7 +19,7 @@ type snapshotArgs struct {
 const snapshotSchema = `{"type":"object","properties":{` +
 	`"depth":{"type":"integer","minimum":1,"description":"Show only this many levels of the tree (1: the top level); deeper parts are counted, not shown"},` +
 	`"ref":{"type":"string","description":"Show only the subtree of this element, by its ref from the last snapshot, e.g. e12"},` +
-	`"find":{"type":"string","description":"Show only the elements whose role, name, value, text or link contains this text (any case), with the elements above them and everything inside them"},` +
+	`"find":{"type":"string","description":"Show only the elements whose role, name, value, text or link contains this text (any case), with everything inside them, the whole table row, list item or form around them (and the table's header row), and the elements above"},` +
 	`"file":{"type":"string","description":"Write the snapshot to this file name in the directory the operator allows, instead of returning it; the result says where. Only a plain file name, no directories"}` +
 	`},"additionalProperties":false}`
 

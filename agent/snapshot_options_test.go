@@ -33,7 +33,7 @@ func TestSnapshotOptions(t *testing.T) {
 	assert.Contains(t, found.Text, "- list:\n  - listitem:\n    - link \"Item 17\"")
 	assert.Contains(t, found.Text, "/url: /item/17")
 	assert.NotContains(t, found.Text, "Item 16")
-	assert.NotContains(t, found.Text, "Add 17", "only the path to the match and what is inside it")
+	assert.Contains(t, found.Text, `button "Add 17"`, "the rest of the match's list item")
 	none := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"find": "no such thing"}))
 	assert.Contains(t, none.Text, `(nothing in the page contains "no such thing")`)
 
@@ -163,7 +163,8 @@ func TestActionsReportChanges(t *testing.T) {
 
 	click := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": add}))
 	assert.Contains(t, click.Text, "Changes in the page since the last snapshot")
-	assert.Contains(t, click.Text, "- - paragraph: Cart: 0 items\n")
+	assert.Regexp(t, `(?m)^- - paragraph: Cart: 0 items$`, click.Text)
+	assert.NotContains(t, click.Text, "focused", "the focus the click moved is no change")
 	assert.Contains(t, click.Text, "+ - paragraph: Cart: 1 item")
 	assert.NotContains(t, click.Text, "Corner Shop\" [level=1]", "what did not change is left out")
 	assert.Less(t, len(click.Text), len(snap.Text))
@@ -185,4 +186,67 @@ func openSnapshot(t *testing.T, s, path string, elements ...string) (*agent.Tool
 		require.NotEmpty(t, refs[i], "%s in\n%s", e, snap.Text)
 	}
 	return ts, snap, refs
+}
+
+// servePage serves html at / of a loopback server closed in t.Cleanup,
+// for a test that needs a page of its own.
+func servePage(t *testing.T, html string) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write([]byte(html))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/"
+}
+
+// TestFocusIsNoChange: a click that only moves the focus (into a field,
+// onto a button that does nothing) reports no change of the page.
+func TestFocusIsNoChange(t *testing.T) {
+	const s = "focus"
+	url := servePage(t, `<!doctype html><title>Focus</title><h1>Focus</h1>`+
+		`<label>First <input id="a"></label> <label>Second <input id="b"></label> <button>Nothing</button>`)
+	ts := newToolset(t, agenttest.NewRouter(t, nil))
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": url}))
+	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil)).Text
+	for _, el := range []string{`textbox "First"`, `textbox "Second"`, `button "Nothing"`} {
+		click := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": refOf(el, snap)}))
+		assert.Contains(t, click.Text, "The page's tree did not change", el)
+		assert.NotContains(t, click.Text, "focused", el)
+	}
+	// The focus is still shown in a snapshot.
+	assert.Contains(t, mustOK(t, callTool(t, ts, s, "browser_snapshot", nil)).Text, `button "Nothing" [focused]`)
+}
+
+// TestFindShowsTheSurroundings: find returns the match with its table row
+// (and the table's header row), its list item or its form, so a question
+// about the match is answered from the find result alone; the rest of the
+// page is left out.
+func TestFindShowsTheSurroundings(t *testing.T) {
+	const s = "find"
+	url := servePage(t, `<!doctype html><title>Invoices</title><h1>Invoices</h1>`+
+		`<table><thead><tr><th>Invoice</th><th>Customer</th><th>Amount</th></tr></thead><tbody>`+
+		`<tr><td>INV-1001</td><td>Acme</td><td>$120.00</td></tr>`+
+		`<tr><td>INV-1002</td><td>Globex</td><td>$987.65</td></tr>`+
+		`<tr><td>INV-1003</td><td>Initech</td><td>$42.00</td></tr></tbody></table>`+
+		`<ul><li><b>Widget</b> 3 left</li><li><b>Gadget</b> sold out</li></ul>`+
+		`<form aria-label="Refund"><label>Refund reason <input></label> <button>Send refund</button></form>`)
+	ts := newToolset(t, agenttest.NewRouter(t, nil))
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": url}))
+
+	inv := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"find": "INV-1002"})).Text
+	t.Log(inv)
+	assert.Contains(t, inv, "$987.65", "the amount in the row of the match")
+	assert.Contains(t, inv, "Globex")
+	assert.Contains(t, inv, `columnheader "Amount"`, "the header row names the columns")
+	assert.NotContains(t, inv, "INV-1001")
+	assert.NotContains(t, inv, "$42.00")
+	assert.NotContains(t, inv, "Widget")
+
+	item := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"find": "gadget"})).Text
+	assert.Contains(t, item, "sold out", "the rest of the list item")
+	assert.NotContains(t, item, "3 left")
+
+	form := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"find": "refund reason"})).Text
+	assert.Contains(t, form, `button "Send refund"`, "the rest of the form")
+	assert.NotContains(t, form, "INV-")
 }

@@ -82,5 +82,5 @@ func TestStateToolsRefuseBadNames(t *testing.T) {
 	off := newToolset(t, nil)
 	res = callTool(t, off, "s", "browser_state_save", map[string]string{"name": "x"})
 	assert.True(t, res.IsError)
-	assert.Contains(t, res.Text, "state files are off")
+	assert.Contains(t, res.Text, "browser_state_save is off on this server: the operator set no state directory")
 }

@@ -80,14 +80,6 @@ var toolByName = func() map[string]*toolDef {
 	return m
 }()
 
-func toolNames() string {
-	names := make([]string, len(toolDefs))
-	for i, d := range toolDefs {
-		names[i] = d.name
-	}
-	return strings.Join(names, ", ")
-}
-
 // decode reads the arguments strictly: a misspelt argument is an error the
 // model can fix, not something silently ignored.
 func decode(args json.RawMessage, v any) error {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/netip"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,28 @@ func TestCheckWithCDPOverride(t *testing.T) {
 	assert.Contains(t, out, "blocked: the --cdp-url browser is not local")
 	code, out, _ = runCmd(t, nil, "", "check", "--cdp-url", "ws://127.0.0.1:9222/devtools/browser/x", "--allow-private", "http://10.0.0.7/")
 	assert.Equal(t, exitOK, code, out)
+}
+
+// TestEachCommandOffersItsOwnFlags: check runs no browser, so it offers
+// none of the browser's flags (--chromium, --idle-timeout) that would do
+// nothing there; every flag it offers it reads. mcp offers them.
+func TestEachCommandOffersItsOwnFlags(t *testing.T) {
+	flags := func(args ...string) []string {
+		code, _, help := runCmd(t, nil, "", args...)
+		require.Equal(t, exitOK, code)
+		return regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllString(help, -1)
+	}
+	check := flags("check", "-h")
+	assert.Equal(t, []string{"  -allow-private", "  -allow-secrets-in-urls", "  -allowed-hosts", "  -auto-local", "  -blocked-hosts",
+		"  -cdp-url", "  -code", "  -config", "  -json", "  -print-config", "  -provider", "  -provider-spec", "  -provider-url", "  -v"}, check)
+	mcp := flags("mcp", "-h")
+	for _, f := range []string{"  -chromium", "  -idle-timeout"} {
+		assert.NotContains(t, check, f)
+		assert.Contains(t, mcp, f)
+	}
+	code, _, errOut := runCmd(t, nil, "", "check", "--idle-timeout", "1m", "http://10.0.0.9/")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "flag provided but not defined: -idle-timeout")
 }
 
 func TestConfigErrors(t *testing.T) {

@@ -76,13 +76,19 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.allowPrivateProvider, "allow-private-provider-url", false, "let the provider's URL (--provider-url, a spec's base_url, --cdp-url with --provider cdp) be a private address "+
 		"(10.x, 192.168.x, link-local…): this process then sends its requests, and the key with them, into the local network, wherever that URL points. "+
 		"Metadata addresses stay refused, and a key never goes over plain http except to loopback")
-	fs.StringVar(&c.chromium, "chromium", "", "the local Chromium binary (default: $CHROMIUM, then chromium, google-chrome… on PATH)")
-	fs.DurationVar(&c.idle, "idle-timeout", 15*time.Minute, "release a browser session after this long unused")
 	fs.BoolVar(&c.verbose, "v", false, "log every routing decision")
 	c.registerConfigFlags(fs)
 	fs.Var(&c.allowedHosts, "allowed-hosts", "only these hosts may be reached, on every route and by every request: comma-separated "+
 		"host names, *.name (its subdomains), IP addresses or prefixes (10.1.0.0/16); repeatable. Narrows the security rules, never widens them")
 	fs.Var(&c.blockedHosts, "blocked-hosts", "these hosts may not be reached, on every route and by every request (patterns as --allowed-hosts); repeatable")
+}
+
+// registerBrowser adds the flags of the browsers a command runs: a
+// command that runs none (check) does not offer them.
+func (c *config) registerBrowser(fs *flag.FlagSet) {
+	fs.StringVar(&c.chromium, "chromium", "", "the local Chromium or Chrome binary (default: $CHROMIUM, then chromium, google-chrome… on PATH, "+
+		"then the system's own places and Chrome for Testing's caches; see README)")
+	fs.DurationVar(&c.idle, "idle-timeout", 15*time.Minute, "release a browser session after this long unused")
 }
 
 // errConfig marks a configuration the command refuses.

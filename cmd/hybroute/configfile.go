@@ -66,7 +66,7 @@ func loadConfigFile(fs *flag.FlagSet, path string) error {
 		fl := fs.Lookup(name)
 		switch {
 		case fl == nil || name == "config" || name == "print-config":
-			return fmt.Errorf("%w: --config %s: unknown key %q (keys are the flags of %s)", errConfig, path, k, fs.Name())
+			return fmt.Errorf("%w: --config %s: unknown key %q (keys are the flags of %s)%s", errConfig, path, k, fs.Name(), didYouMean(fs, k))
 		case set[name]:
 			continue // the command line wins
 		}

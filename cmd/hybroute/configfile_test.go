@@ -48,6 +48,26 @@ func TestConfigFile(t *testing.T) {
 	}
 }
 
+// TestConfigFileSuggestsAKey: an unknown key that is close to a flag's
+// name (a letter off, _ for -) is answered with that name; one close to
+// none is not.
+func TestConfigFileSuggestsAKey(t *testing.T) {
+	for body, want := range map[string]string{
+		"alowed-hosts: example.com\n": `unknown key "alowed-hosts" (keys are the flags of hybroute check); did you mean "allowed-hosts"?`,
+		"auto_local: false\n":         `did you mean "auto-local"?`,
+		"Provider: none\n":            `did you mean "provider"?`,
+		"blocked-host: [a.test]\n":    `did you mean "blocked-hosts"?`,
+	} {
+		code, _, errOut := runCmd(t, nil, "", "check", "--config", writeConfig(t, "c.yaml", body), "http://10.0.0.9/")
+		assert.Equal(t, exitFailure, code, body)
+		assert.Contains(t, errOut, want, body)
+	}
+	code, _, errOut := runCmd(t, nil, "", "check", "--config", writeConfig(t, "c.yaml", "colour: blue\n"), "http://10.0.0.9/")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, `unknown key "colour"`)
+	assert.NotContains(t, errOut, "did you mean")
+}
+
 // TestPrintConfigMasksSecrets: --print-config shows every flag, with a CDP
 // URL's credential redacted and API keys only as set or unset.
 func TestPrintConfigMasksSecrets(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 )
 
@@ -74,11 +75,48 @@ func run(ctx context.Context, args []string, e env) int {
 	return exitFailure
 }
 
-// version is the module version the binary was built from ("(devel)" for a
-// local build).
+// version is what the binary was built from (see versionOf).
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
 	}
-	return "(devel)"
+	return versionOf(bi)
+}
+
+// versionOf is the version bi records: the module's version, as go install
+// ...@version fetched it; for a build from a checkout, what the go command
+// stamped of it: the version it derived from the checkout's tags ("devel"
+// when none) and the VCS revision, its time, and whether the tree had
+// changes (go build stamps these unless -buildvcs=false).
+func versionOf(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	if v == "" || v == "(devel)" {
+		v = "devel"
+	}
+	var vcs, rev, at string
+	var modified bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs":
+			vcs = s.Value
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	if rev == "" {
+		return v
+	}
+	v += " (" + strings.TrimSpace(vcs+" "+rev[:min(12, len(rev))])
+	if at != "" {
+		v += ", " + at
+	}
+	if modified {
+		v += ", modified"
+	}
+	return v + ")"
 }

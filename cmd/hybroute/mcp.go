@@ -17,17 +17,18 @@ import (
 	"github.com/hybroute/hybroute/mcpserver"
 )
 
+// mcpUsage is the head of "hybroute mcp -h"; the tool list between its
+// parts is made from the toolset's catalog (toollist.go).
 const mcpUsage = `Usage: hybroute mcp [flags]
 
-Serves the browser tools (browser_navigate, browser_snapshot, browser_click,
-browser_type, browser_press, browser_scroll, browser_back, browser_screenshot,
-browser_console, browser_exec, browser_close, browser_status, browser_tabs, browser_forward,
-browser_reload, browser_resize, browser_select_option, browser_fill_form,
-browser_hover, browser_drag, browser_file_upload, browser_wait_for,
-browser_handle_dialog) over MCP: on stdin/stdout by
-default, over streamable HTTP with --http. Each MCP client session has a
-browser session of its own, released when the client session ends.
+Serves the browser tools over MCP: on stdin/stdout by default, over
+streamable HTTP with --http. Each MCP client session has a browser session
+of its own, released when the client session ends. A tool that cannot work
+in the server's configuration is not offered.
 
+`
+
+const mcpUsageEnv = `
 Environment: the provider's key (BROWSERBASE_API_KEY and BROWSERBASE_PROJECT_ID,
 BROWSER_USE_API_KEY, TOOL_GATEWAY_USER_TOKEN for nous (its origin
 BROWSER_USE_GATEWAY_URL, else https://browser-use-gateway. and
@@ -43,6 +44,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.SetOutput(e.stderr)
 	var cfg config
 	cfg.register(fs)
+	cfg.registerBrowser(fs)
 	httpAddr := fs.String("http", "", "serve streamable HTTP on ADDR (host:port; a bare :port binds 127.0.0.1) instead of stdio")
 	var allowHosts stringList
 	fs.Var(&allowHosts, "allow-host", "with --http or --metrics: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
@@ -67,7 +69,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.IntVar(&dlLimits.PerMinute, "max-downloads-per-minute", agent.DefaultDownloadsPerMinute, "how many downloads one session may start within a minute (negative: no bound)")
 	keepDownloads := fs.Bool("keep-downloads", false, "keep a session's downloaded files when the session ends; without it they are removed then (PDFs stay)")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
-	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
+	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage+toolsHelp()+mcpUsageEnv); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -133,6 +135,12 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	defer r.Close()
+	if msg, fatal := cfg.localBrowser(provider, e.getenv); msg != "" {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", msg)
+		if fatal {
+			return exitFailure
+		}
+	}
 	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
 		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir),
 		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload), agent.WithSnapshotDir(*snapshotDir),

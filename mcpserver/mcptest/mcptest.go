@@ -22,12 +22,13 @@ import (
 	"github.com/hybroute/hybroute/mcpserver"
 )
 
-// WantTools are the tools the server lists.
+// WantTools are the tools a server lists when its toolset has no state,
+// upload or download directory and its router answers dialogs as they
+// open: the tools that need nothing.
 var WantTools = []string{"browser_navigate", "browser_snapshot", "browser_click", "browser_type", "browser_press",
-	"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_network_requests", "browser_downloads", "browser_pdf_save", "browser_close", "browser_status",
-	"browser_state_save", "browser_state_load", "browser_tabs",
-	"browser_forward", "browser_reload", "browser_resize",
-	"browser_select_option", "browser_fill_form", "browser_hover", "browser_drag", "browser_file_upload", "browser_wait_for", "browser_handle_dialog"}
+	"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_network_requests", "browser_close", "browser_status",
+	"browser_tabs", "browser_forward", "browser_reload", "browser_resize",
+	"browser_select_option", "browser_fill_form", "browser_hover", "browser_drag", "browser_wait_for"}
 
 // Client is an MCP client session with helpers that fail the test T.
 type Client struct {

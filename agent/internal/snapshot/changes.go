@@ -64,3 +64,13 @@ func LineDiff(a, b string) string {
 	}
 	return strings.TrimRight(out.String(), "\n")
 }
+
+// focusedAttr is how a line of the tree marks the element that has the
+// focus.
+const focusedAttr = " [focused]"
+
+// WithoutFocus is text with no element marked as focused, for comparing
+// two trees by what the page shows.
+func WithoutFocus(text string) string {
+	return strings.ReplaceAll(text, focusedAttr, "")
+}

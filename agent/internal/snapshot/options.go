@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
@@ -67,22 +68,71 @@ func findRef(items []*item, ref string) *item {
 	return nil
 }
 
-// prune keeps the items that contain find (lower case) whole, and the
-// items above them with only the children that lead there.
+// prune keeps the items that contain find (lower case) whole, each inside
+// the whole of its nearest surrounding unit (contextRoles: its table row,
+// list item, form) where that is not large, and the items above them with
+// only the children that lead there; a table keeps its header row, so a
+// cell found is read with its column's name.
 func prune(items []*item, find string) []*item {
-	var out []*item
+	out, _ := pruneUnits(items, find)
+	return out
+}
+
+// pruneUnits is prune; bare reports a match kept that no unit holds yet.
+func pruneUnits(items []*item, find string) (out []*item, bare bool) {
 	for _, it := range items {
 		if matches(it, find) {
 			out = append(out, it)
+			bare = bare || !contextRoles[it.role]
 			continue
 		}
-		if kids := prune(it.children, find); len(kids) > 0 {
-			cp := *it
-			cp.children = kids
-			out = append(out, &cp)
+		kids, kidsBare := pruneUnits(it.children, find)
+		if len(kids) == 0 {
+			continue
+		}
+		if kidsBare && contextRoles[it.role] && countItems(it.children) <= maxUnitItems {
+			out = append(out, it)
+			continue
+		}
+		if tableRoles[it.role] {
+			if h := headerRow(it.children); h != nil && !slices.Contains(kids, h) {
+				kids = append([]*item{h}, kids...)
+			}
+		}
+		cp := *it
+		cp.children = kids
+		out = append(out, &cp)
+		bare = bare || kidsBare
+	}
+	return out, bare
+}
+
+// maxUnitItems bounds the unit a match is shown in: a form that is the
+// whole page is no surrounding.
+const maxUnitItems = 200
+
+// contextRoles are the units a match is shown whole inside of: what is
+// found in them is read with what stands beside it.
+var contextRoles = map[string]bool{"row": true, "listitem": true, "form": true, "article": true, "treeitem": true}
+
+var tableRoles = map[string]bool{"table": true, "grid": true, "treegrid": true}
+
+// headerRow is the first row of a table's children (or of their row
+// groups) that holds a column header, nil if none does.
+func headerRow(items []*item) *item {
+	for _, it := range items {
+		switch it.role {
+		case "row":
+			if slices.ContainsFunc(it.children, func(c *item) bool { return c.role == "columnheader" }) {
+				return it
+			}
+		case "rowgroup":
+			if h := headerRow(it.children); h != nil {
+				return h
+			}
 		}
 	}
-	return out
+	return nil
 }
 
 // matches reports whether the item's text as write shows it contains
