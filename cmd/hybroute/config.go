@@ -23,6 +23,7 @@ type config struct {
 	autoLocal    bool
 	allowPrivate bool
 	allowSecrets bool
+	cloudWebRTC  bool
 	chromium     string
 	idle         time.Duration
 	verbose      bool
@@ -57,6 +58,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.autoLocal, "auto-local", true, "run calls that target private addresses (localhost, LAN) on the local Chromium")
 	fs.BoolVar(&c.allowPrivate, "allow-private", false, "let a remote browser try private addresses it would otherwise refuse")
 	fs.BoolVar(&c.allowSecrets, "allow-secrets-in-urls", false, "let a remote browser open URLs that carry a credential (token=, api_key=, a password…), which otherwise run locally or are refused")
+	fs.BoolVar(&c.cloudWebRTC, "cloud-webrtc", false, "keep WebRTC in cloud browsers' pages; it then reaches any address a page names "+
+		"(metadata, private addresses, blocked hosts) over UDP and TCP from the provider's network, unseen by any rule (off: no RTCPeerConnection there)")
 	fs.StringVar(&c.chromium, "chromium", "", "the local Chromium binary (default: $CHROMIUM, then chromium, google-chrome… on PATH)")
 	fs.DurationVar(&c.idle, "idle-timeout", 15*time.Minute, "release a browser session after this long unused")
 	fs.BoolVar(&c.verbose, "v", false, "log every routing decision")
@@ -137,6 +140,7 @@ func (c *config) routerOptions(stderr io.Writer) []hybroute.Option {
 		hybroute.WithAutoLocalForPrivateURLs(c.autoLocal),
 		hybroute.WithAllowPrivateURLs(c.allowPrivate),
 		hybroute.WithAllowSecretsInURLs(c.allowSecrets),
+		hybroute.WithCloudWebRTC(c.cloudWebRTC),
 		hybroute.WithIdleTimeout(c.idle, 0),
 	}
 	if len(c.allowedHosts) > 0 {
