@@ -313,9 +313,10 @@ func TestLocalWebRTCPolicyIsManaged(t *testing.T) {
 // webRTCWays are the realms TestCloudWebRTCReachesNoDecoy makes peer
 // connections from (testdata/pages/webrtc.html): the page's own, a frame
 // it just made, a popup it just opened, a frame it just made in that
-// popup (both before the popup's target is set up), and a frame of
-// another site (out of process: a target of its own).
-var webRTCWays = []string{"page", "frame", "popup", "popup-frame", "other-site"}
+// popup (both before the popup's target is set up; the popup opened by
+// window.open or by document.open), and a frame of another site (out of
+// process: a target of its own).
+var webRTCWays = []string{"page", "frame", "popup", "popup-frame", "document-open", "other-site"}
 
 // TestCloudWebRTCReachesNoDecoy: a public page on the cloud browser points
 // peer connections at the metadata address and at a private address that
@@ -391,7 +392,7 @@ func TestCloudWebRTCReachesNoDecoy(t *testing.T) {
 		said, datagrams, conns := attack(t, webRTCWays)
 		for _, way := range webRTCWays {
 			want := "none"
-			if way == "popup-frame" {
+			if way == "popup-frame" || way == "document-open" {
 				want = "no popup" // window.open gives no handle to script the popup with
 			}
 			assert.Equal(t, want, said[way], "%s: the realm still has RTCPeerConnection", way)
@@ -401,9 +402,11 @@ func TestCloudWebRTCReachesNoDecoy(t *testing.T) {
 		assert.Empty(t, conns, "connections that reached a decoy")
 	})
 	t.Run("on, the control", func(t *testing.T) {
-		// The page's own realm is enough to show what the sinks hear.
-		said, datagrams, conns := attack(t, []string{"page"}, WithCloudWebRTC(true))
+		// The page's own realm shows what the sinks hear; a frame in a
+		// popup document.open opened shows that way is one.
+		said, datagrams, conns := attack(t, []string{"page", "document-open"}, WithCloudWebRTC(true))
 		assert.Equal(t, "ran", said["page"])
+		assert.Equal(t, "ran", said["document-open"])
 		t.Logf("with WebRTC on: %d datagrams, %d connections reached a decoy", len(datagrams), len(conns))
 		assert.NotEmpty(t, datagrams, "no datagram reached a decoy: the sinks would not see an escape")
 		assert.NotEmpty(t, conns, "no connection reached a decoy: the decoys would not see an escape")

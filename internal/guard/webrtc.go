@@ -17,7 +17,8 @@ import (
 //     runs: the constructors are gone from every realm of the target,
 //     frames made a moment ago included (Chromium runs the script when a
 //     realm is made, before the page can touch it);
-//   - window.open returns no window (null, as for a popup opened with
+//   - window.open (and document.open with three arguments, which is
+//     window.open) returns no window (null, as for a popup opened with
 //     noopener; the popup still opens, and its window.opener still
 //     works). A popup is a target of its own, set up only after
 //     window.open has returned, while its first document is the opener's
@@ -39,23 +40,28 @@ import (
 func (g *Guard) webRTCOff() bool { return g.w != route.Local && !g.cfg.WebRTC }
 
 // noWebRTC removes the WebRTC constructors from a realm, and makes its
-// window.open return null (the window it opened loses them too, for a
-// caller that gets at it another way). A page that looks for
+// window.open, and document.open in its three-argument form (the same
+// thing), return null; the window they opened loses the constructors too,
+// for a caller that gets at it another way. A page that looks for
 // RTCPeerConnection finds none, as on a browser built without WebRTC.
 const noWebRTC = `(() => {
   const names = ["RTCPeerConnection", "webkitRTCPeerConnection", "RTCIceTransport"];
-  const off = w => {
-    for (const n of names) { try { delete w[n]; } catch (_) {} }
-    let open;
-    try { open = w.open; } catch (_) { return; }
+  const noHandle = (obj, opens, off) => {
+    const open = obj && obj.open;
     if (typeof open !== "function" || open.hybrouteNoWebRTC) return;
     const wrapped = { open(...args) {
       const x = Reflect.apply(open, this, args);
+      if (!opens(args)) return x;
       if (x) { try { off(x); } catch (_) {} }
       return null;
     } }.open;
     Object.defineProperty(wrapped, "hybrouteNoWebRTC", { value: true });
-    try { Object.defineProperty(w, "open", { value: wrapped, writable: true, configurable: true, enumerable: true }); } catch (_) {}
+    Object.defineProperty(obj, "open", { value: wrapped, writable: true, configurable: true, enumerable: true });
+  };
+  const off = w => {
+    for (const n of names) { try { delete w[n]; } catch (_) {} }
+    try { noHandle(w, () => true, off); } catch (_) {}
+    try { noHandle(w.Document.prototype, args => args.length > 2, off); } catch (_) {}
   };
   off(globalThis);
 })();`
