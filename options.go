@@ -41,8 +41,10 @@ func WithAllowSecretsInURLs(on bool) Option { return func(c *config.Config) { c.
 
 // WithCloudWebRTC keeps WebRTC in the pages of remote browsers (a
 // provider's, or the [WithCDPURL] browser). Off (the default), those pages
-// have no RTCPeerConnection, in every frame and popup, and their
-// peer-to-peer sockets send no datagram.
+// have no RTCPeerConnection, in every frame and popup, their window.open
+// returns null (the popup opens, but the opener gets no handle to script
+// it with: docs/security.md says why), and their peer-to-peer sockets send
+// no datagram.
 //
 // On, a page's peer connections reach whatever address it names in its
 // ICE servers and remote candidates, over UDP (STUN, ICE checks, TURN) and

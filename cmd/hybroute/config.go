@@ -59,7 +59,7 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.allowPrivate, "allow-private", false, "let a remote browser try private addresses it would otherwise refuse")
 	fs.BoolVar(&c.allowSecrets, "allow-secrets-in-urls", false, "let a remote browser open URLs that carry a credential (token=, api_key=, a password…), which otherwise run locally or are refused")
 	fs.BoolVar(&c.cloudWebRTC, "cloud-webrtc", false, "keep WebRTC in cloud browsers' pages; it then reaches any address a page names "+
-		"(metadata, private addresses, blocked hosts) over UDP and TCP from the provider's network, unseen by any rule (off: no RTCPeerConnection there)")
+		"(metadata, private addresses, blocked hosts) over UDP and TCP from the provider's network, unseen by any rule (off: no RTCPeerConnection there, and window.open returns no handle)")
 	fs.StringVar(&c.chromium, "chromium", "", "the local Chromium binary (default: $CHROMIUM, then chromium, google-chrome… on PATH)")
 	fs.DurationVar(&c.idle, "idle-timeout", 15*time.Minute, "release a browser session after this long unused")
 	fs.BoolVar(&c.verbose, "v", false, "log every routing decision")
