@@ -314,9 +314,10 @@ func TestLocalWebRTCPolicyIsManaged(t *testing.T) {
 // connections from (testdata/pages/webrtc.html): the page's own, a frame
 // it just made, a popup it just opened, a frame it just made in that
 // popup (both before the popup's target is set up; the popup opened by
-// window.open or by document.open), and a frame of another site (out of
-// process: a target of its own).
-var webRTCWays = []string{"page", "frame", "popup", "popup-frame", "document-open", "other-site"}
+// window.open or by document.open), a srcdoc frame and a data: frame
+// that run their own script, and a frame of another site (out of process:
+// a target of its own).
+var webRTCWays = []string{"page", "frame", "popup", "popup-frame", "document-open", "srcdoc", "data-frame", "other-site"}
 
 // TestCloudWebRTCReachesNoDecoy: a public page on the cloud browser points
 // peer connections at the metadata address and at a private address that
@@ -403,10 +404,12 @@ func TestCloudWebRTCReachesNoDecoy(t *testing.T) {
 	})
 	t.Run("on, the control", func(t *testing.T) {
 		// The page's own realm shows what the sinks hear; a frame in a
-		// popup document.open opened shows that way is one.
-		said, datagrams, conns := attack(t, []string{"page", "document-open"}, WithCloudWebRTC(true))
+		// popup document.open opened, and a data: frame, show that those
+		// ways are ways.
+		said, datagrams, conns := attack(t, []string{"page", "document-open", "data-frame"}, WithCloudWebRTC(true))
 		assert.Equal(t, "ran", said["page"])
 		assert.Equal(t, "ran", said["document-open"])
+		assert.Equal(t, "ran", said["data-frame"])
 		t.Logf("with WebRTC on: %d datagrams, %d connections reached a decoy", len(datagrams), len(conns))
 		assert.NotEmpty(t, datagrams, "no datagram reached a decoy: the sinks would not see an escape")
 		assert.NotEmpty(t, conns, "no connection reached a decoy: the decoys would not see an escape")
