@@ -145,8 +145,8 @@ func OfflineRules(w route.Route, remotePrivate bool) []string {
 // case, percent-encoding (widgets.test%2e) and IDNA are already undone;
 // what is left is the trailing dot, which the name keeps (widgets.test.
 // and widgets.test.. are other hosts to the matcher, the same one to DNS),
-// so the rule takes any run of them (TestOperatorRulesHoldOnBothRoutes). host is a
-// canonical name: lower case, punycode, no trailing dot.
+// so the rule takes any run of them (TestOperatorRulesHoldOnBothRoutes).
+// host is a canonical name: lower case, punycode, no trailing dot.
 func WSHostRule(host string) string {
 	return "ws{s}?://" + escapePattern(host) + "{.}*:*/*"
 }
