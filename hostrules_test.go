@@ -125,10 +125,17 @@ const wildDomain = "wild.test"
 
 // wsSpellings are spellings of host Chromium reads as host, or as a
 // trailing-dot form DNS answers as it: upper case, trailing dots (one and
-// two), a percent-encoded dot, a percent-encoded letter.
+// two), a percent-encoded dot, a percent-encoded letter, full-width
+// letters and an ideographic full stop (which IDNA maps to ASCII).
 func wsSpellings(host string) []string {
+	fullWidth := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' {
+			return r - 'a' + 'ａ'
+		}
+		return r
+	}, host)
 	return []string{host, strings.ToUpper(host), host + ".", host + "..", host + "%2e", strings.ToUpper(host) + "%2E",
-		strings.Replace(host, "o", "%6f", 1) + "."}
+		strings.Replace(host, "o", "%6f", 1) + ".", fullWidth, host + "\u3002"}
 }
 
 // webSocketsJS opens a WebSocket to each of urls at once and settles to
