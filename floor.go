@@ -61,7 +61,7 @@ func newPolicy(cfg *config.Config, hasProvider bool, tel *itel.Router) *floor.Po
 	return floor.New(floor.Config{
 		Resolver: cfg.Resolver, AllowedSchemes: cfg.AllowedSchemes, Hosts: cfg.Rules,
 		CDPOverride: cfg.CDPURL != "", HasProvider: hasProvider, AutoLocal: cfg.AutoLocal,
-		AllowPrivate: cfg.AllowPrivate, AllowSecrets: cfg.AllowSecrets, LocalSuffix: LocalSuffix,
+		AllowPrivate: cfg.AllowPrivate, AllowSecrets: cfg.AllowSecrets, CloudWebRTC: cfg.CloudWebRTC, LocalSuffix: LocalSuffix,
 		MaxHostsPerCall: cfg.MaxHostsPerCall, LookupConcurrency: cfg.LookupConcurrency,
 		GuardLookup: cfg.GuardLookup, WSRules: floor.BlockedWebSockets(cfg.Rules),
 		Refused: tel.Refused, Unsupported: unsupportedBrowser,

@@ -39,6 +39,7 @@ func BenchmarkGuardCost(b *testing.B) {
 	cloud := cloudtest.LaunchChromium(b)
 	cfg := config.Default()
 	cfg.AllowPrivate = true
+	cfg.CloudWebRTC = true // window.open hands the popup back only with WebRTC on (internal/guard/webrtc.go)
 	cfg.Resolver = testResolver
 	pol := newPolicy(&cfg, false, nil)
 	for _, mode := range []string{"off", "on"} {

@@ -160,7 +160,10 @@ func (s *site) uaOf(path string) string {
 }
 
 var hostRules = "MAP " + publicHost + " 127.0.0.1, MAP " + metadataHost + " 127.0.0.1, MAP " + widgetsHost +
-	" 127.0.0.1, MAP " + slowPrivateHost + " 127.0.0.1, MAP " + slowMetadataHost + " 127.0.0.1"
+	" 127.0.0.1, MAP " + slowPrivateHost + " 127.0.0.1, MAP " + slowMetadataHost + " 127.0.0.1" +
+	// the trailing-dot spellings and the wildcard of TestOperatorRulesHoldOnBothRoutes
+	", MAP " + widgetsHost + ". 127.0.0.1, MAP " + widgetsHost + ".. 127.0.0.1, MAP " + metadataHost + ". 127.0.0.1, MAP " +
+	metadataHost + ".. 127.0.0.1, MAP *." + wildDomain + " 127.0.0.1, MAP *." + wildDomain + ". 127.0.0.1, MAP *." + wildDomain + ".. 127.0.0.1"
 
 // world is one router wired to a fake provider with a real cloud Chromium
 // behind it, a real sidecar, and a site.

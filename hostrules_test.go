@@ -2,7 +2,9 @@ package hybroute
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -21,7 +23,10 @@ func TestNewRefusesABadHostPattern(t *testing.T) {
 
 // TestOperatorRulesHoldOnBothRoutes: a host the operator blocks, or that
 // the allow list leaves out, is reached by neither browser through a
-// document, a popup, a fetch, a redirect or a WebSocket.
+// document, a popup, a fetch, a redirect or a WebSocket, the last in every
+// spelling Chromium reads as the same host (wsSpellings). On the cloud
+// browser the built-in WebSocket rules hold in every spelling too: its own
+// loopback by name, and the metadata names.
 func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 	t.Parallel()
 	requireChromium(t)
@@ -30,7 +35,7 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 		name string
 		rule Option
 	}{
-		{"blocked", WithBlockedHosts(forbidden)},
+		{"blocked", WithBlockedHosts(forbidden, "*."+wildDomain)},
 		{"not-allowed", WithAllowedHosts(publicHost)},
 	} {
 		for _, route := range []string{"cloud", "local"} {
@@ -67,17 +72,37 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 					return err
 				})
 				require.NoError(t, err, "fetch")
+				var hosts []string
 				if route == "local" || rc.name == "blocked" {
 					// An allow list cannot be written as a cloud browser's
 					// WebSocket rule (docs/security.md, Known limits).
-					_, err = r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
-						got, err := chromedp.Run(ctx, chromedp.Evaluate[string](webSocketJS("ws://"+forbidden+":"+s.port+"/ws"), chromedp.EvalAwaitPromise))
-						if err == nil && got != "network error" {
-							err = fmt.Errorf("websocket: %s", got)
-						}
-						return err
-					})
-					require.NoError(t, err, "websocket")
+					hosts = append(hosts, wsSpellings(forbidden)...)
+				}
+				if rc.name == "blocked" {
+					hosts = append(hosts, wsSpellings("a."+wildDomain)...)
+				}
+				if route == "cloud" {
+					hosts = append(hosts, wsSpellings("localhost")...)
+					hosts = append(hosts, wsSpellings("x.localhost")...)
+					hosts = append(hosts, wsSpellings(metadataHost)...)
+					hosts = append(hosts, "127.0.0.1.", "0x7f.1")
+				}
+				wsURL := func(i int) string { return fmt.Sprintf("ws://%s:%s/ws-spelling/%d", hosts[i], s.port, i) }
+				var got []string
+				_, err = r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
+					var urls []string
+					for i := range hosts {
+						urls = append(urls, wsURL(i))
+					}
+					var err error
+					got, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](webSocketsJS(urls), chromedp.EvalAwaitPromise))
+					return err
+				})
+				require.NoError(t, err, "websockets")
+				require.Len(t, got, len(hosts))
+				for i := range hosts {
+					assert.Equal(t, "network error", got[i], wsURL(i))
+					assert.False(t, s.reached(fmt.Sprintf("/ws-spelling/%d", i)), "%s reached the site", wsURL(i))
 				}
 				_, err = r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
 					// The guard closes a popup it refused: wait for that.
@@ -92,4 +117,35 @@ func TestOperatorRulesHoldOnBothRoutes(t *testing.T) {
 			})
 		}
 	}
+}
+
+// wildDomain is a domain whose subdomains the blocked case blocks; both
+// browsers map its names to the site (hostRules).
+const wildDomain = "wild.test"
+
+// wsSpellings are spellings of host Chromium reads as host, or as a
+// trailing-dot form DNS answers as it: upper case, trailing dots (one and
+// two), a percent-encoded dot, a percent-encoded letter, full-width
+// letters and an ideographic full stop (which IDNA maps to ASCII).
+func wsSpellings(host string) []string {
+	fullWidth := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' {
+			return r - 'a' + 'ａ'
+		}
+		return r
+	}, host)
+	return []string{host, strings.ToUpper(host), host + ".", host + "..", host + "%2e", strings.ToUpper(host) + "%2E",
+		strings.Replace(host, "o", "%6f", 1) + ".", fullWidth, host + "\u3002"}
+}
+
+// webSocketsJS opens a WebSocket to each of urls at once and settles to
+// what each did, in order: "open" or "network error".
+func webSocketsJS(urls []string) string {
+	b, _ := json.Marshal(urls)
+	return fmt.Sprintf(`Promise.all(%s.map(u => new Promise(res => {
+  let s;
+  try { s = new WebSocket(u); } catch (e) { res("throws: " + e); return; }
+  s.onopen = () => { res("open"); s.close(); };
+  s.onerror = () => res("network error");
+})))`, b)
 }

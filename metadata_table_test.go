@@ -95,8 +95,8 @@ func TestFetchPatternMatch(t *testing.T) {
 // TestMetadataTableCoverage: every spelling of every endpoint of the
 // metadata table is refused by the verdict even where private URLs are
 // allowed, paused by a Fetch pattern of the local browser's guard, and,
-// when it is a single address, stopped by a WebSocket offline rule; and
-// the guard's patterns and its literals hold nothing that is not in the
+// when it is a single address or a name, stopped by a WebSocket offline
+// rule; and the guard's patterns and its literals hold nothing that is not in the
 // table.
 func TestMetadataTableCoverage(t *testing.T) {
 	t.Parallel()
@@ -127,6 +127,9 @@ func TestMetadataTableCoverage(t *testing.T) {
 		assert.Contains(t, metadataLiterals, h)
 		assert.Contains(t, local, "*://"+h+":*/*", "no WebSocket rule names %s", h)
 	}
+	for _, n := range metadata.Names() {
+		assert.Contains(t, local, guard.WSHostRule(n), "no WebSocket rule names %s", n)
+	}
 	for _, want := range []string{"169.254.169.254", "169.254.170.2", "100.100.100.200", "[fd00:a9fe:a9fe::1]", "[fd00:ec2::254]"} {
 		assert.Contains(t, metadataLiterals, want, "the table lost a well-known endpoint")
 	}
@@ -139,7 +142,7 @@ func TestMetadataTableCoverage(t *testing.T) {
 		assert.Empty(t, p.ResourceType, p.URLPattern)
 	}
 	assert.Len(t, metadataLiterals, len(metadata.Addrs()), "a literal the table does not hold")
-	assert.Len(t, local, len(metadataLiterals), "the local browser's offline rules are the literals")
+	assert.Len(t, local, len(metadataLiterals)+len(metadata.Names()), "the local browser's offline rules are the literals and the names")
 
 	// The patterns are not wider than they must be: the fixed text of the
 	// names and the IPv4 blocks, and no pattern held by another.

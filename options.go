@@ -39,6 +39,25 @@ func WithAllowPrivateURLs(on bool) Option { return func(c *config.Config) { c.Al
 // URLs off cloud browsers, whose providers record the URLs they load.
 func WithAllowSecretsInURLs(on bool) Option { return func(c *config.Config) { c.AllowSecrets = on } }
 
+// WithCloudWebRTC keeps WebRTC in the pages of remote browsers (a
+// provider's, or the [WithCDPURL] browser). Off (the default), those pages
+// have no RTCPeerConnection, in every frame and popup, their window.open
+// returns null (the popup opens, but the opener gets no handle to script
+// it with: docs/security.md says why), and their peer-to-peer sockets send
+// no datagram.
+//
+// On, a page's peer connections reach whatever address it names in its
+// ICE servers and remote candidates, over UDP (STUN, ICE checks, TURN) and
+// TCP (TURN, ICE-TCP), from the provider's network: the metadata service
+// (169.254.169.254), private addresses, hosts [WithBlockedHosts] names,
+// loopback of the browser's machine. No rule of hybroute's sees those
+// connections (they are no request the guard can pause), so metadata is
+// then blocked for HTTP and WebSockets only. Turn it on only for a
+// provider whose network keeps its browsers from metadata and private
+// addresses. The local browser's WebRTC is not affected: the egress check
+// holds it either way.
+func WithCloudWebRTC(on bool) Option { return func(c *config.Config) { c.CloudWebRTC = on } }
+
 // WithCDPURL sends every call to an existing browser at url. Such a browser
 // is not local: hybrid routing is off and private URLs are rejected unless
 // [WithAllowPrivateURLs] is on.

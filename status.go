@@ -63,6 +63,9 @@ type Rules struct {
 	// SecretsInURLsRemote: URLs that carry a credential may go to a remote
 	// browser ([WithAllowSecretsInURLs]).
 	SecretsInURLsRemote bool
+	// CloudWebRTC: the pages of remote browsers keep WebRTC, which reaches
+	// any address a page names ([WithCloudWebRTC]).
+	CloudWebRTC bool
 	// AllowedHosts and BlockedHosts are the operator's lists, as given
 	// ([WithAllowedHosts], [WithBlockedHosts]).
 	AllowedHosts []string
@@ -88,6 +91,7 @@ func (r *Router) Rules() Rules {
 		PrivateURLsLocal:    r.pol.Rule.PrivateOnLocal,
 		PrivateURLsRemote:   r.pol.Rule.PrivateOnCloud,
 		SecretsInURLsRemote: r.pol.Rule.SecretsOnCloud,
+		CloudWebRTC:         r.cfg.CloudWebRTC,
 		AllowedHosts:        slices.Clone(r.cfg.AllowedHosts),
 		BlockedHosts:        slices.Clone(r.cfg.BlockedHosts),
 		AllowedSchemes:      slices.Clone(r.cfg.AllowedSchemes),

@@ -8,7 +8,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -22,6 +24,7 @@ import (
 
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/testlog"
+	"github.com/hybroute/hybroute/route"
 )
 
 // udpSink records every datagram that reaches a loopback address. "Nothing
@@ -305,4 +308,110 @@ func TestLocalWebRTCPolicyIsManaged(t *testing.T) {
 	require.NoError(t, json.Unmarshal(b, &prefs))
 	assert.Equal(t, "disable_non_proxied_udp", prefs.WebRTC.Policy)
 	assert.Empty(t, prefs.WebRTC.URLs, "no per-URL entry overrides the policy")
+}
+
+// webRTCWays are the realms TestCloudWebRTCReachesNoDecoy makes peer
+// connections from (testdata/pages/webrtc.html): the page's own, a frame
+// it just made, a popup it just opened, a frame it just made in that
+// popup (both before the popup's target is set up; the popup opened by
+// window.open or by document.open), a srcdoc frame and a data: frame
+// that run their own script, and a frame of another site (out of process:
+// a target of its own).
+var webRTCWays = []string{"page", "frame", "popup", "popup-frame", "document-open", "srcdoc", "data-frame", "other-site"}
+
+// TestCloudWebRTCReachesNoDecoy: a public page on the cloud browser points
+// peer connections at the metadata address and at a private address that
+// is also a blocked host: STUN and TURN over UDP, TURN over TCP, and
+// remote candidates over UDP and TCP (ICE checks, ICE-TCP), from every
+// realm it can reach. By default none of it reaches a decoy: no datagram,
+// no connection. With WithCloudWebRTC on (the control), the same page
+// reaches both decoys over both, which shows the sinks hear what gets
+// through.
+func TestCloudWebRTCReachesNoDecoy(t *testing.T) {
+	requireCloudGuard(t)
+	d := inNetns(t)
+	if d == nil {
+		return
+	}
+	requireChromium(t)
+	// WebRTC gathers on no interface but loopback, and the namespace has
+	// only lo: a veth pair (both ends in the namespace) gives it one.
+	for _, args := range [][]string{
+		{"link", "add", "hyb0", "type", "veth", "peer", "name", "hyb1"},
+		{"addr", "add", "192.0.2.1/24", "dev", "hyb0"},
+		{"link", "set", "hyb0", "up"}, {"link", "set", "hyb1", "up"},
+	} {
+		out, err := exec.Command("ip", args...).CombinedOutput()
+		require.NoError(t, err, "ip %v: %s", args, out)
+	}
+	const metaAddr, privAddr = "169.254.169.254", "10.0.0.5"
+	meta := newUDPSink(t, metaAddr+":3478")
+	priv := newUDPSink(t, privAddr+":3478")
+	cfg, err := json.Marshal(map[string]any{"iceServers": []map[string]any{
+		{"urls": []string{"stun:" + metaAddr + ":3478", "stun:" + privAddr + ":3478"}},
+		{"urls": []string{"turn:" + metaAddr + ":3478", "turn:" + metaAddr + ":80?transport=tcp", "turn:" + privAddr + ":443?transport=tcp"},
+			"username": "u", "credential": "p"},
+	}})
+	require.NoError(t, err)
+	cands, err := json.Marshal([]string{
+		"candidate:1 1 udp 2122260223 " + privAddr + " 3478 typ host",
+		"candidate:2 1 tcp 1518280447 " + metaAddr + " 8080 typ host tcptype passive",
+	})
+	require.NoError(t, err)
+	pages := func(mux *http.ServeMux, s *site) {
+		mux.HandleFunc("/webrtc", func(w http.ResponseWriter, r *http.Request) {
+			servePage(w, "webrtc", struct{ Cfg, Cands, Frame string }{string(cfg), string(cands), widgetsHost + ":" + s.port})
+		})
+	}
+	// attack runs ways on a router of its own and returns what each page
+	// said, with the datagrams and connections the decoys got.
+	attack := func(t *testing.T, ways []string, opts ...Option) (said map[string]string, datagrams []string, conns []escape) {
+		m0, p0 := len(meta.flush(t)), len(priv.flush(t))
+		d.reset()
+		w := newWorldServing(t, cloudtest.Browserbase, pages,
+			append([]Option{WithResolver(guardResolver()), WithBlockedHosts(privAddr)}, opts...)...)
+		ctx := testCtx(t)
+		res, err := w.r.Navigate(ctx, "s", w.site.url(publicHost, "/webrtc"), nil)
+		require.NoError(t, err)
+		require.Equal(t, route.Cloud, res.Route)
+		said = map[string]string{}
+		for _, way := range ways {
+			_, err := w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
+				got, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf("attack(%q)", way), chromedp.EvalAwaitPromise, asUserGesture))
+				said[way] = got
+				return err
+			})
+			require.NoError(t, err, way)
+		}
+		// Closing the router ends every connection it made: what the
+		// decoys got by then is all they get.
+		require.NoError(t, w.r.Close())
+		return said, append(meta.flush(t)[m0:], priv.flush(t)[p0:]...), d.escapes()
+	}
+
+	t.Run("off", func(t *testing.T) {
+		said, datagrams, conns := attack(t, webRTCWays)
+		for _, way := range webRTCWays {
+			want := "none"
+			if way == "popup-frame" || way == "document-open" {
+				want = "no popup" // window.open gives no handle to script the popup with
+			}
+			assert.Equal(t, want, said[way], "%s: the realm still has RTCPeerConnection", way)
+		}
+		t.Logf("the page said %v", said)
+		assert.Empty(t, datagrams, "datagrams that reached a decoy")
+		assert.Empty(t, conns, "connections that reached a decoy")
+	})
+	t.Run("on, the control", func(t *testing.T) {
+		// The page's own realm shows what the sinks hear; a frame in a
+		// popup document.open opened, and a data: frame, show that those
+		// ways are ways.
+		said, datagrams, conns := attack(t, []string{"page", "document-open", "data-frame"}, WithCloudWebRTC(true))
+		assert.Equal(t, "ran", said["page"])
+		assert.Equal(t, "ran", said["document-open"])
+		assert.Equal(t, "ran", said["data-frame"])
+		t.Logf("with WebRTC on: %d datagrams, %d connections reached a decoy", len(datagrams), len(conns))
+		assert.NotEmpty(t, datagrams, "no datagram reached a decoy: the sinks would not see an escape")
+		assert.NotEmpty(t, conns, "no connection reached a decoy: the decoys would not see an escape")
+	})
 }

@@ -86,6 +86,11 @@ func statusText(st hybroute.SessionStatus, r hybroute.Rules) string {
 			secrets = "allowed on the cloud browser"
 		}
 		line("- URLs that carry a credential", secrets)
+		webrtc := "off (no RTCPeerConnection, and window.open gives a page no handle to its popup)"
+		if r.CloudWebRTC {
+			webrtc = "on: a page's peer connections reach any address it names, cloud metadata included"
+		}
+		line("- WebRTC in cloud pages", webrtc)
 	}
 	line("- Allowed hosts", orText(hostList(r.AllowedHosts), "any the rules above allow"))
 	line("- Blocked hosts", orText(hostList(r.BlockedHosts), "none beyond the rules above"))

@@ -84,7 +84,7 @@ func parseHostPattern(s string) (HostPattern, error) {
 	if err != nil || u.Kind != whatwg.HostDomain {
 		return bad("not a host name Chromium would read")
 	}
-	host := strings.TrimSuffix(u.Host, ".")
+	host := strings.TrimRight(u.Host, ".")
 	if wild {
 		return HostPattern{Suffix: "." + host}, nil
 	}
@@ -108,7 +108,7 @@ func (r *HostRules) Refuse(v Verdict) Reason {
 	if r == nil || v.Host == "" || (v.Class != ClassPublic && v.Class != ClassPrivate) {
 		return 0
 	}
-	host := strings.TrimSuffix(v.Host, ".")
+	host := strings.TrimRight(v.Host, ".")
 	for _, p := range r.block {
 		if p.matchName(host) {
 			return ReasonHostBlocked

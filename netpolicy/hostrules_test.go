@@ -28,6 +28,8 @@ func TestHostPatterns(t *testing.T) {
 		{"https://good.test/", nil, netpolicy.ReasonHostNotAllowed},  // *.name is its subdomains
 		{"https://bad.good.test/", nil, netpolicy.ReasonHostBlocked}, // block wins over allow
 		{"https://x.evil.test/", nil, netpolicy.ReasonHostBlocked},
+		{"https://X.Evil.Test../", nil, netpolicy.ReasonHostBlocked}, // any run of trailing dots is the same host to DNS
+		{"https://bad.good.test%2e%2e/", nil, netpolicy.ReasonHostBlocked},
 		{"http://10.1.9.9/", nil, 0},
 		{"http://10.1.2.3/", nil, netpolicy.ReasonHostBlocked},
 		{"http://0x0a010203/", nil, netpolicy.ReasonHostBlocked}, // as Chromium reads it

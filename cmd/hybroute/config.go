@@ -24,6 +24,7 @@ type config struct {
 	autoLocal    bool
 	allowPrivate bool
 	allowSecrets bool
+	cloudWebRTC  bool
 	chromium     string
 	idle         time.Duration
 	verbose      bool
@@ -76,6 +77,8 @@ func (c *config) register(fs *flag.FlagSet) {
 	fs.BoolVar(&c.allowPrivateProvider, "allow-private-provider-url", false, "let the provider's URL (--provider-url, a spec's base_url, --cdp-url with --provider cdp) be a private address "+
 		"(10.x, 192.168.x, link-local…): this process then sends its requests, and the key with them, into the local network, wherever that URL points. "+
 		"Metadata addresses stay refused, and a key never goes over plain http except to loopback")
+	fs.BoolVar(&c.cloudWebRTC, "cloud-webrtc", false, "keep WebRTC in cloud browsers' pages; it then reaches any address a page names "+
+		"(metadata, private addresses, blocked hosts) over UDP and TCP from the provider's network, unseen by any rule (off: no RTCPeerConnection there, and window.open returns no handle)")
 	fs.BoolVar(&c.verbose, "v", false, "log every routing decision")
 	c.registerConfigFlags(fs)
 	fs.Var(&c.allowedHosts, "allowed-hosts", "only these hosts may be reached, on every route and by every request: comma-separated "+
@@ -194,6 +197,7 @@ func (c *config) routerOptions(stderr io.Writer) []hybroute.Option {
 		hybroute.WithAutoLocalForPrivateURLs(c.autoLocal),
 		hybroute.WithAllowPrivateURLs(c.allowPrivate),
 		hybroute.WithAllowSecretsInURLs(c.allowSecrets),
+		hybroute.WithCloudWebRTC(c.cloudWebRTC),
 		hybroute.WithIdleTimeout(c.idle, 0),
 	}
 	if len(c.allowedHosts) > 0 {

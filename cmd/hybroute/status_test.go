@@ -84,6 +84,7 @@ func TestMCPBrowserStatusCloudAndFallback(t *testing.T) {
 	assert.Contains(t, text, "- Routing: hybrid")
 	assert.Contains(t, text, "- Private addresses: local browser only")
 	assert.Contains(t, text, "- URLs that carry a credential: kept off the cloud browser")
+	assert.Contains(t, text, "- WebRTC in cloud pages: off (no RTCPeerConnection")
 	assert.Contains(t, text, "- Fallback to the local browser when the provider fails: on")
 
 	cloud.API.OnCreate(cloudtest.RateLimited("17"))

@@ -57,16 +57,28 @@ func (o OfflineRules) Older() OfflineRules {
 
 // OfflineParams are the parameters of Network.emulateNetworkConditionsByRule
 // in shape o that make every request matching one of patterns (URLPattern
-// syntax) fail as offline and leave every other request alone. o must not
-// be RulesNone.
-func OfflineParams(o OfflineRules, patterns []string) any {
-	conds := make([]*network.Conditions, 0, len(patterns))
+// syntax) fail as offline and leave every other request alone. With
+// p2pOffline, in shape RulesPerCondition, the target's peer-to-peer
+// sockets are offline too: a rule that matches every URL and changes
+// nothing follows the patterns, and a rule with no pattern, offline, comes
+// last. The first rule a request matches wins, and a rule with no pattern
+// is the one Chromium applies to p2p sockets (which have no URL); measured
+// on Chromium 156, it stops their UDP datagrams, not their TCP connects.
+// The older shape has no such rule (its offline is the whole command's):
+// p2pOffline is ignored there. o must not be RulesNone.
+func OfflineParams(o OfflineRules, patterns []string, p2pOffline bool) any {
+	conds := make([]*network.Conditions, 0, len(patterns)+2)
 	for _, p := range patterns {
 		conds = append(conds, &network.Conditions{URLPattern: p, Offline: o == RulesPerCondition,
 			DownloadThroughput: -1, UploadThroughput: -1})
 	}
 	if o == RulesTopLevel {
 		return topLevelParams{Offline: true, MatchedNetworkConditions: conds}
+	}
+	if p2pOffline {
+		conds = append(conds,
+			&network.Conditions{URLPattern: "*://*:*/*", DownloadThroughput: -1, UploadThroughput: -1},
+			&network.Conditions{Offline: true, DownloadThroughput: -1, UploadThroughput: -1})
 	}
 	return network.EmulateNetworkConditionsByRuleParams{MatchedNetworkConditions: conds}
 }

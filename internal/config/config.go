@@ -39,6 +39,7 @@ type Config struct {
 	AutoLocal      bool
 	AllowPrivate   bool
 	AllowSecrets   bool
+	CloudWebRTC    bool // WithCloudWebRTC
 	CDPURL         string
 	AllowedHosts   []string             // WithAllowedHosts
 	BlockedHosts   []string             // WithBlockedHosts

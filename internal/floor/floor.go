@@ -35,6 +35,7 @@ type Config struct {
 	AutoLocal    bool // WithAutoLocalForPrivateURLs
 	AllowPrivate bool // WithAllowPrivateURLs
 	AllowSecrets bool // WithAllowSecretsInURLs
+	CloudWebRTC  bool // WithCloudWebRTC: a remote browser's pages keep WebRTC
 
 	LocalSuffix string // ends the cache key of a hybrid router's sidecar session
 

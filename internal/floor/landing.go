@@ -91,17 +91,18 @@ func JoinRefusals(errs []error) error {
 
 // BlockedWebSockets are the offline rules (internal/guard) that stop
 // WebSockets to blocked hosts, which the Fetch domain never pauses: exact
-// hosts, wildcards and single addresses. A wider address prefix cannot be
-// written as a rule (Chromium's matcher honours whole hosts only), nor can
-// an allow list; on the local browser the egress check holds both.
+// hosts and wildcards in every spelling Chromium reads as them
+// (guard.WSHostRule), and single addresses. A wider address prefix cannot
+// be written as a rule (Chromium's matcher honours whole hosts only), nor
+// can an allow list; on the local browser the egress check holds both.
 func BlockedWebSockets(r *netpolicy.HostRules) []string {
 	var out []string
 	for _, p := range r.Blocked() {
 		switch {
 		case p.Host != "":
-			out = append(out, "ws{s}?://"+p.Host+":*/*")
+			out = append(out, guard.WSHostRule(p.Host))
 		case p.Suffix != "":
-			out = append(out, "ws{s}?://*"+p.Suffix+":*/*")
+			out = append(out, guard.WSSubdomainRule(strings.TrimPrefix(p.Suffix, ".")))
 		case p.Prefix.IsSingleIP() && p.Prefix.Addr().Is4():
 			out = append(out, "ws{s}?://"+p.Prefix.Addr().String()+":*/*")
 		case p.Prefix.IsSingleIP():

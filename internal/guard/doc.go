@@ -17,11 +17,13 @@
 //     connect time. Config.Decide decides each one; a pattern is only a
 //     filter.
 //  2. What Fetch cannot pause (WebSocket handshakes) is stopped per target
-//     by offline rules for IP-literal hosts ([OfflineRules]). They exist
-//     only on target sessions, so every target is auto-attached paused
+//     by offline rules for hosts ([OfflineRules]). They exist only on
+//     target sessions, so every target is auto-attached paused
 //     (Target.setAutoAttach waitForDebuggerOnStart, flat), gets its rules,
-//     and only then runs. A target whose setup fails is closed and its
-//     session's call fails.
+//     and only then runs. On a remote browser WebRTC, which no rule can
+//     see, is taken out of every page and frame the same way, unless the
+//     config keeps it (webrtc.go). A target whose setup fails is closed
+//     and its session's call fails.
 //  3. Navigation commands chromedp sends (the caller's run code included)
 //     to a scheme a literal would refuse are answered with an error and
 //     never reach the browser: Fetch never sees chrome:// or devtools://,

@@ -205,7 +205,7 @@ func (g *Guard) unsupported(lacks string) error {
 func (g *Guard) setOffline(ctx context.Context, m *cdpmux.Mux, s target.SessionID) error {
 	shape := cdpcompat.OfflineRules(g.rules.Load())
 	for shape != cdpcompat.RulesNone {
-		_, err := m.Call(ctx, s, network.CommandEmulateNetworkConditionsByRule, cdpcompat.OfflineParams(shape, g.offline))
+		_, err := m.Call(ctx, s, network.CommandEmulateNetworkConditionsByRule, cdpcompat.OfflineParams(shape, g.offline, g.webRTCOff()))
 		if err == nil || !cdpcompat.IsShapeError(err) {
 			return err
 		}
@@ -578,6 +578,12 @@ func (g *Guard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 			later = append(later, enable)
 		}
 		note(g.setOffline(ctx, m, s))
+		if (ti.Type == "page" || ti.Type == "iframe") && g.webRTCOff() {
+			// In force before the target runs, as the commands of one
+			// session are acted on in order: pipelined.
+			later = append(later, m.Go(ctx, s, page.CommandAddScriptToEvaluateOnNewDocument,
+				page.AddScriptToEvaluateOnNewDocumentParams{Source: noWebRTC, RunImmediately: new(true)}))
+		}
 		if ti.Type == "page" || ti.Type == "iframe" {
 			// Their own frames and workers, paused in turn. Its answer can
 			// wait on the renderer (seconds on a loaded machine), while it

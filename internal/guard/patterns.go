@@ -118,16 +118,20 @@ var metadataLiterals = func() []string {
 
 // OfflineRules are the URL patterns whose requests fail as if offline in
 // every target: what stops a WebSocket handshake, which Fetch never
-// pauses. Every metadata address that is a single address, on both
-// routes. On a remote browser that may not open private addresses, also
-// every WebSocket to an IPv6 literal (one can embed any IPv4 address) and
-// to the loopback names the matcher can hold (privateWSPatterns). HTTP is
-// Fetch's: the IPv6 and loopback rules name ws and wss only, so an HTTP
-// request to such a host still meets the verdict rather than a rule.
+// pauses. Every metadata address that is a single address, and every
+// WebSocket to a metadata name, on both routes. On a remote browser that
+// may not open private addresses, also every WebSocket to an IPv6 literal
+// (one can embed any IPv4 address) and to the loopback hosts the matcher
+// can hold (privateWSPatterns). HTTP is Fetch's: the name, IPv6 and
+// loopback rules name ws and wss only, so an HTTP request to such a host
+// still meets the verdict rather than a rule.
 func OfflineRules(w route.Route, remotePrivate bool) []string {
 	var pats []string
 	for _, h := range metadataLiterals {
 		pats = append(pats, "*://"+h+":*/*")
+	}
+	for _, n := range metadata.Names() {
+		pats = append(pats, WSHostRule(n))
 	}
 	if w != route.Local && !remotePrivate {
 		pats = append(pats, privateWSPatterns...)
@@ -135,15 +139,60 @@ func OfflineRules(w route.Route, remotePrivate bool) []string {
 	return pats
 }
 
+// WSHostRule is the offline rule that stops every WebSocket (ws and wss,
+// any port) to the host name host, in every spelling Chromium reads as
+// that host. The matcher sees the URL as Chromium canonicalised it, so
+// case, percent-encoding (widgets.test%2e) and IDNA are already undone;
+// what is left is the trailing dot, which the name keeps (widgets.test.
+// and widgets.test.. are other hosts to the matcher, the same one to DNS),
+// so the rule takes any run of them (TestOperatorRulesHoldOnBothRoutes).
+// host is a canonical name: lower case, punycode, no trailing dot.
+func WSHostRule(host string) string {
+	return "ws{s}?://" + escapePattern(host) + "{.}*:*/*"
+}
+
+// WSSubdomainRule is WSHostRule for every subdomain of domain (a.domain,
+// a.b.domain), not domain itself.
+func WSSubdomainRule(domain string) string {
+	return "ws{s}?://*." + escapePattern(domain) + "{.}*:*/*"
+}
+
+// escapePattern escapes the characters URLPattern reads as syntax. The URL
+// standard forbids none of "+", "*", "(", ")", "{" or "}" in a domain:
+// escaped, a rule never means more than its host.
+func escapePattern(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`\+*?:(){}`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // privateWSPatterns are the private hosts a WebSocket rule can name on a
 // remote browser. Chromium 156's matcher canonicalises the fixed text of a
 // hostname pattern as a host, so a partly-fixed pattern (127.:b.:c.:d,
 // 10.:b.:c.:d, 169.254.:c.:d) never matches (TestOfflineRulePatterns), and
 // :a.:b.:c.:d would also match every four-label name: private IPv4 ranges
-// cannot be written as a rule, only single hosts.
+// cannot be written as a rule, only single hosts. An IPv4 literal needs no
+// trailing-dot form (Chromium drops the dot of 127.0.0.1.); a name does.
+// localhost and every name under it reach loopback without DNS in
+// Chromium; the other names are the loopback names of common /etc/hosts
+// files (Debian's and Docker's ip6-*, Red Hat's localhost4 and
+// localhost6 forms), which a provider's container resolves the same way.
 var privateWSPatterns = []string{
 	"ws{s}?://[*]:*/*",
 	"ws{s}?://127.0.0.1:*/*",
 	"ws{s}?://0.0.0.0:*/*",
-	"ws{s}?://localhost:*/*",
+	WSHostRule("localhost"),
+	WSSubdomainRule("localhost"),
+	WSHostRule("ip6-localhost"),
+	WSHostRule("ip6-loopback"),
+	WSHostRule("localhost.localdomain"),
+	WSHostRule("localhost4"),
+	WSHostRule("localhost4.localdomain4"),
+	WSHostRule("localhost6"),
+	WSHostRule("localhost6.localdomain6"),
 }

@@ -58,7 +58,7 @@ func TestOfflineRulePatterns(t *testing.T) {
 		}
 		for {
 			err := chromedp.Do(tab, chromedp.Func(func(ctx context.Context, tt *chromedp.Target) error {
-				return tt.Call(ctx, network.CommandEmulateNetworkConditionsByRule, cdpcompat.OfflineParams(shape, pats), nil)
+				return tt.Call(ctx, network.CommandEmulateNetworkConditionsByRule, cdpcompat.OfflineParams(shape, pats, false), nil)
 			}))
 			if err == nil || !cdpcompat.IsShapeError(err) {
 				require.NoError(t, err, pattern)
