@@ -24,6 +24,8 @@ type Door struct {
 	mu     sync.Mutex
 	grant  Grant
 	named  map[string]struct{} // every host the running call named; nil between calls
+	loaded map[string]struct{} // the hosts of every document the context started to load (loaded.go)
+	mixed  bool                // more hosts than loaded keeps, or one it could not read: clean for no grant
 	closed bool
 }
 

@@ -15,15 +15,18 @@ import (
 
 // Tab is one session's tab: a page target in a browser context of its own.
 // Its page can be swapped for another in the same browser context (Swap);
-// the browser context, its door and its process stay the tab's for life.
+// its process stays the tab's for life, and so do the browser context and
+// its door unless the tab moves to a fresh one (Renew).
 type Tab struct {
 	key   string           // the session's cache key, for errors
 	front browsertab.Front // the page calls run in; its stop detaches chromedp from it
-	bcID  cdp.BrowserContextID
 	proc  *Proc
 	// the viewport of every page of the tab (Config)
 	viewW, viewH int
-	door         *egress.Door // the context's own door into the egress proxy, and its grant (internal/egress)
+
+	mu   sync.Mutex
+	bcID cdp.BrowserContextID
+	door *egress.Door // the context's own door into the egress proxy, and its grant (internal/egress)
 
 	// settle tells the sidecar that the key's first call is done, so the
 	// spare it took may be replaced now (refillLater); nil for a tab that
@@ -57,7 +60,7 @@ func (t *Tab) Swap(tctx context.Context, stop context.CancelFunc) (context.Conte
 // tab's page (Swap does). A ctx that ends first undoes it.
 func (t *Tab) OpenPage(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	tctx, stop, err := browsertab.Open(ctx, t.proc.ctx,
-		chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
+		chromedp.WithExistingBrowserContext(t.BrowserContextID()), chromedp.WithDetachOnCancel())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,14 +90,22 @@ func (t *Tab) Replace(ctx context.Context) (retire func(), err error) {
 }
 
 // BrowserContextID is the tab's browser context.
-func (t *Tab) BrowserContextID() cdp.BrowserContextID { return t.bcID }
+func (t *Tab) BrowserContextID() cdp.BrowserContextID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.bcID
+}
 
 // Proc is the process the tab is on.
 func (t *Tab) Proc() *Proc { return t.proc }
 
 // Door is the browser context's own door into the egress proxy: the grant
 // set on it is what the context's connections may reach.
-func (t *Tab) Door() *egress.Door { return t.door }
+func (t *Tab) Door() *egress.Door {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.door
+}
 
 // Dead reports whether the Chromium process under the tab has died.
 func (t *Tab) Dead() bool { return t.proc.Dead() }
@@ -107,32 +118,77 @@ func (t *Tab) WrapErr(err error) error { return t.proc.Wrap(err) }
 // closes the page and drops its cookies and storage).
 func (t *Tab) Close() error {
 	t.closeOnce.Do(func() {
+		bcID, door := t.BrowserContextID(), t.Door()
 		// Last, after the context: nothing of it connects through the
 		// door then.
-		defer t.door.Close()
+		defer door.Close()
 		t.front.Stopper()()
-		if t.proc.Ended() {
-			return // the browser context goes with the process
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
-		defer cancel()
-		_, err := cdp.Call(ctx, t.proc.browser, target.DisposeBrowserContext,
-			target.DisposeBrowserContextParams{BrowserContextID: t.bcID})
-		if err != nil && !t.proc.Ended() {
+		if err := disposeContext(t.proc, bcID); err != nil {
 			t.closeErr = fmt.Errorf("hybroute: disposing of the browser context of local tab %q: %w", t.key, err)
 		}
 	})
 	return t.closeErr
 }
 
+// Renew moves the tab to a fresh browser context with a door of its own,
+// and a fresh page in it that becomes the tab's page: for a session whose
+// context ran documents that a grant about to be given must not reach
+// (egress.Door.Clean). The old door grants nothing from the start. carry
+// copies what follows the session (its cookies) from the old context to
+// the new one. retire disposes of the old context, which ends whatever
+// ran there (pages, frames, workers, its history and back-forward cache),
+// and then closes its door. On an error the tab stays where it was, its
+// door granting nothing.
+func (t *Tab) Renew(ctx context.Context, carry func(ctx context.Context, from, to cdp.BrowserContextID) error) (retire func(), err error) {
+	oldBC, oldDoor := t.BrowserContextID(), t.Door()
+	oldDoor.Set(egress.Grant{})
+	bcID, door, tctx, stop, err := openContext(ctx, t.proc, t.viewW, t.viewH)
+	if err != nil {
+		return nil, err
+	}
+	if err := carry(ctx, oldBC, bcID); err != nil {
+		stop()
+		_ = disposeContext(t.proc, bcID)
+		door.Close()
+		return nil, err
+	}
+	t.mu.Lock()
+	t.bcID, t.door = bcID, door
+	t.mu.Unlock()
+	_, oldStop := t.front.Swap(tctx, stop)
+	return func() {
+		if oldStop != nil {
+			oldStop()
+		}
+		if err := disposeContext(t.proc, oldBC); err != nil {
+			t.proc.guard.Log().Warn("hybroute: disposing of a session's old browser context", "key", t.key, "err", err)
+		}
+		oldDoor.Close()
+	}, nil
+}
+
 // makeTab makes a browser context and a tab in it on proc. A cancelled fctx
 // undoes whatever was made before makeTab returns.
 func (s *Sidecar) makeTab(fctx context.Context, proc *Proc, key string) (*Tab, error) {
+	bcID, door, tctx, stop, err := openContext(fctx, proc, s.cfg.ViewportWidth, s.cfg.ViewportHeight)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tab{key: key, bcID: bcID, proc: proc, door: door,
+		viewW: s.cfg.ViewportWidth, viewH: s.cfg.ViewportHeight}
+	t.front.Swap(tctx, stop)
+	return t, nil
+}
+
+// openContext makes a browser context on proc with a door of its own into
+// the egress proxy, and a page in it with the viewport viewW x viewH. A
+// cancelled fctx undoes whatever was made before it returns.
+func openContext(fctx context.Context, proc *Proc, viewW, viewH int) (cdp.BrowserContextID, *egress.Door, context.Context, context.CancelFunc, error) {
 	// The context's own door into the egress proxy: a connection through
 	// it is this context's, and reaches what its session was granted.
 	door, err := proc.egress.OpenDoor(fctx)
 	if err != nil {
-		return nil, err
+		return "", nil, nil, nil, err
 	}
 	// Not under fctx: a cancel after Chromium made the context would leak it.
 	cctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
@@ -142,7 +198,7 @@ func (s *Sidecar) makeTab(fctx context.Context, proc *Proc, key string) (*Tab, e
 	cancel()
 	if err != nil {
 		door.Close()
-		return nil, proc.Wrap(fmt.Errorf("creating a browser context: %w", err))
+		return "", nil, nil, nil, proc.Wrap(fmt.Errorf("creating a browser context: %w", err))
 	}
 	door.Bind(string(res.BrowserContextID))
 	tctx, stop := chromedp.NewContext(proc.ctx,
@@ -150,22 +206,38 @@ func (s *Sidecar) makeTab(fctx context.Context, proc *Proc, key string) (*Tab, e
 		// Cancelling detaches only; close disposes of the browser context,
 		// which closes the page in one step.
 		chromedp.WithDetachOnCancel())
-	t := &Tab{key: key, bcID: res.BrowserContextID, proc: proc, door: door,
-		viewW: s.cfg.ViewportWidth, viewH: s.cfg.ViewportHeight}
-	t.front.Swap(tctx, stop)
 	unhook := context.AfterFunc(fctx, stop)
 	err = chromedp.Do(tctx) // creates and attaches the page; binds it to tctx
 	if err == nil {
-		err = browsertab.SetViewport(tctx, t.viewW, t.viewH)
+		err = browsertab.SetViewport(tctx, viewW, viewH)
 	}
 	if !unhook() || err != nil {
 		// Best effort: if the dispose fails the browser is going away, and
 		// the context goes with it.
-		t.Close()
+		stop()
+		_ = disposeContext(proc, res.BrowserContextID)
+		door.Close()
 		if ferr := fctx.Err(); ferr != nil {
-			return nil, ferr
+			return "", nil, nil, nil, ferr
 		}
-		return nil, proc.Wrap(fmt.Errorf("opening a tab: %w", err))
+		return "", nil, nil, nil, proc.Wrap(fmt.Errorf("opening a tab: %w", err))
 	}
-	return t, nil
+	return res.BrowserContextID, door, tctx, stop, nil
+}
+
+// disposeContext disposes of the browser context bcID on proc, which
+// closes its pages and ends its workers, and drops its cookies, storage
+// and history. A context of a process that ended went with it.
+func disposeContext(proc *Proc, bcID cdp.BrowserContextID) error {
+	if proc.Ended() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
+	defer cancel()
+	_, err := cdp.Call(ctx, proc.browser, target.DisposeBrowserContext,
+		target.DisposeBrowserContextParams{BrowserContextID: bcID})
+	if err != nil && proc.Ended() {
+		return nil
+	}
+	return err
 }
