@@ -210,3 +210,51 @@ func TestGrantLeftoversOfAPublicPageReachNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestGrantMovesOnlyAContextThatRanOtherHosts: a session that stays on its
+// app on localhost keeps its browser context call after call (its page,
+// its storage); a visit to a public page earns no grant and moves
+// nothing; the next call that grants localhost moves the session to a
+// fresh context, with the app's cookie and none of the old history.
+func TestGrantMovesOnlyAContextThatRanOtherHosts(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	s := newSite(t, func(mux *http.ServeMux, _ *site) {
+		mux.HandleFunc("/login", func(w http.ResponseWriter, r *http.Request) {
+			http.SetCookie(w, &http.Cookie{Name: "app", Value: "signed-in", Path: "/"})
+			servePage(w, "revenue", r.URL.Path)
+		})
+	})
+	r := newRouter(t, nil, nil, WithResolver(grantResolver()))
+	ctx := testCtx(t)
+	contextOf := func() string { return string(sessionOf(t, r, "dev").h.Tab().BrowserContextID()) }
+	read := func(js string) string {
+		var got string
+		_, err := r.Exec(ctx, "dev", `read()`, func(ctx context.Context, c *Call) error {
+			var err error
+			got, err = chromedp.Run(ctx, chromedp.Evaluate[string](js))
+			return err
+		})
+		require.NoError(t, err)
+		return got
+	}
+
+	_, err := r.Navigate(ctx, "dev", s.url("localhost", "/login"), nil)
+	require.NoError(t, err)
+	first := contextOf()
+	_, err = r.Navigate(ctx, "dev", s.url("localhost", "/orders"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, first, contextOf(), "a context that ran only the granted host keeps its grant")
+	assert.Equal(t, "3", read(`String(history.length)`), "and its history (about:blank, /login, /orders)")
+
+	_, err = r.Navigate(ctx, "dev", s.url(publicHost, "/docs"), nil)
+	require.NoError(t, err)
+	assert.Equal(t, first, contextOf(), "a public page earns no grant and moves nothing")
+
+	_, err = r.Navigate(ctx, "dev", s.url("localhost", "/orders"), nil)
+	require.NoError(t, err)
+	assert.NotEqual(t, first, contextOf(), "the grant is given in a fresh context")
+	assert.Equal(t, "app=signed-in", read(`document.cookie`), "the app's cookie followed the session")
+	assert.Equal(t, "2", read(`String(history.length)`), "the old context's history is gone with it (about:blank, /orders)")
+	assert.Equal(t, "/orders", read(`location.pathname`))
+}
