@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -144,15 +147,12 @@ func TestGrantLeftoversOfAPublicPageReachNothing(t *testing.T) {
 		}
 		return cond()
 	}
-	// alive is whether a target of the local browser still runs tag's
-	// leftover (a worker or a tab whose URL carries the tag).
-	alive := func(t *testing.T, tag string) bool {
-		for _, ti := range sessionOf(t, r, tag).bg.Targets() {
-			if strings.Contains(ti.URL, "tag="+tag) {
-				return true
-			}
-		}
-		return false
+	// disposed reports whether the browser context bc is gone from the
+	// browser, and everything that ran in it.
+	disposed := func(t *testing.T, key string, bc cdp.BrowserContextID) bool {
+		c := chromedp.FromContext(sessionOf(t, r, key).h.Context())
+		res, err := cdp.Call(testCtx(t), c.Browser, target.GetBrowserContexts, cdp.Empty{})
+		return err == nil && !slices.Contains(res.BrowserContextIDs, bc)
 	}
 
 	for _, kind := range []string{"sw", "shared", "tab", "bfcache"} {
@@ -173,6 +173,7 @@ func TestGrantLeftoversOfAPublicPageReachNothing(t *testing.T) {
 			}
 			require.Empty(t, escaped(tag), "the public page's leftover reaches nothing before the grant")
 
+			before := sessionOf(t, r, tag).h.Tab().BrowserContextID()
 			// The session goes to its own app, which grants localhost; the
 			// app reads its own server.
 			_, err = r.Navigate(ctx, tag, s.url("localhost", "/app-"+tag), nil)
@@ -186,25 +187,18 @@ func TestGrantLeftoversOfAPublicPageReachNothing(t *testing.T) {
 			require.NoError(t, err)
 			assert.Contains(t, own, "<title>", "the granted app reads its own server")
 
-			gone := func() bool { return !alive(t, tag) }
 			if kind == "bfcache" {
 				// A call that names no URL goes back: the public page,
 				// if it is there to go back to, runs its loop.
-				var entries int
 				_, err = r.Exec(ctx, tag, `back()`, func(ctx context.Context, c *Call) error {
-					var err error
-					entries, err = chromedp.Run(ctx, chromedp.Evaluate[int](`setTimeout(() => history.back(), 0), history.length`))
+					_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`setTimeout(() => history.back(), 0), true`))
 					return err
 				})
 				require.NoError(t, err)
-				e := sessionOf(t, r, tag)
-				gone = func() bool {
-					u, _ := e.bg.Landed(e.frontID())
-					// Nowhere to go back to, or gone somewhere else than
-					// the public page.
-					return entries < 2 || !strings.Contains(u, "/leftover/") && !strings.Contains(u, "/app-")
-				}
 			}
+			// Until the leftover reached something, or the context it ran
+			// in is gone with it.
+			gone := func() bool { return disposed(t, tag, before) }
 			waitFor(3*time.Second, func() bool { return len(escaped(tag)) > 0 || gone() })
 			assert.Empty(t, escaped(tag), "what the public page left behind reaches nothing after the grant")
 		})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
@@ -105,7 +106,8 @@ func (r *Router) renewForGrant(ctx context.Context, e *entry, vs []netpolicy.Ver
 	if g.Empty() || lt.Door().Clean(g) {
 		return nil
 	}
-	retire, err := lt.Renew(ctx, func(ctx context.Context, from, to cdp.BrowserContextID) error {
+	started := time.Now()
+	retire, err := r.side.Renew(ctx, lt, func(ctx context.Context, from, to cdp.BrowserContextID) error {
 		return r.carryToFresh(ctx, e, lt, from, to)
 	})
 	if err != nil {
@@ -121,7 +123,7 @@ func (r *Router) renewForGrant(ctx context.Context, e *entry, vs []netpolicy.Ver
 		return fmt.Errorf("hybroute: moving the session to a fresh browser context before its grant: %w", e.h.WrapErr(err))
 	}
 	r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: the session moved to a fresh browser context: its old one ran documents of hosts its grant does not cover",
-		slog.String("cache_key", e.key))
+		slog.String("cache_key", e.key), slog.Duration("took", time.Since(started)))
 	return nil
 }
 

@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -130,32 +131,38 @@ func (t *Tab) Close() error {
 	return t.closeErr
 }
 
-// Renew moves the tab to a fresh browser context with a door of its own,
-// and a fresh page in it that becomes the tab's page: for a session whose
+// Renew moves t to a fresh browser context with a door of its own, and a
+// fresh page in it that becomes the tab's page: for a session whose
 // context ran documents that a grant about to be given must not reach
-// (egress.Door.Clean). The old door grants nothing from the start. carry
-// copies what follows the session (its cookies) from the old context to
-// the new one. retire disposes of the old context, which ends whatever
-// ran there (pages, frames, workers, its history and back-forward cache),
-// and then closes its door. On an error the tab stays where it was, its
-// door granting nothing.
-func (t *Tab) Renew(ctx context.Context, carry func(ctx context.Context, from, to cdp.BrowserContextID) error) (retire func(), err error) {
+// (egress.Door.Clean). The old door grants nothing from the start. The
+// fresh context is the spare when one is ready (Open's fast path), on t's
+// process only. carry copies what follows the session (its cookies) from
+// the old context to the new one. retire disposes of the old context,
+// which ends whatever ran there (pages, frames, workers, its history and
+// back-forward cache), and then closes its door. On an error the tab stays
+// where it was, its door granting nothing.
+func (s *Sidecar) Renew(ctx context.Context, t *Tab, carry func(ctx context.Context, from, to cdp.BrowserContextID) error) (retire func(), err error) {
 	oldBC, oldDoor := t.BrowserContextID(), t.Door()
 	oldDoor.Set(egress.Grant{})
-	bcID, door, tctx, stop, err := openContext(ctx, t.proc, t.viewW, t.viewH)
+	nt, err := s.Open(ctx, t.key)
 	if err != nil {
 		return nil, err
 	}
-	if err := carry(ctx, oldBC, bcID); err != nil {
-		stop()
-		_ = disposeContext(t.proc, bcID)
-		door.Close()
+	if nt.proc != t.proc {
+		// The tab's browser died and another started: the session goes
+		// with its browser, not to the new one.
+		_ = nt.Close()
+		return nil, t.proc.Wrap(errors.New("hybroute: the session's browser is gone"))
+	}
+	if err := carry(ctx, oldBC, nt.BrowserContextID()); err != nil {
+		_ = nt.Close()
 		return nil, err
 	}
 	t.mu.Lock()
-	t.bcID, t.door = bcID, door
+	t.bcID, t.door = nt.BrowserContextID(), nt.Door()
 	t.mu.Unlock()
-	_, oldStop := t.front.Swap(tctx, stop)
+	t.settle = nt.settle // the spare it took is made again when this call is done
+	_, oldStop := t.front.Swap(nt.front.Get(), nt.front.Stopper())
 	return func() {
 		if oldStop != nil {
 			oldStop()
@@ -170,25 +177,11 @@ func (t *Tab) Renew(ctx context.Context, carry func(ctx context.Context, from, t
 // makeTab makes a browser context and a tab in it on proc. A cancelled fctx
 // undoes whatever was made before makeTab returns.
 func (s *Sidecar) makeTab(fctx context.Context, proc *Proc, key string) (*Tab, error) {
-	bcID, door, tctx, stop, err := openContext(fctx, proc, s.cfg.ViewportWidth, s.cfg.ViewportHeight)
-	if err != nil {
-		return nil, err
-	}
-	t := &Tab{key: key, bcID: bcID, proc: proc, door: door,
-		viewW: s.cfg.ViewportWidth, viewH: s.cfg.ViewportHeight}
-	t.front.Swap(tctx, stop)
-	return t, nil
-}
-
-// openContext makes a browser context on proc with a door of its own into
-// the egress proxy, and a page in it with the viewport viewW x viewH. A
-// cancelled fctx undoes whatever was made before it returns.
-func openContext(fctx context.Context, proc *Proc, viewW, viewH int) (cdp.BrowserContextID, *egress.Door, context.Context, context.CancelFunc, error) {
 	// The context's own door into the egress proxy: a connection through
 	// it is this context's, and reaches what its session was granted.
 	door, err := proc.egress.OpenDoor(fctx)
 	if err != nil {
-		return "", nil, nil, nil, err
+		return nil, err
 	}
 	// Not under fctx: a cancel after Chromium made the context would leak it.
 	cctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
@@ -198,7 +191,7 @@ func openContext(fctx context.Context, proc *Proc, viewW, viewH int) (cdp.Browse
 	cancel()
 	if err != nil {
 		door.Close()
-		return "", nil, nil, nil, proc.Wrap(fmt.Errorf("creating a browser context: %w", err))
+		return nil, proc.Wrap(fmt.Errorf("creating a browser context: %w", err))
 	}
 	door.Bind(string(res.BrowserContextID))
 	tctx, stop := chromedp.NewContext(proc.ctx,
@@ -206,23 +199,24 @@ func openContext(fctx context.Context, proc *Proc, viewW, viewH int) (cdp.Browse
 		// Cancelling detaches only; close disposes of the browser context,
 		// which closes the page in one step.
 		chromedp.WithDetachOnCancel())
+	t := &Tab{key: key, bcID: res.BrowserContextID, proc: proc, door: door,
+		viewW: s.cfg.ViewportWidth, viewH: s.cfg.ViewportHeight}
+	t.front.Swap(tctx, stop)
 	unhook := context.AfterFunc(fctx, stop)
 	err = chromedp.Do(tctx) // creates and attaches the page; binds it to tctx
 	if err == nil {
-		err = browsertab.SetViewport(tctx, viewW, viewH)
+		err = browsertab.SetViewport(tctx, t.viewW, t.viewH)
 	}
 	if !unhook() || err != nil {
 		// Best effort: if the dispose fails the browser is going away, and
 		// the context goes with it.
-		stop()
-		_ = disposeContext(proc, res.BrowserContextID)
-		door.Close()
+		t.Close()
 		if ferr := fctx.Err(); ferr != nil {
-			return "", nil, nil, nil, ferr
+			return nil, ferr
 		}
-		return "", nil, nil, nil, proc.Wrap(fmt.Errorf("opening a tab: %w", err))
+		return nil, proc.Wrap(fmt.Errorf("opening a tab: %w", err))
 	}
-	return res.BrowserContextID, door, tctx, stop, nil
+	return t, nil
 }
 
 // disposeContext disposes of the browser context bcID on proc, which
