@@ -161,10 +161,10 @@ func (r *Router) carryToFresh(ctx context.Context, e *entry, lt *sc.Tab, from, t
 // grantCall gives a session on the local browser the grant its call earns
 // (floor.GrantCall), through the door of its browser context; a tab of any
 // other browser has no door, and its call no grant.
-func grantCall(e *entry, vs []netpolicy.Verdict) (done func()) {
+func grantCall(e *entry, vs []netpolicy.Verdict) (done func(), err error) {
 	lt, ok := e.h.Tab().(*sc.Tab)
 	if !ok || lt.Door() == nil {
-		return func() {}
+		return func() {}, nil
 	}
 	return floor.GrantCall(lt.Door(), vs, e.landedURL)
 }

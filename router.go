@@ -484,7 +484,11 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	if err := r.renewForGrant(ctx, e, p.Verdicts); err != nil {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
 	}
-	defer grantCall(e, p.Verdicts)() // the private hosts this call named, and no others
+	endGrant, err := grantCall(e, p.Verdicts) // the private hosts this call named, and no others
+	if err != nil {
+		return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
+	}
+	defer endGrant()
 	if e.bg != nil {
 		// A navigation of an earlier call may still be loading (a failed
 		// load's error page commits after the call returned): the run

@@ -93,6 +93,17 @@ func documentHost(raw string) (host string, web bool) {
 func (d *Door) Clean(g Grant) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.cleanFor(g)
+}
+
+// SetClean is Set for a grant the context is clean for, checked under the
+// same lock that Loaded takes, so no document slips in between the check
+// and the grant. It reports whether it set g; an empty grant is always
+// set.
+func (d *Door) SetClean(g Grant) bool { return d.set(g, true) }
+
+// cleanFor is Clean with d.mu held.
+func (d *Door) cleanFor(g Grant) bool {
 	if d.mixed {
 		return false
 	}

@@ -44,9 +44,15 @@ func TestDoorCleanForAGrant(t *testing.T) {
 	p.Loaded("ctx-a", "https://dashboard.test/")
 	assert.False(t, a.Clean(both), "a public document ran there")
 
+	assert.False(t, a.SetClean(both), "a grant is not given to a context that is not clean for it")
+	assert.True(t, a.Grant().Empty())
+	assert.True(t, a.SetClean(Grant{}), "nothing may always be granted")
+
 	b, c := open("ctx-b"), open("ctx-c")
 	p.Loaded("ctx-b", "http://localhost:3000/")
 	assert.True(t, b.Clean(both))
+	assert.True(t, b.SetClean(both))
+	assert.True(t, b.Grant().Covers("localhost", nil), "a clean context gets the grant")
 	assert.True(t, c.Clean(both), "another context's documents are not this one's")
 	p.Loaded("", "https://dashboard.test/")
 	assert.False(t, b.Clean(both), "a document of no known context may have run in any")
