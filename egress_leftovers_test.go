@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -108,13 +109,17 @@ func TestGrantLeftoversOfAPublicPageReachNothing(t *testing.T) {
 		return
 	}
 	requireChromium(t)
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("skipping: the leftovers need Chromium itself (a service worker, a back-forward cache), not a headless shell")
+	}
 	var s *site
 	s = newSite(t, leftoverRoutes(func() string { return s.url("localhost", "") }))
 	logs := &testlog.Buffer{}
 	// A service worker needs a secure context: the public site is one
 	// here, as an https site would be. Chromium, not its headless shell,
 	// whose pages have no back-forward cache and no such flag.
-	r := newRouter(t, nil, logs, append(grantOptions(), WithChromiumPath("/usr/bin/chromium"), WithChromiumFlags(map[string]any{
+	r := newRouter(t, nil, logs, append(grantOptions(), WithChromiumPath(chromium), WithChromiumFlags(map[string]any{
 		"unsafely-treat-insecure-origin-as-secure": s.url(publicHost, "")}))...)
 
 	reachedPrefix := func(prefix string) []string {
