@@ -1,13 +1,23 @@
 package hybroute
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"log/slog"
+	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
+	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/remotetab"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
+	"github.com/hybroute/hybroute/internal/statesync"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/route"
@@ -77,13 +87,84 @@ func unsupportedBrowser(browser, lacks string, w route.Route) error {
 	return &UnsupportedBrowserError{Browser: browser, Lacks: lacks, Route: where}
 }
 
+// renewForGrant moves a session on the local browser to a fresh browser
+// context before its call gets a grant its context is not clean for: one
+// where a document ran from a host the grant does not cover
+// (egress.Door.Clean). Whatever such a document left there (a service
+// worker, a shared worker, another tab, a frame, a page in the
+// back-forward cache) would use the grant; disposing of the context ends
+// it all. The session's cookies follow it (and its profile, if it has
+// one); its other pages, history, storage and workers do not.
+// A session it could not move fails the call (its old context keeps no
+// grant), so no grant is ever given to a context that is not clean for it.
+func (r *Router) renewForGrant(ctx context.Context, e *entry, vs []netpolicy.Verdict) error {
+	lt, ok := e.h.Tab().(*sc.Tab)
+	if !ok || lt.Door() == nil {
+		return nil
+	}
+	g, _ := floor.GrantOf(vs)
+	if g.Empty() || lt.Door().Clean(g) {
+		return nil
+	}
+	started := time.Now()
+	retire, err := r.side.Renew(ctx, lt, func(ctx context.Context, from, to cdp.BrowserContextID) error {
+		return r.carryToFresh(ctx, e, lt, from, to)
+	})
+	if err != nil {
+		return fmt.Errorf("hybroute: moving the session to a fresh browser context before its grant: %w", e.h.WrapErr(err))
+	}
+	// The session's other pages were in the old context, and go with it.
+	e.h.Pages.StopAll()
+	if err := r.arm(e, "the session's fresh browser context", retire); err != nil {
+		return err
+	}
+	if err := statesync.TrackOrigins(e.h.Context(), e.h); err != nil {
+		r.drop(e)
+		return fmt.Errorf("hybroute: moving the session to a fresh browser context before its grant: %w", e.h.WrapErr(err))
+	}
+	r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: the session moved to a fresh browser context: its old one ran documents of hosts its grant does not cover",
+		slog.String("cache_key", e.key), slog.Duration("took", time.Since(started)))
+	return nil
+}
+
+// carryToFresh copies the cookies of the session's browser context from
+// to the fresh one to, and moves its profile there, before the old one is
+// disposed of.
+func (r *Router) carryToFresh(ctx context.Context, e *entry, lt *sc.Tab, from, to cdp.BrowserContextID) error {
+	c := chromedp.FromContext(e.h.Context())
+	if c == nil || c.Browser == nil {
+		return errors.New("hybroute: the session's browser is not known")
+	}
+	bc := func(id cdp.BrowserContextID) browsertab.Context {
+		return browsertab.Context{Browser: c.Browser, ID: id, Tab: e.h.Context(), Wrap: e.h.WrapErr, Dead: e.h.Dead}
+	}
+	cookies, err := bc(from).ReadCookies(ctx)
+	if err != nil {
+		return err
+	}
+	refused, err := bc(to).WriteCookies(ctx, cookies, false)
+	if err != nil {
+		return err
+	}
+	if len(refused) > 0 {
+		r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: cookies the fresh browser context refused", slog.String("cache_key", e.key), slog.Any("cookies", refused))
+	}
+	if r.profiles == nil {
+		return nil
+	}
+	if err := r.profiles.Release(profiles.Tab{Proc: lt.Proc(), Context: from}); err != nil {
+		return err
+	}
+	return r.profiles.Restore(ctx, profiles.Tab{Proc: lt.Proc(), Context: to}, e.key)
+}
+
 // grantCall gives a session on the local browser the grant its call earns
 // (floor.GrantCall), through the door of its browser context; a tab of any
 // other browser has no door, and its call no grant.
-func grantCall(e *entry, vs []netpolicy.Verdict) (done func()) {
+func grantCall(e *entry, vs []netpolicy.Verdict) (done func(), err error) {
 	lt, ok := e.h.Tab().(*sc.Tab)
 	if !ok || lt.Door() == nil {
-		return func() {}
+		return func() {}, nil
 	}
 	return floor.GrantCall(lt.Door(), vs, e.landedURL)
 }

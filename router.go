@@ -468,7 +468,6 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 			return res, err
 		}
 	}
-	defer grantCall(e, p.Verdicts)() // the private hosts this call named, and no others
 	// The guard and the landed-URL check decide on the plan's answers.
 	defer e.guard.Begin(&e.gs, p.lookups)()
 
@@ -482,6 +481,14 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	if d, ok := e.h.Held.Pending(); ok {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w: %s %q waits for an answer", e.route, p.CacheKey, ErrDialogOpen, d.Type, d.Message)
 	}
+	if err := r.renewForGrant(ctx, e, p.Verdicts); err != nil {
+		return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
+	}
+	endGrant, err := grantCall(e, p.Verdicts) // the private hosts this call named, and no others
+	if err != nil {
+		return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
+	}
+	defer endGrant()
 	if e.bg != nil {
 		// A navigation of an earlier call may still be loading (a failed
 		// load's error page commits after the call returned): the run

@@ -46,6 +46,10 @@
 // 192.168.1.9 does not reach 10.0.0.5. The grant ends when a page of the
 // session starts loading a document from a host the grant does not cover
 // and the running call did not name ([Proxy.Leave], [Door.NameCall]); the
-// upstream connections dialled under it are closed then. What earns a
-// grant, and metadata's refusal whatever a grant says, are its user's.
+// upstream connections dialled under it are closed then. A grant reaches
+// whatever runs in the context, so each door also keeps the hosts of every
+// document its context loaded ([Proxy.Loaded]); its user gives a grant
+// only to a context that is clean for it ([Door.Clean]) and moves the
+// session to a fresh context otherwise. What earns a grant, and
+// metadata's refusal whatever a grant says, are its user's.
 package egress

@@ -24,6 +24,8 @@ type Door struct {
 	mu     sync.Mutex
 	grant  Grant
 	named  map[string]struct{} // every host the running call named; nil between calls
+	loaded map[string]struct{} // the hosts of every document the context started to load (loaded.go)
+	mixed  bool                // more hosts than loaded keeps, or one it could not read: clean for no grant
 	closed bool
 }
 
@@ -83,11 +85,19 @@ func (d *Door) Bind(key string) {
 // Set replaces the door's grant. Upstream connections to private hosts
 // the new grant does not cover are closed: a kept-alive connection or a
 // tunnel dialled under the old grant carries nothing more.
-func (d *Door) Set(g Grant) {
+func (d *Door) Set(g Grant) { d.set(g, false) }
+
+// set is Set; with clean, only for a grant the context is clean for
+// (SetClean), which it reports.
+func (d *Door) set(g Grant, clean bool) bool {
 	d.mu.Lock()
+	if clean && !g.Empty() && !d.cleanFor(g) {
+		d.mu.Unlock()
+		return false
+	}
 	if d.closed || d.grant.equal(g) {
 		d.mu.Unlock()
-		return
+		return true
 	}
 	d.grant = g
 	drop := d.p.privateConns(d, g)
@@ -96,6 +106,7 @@ func (d *Door) Set(g Grant) {
 		_ = c.Close()
 	}
 	d.tr.CloseIdleConnections()
+	return true
 }
 
 // Grant is the door's grant now.

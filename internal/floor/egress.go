@@ -156,20 +156,32 @@ func IsWebURL(raw string) bool {
 // move among every host the call named (a mixed call that opens a public
 // page, then localhost); when it ends on a page the grant does not cover
 // (landed is where the tab is then), the grant ends there.
-func GrantCall(door *egress.Door, vs []netpolicy.Verdict, landed func() string) (done func()) {
+//
+// The grant is given only to a context that is clean for it
+// (egress.Door.SetClean): its user moves a session whose context is not
+// to a fresh one first, and a document that starts to load in between
+// fails the call with ErrNotClean, the context granting nothing.
+func GrantCall(door *egress.Door, vs []netpolicy.Verdict, landed func() string) (done func(), err error) {
 	g, names := GrantOf(vs)
 	if !names {
-		return func() {}
+		return func() {}, nil
 	}
-	door.Set(g)
+	if !door.SetClean(g) {
+		door.Set(egress.Grant{})
+		return nil, ErrNotClean
+	}
 	door.NameCall(NamedHosts(vs))
 	return func() {
 		door.NameCall(nil)
 		if u := landed(); IsWebURL(u) {
 			door.Leave(u)
 		}
-	}
+	}, nil
 }
+
+// ErrNotClean is GrantCall's error when the session's browser context ran
+// a document of a host the grant does not cover.
+var ErrNotClean = errors.New("hybroute: the session's browser context loaded a document of a host its grant would not cover; the next call moves it to a fresh one")
 
 // NamedHosts are the hosts of every network URL a call names, public ones
 // too.

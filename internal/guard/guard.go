@@ -260,6 +260,19 @@ func (g *Guard) Register(s *Session, key string, tabCtx context.Context, bcID cd
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s.key = key
+	// One tab and one browser context a session: a tab it had before, or
+	// a context it left for a fresh one (a replacement, a renewal), is
+	// no longer what makes a target its.
+	for id, o := range g.owners {
+		if o == s && id != c.Target.TargetID {
+			delete(g.owners, id)
+		}
+	}
+	for id, o := range g.byCtx {
+		if o == s && id != bcID {
+			delete(g.byCtx, id)
+		}
+	}
 	g.owners[c.Target.TargetID] = s
 	g.sess[c.Target.SessionID] = c.Target.TargetID
 	if bcID != "" {
@@ -334,6 +347,25 @@ func (g *Guard) frameTarget(f cdp.FrameID) target.ID {
 		return id
 	}
 	return target.ID(f)
+}
+
+// ContextOf is the browser context of the frame a paused request came
+// from (a page, a frame in or out of process, a worker), and the target
+// that holds the frame; ok is false when the guard does not know it.
+func (g *Guard) ContextOf(frame cdp.FrameID) (bc cdp.BrowserContextID, id target.ID, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	id = g.frameTarget(frame)
+	cur := id
+	for range 16 { // a chain of targets, bounded as ownerOf's is
+		if ti := g.info[cur]; ti != nil && ti.BrowserContextID != "" {
+			return ti.BrowserContextID, id, true
+		}
+		if cur = g.parent[cur]; cur == "" {
+			break
+		}
+	}
+	return "", id, false
 }
 
 // kind names a target for an error: the session's tab, a popup, an

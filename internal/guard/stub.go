@@ -44,3 +44,7 @@ func (g *Guard) fulfillBlank(m *cdpmux.Mux, ev *fetch.EventRequestPaused) {
 		RequestID: ev.RequestID, ResponseCode: 200, Body: stubBlank,
 		ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html; charset=utf-8"}}})
 }
+
+// Stubbed reports whether the guard answers the target's requests itself
+// (Stub): its documents are blank ones of the guard's, which run nothing.
+func (g *Guard) Stubbed(id target.ID) bool { return g.stubbed(id) }

@@ -86,6 +86,11 @@ func (s *Sidecar) allocatorOptions(path, proxyAddr string) ([]chromedp.ExecAlloc
 			// Puppeteer turns the same three off.
 			"WebUIOmniboxPopup,WebUIOmniboxAimPopup,WebUIReloadButton"),
 		chromedp.Flag("disable-gpu", true),
+		// No page comes back from the back-forward cache: a page shown
+		// again that way makes no request, so the guard never sees it
+		// come back and a grant could not end for it (internal/egress,
+		// Leave). Headless shells have no such cache anyway.
+		chromedp.Flag("disable-back-forward-cache", true),
 		// Every site in a renderer of its own, whatever the build's
 		// default: headless shells leave cross-site frames in their
 		// parent's process.

@@ -674,5 +674,5 @@ func (s *Sidecar) SettleSpare() cdp.BrowserContextID {
 	if s.spare == nil {
 		return ""
 	}
-	return s.spare.bcID
+	return s.spare.BrowserContextID()
 }

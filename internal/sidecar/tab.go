@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -15,15 +16,18 @@ import (
 
 // Tab is one session's tab: a page target in a browser context of its own.
 // Its page can be swapped for another in the same browser context (Swap);
-// the browser context, its door and its process stay the tab's for life.
+// its process stays the tab's for life, and so do the browser context and
+// its door unless the tab moves to a fresh one (Renew).
 type Tab struct {
 	key   string           // the session's cache key, for errors
 	front browsertab.Front // the page calls run in; its stop detaches chromedp from it
-	bcID  cdp.BrowserContextID
 	proc  *Proc
 	// the viewport of every page of the tab (Config)
 	viewW, viewH int
-	door         *egress.Door // the context's own door into the egress proxy, and its grant (internal/egress)
+
+	mu   sync.Mutex
+	bcID cdp.BrowserContextID
+	door *egress.Door // the context's own door into the egress proxy, and its grant (internal/egress)
 
 	// settle tells the sidecar that the key's first call is done, so the
 	// spare it took may be replaced now (refillLater); nil for a tab that
@@ -57,7 +61,7 @@ func (t *Tab) Swap(tctx context.Context, stop context.CancelFunc) (context.Conte
 // tab's page (Swap does). A ctx that ends first undoes it.
 func (t *Tab) OpenPage(ctx context.Context) (context.Context, context.CancelFunc, error) {
 	tctx, stop, err := browsertab.Open(ctx, t.proc.ctx,
-		chromedp.WithExistingBrowserContext(t.bcID), chromedp.WithDetachOnCancel())
+		chromedp.WithExistingBrowserContext(t.BrowserContextID()), chromedp.WithDetachOnCancel())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -87,14 +91,22 @@ func (t *Tab) Replace(ctx context.Context) (retire func(), err error) {
 }
 
 // BrowserContextID is the tab's browser context.
-func (t *Tab) BrowserContextID() cdp.BrowserContextID { return t.bcID }
+func (t *Tab) BrowserContextID() cdp.BrowserContextID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.bcID
+}
 
 // Proc is the process the tab is on.
 func (t *Tab) Proc() *Proc { return t.proc }
 
 // Door is the browser context's own door into the egress proxy: the grant
 // set on it is what the context's connections may reach.
-func (t *Tab) Door() *egress.Door { return t.door }
+func (t *Tab) Door() *egress.Door {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.door
+}
 
 // Dead reports whether the Chromium process under the tab has died.
 func (t *Tab) Dead() bool { return t.proc.Dead() }
@@ -107,22 +119,59 @@ func (t *Tab) WrapErr(err error) error { return t.proc.Wrap(err) }
 // closes the page and drops its cookies and storage).
 func (t *Tab) Close() error {
 	t.closeOnce.Do(func() {
+		bcID, door := t.BrowserContextID(), t.Door()
 		// Last, after the context: nothing of it connects through the
 		// door then.
-		defer t.door.Close()
+		defer door.Close()
 		t.front.Stopper()()
-		if t.proc.Ended() {
-			return // the browser context goes with the process
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
-		defer cancel()
-		_, err := cdp.Call(ctx, t.proc.browser, target.DisposeBrowserContext,
-			target.DisposeBrowserContextParams{BrowserContextID: t.bcID})
-		if err != nil && !t.proc.Ended() {
+		if err := disposeContext(t.proc, bcID); err != nil {
 			t.closeErr = fmt.Errorf("hybroute: disposing of the browser context of local tab %q: %w", t.key, err)
 		}
 	})
 	return t.closeErr
+}
+
+// Renew moves t to a fresh browser context with a door of its own, and a
+// fresh page in it that becomes the tab's page: for a session whose
+// context ran documents that a grant about to be given must not reach
+// (egress.Door.Clean). The old door grants nothing from the start. The
+// fresh context is the spare when one is ready (Open's fast path), on t's
+// process only. carry copies what follows the session (its cookies) from
+// the old context to the new one. retire disposes of the old context,
+// which ends whatever ran there (pages, frames, workers, its history and
+// back-forward cache), and then closes its door. On an error the tab stays
+// where it was, its door granting nothing.
+func (s *Sidecar) Renew(ctx context.Context, t *Tab, carry func(ctx context.Context, from, to cdp.BrowserContextID) error) (retire func(), err error) {
+	oldBC, oldDoor := t.BrowserContextID(), t.Door()
+	oldDoor.Set(egress.Grant{})
+	nt, err := s.Open(ctx, t.key)
+	if err != nil {
+		return nil, err
+	}
+	if nt.proc != t.proc {
+		// The tab's browser died and another started: the session goes
+		// with its browser, not to the new one.
+		_ = nt.Close()
+		return nil, t.proc.Wrap(errors.New("hybroute: the session's browser is gone"))
+	}
+	if err := carry(ctx, oldBC, nt.BrowserContextID()); err != nil {
+		_ = nt.Close()
+		return nil, err
+	}
+	t.mu.Lock()
+	t.bcID, t.door = nt.BrowserContextID(), nt.Door()
+	t.mu.Unlock()
+	t.settle = nt.settle // the spare it took is made again when this call is done
+	_, oldStop := t.front.Swap(nt.front.Get(), nt.front.Stopper())
+	return func() {
+		if oldStop != nil {
+			oldStop()
+		}
+		if err := disposeContext(t.proc, oldBC); err != nil {
+			t.proc.guard.Log().Warn("hybroute: disposing of a session's old browser context", "key", t.key, "err", err)
+		}
+		oldDoor.Close()
+	}, nil
 }
 
 // makeTab makes a browser context and a tab in it on proc. A cancelled fctx
@@ -168,4 +217,21 @@ func (s *Sidecar) makeTab(fctx context.Context, proc *Proc, key string) (*Tab, e
 		return nil, proc.Wrap(fmt.Errorf("opening a tab: %w", err))
 	}
 	return t, nil
+}
+
+// disposeContext disposes of the browser context bcID on proc, which
+// closes its pages and ends its workers, and drops its cookies, storage
+// and history. A context of a process that ended went with it.
+func disposeContext(proc *Proc, bcID cdp.BrowserContextID) error {
+	if proc.Ended() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), browsertab.ControlTimeout)
+	defer cancel()
+	_, err := cdp.Call(ctx, proc.browser, target.DisposeBrowserContext,
+		target.DisposeBrowserContextParams{BrowserContextID: bcID})
+	if err != nil && proc.Ended() {
+		return nil
+	}
+	return err
 }
