@@ -62,6 +62,8 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	downloadDir := fs.String("download-dir", "", "save the local browser's downloads, and browser_pdf_save's PDFs, in this directory (it must exist); without it downloads are refused")
 	maxDownload := fs.Int64("max-download-bytes", agent.DefaultMaxDownloadBytes, "the largest file a download or a PDF may be; a larger download is cancelled")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
+	var fleet fleetFlags
+	fleet.register(fs)
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -113,6 +115,13 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	extra = append(extra, stateOpts...)
+	fleetOpts, closeStore, err := fleet.options(ctx, e.getenv, e.stderr)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	defer closeStore() // after the router, which the later defers close first
+	extra = append(extra, fleetOpts...)
 	if *metricsAddr != "" {
 		ms, err := startMetrics(*metricsAddr, allowHosts, e.stderr)
 		if err != nil {
