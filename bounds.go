@@ -23,7 +23,9 @@ import (
 // deadline less [RunTimeout]), and is refused with a [BusyError] only when
 // that wait runs out, or at once when it cannot serve: the call allows
 // none, or the calls' measured time foresees a longer one (unless
-// [WaitForTurn]). Result.WaitedForRoom says how long it waited. The
+// [WaitForTurn]). Past WithMaxSessions, only a session idle for a second
+// (evictGrace) is ended: a client between two calls keeps its session.
+// Result.WaitedForRoom says how long it waited. The
 // evicted session's next call starts a fresh session, and its [Result]
 // says so (Result.Evicted).
 
@@ -72,7 +74,7 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) (time.Duration, error) {
 	terms := admission.TermsOf(ctx)
 	var waited time.Duration
 	if n := r.cfg.MaxSessions; n > 0 {
-		w, err := r.room.Wait(ctx, terms, n, func() bool { return r.roomForOne(ctx, p.CacheKey, n) }, func(b admission.Busy) error {
+		w, err := r.room.Wait(ctx, terms, n, func() (bool, time.Duration) { return r.roomForOne(ctx, p.CacheKey, n) }, func(b admission.Busy) error {
 			return &BusyError{Sessions: n, Ahead: b.Ahead, Waited: b.Waited, Estimate: b.Estimate, Budget: b.Budget}
 		})
 		waited += w
@@ -83,18 +85,25 @@ func (r *Router) makeRoom(ctx context.Context, p Plan) (time.Duration, error) {
 	if p.Route != route.Local || r.cfg.MaxLocalMemory <= 0 {
 		return waited, nil
 	}
-	w, err := r.room.Wait(ctx, terms, 1, func() bool { return r.shedMemory(ctx, true) == nil }, func(b admission.Busy) error {
+	w, err := r.room.Wait(ctx, terms, 1, func() (bool, time.Duration) { return r.shedMemory(ctx, true) == nil, 0 }, func(b admission.Busy) error {
 		return &BusyError{Memory: r.cfg.MaxLocalMemory, Ahead: b.Ahead, Waited: b.Waited, Estimate: b.Estimate, Budget: b.Budget}
 	})
 	return waited + w, err
 }
 
-// roomForOne ends the least recently used idle sessions until the
-// creation of key fits n, and reports whether it does, counting it open
-// from then on: false when every session is in a call. The open sessions
-// are the live ones and the creations that made room before: not the
-// ones still waiting.
-func (r *Router) roomForOne(ctx context.Context, key string, n int) bool {
+// evictGrace is how long a session must have been idle before a new
+// session past WithMaxSessions ends it: a client between two calls of its
+// work (a navigation, then a snapshot) is not cut off in the gap, only a
+// session left idle. A new session waits for it like for a call's end.
+const evictGrace = time.Second
+
+// roomForOne ends the least recently used idle sessions (idle for
+// evictGrace at least) until the creation of key fits n, and reports
+// whether it does, counting it open from then on; otherwise, how soon an
+// idle session will be old enough to end (0: none is idle). The open
+// sessions are the live ones and the creations that made room before:
+// not the ones still waiting.
+func (r *Router) roomForOne(ctx context.Context, key string, n int) (bool, time.Duration) {
 	for {
 		r.mu.Lock()
 		open := len(r.sess.M)
@@ -108,12 +117,23 @@ func (r *Router) roomForOne(ctx context.Context, key string, n int) bool {
 				c.Admitted = true
 			}
 			r.mu.Unlock()
-			return true
+			return true, 0
 		}
-		victim := r.evictLRU(func(*entry) bool { return true })
+		old := time.Now().Add(-evictGrace).UnixNano()
+		victim := r.evictLRU(func(e *entry) bool { return e.lastUsed.Load() <= old })
+		var again time.Duration
+		if victim == nil {
+			for _, e := range r.sess.M {
+				if e.inUse.Load() == 0 {
+					if d := time.Duration(e.lastUsed.Load() - old); again == 0 || d < again {
+						again = max(d, time.Millisecond)
+					}
+				}
+			}
+		}
 		r.mu.Unlock()
 		if victim == nil {
-			return false
+			return false, again
 		}
 		r.endEvicted(ctx, victim, evictMaxSessions)
 	}

@@ -73,16 +73,19 @@ func (r *Room) next() <-chan struct{} {
 }
 
 // Wait makes room for one new session: try makes it if it can (ending an
-// idle session) and reports whether the session fits now. It is asked at
-// once, and again each time a session becomes idle or ends, until the
+// idle session) and reports whether the session fits now, or else how
+// soon to ask again with nothing freed (0: only when something is; an
+// idle session too young to end ages). It is asked at once, and again
+// each time a session becomes idle or ends, until the
 // terms' allowance runs out or ctx ends; then, and at once when the wait
 // cannot serve (the terms allow none, or, unless they say to wait, the
 // mean call foresees a wait past the allowance with slots sessions ahead
 // in turn), it fails with busy's error. It returns how long it waited.
-func (r *Room) Wait(ctx context.Context, terms Terms, slots int, try func() bool, busy func(Busy) error) (time.Duration, error) {
+func (r *Room) Wait(ctx context.Context, terms Terms, slots int, try func() (bool, time.Duration), busy func(Busy) error) (time.Duration, error) {
 	start := time.Now()
 	ch := r.next()
-	if try() {
+	ok, again := try()
+	if ok {
 		return 0, nil
 	}
 	allow, bounded := terms.Allowance(start)
@@ -110,27 +113,45 @@ func (r *Room) Wait(ctx context.Context, terms Terms, slots int, try func() bool
 		defer timer.Stop()
 		timeout = timer.C
 	}
+	for {
+		if err := r.await(ctx, terms, ch, timeout, again, start, allow, busy); err != nil {
+			return time.Since(start), err
+		}
+		ch = r.next()
+		if ok, again = try(); ok {
+			return time.Since(start), nil
+		}
+	}
+}
+
+// await waits for a change (ch), the retry after again (0: none), the end
+// of the allowance (timeout), the caller's leaving or ctx's end; nil is a
+// change or the retry.
+func (r *Room) await(ctx context.Context, terms Terms, ch <-chan struct{}, timeout <-chan time.Time, again time.Duration,
+	start time.Time, allow time.Duration, busy func(Busy) error) error {
+	var retry <-chan time.Time
+	if again > 0 {
+		t := time.NewTimer(again)
+		defer t.Stop()
+		retry = t.C
+	}
 	var gone <-chan struct{}
 	if terms.Caller != nil {
 		gone = terms.Caller.Done()
 	}
-	for {
-		select {
-		case <-ch:
-		case <-timeout:
-			return time.Since(start), busy(Busy{Waited: time.Since(start), Budget: allow})
-		case <-gone:
-			return time.Since(start), terms.Caller.Err()
-		case <-ctx.Done():
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				// The creation's own bound, which an unbounded wait has.
-				return time.Since(start), busy(Busy{Waited: time.Since(start), Budget: allow})
-			}
-			return time.Since(start), ctx.Err()
+	select {
+	case <-ch:
+	case <-retry:
+	case <-timeout:
+		return busy(Busy{Waited: time.Since(start), Budget: allow})
+	case <-gone:
+		return terms.Caller.Err()
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The creation's own bound, which an unbounded wait has.
+			return busy(Busy{Waited: time.Since(start), Budget: allow})
 		}
-		ch = r.next()
-		if try() {
-			return time.Since(start), nil
-		}
+		return ctx.Err()
 	}
+	return nil
 }

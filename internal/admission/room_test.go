@@ -27,7 +27,7 @@ func TestRoomServesWhenASessionIsFree(t *testing.T) {
 	var free atomic.Bool
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Wait(context.Background(), terms(t, time.Minute), 1, free.Load, noRoom)
+		_, err := r.Wait(context.Background(), terms(t, time.Minute), 1, func() (bool, time.Duration) { return free.Load(), 0 }, noRoom)
 		done <- err
 	}()
 	require.Eventually(t, func() bool { return r.Waiting() == 1 }, 10*time.Second, time.Millisecond)
@@ -41,7 +41,7 @@ func TestRoomServesWhenASessionIsFree(t *testing.T) {
 
 func TestRoomRefusesAtOnceWhatItCannotServe(t *testing.T) {
 	var r Room
-	never := func() bool { return false }
+	never := func() (bool, time.Duration) { return false, 0 }
 	var got Busy
 	busy := func(b Busy) error { got = b; return errNoRoom }
 
@@ -73,11 +73,23 @@ func TestRoomCallerGoneEndsTheWait(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		_, err := r.Wait(context.Background(), Terms{Caller: ctx}, 1, func() bool { return false }, noRoom)
+		_, err := r.Wait(context.Background(), Terms{Caller: ctx}, 1, func() (bool, time.Duration) { return false, 0 }, noRoom)
 		done <- err
 	}()
 	require.Eventually(t, func() bool { return r.Waiting() == 1 }, 10*time.Second, time.Millisecond)
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)
 	assert.Zero(t, r.Waiting())
+}
+
+// An idle session too young to end is asked about again when it is old
+// enough, with nothing freed meanwhile.
+func TestRoomAsksAgainWhenToldTo(t *testing.T) {
+	var r Room
+	var asked atomic.Int32
+	_, err := r.Wait(context.Background(), terms(t, time.Minute), 1, func() (bool, time.Duration) {
+		return asked.Add(1) == 3, time.Millisecond
+	}, noRoom)
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, asked.Load())
 }
