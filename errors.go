@@ -95,9 +95,18 @@ var (
 )
 
 // BusyError is the error of a call that did not get its turn to open a
-// local tab within its budget. It matches [ErrBusy].
+// local tab within its budget, or whose new session found no room under
+// [WithMaxSessions] or [WithMaxLocalMemory] (Sessions or Memory set)
+// within it. It matches [ErrBusy].
 type BusyError struct {
-	// Ahead is how many tab openings were queued ahead of the call.
+	// Sessions is the WithMaxSessions cap a new session waited for room
+	// under, every session being in a call; 0 when the wait was not for it.
+	Sessions int
+	// Memory is the WithMaxLocalMemory budget a new local session waited
+	// for room under; 0 when the wait was not for it.
+	Memory int64
+	// Ahead is how many tab openings (or new sessions, for room) were
+	// queued ahead of the call.
 	Ahead int
 	// Waited is how long the call waited: 0 when it was refused at once.
 	Waited time.Duration
@@ -109,6 +118,17 @@ type BusyError struct {
 }
 
 func (e *BusyError) Error() string {
+	if e.Sessions > 0 || e.Memory > 0 {
+		msg := fmt.Sprintf("hybroute: busy: %d sessions are open, the most WithMaxSessions allows, and every one is in a call", e.Sessions)
+		if e.Sessions == 0 {
+			msg = fmt.Sprintf("hybroute: busy: the local browser is at its memory budget of %d MiB (WithMaxLocalMemory), and every local session is in a call", e.Memory>>20)
+		}
+		if e.Estimate > 0 {
+			return msg + fmt.Sprintf(": about %s before one is free, %d waiting ahead, more than the call's %s for the wait allows",
+				e.Estimate.Round(100*time.Millisecond), e.Ahead, max(e.Budget, 0).Round(100*time.Millisecond))
+		}
+		return msg + fmt.Sprintf(": none became idle in the %s the call waited (all it allows)", e.Waited.Round(time.Millisecond))
+	}
 	if e.Estimate == 0 {
 		return fmt.Sprintf("hybroute: the local browser is busy: waited %s in the queue for a turn to open a tab (all the call allows), %d still ahead",
 			e.Waited.Round(time.Millisecond), e.Ahead)

@@ -197,23 +197,23 @@ func (s *liveSlots) count() int {
 
 // A flush forgets every lease of the fleet while its sessions are still
 // open. A router that holds slots registers them again before it takes a
-// new one; the others do at their next renewal. From then on the store
-// counts every open session, and no new one is admitted past the cap.
-// (Before, a renewal re-took a lost lease only if there was room, so the
-// sessions admitted in between and the ones that lived through the flush
-// both ran, and the cap stayed exceeded for as long as they lived.)
+// new one; the others do at their next renewal. A router that knows the
+// store forgot (its epoch changed) takes no slot for one lease, the time
+// the others have to register theirs: the fleet stays at its cap. (Before,
+// a router that held none took the cap's worth at once: 4 live at cap 2.)
 func TestFleetRecountsAfterFlush(t *testing.T) {
 	t.Parallel()
 	store := &flakyStore{}
 	const limit = 2
 	const ttl = 900 * time.Millisecond
 	holder := fleetRouter(t, store, limit, nil, withSlotTTL(ttl)) // renews every ttl/3 by itself
-	other := fleetRouter(t, store, limit, nil)
+	other := fleetRouter(t, store, limit, nil, withSlotTTL(ttl))
 	ctx := testCtx(t)
 	var live liveSlots
 
 	require.True(t, live.take(ctx, holder))
 	require.True(t, live.take(ctx, holder))
+	other.fleet.Renew(ctx) // it reads the store's epoch, as its renewals do from its start
 
 	// The holder itself asks for a third: it tells the store of its two
 	// first, and the cap holds.
@@ -221,30 +221,21 @@ func TestFleetRecountsAfterFlush(t *testing.T) {
 	assert.False(t, live.take(ctx, holder), "a router re-registers its open sessions before it takes a new one")
 	assert.Equal(t, 2, store.leases("Cloud"))
 
-	// Another router asks right after the flush: nothing in the store
-	// can know of the holder's sessions until the holder renews.
+	// Another router asks right after the flush, before the holder's
+	// renewal: it knows the store forgot, and waits.
 	store.forget()
 	flushed := time.Now()
-	require.True(t, live.take(ctx, other))
-	require.True(t, live.take(ctx, other))
-	require.Equal(t, 4, live.count())
+	assert.False(t, live.take(ctx, other), "the store forgot: no slot until the fleet's sessions are counted again")
+	assert.False(t, live.take(ctx, other), "the store forgot: no slot until the fleet's sessions are counted again")
+	require.Equal(t, 2, live.count())
 	// The holder's renewal (its own ticker) registers its sessions again.
-	deadline := time.Now().Add(30 * time.Second)
-	for store.leases("Cloud") < live.count() {
-		require.True(t, time.Now().Before(deadline), "the holder's open sessions were never counted again: the store counts %d of %d",
-			store.leases("Cloud"), live.count())
-		time.Sleep(ttl / 10)
-	}
+	require.Eventually(t, func() bool { return store.leases("Cloud") == live.count() }, 30*time.Second, ttl/10,
+		"the holder's open sessions were never counted again")
 	t.Logf("the store counted every open session %v after the flush (lease %v, renewed every %v)", time.Since(flushed), ttl, ttl/3)
-	// Every open session counts: no new one until they are fewer than
-	// the cap.
-	live.give(ctx, other)
-	assert.False(t, live.take(ctx, other), "three open sessions, cap %d", limit)
-	assert.False(t, live.take(ctx, holder), "three open sessions, cap %d", limit)
-	live.give(ctx, other)
 	assert.False(t, live.take(ctx, other), "two open sessions, cap %d", limit)
+	// A slot given back is the other router's once its wait is over.
 	live.give(ctx, holder)
-	assert.True(t, live.take(ctx, other), "one open session, cap %d", limit)
+	require.Eventually(t, func() bool { return live.take(ctx, other) }, 30*time.Second, ttl/10)
 	assert.LessOrEqual(t, live.count(), limit)
 	assert.Equal(t, live.count(), store.leases("Cloud"), "the store counts exactly the open sessions")
 }
@@ -255,12 +246,14 @@ func TestFleetRecountsAfterStoreRestart(t *testing.T) {
 	t.Parallel()
 	store := &flakyStore{}
 	const limit = 2
-	holder := fleetRouter(t, store, limit, nil)
-	other := fleetRouter(t, store, limit, nil)
+	const ttl = 900 * time.Millisecond
+	holder := fleetRouter(t, store, limit, nil, withSlotTTL(ttl))
+	other := fleetRouter(t, store, limit, nil, withSlotTTL(ttl))
 	ctx := testCtx(t)
 	var live liveSlots
 	require.True(t, live.take(ctx, holder))
 	require.True(t, live.take(ctx, holder))
+	other.fleet.Renew(ctx) // it reads the store's epoch
 
 	store.mode.Store(1)
 	holder.fleet.Renew(ctx) // fails: the holder rests on its own state
@@ -271,19 +264,15 @@ func TestFleetRecountsAfterStoreRestart(t *testing.T) {
 	// answer.
 	holder.fleet.Retry()
 	other.fleet.Retry()
-	require.Zero(t, store.leases("Cloud"), "the restarted store is empty")
 
-	// The other router, knowing nothing, fills the empty store.
-	require.True(t, live.take(ctx, other))
-	require.True(t, live.take(ctx, other))
+	// The other router finds another epoch: it takes nothing.
+	assert.False(t, live.take(ctx, other), "the store restarted: no slot until the fleet's sessions are counted again")
+	assert.False(t, live.take(ctx, other), "the store restarted: no slot until the fleet's sessions are counted again")
 	// The holder's next renewal counts its sessions again.
 	holder.fleet.Renew(ctx)
-	assert.Equal(t, 4, store.leases("Cloud"), "every open session is counted")
-	live.give(ctx, other)
-	assert.False(t, live.take(ctx, other), "three open sessions, cap %d", limit)
-	assert.False(t, live.take(ctx, holder), "three open sessions, cap %d", limit)
+	assert.Equal(t, 2, store.leases("Cloud"), "every open session is counted")
+	assert.False(t, live.take(ctx, holder), "two open sessions, cap %d", limit)
 	live.give(ctx, holder)
-	live.give(ctx, holder)
-	assert.True(t, live.take(ctx, holder), "one open session, cap %d", limit)
+	require.Eventually(t, func() bool { return live.take(ctx, other) }, 30*time.Second, ttl/10)
 	assert.LessOrEqual(t, live.count(), limit)
 }

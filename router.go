@@ -69,6 +69,8 @@ type Router struct {
 	sess   *sessions.Cache[*entry] // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 
+	room admission.Room // new sessions waiting for room under the caps (bounds.go)
+
 	ended sessions.Ended[*provider.Session] // each key's last ended cloud session, for Replay (replay.go)
 }
 
@@ -186,6 +188,11 @@ type Result struct {
 	// idle to stay within [WithMaxSessions] or [WithMaxLocalMemory], so
 	// this call ran in a fresh one: its page, cookies and storage are gone.
 	Evicted bool
+
+	// WaitedForRoom is how long the call's new session waited for room
+	// under [WithMaxSessions] or [WithMaxLocalMemory], every session being
+	// in a call when it came: 0 when it did not wait.
+	WaitedForRoom time.Duration
 
 	// SentToBlank: the call was refused a page (by the guard, or by the
 	// landing check, whose refused URL LandedURL then holds) and the tab
@@ -444,7 +451,8 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	if err != nil {
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
 	}
-	defer func() { e.touch(); e.inUse.Add(-1) }()
+	held := time.Now()
+	defer func() { e.touch(); r.room.Held(time.Since(held)); r.letGo(e) }()
 	if d := admission.RunTimeout(ctx); d > 0 {
 		// The run's own budget starts now that the session is here: the
 		// wait for it was the queue's part (RunTimeout).
@@ -460,6 +468,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	// cache key stays the cloud key, the route says where it ran.
 	res.Route, res.FallbackFromCloud, res.FallbackReason = e.route, e.fallback, e.fallbackAccount
 	res.Evicted = r.takeEvicted(p.CacheKey)
+	res.WaitedForRoom = time.Duration(e.roomWaited.Swap(0))
 
 	e.callMu.Lock()
 	defer e.callMu.Unlock()

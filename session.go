@@ -56,6 +56,8 @@ type entry struct {
 	callMu   sync.Mutex   // one call at a time drives a tab
 	inUse    atomic.Int32 // calls holding the entry; the reaper skips it
 	lastUsed atomic.Int64 // unix nanoseconds
+
+	roomWaited atomic.Int64 // how long its creation waited for room, until the first call reports it
 }
 
 // landedURL is where the main frame of the tab calls run in is. One owner
@@ -76,6 +78,14 @@ func (e *entry) landedURL() string {
 }
 
 func (e *entry) touch() { e.lastUsed.Store(time.Now().UnixNano()) }
+
+// letGo ends a hold on e (inUse), and tells the sessions waiting for room
+// when e is idle now.
+func (r *Router) letGo(e *entry) {
+	if e.inUse.Add(-1) == 0 {
+		r.room.Free()
+	}
+}
 
 // errReleasedWhileCreating is what the callers waiting on a creation get
 // when the session was released before it was ready.
@@ -115,6 +125,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			delete(r.sess.M, p.CacheKey)
 			r.sess.WG.Add(1) // Close waits for this release too
 			r.mu.Unlock()
+			r.room.Free()
 			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser of cached session is gone; recreating",
 				slog.String("cache_key", p.CacheKey), slog.String("route", e.route.String()))
 			_ = e.end()
@@ -140,6 +151,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				r.mu.Lock()
 				delete(r.sess.InFlight, p.CacheKey)
 				r.mu.Unlock()
+				r.room.Free()
 			}()
 			// The creation outlives a caller that gives up, so the others
 			// waiting on it are not failed by one caller's deadline; Close
@@ -164,7 +176,8 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			defer cancel()
 			sctx, span := r.tel.Tracer.Start(cctx, "hybroute.session.create",
 				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
-			if err := r.makeRoom(sctx, p); err != nil {
+			waited, err := r.makeRoom(sctx, p)
+			if err != nil {
 				r.endAcquire(span, nil, err)
 				return nil, err
 			}
@@ -197,6 +210,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 				return nil, ErrClosed
 			}
 			e.touch()
+			e.roomWaited.Store(int64(waited))
 			r.sessionOpened(cctx, e)
 			r.sess.M[p.CacheKey] = e
 			// Started under mu after the closed check, so Close's Wait
@@ -264,6 +278,9 @@ func (r *Router) reapIdle(now time.Time) int {
 		return e.inUse.Load() == 0 && (e.h.Dead() || now.Sub(time.Unix(0, e.lastUsed.Load())) > r.cfg.IdleTimeout)
 	})
 	r.mu.Unlock()
+	if len(idle) > 0 {
+		r.room.Free()
+	}
 	if r.cfg.MaxLocalMemory > 0 {
 		_ = r.shedMemory(context.Background(), false)
 	}
@@ -300,6 +317,9 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 	// Close that comes now waits for these releases too.
 	r.sess.WG.Add(len(es))
 	r.mu.Unlock()
+	if len(es) > 0 {
+		r.room.Free()
+	}
 	var errs []error
 	for _, e := range es {
 		errs = append(errs, e.end())

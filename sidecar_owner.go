@@ -74,5 +74,7 @@ func (s *sidecar) turn(ctx context.Context) (func(opened time.Duration), error) 
 // newTabQueue is the admission queue of the local browser's tab openings,
 // whose refusals are [*BusyError]s.
 func newTabQueue(slots int) *admission.Queue {
-	return admission.New(slots, func(b admission.Busy) error { e := BusyError(b); return &e })
+	return admission.New(slots, func(b admission.Busy) error {
+		return &BusyError{Ahead: b.Ahead, Waited: b.Waited, Estimate: b.Estimate, Budget: b.Budget}
+	})
 }

@@ -163,7 +163,7 @@ func (r *Router) pageFirst(key string, last func(string) (route.Route, bool)) []
 // withEntry runs fn on a held entry with its tab to itself (no call runs
 // on it meanwhile), then lets the entry go.
 func (r *Router) withEntry(e *entry, fn func(*entry) error) error {
-	defer func() { e.touch(); e.inUse.Add(-1) }()
+	defer func() { e.touch(); r.letGo(e) }()
 	e.callMu.Lock()
 	defer e.callMu.Unlock()
 	if e.released.Load() {
@@ -225,7 +225,7 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 	if prev == nil {
 		return nil
 	}
-	defer prev.inUse.Add(-1)
+	defer r.letGo(prev)
 	if prev.h.Dead() || !prev.callMu.TryLock() {
 		return nil
 	}

@@ -86,7 +86,7 @@ func (r *Router) holding(key string, id target.ID) (*entry, func(), error) {
 		}
 		e.inUse.Add(1)
 		e.callMu.Lock()
-		return e, func() { e.callMu.Unlock(); e.touch(); e.inUse.Add(-1) }, nil
+		return e, func() { e.callMu.Unlock(); e.touch(); r.letGo(e) }, nil
 	}
 	return nil, nil, fmt.Errorf("%w: %q", ErrNoSuchTab, id)
 }

@@ -85,5 +85,6 @@ func (r *Router) drop(e *entry) {
 		delete(r.sess.M, e.key)
 	}
 	r.mu.Unlock()
+	r.room.Free()
 	_ = e.end()
 }

@@ -129,6 +129,10 @@ type Where struct {
 	// about:blank after a refused page the tab was sent away from.
 	URL   string
 	Title string
+	// WaitedForRoom is how long the call waited for a browser session,
+	// every one being in a call under the caps (hybroute.WithMaxSessions,
+	// WithMaxLocalMemory); 0 when it did not wait.
+	WaitedForRoom time.Duration
 }
 
 // Option configures a Toolset.

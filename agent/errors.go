@@ -100,6 +100,18 @@ func busyText(err error) string {
 	if !errors.As(err, &be) {
 		return "busy: the browser keeps as many sessions as it may (by count or memory), and every one is running a call" + after
 	}
+	if be.Sessions > 0 || be.Memory > 0 {
+		msg := fmt.Sprintf("busy: the browser keeps at most %d sessions, and every one is running a call", be.Sessions)
+		if be.Sessions == 0 {
+			msg = "busy: the local browser is at its memory budget, and every one of its sessions is running a call"
+		}
+		if be.Estimate == 0 {
+			msg += fmt.Sprintf(" (this call waited %s for one to be free, its limit)", be.Waited.Round(100*time.Millisecond))
+		} else {
+			msg += fmt.Sprintf(" (about %s before one is free, longer than this call may wait; it did not wait)", be.Estimate.Round(100*time.Millisecond))
+		}
+		return msg + after
+	}
 	msg := "busy: the local browser is opening tabs for other sessions"
 	if be.Estimate == 0 {
 		msg += fmt.Sprintf(" (this call waited %s in the queue, its limit)", be.Waited.Round(100*time.Millisecond))

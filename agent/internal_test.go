@@ -70,7 +70,12 @@ func TestDescribeErrors(t *testing.T) {
 	assert.Contains(t, describe(waited, &call{}, "k"), "busy: the local browser is opening tabs for other sessions (this call waited 1m0s in the queue, its limit)")
 	capped := fmt.Errorf("x: %w: 100 sessions are open", hybroute.ErrBusy)
 	assert.True(t, strings.HasPrefix(describe(capped, &call{}, "k"), "busy: the browser keeps as many sessions as it may"))
-	for _, err := range []error{queued, waited, capped} {
+	room := fmt.Errorf("x: %w", &hybroute.BusyError{Sessions: 50, Waited: 60 * time.Second})
+	assert.Equal(t, "busy: the browser keeps at most 50 sessions, and every one is running a call (this call waited 1m0s for one to be free, its limit). "+
+		"Nothing ran and no page was opened; try again in a few seconds.", describe(room, &call{}, "k"))
+	foreseen := fmt.Errorf("x: %w", &hybroute.BusyError{Sessions: 50, Estimate: 2 * time.Minute, Budget: time.Minute})
+	assert.Contains(t, describe(foreseen, &call{}, "k"), "(about 2m0s before one is free, longer than this call may wait; it did not wait)")
+	for _, err := range []error{queued, waited, capped, room, foreseen} {
 		assert.NotContains(t, describe(err, &call{}, "k"), "slow site")
 	}
 	assert.Equal(t, "a ref", describe(fmt.Errorf("hybroute: call: %w", modeltext.Errorf("a ref")), &call{ran: true}, "k"))

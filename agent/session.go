@@ -2,11 +2,13 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/css"
@@ -329,6 +331,7 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		Dialogs:           res.Dialogs,
 		URL:               res.LandedURL,
 		Title:             c.title,
+		WaitedForRoom:     res.WaitedForRoom,
 	}
 	if w.URL == "" {
 		w.URL = c.url
@@ -359,6 +362,13 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		note = "Note: the session's browser was started afresh (it was idle too long, or its browser ended), so the previous page is gone; navigate again."
 	}
 	s.pageKey, s.pageTarget = res.CacheKey, c.target
+	if w.WaitedForRoom > 0 {
+		if note != "" {
+			note += "\n\n"
+		}
+		note += fmt.Sprintf("Note: this call waited %s for a browser session: the browser keeps a bounded number of sessions, and all were running calls.",
+			w.WaitedForRoom.Round(100*time.Millisecond))
+	}
 	if d := dialogLines(res.Dialogs); d != "" {
 		if note != "" {
 			note += "\n\n"

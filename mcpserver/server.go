@@ -19,8 +19,9 @@ import (
 
 // MetaWhere is the _meta key of a tool result that says where the call ran:
 // an object with route ("local" or "cloud"), url, title, page_changed,
-// tab_replaced, fallback_from_cloud, and, when set, fallback_reason and
-// dialogs.
+// tab_replaced, fallback_from_cloud, and, when set, fallback_reason,
+// dialogs and waited_ms (how long the call waited for a browser session
+// under the server's caps).
 const MetaWhere = "hybroute/where"
 
 // Options configure a Server. The zero value serves the toolset with no
@@ -167,6 +168,9 @@ func toMCP(res agent.Result) *mcp.CallToolResult {
 		}
 		if w.FallbackReason != "" {
 			where["fallback_reason"] = w.FallbackReason
+		}
+		if w.WaitedForRoom > 0 {
+			where["waited_ms"] = w.WaitedForRoom.Milliseconds()
 		}
 		if len(w.Dialogs) > 0 {
 			ds := make([]map[string]any, len(w.Dialogs))

@@ -207,5 +207,24 @@ func (s *Store) ReleaseSlot(ctx context.Context, provider, holder string) error 
 	return s.c.ZRem(ctx, s.key(provider, "slots"), holder).Err()
 }
 
+// The epoch is one key, <prefix>{provider}:epoch, with no expiry: the
+// first router to find none writes the name it proposes. A restart with
+// nothing on disk or a flush drops it with the leases, and the next
+// router to ask writes a new one. Only its first maxEpoch bytes cross the
+// wire, whatever wrote the key.
+// KEYS[1] the epoch; ARGV fresh, maxEpoch.
+var epoch = redis.NewScript(`
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GETRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1)
+`)
+
+// maxEpoch bounds the epoch Epoch reads back.
+const maxEpoch = 64
+
+// Epoch implements hybroute.Store.
+func (s *Store) Epoch(ctx context.Context, provider, fresh string) (string, error) {
+	return epoch.Run(ctx, s.c, []string{s.key(provider, "epoch")}, fresh, maxEpoch).Text()
+}
+
 // ttlMS is a ttl in whole milliseconds, at least one.
 func ttlMS(ttl time.Duration) int64 { return max(ttl.Milliseconds(), 1) }

@@ -133,6 +133,17 @@ func (m *Memory) ReleaseSlot(_ context.Context, provider, holder string) error {
 	return nil
 }
 
+// Epoch implements [Store].
+func (m *Memory) Epoch(_ context.Context, provider, fresh string) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := m.of(provider)
+	if p.Epoch == "" {
+		p.Epoch = fresh
+	}
+	return p.Epoch, nil
+}
+
 // minTime is the earlier of a and b.
 func minTime(a, b time.Time) time.Time {
 	if b.Before(a) {

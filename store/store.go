@@ -74,4 +74,13 @@ type Slots interface {
 	// ReleaseSlot gives holder's slot back; releasing a slot not held is
 	// no error.
 	ReleaseSlot(ctx context.Context, provider, holder string) error
+	// Epoch names the store's memory of provider's leases. The first
+	// call on a store that has none sets it to fresh, the name the caller
+	// proposes (a random one), and every call returns the name set; it
+	// changes only when the store forgets the leases with it (a restart
+	// with nothing on disk, a flush). A router that had read another
+	// epoch knows the store forgot the leases of the fleet's open
+	// sessions, and takes no slot until their routers have had a lease's
+	// time to register them again.
+	Epoch(ctx context.Context, provider, fresh string) (string, error)
 }

@@ -102,6 +102,7 @@ type level struct {
 	took                      map[string][]time.Duration
 	busyTook                  []time.Duration
 	failures                  map[string]int // "step: first line" → count
+	busyWhy                   map[string]int // "step: the busy answer, without its figures" → count
 	peakRSS, peakChromium     int64
 	loadBefore, loadAfter     string
 	wall                      time.Duration
@@ -109,7 +110,7 @@ type level struct {
 
 // runLevel starts a fresh server, runs n clients at once, and stops it.
 func runLevel(ctx context.Context, bin string, extra []string, logTo io.Writer, page string, n int, callTimeout time.Duration) (level, error) {
-	lv := level{clients: n, took: map[string][]time.Duration{}, failures: map[string]int{}, loadBefore: loadavg()}
+	lv := level{clients: n, took: map[string][]time.Duration{}, failures: map[string]int{}, busyWhy: map[string]int{}, loadBefore: loadavg()}
 	srv, err := startServer(ctx, bin, extra, logTo)
 	if err != nil {
 		return lv, err
@@ -135,6 +136,8 @@ func runLevel(ctx context.Context, bin string, extra []string, logTo io.Writer, 
 		case outcomeBusy:
 			lv.busy++
 			lv.busyTook = append(lv.busyTook, r.busyTook)
+			why, _, _ := strings.Cut(r.detail, " (")
+			lv.busyWhy[r.step+": "+why]++
 		default:
 			lv.failed++
 			lv.failures[r.step+": "+r.detail]++
@@ -148,6 +151,9 @@ func (lv level) printDetail() {
 		lv.clients, lv.ok, lv.busy, lv.failed, lv.wall.Round(100*time.Millisecond), lv.loadBefore, lv.loadAfter)
 	if len(lv.busyTook) > 0 {
 		fmt.Printf("  busy answers came in p50 %s, max %s\n", fmtDur(pct(lv.busyTook, 50)), fmtDur(pct(lv.busyTook, 100)))
+	}
+	for _, k := range slices.Sorted(maps.Keys(lv.busyWhy)) {
+		fmt.Printf("  %d× %s\n", lv.busyWhy[k], k)
 	}
 	for _, k := range slices.Sorted(maps.Keys(lv.failures)) {
 		fmt.Printf("  %d× %s\n", lv.failures[k], k)

@@ -69,6 +69,8 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.IntVar(&dlLimits.PerMinute, "max-downloads-per-minute", agent.DefaultDownloadsPerMinute, "how many downloads one session may start within a minute (negative: no bound)")
 	keepDownloads := fs.Bool("keep-downloads", false, "keep a session's downloaded files when the session ends; without it they are removed then (PDFs stay)")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
+	var fleet fleetFlags
+	fleet.register(fs)
 	fs.Usage = func() { fmt.Fprint(e.stderr, mcpUsage+toolsHelp()+mcpUsageEnv); fs.PrintDefaults() }
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -120,6 +122,13 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	extra = append(extra, stateOpts...)
+	fleetOpts, closeStore, err := fleet.options(ctx, e.getenv, e.stderr)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	defer closeStore() // after the router, which the later defers close first
+	extra = append(extra, fleetOpts...)
 	if *metricsAddr != "" {
 		ms, err := startMetrics(*metricsAddr, allowHosts, e.stderr)
 		if err != nil {

@@ -241,6 +241,27 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 		mustBool(t, false, ok, err, "renewing a lease the store does not have")
 	})
 
+	// The epoch is set once, by the first caller, and stays: a caller that
+	// reads another one knows the store forgot its leases.
+	t.Run("Epoch", func(t *testing.T) {
+		s, c := newStore(t), ctx(t)
+		e, err := s.Epoch(c, "p", "first")
+		must(t, err)
+		if e != "first" {
+			t.Fatalf("the epoch of an empty store: got %q, want the proposed %q", e, "first")
+		}
+		e, err = s.Epoch(c, "p", "second")
+		must(t, err)
+		if e != "first" {
+			t.Fatalf("the epoch changed to %q with nothing forgotten, want %q", e, "first")
+		}
+		e, err = s.Epoch(c, "other", "third")
+		must(t, err)
+		if e != "third" {
+			t.Fatalf("another provider's epoch: got %q, want %q", e, "third")
+		}
+	})
+
 	t.Run("SlotCapUnderContention", func(t *testing.T) {
 		s, c := newStore(t), ctx(t)
 		var got atomic.Int32

@@ -78,6 +78,13 @@ type Fleet struct {
 	full   atomic.Bool  // the cap was logged as reached and no slot was taken since
 	shared atomic.Int64 // leases this router holds in the shared store
 	leases sync.Map     // holder -> *Lease, the leases to renew
+
+	// epoch is the store's name for its memory of the leases (store.Slots.Epoch)
+	// as this router last read it, and holdUntil the end of the wait after
+	// the store was found to have forgotten them; both guarded by mu.
+	epoch     string
+	holdUntil time.Time
+	held      atomic.Bool // the wait was logged and no slot was taken since
 }
 
 // Lease is one concurrency slot a cloud session holds.
@@ -181,7 +188,15 @@ func (f *Fleet) AcquireSlot(ctx context.Context) (*Lease, bool) {
 	// The store must count what this router holds before it is asked
 	// for more: one that restarted empty would otherwise hand out the
 	// slots of sessions still open.
+	f.checkEpoch(ctx)
 	f.reassert(ctx)
+	if until, ok := f.holding(); ok {
+		if !f.held.Swap(true) {
+			f.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: the store forgot the fleet's slot leases; no new cloud session until the fleet's routers have registered theirs again",
+				slog.String("provider", f.provider), slog.Int("limit", f.limit), slog.Duration("wait", time.Until(until).Round(time.Millisecond)))
+		}
+		return nil, false
+	}
 	l := &Lease{holder: f.id + "-" + strconv.FormatUint(f.seq.Add(1), 10)}
 	var ok bool
 	if !f.call(ctx, "acquire_slot", func(ctx context.Context, s store.Store) (err error) {
@@ -203,6 +218,7 @@ func (f *Fleet) AcquireSlot(ctx context.Context) (*Lease, bool) {
 		return nil, false
 	}
 	f.full.Store(false)
+	f.held.Store(false)
 	if !l.local {
 		f.shared.Add(1)
 	}
@@ -241,7 +257,10 @@ func (f *Fleet) Release(ctx context.Context, l *Lease) {
 // hands, and a store that does not count it would give its slot to a new
 // session, so that the fleet would run over its cap for as long as the
 // session lives. It reports how many leases the store had lost.
-func (f *Fleet) Renew(ctx context.Context) int { return f.renewAll(ctx, 0) }
+func (f *Fleet) Renew(ctx context.Context) int {
+	f.checkEpoch(ctx)
+	return f.renewAll(ctx, 0)
+}
 
 // renewAll is Renew, with lost leases already found and registered again.
 func (f *Fleet) renewAll(ctx context.Context, lost int) int {
@@ -252,10 +271,73 @@ func (f *Fleet) renewAll(ctx context.Context, lost int) int {
 		return true
 	})
 	if lost > 0 {
+		f.hold()
 		f.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: the store had lost slot leases of open sessions; registered them again",
 			slog.String("provider", f.provider), slog.Int("leases", lost))
 	}
 	return lost
+}
+
+// After the store forgets the leases (a restart with nothing on disk, a
+// flush), it counts none of the fleet's open sessions until each router
+// registers its own again, at its next renewal, within a third of a
+// lease. A router that took slots in between would take the slots of
+// sessions still open, and the fleet would run past its cap, which is the
+// provider's plan limit: 429s and bills. So a router that knows the store
+// forgot (its epoch changed, or a lease of its own was lost) takes no
+// slot for one lease's life: new sessions run on local Chromium, as at
+// the cap. A router that never read the epoch before cannot know, and a
+// fresh fleet on a fresh store does not wait.
+
+// checkEpoch reads the store's epoch, and when it differs from the one
+// read before, holds new slots back for one lease. (The caller then
+// registers this router's leases again: Renew, or AcquireSlot's reassert.)
+func (f *Fleet) checkEpoch(ctx context.Context) {
+	if f.own || f.limit <= 0 {
+		return
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	fresh := hex.EncodeToString(b[:])
+	var got string
+	if !f.call(ctx, "epoch", func(ctx context.Context, s store.Store) (err error) {
+		got, err = s.Epoch(ctx, f.provider, fresh)
+		return err
+	}) || got == "" {
+		return
+	}
+	f.mu.Lock()
+	forgot := f.epoch != "" && got != f.epoch
+	f.epoch = got
+	f.mu.Unlock()
+	if forgot {
+		f.hold()
+		f.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: the store forgot the fleet's slot leases (a restart or a flush); waiting one lease for the routers to register theirs again",
+			slog.String("provider", f.provider), slog.Duration("lease", f.ttl))
+	}
+}
+
+// hold starts one lease's wait before new slots.
+func (f *Fleet) hold() {
+	f.mu.Lock()
+	f.holdUntil = time.Now().Add(f.ttl)
+	f.mu.Unlock()
+}
+
+// holding is the end of the wait after the store forgot, and whether it
+// is still on.
+func (f *Fleet) holding() (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.holdUntil, time.Now().Before(f.holdUntil)
+}
+
+// KnowsEpoch reports whether the router has read the store's epoch, so
+// that it can tell when the store forgets.
+func (f *Fleet) KnowsEpoch() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.epoch != ""
 }
 
 // renewLease renews one lease, registering it with the store if the store
@@ -315,7 +397,10 @@ func (f *Fleet) reassert(ctx context.Context) {
 }
 
 // KeepLeases renews the leases every third of their life until ctx ends.
+// It reads the store's epoch first, so that the router knows when the
+// store forgets before it holds any lease.
 func (f *Fleet) KeepLeases(ctx context.Context) {
+	f.checkEpoch(ctx)
 	t := time.NewTicker(f.ttl / 3)
 	defer t.Stop()
 	for {

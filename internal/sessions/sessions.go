@@ -36,8 +36,13 @@ func New[E any]() *Cache[E] {
 }
 
 // Creation marks a session being created, so a release that comes before
-// it is stored is not lost. Released is guarded by the router's mutex.
-type Creation struct{ Released bool }
+// it is stored is not lost. Its fields are guarded by the router's mutex.
+type Creation struct {
+	Released bool
+	// Admitted: the creation has made room under the router's caps and
+	// counts as an open session; one still waiting for room does not.
+	Admitted bool
+}
 
 // StartReaper starts sweep every interval, once, until StopReaper; the
 // loop runs in WG. Called with the mutex held.

@@ -11,6 +11,7 @@ type Record struct {
 	Reason string               // why the window is open
 	Probe  time.Time            // the probe claim's expiry; zero: free
 	Slots  map[string]time.Time // holder -> lease expiry
+	Epoch  string               // the name of the store's memory of the leases (store.Slots.Epoch)
 }
 
 // Edit calls fn with provider's record in m, a *store.Memory, under its

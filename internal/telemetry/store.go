@@ -103,3 +103,11 @@ func (s Store) ReleaseSlot(ctx context.Context, provider, holder string) error {
 		return s.Store.ReleaseSlot(ctx, provider, holder)
 	})
 }
+
+func (s Store) Epoch(ctx context.Context, provider, fresh string) (epoch string, err error) {
+	err = s.call(ctx, "epoch", func(ctx context.Context) (err error) {
+		epoch, err = s.Store.Epoch(ctx, provider, fresh)
+		return err
+	})
+	return epoch, err
+}
