@@ -99,7 +99,7 @@ func cutBudget(limit int) int {
 // The functions of the walk's world that read its items (walk.js).
 const (
 	readNext   = `(budget) => globalThis.__hybroute.read(budget)`
-	readSelect = `(o) => globalThis.__hybroute.select(o)`
+	readSelect = `(o) => globalThis.__hybroute.select(o || {})` // {} is sent as no argument
 )
 
 type readResult struct {
