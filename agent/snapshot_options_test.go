@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -207,7 +208,12 @@ func TestSnapshotOfAHugePageIsBounded(t *testing.T) {
 	}
 	site := agenttest.NewSite(t)
 	ts := newToolset(t, agenttest.NewRouter(t, nil), agent.WithCallTimeout(5*time.Minute))
-	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", fmt.Sprintf("/big?n=%d", n))}))
+	// Loading the page takes minutes on a busy machine: more than callTool allows.
+	nctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	nav, err := ts.Call(nctx, s, "browser_navigate", fmt.Appendf(nil, `{"url":%q}`, site.URL("127.0.0.1", fmt.Sprintf("/big?n=%d", n))))
+	require.NoError(t, err)
+	mustOK(t, nav)
 	base := heapAfterGC()
 
 	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
