@@ -154,8 +154,8 @@ func (s *Splice) modify(cmd *exec.Cmd) {
 	s.mu.Lock()
 	s.mux = m
 	s.mu.Unlock()
-	up := newPipeConn(cdR, cdW) // reads chromedp's commands
-	toCD := &rawPipeWriter{w: cdW}       // writes what chromedp reads
+	up := newPipeConn(cdR, cdW)    // reads chromedp's commands
+	toCD := &rawPipeWriter{w: cdW} // writes what chromedp reads
 	var childOnce sync.Once
 	closeChild := func() {
 		// Chromium has its own copies once it runs: drop ours, or its
