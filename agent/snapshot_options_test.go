@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -208,15 +209,24 @@ func TestSnapshotOfAHugePageIsBounded(t *testing.T) {
 	}
 	site := agenttest.NewSite(t)
 	ts := newToolset(t, agenttest.NewRouter(t, nil), agent.WithCallTimeout(5*time.Minute))
-	// Loading the page takes minutes on a busy machine: more than callTool allows.
-	nctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	nav, err := ts.Call(nctx, s, "browser_navigate", fmt.Appendf(nil, `{"url":%q}`, site.URL("127.0.0.1", fmt.Sprintf("/big?n=%d", n))))
-	require.NoError(t, err)
-	mustOK(t, nav)
+	// A page of 100,000 items takes minutes to load and to walk on a busy
+	// machine: more than callTool allows.
+	tool := func(name string, args any) agent.Result {
+		t.Helper()
+		raw, err := json.Marshal(args)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		start := time.Now()
+		res, err := ts.Call(ctx, s, name, raw)
+		require.NoError(t, err, "%s(%s)", name, raw)
+		t.Logf("%s(%s): %v", name, raw, time.Since(start).Round(time.Millisecond))
+		return res
+	}
+	mustOK(t, tool("browser_navigate", map[string]string{"url": site.URL("127.0.0.1", fmt.Sprintf("/big?n=%d", n))}))
 	base := heapAfterGC()
 
-	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	snap := mustOK(t, tool("browser_snapshot", nil))
 	assert.Contains(t, snap.Text, `- link "Item 0" [ref=`)
 	assert.Regexp(t, `\[snapshot cut at 40000 bytes: \d+ of \d+ lines shown`, snap.Text)
 	assert.Less(t, len(snap.Text), agent.DefaultSnapshotLimit+2000)
@@ -225,19 +235,19 @@ func TestSnapshotOfAHugePageIsBounded(t *testing.T) {
 	assert.Less(t, after, base+hugePageHeapBound, "the tree never crossed the protocol whole")
 
 	lastItem := fmt.Sprintf("Item %d", n-1)
-	found := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"find": strings.ToLower(lastItem)}))
+	found := mustOK(t, tool("browser_snapshot", map[string]string{"find": strings.ToLower(lastItem)}))
 	assert.Contains(t, found.Text, `link "`+lastItem+`"`)
 	last := refOf(`link "`+lastItem+`"`, found.Text)
 	require.NotEmpty(t, last, found.Text)
-	deep := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]int{"depth": 1}))
+	deep := mustOK(t, tool("browser_snapshot", map[string]int{"depth": 1}))
 	assert.Regexp(t, `- list:\n  - … \d+ more below`, deep.Text)
 
 	// The last snapshot is cut: the ref of the last item is not in it, and
 	// the page's registry resolves it.
-	mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
-	clicked := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": last}))
+	mustOK(t, tool("browser_snapshot", nil))
+	clicked := mustOK(t, tool("browser_click", map[string]string{"ref": last}))
 	assert.Contains(t, clicked.Text, `Clicked `+last+` (link "`+lastItem+`")`)
-	bad := callTool(t, ts, s, "browser_click", map[string]string{"ref": "e9999999"})
+	bad := tool("browser_click", map[string]string{"ref": "e9999999"})
 	assert.True(t, bad.IsError)
 
 	end := heapAfterGC()

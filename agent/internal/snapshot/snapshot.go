@@ -317,7 +317,11 @@ func Take(ctx context.Context, worlds *Worlds, refs *Refs, tab target.ID, pageUR
 		return Shot{}, err
 	}
 	// The walk could not run (a document between two states, a frame
-	// torn down): Chromium's AX tree still reads the page.
+	// torn down): Chromium's AX tree still reads the page, if it is one
+	// whose tree is not too large for one message.
+	if err := axFits(ctx); err != nil {
+		return Shot{}, err
+	}
 	ax, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
 		return Shot{}, err
@@ -358,6 +362,26 @@ func keep(refs *Refs, items []*item, next Refs, doc cdp.LoaderID, o Options, tit
 	*refs = next
 	shot.Text = text
 	return shot, nil
+}
+
+// maxAXElements is the most elements a document may have for its AX
+// tree to be read whole, in one message: Chromium's full tree of a page
+// of 100,000 items is tens of megabytes, which the process would take in
+// at once.
+const maxAXElements = 20000
+
+// axFits tells whether the AX tree of the tab's document can be read
+// whole: it can when its elements are few enough, or cannot be counted.
+func axFits(ctx context.Context) error {
+	r, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: "document.getElementsByTagName('*').length", ReturnByValue: new(true)})
+	if err != nil || r.ExceptionDetails != nil || r.Result == nil {
+		return nil
+	}
+	n, err := strconv.Atoi(string(r.Result.Value))
+	if err != nil || n <= maxAXElements {
+		return nil
+	}
+	return modeltext.Errorf("the page (%d elements) could not be read in the page and is too large to read otherwise; take the snapshot again", n)
 }
 
 // keepWalk keeps the refs and renders the items of an in-page walk. A
