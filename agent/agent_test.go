@@ -27,12 +27,18 @@ import (
 // error (tool errors are results).
 func callTool(t *testing.T, ts *agent.Toolset, session, name string, args any) agent.Result {
 	t.Helper()
+	return callToolWithin(t, 90*time.Second, ts, session, name, args)
+}
+
+// callToolWithin is callTool with a deadline of d.
+func callToolWithin(t *testing.T, d time.Duration, ts *agent.Toolset, session, name string, args any) agent.Result {
+	t.Helper()
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
 	if args == nil {
 		raw = nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	start := time.Now()
 	res, err := ts.Call(ctx, session, name, raw)

@@ -1,8 +1,6 @@
 package agent_test
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -208,20 +206,12 @@ func TestSnapshotOfAHugePageIsBounded(t *testing.T) {
 		require.NoError(t, err)
 	}
 	site := agenttest.NewSite(t)
-	ts := newToolset(t, agenttest.NewRouter(t, nil), agent.WithCallTimeout(5*time.Minute))
+	ts := newToolset(t, agenttest.NewRouter(t, nil), agent.WithCallTimeout(10*time.Minute))
 	// A page of 100,000 items takes minutes to load and to walk on a busy
 	// machine: more than callTool allows.
 	tool := func(name string, args any) agent.Result {
 		t.Helper()
-		raw, err := json.Marshal(args)
-		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		start := time.Now()
-		res, err := ts.Call(ctx, s, name, raw)
-		require.NoError(t, err, "%s(%s)", name, raw)
-		t.Logf("%s(%s): %v", name, raw, time.Since(start).Round(time.Millisecond))
-		return res
+		return callToolWithin(t, 10*time.Minute, ts, s, name, args)
 	}
 	mustOK(t, tool("browser_navigate", map[string]string{"url": site.URL("127.0.0.1", fmt.Sprintf("/big?n=%d", n))}))
 	base := heapAfterGC()
