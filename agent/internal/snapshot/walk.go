@@ -98,8 +98,9 @@ func cutBudget(limit int) int {
 
 // The functions of the walk's world that read its items (walk.js).
 const (
-	readNext   = `(budget) => globalThis.__hybroute.read(budget)`
-	readSelect = `(o) => globalThis.__hybroute.select(o || {})` // {} is sent as no argument
+	readNext    = `(budget) => globalThis.__hybroute.read(budget)`
+	readSelect  = `(o) => globalThis.__hybroute.select(o || {})` // {} is sent as no argument
+	readRelease = `() => globalThis.__hybroute.release()`
 )
 
 type readResult struct {
@@ -150,9 +151,6 @@ func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld world, old *R
 	st := &walkState{o: o, whole: wholeBudget, cut: cutBudget(o.Limit)}
 	if o.Limit <= 0 {
 		st.whole, st.cut = -1, -1 // a file holds the whole tree
-	}
-	if st.cut == 0 {
-		st.cut = -1
 	}
 	w := &walker{ctx: ctx, refs: &refs, base: base, main: main, mainWorld: mainWorld, st: st}
 	items, title, err := w.frame(main, 0)
@@ -319,6 +317,10 @@ func (w *walker) read(ctxID world, budget int) ([]walkNode, error) {
 		}
 	}
 	w.st.partial = true
+	// The rest is not read: the page lets go of its tree now, not at
+	// the next walk.
+	var none any
+	_ = callIn(w.ctx, ctxID, readRelease, &none)
 	return roots, nil
 }
 

@@ -330,7 +330,12 @@ function walk(next) {
 			used += JSON.stringify(rec).length;
 			out.push(rec);
 		}
+		if (!st.length) W.items = null; // read: the page need not keep it
 		return { recs: out, done: st.length === 0, used };
+	};
+	W.release = () => {
+		W.items = null;
+		W.stack = [];
 	};
 	// select makes read return what a shaped snapshot shows (the subtree
 	// of ref, what contains find, depth levels) and says how many lines
