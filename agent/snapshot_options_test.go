@@ -243,8 +243,12 @@ func TestSnapshotOfAHugePageIsBounded(t *testing.T) {
 	end := heapAfterGC()
 	t.Logf("heap: %.1f MB after the session's calls", float64(end)/(1<<20))
 	assert.Less(t, end, base+hugePageHeapBound)
+	mustOK(t, tool("browser_close", nil))
+	closed := heapAfterGC()
+	t.Logf("heap: %.1f MB after the session closed", float64(closed)/(1<<20))
+	assert.Less(t, closed, base+hugePageHeapBound)
 }
 
 // hugePageHeapBound is how much a snapshot of any page may leave the
 // process's live heap grown by (docs/load.md).
-const hugePageHeapBound = 8 << 20
+const hugePageHeapBound = 3 << 20
