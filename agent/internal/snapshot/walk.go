@@ -67,9 +67,10 @@ func (w *walkNode) UnmarshalJSON(b []byte) error {
 }
 
 type walkResult struct {
-	Next  int    `json:"next"`
-	Title string `json:"title"`
-	Size  int    `json:"size"` // the items as JSON, in characters
+	Next  int        `json:"next"`
+	Title string     `json:"title"`
+	Size  int        `json:"size"`  // the items as JSON, in characters
+	Items []walkNode `json:"items"` // the items, when they came with the walk
 }
 
 // The walk's items cross the protocol in messages of at most readChunk
@@ -214,22 +215,31 @@ func (w *walker) frame(id cdp.FrameID, depth int) ([]*item, string, error) {
 	if ctxID.unique != "" {
 		fn = walkDefined
 	}
+	// A small tree comes with the walk, in one round trip.
+	inline := readChunk
+	if w.st.whole >= 0 {
+		inline = min(inline, w.st.whole)
+	}
 	var res walkResult
-	if err := callIn(w.ctx, ctxID, fn, &res, w.refs.next); err != nil {
+	if err := callIn(w.ctx, ctxID, fn, &res, w.refs.next, inline); err != nil {
 		return nil, "", err
 	}
 	if res.Next > w.refs.next {
 		w.refs.next = res.Next
 	}
-	budget, err := w.budget(ctxID, res.Size, depth)
-	if err != nil {
-		return nil, "", err
-	}
-	var nodes []walkNode
-	if w.st.shaped == nil || !w.st.shaped.Missing && !w.st.shaped.Nothing || depth > 0 {
-		if nodes, err = w.read(ctxID, budget); err != nil {
+	nodes := res.Items
+	if res.Size > inline {
+		budget, err := w.budget(ctxID, res.Size, depth)
+		if err != nil {
 			return nil, "", err
 		}
+		if w.st.shaped == nil || !w.st.shaped.Missing && !w.st.shaped.Nothing || depth > 0 {
+			if nodes, err = w.read(ctxID, budget); err != nil {
+				return nil, "", err
+			}
+		}
+	} else if w.st.whole >= 0 {
+		w.st.whole -= res.Size
 	}
 	items := make([]*item, 0, len(nodes))
 	for i := range nodes {

@@ -3,11 +3,12 @@
 // fraction of Chromium's full AX tree on a large page. It runs in an
 // isolated world, so the page can neither see nor change the ref
 // registry. next is the first free ref number; the result says the next
-// free one after this walk, and the size of the items as JSON. The items
-// stay here: the caller reads them with read, in messages of a bounded
-// size, all of them or (after select) the part a cut snapshot shows, so
-// no message grows with the page.
-function walk(next) {
+// free one after this walk, and the size of the items as JSON. Items of
+// up to inline characters come with it; larger ones stay here, and the
+// caller reads them with read, in messages of a bounded size, all of
+// them or (after select) the part a cut snapshot shows, so no message
+// grows with the page.
+function walk(next, inline) {
 	const W = globalThis.__hybroute || (globalThis.__hybroute = { refs: new WeakMap(), byRef: new Map(), frames: [], next: 1 });
 	if (next > W.next) W.next = next;
 	W.byRef = new Map();
@@ -398,7 +399,12 @@ function walk(next) {
 		from(roots, depth);
 		return { lines: lines(roots, 0) };
 	};
+	const size = JSON.stringify(items).length;
+	if (size <= (inline || 0)) {
+		W.release();
+		return { next: W.next, title: document.title, size, items };
+	}
 	W.items = items;
 	from(items, 0);
-	return { next: W.next, title: document.title, size: JSON.stringify(items).length };
+	return { next: W.next, title: document.title, size };
 }
