@@ -529,6 +529,11 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		rspan.SetStatus(codes.Error, r.tel.ErrorKind(runErr))
 	}
 	callerErr := ctx.Err() // browsertab.Bind: set whenever the caller ended the call
+	if callerErr != nil {
+		// What the call set going in the page stops with it: its load,
+		// its script, its dialog. The next call starts on a quiet page.
+		e.h.Quiet()
+	}
 	if d, ok := e.h.Held.Pending(); ok && runErr != nil && callerErr == nil {
 		// The dialog, not the run, ended the call: the tab is fine and
 		// waits for the caller's answer.

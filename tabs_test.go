@@ -12,9 +12,12 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 )
 
-// A call that wedges its tab (while(true){}) ends at its deadline; the next
-// call on the key gets a fresh tab in the same browser context, says so,
-// and the cookies set before are still there. On both routes.
+// A call that wedges its tab ends at its deadline; the next call on the
+// key gets a fresh tab in the same browser context, says so, and the
+// cookies set before are still there. On both routes. The wedge re-arms
+// itself (a timer that spins again): a plain while(true){} is terminated
+// when its call ends (Handle.Quiet, TestAHangUpQuietsThePage) and wedges
+// nothing.
 func TestWedgedTabIsReplaced(t *testing.T) {
 	t.Parallel()
 	for _, route := range []string{"local", "cloud"} {
@@ -38,7 +41,7 @@ func TestWedgedTabIsReplaced(t *testing.T) {
 
 			short, cancel := context.WithTimeout(ctx, 2*time.Second)
 			_, err = w.r.Exec(short, "w", "", func(ctx context.Context, call *Call) error {
-				_, err := evalString(ctx, `while (true) {}`)
+				_, err := evalString(ctx, `setInterval(() => { for (;;) {} }, 0); while (true) {}`)
 				return err
 			})
 			cancel()

@@ -31,6 +31,7 @@ func main() {
 	callTimeout := flag.Duration("call-timeout", 150*time.Second, "the clients' bound on one call: longer than the server's own (--queue-wait and the call timeout, 60 s each), so that the server's answer is what is counted")
 	abandon := flag.Int("abandon", 0, "instead of the client counts: open this many sessions that each navigate once and go away without ending their session")
 	abandonParallel := flag.Int("abandon-parallel", 25, "with -abandon: how many sessions are opened at a time")
+	snapshotItems := flag.Int("snapshot", 0, "instead of the client counts: one session takes a snapshot of a page of this many list items, and the server's RSS is printed around it")
 	serverLog := flag.String("server-log", "", "append the servers' stderr to this file")
 	var extra stringList
 	flag.Var(&extra, "server-flag", "a further flag for the server, e.g. --server-flag=--max-sessions=200; repeatable")
@@ -67,6 +68,13 @@ func main() {
 		logTo = f
 	}
 
+	if *snapshotItems > 0 {
+		if err := snapshotRun(ctx, *bin, extra, logTo, *snapshotItems, *callTimeout); err != nil {
+			fmt.Fprintln(os.Stderr, "hybroute-load:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *abandon > 0 {
 		if err := abandonRun(ctx, *bin, extra, logTo, page, *abandon, max(*abandonParallel, 1), *callTimeout); err != nil {
 			fmt.Fprintln(os.Stderr, "hybroute-load:", err)

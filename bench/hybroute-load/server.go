@@ -122,6 +122,13 @@ func (s *server) current() (rss, chromium int64) {
 	return statusBytes(pid, "VmRSS:"), chromium
 }
 
+// resetPeak starts the peaks afresh from now.
+func (s *server) resetPeak() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.peakRSS, s.peakChrom = 0, 0
+}
+
 func (s *server) peaks() (rss, chromium int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

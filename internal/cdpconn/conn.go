@@ -110,10 +110,8 @@ func newOptions(opts []Option) options {
 type Conn struct {
 	ws *websocket.Conn
 
-	// Only the reader goroutine of the chromedp.Browser uses these.
-	rbuf    bytes.Buffer
-	reader  bytes.Reader
-	decoder jsonv2.Decoder
+	// Only the reader goroutine of the chromedp.Browser uses it.
+	rbuf bytes.Buffer
 
 	// encMu makes Write use the encoder and its buffer one call at a time.
 	encMu   sync.Mutex
@@ -258,12 +256,11 @@ func (c *Conn) Read(ctx context.Context, msg *cdproto.Message) error {
 	}
 	data := c.rbuf.Bytes()
 	c.logf("<- %s", data)
-	c.reader.Reset(data)
-	c.decoder.Reset(&c.reader, chromedp.DefaultUnmarshalOptions)
-	// The decoder copies what it keeps (Params, Result are fresh slices),
-	// so the buffer can be reused for the next message.
-	err = jsonv2.UnmarshalDecode(&c.decoder, msg, chromedp.DefaultUnmarshalOptions)
-	c.reader.Reset(nil)
+	// Unmarshal copies what it keeps (Params, Result are fresh slices),
+	// so the buffer can be reused for the next message; and it decodes in
+	// place, with no buffer of its own that a reused decoder would keep
+	// as large as the largest message.
+	err = jsonv2.Unmarshal(data, msg, chromedp.DefaultUnmarshalOptions)
 	if c.rbuf.Cap() > retainLimit {
 		c.rbuf = bytes.Buffer{}
 	}

@@ -150,12 +150,12 @@ func (s *Splice) modify(cmd *exec.Cmd) {
 		return
 	}
 	cmd.ExtraFiles = []*os.File{brR, brW}
-	m := New(chromedp.NewPipeConn(ourR, ourW), s.hooks)
+	m := New(newPipeConn(ourR, ourW), s.hooks)
 	s.mu.Lock()
 	s.mux = m
 	s.mu.Unlock()
-	up := chromedp.NewPipeConn(cdR, cdW) // reads chromedp's commands
-	toCD := &rawPipeWriter{w: cdW}       // writes what chromedp reads
+	up := newPipeConn(cdR, cdW)    // reads chromedp's commands
+	toCD := &rawPipeWriter{w: cdW} // writes what chromedp reads
 	var childOnce sync.Once
 	closeChild := func() {
 		// Chromium has its own copies once it runs: drop ours, or its

@@ -122,3 +122,39 @@ func TestSidecarStartSweepsLeftovers(t *testing.T) {
 	require.NoError(t, err)
 	assert.DirExists(t, own, "a live owner's profile is kept")
 }
+
+// TestNewAndWarmSweepLeftovers: a sidecar sweeps the profiles a killed
+// process left from the moment it is made, not at its first start: a
+// server that never opens a session still clears them, and Browser (what
+// Router.Warm calls) returns only once the sweep is done, whatever became
+// of the start. A live owner's profile stays.
+func TestNewAndWarmSweepLeftovers(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("the sweep runs only where /proc tells processes apart")
+	}
+	me := os.Getpid()
+	myStart, err := processStart(me)
+	require.NoError(t, err)
+	dead := deadPid(t)
+	t.Run("warm", func(t *testing.T) {
+		tmp := t.TempDir()
+		t.Setenv("TMPDIR", tmp)
+		gone := leftover(t, tmp, profilePrefix+"killed", dead, "12345")
+		live := leftover(t, tmp, profilePrefix+"live", me, myStart)
+		s := New(Config{Path: filepath.Join(tmp, "no-chromium-here")})
+		t.Cleanup(func() { assert.NoError(t, s.Close()) })
+		_, err := s.Browser(testCtx(t))
+		require.Error(t, err, "no guard, no binary: the start fails")
+		assert.NoDirExists(t, gone, "swept before Browser returned")
+		assert.DirExists(t, live, "a live owner's profile stays")
+	})
+	t.Run("never started", func(t *testing.T) {
+		tmp := t.TempDir()
+		t.Setenv("TMPDIR", tmp)
+		gone := leftover(t, tmp, profilePrefix+"killed", dead, "12345")
+		live := leftover(t, tmp, profilePrefix+"live", me, myStart)
+		require.NoError(t, New(Config{}).Close()) // Close waits for the sweep New began
+		assert.NoDirExists(t, gone, "swept with no start at all")
+		assert.DirExists(t, live, "a live owner's profile stays")
+	})
+}

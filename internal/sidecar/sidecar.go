@@ -102,8 +102,10 @@ type Sidecar struct {
 
 	wg sync.WaitGroup // starts, spare makers, death watchers
 
-	// swept: the temp profiles dead processes left were removed, at the
-	// first start.
+	// swept: the temp profiles dead processes left were removed. The
+	// sweep starts with New, so a server that never opens a session
+	// still clears what a killed one left; Browser and a start wait for
+	// it.
 	swept sync.Once
 
 	starts atomic.Int32 // Chromium launches attempted, for tests and metrics
@@ -137,7 +139,14 @@ func New(cfg Config) *Sidecar {
 	}
 	s := &Sidecar{cfg: cfg, log: cfg.Log}
 	s.life, s.endLife = context.WithCancel(context.Background())
+	s.wg.Go(s.sweep)
 	return s
+}
+
+// sweep removes the temp profiles dead processes left, once; a second
+// caller waits for the first.
+func (s *Sidecar) sweep() {
+	s.swept.Do(func() { sweepProfiles(os.TempDir(), s.log) })
 }
 
 // memoryEvery is how long a measure of the browser's memory is reused: a
@@ -367,6 +376,7 @@ func (s *Sidecar) fillSpare(proc *Proc) {
 // callers ask at the same time) when there is none. The start outlives a
 // caller that gives up, bounded by startTimeout; Close ends it.
 func (s *Sidecar) Browser(ctx context.Context) (*Proc, error) {
+	s.sweep() // Warm's return says the leftovers are gone
 	s.mu.Lock()
 	p, err := s.running()
 	s.mu.Unlock()
@@ -451,7 +461,7 @@ func (s *Sidecar) start(sctx context.Context) (*Proc, error) {
 	}
 	// Our own temp profile (not chromedp's), so we know its name: stop finds
 	// Chromium's children by it and removes it.
-	s.swept.Do(func() { sweepProfiles(os.TempDir(), s.log) })
+	s.sweep()
 	dataDir, err := makeProfile()
 	if err != nil && dataDir != "" {
 		if rerr := removeProfile(dataDir); rerr != nil {

@@ -90,8 +90,13 @@ type Refs struct {
 	byNode map[cdp.BackendNodeID]string
 	next   int
 	// text is the whole tree as text (no option, no cut): what the next
-	// action's changes are reported against.
+	// action's changes are reported against. Empty when the page was too
+	// large to take in whole (partial).
 	text string
+	// partial: the snapshot took in only part of the page's tree, so
+	// byRef holds only the refs of that part; the others are found in
+	// the main frame's registry in the page.
+	partial bool
 }
 
 // Text is the whole tree of the last snapshot as text (no option, no
@@ -120,6 +125,13 @@ func (t *Refs) Resolve(ctx context.Context, ref string, id target.ID) (Entry, er
 	}
 	if doc != t.doc {
 		return Entry{}, modeltext.Errorf("ref %q is from a snapshot of a previous page (the page changed since); call browser_snapshot again", ref)
+	}
+	if e.node == 0 && e.role == "" && e.frame == "" && e.oopif == "" {
+		// A ref of a tree taken in part (lookup): the main frame's
+		// registry knows it, or it is not in the last snapshot.
+		if e, err = pageEntry(ctx, ref, main); err != nil {
+			return Entry{}, err
+		}
 	}
 	if e.node == 0 {
 		nctx := ctx
@@ -164,6 +176,9 @@ func (t *Refs) lookup(ref string, id target.ID) (Entry, error) {
 		return Entry{}, modeltext.Errorf("ref %q is from a snapshot of another tab (the session changed tabs or browsers since); call browser_snapshot again", ref)
 	}
 	e, ok := t.byRef[ref]
+	if !ok && t.partial && strings.HasPrefix(ref, "e") {
+		return Entry{}, nil // resolved in the page (Resolve)
+	}
 	if !ok {
 		return Entry{}, modeltext.Errorf("ref %q is not in the last snapshot; call browser_snapshot again and use a ref from it", ref)
 	}
@@ -191,6 +206,7 @@ var transparentRoles = map[string]bool{
 // item is one node of the tree as it is printed.
 type item struct {
 	text     string // a text run: printed as "- text: ..." or inline
+	more     int    // items under it the page's depth cut left out (walk.js)
 	role     string
 	name     string
 	value    string
@@ -257,10 +273,10 @@ func Take(ctx context.Context, worlds *Worlds, refs *Refs, tab target.ID, pageUR
 		if old.target != tab {
 			old.next = 0
 		}
-		items, next, title, err := walkSnapshot(ctx, cdp.FrameID(tab), world{unique: w.ID}, &old, tab, w.URL)
+		items, next, title, st, err := walkSnapshot(ctx, cdp.FrameID(tab), world{unique: w.ID}, &old, tab, w.URL, o)
 		doc := <-cur
 		if err == nil && doc == w.Doc {
-			return keep(refs, items, next, doc, o, title, true)
+			return keepWalk(refs, items, next, doc, o, title, st)
 		}
 		if err != nil && !errors.Is(err, errWalk) {
 			return Shot{}, err
@@ -293,15 +309,19 @@ func Take(ctx context.Context, worlds *Worlds, refs *Refs, tab target.ID, pageUR
 	if main == cdp.FrameID(tab) {
 		mainWorld.id = <-worldID
 	}
-	items, next, title, err := walkSnapshot(ctx, main, mainWorld, &old, tab, pageURL)
+	items, next, title, st, err := walkSnapshot(ctx, main, mainWorld, &old, tab, pageURL, o)
 	if err == nil {
-		return keep(refs, items, next, doc, o, title, true)
+		return keepWalk(refs, items, next, doc, o, title, st)
 	}
 	if !errors.Is(err, errWalk) {
 		return Shot{}, err
 	}
 	// The walk could not run (a document between two states, a frame
-	// torn down): Chromium's AX tree still reads the page.
+	// torn down): Chromium's AX tree still reads the page, if it is one
+	// whose tree is not too large for one message.
+	if err := axFits(ctx); err != nil {
+		return Shot{}, err
+	}
 	ax, err := chromedp.Call(ctx, accessibility.GetFullAXTree, accessibility.GetFullAXTreeParams{})
 	if err != nil {
 		return Shot{}, err
@@ -339,6 +359,60 @@ func keep(refs *Refs, items []*item, next Refs, doc cdp.LoaderID, o Options, tit
 		// The page was read: its title stands, whatever o asked.
 		return shot, err
 	}
+	*refs = next
+	shot.Text = text
+	return shot, nil
+}
+
+// maxAXElements is the most elements a document may have for its AX
+// tree to be read whole, in one message: Chromium's full tree of a page
+// of 100,000 items is tens of megabytes, which the process would take in
+// at once.
+const maxAXElements = 20000
+
+// axFits tells whether the AX tree of the tab's document can be read
+// whole: it can when its elements are few enough, or cannot be counted.
+func axFits(ctx context.Context) error {
+	r, err := chromedp.Call(ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: "document.getElementsByTagName('*').length", ReturnByValue: new(true)})
+	if err != nil || r.ExceptionDetails != nil || r.Result == nil {
+		return nil
+	}
+	n, err := strconv.Atoi(string(r.Result.Value))
+	if err != nil || n <= maxAXElements {
+		return nil
+	}
+	return modeltext.Errorf("the page (%d elements) could not be read in the page and is too large to read otherwise; take the snapshot again", n)
+}
+
+// keepWalk keeps the refs and renders the items of an in-page walk. A
+// tree the page shaped itself (too large to take in whole) is rendered
+// as it came, cut at o.Limit with the count of lines the page gave; a
+// tree taken in part leaves no text to report changes against.
+func keepWalk(refs *Refs, items []*item, next Refs, doc cdp.LoaderID, o Options, title string, st *walkState) (Shot, error) {
+	sel := st.shaped
+	if sel == nil {
+		shot, err := keep(refs, items, next, doc, o, title, true)
+		if err == nil && st.partial {
+			refs.text = ""
+		}
+		return shot, err
+	}
+	shot := Shot{Title: title, TitleRead: true}
+	var text string
+	switch {
+	case sel.Missing:
+		return shot, modeltext.Errorf("ref %q is not in the page as it is now; call browser_snapshot without ref and use a ref from it", refName(o.Ref))
+	case sel.Nothing:
+		text = fmt.Sprintf("(nothing in the page contains %s)", modeltext.Quote(o.Find, 200))
+	default:
+		text = renderItems(items, Options{Depth: o.Depth})
+		if text == "" {
+			text = "(the page is empty)"
+		} else {
+			text = truncateLines(text, o.Limit, sel.Lines)
+		}
+	}
+	next.doc = doc
 	*refs = next
 	shot.Text = text
 	return shot, nil
@@ -617,7 +691,7 @@ func write(b *strings.Builder, it *item, depth, max int) {
 		b.WriteString(": ")
 		b.WriteString(modeltext.Cut(it.value, 500))
 	}
-	if len(it.children) == 0 && it.url == "" {
+	if len(it.children) == 0 && it.more == 0 && it.url == "" {
 		b.WriteByte('\n')
 		return
 	}
@@ -630,6 +704,11 @@ func write(b *strings.Builder, it *item, depth, max int) {
 		b.WriteString("- /url: ")
 		b.WriteString(modeltext.Cut(modeltext.URL(it.url), 500))
 		b.WriteByte('\n')
+	}
+	if it.more > 0 {
+		writeIndent(b, depth+1)
+		fmt.Fprintf(b, "- … %d more below\n", it.more)
+		return
 	}
 	if max > 0 && depth+1 >= max && len(it.children) > 0 {
 		writeIndent(b, depth+1)
@@ -652,10 +731,21 @@ func Truncate(text string, limit int) string {
 	if limit <= 0 || len(text) <= limit {
 		return text
 	}
-	total := strings.Count(text, "\n") + 1
-	cutAt := strings.LastIndexByte(text[:limit], '\n')
-	if cutAt <= 0 {
-		cutAt = limit
+	return truncateLines(text, limit, strings.Count(text, "\n")+1)
+}
+
+// truncateLines is Truncate of a text that is the first part of one of
+// total lines (a tree the page shaped, taken in up to a budget).
+func truncateLines(text string, limit, total int) string {
+	if limit <= 0 || len(text) <= limit && strings.Count(text, "\n")+1 >= total {
+		return text
+	}
+	cutAt := len(text)
+	if len(text) > limit {
+		cutAt = strings.LastIndexByte(text[:limit], '\n')
+		if cutAt <= 0 {
+			cutAt = limit
+		}
 	}
 	shown := strings.Count(text[:cutAt], "\n") + 1
 	return text[:cutAt] + fmt.Sprintf("\n\n[snapshot cut at %d bytes: %d of %d lines shown. Scroll with browser_scroll, or read a part of the page with browser_exec (for example document.querySelector(...).innerText).]", limit, shown, total)

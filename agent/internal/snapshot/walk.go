@@ -52,6 +52,10 @@ type walkNode struct {
 	Ref      string     `json:"f"`
 	Frame    string     `json:"o"`
 	Children []walkNode `json:"c"`
+	// Kids is how many items of a read follow as this one's children;
+	// More, how many items the depth cut under it.
+	Kids int `json:"k"`
+	More int `json:"m"`
 }
 
 func (w *walkNode) UnmarshalJSON(b []byte) error {
@@ -63,9 +67,68 @@ func (w *walkNode) UnmarshalJSON(b []byte) error {
 }
 
 type walkResult struct {
-	Items []walkNode `json:"items"`
 	Next  int        `json:"next"`
 	Title string     `json:"title"`
+	Size  int        `json:"size"`  // the items as JSON, in characters
+	Items []walkNode `json:"items"` // the items, when they came with the walk
+}
+
+// The walk's items cross the protocol in messages of at most readChunk
+// characters of JSON (a few times that in bytes at most, for text
+// outside ASCII): no message, and so no read buffer of the connection
+// (chromedp's pipe keeps the size of its largest message for the
+// browser's life), grows with the page. The snapshot takes in a page's
+// whole tree only up to wholeBudget characters (all its frames
+// together): the tree the shaping and the change reports work on. Past
+// that, the page shapes its tree itself (readSelect) and the snapshot
+// takes in only what its text can show (cutBudget).
+const (
+	readChunk   = 64 << 10
+	wholeBudget = 512 << 10
+)
+
+// cutBudget is how much of a shaped tree a snapshot cut at limit bytes
+// takes in: more than its text can show, so the cut falls inside it.
+// 0: all of it (a snapshot to a file is not cut).
+func cutBudget(limit int) int {
+	if limit <= 0 {
+		return 0
+	}
+	return max(8*limit, readChunk)
+}
+
+// The functions of the walk's world that read its items (walk.js).
+const (
+	readNext    = `(budget) => globalThis.__hybroute.read(budget)`
+	readSelect  = `(o) => globalThis.__hybroute.select(o || {})` // {} is sent as no argument
+	readRelease = `() => globalThis.__hybroute.release()`
+)
+
+type readResult struct {
+	Recs []walkNode `json:"recs"`
+	Done bool       `json:"done"`
+	Used int        `json:"used"`
+}
+
+// selected is what the page's shaping of a tree too large to take in
+// whole found.
+type selected struct {
+	Missing bool `json:"missing"` // no item has the ref
+	Nothing bool `json:"nothing"` // no item contains the text
+	Lines   int  `json:"lines"`   // lines of the whole shaped text
+}
+
+// walkState is what the walks of one snapshot share.
+type walkState struct {
+	o Options
+	// whole is how many characters of whole trees are still taken in;
+	// cut, of trees the page shaped or cut (-1: no bound).
+	whole, cut int
+	// partial: some frame's tree was too large to take in whole, so the
+	// items are not the page's whole tree.
+	partial bool
+	// shaped is the main frame's shaping, when the page did it.
+	shaped *selected
 }
 
 // walkSnapshot takes the snapshot's items with the in-page walk: the main
@@ -74,7 +137,7 @@ type walkResult struct {
 // It returns the items, the refs they name, and the document's title.
 // mainWorld is the walk's world in the main frame when the caller has it
 // already, or the zero world.
-func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld world, old *Refs, tab target.ID, pageURL string) ([]*item, Refs, string, error) {
+func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld world, old *Refs, tab target.ID, pageURL string, o Options) ([]*item, Refs, string, *walkState, error) {
 	refs := Refs{
 		target: tab,
 		byRef:  make(map[string]Entry),
@@ -86,12 +149,17 @@ func walkSnapshot(ctx context.Context, main cdp.FrameID, mainWorld world, old *R
 		refs.next = old.next
 	}
 	base, _ := url.Parse(pageURL)
-	w := &walker{ctx: ctx, refs: &refs, base: base, main: main, mainWorld: mainWorld}
+	st := &walkState{o: o, whole: wholeBudget, cut: cutBudget(o.Limit)}
+	if o.Limit <= 0 {
+		st.whole, st.cut = -1, -1 // a file holds the whole tree
+	}
+	w := &walker{ctx: ctx, refs: &refs, base: base, main: main, mainWorld: mainWorld, st: st}
 	items, title, err := w.frame(main, 0)
 	if err != nil {
-		return nil, Refs{}, "", err
+		return nil, Refs{}, "", nil, err
 	}
-	return items, refs, title, nil
+	refs.partial = st.partial
+	return items, refs, title, st, nil
 }
 
 type walker struct {
@@ -104,6 +172,7 @@ type walker struct {
 	// mainWorld, when not zero, is the walk's world in frame main.
 	main      cdp.FrameID
 	mainWorld world
+	st        *walkState
 }
 
 // world names an execution context of the walk: by the id the frame's
@@ -119,6 +188,11 @@ func (w world) zero() bool { return w.id == 0 && w.unique == "" }
 // in points p at the world.
 func (w world) in(p *runtime.CallFunctionOnParams) {
 	p.ExecutionContextID, p.UniqueContextID = w.id, w.unique
+}
+
+// refName is a ref as the model may write it ([ref=e4], ref=e4, e4).
+func refName(ref string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(ref, "[ref="), "ref="), "]")
 }
 
 // maxFrameDepth bounds frames within frames.
@@ -141,18 +215,123 @@ func (w *walker) frame(id cdp.FrameID, depth int) ([]*item, string, error) {
 	if ctxID.unique != "" {
 		fn = walkDefined
 	}
+	// A small tree comes with the walk, in one round trip.
+	inline := readChunk
+	if w.st.whole >= 0 {
+		inline = min(inline, w.st.whole)
+	}
 	var res walkResult
-	if err := callIn(w.ctx, ctxID, fn, &res, w.refs.next); err != nil {
+	if err := callIn(w.ctx, ctxID, fn, &res, w.refs.next, inline); err != nil {
 		return nil, "", err
 	}
 	if res.Next > w.refs.next {
 		w.refs.next = res.Next
 	}
-	items := make([]*item, 0, len(res.Items))
-	for i := range res.Items {
-		items = append(items, w.item(&res.Items[i], id, ctxID, depth))
+	nodes := res.Items
+	if res.Size > inline {
+		budget, err := w.budget(ctxID, res.Size, depth)
+		if err != nil {
+			return nil, "", err
+		}
+		if w.st.shaped == nil || !w.st.shaped.Missing && !w.st.shaped.Nothing || depth > 0 {
+			if nodes, err = w.read(ctxID, budget); err != nil {
+				return nil, "", err
+			}
+		}
+	} else if w.st.whole >= 0 {
+		w.st.whole -= res.Size
+	}
+	items := make([]*item, 0, len(nodes))
+	for i := range nodes {
+		items = append(items, w.item(&nodes[i], id, ctxID, depth))
 	}
 	return items, res.Title, nil
+}
+
+// budget decides how much of a frame's tree of size characters the
+// snapshot takes in: all of it while the whole trees stay within their
+// budget, else what the cut text can show. The main frame's tree is then
+// shaped in the page first (its ref, find and depth); a frame's tree
+// inside is only cut. It returns the characters to read, -1 for all.
+func (w *walker) budget(ctxID world, size, depth int) (int, error) {
+	st := w.st
+	if st.whole < 0 || size <= st.whole {
+		if st.whole >= 0 {
+			st.whole -= size
+		}
+		return -1, nil
+	}
+	st.partial = true
+	if depth == 0 && w.oopif == "" {
+		o := st.o
+		sel := struct {
+			Ref   string `json:"ref,omitempty"`
+			Find  string `json:"find,omitempty"`
+			Depth int    `json:"depth,omitempty"`
+		}{Ref: refName(o.Ref), Find: strings.ToLower(o.Find), Depth: o.Depth}
+		st.shaped = new(selected)
+		if err := callIn(w.ctx, ctxID, readSelect, st.shaped, sel); err != nil {
+			return 0, err
+		}
+	}
+	return st.cut, nil
+}
+
+// read takes in the frame's items, in messages of at most readChunk
+// characters, up to budget characters (-1: all), and puts them back in
+// their tree.
+func (w *walker) read(ctxID world, budget int) ([]walkNode, error) {
+	var roots []walkNode
+	type open struct {
+		n    *walkNode
+		left int
+	}
+	var stack []open
+	for budget != 0 {
+		chunk := readChunk
+		if budget > 0 {
+			chunk = min(chunk, budget)
+		}
+		var r readResult
+		if err := callIn(w.ctx, ctxID, readNext, &r, chunk); err != nil {
+			return nil, err
+		}
+		for _, rec := range r.Recs {
+			dst := &roots
+			if len(stack) > 0 {
+				top := &stack[len(stack)-1]
+				dst = &top.n.Children
+				top.left--
+			}
+			*dst = append(*dst, rec)
+			// Only the last child of a list is ever descended into, and
+			// its list grows no more until it is done: the pointer holds.
+			if rec.Kids > 0 {
+				stack = append(stack, open{n: &(*dst)[len(*dst)-1], left: rec.Kids})
+			}
+			for len(stack) > 0 && stack[len(stack)-1].left == 0 {
+				stack = stack[:len(stack)-1]
+			}
+		}
+		if r.Done {
+			return roots, nil
+		}
+		if budget > 0 {
+			budget = max(budget-max(r.Used, 1), 0)
+			if w.st.cut > 0 {
+				w.st.cut = max(w.st.cut-max(r.Used, 1), 0)
+			}
+		}
+		if len(r.Recs) == 0 {
+			break
+		}
+	}
+	w.st.partial = true
+	// The rest is not read: the page lets go of its tree now, not at
+	// the next walk.
+	var none any
+	_ = callIn(w.ctx, ctxID, readRelease, &none)
+	return roots, nil
 }
 
 // item turns a walked node into the item that prints, naming its ref in
@@ -161,7 +340,7 @@ func (w *walker) item(n *walkNode, frame cdp.FrameID, ctxID world, depth int) *i
 	if n.text != "" {
 		return &item{text: n.text}
 	}
-	it := &item{role: n.Role, name: n.Name, value: n.Value, attrs: n.Attrs, ref: n.Ref}
+	it := &item{role: n.Role, name: n.Name, value: n.Value, attrs: n.Attrs, ref: n.Ref, more: n.More}
 	if n.URL != "" {
 		it.url = shortURL(w.base, n.URL)
 	}
@@ -222,7 +401,7 @@ func (w *walker) childFrame(ctxID world, idx string, depth int) ([]*item, error)
 		return nil, err
 	}
 	defer cancel()
-	fw := &walker{ctx: fctx, refs: w.refs, base: w.base, oopif: target.ID(d.Node.FrameID)}
+	fw := &walker{ctx: fctx, refs: w.refs, base: w.base, oopif: target.ID(d.Node.FrameID), st: w.st}
 	items, _, err = fw.frame(d.Node.FrameID, depth)
 	return items, err
 }
@@ -321,6 +500,24 @@ func pageNode(ctx context.Context, ref string, e Entry, main cdp.FrameID) (cdp.B
 		return 0, StaleNode(ref, fmt.Errorf("describing the node: %w", err))
 	}
 	return d.Node.BackendNodeID, nil
+}
+
+// pageEntry is what the main frame's registry says of a ref the
+// snapshot did not take in (a tree taken in part): its role and name.
+func pageEntry(ctx context.Context, ref string, main cdp.FrameID) (Entry, error) {
+	id, err := worldIn(ctx, main)
+	if err != nil {
+		return Entry{}, modeltext.Errorf("the element %s is no longer in the page (its frame is gone); take a new snapshot", ref)
+	}
+	var info []string
+	err = callIn(ctx, world{id: id}, `(r) => { const h = globalThis.__hybroute; return (h && h.info && h.info.get(r)) || []; }`, &info, ref)
+	if err != nil {
+		return Entry{}, err
+	}
+	if len(info) != 2 {
+		return Entry{}, modeltext.Errorf("ref %q is not in the last snapshot; call browser_snapshot again and use a ref from it", ref)
+	}
+	return Entry{role: info[0], name: info[1]}, nil
 }
 
 // CallArgs are args as the arguments of Runtime.callFunctionOn.

@@ -1,13 +1,18 @@
-// walk reads the document of the frame it runs in as the snapshot's items,
-// in one call: the accessibility tree as the page's own DOM gives it, which
-// costs a fraction of Chromium's full AX tree on a large page. It runs in
-// an isolated world, so the page can neither see nor change the ref
+// walk reads the document of the frame it runs in as the snapshot's items:
+// the accessibility tree as the page's own DOM gives it, which costs a
+// fraction of Chromium's full AX tree on a large page. It runs in an
+// isolated world, so the page can neither see nor change the ref
 // registry. next is the first free ref number; the result says the next
-// free one after this walk.
-function walk(next) {
+// free one after this walk, and the size of the items as JSON. Items of
+// up to inline characters come with it; larger ones stay here, and the
+// caller reads them with read, in messages of a bounded size, all of
+// them or (after select) the part a cut snapshot shows, so no message
+// grows with the page.
+function walk(next, inline) {
 	const W = globalThis.__hybroute || (globalThis.__hybroute = { refs: new WeakMap(), byRef: new Map(), frames: [], next: 1 });
 	if (next > W.next) W.next = next;
 	W.byRef = new Map();
+	W.info = new Map();
 	W.frames = [];
 	const INTERACTIVE = new Set(["button", "link", "textbox", "searchbox", "checkbox", "radio", "combobox", "listbox", "option",
 		"menuitem", "menuitemcheckbox", "menuitemradio", "tab", "switch", "slider", "spinbutton", "treeitem", "DisclosureTriangle"]);
@@ -256,7 +261,10 @@ function walk(next) {
 		if (!plain && el.getAttribute("aria-expanded") === "true") attrs.push("expanded");
 		if ((!plain && el.getAttribute("aria-disabled") === "true") || (/^(BUTTON|INPUT|SELECT|TEXTAREA|OPTION|FIELDSET)$/.test(tag) && el.matches(":disabled"))) attrs.push("disabled");
 		if (attrs.length) it.a = attrs;
-		if (interactive) it.f = ref(el);
+		if (interactive) {
+			it.f = ref(el);
+			W.info.set(it.f, [role, name]);
+		}
 		if (role === "link" && el.href) it.u = el.href;
 		let value = valueOf(el, role, plain);
 		if (note) it.o = note;
@@ -273,5 +281,130 @@ function walk(next) {
 	const items = [];
 	const root = document.body || document.documentElement;
 	if (root) kids(root, items, 0, false);
-	return { items, next: W.next, title: document.title };
+
+	// countAll counts the items under a list, as "… N more below" does.
+	const countAll = (list) => {
+		let n = list.length;
+		for (const it of list) if (typeof it !== "string" && it.c) n += countAll(it.c);
+		return n;
+	};
+	// The positions read goes on from: a stack of lists and the depth of
+	// their items; depth cuts the items at that many levels (0: none).
+	const from = (roots, depth) => {
+		W.stack = [{ list: roots, i: 0, d: 0 }];
+		W.depth = depth;
+	};
+	// read returns the next items in pre-order, up to about budget
+	// characters of JSON: an item without its children, which follow it
+	// (k: how many); an item cut by the depth says how many items are
+	// under it (m) instead.
+	// A string of the page is taken in up to CAP characters: more than
+	// the snapshot shows of a line (a name 300, a value 500) or of its
+	// text (40,000 bytes unless the operator says otherwise), so that no
+	// one item makes a message large.
+	const CAP = 65536;
+	const cap = (x) => (typeof x === "string" && x.length > CAP ? x.slice(0, CAP) : x);
+	W.read = (budget) => {
+		const out = [];
+		let used = 0;
+		const st = W.stack;
+		while (st.length) {
+			const top = st[st.length - 1];
+			if (top.i >= top.list.length) {
+				st.pop();
+				continue;
+			}
+			if (used >= budget) break;
+			const it = top.list[top.i++];
+			let rec = cap(it);
+			if (typeof it !== "string") {
+				rec = {};
+				for (const k in it) if (k !== "c") rec[k] = cap(it[k]);
+				if (it.c && it.c.length) {
+					if (W.depth > 0 && top.d + 1 >= W.depth) rec.m = countAll(it.c);
+					else {
+						rec.k = it.c.length;
+						st.push({ list: it.c, i: 0, d: top.d + 1 });
+					}
+				}
+			}
+			used += JSON.stringify(rec).length;
+			out.push(rec);
+		}
+		if (!st.length) W.items = null; // read: the page need not keep it
+		return { recs: out, done: st.length === 0, used };
+	};
+	W.release = () => {
+		W.items = null;
+		W.stack = [];
+	};
+	// select makes read return what a shaped snapshot shows (the subtree
+	// of ref, what contains find, depth levels) and says how many lines
+	// that is, or that ref is not there (missing) or nothing contains find
+	// (nothing). The model's text of a link is its URL relative to the
+	// page where it is on the page's origin: find looks at both.
+	W.select = (o) => {
+		let roots = W.items;
+		if (o.ref) {
+			const findRef = (list) => {
+				for (const it of list) {
+					if (typeof it === "string") continue;
+					if (it.f === o.ref) return it;
+					const f = it.c && findRef(it.c);
+					if (f) return f;
+				}
+				return null;
+			};
+			const it = findRef(roots);
+			if (!it) return { missing: true };
+			roots = [it];
+		}
+		if (o.find) {
+			const f = o.find;
+			const short = (u) => {
+				try {
+					const x = new URL(u);
+					return x.origin === location.origin ? x.pathname + x.search + x.hash : "";
+				} catch (e) {
+					return "";
+				}
+			};
+			const has = (s) => !!s && s.toLowerCase().includes(f);
+			const matches = (it) => typeof it === "string" ? has(it) : has(it.n) || has(it.v) || has(it.r) || has(it.u) || has(short(it.u));
+			const prune = (list) => {
+				const out = [];
+				for (const it of list) {
+					if (matches(it)) out.push(it);
+					else if (typeof it !== "string" && it.c) {
+						const c = prune(it.c);
+						if (c.length) out.push(Object.assign({}, it, { c }));
+					}
+				}
+				return out;
+			};
+			roots = prune(roots);
+			if (!roots.length) return { nothing: true };
+		}
+		const depth = o.depth || 0;
+		const lines = (list, d) => {
+			let n = 0;
+			for (const it of list) {
+				n++;
+				if (typeof it === "string") continue;
+				if (it.u) n++;
+				if (it.c && it.c.length) n += depth > 0 && d + 1 >= depth ? 1 : lines(it.c, d + 1);
+			}
+			return n;
+		};
+		from(roots, depth);
+		return { lines: lines(roots, 0) };
+	};
+	const size = JSON.stringify(items).length;
+	if (size <= (inline || 0)) {
+		W.release();
+		return { next: W.next, title: document.title, size, items };
+	}
+	W.items = items;
+	from(items, 0);
+	return { next: W.next, title: document.title, size };
 }

@@ -133,4 +133,4 @@ func isolatedIn(aux []byte, tab target.ID) bool {
 }
 
 // walkDefined calls the walk the world defined at its start.
-const walkDefined = `(next) => globalThis.__hybrouteWalk(next)`
+const walkDefined = `(next, inline) => globalThis.__hybrouteWalk(next, inline)`
