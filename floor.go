@@ -71,7 +71,7 @@ func newPolicy(cfg *config.Config, hasProvider bool, tel *itel.Router) *floor.Po
 // unsupportedBrowser is the error of a browser the guard cannot cover on w.
 func unsupportedBrowser(browser, lacks string, w route.Route) error {
 	where := "local"
-	if w == route.Cloud {
+	if w != route.Local {
 		where = "cloud"
 	}
 	return &UnsupportedBrowserError{Browser: browser, Lacks: lacks, Route: where}

@@ -155,9 +155,12 @@ type Plan struct {
 
 // Result is what one call did.
 type Result struct {
-	Route             route.Route // where it ran: route.Local for a fallback too
-	CacheKey          string      // sessionKey or sessionKey+"::local"
-	FallbackFromCloud bool        // the cloud session failed and the call ran on local Chromium under sessionKey
+	// Route is where it ran: route.Local for a fallback too, route.None
+	// for a call no browser ran (refused by its plan, or no session could
+	// be had).
+	Route             route.Route
+	CacheKey          string // the session it ran or would have run in: sessionKey, or sessionKey+"::local" on the local route
+	FallbackFromCloud bool   // the cloud session failed and the call ran on local Chromium under sessionKey
 	// FallbackReason says why a fallback is one: the provider's failure,
 	// short and free of keys, e.g. "provider Browserbase: HTTP 429
 	// RATE_LIMIT_EXCEEDED (retry after 17s)". An agent can tell its model.
@@ -391,7 +394,7 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 	p, err := r.planCall(pctx, sessionKey, code, s)
 	r.tel.EndPlan(pspan, p.Route, p.Verdicts, err)
 	if err != nil {
-		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
+		return Result{CacheKey: p.CacheKey}, err
 	}
 	return r.execPlan(admission.OnContext(ctx, s.run, s.wait), p, run, s.rest)
 }
@@ -432,7 +435,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	if run == nil {
 		run = func(context.Context, *Call) error { return nil }
 	}
-	res = Result{Route: p.Route, CacheKey: p.CacheKey}
+	res = Result{CacheKey: p.CacheKey} // no Route until a browser runs it
 	if p.hasPrev && p.prev != p.Route {
 		res.PageChanged = true
 		res.PreviousCacheKey = r.pol.CacheKey(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.prev)
