@@ -146,6 +146,7 @@ type Plan struct {
 	Verdicts []netpolicy.Verdict // one per URL literal and per URL a data: literal holds, in scan order
 
 	lookups *floor.Lookups // the names the plan resolved, for the rest of the call
+	nav     string         // the URL a navigation goes to; "" for any other call
 
 	// prev is the route the session's page was on before this call, when
 	// the session had one: a call on another route changes browsers.
@@ -260,7 +261,9 @@ func (r *Router) Plan(ctx context.Context, sessionKey, code string, opts ...Call
 // literals scanned from a script.
 func (r *Router) planCall(ctx context.Context, sessionKey, code string, s callSettings) (Plan, error) {
 	if s.navigation {
-		return r.plan(ctx, sessionKey, []string{code}, true)
+		p, err := r.plan(ctx, sessionKey, []string{code}, true)
+		p.nav = code
+		return p, err
 	}
 	return r.plan(ctx, sessionKey, ScanURLs(code), false)
 }
@@ -534,6 +537,11 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", e.route, p.CacheKey, errors.Join(gerr, runErr))
 	}
 	if err := runErr; err != nil {
+		if callerErr == nil {
+			// A page that did not load: why, where the browser says
+			// only a network error.
+			err = e.loadCause(err, p.nav, started)
+		}
 		if e.released.Load() && callerErr == nil {
 			// The session was ended under the call: that, not the
 			// context the release cancelled, is what the caller hears.

@@ -256,7 +256,7 @@ func TestRefusedURLsAreToolErrors(t *testing.T) {
 	res := callTool(t, ts, s, "browser_navigate", map[string]string{"url": "169.254.169.254/latest/meta-data/"})
 	assert.True(t, res.IsError)
 	assert.False(t, res.Where.Ran)
-	assert.Equal(t, "blocked: http://169.254.169.254/latest/meta-data/ targets a cloud metadata endpoint (never opened, by any browser); no browser opened it. Do not retry it; no setting allows it.", res.Text)
+	assert.Equal(t, "blocked: http://169.254.169.254/latest/meta-data/ targets a cloud metadata endpoint; no browser opened it. Do not retry it; no setting allows it.", res.Text)
 
 	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/")}))
 	res = callTool(t, ts, s, "browser_exec", map[string]string{"code": `await fetch("http://metadata.google.internal/computeMetadata/v1/")`})
@@ -293,7 +293,7 @@ func TestPageChangesBrowsers(t *testing.T) {
 	// A URL-less content call stays where the page is.
 	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
 	assert.Equal(t, route.Cloud, snap.Where.Route)
-	assert.False(t, snap.Where.PageChanged)
+	assert.False(t, snap.Where.BrowserChanged)
 	assert.Contains(t, snap.Text, "Corner Shop")
 
 	// Code naming a private address runs locally: the page changed browsers.
@@ -303,21 +303,21 @@ func TestPageChangesBrowsers(t *testing.T) {
 	assert.Equal(t, "/api/stock", hits[len(hits)-1].Path)
 	assert.NotEqual(t, agenttest.CloudUA, hits[len(hits)-1].UA, "the local browser fetched it")
 	assert.Equal(t, route.Local, ex.Where.Route)
-	assert.True(t, ex.Where.PageChanged)
+	assert.True(t, ex.Where.BrowserChanged)
 	assert.Contains(t, ex.Text, "the page changed browsers")
 	assert.Equal(t, "about:blank", ex.Where.URL, "the local tab has no page yet")
 
 	// The session follows: the next URL-less call runs locally, no change.
 	snap = mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
 	assert.Equal(t, route.Local, snap.Where.Route)
-	assert.False(t, snap.Where.PageChanged)
+	assert.False(t, snap.Where.BrowserChanged)
 
 	// Navigating to a private page stays local; back to public moves again.
 	nav = mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("localhost", "/page2")}))
 	assert.Equal(t, route.Local, nav.Where.Route)
 	nav = mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/page2")}))
 	assert.Equal(t, route.Cloud, nav.Where.Route)
-	assert.True(t, nav.Where.PageChanged)
+	assert.True(t, nav.Where.BrowserChanged)
 }
 
 // TestFallbackIsReported: a provider answering 429 gives a local session,

@@ -24,6 +24,10 @@ func describe(err error, c *call, key string) string {
 	if errors.As(err, &me) {
 		return me.Error()
 	}
+	var ne *hybroute.NetworkError
+	if errors.As(err, &ne) && (c == nil || !c.blanked) {
+		return "the page did not load: " + networkText(ne)
+	}
 	if blocked := blockedErrors(err); len(blocked) > 0 {
 		var pb *pageBlockedError
 		var lines []string
@@ -91,6 +95,31 @@ func describe(err error, c *call, key string) string {
 	return "the browser call failed: " + scrubKey(innermost(err), key)
 }
 
+// networkText says why a page or a request did not load, completing "the
+// page did not load: " or "failed: ". The wording is the same on every
+// browser.
+func networkText(ne *hybroute.NetworkError) string {
+	host := ne.Host
+	if host == "" {
+		host = "its host"
+	}
+	if b, ok := errors.AsType[*netpolicy.BlockedError](ne.Err); ok && ne.By != "" {
+		by := "the security guard"
+		if ne.By == "egress" {
+			by = "the egress check, which decides every connection of the local browser"
+		}
+		return "refused by " + by + " (" + b.Reason.String() + "): the request for " + redact.Display(orText(ne.URL, b.URL)) +
+			" " + reason(b) + ". Nothing was loaded from it. " + advice(b)
+	}
+	switch {
+	case errors.Is(ne.Err, hybroute.ErrNameNotResolved):
+		return host + " does not resolve: the name has no address. Check the URL's spelling; the site may not exist."
+	case errors.Is(ne.Err, hybroute.ErrUnreachable):
+		return "no address of " + host + " took the connection: nothing listens there, or it cannot be reached. Check the URL's port, or whether the site is up."
+	}
+	return "the load of " + host + " failed, and the browser said no more. Check the URL, or whether the site is up."
+}
+
 // busyText is the answer to a call that did not get its turn to open a
 // tab. It starts with "busy:", which a client may look for.
 func busyText(err error) string {
@@ -143,7 +172,7 @@ func blockedErrors(err error) []*netpolicy.BlockedError {
 func reason(b *netpolicy.BlockedError) string {
 	switch {
 	case errors.Is(b, netpolicy.ErrMetadata):
-		return "targets a cloud metadata endpoint (never opened, by any browser)"
+		return "targets a cloud metadata endpoint"
 	case errors.Is(b, netpolicy.ErrSecretInURL):
 		return "carries a credential in the URL, and this configuration has no local browser to open such a URL on (it is never sent to a cloud browser)"
 	case errors.Is(b, netpolicy.ErrPrivate):

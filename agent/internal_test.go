@@ -21,7 +21,7 @@ func TestDescribeErrors(t *testing.T) {
 	priv := &netpolicy.BlockedError{URL: "http://10.0.0.1/", Class: netpolicy.ClassPrivate, Reason: netpolicy.ReasonPrivate}
 	joined := fmt.Errorf("hybroute: call on cloud session %q: %w", "k::local", errors.Join(meta, priv))
 	text := describe(joined, &call{}, "k")
-	assert.Equal(t, "blocked: http://169.254.169.254/ targets a cloud metadata endpoint (never opened, by any browser); no browser opened it. Do not retry it; no setting allows it.\n"+
+	assert.Equal(t, "blocked: http://169.254.169.254/ targets a cloud metadata endpoint; no browser opened it. Do not retry it; no setting allows it.\n"+
 		"blocked: http://10.0.0.1/ targets a private or internal address that this configuration does not let a browser open; no browser opened it. Do not retry it; if the user needs this address, they must allow private addresses in the configuration.", text)
 
 	landed := fmt.Errorf("hybroute: the page landed on a blocked address: %w", meta)
