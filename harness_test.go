@@ -48,6 +48,9 @@ const (
 	// and a metadata address.
 	slowPrivateHost  = "slow-private.test"
 	slowMetadataHost = "slow-metadata.test"
+	// unresolvableHost is a name no resolver of the tests answers, and
+	// both browsers resolve to nothing (no lookup leaves the machine).
+	unresolvableHost = "unresolvable.test"
 )
 
 // site serves the pages and records who fetched them.
@@ -160,7 +163,7 @@ func (s *site) uaOf(path string) string {
 }
 
 var hostRules = "MAP " + publicHost + " 127.0.0.1, MAP " + metadataHost + " 127.0.0.1, MAP " + widgetsHost +
-	" 127.0.0.1, MAP " + slowPrivateHost + " 127.0.0.1, MAP " + slowMetadataHost + " 127.0.0.1"
+	" 127.0.0.1, MAP " + slowPrivateHost + " 127.0.0.1, MAP " + slowMetadataHost + " 127.0.0.1, MAP " + unresolvableHost + " ~NOTFOUND"
 
 // world is one router wired to a fake provider with a real cloud Chromium
 // behind it, a real sidecar, and a site.
