@@ -104,6 +104,8 @@ func TestCallRejectsBadArgumentsAsToolErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, r.IsError)
 	assert.Contains(t, r.Text, "up, down, left or right")
+	assert.False(t, r.Where.Ran)
+	assert.Equal(t, route.None, r.Where.Route, "no browser ran it: it claims none")
 
 	require.NoError(t, ts.Close())
 	_, err = ts.Call(ctx, "s", "browser_snapshot", nil)
@@ -207,12 +209,14 @@ func TestToolsetOnLocalChromium(t *testing.T) {
 
 	sc := mustOK(t, callTool(t, ts, s, "browser_scroll", map[string]string{"direction": "down"}))
 	assert.Contains(t, sc.Text, "y 576–1296")
+	assert.False(t, sc.Where.Navigated, "a scroll stays on the document")
 
 	// Type replaces the field's content; submit presses Enter, which
 	// submits the form and navigates.
 	mustOK(t, callTool(t, ts, s, "browser_type", map[string]any{"ref": search, "text": "old"}))
 	typed := mustOK(t, callTool(t, ts, s, "browser_type", map[string]any{"ref": search, "text": "red shoes", "submit": true}))
 	assert.Contains(t, typed.Text, "The page navigated")
+	assert.True(t, typed.Where.Navigated, "a form submitted by Enter is a navigation")
 	assert.Equal(t, "Results for red shoes", typed.Where.Title)
 	assert.Contains(t, typed.Where.URL, "/search?q=red+shoes")
 
@@ -230,9 +234,12 @@ func TestToolsetOnLocalChromium(t *testing.T) {
 	clicked := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": more}))
 	assert.Equal(t, "Page two", clicked.Where.Title)
 	assert.Contains(t, clicked.Text, "The page navigated")
+	assert.True(t, clicked.Where.Navigated, "a click that followed a link is a navigation")
+	assert.False(t, clicked.Where.BrowserChanged, "in the same browser and tab")
 
 	p := mustOK(t, callTool(t, ts, s, "browser_press", map[string]string{"key": "Tab"}))
 	assert.Contains(t, p.Text, "Pressed Tab.")
+	assert.False(t, p.Where.Navigated)
 	focused := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "document.activeElement.textContent"}))
 	assert.Contains(t, focused.Text, `Result: "Home"`)
 	bad := callTool(t, ts, s, "browser_press", map[string]string{"key": "Hyperdrive"})

@@ -191,6 +191,8 @@ func advice(b *netpolicy.BlockedError) string {
 	switch {
 	case errors.Is(b, netpolicy.ErrMetadata):
 		return "Do not retry it; no setting allows it."
+	case b.Reason == netpolicy.ReasonPrivateNotNamed:
+		return "A page reaches a private host only while a call names it: if the user wants it opened, navigate to it (or name its URL in browser_exec's code)."
 	case errors.Is(b, netpolicy.ErrPrivate):
 		return "Do not retry it; if the user needs this address, they must allow private addresses in the configuration."
 	case errors.Is(b, netpolicy.ErrSecretInURL):

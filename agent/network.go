@@ -265,7 +265,9 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 		case r.failed != "":
 			outcome = "failed: " + r.failed
 			var ne *hybroute.NetworkError
-			if errors.As(c.h.NetworkCause(r.url, r.errText, r.at), &ne) {
+			// Since the log's start: the connection is made (and
+			// refused) before the browser's event reaches the log.
+			if errors.As(c.h.NetworkCause(r.url, r.errText, since), &ne) {
 				outcome = "failed: " + networkText(ne)
 				explained[ne.Addr] = true
 			}
