@@ -16,6 +16,21 @@ import (
 	"github.com/hybroute/hybroute/provider"
 )
 
+// Causes are the sentinels a tool error is worded from (describe), matched
+// with errors.Is: a tool error that names none of them (nor one of the
+// types *netpolicy.BlockedError, *hybroute.NetworkError,
+// *hybroute.BusyError, *provider.Error, *chromedp.LoadError, which carry
+// the details) says "the browser call failed: " and the browser's own text.
+// A client, or a test of the toolset, checks a Router error against them.
+var Causes = []error{
+	netpolicy.ErrMetadata, netpolicy.ErrPrivate, netpolicy.ErrSecretInURL, netpolicy.ErrInvalidURL,
+	netpolicy.ErrLookupTimeout, netpolicy.ErrHostRule, netpolicy.ErrTooManyHosts,
+	hybroute.ErrNameNotResolved, hybroute.ErrUnreachable, chromedp.ErrPageLoad,
+	hybroute.ErrNoCDPEndpoint, hybroute.ErrFallbackFailed, hybroute.ErrNoChromium, hybroute.ErrBrowserDead,
+	hybroute.ErrClosed, ErrClosed, hybroute.ErrBusy, hybroute.ErrDialogOpen,
+	context.DeadlineExceeded,
+}
+
 // describe turns the error of a call into text a model can act on: what was
 // refused and why, or what failed, without the chain of wrapped protocol
 // errors or the Router's session keys.
