@@ -279,6 +279,18 @@ func testResolverWith(host, addr string) staticResolver {
 	return res
 }
 
+// cachedEntry is the cached session of key: the one of that cache key, or,
+// for a session key whose only session is on the local route (always so
+// with no provider), its key+LocalSuffix one. nil when there is none.
+func cachedEntry(r *Router, key string) *entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.sess.M[key]; e != nil {
+		return e
+	}
+	return r.sess.M[key+LocalSuffix]
+}
+
 // pageTitle reads the page title of the session's tab.
 func pageTitle(ctx context.Context) (string, error) {
 	return chromedp.Run(ctx, chromedp.Title())
