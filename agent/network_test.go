@@ -138,7 +138,11 @@ func TestFailuresNameTheirCause(t *testing.T) {
 	// The page leaves for a host no call named after the call returned:
 	// the egress check refuses it, the tab shows the error page.
 	later := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `<title>Soon</title><script>setTimeout(() => { location.href = "http://127.0.0.2:%s/gone" }, 300)</script>`, port)
+		to := "http://127.0.0.2:" + port + "/gone"
+		if r.URL.Path == "/metadata" {
+			to = "http://169.254.169.254/latest/"
+		}
+		fmt.Fprintf(w, `<title>Soon</title><script>setTimeout(() => { location.href = %q }, 300)</script>`, to)
 	}))
 	t.Cleanup(later.Close)
 	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": later.URL + "/"}))
@@ -149,4 +153,13 @@ func TestFailuresNameTheirCause(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "the page never failed: %s", snap.Text)
 	assert.Contains(t, snap.Text, "Note: the page is the browser's error page: its last load failed: "+egress+
 		": the request for http://127.0.0.2:"+port+"/gone targets a private or internal address")
+
+	// The guard refuses a document the page loads on its own.
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": later.URL + "/metadata"}))
+	require.Eventually(t, func() bool {
+		snap = callTool(t, ts, s, "browser_snapshot", nil)
+		return !strings.HasPrefix(snap.Where.Title, "Soon")
+	}, 30*time.Second, 100*time.Millisecond, "the page never left: %s", snap.Text)
+	assert.Contains(t, snap.Text, "Note: the page is the browser's error page: its last load failed: refused by the security guard (metadata): "+
+		"the request for http://169.254.169.254/latest/ targets a cloud metadata endpoint.")
 }
