@@ -117,6 +117,13 @@ func TestFailuresNameTheirCause(t *testing.T) {
 	const s = "causes"
 	base := "http://127.0.0.1:" + port
 	egress := "refused by the egress check, which decides every connection of the local browser (private_not_named)"
+	// A name with no address: the proxy's failure is not what the model
+	// reads, the cause is.
+	nx := callTool(t, ts, s, "browser_navigate", map[string]string{"url": "https://dashboard.example.com/"})
+	assert.True(t, nx.IsError)
+	assert.True(t, strings.HasPrefix(nx.Text, "the page did not load: dashboard.example.com does not resolve: the name has no address."), nx.Text)
+	assert.NotContains(t, nx.Text, "ERR_TUNNEL_CONNECTION_FAILED")
+
 	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": base + "/"}))
 	res := requestsUntil(t, ts, s, "(private_not_named)")
 	assert.Contains(t, res.Text, "- GET http://127.0.0.2:"+port+"/api (fetch): failed: "+egress)

@@ -532,14 +532,17 @@ func (g *Guard) Settle(ctx context.Context, id target.ID, max time.Duration) {
 }
 
 // Landed is the URL of the main frame of page id, as the events of the
-// browser said; ok is false when no navigation of it was seen. The events
-// are read on the connection's reader before anything that follows them,
-// so when a call's last command has returned, the URL it led to is here.
+// browser said; ok is false when no navigation of it was seen (a page
+// whose first load started, and has not committed, has no URL yet: a
+// failed load's error page commits after the call that started it). The
+// events are read on the connection's reader before anything that follows
+// them, so when a call's last command has returned, the URL it led to is
+// here.
 func (g *Guard) Landed(id target.ID) (string, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	l, ok := g.landed[id]
-	return l.url, ok
+	return l.url, ok && l.url != ""
 }
 
 // Unreachable is the URL whose load failed when page id is on the
