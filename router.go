@@ -537,10 +537,19 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", e.route, p.CacheKey, errors.Join(gerr, runErr))
 	}
 	if err := runErr; err != nil {
-		if callerErr == nil {
+		if callerErr == nil && errors.Is(err, chromedp.ErrPageLoad) {
 			// A page that did not load: why, where the browser says
 			// only a network error.
 			err = e.loadCause(err, p.nav, started)
+			if e.bg != nil && cctx.Err() == nil {
+				if _, seen := e.bg.Landed(e.frontID()); !seen {
+					// The tab's first load failed: it is sent to
+					// about:blank, a committed page, rather than
+					// left to its error page's commit, which the
+					// next call could meet half done.
+					_, _ = browsertab.ToBlank(cctx, nil)
+				}
+			}
 		}
 		if e.released.Load() && callerErr == nil {
 			// The session was ended under the call: that, not the
