@@ -161,12 +161,16 @@ func TestFailuresNameTheirCause(t *testing.T) {
 	assert.Contains(t, snap.Text, "Note: the page is the browser's error page: its last load failed: "+egress+
 		": the request for http://127.0.0.2:"+port+"/gone targets a private or internal address")
 
-	// The guard refuses a document the page loads on its own.
+	// The guard refuses a document the page loads on its own: a call
+	// running then fails with the refusal, one after it is told why the
+	// page is the error page.
 	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": later.URL + "/metadata"}))
 	require.Eventually(t, func() bool {
 		snap = callTool(t, ts, s, "browser_snapshot", nil)
 		return !strings.HasPrefix(snap.Where.Title, "Soon")
 	}, 30*time.Second, 100*time.Millisecond, "the page never left: %s", snap.Text)
-	assert.Contains(t, snap.Text, "Note: the page is the browser's error page: its last load failed: refused by the security guard (metadata): "+
-		"the request for http://169.254.169.254/latest/ targets a cloud metadata endpoint.")
+	assert.Regexp(t, `(?m)^(Note: the page is the browser's error page: its last load failed: refused by the security guard \(metadata\): `+
+		`the request for http://169\.254\.169\.254/latest/ targets a cloud metadata endpoint\.|`+
+		`blocked: the page tried to load http://169\.254\.169\.254/latest/, which targets a cloud metadata endpoint; the request was refused)`,
+		snap.Text)
 }
