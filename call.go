@@ -3,8 +3,13 @@ package hybroute
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/hybroute/hybroute/internal/whatwg"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -61,14 +66,69 @@ func (c *Call) REST() *RESTPage { return c.rest }
 
 // Refusals returns the requests of the session's pages that the guard
 // refused at or after since (at most 500 are kept per session, the
-// newest), and how many older ones may be missing.
+// newest), and how many older ones may be missing; then, on the local
+// browser, the connections of its pages that the egress check refused
+// (the newest 64 failures are kept), whose Target is "connection".
 func (c *Call) Refusals(since time.Time) ([]Refusal, int) {
 	got, dropped := c.e.gs.Refusals(since)
 	out := make([]Refusal, 0, len(got))
 	for _, x := range got {
 		out = append(out, Refusal(x))
 	}
-	return out, dropped
+	return append(out, c.e.egressRefusals(since)...), dropped
+}
+
+// NetworkCause says why a request of the session's pages for rawURL failed
+// at or after since, where the browser said only errText (its
+// net::ERR_… text, "" when unknown): on the local browser, the egress
+// check's refusal of its connection (by reason), a name that does not
+// resolve, or a host that took no connection; on any browser, a name that
+// does not resolve. It returns nil when the router knows no more than
+// errText says. The error is a [*NetworkError].
+func (c *Call) NetworkCause(rawURL, errText string, since time.Time) error {
+	if ne := c.e.networkCause(rawURL, errText, since); ne != nil {
+		return ne
+	}
+	return nil
+}
+
+// PageError says why the session's page is the browser's error page
+// (chrome-error://chromewebdata/, where a load that failed leaves a tab,
+// also when the page went there on its own between calls): the guard's
+// refusal of its document, the egress check's refusal of its connection,
+// a name that does not resolve; as far as the router knows, else only that
+// the load failed. nil when the page is not an error page. The error is a
+// [*NetworkError], which wraps [chromedp.ErrPageLoad].
+func (c *Call) PageError() error {
+	if c.rest != nil || !strings.HasPrefix(c.e.landedURL(), "chrome-error:") {
+		return nil
+	}
+	failed := ""
+	if c.e.bg != nil {
+		failed = c.e.bg.Unreachable(c.e.frontID())
+	}
+	host := ""
+	if u, err := whatwg.Parse(failed); err == nil {
+		host = u.Host
+	}
+	refusals, _ := c.e.gs.Refusals(time.Time{})
+	for i := len(refusals) - 1; i >= 0; i-- {
+		x := refusals[i]
+		if x.ResourceType == string(network.ResourceTypeDocument) && x.Target == "tab" && (failed == "" || sameHost(x.URL, host)) {
+			return &NetworkError{URL: x.URL, Host: host, Err: x.Err, By: "guard", Browser: chromedp.ErrPageLoad}
+		}
+	}
+	if ne := c.e.networkCause(failed, "", time.Time{}); ne != nil {
+		ne.Browser = chromedp.ErrPageLoad
+		return ne
+	}
+	return &NetworkError{URL: failed, Host: host, Err: chromedp.ErrPageLoad}
+}
+
+// sameHost reports whether rawURL's host is host.
+func sameHost(rawURL, host string) bool {
+	u, err := whatwg.Parse(rawURL)
+	return err == nil && u.Host == host
 }
 
 // CallOption sets something of one call of [Router.Exec],
@@ -132,7 +192,10 @@ type Refusal struct {
 	// (Document, Image, Fetch, …).
 	ResourceType string
 	// Target is where the request came from: "tab", "popup", "iframe",
-	// "frame in tab", "worker", …
+	// "frame in tab", "worker", …; "connection" for a connection of the
+	// local browser that the egress check refused, which names no request
+	// (URL is then the host:port it was for, ResourceType and RequestID
+	// are empty).
 	Target string
 	// RequestID is the browser's Network request id, which the page's
 	// Network events carry too; empty when the browser did not say.

@@ -115,9 +115,7 @@ func contextGoneFrom(t *testing.T, wsURL string, id cdp.BrowserContextID) {
 // sessionOf is the live session of key.
 func sessionOf(t *testing.T, r *Router, key string) *entry {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e := r.sess.M[key]
+	e := cachedEntry(r, key)
 	require.NotNil(t, e, "no session %q", key)
 	return e
 }

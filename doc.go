@@ -22,7 +22,8 @@
 //     run a chromedp context bound to the session's tab and a [Call]
 //     handle: the page check before a read, the route, the guard's
 //     refusals, a second tab.
-//  5. A route is where a call runs: [route.Cloud] or [route.Local].
+//  5. A route is where a call runs: [route.Cloud] or [route.Local]
+//     ([route.None], the zero value, for a call no browser ran).
 //  6. A verdict is the one decision on one URL ([netpolicy.Verdict]): its
 //     class (public, private, metadata…) decides both the safety check and
 //     the route, through one predicate, [Router.HybridRoutesLocally].

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/hybroute/hybroute/internal/cdpcompat"
 	"github.com/hybroute/hybroute/internal/profiles"
 )
@@ -93,6 +95,77 @@ var (
 	// ErrNoDialog is returned by [Router.AnswerDialog] when no dialog waits.
 	ErrNoDialog = errors.New("hybroute: no JavaScript dialog waits for an answer")
 )
+
+// The network: why a page or a request did not load, where the browser
+// says only a network error.
+var (
+	// ErrNameNotResolved is matched by the error of a call whose page did
+	// not load because its host name has no address: the local browser's
+	// egress check found none, or the cloud browser said
+	// net::ERR_NAME_NOT_RESOLVED. The error is a [*NetworkError], which
+	// names the host, in the same words on either browser.
+	ErrNameNotResolved = errors.New("hybroute: the host name does not resolve")
+	// ErrUnreachable is matched by the error of a call whose page did not
+	// load on the local browser because no address of its host took the
+	// connection (refused, unreachable, timed out). The error is a
+	// [*NetworkError].
+	ErrUnreachable = errors.New("hybroute: no address of the host took the connection")
+)
+
+// NetworkError is why a page or a request did not load, where the browser
+// itself says only a network error (net::ERR_TUNNEL_CONNECTION_FAILED, say,
+// when the local browser's egress check did not make the connection). It
+// matches [ErrNameNotResolved] or [ErrUnreachable]; a refusal (of the
+// egress check, or of the guard) wraps the rules' [*netpolicy.BlockedError]
+// instead, so errors.Is finds the rule's sentinel ([netpolicy.ErrPrivate],
+// …) and errors.As the reason's name. The browser's own error, when there
+// was one (a [*chromedp.LoadError]), is in the chain too.
+type NetworkError struct {
+	// URL is what did not load, when it is known; it may carry a
+	// credential: redact it before it is shown (internal/redact).
+	URL string
+	// Host is the host it asked for, as the URL writes it; Addr is the
+	// host:port the browser connected to ("" when no connection was
+	// seen).
+	Host, Addr string
+	// Err is why: ErrNameNotResolved, ErrUnreachable (with what the dials
+	// said), or the refusal, which wraps a *netpolicy.BlockedError.
+	Err error
+	// By is who refused it, for a refusal: "egress" (the local browser's
+	// connection) or "guard" (the request, paused in the browser).
+	By string
+	// Browser is what the browser said, nil when it said nothing to the
+	// caller (a request of the page, an error page met later).
+	Browser error
+}
+
+func (e *NetworkError) Error() string {
+	host := e.Host
+	if host == "" {
+		host = "the page's host"
+	}
+	switch {
+	case errors.Is(e.Err, ErrNameNotResolved):
+		return "hybroute: " + host + " does not resolve: the name has no address"
+	case errors.Is(e.Err, ErrUnreachable):
+		return "hybroute: no address of " + host + " took the connection"
+	case e.By == "egress":
+		return "hybroute: the egress check refused the connection to " + e.Addr + ": " + e.Err.Error()
+	case e.By == "guard":
+		return "hybroute: the guard refused the request: " + e.Err.Error()
+	case errors.Is(e.Err, chromedp.ErrPageLoad):
+		return "hybroute: the load of " + host + " failed; the browser said no more"
+	}
+	return "hybroute: " + e.Err.Error()
+}
+
+// Unwrap returns the cause and what the browser said.
+func (e *NetworkError) Unwrap() []error {
+	if e.Browser != nil {
+		return []error{e.Err, e.Browser}
+	}
+	return []error{e.Err}
+}
 
 // BusyError is the error of a call that did not get its turn to open a
 // local tab within its budget, or whose new session found no room under

@@ -92,9 +92,7 @@ func tabTarget(ctx context.Context) target.ID {
 // awaitRefusalAndNoPopup waits, within ctx, until the guard has refused a
 // load in the session of key and no page the tab opened is left.
 func awaitRefusalAndNoPopup(ctx context.Context, r *Router, key string) error {
-	r.mu.Lock()
-	e := r.sess.M[key]
-	r.mu.Unlock()
+	e := cachedEntry(r, key)
 	tab := tabTarget(ctx)
 	for {
 		refused := e.guard.Err() != nil

@@ -48,6 +48,9 @@ const (
 	// and a metadata address.
 	slowPrivateHost  = "slow-private.test"
 	slowMetadataHost = "slow-metadata.test"
+	// unresolvableHost is a name no resolver of the tests answers, and
+	// both browsers resolve to nothing (no lookup leaves the machine).
+	unresolvableHost = "unresolvable.test"
 )
 
 // site serves the pages and records who fetched them.
@@ -163,7 +166,8 @@ var hostRules = "MAP " + publicHost + " 127.0.0.1, MAP " + metadataHost + " 127.
 	" 127.0.0.1, MAP " + slowPrivateHost + " 127.0.0.1, MAP " + slowMetadataHost + " 127.0.0.1" +
 	// the trailing-dot spellings and the wildcard of TestOperatorRulesHoldOnBothRoutes
 	", MAP " + widgetsHost + ". 127.0.0.1, MAP " + widgetsHost + ".. 127.0.0.1, MAP " + metadataHost + ". 127.0.0.1, MAP " +
-	metadataHost + ".. 127.0.0.1, MAP *." + wildDomain + " 127.0.0.1, MAP *." + wildDomain + ". 127.0.0.1, MAP *." + wildDomain + ".. 127.0.0.1"
+	metadataHost + ".. 127.0.0.1, MAP *." + wildDomain + " 127.0.0.1, MAP *." + wildDomain + ". 127.0.0.1, MAP *." + wildDomain + ".. 127.0.0.1" +
+	", MAP " + unresolvableHost + " ~NOTFOUND"
 
 // world is one router wired to a fake provider with a real cloud Chromium
 // behind it, a real sidecar, and a site.
@@ -277,6 +281,18 @@ func testResolverWith(host, addr string) staticResolver {
 	}
 	res[host] = addrs(addr)
 	return res
+}
+
+// cachedEntry is the cached session of key: the one of that cache key, or,
+// for a session key whose only session is on the local route (always so
+// with no provider), its key+LocalSuffix one. nil when there is none.
+func cachedEntry(r *Router, key string) *entry {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e := r.sess.M[key]; e != nil {
+		return e
+	}
+	return r.sess.M[key+LocalSuffix]
 }
 
 // pageTitle reads the page title of the session's tab.

@@ -77,7 +77,7 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	// The periodic save writes the jar while the session lives, so a
 	// process that dies keeps what was saved.
 	r1.profiles.SaveAll()
-	b, err := os.ReadFile(filepath.Join(dir, profiles.Name("alice"), profiles.CookiesFile))
+	b, err := os.ReadFile(filepath.Join(dir, profiles.Name("alice"+LocalSuffix), profiles.CookiesFile))
 	require.NoError(t, err)
 	assert.Contains(t, string(b), cookieSecret, "saved while the session lives")
 	assert.NotContains(t, string(b), "only-this-run", "a session cookie is not kept")
@@ -99,7 +99,7 @@ func TestProfileKeepsCookiesAcrossReleaseAndRouters(t *testing.T) {
 	fi, err := os.Stat(dir)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
-	pd := filepath.Join(dir, profiles.Name("alice"))
+	pd := filepath.Join(dir, profiles.Name("alice"+LocalSuffix))
 	fi, err = os.Stat(pd)
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
@@ -159,7 +159,7 @@ func TestProfileUnreadableJarFailsTheSession(t *testing.T) {
 	requireChromium(t)
 	s := newSite(t, loginRoutes)
 	dir := t.TempDir()
-	pd := filepath.Join(dir, profiles.Name("carol"))
+	pd := filepath.Join(dir, profiles.Name("carol"+LocalSuffix))
 	require.NoError(t, os.Mkdir(pd, 0o700))
 	jar := filepath.Join(pd, profiles.CookiesFile)
 	require.NoError(t, os.WriteFile(jar, []byte("{not json"), 0o600))

@@ -148,6 +148,7 @@ type Plan struct {
 	Verdicts []netpolicy.Verdict // one per URL literal and per URL a data: literal holds, in scan order
 
 	lookups *floor.Lookups // the names the plan resolved, for the rest of the call
+	nav     string         // the URL a navigation goes to; "" for any other call
 
 	// prev is the route the session's page was on before this call, when
 	// the session had one: a call on another route changes browsers.
@@ -157,9 +158,12 @@ type Plan struct {
 
 // Result is what one call did.
 type Result struct {
-	Route             route.Route // where it ran: route.Local for a fallback too
-	CacheKey          string      // sessionKey or sessionKey+"::local"
-	FallbackFromCloud bool        // the cloud session failed and the call ran on local Chromium under sessionKey
+	// Route is where it ran: route.Local for a fallback too, route.None
+	// for a call no browser ran (refused by its plan, or no session could
+	// be had).
+	Route             route.Route
+	CacheKey          string // the session it ran or would have run in: sessionKey, or sessionKey+"::local" on the local route
+	FallbackFromCloud bool   // the cloud session failed and the call ran on local Chromium under sessionKey
 	// FallbackReason says why a fallback is one: the provider's failure,
 	// short and free of keys, e.g. "provider Browserbase: HTTP 429
 	// RATE_LIMIT_EXCEEDED (retry after 17s)". An agent can tell its model.
@@ -264,7 +268,9 @@ func (r *Router) Plan(ctx context.Context, sessionKey, code string, opts ...Call
 // literals scanned from a script.
 func (r *Router) planCall(ctx context.Context, sessionKey, code string, s callSettings) (Plan, error) {
 	if s.navigation {
-		return r.plan(ctx, sessionKey, []string{code}, true)
+		p, err := r.plan(ctx, sessionKey, []string{code}, true)
+		p.nav = code
+		return p, err
 	}
 	return r.plan(ctx, sessionKey, ScanURLs(code), false)
 }
@@ -398,7 +404,7 @@ func (r *Router) Exec(ctx context.Context, sessionKey, code string, run func(ctx
 	p, err := r.planCall(pctx, sessionKey, code, s)
 	r.tel.EndPlan(pspan, p.Route, p.Verdicts, err)
 	if err != nil {
-		return Result{Route: p.Route, CacheKey: p.CacheKey}, err
+		return Result{CacheKey: p.CacheKey}, err
 	}
 	return r.execPlan(admission.OnContext(ctx, s.run, s.wait), p, run, s.rest)
 }
@@ -439,7 +445,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	if run == nil {
 		run = func(context.Context, *Call) error { return nil }
 	}
-	res = Result{Route: p.Route, CacheKey: p.CacheKey}
+	res = Result{CacheKey: p.CacheKey} // no Route until a browser runs it
 	if p.hasPrev && p.prev != p.Route {
 		res.PageChanged = true
 		res.PreviousCacheKey = r.pol.CacheKey(strings.TrimSuffix(p.CacheKey, LocalSuffix), p.prev)
@@ -552,6 +558,20 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		return res, fmt.Errorf("hybroute: call on %s session %q was refused a page: %w", e.route, p.CacheKey, errors.Join(gerr, runErr))
 	}
 	if err := runErr; err != nil {
+		if callerErr == nil && errors.Is(err, chromedp.ErrPageLoad) {
+			// A page that did not load: why, where the browser says
+			// only a network error.
+			err = e.loadCause(err, p.nav, started)
+			if e.bg != nil && cctx.Err() == nil {
+				if _, seen := e.bg.Landed(e.frontID()); !seen {
+					// The tab's first load failed: it is sent to
+					// about:blank, a committed page, rather than
+					// left to its error page's commit, which the
+					// next call could meet half done.
+					_, _ = browsertab.ToBlank(cctx, nil)
+				}
+			}
+		}
 		if e.released.Load() && callerErr == nil {
 			// The session was ended under the call: that, not the
 			// context the release cancelled, is what the caller hears.

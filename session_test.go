@@ -533,9 +533,7 @@ func TestDeadLocalBrowserIsReplaced(t *testing.T) {
 // localTabOf is the tab of the cached session of cacheKey, on the sidecar.
 func localTabOf(t *testing.T, r *Router, cacheKey string) *sc.Tab {
 	t.Helper()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e := r.sess.M[cacheKey]
+	e := cachedEntry(r, cacheKey)
 	require.NotNil(t, e, "no session %q is cached", cacheKey)
 	lt, ok := e.h.Tab().(*sc.Tab)
 	require.True(t, ok, "session %q is not on the sidecar", cacheKey)
@@ -801,9 +799,7 @@ func TestSlowLookupDoesNotWedgeTheTab(t *testing.T) {
 // awaitRefusal waits, within ctx, until the guard has refused a load in
 // the session of key during the current call.
 func awaitRefusal(ctx context.Context, r *Router, key string) error {
-	r.mu.Lock()
-	e := r.sess.M[key]
-	r.mu.Unlock()
+	e := cachedEntry(r, key)
 	for e.guard.Err() == nil {
 		select {
 		case <-ctx.Done():

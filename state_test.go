@@ -289,9 +289,7 @@ func cookieNames(t *testing.T, r *Router, cacheKey string) []string {
 
 func liveEntry(t *testing.T, r *Router, cacheKey string) *entry {
 	t.Helper()
-	r.mu.Lock()
-	e := r.sess.M[cacheKey]
-	r.mu.Unlock()
+	e := cachedEntry(r, cacheKey)
 	require.NotNil(t, e, "session %q", cacheKey)
 	return e
 }
@@ -373,7 +371,7 @@ func TestRefusedCookiesAreNamed(t *testing.T) {
 	ctx := testCtx(t)
 	_, err := r.Navigate(ctx, "k", s.url(publicHost, "/a"), nil)
 	require.NoError(t, err)
-	e := liveEntry(t, r, "k")
+	e := liveEntry(t, r, "k"+LocalSuffix)
 	err = entryBrowser(t, r, e).WriteCookies(ctx, []state.Cookie{
 		{Name: "good", Value: "v", Domain: publicHost, Path: "/", Expires: -1},
 		{Name: "__Host-bad", Value: "secret-v", Domain: publicHost, Path: "/", Expires: -1},
@@ -381,5 +379,5 @@ func TestRefusedCookiesAreNamed(t *testing.T) {
 	require.ErrorIs(t, err, state.ErrInvalid)
 	assert.Contains(t, err.Error(), `__Host-bad@`+publicHost)
 	assert.NotContains(t, err.Error(), "secret-v")
-	assert.Equal(t, []string{"good@" + publicHost}, cookieNames(t, r, "k"))
+	assert.Equal(t, []string{"good@" + publicHost}, cookieNames(t, r, "k"+LocalSuffix))
 }

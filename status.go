@@ -18,7 +18,7 @@ type SessionStatus struct {
 	// and Browser are empty.
 	Open     bool
 	Route    route.Route
-	CacheKey string // the session key, or the key with LocalSuffix for the hybrid sidecar session
+	CacheKey string // the session key, or the key with LocalSuffix for a session on the local route
 	// Provider names the cloud provider of the Router ("" with none, "CDP
 	// override" with [WithCDPURL]), whether or not the session is on it.
 	Provider string

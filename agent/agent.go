@@ -25,8 +25,8 @@
 // literal the Router sees), and every other tool runs where the session's
 // page is. browser_exec's code is planned like any call: a public URL in it
 // runs where the page is, a private target still pulls the call to the
-// local browser; the result then says that the page changed browsers (the
-// Router's Result.PageChanged).
+// local browser; the result then says that the page changed browsers
+// (Where.BrowserChanged, from the Router's Result.PageChanged).
 package agent
 
 import (
@@ -101,33 +101,52 @@ type Result struct {
 	Where Where
 }
 
-// Where is where a call ran and the page it left the session on.
+// Where is where a call ran and the page it left the session on. An MCP
+// server gives it to the client as the result's _meta (mcpserver.MetaWhere),
+// under the JSON name each field's comment ends with.
 type Where struct {
-	// Ran is false for a call refused before any browser ran it (a blocked
-	// URL literal, a bad argument); the other fields are then empty.
-	Ran   bool
+	// Ran is false for a call no browser ran (a blocked URL literal, a bad
+	// argument, a tool that needs no page, such as browser_state_save); the
+	// other fields are then empty, and Route is route.None. (No _meta.)
+	Ran bool
+	// Route is the browser the call ran in: route.Local (a fallback too)
+	// or route.Cloud. (route: "local" or "cloud")
 	Route route.Route
 	// FallbackFromCloud: the cloud provider could not give this session a
 	// browser, and the call ran on local Chromium in its place.
+	// (fallback_from_cloud)
 	FallbackFromCloud bool
 	// FallbackReason is why, as the Router words it: the provider's
-	// failure, short and free of keys.
+	// failure, short and free of keys. (fallback_reason, only when set)
 	FallbackReason string
-	// PageChanged: the call ran in another browser than the session's page
-	// was in (the URLs of browser_exec's code decided so, or the previous
-	// page's browser was released). The session now follows the new page.
-	PageChanged bool
+	// BrowserChanged: the call did not run in the tab the session's page
+	// was in, so that page is not the one it saw: it ran in the other
+	// browser (the URLs of browser_exec's code, or a navigation, decided
+	// so), or in a fresh browser (the previous one was closed while idle,
+	// or ended), or in a fresh tab (TabReplaced). The session now follows
+	// the new page. A navigation within one tab is Navigated, not this.
+	// (browser_changed)
+	BrowserChanged bool
+	// Navigated: the call took the page to a new document: a navigation
+	// tool, or a click, a key, a form or a script that led to one. The
+	// refs of the last snapshot are then stale. A link that led to a
+	// download is not one. (navigated)
+	Navigated bool
 	// TabReplaced: the session's tab did not answer after the previous
 	// call's deadline, so the call ran in a fresh tab of the same browser
-	// (cookies and storage kept, the page not).
+	// (cookies and storage kept, the page not). (tab_replaced)
 	TabReplaced bool
 	// Dialogs are the JavaScript dialogs the page opened, as the Router
-	// answered them.
+	// answered them. (dialogs, only when any: each with type, message,
+	// accepted, and pending when it waits for browser_handle_dialog)
 	Dialogs []hybroute.Dialog
 	// URL is the page's URL after the call, as the Router re-checked it,
 	// with the credentials it carries redacted (as errors show URLs):
-	// about:blank after a refused page the tab was sent away from.
-	URL   string
+	// about:blank after a refused page the tab was sent away from,
+	// chrome-error://chromewebdata/ when its last load failed (the
+	// result's text then says why). (url)
+	URL string
+	// Title is the page's title after the call. (title)
 	Title string
 	// WaitedForRoom is how long the call waited for a browser session,
 	// every one being in a call under the caps (hybroute.WithMaxSessions,

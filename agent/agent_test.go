@@ -160,6 +160,8 @@ func TestCallRejectsBadArgumentsAsToolErrors(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, r.IsError)
 	assert.Contains(t, r.Text, "up, down, left or right")
+	assert.False(t, r.Where.Ran)
+	assert.Equal(t, route.None, r.Where.Route, "no browser ran it: it claims none")
 
 	require.NoError(t, ts.Close())
 	_, err = ts.Call(ctx, "s", "browser_snapshot", nil)
@@ -265,12 +267,14 @@ func TestToolsetOnLocalChromium(t *testing.T) {
 
 	sc := mustOK(t, callTool(t, ts, s, "browser_scroll", map[string]string{"direction": "down"}))
 	assert.Contains(t, sc.Text, "y 576–1296")
+	assert.False(t, sc.Where.Navigated, "a scroll stays on the document")
 
 	// Type replaces the field's content; submit presses Enter, which
 	// submits the form and navigates.
 	mustOK(t, callTool(t, ts, s, "browser_type", map[string]any{"ref": search, "text": "old"}))
 	typed := mustOK(t, callTool(t, ts, s, "browser_type", map[string]any{"ref": search, "text": "red shoes", "submit": true}))
 	assert.Contains(t, typed.Text, "The page navigated")
+	assert.True(t, typed.Where.Navigated, "a form submitted by Enter is a navigation")
 	assert.Equal(t, "Results for red shoes", typed.Where.Title)
 	assert.Contains(t, typed.Where.URL, "/search?q=red+shoes")
 
@@ -288,9 +292,12 @@ func TestToolsetOnLocalChromium(t *testing.T) {
 	clicked := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": more}))
 	assert.Equal(t, "Page two", clicked.Where.Title)
 	assert.Contains(t, clicked.Text, "The page navigated")
+	assert.True(t, clicked.Where.Navigated, "a click that followed a link is a navigation")
+	assert.False(t, clicked.Where.BrowserChanged, "in the same browser and tab")
 
 	p := mustOK(t, callTool(t, ts, s, "browser_press", map[string]string{"key": "Tab"}))
 	assert.Contains(t, p.Text, "Pressed Tab.")
+	assert.False(t, p.Where.Navigated)
 	focused := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "document.activeElement.textContent"}))
 	assert.Contains(t, focused.Text, `Result: "Home"`)
 	bad := callTool(t, ts, s, "browser_press", map[string]string{"key": "Hyperdrive"})
@@ -315,7 +322,7 @@ func TestRefusedURLsAreToolErrors(t *testing.T) {
 	res := callTool(t, ts, s, "browser_navigate", map[string]string{"url": "169.254.169.254/latest/meta-data/"})
 	assert.True(t, res.IsError)
 	assert.False(t, res.Where.Ran)
-	assert.Equal(t, "blocked: http://169.254.169.254/latest/meta-data/ targets a cloud metadata endpoint (never opened, by any browser); no browser opened it. Do not retry it; no setting allows it.", res.Text)
+	assert.Equal(t, "blocked: http://169.254.169.254/latest/meta-data/ targets a cloud metadata endpoint; no browser opened it. Do not retry it; no setting allows it.", res.Text)
 
 	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/")}))
 	res = callTool(t, ts, s, "browser_exec", map[string]string{"code": `await fetch("http://metadata.google.internal/computeMetadata/v1/")`})
@@ -353,7 +360,7 @@ func TestPageChangesBrowsers(t *testing.T) {
 	// A URL-less content call stays where the page is.
 	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
 	assert.Equal(t, route.Cloud, snap.Where.Route)
-	assert.False(t, snap.Where.PageChanged)
+	assert.False(t, snap.Where.BrowserChanged)
 	assert.Contains(t, snap.Text, "Corner Shop")
 
 	// Code naming a private address runs locally: the page changed browsers.
@@ -363,21 +370,21 @@ func TestPageChangesBrowsers(t *testing.T) {
 	assert.Equal(t, "/api/stock", hits[len(hits)-1].Path)
 	assert.NotEqual(t, agenttest.CloudUA, hits[len(hits)-1].UA, "the local browser fetched it")
 	assert.Equal(t, route.Local, ex.Where.Route)
-	assert.True(t, ex.Where.PageChanged)
+	assert.True(t, ex.Where.BrowserChanged)
 	assert.Contains(t, ex.Text, "the page changed browsers")
 	assert.Equal(t, "about:blank", ex.Where.URL, "the local tab has no page yet")
 
 	// The session follows: the next URL-less call runs locally, no change.
 	snap = mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
 	assert.Equal(t, route.Local, snap.Where.Route)
-	assert.False(t, snap.Where.PageChanged)
+	assert.False(t, snap.Where.BrowserChanged)
 
 	// Navigating to a private page stays local; back to public moves again.
 	nav = mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL("localhost", "/page2")}))
 	assert.Equal(t, route.Local, nav.Where.Route)
 	nav = mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/page2")}))
 	assert.Equal(t, route.Cloud, nav.Where.Route)
-	assert.True(t, nav.Where.PageChanged)
+	assert.True(t, nav.Where.BrowserChanged)
 }
 
 // TestFallbackIsReported: a provider answering 429 gives a local session,

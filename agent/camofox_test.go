@@ -102,7 +102,7 @@ func TestCamofoxToolset(t *testing.T) {
 	// Back on the cloud page: the same Camofox tab, its page kept.
 	nav = mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": site.URL(agenttest.PublicHost, "/page2")}))
 	assert.Equal(t, route.Cloud, nav.Where.Route)
-	assert.True(t, nav.Where.PageChanged)
+	assert.True(t, nav.Where.BrowserChanged)
 
 	mustOK(t, callTool(t, ts, s, "browser_close", nil))
 	assert.Equal(t, 0, cf.OpenTabs())

@@ -16,6 +16,21 @@ import (
 	"github.com/hybroute/hybroute/provider"
 )
 
+// Causes are the sentinels a tool error is worded from (describe), matched
+// with errors.Is: a tool error that names none of them (nor one of the
+// types *netpolicy.BlockedError, *hybroute.NetworkError,
+// *hybroute.BusyError, *provider.Error, *chromedp.LoadError, which carry
+// the details) says "the browser call failed: " and the browser's own text.
+// A client, or a test of the toolset, checks a Router error against them.
+var Causes = []error{
+	netpolicy.ErrMetadata, netpolicy.ErrPrivate, netpolicy.ErrSecretInURL, netpolicy.ErrInvalidURL,
+	netpolicy.ErrLookupTimeout, netpolicy.ErrHostRule, netpolicy.ErrTooManyHosts,
+	hybroute.ErrNameNotResolved, hybroute.ErrUnreachable, chromedp.ErrPageLoad,
+	hybroute.ErrNoCDPEndpoint, hybroute.ErrFallbackFailed, hybroute.ErrNoChromium, hybroute.ErrBrowserDead,
+	hybroute.ErrClosed, ErrClosed, hybroute.ErrBusy, hybroute.ErrDialogOpen,
+	context.DeadlineExceeded,
+}
+
 // describe turns the error of a call into text a model can act on: what was
 // refused and why, or what failed, without the chain of wrapped protocol
 // errors or the Router's session keys.
@@ -23,6 +38,10 @@ func describe(err error, c *call, key string) string {
 	var me *modeltext.Error
 	if errors.As(err, &me) {
 		return me.Error()
+	}
+	var ne *hybroute.NetworkError
+	if errors.As(err, &ne) && (c == nil || !c.blanked) {
+		return "the page did not load: " + networkText(ne)
 	}
 	if blocked := blockedErrors(err); len(blocked) > 0 {
 		var pb *pageBlockedError
@@ -92,6 +111,31 @@ func describe(err error, c *call, key string) string {
 	return "the browser call failed: " + scrubKey(innermost(err), key)
 }
 
+// networkText says why a page or a request did not load, completing "the
+// page did not load: " or "failed: ". The wording is the same on every
+// browser.
+func networkText(ne *hybroute.NetworkError) string {
+	host := ne.Host
+	if host == "" {
+		host = "its host"
+	}
+	if b, ok := errors.AsType[*netpolicy.BlockedError](ne.Err); ok && ne.By != "" {
+		by := "the security guard"
+		if ne.By == "egress" {
+			by = "the egress check, which decides every connection of the local browser"
+		}
+		return "refused by " + by + " (" + b.Reason.String() + "): the request for " + redact.Display(orText(ne.URL, b.URL)) +
+			" " + reason(b) + ". Nothing was loaded from it. " + advice(b)
+	}
+	switch {
+	case errors.Is(ne.Err, hybroute.ErrNameNotResolved):
+		return host + " does not resolve: the name has no address. Check the URL's spelling; the site may not exist."
+	case errors.Is(ne.Err, hybroute.ErrUnreachable):
+		return "no address of " + host + " took the connection: nothing listens there, or it cannot be reached. Check the URL's port, or whether the site is up."
+	}
+	return "the load of " + host + " failed, and the browser said no more. Check the URL, or whether the site is up."
+}
+
 // busyText is the answer to a call that did not get its turn to open a
 // tab. It starts with "busy:", which a client may look for.
 func busyText(err error) string {
@@ -156,7 +200,7 @@ func blockedErrors(err error) []*netpolicy.BlockedError {
 func reason(b *netpolicy.BlockedError) string {
 	switch {
 	case errors.Is(b, netpolicy.ErrMetadata):
-		return "targets a cloud metadata endpoint (never opened, by any browser)"
+		return "targets a cloud metadata endpoint"
 	case errors.Is(b, netpolicy.ErrSecretInURL):
 		return "carries a credential in the URL, and this configuration has no local browser to open such a URL on (it is never sent to a cloud browser)"
 	case errors.Is(b, netpolicy.ErrPrivate):
@@ -175,6 +219,8 @@ func advice(b *netpolicy.BlockedError) string {
 	switch {
 	case errors.Is(b, netpolicy.ErrMetadata):
 		return "Do not retry it; no setting allows it."
+	case b.Reason == netpolicy.ReasonPrivateNotNamed:
+		return "A page reaches a private host only while a call names it: if the user wants it opened, navigate to it (or name its URL in browser_exec's code)."
 	case errors.Is(b, netpolicy.ErrPrivate):
 		return "Do not retry it; if the user needs this address, they must allow private addresses in the configuration."
 	case errors.Is(b, netpolicy.ErrSecretInURL):

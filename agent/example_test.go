@@ -36,7 +36,7 @@ func ExampleToolset() {
 	// browser_snapshot
 	// browser_click
 	// <nil> true
-	// blocked: http://169.254.169.254/latest/meta-data/ targets a cloud metadata endpoint (never opened, by any browser); no browser opened it. Do not retry it; no setting allows it.
+	// blocked: http://169.254.169.254/latest/meta-data/ targets a cloud metadata endpoint; no browser opened it. Do not retry it; no setting allows it.
 }
 
 // An agent loop: offer the tools to the model, run each tool call it

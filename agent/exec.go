@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -39,24 +41,54 @@ func (t *Toolset) exec(ctx context.Context, s *session, key string, args json.Ra
 	if strings.TrimSpace(a.Code) == "" {
 		return toolError("code is required: the JavaScript to run in the page")
 	}
-	var out string
+	var out, refused string
 	var navigated bool
 	// The code is what the Router plans the call from, and what runs.
 	res, c, err := t.do(ctx, s, key, a.Code, reads|moves|light, func(ctx context.Context, c *call) error {
 		c.script = true
+		start := time.Now()
 		// The settle after the script costs a round trip, and buys the
 		// guard time to see what the script set off (a popup, a request
 		// to a refused address): its refusal is this call's error, where
 		// the model can act on it, not lost at the next call's start.
-		return withNavFlag(ctx, c, &navigated, func() error {
+		err := withNavFlag(ctx, c, &navigated, func() error {
 			var err error
 			out, c.title, err = evalJS(ctx, a.Code, t.cfg.maxResult)
 			return err
 		})
+		refused = refusedDuring(c, start)
+		if me, ok := errors.AsType[*modeltext.Error](err); ok && refused != "" {
+			// The code threw, most likely at the refusal ("Failed to
+			// fetch"): the model reads why with the exception.
+			return modeltext.Errorf("%s%s", me.Error(), refused)
+		}
+		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
-		return "Result: " + out + navNote(navigated)
+		return "Result: " + out + navNote(navigated) + refused
 	})
+}
+
+// refusedDuring lists what the guard and the egress check refused of the
+// session's pages since start (a fetch of the code's among them): the
+// page saw only a network error for each.
+func refusedDuring(c *call, start time.Time) string {
+	if c.h == nil {
+		return ""
+	}
+	xs, _ := c.h.Refusals(start)
+	if len(xs) == 0 {
+		return ""
+	}
+	const most = 10
+	lines := make([]string, 0, min(len(xs), most)+1)
+	for _, x := range xs[:min(len(xs), most)] {
+		lines = append(lines, refusalLine(x))
+	}
+	if len(xs) > most {
+		lines = append(lines, fmt.Sprintf("- and %d more (browser_network_requests lists them)", len(xs)-most))
+	}
+	return "\n\nRefused during this call (the page saw only a network error for each; a fetch of one fails with \"TypeError: Failed to fetch\"):\n" + strings.Join(lines, "\n")
 }
 
 // evalJS runs code in the page's main world, top-level await allowed, and

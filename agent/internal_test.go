@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -26,7 +27,7 @@ func TestDescribeErrors(t *testing.T) {
 	priv := &netpolicy.BlockedError{URL: "http://10.0.0.1/", Class: netpolicy.ClassPrivate, Reason: netpolicy.ReasonPrivate}
 	joined := fmt.Errorf("hybroute: call on cloud session %q: %w", "k::local", errors.Join(meta, priv))
 	text := describe(joined, &call{}, "k")
-	assert.Equal(t, "blocked: http://169.254.169.254/ targets a cloud metadata endpoint (never opened, by any browser); no browser opened it. Do not retry it; no setting allows it.\n"+
+	assert.Equal(t, "blocked: http://169.254.169.254/ targets a cloud metadata endpoint; no browser opened it. Do not retry it; no setting allows it.\n"+
 		"blocked: http://10.0.0.1/ targets a private or internal address that this configuration does not let a browser open; no browser opened it. Do not retry it; if the user needs this address, they must allow private addresses in the configuration.", text)
 
 	landed := fmt.Errorf("hybroute: the page landed on a blocked address: %w", meta)
@@ -79,6 +80,22 @@ func TestDescribeErrors(t *testing.T) {
 		assert.NotContains(t, describe(err, &call{}, "k"), "slow site")
 	}
 	assert.Equal(t, "a ref", describe(fmt.Errorf("hybroute: call: %w", modeltext.Errorf("a ref")), &call{ran: true}, "k"))
+
+	// A page that did not load says why, in the same words whichever
+	// browser's text it came from.
+	for _, browser := range []string{"net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_NAME_NOT_RESOLVED"} {
+		unresolved := fmt.Errorf("hybroute: call on local session %q: %w", "k::local",
+			&hybroute.NetworkError{URL: "https://dashboard.example.com/", Host: "dashboard.example.com", Err: hybroute.ErrNameNotResolved,
+				Browser: &chromedp.LoadError{ErrorText: browser}})
+		assert.Equal(t, "the page did not load: dashboard.example.com does not resolve: the name has no address. Check the URL's spelling; the site may not exist.",
+			describe(unresolved, &call{ran: true}, "k"))
+	}
+	ungranted := &hybroute.NetworkError{URL: "http://10.0.0.5/", Host: "10.0.0.5", Addr: "10.0.0.5:80", By: "egress",
+		Err: &netpolicy.BlockedError{URL: "10.0.0.5:80", Class: netpolicy.ClassPrivate, Reason: netpolicy.ReasonPrivateNotNamed}}
+	assert.Equal(t, "the page did not load: refused by the egress check, which decides every connection of the local browser (private_not_named): "+
+		"the request for http://10.0.0.5/ targets a private or internal address that this configuration does not let a browser open. Nothing was loaded from it. "+
+		"A page reaches a private host only while a call names it: if the user wants it opened, navigate to it (or name its URL in browser_exec's code).",
+		describe(fmt.Errorf("x: %w", ungranted), &call{ran: true}, "k"))
 }
 
 // fakeNoCDP stands for the Router's no-CDP error, whose text is SPEC's.

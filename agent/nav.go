@@ -217,6 +217,7 @@ func (t *Toolset) navigate(ctx context.Context, s *session, key string, args jso
 		if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
 			return err
 		}
+		c.moved = true
 		// The load event comes before the page's first frame: the page
 		// is laid out and painted once before the model reads it, as it
 		// is after a click or a keystroke, rather than in the first call

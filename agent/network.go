@@ -54,7 +54,8 @@ type request struct {
 	typ         network.ResourceType
 	status      int64
 	size        float64
-	failed      string
+	failed      string // why it failed, as the tool shows it
+	errText     string // the browser's own net::ERR_… text
 	done        bool
 }
 
@@ -170,7 +171,7 @@ func (n *netState) listen(ctx context.Context, tab target.ID) error {
 		case *network.EventLoadingFailed:
 			n.mu.Lock()
 			if r := l.byID[ev.RequestID]; r != nil {
-				r.failed, r.done = ev.ErrorText, true
+				r.failed, r.errText, r.done = ev.ErrorText, ev.ErrorText, true
 				if ev.BlockedReason != "" {
 					r.failed += " (" + string(ev.BlockedReason) + ")"
 				}
@@ -250,6 +251,9 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 	// The filter reads the URLs as the list shows them, redacted: matched
 	// against the raw URL, it would tell a credential the list hides, one
 	// guessed character at a time.
+	// The egress check's refusals name no request: a failed request it
+	// explains shows its cause, and the connection is not listed again.
+	explained := map[string]bool{}
 	var lines []string
 	for _, r := range reqs {
 		if filter != "" && !strings.Contains(modeltext.URL(r.url), filter) {
@@ -260,9 +264,16 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 		switch {
 		case refused:
 			delete(why, r.id)
-			outcome = "refused by the guard: " + refusalWhy(x)
+			outcome = "refused by the guard" + refusalWhy(x)
 		case r.failed != "":
 			outcome = "failed: " + r.failed
+			var ne *hybroute.NetworkError
+			// Since the log's start: the connection is made (and
+			// refused) before the browser's event reaches the log.
+			if errors.As(c.h.NetworkCause(r.url, r.errText, since), &ne) {
+				outcome = "failed: " + networkText(ne)
+				explained[ne.Addr] = true
+			}
 		case !r.done && r.status == 0:
 			outcome = "pending"
 		default:
@@ -282,7 +293,13 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 		if filter != "" && !strings.Contains(modeltext.URL(x.URL), filter) {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("- %s (%s, in a %s): refused by the guard: %s", modeltext.URL(x.URL), strings.ToLower(x.ResourceType), x.Target, refusalWhy(x)))
+		if x.Target == "connection" {
+			if explained[x.URL] {
+				continue
+			}
+			explained[x.URL] = true
+		}
+		lines = append(lines, refusalLine(x))
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "Requests since the last navigation: %d", len(lines))
@@ -304,14 +321,31 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 	return b.String(), nil
 }
 
-// refusalWhy says why the guard refused a request, for the model.
+// refusalWhy says why the guard refused a request, for the model,
+// completing "refused by the guard": the reason's name, and what it means.
 func refusalWhy(x hybroute.Refusal) string {
 	var be *netpolicy.BlockedError
 	if errors.As(x.Err, &be) {
-		return "it " + reason(be)
+		return " (" + be.Reason.String() + "): it " + reason(be)
 	}
 	if x.Err != nil {
-		return modeltext.Cut(x.Err.Error(), 300)
+		return ": " + modeltext.Cut(x.Err.Error(), 300)
 	}
-	return "refused"
+	return ""
+}
+
+// refusalLine is one refusal of the guard or of the egress check, as an
+// item of a list.
+func refusalLine(x hybroute.Refusal) string {
+	if x.Target == "connection" {
+		return "- a connection to " + modeltext.Cut(x.URL, 300) + ": " + connectionRefusal(x)
+	}
+	return fmt.Sprintf("- %s (%s, in a %s): refused by the guard%s", modeltext.URL(x.URL), strings.ToLower(x.ResourceType), x.Target, refusalWhy(x))
+}
+
+// connectionRefusal says why the egress check refused a connection of the
+// local browser, which no request of the log names.
+func connectionRefusal(x hybroute.Refusal) string {
+	return "refused by the egress check, which decides every connection of the local browser" + refusalWhy(x) +
+		". The page saw only a network error."
 }

@@ -73,7 +73,7 @@ func TestNetworkRequestsOnTheLocalBrowser(t *testing.T) {
 	assert.Regexp(t, `- GET `+base+`/api\?x=1&token=REDACTED \(fetch\): 200, \d+ bytes`, res.Text)
 	assert.NotContains(t, res.Text, "SECRET123", "the URL is redacted")
 	assert.Contains(t, res.Text, "- GET "+base+"/missing.png (image): 404")
-	assert.Contains(t, res.Text, "- GET http://169.254.169.254/latest/meta-data/ (fetch): refused by the guard: it targets a cloud metadata endpoint")
+	assert.Contains(t, res.Text, "- GET http://169.254.169.254/latest/meta-data/ (fetch): refused by the guard (metadata): it targets a cloud metadata endpoint")
 
 	only := mustOK(t, callTool(t, ts, s, "browser_network_requests", map[string]any{"filter": "/api"}))
 	assert.Contains(t, only.Text, "Requests since the last navigation: 1 matching")
@@ -111,5 +111,76 @@ func TestNetworkRequestsOnTheCloud(t *testing.T) {
 	res := requestsUntil(t, ts, s, "(fetch): 200", "refused by the guard")
 	t.Log(res.Text)
 	assert.Equal(t, route.Cloud, res.Where.Route)
-	assert.Contains(t, res.Text, "- GET http://127.0.0.1:"+port+"/api (fetch): refused by the guard: it targets a private or internal address")
+	assert.Contains(t, res.Text, "- GET http://127.0.0.1:"+port+"/api (fetch): refused by the guard (private_on_remote): it targets a private or internal address")
+}
+
+// TestFailuresNameTheirCause: what the egress check refused of a page on
+// the local browser (a fetch to a private host no call named) is listed
+// with the reason's name, not as the browser's net::ERR_EMPTY_RESPONSE; a
+// fetch of browser_exec's code that the egress check or the guard refused
+// is named in that call's result; and a page that went to the browser's
+// error page between calls is explained at the next call.
+func TestFailuresNameTheirCause(t *testing.T) {
+	port := networkSite(t, "http://127.0.0.2:PORT/api")
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	const s = "causes"
+	base := "http://127.0.0.1:" + port
+	egress := "refused by the egress check, which decides every connection of the local browser (private_not_named)"
+	// A name with no address: the proxy's failure is not what the model
+	// reads, the cause is.
+	nx := callTool(t, ts, s, "browser_navigate", map[string]string{"url": "https://dashboard.example.com/"})
+	assert.True(t, nx.IsError)
+	assert.True(t, strings.HasPrefix(nx.Text, "the page did not load: dashboard.example.com does not resolve: the name has no address."), nx.Text)
+	assert.NotContains(t, nx.Text, "ERR_TUNNEL_CONNECTION_FAILED")
+
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": base + "/"}))
+	res := requestsUntil(t, ts, s, "(private_not_named)")
+	assert.Contains(t, res.Text, "- GET http://127.0.0.2:"+port+"/api (fetch): failed: "+egress)
+	assert.NotContains(t, res.Text, "ERR_EMPTY_RESPONSE")
+	assert.NotContains(t, res.Text, "a connection to", "the refusal that explains a request is not listed again")
+
+	// No URL literal in the code: the plan sees nothing, the page's fetch
+	// is refused as it connects.
+	ex := callTool(t, ts, s, "browser_exec", map[string]string{
+		"code": `await fetch(location.protocol + "//" + ["127", "0", "0", "2"].join(".") + ":" + location.port + "/x")`})
+	assert.True(t, ex.IsError)
+	assert.Contains(t, ex.Text, "TypeError: Failed to fetch")
+	assert.Contains(t, ex.Text, "- a connection to 127.0.0.2:"+port+": "+egress)
+	md := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{
+		"code": `await fetch("http://" + ["169", "254", "169", "254"].join(".") + "/latest/meta-data/").then(() => "read", e => String(e))`}))
+	assert.Contains(t, md.Text, `Result: "TypeError: Failed to fetch"`)
+	assert.Regexp(t, `- http://169\.254\.169\.254/latest/meta-data/ \((fetch|xhr), in a tab\): refused by the guard \(metadata\): it targets a cloud metadata endpoint`, md.Text)
+
+	// The page leaves for a host no call named after the call returned:
+	// the egress check refuses it, the tab shows the error page.
+	later := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		to := "http://127.0.0.2:" + port + "/gone"
+		if r.URL.Path == "/metadata" {
+			to = "http://169.254.169.254/latest/"
+		}
+		fmt.Fprintf(w, `<title>Soon</title><script>setTimeout(() => { location.href = %q }, 300)</script>`, to)
+	}))
+	t.Cleanup(later.Close)
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": later.URL + "/"}))
+	var snap agent.Result
+	require.Eventually(t, func() bool {
+		snap = callTool(t, ts, s, "browser_snapshot", nil)
+		return strings.HasPrefix(snap.Where.URL, "chrome-error:")
+	}, 30*time.Second, 100*time.Millisecond, "the page never failed: %s", snap.Text)
+	assert.Contains(t, snap.Text, "Note: the page is the browser's error page: its last load failed: "+egress+
+		": the request for http://127.0.0.2:"+port+"/gone targets a private or internal address")
+
+	// The guard refuses a document the page loads on its own: a call
+	// running then fails with the refusal, one after it is told why the
+	// page is the error page.
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": later.URL + "/metadata"}))
+	require.Eventually(t, func() bool {
+		snap = callTool(t, ts, s, "browser_snapshot", nil)
+		return !strings.HasPrefix(snap.Where.Title, "Soon")
+	}, 30*time.Second, 100*time.Millisecond, "the page never left: %s", snap.Text)
+	assert.Regexp(t, `(?m)^(Note: the page is the browser's error page: its last load failed: refused by the security guard \(metadata\): `+
+		`the request for http://169\.254\.169\.254/latest/ targets a cloud metadata endpoint\.|`+
+		`blocked: the page tried to load http://169\.254\.169\.254/latest/, which targets a cloud metadata endpoint; the request was refused)`,
+		snap.Text)
 }

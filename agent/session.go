@@ -113,6 +113,9 @@ type call struct {
 	downloads string
 	// downloadNav: a navigation of the call turned into a download.
 	downloadNav bool
+	// pageErr is why the page is the browser's error page after the call
+	// (hybroute.Call.PageError); nil when it is not.
+	pageErr error
 }
 
 // callHook is work attached to every call on a CDP tab, apart from the
@@ -164,7 +167,13 @@ func (t *Toolset) runner(s *session, c *call, u use, fn func(ctx context.Context
 		if p := h.REST(); p != nil && u&drivesREST != 0 {
 			return runREST(ctx, c, p, u, fn)
 		}
-		return t.run(ctx, s, c, u, fn)
+		err := t.run(ctx, s, c, u, fn)
+		if err == nil {
+			// A page that went to the error page between calls (a
+			// refused load the page started on its own) is explained.
+			c.pageErr = h.PageError()
+		}
+		return err
 	}
 }
 
@@ -332,6 +341,7 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		URL:               res.LandedURL,
 		Title:             c.title,
 		WaitedForRoom:     res.WaitedForRoom,
+		Navigated:         c.moved && !c.downloadNav,
 	}
 	if w.URL == "" {
 		w.URL = c.url
@@ -347,18 +357,18 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 	switch {
 	case s.pageKey == "":
 	case res.PageChanged:
-		w.PageChanged = true
+		w.BrowserChanged = true
 		note = "Note: the page changed browsers. This call ran in " + routeName(w) +
 			", not in the browser the session's page was in: the URLs in the call decided the route. " +
 			"The session now follows this page; the previous page was left as it was."
 	case res.Evicted:
-		w.PageChanged = true
+		w.BrowserChanged = true
 		note = "Note: this session's browser was closed while it was idle, to make room for other sessions, so this call ran in a fresh one: the previous page, cookies and logins are gone; navigate again if you need them."
 	case res.TabReplaced:
-		w.PageChanged = true
+		w.BrowserChanged = true
 		note = "Note: the tab did not answer after the previous call timed out (a script that never ends, say), so this call ran in a fresh tab of the same browser: cookies and logins are kept, the previous page is gone; navigate again if you need it."
 	case c.target != s.pageTarget:
-		w.PageChanged = true
+		w.BrowserChanged = true
 		note = "Note: the session's browser was started afresh (it was idle too long, or its browser ended), so the previous page is gone; navigate again."
 	}
 	s.pageKey, s.pageTarget = res.CacheKey, c.target

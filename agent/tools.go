@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -95,6 +96,12 @@ func decode(args json.RawMessage, v any) error {
 // body, with where the call ran.
 func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *call, err error, body func() string) Result {
 	w, note := s.finish(res, c)
+	if err == nil && c != nil && c.pageErr != nil {
+		var ne *hybroute.NetworkError
+		if errors.As(c.pageErr, &ne) {
+			note = joinNotes(note, "Note: the page is the browser's error page: its last load failed: "+networkText(ne))
+		}
+	}
 	if err != nil && dialogOpened(err, res) {
 		// The action went through: the page answered it with a dialog,
 		// which waits for the model (dialogs.go).
@@ -115,6 +122,14 @@ func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *cal
 		text += "\n\n" + c.downloads
 	}
 	return result(w, note, text, false)
+}
+
+// joinNotes puts note b after note a.
+func joinNotes(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "\n\n" + b
 }
 
 func argError(err error) Result { return toolError(describe(err, nil, "")) }

@@ -34,7 +34,7 @@ func WithUploadDir(dir string) Option { return func(c *config) { c.uploadDir = d
 var uploadTools = []toolDef{
 	{
 		name: ToolFileUpload,
-		desc: "Choose files for a file input (<input type=file>, a button \"Choose File\" in the snapshot) by its ref, as a user picking them in the file dialog would. " +
+		desc: "Choose files for a file input (<input type=file>: in the snapshot a button named by its label, whose value is the files chosen or \"No file chosen\") by its ref, as a user picking them in the file dialog would. " +
 			"paths are relative to the upload directory the operator allowed; nothing outside it can be uploaded. An empty list clears the input. " +
 			"Only the local browser uploads files.",
 		schema: fmt.Sprintf(`{"type":"object","properties":{"ref":{"type":"string","description":"The file input's ref from the last snapshot"},"paths":{"type":"array","items":{"type":"string"},"maxItems":%d,"description":"Files under the upload directory, e.g. report.pdf or photos/cat.jpg"}},"required":["ref","paths"],"additionalProperties":false}`, maxUploadFiles),
@@ -96,7 +96,7 @@ func (t *Toolset) fileUpload(ctx context.Context, s *session, key string, args j
 
 // fileInputJS checks that the node is a file input that takes n files.
 const fileInputJS = `function(n) {
-	if (!(this instanceof HTMLInputElement) || this.type !== "file") return {error: "is not a file input (<input type=file>); use the ref of the \"Choose File\" button"};
+	if (!(this instanceof HTMLInputElement) || this.type !== "file") return {error: "is not a file input (<input type=file>); use the ref of the file input's button, whose value is the files chosen or \"No file chosen\""};
 	if (this.disabled) return {error: "is disabled"};
 	if (n > 1 && !this.multiple) return {error: "takes one file, not " + n};
 	return {};

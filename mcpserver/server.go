@@ -17,11 +17,24 @@ import (
 	"github.com/hybroute/hybroute/agent"
 )
 
-// MetaWhere is the _meta key of a tool result that says where the call ran:
-// an object with route ("local" or "cloud"), url, title, page_changed,
-// tab_replaced, fallback_from_cloud, and, when set, fallback_reason,
-// dialogs and waited_ms (how long the call waited for a browser session
-// under the server's caps).
+// MetaWhere is the _meta key of a tool result that says where the call ran,
+// on every result of a call a browser ran (none on one that no browser
+// ran: a refused URL, a bad argument). Its value is an object of agent.Where's
+// fields, each documented there under its JSON name:
+//
+//   - route: "local" or "cloud", the browser the call ran in;
+//   - url, title: the page after the call (url redacted);
+//   - navigated: the call took the page to a new document (a click that
+//     followed a link too);
+//   - browser_changed: the call ran in another browser or tab than the
+//     session's page was in (routing, a fresh browser, a replaced tab);
+//   - tab_replaced: that tab is a fresh one, the old one did not answer;
+//   - fallback_from_cloud, and fallback_reason when set: the call ran on
+//     the local browser in place of the cloud's;
+//   - dialogs, when any: the JavaScript dialogs the page opened (type,
+//     message, accepted, and pending when one waits for an answer);
+//   - waited_ms, when set: how long the call waited for a browser session
+//     under the server's caps.
 const MetaWhere = "hybroute/where"
 
 // Options configure a Server. The zero value serves the toolset with no
@@ -161,7 +174,8 @@ func toMCP(res agent.Result) *mcp.CallToolResult {
 		where := map[string]any{
 			"route":               w.Route.String(),
 			"fallback_from_cloud": w.FallbackFromCloud,
-			"page_changed":        w.PageChanged,
+			"browser_changed":     w.BrowserChanged,
+			"navigated":           w.Navigated,
 			"tab_replaced":        w.TabReplaced,
 			"url":                 w.URL,
 			"title":               w.Title,

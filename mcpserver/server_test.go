@@ -71,6 +71,9 @@ func TestMCPReportsTheFallback(t *testing.T) {
 	assert.Equal(t, true, where["fallback_from_cloud"])
 	assert.Contains(t, where["fallback_reason"], "429", "the model is told why")
 	assert.Equal(t, "local", where["route"])
+	assert.Equal(t, true, where["navigated"], "a navigation is reported as one")
+	assert.Equal(t, false, where["browser_changed"], "the session's first page")
+	assert.NotContains(t, where, "page_changed")
 	assert.EqualValues(t, 1, cloud.API.Creates())
 }
 

@@ -103,12 +103,12 @@ func TestPolicyFailsClosed(t *testing.T) {
 	cls := netpolicy.NewClassifier(dnstest.Examples)
 	open := netpolicy.Policy{PrivateOnLocal: true, PrivateOnCloud: true}
 	v := cls.Classify(context.Background(), "http://10.0.0.1/", nil)
-	for _, w := range []route.Route{-1, 2} {
+	for _, w := range []route.Route{-1, route.None, 3} {
 		assert.ErrorIs(t, open.Refuse(v, w), netpolicy.ErrPrivate, "%v", w)
 	}
 	var unset route.Route
 	local := netpolicy.Policy{PrivateOnLocal: true}
-	assert.ErrorIs(t, local.Refuse(v, unset), netpolicy.ErrPrivate, "an unset route is held to the cloud's rules")
+	assert.ErrorIs(t, local.Refuse(v, unset), netpolicy.ErrPrivate, "an unset route (none) is held to the cloud's rules")
 	s := cls.Classify(context.Background(), "https://example.com/?api_key=abc", nil)
 	netpolicy.MarkLiteral(&s)
 	assert.Equal(t, "api_key", s.Credential)

@@ -13,5 +13,6 @@ func TestRouteNames(t *testing.T) {
 	assert.Equal(t, "local", route.Local.String())
 	assert.Equal(t, "Route(7)", route.Route(7).String())
 	var unset route.Route
-	assert.Equal(t, route.Cloud, unset, "an unset route is held to the cloud's rules")
+	assert.Equal(t, route.None, unset, "an unset route names no browser")
+	assert.Equal(t, "none", unset.String())
 }

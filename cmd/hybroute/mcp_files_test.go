@@ -50,7 +50,7 @@ func TestMCPFilesNetworkAndScreenshots(t *testing.T) {
 	assert.Contains(t, text, `saved "data.csv"`)
 
 	_, text = c.OK("browser_network_requests", nil)
-	assert.Contains(t, text, "http://169.254.169.254/latest/ (fetch): refused by the guard: it targets a cloud metadata endpoint")
+	assert.Contains(t, text, "http://169.254.169.254/latest/ (fetch): refused by the guard (metadata): it targets a cloud metadata endpoint")
 
 	res, _ := c.OK("browser_screenshot", map[string]any{"format": "jpeg", "quality": 50, "max_width": 320})
 	var img *mcp.ImageContent

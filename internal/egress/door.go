@@ -26,6 +26,7 @@ type Door struct {
 	named  map[string]struct{} // every host the running call named; nil between calls
 	loaded map[string]struct{} // the hosts of every document the context started to load (loaded.go)
 	mixed  bool                // more hosts than loaded keeps, or one it could not read: clean for no grant
+	fails  []Failure           // the newest connections it did not make, and why
 	closed bool
 }
 
@@ -253,7 +254,9 @@ func (d *Door) trackGranted(c net.Conn, hostport string, dec Decision) (net.Conn
 	defer d.mu.Unlock()
 	if d.closed || !d.grant.Covers(dec.Host, dec.Addrs) {
 		_ = c.Close()
-		return nil, d.p.ungranted(hostport, dec)
+		err := d.p.ungranted(hostport, dec)
+		d.recordLocked(hostport, Refused, err)
+		return nil, err
 	}
 	return d.p.register(&conn{Conn: c, p: d.p, door: d, private: true, host: dec.Host, addrs: dec.Addrs})
 }

@@ -2,9 +2,11 @@ package egress
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"testing"
 	"time"
 
@@ -96,4 +98,55 @@ func TestDoorClosesItsConnections(t *testing.T) {
 	d.Close()
 	_, err = net.DialTimeout("tcp", d.Addr(), time.Second)
 	assert.Error(t, err, "a closed door takes no connection")
+}
+
+// TestDoorKeepsWhyItFailed: the door of a session keeps each connection it
+// did not make and why (a refusal, a name with no address, a dial that
+// failed), so its user can tell the caller what the browser's network
+// error hides; FailureFor finds the newest for a URL's host and port.
+func TestDoorKeepsWhyItFailed(t *testing.T) {
+	t.Parallel()
+	p := start(t, newOwner(), Config{})
+	d, err := p.OpenDoor(context.Background())
+	require.NoError(t, err)
+	d.Bind("ctx-1")
+	before := time.Now()
+
+	srv := newSilentServer(t)
+	_, port, _ := net.SplitHostPort(srv.addr())
+	code, _ := connectThrough(t, d.Addr(), srv.addr())
+	assert.Equal(t, http.StatusForbidden, code, "no grant: 127.0.0.1 is refused")
+	code, _ = connectThrough(t, d.Addr(), "nowhere.test:443")
+	assert.Equal(t, http.StatusBadGateway, code)
+	code, _ = connectThrough(t, d.Addr(), "imds.test:80")
+	assert.Equal(t, http.StatusForbidden, code)
+	srv.close()
+	var g Grant
+	g.Add("127.0.0.1", loopback4()...)
+	d.Set(g)
+	code, _ = connectThrough(t, d.Addr(), srv.addr())
+	assert.Equal(t, http.StatusBadGateway, code, "nothing listens any more")
+
+	fs := d.Failures(before)
+	require.Len(t, fs, 4)
+	assert.Equal(t, []FailureKind{Refused, Unresolved, Refused, Unreachable}, []FailureKind{fs[0].Kind, fs[1].Kind, fs[2].Kind, fs[3].Kind})
+	r, ok := errors.AsType[*Refusal](fs[0].Err)
+	require.True(t, ok)
+	assert.Equal(t, "private_not_named", r.Reason)
+	assert.ErrorIs(t, fs[2].Err, errMetadata)
+
+	f, ok := d.FailureFor("nowhere.test", 443, before)
+	require.True(t, ok)
+	assert.Equal(t, Unresolved, f.Kind)
+	n, _ := strconv.Atoi(port)
+	f, ok = d.FailureFor("127.0.0.1", n, before)
+	require.True(t, ok)
+	assert.Equal(t, Unreachable, f.Kind, "the newest for the host and port")
+	_, ok = d.FailureFor("nowhere.test", 80, before)
+	assert.False(t, ok, "another port")
+	assert.Empty(t, d.Failures(time.Now().Add(time.Second)))
+
+	code, _ = connectThrough(t, p.Addr(), "nowhere.test:443")
+	assert.Equal(t, http.StatusBadGateway, code)
+	assert.Len(t, d.Failures(before), 4, "the browser-wide door's failures are no session's")
 }

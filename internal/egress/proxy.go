@@ -279,12 +279,16 @@ func (p *Proxy) dialChecked(ctx context.Context, door *Door, network, hostport s
 	if r, ok := errors.AsType[*Refusal](err); ok {
 		p.cfg.Refused(ctx, err)
 		p.warn(ctx, hostport, d, r)
+		door.record(hostport, Refused, err)
 		return nil, err
 	}
 	if err != nil {
 		// A name that does not resolve: nothing to dial, nothing refused.
 		p.log.LogAttrs(ctx, slog.LevelDebug, "hybroute: egress: no address to dial",
 			slog.String("host", hostport), slog.String("error", err.Error()))
+		if ctx.Err() == nil {
+			door.record(hostport, Unresolved, err)
+		}
 		return nil, err
 	}
 	if p.log.Enabled(ctx, slog.LevelDebug) {
@@ -302,7 +306,12 @@ func (p *Proxy) dialChecked(ctx context.Context, door *Door, network, hostport s
 		}
 		errs = append(errs, err)
 	}
-	return nil, fmt.Errorf("hybroute: egress: dialling %s: %w", hostport, errors.Join(errs...))
+	err = fmt.Errorf("hybroute: egress: dialling %s: %w", hostport, errors.Join(errs...))
+	if ctx.Err() == nil {
+		// Not the browser giving up on the request: the host's fault.
+		door.record(hostport, Unreachable, err)
+	}
+	return nil, err
 }
 
 // class names the class of an allowed decision, for the log.

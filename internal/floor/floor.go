@@ -37,7 +37,7 @@ type Config struct {
 	AllowSecrets bool // WithAllowSecretsInURLs
 	CloudWebRTC  bool // WithCloudWebRTC: a remote browser's pages keep WebRTC
 
-	LocalSuffix string // ends the cache key of a hybrid router's sidecar session
+	LocalSuffix string // ends the cache key of a session on the local route
 
 	MaxHostsPerCall   int // WithMaxHostsPerCall
 	LookupConcurrency int // WithLookupConcurrency
@@ -176,11 +176,14 @@ func (p *Policy) Route(vs []netpolicy.Verdict, last route.Route, hasLast, naviga
 	return route.Cloud
 }
 
-// CacheKey names the session a call on route runs in: the sidecar of a
-// hybrid router has its own key (Config.LocalSuffix), so it never shares a
-// cache entry (or a browser) with the cloud.
+// CacheKey names the session a call on route runs in: the local route has
+// its own key (Config.LocalSuffix), with no provider as on a hybrid
+// router, so the local session of a key never shares a cache entry (or a
+// browser) with the cloud's, and its name does not depend on whether a
+// provider is configured. A fallback is not a call on the local route:
+// it stands in for the cloud session, under the cloud's key.
 func (p *Policy) CacheKey(key string, where route.Route) string {
-	if where == route.Local && p.Hybrid {
+	if where == route.Local {
 		return key + p.cfg.LocalSuffix
 	}
 	return key
@@ -222,7 +225,7 @@ func (p *Policy) DecideAll(ctx context.Context, urls []string, vs []netpolicy.Ve
 func (p *Policy) MayHold(ctx context.Context, rawURL string, w route.Route) bool {
 	v := p.Classify(ctx, rawURL)
 	ok := p.Refuse(v, w) == nil
-	if w == route.Cloud {
+	if w != route.Local {
 		// A name under a private-use suffix is private data whatever
 		// it resolves to here.
 		ok = ok && v.ResolveErr == nil && !netpolicy.PrivateUseName(v.Host) &&

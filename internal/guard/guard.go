@@ -462,7 +462,8 @@ func (g *Guard) onEvent(s target.SessionID, msg *cdproto.Message) bool {
 		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) == nil && ev.Frame != nil && ev.Frame.ParentID == "" {
 			g.mu.Lock()
 			if id, ok := g.sess[s]; ok && g.refs[id] > 0 {
-				g.landed[id] = landing{frame: ev.Frame.ID, url: ev.Frame.URL + ev.Frame.URLFragment, loading: g.landed[id].loading}
+				g.landed[id] = landing{frame: ev.Frame.ID, url: ev.Frame.URL + ev.Frame.URLFragment, loading: g.landed[id].loading,
+					unreachable: ev.Frame.UnreachableURL}
 			}
 			g.mu.Unlock()
 		}
@@ -513,6 +514,10 @@ func (g *Guard) onEvent(s target.SessionID, msg *cdproto.Message) bool {
 type landing struct {
 	frame cdp.FrameID
 	url   string
+	// unreachable is the URL the browser's error page stands for
+	// (chrome-error://chromewebdata/ names no other): the load that
+	// failed.
+	unreachable string
 	// loading is open while the main frame loads (from its
 	// frameStartedLoading to its frameStoppedLoading), closed when it
 	// stops; nil when it is not loading.
@@ -559,14 +564,25 @@ func (g *Guard) Settle(ctx context.Context, id target.ID, max time.Duration) {
 }
 
 // Landed is the URL of the main frame of page id, as the events of the
-// browser said; ok is false when no navigation of it was seen. The events
-// are read on the connection's reader before anything that follows them,
-// so when a call's last command has returned, the URL it led to is here.
+// browser said; ok is false when no navigation of it was seen (a page
+// whose first load started, and has not committed, has no URL yet: a
+// failed load's error page commits after the call that started it). The
+// events are read on the connection's reader before anything that follows
+// them, so when a call's last command has returned, the URL it led to is
+// here.
 func (g *Guard) Landed(id target.ID) (string, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	l, ok := g.landed[id]
-	return l.url, ok
+	return l.url, ok && l.url != ""
+}
+
+// Unreachable is the URL whose load failed when page id is on the
+// browser's error page; "" otherwise, or when it is not known.
+func (g *Guard) Unreachable(id target.ID) string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.landed[id].unreachable
 }
 
 // SetLanded keeps u as the URL of page id, as the browser reported it

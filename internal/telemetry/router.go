@@ -75,7 +75,7 @@ func NewRouter(cfg RouterConfig) *Router {
 	if tp == nil {
 		tp = otel.GetTracerProvider()
 	}
-	m := New(cfg.Meters, cfg.Provider, route.Cloud.String(), route.Local.String())
+	m := New(cfg.Meters, cfg.Provider, route.None.String(), route.Cloud.String(), route.Local.String())
 	kinds := append(cfg.Kinds[:len(cfg.Kinds):len(cfg.Kinds)],
 		Named{Err: context.DeadlineExceeded, Name: "deadline_exceeded"}, Named{Err: context.Canceled, Name: "canceled"})
 	return &Router{Metrics: m, Tracer: tp.Tracer(Scope), Provider: cfg.Provider,
