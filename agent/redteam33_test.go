@@ -169,3 +169,91 @@ func endlessFrom(t *testing.T, r agent.Router, site *endlessSite, v string) {
 		assert.Empty(t, strings.Join(dirNames(t, dir), ","), "%s: files left after the session", v)
 	}
 }
+
+// secretSite serves a page whose requests and link carry a token the
+// tools must not show: S3CR3Tq9 in access_token, token and a fragment.
+func secretSite(t *testing.T) string {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<!doctype html><title>Secrets</title><h1>Secrets</h1>
+<a href="/reset?access_token=S3CR3Tq9">Reset</a>
+<img src="/pix.png?token=S3CR3Tq9" alt="pix">
+<iframe src="/frame?token=S3CR3Tq9" title="f"></iframe>
+<script>
+fetch("/api?access_token=S3CR3Tq9").then(r => r.text()).then(() => { document.body.dataset.done = "1"; });
+fetch("http://169.254.169.254/latest/?token=S3CR3Tq9").catch(() => {});
+fetch("/nope?token=S3CR3Tq9");
+</script>`)
+		case "/land":
+			http.Redirect(w, r, "/cb?code=S3CR3Tq9#access_token=S3CR3Tq9", http.StatusFound)
+		case "/cb", "/frame":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<!doctype html><title>Callback</title><p>done</p>`)
+		case "/api":
+			fmt.Fprint(w, "ok")
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// TestRedTeam33NoToolShowsTheToken: no tool but browser_exec tells the
+// model the token of a URL the page requested or links to, nor confirms a
+// guess of it: the network list and its filter, the snapshot and its
+// find, the console, the status, the tabs, a wait, a navigation's result.
+func TestRedTeam33NoToolShowsTheToken(t *testing.T) {
+	base := secretSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	const s = "secrets"
+	nav := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": base + "/"}))
+	assert.NotContains(t, nav.Text, "S3CR3T")
+	all := requestsUntil(t, ts, s, "/api?access_token=REDACTED", "refused by the guard", "/nope")
+	assert.NotContains(t, all.Text, "S3CR3T")
+	for _, guess := range []string{"S3CR3T", "token=S", "q9", "=S3", "3CR"} {
+		res := mustOK(t, callTool(t, ts, s, "browser_network_requests", map[string]any{"filter": guess}))
+		assert.Contains(t, res.Text, "0 matching", guess)
+		snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]any{"find": guess}))
+		assert.NotContains(t, snap.Text, "Reset", "find %q", guess)
+		assert.Contains(t, snap.Text, "nothing in the page contains", "find %q", guess)
+	}
+	for _, tool := range []struct {
+		name string
+		args any
+	}{
+		{"browser_console", nil},
+		{"browser_status", nil},
+		{"browser_tabs", map[string]string{"action": "list"}},
+		{"browser_snapshot", nil},
+		{"browser_downloads", nil},
+	} {
+		res := callTool(t, ts, s, tool.name, tool.args)
+		assert.NotContains(t, res.Text, "S3CR3T", tool.name)
+	}
+	wait := mustOK(t, callTool(t, ts, s, "browser_wait_for", map[string]any{"text": "S3CR3Tq9", "time": 0.2}))
+	assert.Contains(t, wait.Text, "did not appear", "a wait reads the page's text only")
+	land := callTool(t, ts, s, "browser_navigate", map[string]string{"url": base + "/land"})
+	assert.NotContains(t, land.Text, "S3CR3T", "the landing")
+	tabs := mustOK(t, callTool(t, ts, s, "browser_tabs", map[string]string{"action": "new", "url": base + "/cb?code=S3CR3Tq9"}))
+	assert.NotContains(t, tabs.Text, "S3CR3T", "a new tab")
+	status := callTool(t, ts, s, "browser_status", nil)
+	assert.NotContains(t, status.Text, "S3CR3T", "status after the landing")
+}
+
+// TestRedTeam33ExecReadsTheToken: browser_exec runs the model's script in
+// the page, which reads every URL the page requested, unredacted. While
+// it is a tool, redacting URLs elsewhere hides them from the model's
+// eyes, not from the model: an observation for the lead, by design.
+func TestRedTeam33ExecReadsTheToken(t *testing.T) {
+	t.Skip("red team: broke, see report")
+	base := secretSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	mustOK(t, callTool(t, ts, "exec", "browser_navigate", map[string]string{"url": base + "/"}))
+	res := callTool(t, ts, "exec", "browser_exec", map[string]string{"code": `performance.getEntriesByType("resource").map(e => e.name).join(" ").split("").join(" ")`})
+	assert.NotContains(t, strings.ReplaceAll(res.Text, " ", ""), "S3CR3Tq9")
+}
