@@ -257,3 +257,55 @@ func TestRedTeam33ExecReadsTheToken(t *testing.T) {
 	res := callTool(t, ts, "exec", "browser_exec", map[string]string{"code": `performance.getEntriesByType("resource").map(e => e.name).join(" ").split("").join(" ")`})
 	assert.NotContains(t, strings.ReplaceAll(res.Text, " ", ""), "S3CR3Tq9")
 }
+
+// TestRedTeam33ManySmallFiles: a burst of tiny downloads (data: and blob:
+// URLs with a download attribute, Content-Disposition files from a frame
+// inside a popup) leaves no more files than the session's bound, with no
+// call running.
+func TestRedTeam33ManySmallFiles(t *testing.T) {
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/f":
+			served.Add(1)
+			w.Header().Set("Content-Disposition", `attachment; filename="f.txt"`)
+			fmt.Fprint(w, "x")
+			return
+		case "/pop":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<!doctype html><title>pop</title><body><script>
+for (let i = 0; i < 12; i++) { const f = document.createElement("iframe"); f.src = "/f?n=" + i; document.body.append(f); }
+</script>`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		burst := `for (let i = 0; i < 12; i++) { const a = document.createElement("a"); a.href = "data:text/plain,x" + i; a.download = "d" + i + ".txt"; document.body.append(a); a.click(); }
+for (let i = 0; i < 12; i++) { const a = document.createElement("a"); a.href = URL.createObjectURL(new Blob(["y" + i])); a.download = "b" + i + ".txt"; document.body.append(a); a.click(); }`
+		if r.URL.Query().Get("via") == "popup" {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<!doctype html><title>Burst</title><script>window.open("/pop")</script>`)
+			return
+		}
+		fmt.Fprint(w, `<!doctype html><title>Burst</title><h1>Burst</h1><script>setTimeout(() => { `+burst+` }, 200)</script>`)
+	}))
+	t.Cleanup(srv.Close)
+	r := agenttest.NewRouter(t, nil)
+	for _, via := range []string{"link", "popup"} {
+		dir := t.TempDir()
+		ts := agent.New(r, agent.WithDownloadDir(dir), agent.WithDownloadLimits(agent.DownloadLimits{Files: 3, PerMinute: 100}))
+		s := "burst-" + via
+		mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/?via=" + via}))
+		var list agent.Result
+		ok := assert.Eventually(t, func() bool {
+			list = mustOK(t, callTool(t, ts, s, "browser_downloads", nil))
+			return strings.Contains(list.Text, "downloads are cut off for this session")
+		}, 30*time.Second, 100*time.Millisecond, via)
+		require.True(t, ok, "%s: served %d, files %v, list %s", via, served.Load(), dirNames(t, dir), list.Text)
+		// Files the browser was still writing when cut off go as they end.
+		require.Eventually(t, func() bool { return len(dirNames(t, dir)) <= 3 }, 10*time.Second, 50*time.Millisecond,
+			"%s: at most 3 files: %v", via, dirNames(t, dir))
+		mustOK(t, callTool(t, ts, s, "browser_close", nil))
+		require.NoError(t, ts.Close())
+		assert.Empty(t, dirNames(t, dir), via)
+	}
+}
