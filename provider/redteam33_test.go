@@ -60,7 +60,7 @@ func TestRedTeam33ProviderURLSpellings(t *testing.T) {
 	for _, c := range refused {
 		assert.Error(t, provider.CheckEndpoint(c.url, c.keyed), "held if refused: %s", c.url)
 	}
-	allowed := []string{"http://127.0.0.1:9/", "http://LOCALHOST:9/", "http://localhost.:9/", "http://[::1]:9/", "http://[::ffff:127.0.0.1]:9/"}
+	allowed := []string{"http://127.0.0.1:9/", "http://LOCALHOST:9/", "http://[::1]:9/", "http://[::ffff:127.0.0.1]:9/"}
 	for _, u := range allowed {
 		assert.NoError(t, provider.CheckEndpoint(u, true), "loopback stays usable: %s", u)
 	}
@@ -125,4 +125,16 @@ func TestRedTeam33RedirectCarriesKey(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Empty(t, stolen, "the key went in cleartext to 10.0.0.5 after a redirect")
+}
+
+// TestRedTeam33ProviderKeyToLocalhostDot: "localhost." (with its dot) is
+// taken for loopback, but neither Go's resolver nor glibc's finds it in
+// /etc/hosts ("127.0.0.1 localhost"): both ask the DNS server (measured,
+// Go 1.26, pure and cgo), so the key goes in cleartext to whatever it
+// answers: the reason 58c8159 gives for refusing names under localhost.
+func TestRedTeam33ProviderKeyToLocalhostDot(t *testing.T) {
+	t.Skip("red team: broke, see report")
+	for _, u := range []string{"http://localhost.:9/", "http://LOCALHOST.:9/", "ws://localhost.:9/devtools/browser/x?token=k"} {
+		assert.ErrorIs(t, provider.CheckEndpoint(u, true), provider.ErrCleartext, u)
+	}
 }
