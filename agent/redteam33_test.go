@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -307,5 +308,49 @@ for (let i = 0; i < 12; i++) { const a = document.createElement("a"); a.href = U
 		mustOK(t, callTool(t, ts, s, "browser_close", nil))
 		require.NoError(t, ts.Close())
 		assert.Empty(t, dirNames(t, dir), via)
+	}
+}
+
+// TestRedTeam33NothingLeftAfterClose: downloads in flight when the
+// session ends (a page that starts one every 20 ms, files of 256 KiB)
+// leave nothing in the directory, the staging directory included, once
+// browser_close answered and the toolset closed. Broke in 2 of 3 rounds
+// (twice in two runs): a .hybroute-partial-* directory with up to 1.5 MiB
+// in it stays, never removed, as if the browser wrote into it after End
+// removed it and before Release ended the browser context.
+func TestRedTeam33NothingLeftAfterClose(t *testing.T) {
+	t.Skip("red team: broke, see report")
+	var served atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/f" {
+			served.Add(1)
+			w.Header().Set("Content-Disposition", `attachment; filename="f.bin"`)
+			w.Write(make([]byte, 256<<10))
+			return
+		}
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<!doctype html><title>Race</title><body><script>
+let n = 0;
+setInterval(() => { const a = document.createElement("a"); a.href = "/f?n=" + n++; a.download = "f.bin"; document.body.append(a); a.click(); a.remove(); }, 20);
+</script>`)
+	}))
+	t.Cleanup(srv.Close)
+	r := agenttest.NewRouter(t, nil)
+	for i := range 3 {
+		dir := t.TempDir()
+		ts := agent.New(r, agent.WithDownloadDir(dir), agent.WithDownloadLimits(agent.DownloadLimits{Files: 1000, PerMinute: 1000, Bytes: 1 << 30}))
+		s := fmt.Sprintf("race-%d", i)
+		served.Store(0)
+		mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/"}))
+		require.Eventually(t, func() bool { return served.Load() >= 5 }, 30*time.Second, 10*time.Millisecond)
+		mustOK(t, callTool(t, ts, s, "browser_close", nil))
+		require.NoError(t, ts.Close())
+		ents, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		var left []string
+		for _, e := range ents {
+			left = append(left, e.Name())
+		}
+		assert.Empty(t, left, "left after the session ended (%d served, %d bytes under the directory)", served.Load(), diskBytes(dir))
 	}
 }
