@@ -187,6 +187,15 @@ fetch("/api?access_token=S3CR3Tq9").then(r => r.text()).then(() => { document.bo
 fetch("http://169.254.169.254/latest/?token=S3CR3Tq9").catch(() => {});
 fetch("/nope?token=S3CR3Tq9");
 </script>`)
+		case "/throw":
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<!doctype html><title>Throw</title><h1>Throw</h1>
+<script src="/app.js?token=S3CR3Tq9"></script>
+<script>new WebSocket("ws://127.0.0.1:1/?token=S3CR3Tq9");</script>`)
+		case "/app.js":
+			w.Header().Set("Content-Type", "text/javascript")
+			fmt.Fprint(w, `function boom() { console.error(new Error("boom")); throw new Error("thrown"); }
+setTimeout(boom, 10);`)
 		case "/land":
 			http.Redirect(w, r, "/cb?code=S3CR3Tq9#access_token=S3CR3Tq9", http.StatusFound)
 		case "/cb", "/frame":
@@ -353,4 +362,24 @@ setInterval(() => { const a = document.createElement("a"); a.href = "/f?n=" + n+
 		}
 		assert.Empty(t, left, "left after the session ended (%d served, %d bytes under the directory)", served.Load(), diskBytes(dir))
 	}
+}
+
+// TestRedTeam33ConsoleShowsNoScriptToken: what Chromium writes into a
+// console message itself (an error's stack names the script's URL, a
+// WebSocket that failed names its URL) carries no token the network list
+// hides. Broke: both show S3CR3Tq9 in the message's text, while the
+// message's source URL on the same line reads token=REDACTED.
+func TestRedTeam33ConsoleShowsNoScriptToken(t *testing.T) {
+	t.Skip("red team: broke, see report")
+	base := secretSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	mustOK(t, callTool(t, ts, "console", "browser_navigate", map[string]string{"url": base + "/throw"}))
+	var got string
+	require.Eventually(t, func() bool {
+		got += mustOK(t, callTool(t, ts, "console", "browser_console", nil)).Text
+		return strings.Contains(got, "thrown")
+	}, 30*time.Second, 100*time.Millisecond)
+	t.Log(got)
+	assert.NotContains(t, got, "S3CR3T")
 }
