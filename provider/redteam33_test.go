@@ -138,3 +138,18 @@ func TestRedTeam33ProviderKeyToLocalhostDot(t *testing.T) {
 		assert.ErrorIs(t, provider.CheckEndpoint(u, true), provider.ErrCleartext, u)
 	}
 }
+
+// TestRedTeam33CDPPathTokenOverWS: a CDP endpoint's token in its path
+// (…/devtools/browser/TOKEN, or a provider's /TOKEN/…), which
+// --print-config treats as a credential, goes over plain ws to a public
+// host: only a query or userinfo counts as a key here.
+func TestRedTeam33CDPPathTokenOverWS(t *testing.T) {
+	t.Skip("red team: broke, see report")
+	for _, u := range []string{
+		"ws://cdp.example.com/devtools/browser/S3CRETPATHTOKEN0123456789",
+		"ws://cdp.example.com/S3CRETPATHTOKEN0123456789/devtools/browser/x",
+	} {
+		_, err := provider.CDPEndpoint(u).CreateSession(context.Background(), "k")
+		assert.ErrorIs(t, err, provider.ErrCleartext, u)
+	}
+}
