@@ -69,7 +69,7 @@ var refOf = func(line string, snapshot string) string {
 }
 
 func TestToolsHaveSchemas(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	var names []string
 	for _, tool := range agent.Catalog() {
 		names = append(names, tool.Name)
@@ -143,7 +143,7 @@ func TestToolsFitTheConfiguration(t *testing.T) {
 }
 
 func TestCallRejectsBadArgumentsAsToolErrors(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	ts := agent.New(nil)
 	ctx := context.Background()
 	r, err := ts.Call(ctx, "s", "browser_fly", nil)
@@ -169,7 +169,7 @@ func TestCallRejectsBadArgumentsAsToolErrors(t *testing.T) {
 }
 
 func TestCompleteURL(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	for in, want := range map[string]string{
 		"localhost:3000":           "http://localhost:3000/",
 		"localhost":                "http://localhost/",
@@ -200,7 +200,7 @@ func TestCompleteURL(t *testing.T) {
 // TestToolsetOnLocalChromium walks the toolset the way a model does, on a
 // router without a provider (everything local).
 func TestToolsetOnLocalChromium(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
@@ -313,7 +313,7 @@ func TestToolsetOnLocalChromium(t *testing.T) {
 // TestRefusedURLsAreToolErrors: what the floor refuses comes back as text
 // the model can act on, without the Router's internals.
 func TestRefusedURLsAreToolErrors(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
@@ -343,7 +343,7 @@ func TestRefusedURLsAreToolErrors(t *testing.T) {
 // browser, content tools stay on the page's browser, and code that names a
 // private address pulls the session local, which the result says.
 func TestPageChangesBrowsers(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	cloud := agenttest.NewCloud(t)
 	r := agenttest.NewRouter(t, cloud.Provider)
@@ -390,7 +390,7 @@ func TestPageChangesBrowsers(t *testing.T) {
 // TestFallbackIsReported: a provider answering 429 gives a local session,
 // and the result tells the model it is a fallback from the cloud.
 func TestFallbackIsReported(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	cloud := hybroutetest.NewCloud(t, hybroutetest.Browserbase)
 	cloud.AnswerNext(hybroutetest.RateLimited(17 * time.Second))
@@ -415,7 +415,7 @@ func TestFallbackIsReported(t *testing.T) {
 // TestSnapshotIsCutPastTheLimit: a big page's snapshot stops at the limit
 // with a note saying so.
 func TestSnapshotIsCutPastTheLimit(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r, agent.WithSnapshotLimit(4000))
@@ -429,7 +429,7 @@ func TestSnapshotIsCutPastTheLimit(t *testing.T) {
 }
 
 func TestViewportOption(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil, hybroute.WithLocalViewport(800, 600))
 	ts := newToolset(t, r)
@@ -466,7 +466,7 @@ func newWrapped(r *hybroute.Router) wrappedRouter {
 // the user wrapped: the read that follows is refused, or finds the error
 // page the guard's refusal left, and the request log names the refusal.
 func TestContentToolsRecheckThePage(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	w := newWrapped(agenttest.NewRouter(t, nil))
 	ts := newToolset(t, w)
@@ -505,7 +505,7 @@ func TestContentToolsRecheckThePage(t *testing.T) {
 // than a call (tabs, dialogs, state, status, uploads, downloads, the
 // guard's refusals) works through a wrapped router as through the Router.
 func TestWrappedRouterLosesNothing(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	w := newWrapped(agenttest.NewRouter(t, nil, hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true})))
 	ts := newToolset(t, w, agent.WithStateDir(t.TempDir()))
@@ -577,7 +577,7 @@ func heapAfterGC() uint64 {
 // browser connection's read buffer keeps the size of the largest message
 // it read).
 func TestExecResultIsCutInThePage(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
@@ -600,7 +600,7 @@ func TestExecResultIsCutInThePage(t *testing.T) {
 // TestWithMaxResultBytes: the limit applies to any JSON result, objects
 // included, and counts UTF-8 bytes; a result within it is whole.
 func TestWithMaxResultBytes(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r, agent.WithMaxResultBytes(100))

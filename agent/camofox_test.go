@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/internal/camofoxtest"
 	"github.com/hybroute/hybroute/internal/testenv"
@@ -20,7 +22,7 @@ import (
 // addresses still run on the local browser, metadata is refused before any
 // request, and browser_exec, which needs CDP, gets the no-CDP message.
 func TestCamofoxToolset(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	testenv.RequireChromium(t)
 	site := agenttest.NewSite(t)
 	cf := camofoxtest.New(t, "", "--user-agent="+agenttest.CloudUA, "--host-resolver-rules="+agenttest.HostRules)

@@ -3,6 +3,8 @@ package agent_test
 import (
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 
 	"github.com/hybroute/hybroute"
@@ -13,7 +15,7 @@ import (
 // browser_handle_dialog, calls meanwhile are refused, and the page gets
 // the model's answer.
 func TestDialogsHeldForTheModel(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewInputSite(t)
 	r := agenttest.NewRouter(t, nil, hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true}))
 	ts := newToolset(t, r)
@@ -52,7 +54,7 @@ func TestDialogsHeldForTheModel(t *testing.T) {
 // TestDialogsAnsweredByDefault: without Hold, the policy answers and
 // browser_handle_dialog has nothing to do.
 func TestDialogsAnsweredByDefault(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewInputSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)

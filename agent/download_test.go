@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/route"
@@ -81,7 +83,7 @@ func clickLink(t *testing.T, ts *agent.Toolset, s, name string) agent.Result {
 // under its cleaned name and reported; a file past the bound is not kept;
 // a download that redirects to a metadata address is refused.
 func TestDownloadsOnTheLocalBrowser(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	_, port := downloadSite(t)
 	base := "http://127.0.0.1:" + port
 	dir := t.TempDir()
@@ -242,7 +244,7 @@ setInterval(() => { `+start+` }, 300);
 // TestDownloadsWithoutADirectory: downloads are refused, the result says
 // why, and the session goes on; browser_pdf_save is an error.
 func TestDownloadsWithoutADirectory(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	_, port := downloadSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
@@ -267,7 +269,7 @@ func TestDownloadsWithoutADirectory(t *testing.T) {
 // redirects to a private address is refused by the guard; a PDF is
 // printed over CDP and written here.
 func TestDownloadsOnTheCloud(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	_, port := downloadSite(t)
 	dir := t.TempDir()
 	cloud := agenttest.NewCloud(t)

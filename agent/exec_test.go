@@ -3,6 +3,8 @@ package agent_test
 import (
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 
 	"github.com/hybroute/hybroute/internal/agenttest"
@@ -13,7 +15,7 @@ import (
 // a SyntaxError while it runs (JSON.parse) runs once, not twice; and the
 // result line carries the page's title as the code left it.
 func TestExecRunsTheCodeOnce(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	ts := newToolset(t, agenttest.NewRouter(t, nil))
 	const s = "once"

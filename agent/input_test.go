@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -36,7 +38,7 @@ func uploadDir(t *testing.T) string {
 // TestInputTools drives every input tool on the local browser, and checks
 // each one's effect in the page.
 func TestInputTools(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewInputSite(t)
 	dir := uploadDir(t)
 	r := agenttest.NewRouter(t, nil)

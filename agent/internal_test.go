@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -22,7 +24,7 @@ import (
 )
 
 func TestDescribeErrors(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	meta := &netpolicy.BlockedError{URL: "http://169.254.169.254/", Class: netpolicy.ClassMetadata, Reason: netpolicy.ReasonMetadata}
 	priv := &netpolicy.BlockedError{URL: "http://10.0.0.1/", Class: netpolicy.ClassPrivate, Reason: netpolicy.ReasonPrivate}
 	joined := fmt.Errorf("hybroute: call on cloud session %q: %w", "k::local", errors.Join(meta, priv))
@@ -107,7 +109,7 @@ func (*fakeNoCDP) Error() string {
 func (*fakeNoCDP) Unwrap() error { return hybroute.ErrNoCDPEndpoint }
 
 func TestPressKeysParsing(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	for _, k := range []string{"Enter", "Tab", "ArrowDown", "PageDown", "Escape", "Backspace", "F5", "Home", "Esc", "Space"} {
 		_, ok := keyNames[k]
 		assert.True(t, ok, k)

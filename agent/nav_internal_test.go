@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/chromedp/cdproto"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -13,7 +15,7 @@ import (
 // A command that meets a tab between two documents is sent again until the
 // swap is over; any other answer is the command's, at once.
 func TestWhileAttachingRetriesOnlyTheSwap(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	ctx := context.Background()
 	swap := &cdproto.Error{Code: -32000, Message: detachedPage}
 

@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -14,7 +16,7 @@ import (
 // TestNavigationTools: forward, reload and resize on the local browser, and
 // a forward into a page the floor refuses.
 func TestNavigationTools(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
@@ -70,7 +72,7 @@ func TestNavigationTools(t *testing.T) {
 // page has run its first frame after the load event, so what the page
 // does in that frame is there for the next call to read.
 func TestNavigateReturnsAfterTheFirstFrame(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		agenttest.ServePage(w, "frame", nil)
 	}))

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/route"
@@ -60,7 +62,7 @@ func requestsUntil(t *testing.T, ts *agent.Toolset, s string, want ...string) ag
 // status, type and size, URLs redacted, a refusal of the guard with why,
 // and a fresh list after a navigation.
 func TestNetworkRequestsOnTheLocalBrowser(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	port := networkSite(t, "http://169.254.169.254/latest/meta-data/")
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
@@ -100,7 +102,7 @@ func TestNetworkRequestsOnTheLocalBrowser(t *testing.T) {
 // TestNetworkRequestsOnTheCloud: on a cloud browser the guard refuses the
 // page's request to a private address, and the list says why.
 func TestNetworkRequestsOnTheCloud(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	port := networkSite(t, "http://127.0.0.1:PORT/api")
 	cloud := agenttest.NewCloud(t)
 	r := agenttest.NewRouter(t, cloud.Provider)

@@ -7,6 +7,8 @@ import (
 	"image/png"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/route"
@@ -38,7 +40,7 @@ func decodeShot(t *testing.T, r agent.Result) (image.Image, string) {
 // TestScreenshotShapes: an element, JPEG with a quality, and a maximum
 // width or height, on the local browser.
 func TestScreenshotShapes(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
@@ -97,7 +99,7 @@ func TestScreenshotShapes(t *testing.T) {
 
 // TestScreenshotShapesOnTheCloud: the same options on the cloud browser.
 func TestScreenshotShapesOnTheCloud(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	cloud := agenttest.NewCloud(t)
 	r := agenttest.NewRouter(t, cloud.Provider)

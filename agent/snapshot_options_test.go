@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -22,7 +24,7 @@ import (
 // TestSnapshotOptions: depth, ref and find shape what a snapshot shows,
 // and every ref of the page still works after a shaped one.
 func TestSnapshotOptions(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	const s = "shape"
 	ts, full, refs := openSnapshot(t, s, "/big?n=30", `button "Add 3"`, `link "Item 5"`)
 	add3, item5 := refs[0], refs[1]
@@ -64,7 +66,7 @@ func TestSnapshotOptions(t *testing.T) {
 // TestSnapshotToFile: a snapshot goes whole to a file in the directory
 // the operator allows, and nowhere else.
 func TestSnapshotToFile(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "outside.txt")
@@ -122,7 +124,7 @@ func framePages(t *testing.T) (string, string) {
 // another site (a process and a target of its own) is in the snapshot,
 // with refs that click and type inside each.
 func TestSnapshotFrames(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	page, _ := framePages(t)
 	ts := newToolset(t, agenttest.NewRouter(t, nil))
 	const s = "frames"
@@ -160,7 +162,7 @@ func TestSnapshotFrames(t *testing.T) {
 // what changed in the tree rather than leaving the model to read it all
 // again.
 func TestActionsReportChanges(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	const s = "changes"
 	ts, snap, refs := openSnapshot(t, s, "/", `button "Add to cart"`, `searchbox "Search products"`)
 	add, search := refs[0], refs[1]

@@ -5,6 +5,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +20,7 @@ import (
 // would, hides what is hidden, masks passwords, and keeps its refs out of
 // the page's reach.
 func TestSnapshotWalk(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		agenttest.ServePage(w, "walk", nil)
 	}))

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/chromedp"
@@ -27,7 +29,7 @@ import (
 // long way, with the same text. The toolset's tabs run without the DOM
 // domain.
 func TestSnapshotInTheWorldOfTheTabsEvents(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		agenttest.ServePage(w, "path", r.URL.Path)
 	}))

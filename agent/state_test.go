@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/state"
@@ -17,7 +19,7 @@ import (
 // then sends the cookie and has the storage. The file is 0600 in the
 // state directory; no value reaches the model.
 func TestStateTools(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	dir := t.TempDir()
@@ -52,7 +54,7 @@ func TestStateTools(t *testing.T) {
 // directory; a path, a symbolic link, a missing or malformed file, or no
 // state directory at all is a tool error that says so.
 func TestStateToolsRefuseBadNames(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	dir := t.TempDir()
 	outside := filepath.Join(t.TempDir(), "outside.json")
 	require.NoError(t, os.WriteFile(outside, []byte(`{"cookies":[],"origins":[]}`), 0o600))

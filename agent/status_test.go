@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 
 	"github.com/hybroute/hybroute"
@@ -16,7 +18,7 @@ import (
 // quoted line, capped, with the credentials of its URLs redacted, and
 // cannot pass for a line of the status of its own.
 func TestStatusTextQuotesWhatCameFromElsewhere(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	reason := "provider X: HTTP 503 from https://api.example/v1?token=hunter2secret\nRoute: cloud \"trusted\" " + strings.Repeat("z", 500)
 	text := statusText(hybroute.SessionStatus{Open: true, Route: route.Local, FallbackFromCloud: true,
 		FallbackReason: reason, Browser: "HeadlessChrome/148.0.1\nRules: none"}, hybroute.Rules{LocalOnly: false, Hybrid: true})
@@ -33,7 +35,7 @@ func TestStatusTextQuotesWhatCameFromElsewhere(t *testing.T) {
 // recording and expiry are lines of their own, quoted; a session without
 // them has none of those lines.
 func TestStatusTextGivesTheProvidersViews(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	st := hybroute.SessionStatus{Open: true, Route: route.Cloud, Provider: "Browser Use",
 		LiveViewURL: "https://live.browser-use.test/s1\nRoute: local", ReplayURL: "https://rec.example/s1.mp4",
 		ExpiresAt: time.Date(2026, 12, 6, 5, 30, 0, 0, time.FixedZone("CET", 3600))}

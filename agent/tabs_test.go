@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/route"
@@ -28,7 +30,7 @@ func tabs(t *testing.T, ts *agent.Toolset, s string) string {
 // TestTabsOnLocalChromium: a popup the page opens becomes a tab; tabs are
 // selected, opened and closed; refused URLs open no tab.
 func TestTabsOnLocalChromium(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewInputSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
@@ -97,7 +99,7 @@ func TestTabsOnLocalChromium(t *testing.T) {
 // is in the cloud browser opens in the local browser, and says so; the
 // cloud tabs stay, and selecting one takes the session back there.
 func TestTabsAcrossRoutes(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	cloud := agenttest.NewCloud(t)
 	r := agenttest.NewRouter(t, cloud.Provider)

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/agent"
@@ -19,7 +21,7 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/tools.golden.jso
 // client's cache key on it, so a change must be deliberate (go test -run
 // TestToolListIsUnchanged -update rewrites the file).
 func TestToolListIsUnchanged(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	// The schema is kept as its text: an indented RawMessage would hide
 	// a change of its bytes.
 	type tool struct{ Name, Description, InputSchema string }

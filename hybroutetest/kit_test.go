@@ -22,7 +22,7 @@ import (
 // hang until the client gives up, a body that does not parse; healthy, a
 // session on the Cloud's browser, which a release ends. The counts follow.
 func TestCloudAnswersEveryKind(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	for _, kind := range hybroutetest.Kinds {
 		t.Run(string(kind), func(t *testing.T) {
 			cloud := hybroutetest.NewCloud(t, kind)
@@ -89,7 +89,7 @@ func TestCloudAnswersEveryKind(t *testing.T) {
 // the call runs on the local browser and says why; a 429's window holds
 // the next key off the provider (one probe per outage).
 func TestRouterFallsBackOnEveryFailure(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	cloud := hybroutetest.NewCloud(t, hybroutetest.Browserbase)
 	site := hybroutetest.NewSite(t, nil)
 	for _, a := range []hybroutetest.Answer{
@@ -123,7 +123,7 @@ func TestRouterFallsBackOnEveryFailure(t *testing.T) {
 // A Cloud that heals serves the next key in the cloud; KillSessions ends
 // the session under a call, which fails with ErrBrowserDead.
 func TestHealAndKill(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	cloud := hybroutetest.NewCloud(t, hybroutetest.Steel)
 	site := hybroutetest.NewSite(t, nil)
 	r := hybroutetest.NewRouter(t, cloud, hybroute.WithCreateTimeout(2*time.Second))
@@ -162,7 +162,7 @@ func TestHealAndKill(t *testing.T) {
 // Routers of tests that run side by side, through Parallel, each pass
 // their own leftover check: another test's goroutines are not theirs.
 func TestParallelRouters(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := hybroutetest.NewSite(t, nil)
 	for _, name := range []string{"one", "two"} {
 		t.Run(name, func(t *testing.T) {

@@ -14,8 +14,10 @@ import (
 // The leftover check sees the Router's own browser: while it runs, its
 // processes and its temporary profile are found by the mark; after Close
 // they are gone, which is what the check waits for.
+//
+// It runs alone: the mark it looks for is the number of the Router it
+// made last, which a Router made beside it would change.
 func TestLeftoversFindTheRoutersBrowser(t *testing.T) {
-	t.Parallel()
 	site := NewSite(t, nil)
 	r := NewRouter(t, nil)
 	mark := fmt.Sprintf("%d-%d", os.Getpid(), routers.Load())
@@ -65,7 +67,7 @@ func (r *recordTB) finish() {
 // A goroutine started during the test and still running when the Router
 // has closed fails the test, named.
 func TestLeftoverGoroutineFailsTheTest(t *testing.T) {
-	t.Parallel()
+	Parallel(t)
 	tb := &recordTB{TB: t}
 	r := NewRouter(tb, nil)
 	stop := make(chan struct{})

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +29,7 @@ import (
 )
 
 func TestMCPInProcess(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := agent.New(r)
@@ -53,7 +55,7 @@ func TestMCPInProcess(t *testing.T) {
 // TestMCPReportsTheFallback: a provider answering 429 gives the session a
 // local browser, and the tool result says it is a fallback from the cloud.
 func TestMCPReportsTheFallback(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	cloud := agenttest.NewCloud(t)
 	cloud.API.OnCreate(cloudtest.RateLimited("17"))
@@ -78,7 +80,7 @@ func TestMCPReportsTheFallback(t *testing.T) {
 }
 
 func TestHostGuard(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	bound, err := net.ResolveTCPAddr("tcp", "127.0.0.1:8931")
 	require.NoError(t, err)
@@ -114,7 +116,7 @@ func TestHostGuard(t *testing.T) {
 // request (a handler called outside an http.Server), only the allowed
 // hosts that carry a port are.
 func TestHostGuardOffLoopback(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
 	h := mcpserver.HostGuard([]string{"mcp.internal.example", "named.example:9000"}, next)
 	lan, err := net.ResolveTCPAddr("tcp", "192.0.2.7:8931")
@@ -145,7 +147,7 @@ func TestHostGuardOffLoopback(t *testing.T) {
 // TestMCPOverHTTP: the SDK's client over streamable HTTP, through the
 // host guard, each client session with a browser session of its own.
 func TestMCPOverHTTP(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	_, hs := newHTTPServer(t, mcpserver.Options{})
 	a, b := mcptest.ConnectHTTP(t, hs.URL), mcptest.ConnectHTTP(t, hs.URL)
@@ -174,7 +176,7 @@ func TestMCPOverHTTP(t *testing.T) {
 // tool; a page refused after it landed is reported where the tab really
 // is, about:blank.
 func TestMCPResultsRedactPageURLs(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := agent.New(r)
@@ -256,7 +258,7 @@ func serveMCPHTTP(t *testing.T, srv *mcpserver.Server) *httptest.Server {
 // the abandoned script is still awaiting, and sees none of the queued
 // calls' effects.
 func TestMCPHangUpCancelsTheCall(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := agent.New(r)
@@ -341,7 +343,7 @@ func TestMCPUnusedHTTPSessionsEnd(t *testing.T) {
 // that made no tool call, never an in-memory (or stdio) one, whose
 // client alone ends it.
 func TestMCPUnusedSweepSparesInProcessSessions(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	srv, hs := newHTTPServer(t, mcpserver.Options{})
 	mcptest.ConnectHTTP(t, hs.URL)
 	inMemory := mcptest.ConnectInMemory(t, srv)
@@ -354,7 +356,7 @@ func TestMCPUnusedSweepSparesInProcessSessions(t *testing.T) {
 }
 
 func TestMCPInputToolsOverHTTP(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewInputSite(t)
 	r := agenttest.NewRouter(t, nil, hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true}))
 	ts := agent.New(r, agent.WithUploadDir(mcptest.FilesToUpload(t)))
@@ -368,7 +370,7 @@ func TestMCPInputToolsOverHTTP(t *testing.T) {
 // page is; an upload is refused there; a tab at a local address opens in
 // the local browser and says so; a popup to a private address is refused.
 func TestMCPInputToolsOnCloud(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewInputSite(t)
 	public := regexp.MustCompile(`127\.0\.0\.1`).ReplaceAllString(site.URL, agenttest.PublicHost)
 	cloud := agenttest.NewCloud(t)

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -25,7 +27,7 @@ import (
 // by its effect (in the page, on disk, or in the answer). The table must
 // name every tool the server lists: a new tool without a row fails it.
 func TestMCPEveryToolOverHTTP(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewInputSite(t)
 	files := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/file" {

@@ -3,6 +3,8 @@ package main
 import (
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -17,7 +19,7 @@ import (
 // drives the page through the server's REST API ($CAMOFOX_URL, with its
 // access key), and browser_exec, which needs CDP, gets the no-CDP message.
 func TestMCPOverStdioBinaryOnCamofox(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	testenv.RequireChromium(t)
 	site := agenttest.NewSite(t)
 	const access = "cf_stdio_access_0123456789"

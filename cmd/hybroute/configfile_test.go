@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -21,7 +23,7 @@ func writeConfig(t *testing.T, name, body string) string {
 // TestConfigFile: a YAML or JSON file sets flags, a list sets a repeatable
 // flag once per element, and the command line wins over the file.
 func TestConfigFile(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	withCheckResolver(t, agenttest.StaticResolver{})
 	y := writeConfig(t, "c.yaml", "provider: none\nblocked-hosts:\n  - '*.ads.test'\n  - 10.0.0.9\n")
 	code, out, errOut := runCmd(t, nil, "", "check", "--config", y, "http://x.ads.test/", "http://10.0.0.9/")
@@ -71,7 +73,7 @@ func TestConfigFileSuggestsAKey(t *testing.T) {
 // TestPrintConfigMasksSecrets: --print-config shows every flag, with a CDP
 // URL's credential redacted and API keys only as set or unset.
 func TestPrintConfigMasksSecrets(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	const key = "bb_live_SECRET_do_not_print"
 	c := writeConfig(t, "c.yaml", "cdp-url: wss://cdp.example/devtools/browser/1?token=SECRET_TOKEN_xyz\nblocked-hosts: [ads.test]\n")
 	code, out, _ := runCmd(t, map[string]string{"BROWSERBASE_API_KEY": key}, "", "mcp", "--config", c, "--print-config")

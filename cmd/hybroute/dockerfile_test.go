@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -24,7 +26,7 @@ var dockerInstructions = map[string]bool{"FROM": true, "RUN": true, "CMD": true,
 // runs as a user that is not root, and the go build it runs builds, in the
 // directory it runs in (the stage's first WORKDIR is the repository root).
 func TestDockerfile(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
 	b, err := os.ReadFile(filepath.Join(root, "Dockerfile"))

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,7 +25,7 @@ import (
 // requests list the guard's refusal, a screenshot is a scaled JPEG, and
 // the page is saved as a PDF in the directory.
 func TestMCPFilesNetworkAndScreenshots(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/file":
@@ -78,7 +80,7 @@ func TestMCPFilesNetworkAndScreenshots(t *testing.T) {
 // TestMCPDownloadDirMustExist: a --download-dir that is not a directory
 // stops the server at start.
 func TestMCPDownloadDirMustExist(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	code, _, stderr := runCmd(t, nil, "", "mcp", "--provider", "none", "--download-dir", filepath.Join(t.TempDir(), "missing"))
 	assert.Equal(t, exitFailure, code)
 	assert.Contains(t, stderr, "--download-dir")

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -15,7 +17,7 @@ import (
 // write a snapshot to a file, over MCP from the SDK's client; the shaping
 // options pass through.
 func TestMCPSnapshotDirFlag(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	dir := t.TempDir()
 	c, _ := startBinary(t, nil, "--provider", "none", "--snapshot-dir", dir)

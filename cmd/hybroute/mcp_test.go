@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -85,7 +87,7 @@ func startBinary(t *testing.T, envv []string, args ...string) (*mcptest.Client, 
 }
 
 func TestMCPOverStdioBinary(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	c, stderr := startBinary(t, nil, "--provider", "none")
 	mcptest.Exercise(t, c, site.Port)
@@ -96,7 +98,7 @@ func TestMCPOverStdioBinary(t *testing.T) {
 }
 
 func TestMCPOverStdioBinaryReportsTheFallback(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	// No cloud browser is needed: every create answers 429.
 	api := cloudtest.NewServer(t, cloudtest.Browserbase, "ws://127.0.0.1:9/devtools/browser/none",
@@ -118,7 +120,7 @@ func TestMCPOverStdioBinaryReportsTheFallback(t *testing.T) {
 // TestMCPMaxResultBytesFlag: --max-result-bytes sets where browser_exec's
 // result is cut.
 func TestMCPMaxResultBytesFlag(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	c, _ := startBinary(t, nil, "--provider", "none", "--max-result-bytes", "64")
 	c.OK("browser_navigate", map[string]any{"url": site.URL("127.0.0.1", "/page2")})
@@ -127,7 +129,7 @@ func TestMCPMaxResultBytesFlag(t *testing.T) {
 }
 
 func TestMCPInputToolsOverStdioBinary(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewInputSite(t)
 	c, _ := startBinary(t, nil, "--provider", "none", "--upload-dir", mcptest.FilesToUpload(t), "--dialogs", "model")
 	mcptest.ExerciseInput(t, c, site.URL)
@@ -136,7 +138,7 @@ func TestMCPInputToolsOverStdioBinary(t *testing.T) {
 // TestMCPToolFlagsAreChecked: a bad --dialogs or --upload-dir stops the
 // server at start, with what is wrong.
 func TestMCPToolFlagsAreChecked(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	file := filepath.Join(t.TempDir(), "f")
 	require.NoError(t, os.WriteFile(file, nil, 0o600))
 	for _, tc := range []struct {

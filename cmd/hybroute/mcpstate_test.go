@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/hybroute/hybroute/agent"
 	"github.com/hybroute/hybroute/internal/agenttest"
 	"github.com/hybroute/hybroute/mcpserver"
@@ -18,7 +20,7 @@ import (
 // a login one client saves with browser_state_save another loads with
 // browser_state_load, over the SDK's client.
 func TestMCPStorageState(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	dir := t.TempDir()
 	start := filepath.Join(t.TempDir(), "start.json")
@@ -56,7 +58,7 @@ func TestMCPStorageState(t *testing.T) {
 }
 
 func TestStateOptionsRefuseBadInput(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	bad := filepath.Join(t.TempDir(), "bad.json")
 	require.NoError(t, os.WriteFile(bad, []byte(`{"cookies": 3}`), 0o600))
 	_, err := stateOptions(bad, "")

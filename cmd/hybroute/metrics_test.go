@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -20,7 +22,7 @@ import (
 // The metrics page shows what a router counted, in Prometheus's format,
 // on loopback.
 func TestMetricsServesRouterCounts(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	var stderr bytes.Buffer
 	ms, err := startMetrics(":0", nil, &stderr)
 	require.NoError(t, err)
@@ -56,7 +58,7 @@ func TestMetricsServesRouterCounts(t *testing.T) {
 // request naming another host (a DNS-rebinding page's own name) or coming
 // from another site's page is refused.
 func TestMetricsAnswersOnlyItsOwnHost(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	ms, err := startMetrics(":0", []string{"metrics.internal.example"}, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, ms.close()) })

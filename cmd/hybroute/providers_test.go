@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -18,7 +20,7 @@ import (
 // providers and every session API preset, each needing its key, and that
 // the usage text lists them.
 func TestEveryProviderIsANameOfTheFlag(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	names := providerNames()
 	for _, want := range append([]string{"browserbase", "browser-use", "browser-use-v2", "nous", "steel", "cdp", "none", "local", "spec"},
 		provider.SessionAPIPresets()...) {
@@ -50,7 +52,7 @@ func TestEveryProviderIsANameOfTheFlag(t *testing.T) {
 // (and --provider-url) creates and releases a session at a fake of its
 // documented API, and that --provider spec does the same from a file.
 func TestPresetFromTheFlagSpeaksItsAPI(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	const ws = "ws://127.0.0.1:9/devtools/browser/not-started"
 	for _, kind := range cloudtest.SessionAPIKinds {
 		srv := cloudtest.NewServer(t, kind, ws)
@@ -94,7 +96,7 @@ func TestPresetFromTheFlagSpeaksItsAPI(t *testing.T) {
 // TestNousNeedsOnlyItsToken proves --provider nous starts with the user
 // token alone: the gateway's origin has hermes-agent's default.
 func TestNousNeedsOnlyItsToken(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	c := config{provider: "nous"}
 	p, name, err := c.newProvider(func(k string) string {
 		if k == "TOOL_GATEWAY_USER_TOKEN" {

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/hybroute/hybroute/hybroutetest"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -34,7 +36,7 @@ var browserLine = regexp.MustCompile(`(?m)^Browser: "(Headless)?Chrome/\d+\.`)
 // is open and opens none; after a navigation it names the local route,
 // the local Chromium's version, and the rules the router was given.
 func TestMCPBrowserStatusLocal(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	r := agenttest.NewRouter(t, nil, hybroute.WithBlockedHosts("*.bad.test"),
 		hybroute.WithDialogPolicy(hybroute.DialogPolicy{Accept: true, PromptText: "yes"}))
@@ -69,7 +71,7 @@ func TestMCPBrowserStatusLocal(t *testing.T) {
 // a session the provider refused reports the fallback and its reason,
 // quoted.
 func TestMCPBrowserStatusCloudAndFallback(t *testing.T) {
-	t.Parallel()
+	hybroutetest.Parallel(t)
 	site := agenttest.NewSite(t)
 	cloud := agenttest.NewCloud(t)
 	r := agenttest.NewRouter(t, cloud.Provider)
