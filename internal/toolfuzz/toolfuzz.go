@@ -75,6 +75,8 @@ type Config struct {
 	// Violations, when set, reports traffic the test's egress dialer
 	// refused because it was not for loopback: each is a break.
 	Violations func() []string
+	// Progress, when set, hears how far a run is every 500 calls.
+	Progress func(format string, args ...any)
 }
 
 // Break is an invariant a call broke.
@@ -125,19 +127,24 @@ func (r *Report) String() string {
 	return b.String()
 }
 
-// SeedFromEnv is the seed of HYBROUTE_FUZZ_SEED, to replay a run, or a new
-// one; and the calls of HYBROUTE_FUZZ_CALLS, or def.
+// ShortSeed is the seed of the short run of the normal tests: the same
+// sequence every time, so that a run of the suite fails for a change, not
+// for a new sequence. A long run (HYBROUTE_FUZZ_CALLS) takes a new seed.
+const ShortSeed = 1
+
+// SeedFromEnv is the seed of HYBROUTE_FUZZ_SEED, to replay a run; else a
+// new one when HYBROUTE_FUZZ_CALLS asks for a long run, and ShortSeed for
+// the short one. calls is HYBROUTE_FUZZ_CALLS, or def.
 func SeedFromEnv(def int) (seed uint64, calls int) {
-	seed = rand.Uint64() % 1_000_000_000
+	seed, calls = ShortSeed, def
+	if s := os.Getenv("HYBROUTE_FUZZ_CALLS"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			seed, calls = rand.Uint64()%1_000_000_000, n
+		}
+	}
 	if s := os.Getenv("HYBROUTE_FUZZ_SEED"); s != "" {
 		if n, err := strconv.ParseUint(s, 10, 64); err == nil {
 			seed = n
-		}
-	}
-	calls = def
-	if s := os.Getenv("HYBROUTE_FUZZ_CALLS"); s != "" {
-		if n, err := strconv.Atoi(s); err == nil && n > 0 {
-			calls = n
 		}
 	}
 	return seed, calls
@@ -227,12 +234,17 @@ func Run(ctx context.Context, cfg Config, t Target) *Report {
 		r.sessions[s] = &sessionState{}
 	}
 	start := time.Now()
+	reported := 0
 	for r.rep.Calls < cfg.Calls && len(r.rep.Breaks) < maxBreaks && ctx.Err() == nil {
 		r.step++
 		st := r.next()
 		r.runStep(ctx, st)
 		if r.step%cfg.CheckEvery == 0 {
 			r.check(ctx)
+		}
+		if cfg.Progress != nil && r.rep.Calls/500 > reported {
+			reported = r.rep.Calls / 500
+			cfg.Progress("%d calls in %s, %d breaks, load average %s", r.rep.Calls, time.Since(start).Round(time.Second), len(r.rep.Breaks), Load())
 		}
 	}
 	r.check(ctx)

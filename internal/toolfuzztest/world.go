@@ -30,6 +30,7 @@ type World struct {
 	Watch   *toolfuzz.Watch
 	Toolset *agent.Toolset
 
+	t          *testing.T
 	goroutines int // before the Router started
 	load       string
 
@@ -41,7 +42,7 @@ type World struct {
 func New(t *testing.T) *World {
 	t.Helper()
 	testenv.RequireChromium(t)
-	w := &World{Site: agenttest.NewFuzzSite(t), load: toolfuzz.Load()}
+	w := &World{t: t, Site: agenttest.NewFuzzSite(t), load: toolfuzz.Load()}
 	w.goroutines = runtime.NumGoroutine()
 	opts := append(agenttest.RouterOptions(t, nil),
 		hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true}),
@@ -80,7 +81,8 @@ func must(t *testing.T, err error) {
 func (w *World) Config(seed uint64, calls int, sessions ...string) toolfuzz.Config {
 	return toolfuzz.Config{
 		Seed: seed, Calls: calls, Site: w.Site.URL, Sessions: sessions,
-		Check: func(ctx context.Context) error { return w.Watch.Check(ctx, 10*time.Second) },
+		Check:    func(ctx context.Context) error { return w.Watch.Check(ctx, 10*time.Second) },
+		Progress: w.t.Logf,
 		Violations: func() []string {
 			w.mu.Lock()
 			defer w.mu.Unlock()
