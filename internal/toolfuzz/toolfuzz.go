@@ -478,40 +478,42 @@ func (r *runner) learn(c call, a answer) {
 	}
 }
 
-// probe checks that session answers a cheap call after an error: it
-// answers a dialog that waits and leaves a blocked page first, as a model
-// told so would.
+// probe checks that session answers a cheap call after an error, as a
+// model that reads the answers would get it to: it answers a dialog that
+// waits, leaves a blocked page, and asks again after a page that moved
+// under the call (a page that navigates itself). Four tries.
 func (r *runner) probe(ctx context.Context, session string) {
 	defer func(start time.Time) { r.rep.ProbeTime += time.Since(start) }(time.Now())
 	exec := call{session: session, tool: "browser_exec", args: json.RawMessage(`{"code":"1+1"}`)}
-	for attempt := 0; ; attempt++ {
+	var a answer
+	for attempt := 0; attempt < 4; attempt++ {
 		r.rep.Probes++
-		a := r.do(ctx, exec)
+		a = r.do(ctx, exec)
 		r.logf("probe %s -> %s", exec, summary(a))
 		if a.err == nil && !a.out.IsError && strings.Contains(a.out.Text, "2") {
 			return
 		}
-		if a.err == nil && attempt < 3 {
-			var fix call
-			switch text := a.out.Text; {
-			case strings.Contains(text, "dialog"):
-				fix = call{session: session, tool: "browser_handle_dialog", args: json.RawMessage(`{"accept":true}`)}
-			case strings.HasPrefix(text, "blocked:"):
-				fix = call{session: session, tool: "browser_navigate", args: r.marshal(map[string]any{"url": r.cfg.Site + "/"})}
-			}
-			if fix.tool != "" {
-				r.rep.Probes++
-				fa := r.do(ctx, fix)
-				r.logf("probe %s -> %s", fix, summary(fa))
-				if fa.err == nil && fix.tool == "browser_handle_dialog" && !fa.out.IsError {
-					r.sessions[session].dialog = false
-				}
-				continue
-			}
+		if a.err != nil {
+			break
 		}
-		r.breakf(exec.String(), "the session usable after every error", "the probe answered %s", summary(a))
-		return
+		var fix call
+		switch text := a.out.Text; {
+		case strings.Contains(text, "dialog"):
+			fix = call{session: session, tool: "browser_handle_dialog", args: json.RawMessage(`{"accept":true}`)}
+		case strings.HasPrefix(text, "blocked:"):
+			fix = call{session: session, tool: "browser_navigate", args: r.marshal(map[string]any{"url": r.cfg.Site + "/"})}
+		default:
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		r.rep.Probes++
+		fa := r.do(ctx, fix)
+		r.logf("probe %s -> %s", fix, summary(fa))
+		if fa.err == nil && fix.tool == "browser_handle_dialog" && !fa.out.IsError {
+			r.sessions[session].dialog = false
+		}
 	}
+	r.breakf(exec.String(), "the session usable after every error", "the probe answered %s", summary(a))
 }
 
 func (r *runner) marshal(v any) json.RawMessage {
