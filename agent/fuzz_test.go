@@ -36,7 +36,7 @@ func (p inProcess) Release(ctx context.Context, session string) error {
 // fuzz-toolset` runs a long one (HYBROUTE_FUZZ_CALLS), and
 // HYBROUTE_FUZZ_SEED replays a run.
 func TestToolsetFuzz(t *testing.T) {
-	seed, calls := toolfuzz.SeedFromEnv(150)
+	seed, calls := toolfuzz.SeedFromEnv(100)
 	// On stderr, so that a crash of the test binary still shows it.
 	fmt.Fprintf(os.Stderr, "TestToolsetFuzz: seed %d (HYBROUTE_FUZZ_SEED=%d replays it), %d calls\n", seed, seed, calls)
 	w := toolfuzztest.New(t)

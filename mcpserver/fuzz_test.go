@@ -112,7 +112,7 @@ func (m *overMCP) closeAll() {
 // clients that go away mid-call. HYBROUTE_FUZZ_CALLS and
 // HYBROUTE_FUZZ_SEED as there.
 func TestToolsetFuzzOverMCP(t *testing.T) {
-	seed, calls := toolfuzz.SeedFromEnv(60)
+	seed, calls := toolfuzz.SeedFromEnv(50)
 	fmt.Fprintf(os.Stderr, "TestToolsetFuzzOverMCP: seed %d (HYBROUTE_FUZZ_SEED=%d replays it), %d calls\n", seed, seed, calls)
 	w := toolfuzztest.New(t)
 	srv := mcpserver.New(w.Toolset, mcpserver.Options{})
