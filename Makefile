@@ -21,7 +21,7 @@ export STATICCHECK GOVULNCHECK GO
 export GOWORK := $(CURDIR)/go.work
 MODULES = $(shell $(GO) work edit -json $(CURDIR)/go.work | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 
-.PHONY: flake jq install-check headless-shell bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load snapshot-huge
+.PHONY: fuzz-toolset flake jq install-check headless-shell bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load snapshot-huge
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -111,6 +111,17 @@ flake: headless-shell
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzVerdict -fuzztime 30s .
 	$(GO) test -run '^$$' -fuzz FuzzScanURLs -fuzztime 30s ./internal/urlscan/
+
+# The toolset fuzzed the way models misuse it (docs/figures.md, "The toolset
+# fuzzed"): FUZZ_CALLS calls in process (TestToolsetFuzz) and FUZZ_CALLS
+# over MCP with the SDK's client (TestToolsetFuzzOverMCP), on the headless
+# shell; each prints its seed and figures, and on an invariant break the
+# calls that led to it. FUZZ_SEED replays a run (make test runs a short one).
+FUZZ_CALLS ?= 10000
+FUZZ_SEED ?=
+fuzz-toolset: headless-shell
+	HYBROUTE_FUZZ_CALLS=$(FUZZ_CALLS) HYBROUTE_FUZZ_SEED=$(FUZZ_SEED) $(GO) test -count=1 -timeout 600m -v -run '^TestToolsetFuzz$$' ./agent/
+	HYBROUTE_FUZZ_CALLS=$(FUZZ_CALLS) HYBROUTE_FUZZ_SEED=$(FUZZ_SEED) $(GO) -C mcpserver test -count=1 -timeout 600m -v -run '^TestToolsetFuzzOverMCP$$' .
 
 # The load and fault suite of provider outages (docs/library.md, "Proof"): the
 # 1,000-call outage, every kind of provider failure, a hanging provider,

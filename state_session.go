@@ -169,7 +169,12 @@ func (r *Router) withEntry(e *entry, fn func(*entry) error) error {
 	if e.released.Load() {
 		return fmt.Errorf("hybroute: session %q: %w", e.key, ErrReleased)
 	}
-	return fn(e)
+	err := fn(e)
+	if err != nil && e.released.Load() && !errors.Is(err, ErrReleased) {
+		// Released while fn ran: its tab went, and that is why fn failed.
+		return fmt.Errorf("hybroute: session %q: %w: %w", e.key, ErrReleased, err)
+	}
+	return err
 }
 
 func (r *Router) isClosed() bool {

@@ -85,6 +85,8 @@ func describe(err error, c *call, key string) string {
 			"Tell the user to install Chromium, or to name it with hybroute mcp --chromium PATH (or CHROMIUM=PATH); the server's log says where it looked."
 	case errors.Is(err, hybroute.ErrBrowserDead):
 		return "the session's browser ended during the call; the next call starts a new one, so navigate again."
+	case errors.Is(err, hybroute.ErrReleased):
+		return "the session was closed during this call (browser_close, or its client went away), so the call stopped; the next call starts a fresh session: navigate again."
 	case errors.Is(err, hybroute.ErrClosed), errors.Is(err, ErrClosed):
 		return "the browser tools are shutting down."
 	case errors.Is(err, hybroute.ErrBusy):

@@ -148,3 +148,18 @@ func TestInputTools(t *testing.T) {
 	sel := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "const f = document.getElementById('name'); return [f.selectionStart, f.selectionEnd]"}))
 	assert.Contains(t, sel.Text, "Result: [0,5]")
 }
+
+// TestClickOnAHiddenElement: a ref whose element is no longer rendered
+// (display: none) is answered in words, not with Chromium's "Node does
+// not have a layout object".
+func TestClickOnAHiddenElement(t *testing.T) {
+	site := agenttest.NewInputSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	mustOK(t, callTool(t, ts, "h", "browser_navigate", map[string]string{"url": site.URL + "/"}))
+	snap := mustOK(t, callTool(t, ts, "h", "browser_snapshot", nil)).Text
+	mustOK(t, callTool(t, ts, "h", "browser_exec", map[string]string{"code": `document.getElementById("sub").style.display = "none"; 1`}))
+	res := callTool(t, ts, "h", "browser_click", map[string]string{"ref": refOf(`checkbox "Subscribe"`, snap)})
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Text, "has no visible box (it is hidden or has no size); take a new snapshot")
+}

@@ -168,23 +168,29 @@ func (t *Toolset) resize(ctx context.Context, s *session, key string, args json.
 const detachedPage = "Not attached to an active page"
 
 // whileAttaching runs cmd, and runs it again while Chromium answers that
-// the tab is between two documents, a few frames apart and within ctx: a
-// command right after a reload can meet the swap, and the swap ends on its
-// own. Any other error, or the same one for longer, is cmd's answer.
+// the tab is between two documents, within attachWait and ctx: a command
+// right after a reload can meet the swap, and the swap ends on its own (a
+// new renderer process to start, which on a loaded machine takes a while).
+// Any other error, or the same one for longer, is cmd's answer.
 func whileAttaching(ctx context.Context, cmd func() error) error {
-	for try := 0; ; try++ {
+	deadline := time.Now().Add(attachWait)
+	for try := 1; ; try++ {
 		err := cmd()
 		var ce *cdproto.Error
-		if err == nil || try == 4 || !errors.As(err, &ce) || ce.Message != detachedPage {
+		if err == nil || !errors.As(err, &ce) || ce.Message != detachedPage || time.Now().After(deadline) {
 			return err
 		}
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(time.Duration(try+1) * 20 * time.Millisecond):
+		case <-time.After(time.Duration(min(try, 5)) * 20 * time.Millisecond):
 		}
 	}
 }
+
+// attachWait bounds how long whileAttaching waits for a tab to be on a
+// document again.
+const attachWait = 3 * time.Second
 
 func (t *Toolset) navigate(ctx context.Context, s *session, key string, args json.RawMessage) Result {
 	var a struct {

@@ -188,7 +188,12 @@ func (t *Toolset) captureCDP(ctx context.Context, s *session, c *call, a *shotAr
 		}
 		p.Clip, p.CaptureBeyondViewport = clip, new(true)
 	case a.FullPage || scaled:
-		m, err := chromedp.Call(ctx, page.GetLayoutMetrics, cdp.Empty{})
+		// A page that navigates itself can be between documents.
+		var m page.GetLayoutMetricsResult
+		err := whileAttaching(ctx, func() (err error) {
+			m, err = chromedp.Call(ctx, page.GetLayoutMetrics, cdp.Empty{})
+			return err
+		})
 		if err != nil {
 			return Image{}, "", err
 		}
@@ -205,7 +210,11 @@ func (t *Toolset) captureCDP(ctx context.Context, s *session, c *call, a *shotAr
 	if p.Clip != nil {
 		p.Clip.Scale = a.fitScale(p.Clip.Width, p.Clip.Height)
 	}
-	shot, err := chromedp.Call(ctx, page.CaptureScreenshot, p)
+	var shot page.CaptureScreenshotResult
+	err := whileAttaching(ctx, func() (err error) {
+		shot, err = chromedp.Call(ctx, page.CaptureScreenshot, p)
+		return err
+	})
 	if err != nil {
 		return Image{}, "", err
 	}

@@ -264,7 +264,15 @@ func (e *pageBlockedError) Unwrap() error { return e.err }
 // one round trip. The entry's URL is the main frame's, as the Router's
 // landed-URL check sees it (an error page keeps the URL it failed to load).
 func pageInfo(ctx context.Context) (string, string, error) {
-	h, err := chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
+	// A page that navigates itself can be between two documents at any
+	// moment, and a navigation to another site swaps the page's process
+	// after its load event: the history is asked again until the swap
+	// is over.
+	var h page.GetNavigationHistoryResult
+	err := whileAttaching(ctx, func() (err error) {
+		h, err = chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
+		return err
+	})
 	if err != nil {
 		return "", "", err
 	}

@@ -91,6 +91,9 @@ func (t *Toolset) stateSave(ctx context.Context, _ *session, key string, args js
 	if errors.Is(err, hybroute.ErrNoSession) {
 		return toolError("this session has no browser yet: open a page with browser_navigate first")
 	}
+	if errors.Is(err, hybroute.ErrReleased) {
+		return toolError(describe(err, nil, key))
+	}
 	if err != nil {
 		return toolError("saving the state failed: " + scrubKey(innermost(err), key))
 	}
@@ -116,7 +119,9 @@ func (t *Toolset) stateLoad(ctx context.Context, _ *session, key string, args js
 	if err != nil {
 		return toolError("the state " + modeltext.Quote(name, 80) + " cannot be loaded: " + err.Error())
 	}
-	if err := t.r.LoadState(ctx, key, st); err != nil {
+	if err := t.r.LoadState(ctx, key, st); errors.Is(err, hybroute.ErrReleased) {
+		return toolError(describe(err, nil, key))
+	} else if err != nil {
 		return toolError("loading the state failed: " + scrubKey(innermost(err), key))
 	}
 	return Result{Text: fmt.Sprintf("Loaded the state %s into this session: %d cookies, %d origins with storage. Open the site with browser_navigate.",

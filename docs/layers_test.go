@@ -100,6 +100,11 @@ var layer = map[string]int{
 	// Users of the facade.
 	"agent":              6,
 	"internal/agenttest": 7,
+	// The toolset fuzzer: the model-misuse generator and its invariants,
+	// which know the Router, not the toolset (the agent package's tests
+	// use it); and the world it runs on, in process and over MCP.
+	"internal/toolfuzz":     6,
+	"internal/toolfuzztest": 8,
 	// The test kit for users' agents: the facade's Router on the
 	// stand-ins.
 	"hybroutetest":       7,

@@ -2,9 +2,13 @@ package browsertab
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 	"unicode/utf8"
+
+	"github.com/chromedp/cdproto"
 
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
@@ -215,6 +219,14 @@ func (h *Held) Take(d *Dialog) {
 	}
 }
 
+// detachedPage is Chromium's answer to a page-level command while the tab
+// is between two documents, and answerWait how long AnswerDialog asks
+// again on it.
+const (
+	detachedPage = "Not attached to an active page"
+	answerWait   = 3 * time.Second
+)
+
 // AnswerDialog answers the session's held dialog: accept or dismiss it,
 // and for an accepted prompt the text it returns. ok is false when none
 // waits. It returns the dialog it answered (Pending cleared, Accepted as
@@ -225,7 +237,24 @@ func (h *Handle) AnswerDialog(ctx context.Context, accept bool, promptText strin
 		return Dialog{}, false, nil
 	}
 	actx, cancel := Bind(tab, ctx)
-	_, err = chromedp.Call(actx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: promptText})
+	// A dialog that opened as a navigation started waits in a page that
+	// is, for that moment, no tab's active page: the answer is asked again
+	// until the page is attached, or the dialog went with its document.
+	deadline := time.Now().Add(answerWait)
+	for try := 1; ; try++ {
+		_, err = chromedp.Call(actx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: promptText})
+		var ce *cdproto.Error
+		if err == nil || !errors.As(err, &ce) || ce.Message != detachedPage || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-actx.Done():
+		case <-time.After(time.Duration(min(try, 5)) * 20 * time.Millisecond):
+		}
+		if actx.Err() != nil {
+			break
+		}
+	}
 	cancel()
 	if err != nil && ctx.Err() != nil {
 		return *w, true, err // the caller gave up: the dialog may still wait

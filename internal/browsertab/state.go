@@ -127,9 +127,17 @@ func (c Context) WithHiddenTab(ctx context.Context, fn func(tctx context.Context
 	return fn(cctx, t.Target.TargetID)
 }
 
+// readStorageJS reads the page's storages. A document no storage is
+// allowed to (the browser's error page, which a failed navigation commits
+// under the URL it failed to load; a sandboxed one) throws on the
+// storage's getter: it has nothing stored.
 const readStorageJS = `(() => {
-	const read = s => { const out = []; for (let i = 0; i < s.length; i++) { const k = s.key(i); out.push({name: k, value: s.getItem(k)}); } return out; };
-	return {origin: location.origin, l: read(localStorage), s: read(sessionStorage)};
+	const read = get => {
+		let s;
+		try { s = get(); } catch (e) { return []; }
+		const out = []; for (let i = 0; i < s.length; i++) { const k = s.key(i); out.push({name: k, value: s.getItem(k)}); } return out;
+	};
+	return {origin: location.origin, l: read(() => localStorage), s: read(() => sessionStorage)};
 })()`
 
 // writeStorageJS sets the items of d ({l, s}) in the page's storages and

@@ -804,5 +804,10 @@ func StaleNode(ref string, err error) error {
 		strings.Contains(msg, "Could not compute") || strings.Contains(msg, "detached") {
 		return modeltext.Errorf("the element %s is no longer in the page (it changed since the snapshot); take a new snapshot", ref)
 	}
+	if strings.Contains(msg, "does not have a layout object") {
+		// Chromium's answer for an element that is not rendered
+		// (display: none), as a hidden menu's link is.
+		return modeltext.Errorf("the element %s has no visible box (it is hidden or has no size); take a new snapshot", ref)
+	}
 	return err
 }
