@@ -370,7 +370,6 @@ setInterval(() => { const a = document.createElement("a"); a.href = "/f?n=" + n+
 // hides. Broke: both show S3CR3Tq9 in the message's text, while the
 // message's source URL on the same line reads token=REDACTED.
 func TestRedTeam33ConsoleShowsNoScriptToken(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	base := secretSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
