@@ -48,6 +48,7 @@ func (b *consoleBuf) add(m chromedp.ConsoleMessage) {
 	if len(text) > maxConsoleText {
 		text = text[:maxConsoleText] + "…"
 	}
+	text = modeltext.PageText(text)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.limit > 0 && len(b.msgs) >= b.limit {

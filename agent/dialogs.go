@@ -60,9 +60,9 @@ func (t *Toolset) handleDialog(ctx context.Context, s *session, key string, args
 	case err != nil:
 		return toolError(describe(err, nil, key))
 	}
-	msg := "Dismissed the " + d.Type + " " + modeltext.Quote(d.Message, 200) + "."
+	msg := "Dismissed the " + d.Type + " " + modeltext.Quote(modeltext.PageText(d.Message), 200) + "."
 	if a.Accept {
-		msg = "Accepted the " + d.Type + " " + modeltext.Quote(d.Message, 200)
+		msg = "Accepted the " + d.Type + " " + modeltext.Quote(modeltext.PageText(d.Message), 200)
 		if d.Type == "prompt" {
 			msg += " with " + modeltext.Quote(text, 200)
 		}

@@ -65,7 +65,7 @@ func (t *Toolset) exec(ctx context.Context, s *session, key string, args json.Ra
 		return err
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
-		return "Result: " + out + navNote(navigated) + refused
+		return "Result: " + modeltext.PageText(out) + navNote(navigated) + refused
 	})
 }
 

@@ -266,7 +266,7 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 			delete(why, r.id)
 			outcome = "refused by the guard" + refusalWhy(x)
 		case r.failed != "":
-			outcome = "failed: " + r.failed
+			outcome = "failed: " + modeltext.PageText(r.failed)
 			var ne *hybroute.NetworkError
 			// Since the log's start: the connection is made (and
 			// refused) before the browser's event reaches the log.

@@ -259,13 +259,30 @@ func TestRedTeam33NoToolShowsTheToken(t *testing.T) {
 // it is a tool, redacting URLs elsewhere hides them from the model's
 // eyes, not from the model: an observation for the lead, by design.
 func TestRedTeam33ExecReadsTheToken(t *testing.T) {
-	t.Skip("red team: broke, see report")
+	t.Skip("known limit (docs/security.md): a script can re-encode a URL so that no redaction finds it; TestExecResultRedactsURLs holds the written-out case")
 	base := secretSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)
 	mustOK(t, callTool(t, ts, "exec", "browser_navigate", map[string]string{"url": base + "/"}))
 	res := callTool(t, ts, "exec", "browser_exec", map[string]string{"code": `performance.getEntriesByType("resource").map(e => e.name).join(" ").split("").join(" ")`})
 	assert.NotContains(t, strings.ReplaceAll(res.Text, " ", ""), "S3CR3Tq9")
+}
+
+// TestExecResultRedactsURLs: browser_exec's result shows the URLs the
+// page requested as the network list does, with their credentials
+// redacted, when the script returns them written out.
+func TestExecResultRedactsURLs(t *testing.T) {
+	base := secretSite(t)
+	r := agenttest.NewRouter(t, nil)
+	ts := newToolset(t, r)
+	mustOK(t, callTool(t, ts, "exec", "browser_navigate", map[string]string{"url": base + "/"}))
+	res := mustOK(t, callTool(t, ts, "exec", "browser_exec", map[string]string{"code": `performance.getEntriesByType("resource").map(e => e.name)`}))
+	assert.Contains(t, res.Text, "/pix.png?token=REDACTED")
+	assert.NotContains(t, res.Text, "S3CR3T")
+	res = callTool(t, ts, "exec", "browser_exec", map[string]string{"code": `throw new Error(location.origin + "/api?access_token=S3CR3Tq9")`})
+	assert.True(t, res.IsError)
+	assert.Contains(t, res.Text, "access_token=REDACTED")
+	assert.NotContains(t, res.Text, "S3CR3T")
 }
 
 // TestRedTeam33ManySmallFiles: a burst of tiny downloads (data: and blob:
@@ -370,7 +387,6 @@ setInterval(() => { const a = document.createElement("a"); a.href = "/f?n=" + n+
 // hides. Broke: both show S3CR3Tq9 in the message's text, while the
 // message's source URL on the same line reads token=REDACTED.
 func TestRedTeam33ConsoleShowsNoScriptToken(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	base := secretSite(t)
 	r := agenttest.NewRouter(t, nil)
 	ts := newToolset(t, r)

@@ -410,7 +410,7 @@ func dialogLines(ds []hybroute.Dialog) string {
 	b.WriteString(":")
 	for _, d := range ds {
 		if d.Pending {
-			b.WriteString("\n- " + d.Type + " " + modeltext.Quote(d.Message, 300))
+			b.WriteString("\n- " + d.Type + " " + modeltext.Quote(modeltext.PageText(d.Message), 300))
 			if d.Type == "prompt" {
 				b.WriteString(" (default " + modeltext.Quote(d.DefaultPrompt, 100) + ")")
 			}
@@ -425,7 +425,7 @@ func dialogLines(ds []hybroute.Dialog) string {
 		b.WriteString(d.Type)
 		if d.Message != "" {
 			b.WriteString(" ")
-			b.WriteString(modeltext.Quote(d.Message, 300))
+			b.WriteString(modeltext.Quote(modeltext.PageText(d.Message), 300))
 		}
 		switch {
 		case d.Type == "beforeunload" && d.Accepted:

@@ -129,29 +129,23 @@ func uploadPaths(dir string, paths []string) ([]string, error) {
 		if !filepath.IsAbs(full) {
 			full = filepath.Join(root, p)
 		}
-		// A path outside the directory is refused by its spelling, before
-		// the file system is asked anything: the answer must not tell
-		// whether a file exists there (/etc/shadow and /nonexistent read
-		// the same).
-		outside := modeltext.Errorf("%s is outside the upload directory; only files under it can be uploaded", modeltext.Quote(p, 200))
+		// Every path that does not end at a regular file inside the
+		// directory gets one and the same refusal, so the answer tells
+		// nothing of what is there: /etc/shadow and /nonexistent, and
+		// share/etc/shadow and share/etc/nonexistent through a link to /
+		// inside the directory, read alike. A path outside by its spelling
+		// is refused before the file system is asked anything.
+		refused := modeltext.Errorf("%s is no file under the upload directory (a path outside the upload directory, a missing file and a directory are refused alike); only files under it can be uploaded", modeltext.Quote(p, 200))
 		if !under(root, full) && !under(abs, full) {
-			return nil, outside
+			return nil, refused
 		}
 		real, err := filepath.EvalSymlinks(full)
-		if err != nil {
-			return nil, modeltext.Errorf("%s: no such file under the upload directory", modeltext.Quote(p, 200))
-		}
-		if !under(root, real) {
-			// A link inside that leads out: the link exists, whatever its
-			// target is, so this says nothing of the target.
-			return nil, outside
+		if err != nil || !under(root, real) {
+			return nil, refused
 		}
 		fi, err := os.Stat(real)
-		if err != nil {
-			return nil, modeltext.Errorf("%s: %v", modeltext.Quote(p, 200), pathErr(err))
-		}
-		if !fi.Mode().IsRegular() {
-			return nil, modeltext.Errorf("%s is not a regular file", modeltext.Quote(p, 200))
+		if err != nil || !fi.Mode().IsRegular() {
+			return nil, refused
 		}
 		out = append(out, real)
 	}

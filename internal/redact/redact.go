@@ -457,3 +457,81 @@ func containsFold(s, sub string) bool {
 	}
 	return false
 }
+
+// DisplayText returns text (a console message, an exception's stack, a
+// script's result: text a page wrote) with every URL in it redacted as
+// [Display] redacts a URL, without the cut. A URL is found as a word:
+// text between blanks, quotes and angle brackets, so "at f
+// (http://h/app.js?token=T:1:33)" and "WebSocket connection to
+// 'ws://h/?token=T' failed" lose T. A stack frame's line and column and
+// the closing punctuation after a URL are kept. It finds URLs written
+// out; one the page re-encoded (spaced out, base64) is not found.
+func DisplayText(text string) string {
+	if strings.IndexAny(text, "?#@") < 0 {
+		return text
+	}
+	var b strings.Builder
+	prev := 0
+	for i := 0; i < len(text); {
+		for i < len(text) && textBreak(text[i]) {
+			i++
+		}
+		j := i
+		for j < len(text) && !textBreak(text[j]) {
+			j++
+		}
+		word := text[i:j]
+		core := trimTail(word)
+		if spans, ok := credentialSpans(core); ok {
+			b.WriteString(text[prev:i])
+			at := 0
+			for _, sp := range spans {
+				b.WriteString(core[at:sp[0]])
+				b.WriteString(Redacted)
+				at = sp[1]
+			}
+			b.WriteString(core[at:])
+			b.WriteString(word[len(core):])
+			prev = j
+		}
+		i = j
+	}
+	if prev == 0 {
+		return text
+	}
+	b.WriteString(text[prev:])
+	return b.String()
+}
+
+// textBreak reports whether c ends a word that may be a URL.
+func textBreak(c byte) bool {
+	switch c {
+	case ' ', '\t', '\n', '\r', '\f', '\v', '"', '\'', '`', '<', '>':
+		return true
+	}
+	return false
+}
+
+// trimTail is w without what follows a URL in a text: closing
+// punctuation, an escaping backslash, and a stack frame's ":line:col".
+func trimTail(w string) string {
+	w = strings.TrimRight(w, ")]},;.\\")
+	if i := strings.LastIndexByte(w, ':'); i > 0 && digits(w[i+1:]) {
+		if j := strings.LastIndexByte(w[:i], ':'); j > 0 && digits(w[j+1:i]) {
+			return w[:j]
+		}
+	}
+	return w
+}
+
+func digits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -108,3 +108,21 @@ func BenchmarkCredential(b *testing.B) {
 		})
 	}
 }
+
+// TestDisplayText: every URL written in a text loses its credentials as
+// Display redacts them, and the rest of the text stays as it was.
+func TestDisplayText(t *testing.T) {
+	for in, want := range map[string]string{
+		"Error: boom\n    at boom (http://127.0.0.1:5/app.js?token=S3CR3T:1:33)\n    at http://h/a.js?v=2&key=S3CR3T:4:1": "Error: boom\n    at boom (http://127.0.0.1:5/app.js?token=REDACTED:1:33)\n    at http://h/a.js?v=2&key=REDACTED:4:1",
+		"WebSocket connection to 'ws://127.0.0.1:1/?token=S3CR3T' failed: ":                                               "WebSocket connection to 'ws://127.0.0.1:1/?token=REDACTED' failed: ",
+		`["http://h/api?access_token=S3CR3T","http://h/cb#access_token=S3CR3T&x=1"]`:                                      `["http://h/api?access_token=REDACTED","http://h/cb#access_token=REDACTED&x=1"]`,
+		`{\"u\":\"https://u:S3CR3T@h/p\"}`:                                                                                `{\"u\":\"https://u:REDACTED@h/p\"}`,
+		"no URL here, what? #1 a@b":                                                                                       "no URL here, what? #1 a@b",
+		"see /api?sig=S3CR3T.":                                                                                            "see /api?sig=REDACTED.",
+		"":                                                                                                                "",
+	} {
+		got := DisplayText(in)
+		assert.Equal(t, want, got, in)
+		assert.NotContains(t, got, "S3CR3T")
+	}
+}

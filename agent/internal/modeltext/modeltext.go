@@ -32,7 +32,7 @@ func ExceptionText(d *runtime.ExceptionDetails) string {
 	} else if d.Exception != nil && len(d.Exception.Value) > 0 {
 		msg = d.Text + " " + string(d.Exception.Value)
 	}
-	return Cut(msg, 2000)
+	return Cut(PageText(msg), 2000)
 }
 
 // Quote quotes s for the model on one line, cut to max runes.
@@ -61,6 +61,15 @@ func Quote(s string, max int) string {
 // token in the query, an OAuth access_token in the fragment, a userinfo
 // password) redacted by the list errors use, and bounded.
 func URL(u string) string { return redact.Display(u) }
+
+// PageText is text a page wrote (a console message, an exception's stack,
+// a script's result, a dialog's message) as a tool result shows it: every
+// URL written in it redacted as URL redacts a URL, so that Chromium's own
+// texts ("at f (http://h/app.js?token=…:1:33)", "WebSocket connection to
+// 'ws://h/?token=…' failed") show no more than the network list does. It
+// is best effort against a page's script, which can re-encode a URL so
+// that it reads as no URL.
+func PageText(s string) string { return redact.DisplayText(s) }
 
 // Size writes a byte count for the model.
 func Size(n int64) string {
