@@ -128,7 +128,6 @@ func TestRedTeam33EndlessDownloadHeld(t *testing.T) {
 // the file's bound nor the session's, and fills the disk at the speed of
 // the link with no call running.
 func TestRedTeam33EndlessDownloadFromUnseenFrames(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	site := newEndlessSite(t)
 	r := agenttest.NewRouter(t, nil)
 	for _, v := range []string{"popupframe", "oopif"} {

@@ -104,6 +104,7 @@ type download struct {
 	cancelling           bool
 	finishing            bool
 	admitted             bool            // counted against the session's bounds
+	looked               time.Time       // when the staging directory was last looked at for its file
 	bctx                 context.Context // its browser's, for the calls about it
 }
 
@@ -144,6 +145,9 @@ type Tracker struct {
 	// popups are the pages the session's tabs opened (and theirs), by the
 	// tab that opened the first of them.
 	popups map[target.ID]target.ID
+	// staged are the browser contexts told to save in the staging
+	// directory: a download found there is cancelled in them.
+	staged []cdp.BrowserContextID
 }
 
 func (d *Tracker) init() {
@@ -319,12 +323,32 @@ func (d *Tracker) refuse(x *download, why string) {
 		return
 	}
 	x.cancelling = true
-	ctx := x.bctx
+	d.cancel(x)
+}
+
+// cancel asks the browser to cancel x, in its browser context, or, for a
+// download the session's staging directory told of, in each context that
+// saves there. Called with d.mu held.
+func (d *Tracker) cancel(x *download) {
+	ctx, bcs := x.bctx, d.contextsOf(x)
+	if ctx == nil {
+		return
+	}
 	d.cfg.Go(func() {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, _ = chromedp.CallBrowser(cctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: x.guid, BrowserContextID: x.bc})
+		for _, bc := range bcs {
+			_, _ = chromedp.CallBrowser(cctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: x.guid, BrowserContextID: bc})
+		}
 	})
+}
+
+// contextsOf is the browser contexts x may be in. Called with d.mu held.
+func (d *Tracker) contextsOf(x *download) []cdp.BrowserContextID {
+	if x.bc != "" || len(d.staged) == 0 {
+		return []cdp.BrowserContextID{x.bc}
+	}
+	return append([]cdp.BrowserContextID(nil), d.staged...)
 }
 
 // Watch sets up the tab of ctx the first time a call runs in it: the
@@ -376,6 +400,9 @@ func (d *Tracker) Watch(ctx context.Context, tab target.ID, deny string) error {
 		d.mu.Lock()
 		d.contexts[bc] = why
 		d.browserCtx[bc] = context.WithoutCancel(ctx)
+		if why == "" {
+			d.staged = append(d.staged, bc)
+		}
 		d.mu.Unlock()
 	}
 	if err := d.listenDownloads(ctx); err != nil {
@@ -616,20 +643,43 @@ func (d *Tracker) progress(ctx context.Context, ev *browser.EventDownloadProgres
 			}
 		}
 	default:
+		if !x.mine && x.state == dlGoing && d.inStaging(x) {
+			// Begun by a frame the session's tabs never told of (a frame
+			// inside a popup, a frame of another site's process): the
+			// browser writes it in the session's staging directory, so it
+			// is the session's and counts against its bounds.
+			d.own(x)
+		}
 		if x.mine && !x.cancelling && x.state == dlGoing && d.overTotal() {
 			d.refuse(x, d.cutoff)
 		}
 		if x.mine && !x.cancelling && x.state == dlGoing && (x.received > d.cfg.MaxBytes || x.total > d.cfg.MaxBytes) {
 			x.cancelling = true
 			x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was cancelled", modeltext.Size(d.cfg.MaxBytes))
-			d.cfg.Go(func() {
-				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				_, _ = chromedp.CallBrowser(cctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: x.guid, BrowserContextID: x.bc})
-			})
+			d.cancel(x)
 		}
 	}
 	d.notify()
+}
+
+// stagingLook bounds how often the staging directory is looked at for a
+// download's file.
+const stagingLook = 100 * time.Millisecond
+
+// inStaging reports whether the browser writes x in the session's
+// staging directory (allowAndName names the file by the download's GUID).
+// Called with d.mu held.
+func (d *Tracker) inStaging(x *download) bool {
+	if d.staging == "" || time.Since(x.looked) < stagingLook {
+		return false
+	}
+	x.looked = time.Now()
+	for _, name := range []string{x.guid, x.guid + ".crdownload"} {
+		if _, err := os.Lstat(filepath.Join(d.staging, name)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // finish moves a completed file from the staging directory into
