@@ -327,7 +327,6 @@ for (let i = 0; i < 12; i++) { const a = document.createElement("a"); a.href = U
 // in it stays, never removed, as if the browser wrote into it after End
 // removed it and before Release ended the browser context.
 func TestRedTeam33NothingLeftAfterClose(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	var served atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/f" {

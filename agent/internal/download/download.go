@@ -173,6 +173,7 @@ func (d *Tracker) notify() {
 // downloads that never finished), and the files the session saved unless
 // Config.Keep.
 func (d *Tracker) End() {
+	d.stopBrowser()
 	d.mu.Lock()
 	d.ended = true
 	for b, cancel := range d.browsers {
@@ -194,6 +195,62 @@ func (d *Tracker) End() {
 	}
 	for _, f := range saved {
 		f.remove()
+	}
+}
+
+// stopBrowser tells the session's browser contexts to deny downloads and
+// cancels the downloads still going, before End removes the staging
+// directory: the browser writing on would make it again.
+func (d *Tracker) stopBrowser() {
+	d.mu.Lock()
+	if d.ended || d.staging == "" {
+		d.mu.Unlock()
+		return
+	}
+	type stop struct {
+		ctx  context.Context
+		bc   cdp.BrowserContextID
+		guid string // "": the context's downloads are denied
+	}
+	var stops []stop
+	for _, bc := range d.staged {
+		if ctx := d.browserCtx[bc]; ctx != nil {
+			stops = append(stops, stop{ctx: ctx, bc: bc})
+		}
+	}
+	for _, x := range d.byGUID {
+		if x.bctx == nil || !(x.state == dlGoing || x.cancelling) {
+			continue
+		}
+		for _, bc := range d.contextsOf(x) {
+			stops = append(stops, stop{ctx: x.bctx, bc: bc, guid: x.guid})
+		}
+	}
+	d.mu.Unlock()
+	// Bounded together: a browser that does not answer ends the session
+	// no later.
+	deadline := time.Now().Add(3 * time.Second)
+	for _, st := range stops {
+		ctx, cancel := context.WithDeadline(st.ctx, deadline)
+		if st.guid == "" {
+			_, _ = chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+				Behavior: browser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: st.bc, EventsEnabled: new(true)})
+		} else {
+			_, _ = chromedp.CallBrowser(ctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: st.guid, BrowserContextID: st.bc})
+		}
+		cancel()
+	}
+}
+
+// Sweep removes the staging directory again, once the session's browser
+// contexts are gone: a file the browser was writing as End ran may have
+// made it again.
+func (d *Tracker) Sweep() {
+	d.mu.Lock()
+	staging := d.staging
+	d.mu.Unlock()
+	if staging != "" {
+		_ = os.RemoveAll(staging)
 	}
 }
 
