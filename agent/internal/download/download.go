@@ -148,6 +148,8 @@ type Tracker struct {
 	// staged are the browser contexts told to save in the staging
 	// directory: a download found there is cancelled in them.
 	staged []cdp.BrowserContextID
+	// watching: the watch of the files going runs.
+	watching bool
 }
 
 func (d *Tracker) init() {
@@ -659,6 +661,7 @@ func (d *Tracker) begins(ctx context.Context, ev *browser.EventDownloadWillBegin
 		d.claimIn(tab, x)
 	}
 	d.byGUID[ev.GUID] = x
+	d.startWatch()
 	d.notify()
 }
 
@@ -707,16 +710,72 @@ func (d *Tracker) progress(ctx context.Context, ev *browser.EventDownloadProgres
 			// is the session's and counts against its bounds.
 			d.own(x)
 		}
-		if x.mine && !x.cancelling && x.state == dlGoing && d.overTotal() {
-			d.refuse(x, d.cutoff)
-		}
-		if x.mine && !x.cancelling && x.state == dlGoing && (x.received > d.cfg.MaxBytes || x.total > d.cfg.MaxBytes) {
-			x.cancelling = true
-			x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was cancelled", modeltext.Size(d.cfg.MaxBytes))
-			d.cancel(x)
-		}
+		d.check(x)
+		d.startWatch()
 	}
 	d.notify()
+}
+
+// startWatch starts the watch of the downloads going unless it runs.
+// The browser reports progress about twice a second; the watch reads the
+// files between reports, so a fast link goes little past a bound. Called
+// with d.mu held.
+func (d *Tracker) startWatch() {
+	if d.watching || d.ended || d.staging == "" {
+		return
+	}
+	d.watching = true
+	d.cfg.Go(d.watch)
+}
+
+// check holds x, a download going, to the file's and the session's
+// bounds. Called with d.mu held.
+func (d *Tracker) check(x *download) {
+	if x.mine && !x.cancelling && x.state == dlGoing && d.overTotal() {
+		d.refuse(x, d.cutoff)
+	}
+	if x.mine && !x.cancelling && x.state == dlGoing && (x.received > d.cfg.MaxBytes || x.total > d.cfg.MaxBytes) {
+		x.cancelling = true
+		x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was cancelled", modeltext.Size(d.cfg.MaxBytes))
+		d.cancel(x)
+	}
+}
+
+// watchEvery is how often the watch reads the files of the session's
+// downloads going.
+const watchEvery = 50 * time.Millisecond
+
+// watch reads, while the browser has downloads going, how much it wrote
+// of each in the session's staging directory, and holds them to the
+// bounds by it; one found there that no tab of the session's told of is
+// the session's.
+func (d *Tracker) watch() {
+	tick := time.NewTicker(watchEvery)
+	defer tick.Stop()
+	for range tick.C {
+		d.mu.Lock()
+		going := false
+		if !d.ended {
+			for _, x := range d.byGUID {
+				if x.state != dlGoing || x.cancelling || x.finishing {
+					continue
+				}
+				going = true
+				if !x.mine && !d.inStaging(x) {
+					continue
+				}
+				d.own(x)
+				x.received = max(x.received, d.stagedSize(x))
+				d.check(x)
+			}
+		}
+		if !going {
+			d.watching = false
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Unlock()
+	}
 }
 
 // stagingLook bounds how often the staging directory is looked at for a
@@ -731,12 +790,22 @@ func (d *Tracker) inStaging(x *download) bool {
 		return false
 	}
 	x.looked = time.Now()
-	for _, name := range []string{x.guid, x.guid + ".crdownload"} {
-		if _, err := os.Lstat(filepath.Join(d.staging, name)); err == nil {
-			return true
+	return d.stagedSize(x) >= 0
+}
+
+// stagedSize is the size of x's file in the staging directory, -1 when
+// it has none: the browser writes it as GUID.crdownload, then renames it
+// GUID. Called with d.mu held.
+func (d *Tracker) stagedSize(x *download) int64 {
+	if d.staging == "" {
+		return -1
+	}
+	for _, name := range []string{x.guid + ".crdownload", x.guid} {
+		if fi, err := os.Lstat(filepath.Join(d.staging, name)); err == nil {
+			return fi.Size()
 		}
 	}
-	return false
+	return -1
 }
 
 // finish moves a completed file from the staging directory into
