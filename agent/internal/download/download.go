@@ -103,8 +103,9 @@ type download struct {
 	bc                   cdp.BrowserContextID
 	cancelling           bool
 	finishing            bool
-	admitted             bool            // counted against the session's bounds
-	looked               time.Time       // when the staging directory was last looked at for its file
+	admitted             bool      // counted against the session's bounds
+	looked               time.Time // when the staging directory was last looked at for its file
+	began                time.Time
 	bctx                 context.Context // its browser's, for the calls about it
 }
 
@@ -647,7 +648,7 @@ func (d *Tracker) begins(ctx context.Context, ev *browser.EventDownloadWillBegin
 		}
 	}
 	d.seq++
-	x := &download{guid: ev.GUID, url: ev.URL, suggested: ev.SuggestedFilename, frame: ev.FrameID, seq: d.seq, state: dlGoing, bctx: ctx}
+	x := &download{guid: ev.GUID, url: ev.URL, suggested: ev.SuggestedFilename, frame: ev.FrameID, seq: d.seq, state: dlGoing, bctx: ctx, began: time.Now()}
 	// A tab's main frame, a frame inside a tab, a popup a tab opened.
 	tab := target.ID(ev.FrameID)
 	_, ok := d.tabs[tab]
@@ -745,6 +746,11 @@ func (d *Tracker) check(x *download) {
 // downloads going.
 const watchEvery = 50 * time.Millisecond
 
+// watchUnclaimed is how long the watch looks in the staging directory for
+// a download no tab of the session's told of: the browser makes its file
+// as the download begins.
+const watchUnclaimed = 5 * time.Second
+
 // watch reads, while the browser has downloads going, how much it wrote
 // of each in the session's staging directory, and holds them to the
 // bounds by it; one found there that no tab of the session's told of is
@@ -758,6 +764,11 @@ func (d *Tracker) watch() {
 		if !d.ended {
 			for _, x := range d.byGUID {
 				if x.state != dlGoing || x.cancelling || x.finishing {
+					continue
+				}
+				if !x.mine && time.Since(x.began) > watchUnclaimed {
+					// Another session's, most likely: its progress
+					// reports still look for it in the staging directory.
 					continue
 				}
 				going = true
