@@ -385,10 +385,13 @@ func (t *Toolset) Release(ctx context.Context, sessionKey string) error {
 		delete(t.sessions, sessionKey)
 	}
 	t.mu.Unlock()
-	if s != nil {
-		s.end()
+	if s == nil {
+		return t.r.Release(ctx, sessionKey)
 	}
-	return t.r.Release(ctx, sessionKey)
+	s.end()
+	err := t.r.Release(ctx, sessionKey)
+	s.dl.Sweep()
+	return err
 }
 
 // Close stops the toolset's background work (the console collectors) and
@@ -412,6 +415,9 @@ func (t *Toolset) Close() error {
 		s.end()
 	}
 	t.bg.Wait()
+	for _, s := range ss {
+		s.dl.Sweep()
+	}
 	return nil
 }
 

@@ -128,7 +128,6 @@ func TestRedTeam33EndlessDownloadHeld(t *testing.T) {
 // the file's bound nor the session's, and fills the disk at the speed of
 // the link with no call running.
 func TestRedTeam33EndlessDownloadFromUnseenFrames(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	site := newEndlessSite(t)
 	r := agenttest.NewRouter(t, nil)
 	for _, v := range []string{"popupframe", "oopif"} {
@@ -345,7 +344,6 @@ for (let i = 0; i < 12; i++) { const a = document.createElement("a"); a.href = U
 // in it stays, never removed, as if the browser wrote into it after End
 // removed it and before Release ended the browser context.
 func TestRedTeam33NothingLeftAfterClose(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	var served atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/f" {

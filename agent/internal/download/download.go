@@ -103,7 +103,9 @@ type download struct {
 	bc                   cdp.BrowserContextID
 	cancelling           bool
 	finishing            bool
-	admitted             bool            // counted against the session's bounds
+	admitted             bool      // counted against the session's bounds
+	looked               time.Time // when the staging directory was last looked at for its file
+	began                time.Time
 	bctx                 context.Context // its browser's, for the calls about it
 }
 
@@ -144,6 +146,11 @@ type Tracker struct {
 	// popups are the pages the session's tabs opened (and theirs), by the
 	// tab that opened the first of them.
 	popups map[target.ID]target.ID
+	// staged are the browser contexts told to save in the staging
+	// directory: a download found there is cancelled in them.
+	staged []cdp.BrowserContextID
+	// watching: the watch of the files going runs.
+	watching bool
 }
 
 func (d *Tracker) init() {
@@ -169,6 +176,7 @@ func (d *Tracker) notify() {
 // downloads that never finished), and the files the session saved unless
 // Config.Keep.
 func (d *Tracker) End() {
+	d.stopBrowser()
 	d.mu.Lock()
 	d.ended = true
 	for b, cancel := range d.browsers {
@@ -190,6 +198,62 @@ func (d *Tracker) End() {
 	}
 	for _, f := range saved {
 		f.remove()
+	}
+}
+
+// stopBrowser tells the session's browser contexts to deny downloads and
+// cancels the downloads still going, before End removes the staging
+// directory: the browser writing on would make it again.
+func (d *Tracker) stopBrowser() {
+	d.mu.Lock()
+	if d.ended || d.staging == "" {
+		d.mu.Unlock()
+		return
+	}
+	type stop struct {
+		ctx  context.Context
+		bc   cdp.BrowserContextID
+		guid string // "": the context's downloads are denied
+	}
+	var stops []stop
+	for _, bc := range d.staged {
+		if ctx := d.browserCtx[bc]; ctx != nil {
+			stops = append(stops, stop{ctx: ctx, bc: bc})
+		}
+	}
+	for _, x := range d.byGUID {
+		if x.bctx == nil || !(x.state == dlGoing || x.cancelling) {
+			continue
+		}
+		for _, bc := range d.contextsOf(x) {
+			stops = append(stops, stop{ctx: x.bctx, bc: bc, guid: x.guid})
+		}
+	}
+	d.mu.Unlock()
+	// Bounded together: a browser that does not answer ends the session
+	// no later.
+	deadline := time.Now().Add(3 * time.Second)
+	for _, st := range stops {
+		ctx, cancel := context.WithDeadline(st.ctx, deadline)
+		if st.guid == "" {
+			_, _ = chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+				Behavior: browser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: st.bc, EventsEnabled: new(true)})
+		} else {
+			_, _ = chromedp.CallBrowser(ctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: st.guid, BrowserContextID: st.bc})
+		}
+		cancel()
+	}
+}
+
+// Sweep removes the staging directory again, once the session's browser
+// contexts are gone: a file the browser was writing as End ran may have
+// made it again.
+func (d *Tracker) Sweep() {
+	d.mu.Lock()
+	staging := d.staging
+	d.mu.Unlock()
+	if staging != "" {
+		_ = os.RemoveAll(staging)
 	}
 }
 
@@ -319,12 +383,32 @@ func (d *Tracker) refuse(x *download, why string) {
 		return
 	}
 	x.cancelling = true
-	ctx := x.bctx
+	d.cancel(x)
+}
+
+// cancel asks the browser to cancel x, in its browser context, or, for a
+// download the session's staging directory told of, in each context that
+// saves there. Called with d.mu held.
+func (d *Tracker) cancel(x *download) {
+	ctx, bcs := x.bctx, d.contextsOf(x)
+	if ctx == nil {
+		return
+	}
 	d.cfg.Go(func() {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		_, _ = chromedp.CallBrowser(cctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: x.guid, BrowserContextID: x.bc})
+		for _, bc := range bcs {
+			_, _ = chromedp.CallBrowser(cctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: x.guid, BrowserContextID: bc})
+		}
 	})
+}
+
+// contextsOf is the browser contexts x may be in. Called with d.mu held.
+func (d *Tracker) contextsOf(x *download) []cdp.BrowserContextID {
+	if x.bc != "" || len(d.staged) == 0 {
+		return []cdp.BrowserContextID{x.bc}
+	}
+	return append([]cdp.BrowserContextID(nil), d.staged...)
 }
 
 // Watch sets up the tab of ctx the first time a call runs in it: the
@@ -376,6 +460,9 @@ func (d *Tracker) Watch(ctx context.Context, tab target.ID, deny string) error {
 		d.mu.Lock()
 		d.contexts[bc] = why
 		d.browserCtx[bc] = context.WithoutCancel(ctx)
+		if why == "" {
+			d.staged = append(d.staged, bc)
+		}
 		d.mu.Unlock()
 	}
 	if err := d.listenDownloads(ctx); err != nil {
@@ -561,7 +648,7 @@ func (d *Tracker) begins(ctx context.Context, ev *browser.EventDownloadWillBegin
 		}
 	}
 	d.seq++
-	x := &download{guid: ev.GUID, url: ev.URL, suggested: ev.SuggestedFilename, frame: ev.FrameID, seq: d.seq, state: dlGoing, bctx: ctx}
+	x := &download{guid: ev.GUID, url: ev.URL, suggested: ev.SuggestedFilename, frame: ev.FrameID, seq: d.seq, state: dlGoing, bctx: ctx, began: time.Now()}
 	// A tab's main frame, a frame inside a tab, a popup a tab opened.
 	tab := target.ID(ev.FrameID)
 	_, ok := d.tabs[tab]
@@ -575,6 +662,7 @@ func (d *Tracker) begins(ctx context.Context, ev *browser.EventDownloadWillBegin
 		d.claimIn(tab, x)
 	}
 	d.byGUID[ev.GUID] = x
+	d.startWatch()
 	d.notify()
 }
 
@@ -616,20 +704,119 @@ func (d *Tracker) progress(ctx context.Context, ev *browser.EventDownloadProgres
 			}
 		}
 	default:
-		if x.mine && !x.cancelling && x.state == dlGoing && d.overTotal() {
-			d.refuse(x, d.cutoff)
+		if !x.mine && x.state == dlGoing && d.inStaging(x) {
+			// Begun by a frame the session's tabs never told of (a frame
+			// inside a popup, a frame of another site's process): the
+			// browser writes it in the session's staging directory, so it
+			// is the session's and counts against its bounds.
+			d.own(x)
 		}
-		if x.mine && !x.cancelling && x.state == dlGoing && (x.received > d.cfg.MaxBytes || x.total > d.cfg.MaxBytes) {
-			x.cancelling = true
-			x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was cancelled", modeltext.Size(d.cfg.MaxBytes))
-			d.cfg.Go(func() {
-				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				defer cancel()
-				_, _ = chromedp.CallBrowser(cctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: x.guid, BrowserContextID: x.bc})
-			})
-		}
+		d.check(x)
+		d.startWatch()
 	}
 	d.notify()
+}
+
+// startWatch starts the watch of the downloads going unless it runs.
+// The browser reports progress about twice a second; the watch reads the
+// files between reports, so a fast link goes little past a bound. Called
+// with d.mu held.
+func (d *Tracker) startWatch() {
+	if d.watching || d.ended || d.staging == "" {
+		return
+	}
+	d.watching = true
+	d.cfg.Go(d.watch)
+}
+
+// check holds x, a download going, to the file's and the session's
+// bounds. Called with d.mu held.
+func (d *Tracker) check(x *download) {
+	if x.mine && !x.cancelling && x.state == dlGoing && d.overTotal() {
+		d.refuse(x, d.cutoff)
+	}
+	if x.mine && !x.cancelling && x.state == dlGoing && (x.received > d.cfg.MaxBytes || x.total > d.cfg.MaxBytes) {
+		x.cancelling = true
+		x.state, x.why = dlTooBig, fmt.Sprintf("it is larger than the %s a download may be, so it was cancelled", modeltext.Size(d.cfg.MaxBytes))
+		d.cancel(x)
+	}
+}
+
+// watchEvery is how often the watch reads the files of the session's
+// downloads going.
+const watchEvery = 50 * time.Millisecond
+
+// watchUnclaimed is how long the watch looks in the staging directory for
+// a download no tab of the session's told of: the browser makes its file
+// as the download begins.
+const watchUnclaimed = 5 * time.Second
+
+// watch reads, while the browser has downloads going, how much it wrote
+// of each in the session's staging directory, and holds them to the
+// bounds by it; one found there that no tab of the session's told of is
+// the session's.
+func (d *Tracker) watch() {
+	tick := time.NewTicker(watchEvery)
+	defer tick.Stop()
+	for range tick.C {
+		d.mu.Lock()
+		going := false
+		if !d.ended {
+			for _, x := range d.byGUID {
+				if x.state != dlGoing || x.cancelling || x.finishing {
+					continue
+				}
+				if !x.mine && time.Since(x.began) > watchUnclaimed {
+					// Another session's, most likely: its progress
+					// reports still look for it in the staging directory.
+					continue
+				}
+				going = true
+				if !x.mine && !d.inStaging(x) {
+					continue
+				}
+				d.own(x)
+				x.received = max(x.received, d.stagedSize(x))
+				d.check(x)
+			}
+		}
+		if !going {
+			d.watching = false
+			d.mu.Unlock()
+			return
+		}
+		d.mu.Unlock()
+	}
+}
+
+// stagingLook bounds how often the staging directory is looked at for a
+// download's file.
+const stagingLook = 100 * time.Millisecond
+
+// inStaging reports whether the browser writes x in the session's
+// staging directory (allowAndName names the file by the download's GUID).
+// Called with d.mu held.
+func (d *Tracker) inStaging(x *download) bool {
+	if d.staging == "" || time.Since(x.looked) < stagingLook {
+		return false
+	}
+	x.looked = time.Now()
+	return d.stagedSize(x) >= 0
+}
+
+// stagedSize is the size of x's file in the staging directory, -1 when
+// it has none: the browser writes it as GUID.crdownload, then renames it
+// GUID. Called with d.mu held.
+func (d *Tracker) stagedSize(x *download) int64 {
+	if d.staging == "" {
+		return -1
+	}
+	for _, name := range []string{x.guid + ".crdownload", x.guid} {
+		if fi, err := os.Lstat(filepath.Join(d.staging, name)); err == nil {
+			return fi.Size()
+		}
+	}
+	return -1
 }
 
 // finish moves a completed file from the staging directory into
