@@ -1,0 +1,153 @@
+package hybroute
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/hybroute/hybroute/internal/testlog"
+)
+
+// Red team of issue 33, item 1: leftovers of a public page that
+// TestGrantLeftoversOfAPublicPageReachNothing does not leave, each running
+// leftoverLoopJS, before and after the session goes to its app on
+// localhost (which grants localhost):
+//
+//   - noopener: a popup opened with noopener (no opener, its own browsing
+//     context group) runs the loop;
+//   - prerender: speculation rules prerender a public page that runs the
+//     loop;
+//   - frame-sw: a frame of another public site registers a service worker
+//     that runs the loop (a partitioned registration);
+//   - selfnav: the public page registers a looping service worker, then
+//     navigates itself to the private app, as if to earn the grant;
+//   - opentab: the call that visits the public page opens a second tab of
+//     the session (Call.OpenTab, as browser_tabs does) and loads a looping
+//     public page there.
+//
+// Held: noopener, selfnav and opentab ran their loop before the grant and
+// reached nothing after it. prerender and frame-sw never ran their loop
+// (no beat) on Chromium 156 here, so they show nothing either way.
+var redGrantKinds = []string{"noopener", "prerender", "frame-sw", "selfnav", "opentab"}
+
+func TestRedTeam33GrantLeftovers(t *testing.T) {
+	d := inNetns(t)
+	if d == nil {
+		return
+	}
+	requireChromium(t)
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("skipping: the leftovers need Chromium itself, not a headless shell")
+	}
+	var s *site
+	app := func() string { return s.url("localhost", "") }
+	s = newSite(t, leftoverRoutes(app), func(mux *http.ServeMux, s *site) {
+		html := func(w http.ResponseWriter, body string) {
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, "<!doctype html><title>leftover</title><body>%s", body)
+		}
+		mux.HandleFunc("/red/{kind}", func(w http.ResponseWriter, r *http.Request) {
+			tag := r.URL.Query().Get("tag")
+			switch r.PathValue("kind") {
+			case "noopener":
+				html(w, fmt.Sprintf(`<script>window.open("/leftover-tab?tag=%s", "_blank", "noopener"); document.title = "started";</script>`, tag))
+			case "prerender":
+				html(w, fmt.Sprintf(`<script type="speculationrules">{"prerender": [{"source": "list", "urls": ["/leftover-tab?tag=%s"]}]}</script><script>document.title = "started";</script>`, tag))
+			case "frame-sw":
+				html(w, fmt.Sprintf(`<iframe src="%s"></iframe><script>document.title = "started";</script>`, s.url(widgetsHost, "/leftover/sw?tag="+tag)))
+			case "selfnav":
+				html(w, fmt.Sprintf(`<script>navigator.serviceWorker.register("/leftover-sw.js?tag=%[1]s").then(() => { document.title = "registered"; setTimeout(() => { location.href = %[2]q; }, 300); }, e => { document.title = "failed " + e; });</script>`,
+					tag, app()+"/app-"+tag))
+			default:
+				http.NotFound(w, r)
+			}
+		})
+	})
+	logs := &testlog.Buffer{}
+	r := newRouter(t, nil, logs, append(grantOptions(), WithChromiumPath(chromium), WithChromiumFlags(map[string]any{
+		"unsafely-treat-insecure-origin-as-secure": s.url(publicHost, "") + "," + s.url(widgetsHost, "")}))...)
+
+	reachedPrefix := func(prefix string) []string {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var out []string
+		for _, h := range s.hits {
+			if strings.HasPrefix(h.path, prefix) {
+				out = append(out, h.host+h.path)
+			}
+		}
+		return out
+	}
+	escaped := func(tag string) []string {
+		out := reachedPrefix("/secret-" + tag)
+		for _, e := range d.escapes() {
+			if strings.Contains(e.line, tag) {
+				out = append(out, e.String())
+			}
+		}
+		return out
+	}
+	waitFor := func(max time.Duration, cond func() bool) bool {
+		for deadline := time.Now().Add(max); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if cond() {
+				return true
+			}
+		}
+		return cond()
+	}
+	for _, kind := range redGrantKinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := testCtx(t)
+			tag := "red" + strings.ReplaceAll(kind, "-", "")
+			page := s.url(publicHost, "/red/"+kind+"?tag="+tag)
+			if kind == "opentab" {
+				page = s.url(publicHost, "/start-"+tag)
+			}
+			_, err := r.Navigate(ctx, tag, page, func(ctx context.Context, c *Call) error {
+				if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
+					return err
+				}
+				if kind == "opentab" {
+					tab, err := c.OpenTab(ctx)
+					if err != nil {
+						return err
+					}
+					return chromedp.Do(tab, chromedp.Navigate(s.url(publicHost, "/leftover-tab?tag="+tag)))
+				}
+				_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.title !== "leftover"`))
+				return err
+			})
+			if err != nil {
+				t.Logf("the public call: %v", err)
+			}
+			ran := waitFor(8*time.Second, func() bool { return len(reachedPrefix("/beat-"+tag)) > 0 })
+			t.Logf("%s: the leftover ran before the grant: %v", kind, ran)
+			assert.Empty(t, escaped(tag), "the leftover reaches nothing before the grant")
+
+			_, err = r.Navigate(ctx, tag, s.url("localhost", "/app-"+tag), nil)
+			require.NoError(t, err)
+			var own string
+			_, err = r.Exec(ctx, tag, `read()`, func(ctx context.Context, c *Call) error {
+				var err error
+				own, err = chromedp.Run(ctx, chromedp.Evaluate[string](`fetch("/api-`+tag+`").then(r => r.text(), e => "network error: " + e)`, chromedp.EvalAwaitPromise))
+				return err
+			})
+			require.NoError(t, err)
+			assert.Contains(t, own, "<title>", "the granted app reads its own server")
+			// The leftovers beat every round; give them rounds to reach.
+			n0 := len(reachedPrefix("/beat-" + tag))
+			waitFor(3*time.Second, func() bool { return len(escaped(tag)) > 0 || len(reachedPrefix("/beat-"+tag)) > n0+20 })
+			t.Logf("%s: beats after the grant: %d", kind, len(reachedPrefix("/beat-"+tag))-n0)
+			assert.Empty(t, escaped(tag), "what the public page left behind reaches nothing after the grant")
+		})
+	}
+}
