@@ -33,9 +33,10 @@ var redRTCWays = []string{"sandbox-frame", "sandbox-srcdoc", "docwrite-frame", "
 	"js-popup", "worker", "proto"}
 
 // redRTCPopupWays are popups that load a page of the public site which
-// runs its own peer connection: window.open with noopener, window.open
-// with a URL and no feature, and a link with target=_blank.
-var redRTCPopupWays = []string{"noopener-popup", "url-popup", "link-blank"}
+// runs its own peer connection: window.open with noopener, with no
+// feature, with noreferrer, a link and a form with target=_blank; and a
+// noopener popup whose page fetches the decoys over HTTP (the guard's).
+var redRTCPopupWays = []string{"noopener-popup", "url-popup", "link-blank", "form-blank", "noreferrer-popup", "noopener-fetch"}
 
 const redRTCPage = `<!doctype html><title>redrtc</title><body><script>
 const cfg = %s;
@@ -108,6 +109,13 @@ async function attack(way) {
     return viaChannel("urlpopup", () => window.open("/redrtc-self?ch=urlpopup"));
   case "link-blank":
     return viaChannel("linkblank", () => { const a = document.createElement("a"); a.href = "/redrtc-self?ch=linkblank"; a.target = "_blank"; document.body.appendChild(a); a.click(); });
+  case "form-blank":
+    return viaChannel("formblank", () => { const f = document.createElement("form"); f.action = "/redrtc-self"; f.target = "_blank";
+      const i = document.createElement("input"); i.name = "ch"; i.value = "formblank"; f.appendChild(i); document.body.appendChild(f); f.submit(); });
+  case "noopener-fetch":
+    return viaChannel("nofetch", () => window.open("/redrtc-fetch", "_blank", "noopener"));
+  case "noreferrer-popup":
+    return viaChannel("noreferrer", () => window.open("/redrtc-self?ch=noreferrer", "_blank", "noreferrer"));
   case "js-popup":
     return viaChannel("jspopup", () => window.open("javascript:" + encodeURIComponent(selfCode +
       "drive(start(window)).then(x => new BroadcastChannel('jspopup').postMessage(x), e => new BroadcastChannel('jspopup').postMessage('error ' + e));'<p>'")));
@@ -145,8 +153,8 @@ func TestRedTeam33CloudWebRTCOtherRealms(t *testing.T) {
 
 // TestRedTeam33CloudWebRTCPopups: a popup that loads a page which runs its
 // own peer connection (redRTCPopupWays) has none, and reaches no decoy.
-// Broke: a popup opened with noopener, and one from a target=_blank link,
-// each ran one; TURN over TCP reached 169.254.169.254:80 and 10.0.0.5:443
+// Broke: a popup opened with noopener or noreferrer, and one from a
+// target=_blank link or form, each ran one (a popup with an opener held); TURN over TCP reached 169.254.169.254:80 and 10.0.0.5:443
 // and ICE-TCP 169.254.169.254:8080 (3 connections each); no datagram.
 func TestRedTeam33CloudWebRTCPopups(t *testing.T) {
 	t.Skip("red team: broke, see report")
@@ -193,6 +201,9 @@ func redRTC(t *testing.T, ways []string) {
 			html(w, fmt.Sprintf(redRTCPage, cfg, cands))
 		})
 		mux.HandleFunc("/redrtc-blank", func(w http.ResponseWriter, r *http.Request) { html(w, "<!doctype html><p>blank</p>") })
+		mux.HandleFunc("/redrtc-fetch", func(w http.ResponseWriter, r *http.Request) {
+			html(w, `<!doctype html><script>Promise.all(["http://169.254.169.254/redrtc-fetch", "http://10.0.0.5/redrtc-fetch"].map(u => fetch(u, {mode: "no-cors"}).then(() => "reached", () => "refused"))).then(x => new BroadcastChannel("nofetch").postMessage(x.includes("reached") ? "fetched " + x : "none"));</script>`)
+		})
 		mux.HandleFunc("/redrtc-self", func(w http.ResponseWriter, r *http.Request) {
 			ch := r.URL.Query().Get("ch")
 			html(w, fmt.Sprintf(redRTCPage, cfg, cands)+fmt.Sprintf(`<script>drive(start(window)).then(x => new BroadcastChannel(%q).postMessage(x), e => new BroadcastChannel(%q).postMessage("error " + e));</script>`, ch, ch))
