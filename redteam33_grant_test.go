@@ -63,7 +63,7 @@ func TestRedTeam33GrantLeftovers(t *testing.T) {
 			case "prerender":
 				html(w, fmt.Sprintf(`<script type="speculationrules">{"prerender": [{"source": "list", "urls": ["/leftover-tab?tag=%s"]}]}</script><script>document.title = "started";</script>`, tag))
 			case "frame-sw":
-				html(w, fmt.Sprintf(`<iframe src="%s"></iframe><script>document.title = "started";</script>`, s.url(widgetsHost, "/leftover/sw?tag="+tag)))
+				html(w, fmt.Sprintf(`<iframe src="%s"></iframe><script>document.title = "started";</script>`, s.url(otherHost, "/leftover/sw?tag="+tag)))
 			case "selfnav":
 				html(w, fmt.Sprintf(`<script>navigator.serviceWorker.register("/leftover-sw.js?tag=%[1]s").then(() => { document.title = "registered"; setTimeout(() => { location.href = %[2]q; }, 300); }, e => { document.title = "failed " + e; });</script>`,
 					tag, app()+"/app-"+tag))
@@ -74,7 +74,7 @@ func TestRedTeam33GrantLeftovers(t *testing.T) {
 	})
 	logs := &testlog.Buffer{}
 	r := newRouter(t, nil, logs, append(grantOptions(), WithChromiumPath(chromium), WithChromiumFlags(map[string]any{
-		"unsafely-treat-insecure-origin-as-secure": s.url(publicHost, "") + "," + s.url(widgetsHost, "")}))...)
+		"unsafely-treat-insecure-origin-as-secure": s.url(publicHost, "") + "," + s.url(otherHost, "")}))...)
 
 	reachedPrefix := func(prefix string) []string {
 		s.mu.Lock()

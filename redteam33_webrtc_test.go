@@ -34,9 +34,11 @@ var redRTCWays = []string{"sandbox-frame", "sandbox-srcdoc", "docwrite-frame", "
 
 // redRTCPopupWays are popups that load a page of the public site which
 // runs its own peer connection: window.open with noopener, with no
-// feature, with noreferrer, a link and a form with target=_blank; and a
-// noopener popup whose page fetches the decoys over HTTP (the guard's).
-var redRTCPopupWays = []string{"noopener-popup", "url-popup", "link-blank", "form-blank", "noreferrer-popup", "noopener-fetch"}
+// feature, with noreferrer, a link and a form with target=_blank, of
+// another site with and without noopener; and a noopener popup whose page
+// fetches the decoys over HTTP (the guard's).
+var redRTCPopupWays = []string{"noopener-popup", "url-popup", "link-blank", "form-blank", "noreferrer-popup", "noopener-fetch",
+	"cross-popup", "cross-noopener"}
 
 const redRTCPage = `<!doctype html><title>redrtc</title><body><script>
 const cfg = %s;
@@ -68,6 +70,7 @@ function viaChannel(name, open) {
   return new Promise(r => {
     const bc = new BroadcastChannel(name);
     bc.onmessage = e => { bc.close(); r(e.data); };
+    addEventListener("message", e => { if (e.data && e.data.ch === name) r(e.data.said); });
     open();
     setTimeout(() => r("no answer"), 8000);
   });
@@ -112,6 +115,10 @@ async function attack(way) {
   case "form-blank":
     return viaChannel("formblank", () => { const f = document.createElement("form"); f.action = "/redrtc-self"; f.target = "_blank";
       const i = document.createElement("input"); i.name = "ch"; i.value = "formblank"; f.appendChild(i); document.body.appendChild(f); f.submit(); });
+  case "cross-popup":
+    return viaChannel("cross", () => window.open("http://{{FRAME}}/redrtc-self?ch=cross"));
+  case "cross-noopener":
+    return viaChannel("crossno", () => window.open("http://{{FRAME}}/redrtc-self?ch=crossno", "_blank", "noopener"));
   case "noopener-fetch":
     return viaChannel("nofetch", () => window.open("/redrtc-fetch", "_blank", "noopener"));
   case "noreferrer-popup":
@@ -153,8 +160,10 @@ func TestRedTeam33CloudWebRTCOtherRealms(t *testing.T) {
 
 // TestRedTeam33CloudWebRTCPopups: a popup that loads a page which runs its
 // own peer connection (redRTCPopupWays) has none, and reaches no decoy.
-// Broke: a popup opened with noopener or noreferrer, and one from a
-// target=_blank link or form, each ran one (a popup with an opener held); TURN over TCP reached 169.254.169.254:80 and 10.0.0.5:443
+// Broke: a popup opened with noopener or noreferrer, one from a
+// target=_blank link or form, and one of another site with an opener each
+// ran one (a same-site popup with an opener held; the noopener popup of
+// another site gives no answer but reaches the decoys too); TURN over TCP reached 169.254.169.254:80 and 10.0.0.5:443
 // and ICE-TCP 169.254.169.254:8080 (3 connections each); no datagram.
 func TestRedTeam33CloudWebRTCPopups(t *testing.T) {
 	t.Skip("red team: broke, see report")
@@ -198,7 +207,7 @@ func redRTC(t *testing.T, ways []string) {
 			fmt.Fprint(w, body)
 		}
 		mux.HandleFunc("/redrtc", func(w http.ResponseWriter, r *http.Request) {
-			html(w, fmt.Sprintf(redRTCPage, cfg, cands))
+			html(w, strings.ReplaceAll(fmt.Sprintf(redRTCPage, cfg, cands), "{{FRAME}}", widgetsHost+":"+s.port))
 		})
 		mux.HandleFunc("/redrtc-blank", func(w http.ResponseWriter, r *http.Request) { html(w, "<!doctype html><p>blank</p>") })
 		mux.HandleFunc("/redrtc-fetch", func(w http.ResponseWriter, r *http.Request) {
@@ -206,7 +215,8 @@ func redRTC(t *testing.T, ways []string) {
 		})
 		mux.HandleFunc("/redrtc-self", func(w http.ResponseWriter, r *http.Request) {
 			ch := r.URL.Query().Get("ch")
-			html(w, fmt.Sprintf(redRTCPage, cfg, cands)+fmt.Sprintf(`<script>drive(start(window)).then(x => new BroadcastChannel(%q).postMessage(x), e => new BroadcastChannel(%q).postMessage("error " + e));</script>`, ch, ch))
+			html(w, fmt.Sprintf(redRTCPage, cfg, cands)+fmt.Sprintf(`<script>const tell = x => { new BroadcastChannel(%[1]q).postMessage(x); if (opener) opener.postMessage({ch: %[1]q, said: x}, "*"); };
+drive(start(window)).then(tell, e => tell("error " + e));</script>`, ch))
 		})
 	}
 	w := newWorldServing(t, cloudtest.Browserbase, routes, WithResolver(guardResolver()), WithBlockedHosts(privAddr))
