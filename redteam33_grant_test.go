@@ -151,3 +151,83 @@ func TestRedTeam33GrantLeftovers(t *testing.T) {
 		})
 	}
 }
+
+// redPopupKinds are the ways a granted page of the private app opens a
+// public page in a popup, on a click of the model's (a call that names no
+// URL): a link with target=_blank (noopener by default), window.open with
+// an opener, and window.open with noopener.
+var redPopupKinds = []string{"link-blank", "open", "open-noopener"}
+
+// TestRedTeam33GrantPublicPopupOfAGrantedPage: the session is on its app on
+// localhost (granted, in a clean context); the app opens a public page in
+// a popup. The docs say the grant ends when a page or popup of the session
+// starts to load a document the grant does not cover: the public page's
+// loop reaches nothing.
+func TestRedTeam33GrantPublicPopupOfAGrantedPage(t *testing.T) {
+	d := inNetns(t)
+	if d == nil {
+		return
+	}
+	requireChromium(t)
+	var s *site
+	s = newSite(t, leftoverRoutes(func() string { return s.url("localhost", "") }), func(mux *http.ServeMux, s *site) {
+		mux.HandleFunc("/redapp/{kind}", func(w http.ResponseWriter, r *http.Request) {
+			tag := r.URL.Query().Get("tag")
+			pub := s.url(publicHost, "/leftover-tab?tag="+tag)
+			var open string
+			switch r.PathValue("kind") {
+			case "link-blank":
+				open = fmt.Sprintf(`const a = document.createElement("a"); a.href = %q; a.target = "_blank"; document.body.appendChild(a); a.click();`, pub)
+			case "open":
+				open = fmt.Sprintf(`window.open(%q);`, pub)
+			case "open-noopener":
+				open = fmt.Sprintf(`window.open(%q, "_blank", "noopener");`, pub)
+			}
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprintf(w, "<!doctype html><title>app</title><body><script>function docs() { %s }</script>", open)
+		})
+	})
+	r := newRouter(t, nil, &testlog.Buffer{}, grantOptions()...)
+	beats := func(tag string) int { return len(s.hitsPrefix("/beat-" + tag)) }
+	escaped := func(tag string) []string {
+		out := s.hitsPrefix("/secret-" + tag)
+		for _, e := range d.escapes() {
+			if strings.Contains(e.line, tag) {
+				out = append(out, e.String())
+			}
+		}
+		return out
+	}
+	for _, kind := range redPopupKinds {
+		t.Run(kind, func(t *testing.T) {
+			ctx := testCtx(t)
+			tag := "redpop" + strings.ReplaceAll(kind, "-", "")
+			_, err := r.Navigate(ctx, tag, s.url("localhost", "/redapp/"+kind+"?tag="+tag), nil)
+			require.NoError(t, err)
+			_, err = r.Exec(ctx, tag, `docs()`, func(ctx context.Context, c *Call) error {
+				_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`docs(), true`, asUserGesture))
+				return err
+			})
+			if err != nil {
+				t.Logf("the click: %v", err)
+			}
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && beats(tag) < 20 && len(escaped(tag)) == 0; time.Sleep(20 * time.Millisecond) {
+			}
+			t.Logf("%s: %d beats of the public popup", kind, beats(tag))
+			assert.Empty(t, escaped(tag), "the public popup of a granted page reached the app or a decoy")
+		})
+	}
+}
+
+// hitsPrefix returns host+path of the requests whose path starts with prefix.
+func (s *site) hitsPrefix(prefix string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, h := range s.hits {
+		if strings.HasPrefix(h.path, prefix) {
+			out = append(out, h.host+h.path)
+		}
+	}
+	return out
+}
