@@ -121,3 +121,73 @@ func TestRedTeam33CloudWebSocketSpellings(t *testing.T) {
 	b, _ := json.Marshal(reached)
 	assert.Empty(t, reached, "WebSockets that reached a decoy: %s", b)
 }
+
+// TestRedTeam33CloudWebSocketIDNA: operator rules written in Unicode
+// (bücher.test) and in punycode (*.xn--n-nga1b.test, which is *.ünï.test)
+// hold for WebSockets in every spelling of those names: Unicode, upper
+// case, punycode, NFD, percent-encoded UTF-8, trailing and full-width dots.
+func TestRedTeam33CloudWebSocketIDNA(t *testing.T) {
+	requireCloudGuard(t)
+	d := inNetns(t)
+	if d == nil {
+		return
+	}
+	requireChromium(t)
+	var rules []string
+	for _, h := range []string{"xn--bcher-kva.test", "*.xn--n-nga1b.test", "xn--fre-joa.test"} {
+		for _, dots := range []string{"", ".", ".."} {
+			rules = append(rules, "MAP "+h+dots+" 127.0.0.1")
+		}
+	}
+	s := newSite(t)
+	w := &world{t: t, site: s}
+	w.cloud = cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostRules+", "+strings.Join(rules, ", "))
+	w.api = cloudtest.NewServer(t, cloudtest.Browserbase, w.cloud.WSURL, cloudtest.WithAPIKey(w.key()),
+		cloudtest.WithProjectID("proj-1"), cloudtest.WithRealShapes())
+	w.r = newRouter(t, w.provider(cloudtest.Browserbase), nil, WithResolver(guardResolver()),
+		WithBlockedHosts("bücher.test", "*.xn--n-nga1b.test"))
+	ctx := testCtx(t)
+	res, err := w.r.Navigate(ctx, "s", s.url(publicHost, "/start"), nil)
+	require.NoError(t, err)
+	require.Equal(t, route.Cloud, res.Route)
+	hosts := []string{"bücher.test", "BÜCHER.TEST", "xn--bcher-kva.test", "XN--BCHER-KVA.TEST.", "bu\u0308cher.test",
+		"b%C3%BCcher.test", "bücher.test\u3002", "bücher.test..", "ｂüｃｈｅｒ.test",
+		"a.ünï.test", "A.ÜNÏ.TEST.", "a.xn--n-nga1b.test", "a.b.XN--N-NGA1B.TEST%2E", "a.u\u0308ni\u0308.test"}
+	var urls []string
+	for i, h := range hosts {
+		urls = append(urls, fmt.Sprintf("ws://%s/ws-idna/%d", h, i))
+	}
+	// The controls: a private literal no rule names, and an IDNA name the
+	// operator did not block (freü.test), mapped as the others are.
+	urls = append(urls, "ws://192.168.1.10/ws-control", "ws://FREÜ.test./ws-control-idna")
+	var said []string
+	_, err = w.r.Exec(ctx, "s", "", func(ctx context.Context, call *Call) error {
+		var err error
+		said, err = chromedp.Run(ctx, chromedp.Evaluate[[]string](webSocketsJS(urls), chromedp.EvalAwaitPromise))
+		return err
+	})
+	require.NoError(t, err)
+	require.NoError(t, w.r.Close())
+	var reached []string
+	sawControl, sawIDNA := false, false
+	for _, e := range d.escapes() {
+		if strings.Contains(e.line, "/ws-control-idna") {
+			sawIDNA = true
+			continue
+		}
+		if strings.Contains(e.line, "/ws-control") {
+			sawControl = true
+			continue
+		}
+		var n int
+		if _, err := fmt.Sscanf(strings.TrimPrefix(e.line, "GET /ws-idna/"), "%d", &n); err == nil && n < len(hosts) {
+			reached = append(reached, fmt.Sprintf("%q: %s", hosts[n], e))
+		} else {
+			reached = append(reached, e.String())
+		}
+	}
+	require.True(t, sawControl, "the control WebSocket never reached its decoy: %v", said)
+	require.True(t, sawIDNA, "the IDNA control never reached its decoy: %v", said)
+	t.Logf("%d spellings, reached: %v", len(hosts), reached)
+	assert.Empty(t, reached, "WebSockets to a blocked IDNA host that reached a decoy")
+}
