@@ -231,3 +231,61 @@ func (s *site) hitsPrefix(prefix string) []string {
 	}
 	return out
 }
+
+// TestRedTeam33GrantByExecOnAPublicPage: the session's page is a public
+// page that registered a looping service worker; the next call names the
+// private app only in its code (a fetch of localhost from the page, no
+// navigation). The call earns the grant: what the public page left must
+// still reach nothing.
+func TestRedTeam33GrantByExecOnAPublicPage(t *testing.T) {
+	d := inNetns(t)
+	if d == nil {
+		return
+	}
+	requireChromium(t)
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("skipping: a service worker needs Chromium itself, not a headless shell")
+	}
+	var s *site
+	s = newSite(t, leftoverRoutes(func() string { return s.url("localhost", "") }))
+	r := newRouter(t, nil, &testlog.Buffer{}, append(grantOptions(), WithChromiumPath(chromium), WithChromiumFlags(map[string]any{
+		"unsafely-treat-insecure-origin-as-secure": s.url(publicHost, "")}))...)
+	ctx := testCtx(t)
+	const tag = "redexec"
+	page := s.url(publicHost, "/leftover/sw?tag="+tag)
+	_, err = r.Navigate(ctx, tag, page, func(ctx context.Context, c *Call) error {
+		if err := chromedp.Do(ctx, chromedp.Navigate(page)); err != nil {
+			return err
+		}
+		_, err := chromedp.Run(ctx, chromedp.Poll[bool](`document.title !== "leftover"`))
+		return err
+	})
+	require.NoError(t, err)
+	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline) && len(s.hitsPrefix("/beat-"+tag)) == 0; time.Sleep(20 * time.Millisecond) {
+	}
+	require.NotEmpty(t, s.hitsPrefix("/beat-"+tag), "the worker runs")
+	api := s.url("localhost", "/api-"+tag)
+	var got, where string
+	_, err = r.Exec(ctx, tag, `fetch("`+api+`")`, func(ctx context.Context, c *Call) error {
+		var err error
+		where, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`location.href`))
+		got, err = chromedp.Run(ctx, chromedp.Evaluate[string](`fetch(`+fmt.Sprintf("%q", api)+`, {mode: "no-cors"}).then(r => "fetched " + r.type, e => "network error: " + e)`, chromedp.EvalAwaitPromise))
+		return err
+	})
+	t.Logf("the call: err %v, page %q, fetch %q", err, where, got)
+	n0 := len(s.hitsPrefix("/beat-" + tag))
+	escaped := func() []string {
+		out := s.hitsPrefix("/secret-" + tag)
+		for _, e := range d.escapes() {
+			if strings.Contains(e.line, tag) {
+				out = append(out, e.String())
+			}
+		}
+		return out
+	}
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline) && len(escaped()) == 0 && len(s.hitsPrefix("/beat-"+tag)) < n0+20; time.Sleep(20 * time.Millisecond) {
+	}
+	t.Logf("beats after the call: %d", len(s.hitsPrefix("/beat-"+tag))-n0)
+	assert.Empty(t, escaped(), "the public page's worker reached the app or a decoy after a grant by code")
+}
