@@ -9,6 +9,8 @@ import (
 
 	"github.com/hybroute/hybroute/internal/metadata"
 	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/internal/whatwg"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // Where a client may send its key. Every request a client makes is
@@ -70,27 +72,77 @@ func checkEndpoint(u *url.URL, keyed, allowPrivate bool) error {
 	if metadata.IsName(host) {
 		return fmt.Errorf("%w: %s names a cloud metadata service", ErrPrivateEndpoint, name)
 	}
-	// "localhost" is loopback by the hosts file; a name under it is not
-	// by every resolver (a DNS server may answer one), so it is not here.
-	loopback := host == "localhost"
+	// Only "localhost" itself is loopback by the hosts file: neither a
+	// name under it nor "localhost." with its dot is found there by Go's
+	// or glibc's resolver, which ask the DNS server for them instead.
+	loopback := strings.EqualFold(u.Hostname(), "localhost")
 	a, err := netip.ParseAddr(host)
 	literal := err == nil
 	if literal {
 		a = a.Unmap().WithZone("")
 		loopback = a.IsLoopback()
+	} else if host != "" {
+		// The C library's resolver (inet_aton) and browsers read
+		// 2852039166, 0xa9.0xfe.0xa9.0xfe or 0251.0376.0251.0376 as an
+		// address, without DNS: judge such a host by the address it
+		// spells. It never counts as loopback (fail closed).
+		w, werr := whatwg.Parse("http://" + u.Host + "/")
+		switch {
+		case werr != nil && looksNumeric(host):
+			return fmt.Errorf("%w: %s looks like an address but does not parse as one", ErrPrivateEndpoint, name)
+		case werr == nil && (w.Kind == whatwg.HostIPv4 || w.Kind == whatwg.HostIPv6):
+			a, literal = w.Addr.Unmap(), true
+		case werr == nil && metadata.IsName(strings.TrimSuffix(w.Host, ".")):
+			return fmt.Errorf("%w: %s names a cloud metadata service", ErrPrivateEndpoint, name)
+		}
+	}
+	if literal {
 		for _, p := range metadata.Prefixes() {
 			if p.Contains(a) {
 				return fmt.Errorf("%w: %s is a cloud metadata address", ErrPrivateEndpoint, name)
 			}
 		}
+		// NAT64 and the other IPv6 forms that carry an IPv4 address reach
+		// that address: judge them by it.
+		if netpolicy.ClassifyAddr(a) == netpolicy.ClassMetadata {
+			return fmt.Errorf("%w: %s is a cloud metadata address", ErrPrivateEndpoint, name)
+		}
 	}
 	if (keyed || u.User != nil) && (u.Scheme == "http" || u.Scheme == "ws") && !loopback {
 		return fmt.Errorf("%w: %s; use %ss", ErrCleartext, name, u.Scheme)
 	}
-	if literal && !loopback && !allowPrivate && privateAddr(a) {
+	if literal && !loopback && !allowPrivate && (privateAddr(a) || privateAddr(nat64IPv4(a))) {
 		return fmt.Errorf("%w: %s is a private address; an operator who runs the provider there allows it explicitly (provider.WithPrivateEndpoint, hybroute --allow-private-provider-url)", ErrPrivateEndpoint, name)
 	}
 	return nil
+}
+
+// looksNumeric reports a host whose last label is a number (decimal, or
+// hex with 0x): the WHATWG parser and inet_aton take it for an address.
+func looksNumeric(host string) bool {
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if strings.HasPrefix(last, "0x") {
+		last = last[2:]
+		return strings.Trim(last, "0123456789abcdef") == ""
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
+}
+
+var (
+	// nat64 and nat64Local are the well-known NAT64 prefix (RFC 6052) and
+	// the local-use one (RFC 8215): an address in them reaches the IPv4
+	// address in its last 32 bits.
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+)
+
+// nat64IPv4 returns the IPv4 address a NAT64 address reaches, or a.
+func nat64IPv4(a netip.Addr) netip.Addr {
+	if a.Is6() && (nat64.Contains(a) || nat64Local.Contains(a)) {
+		b := a.As16()
+		return netip.AddrFrom4([4]byte(b[12:]))
+	}
+	return a
 }
 
 // cgnat is the shared address space of carrier-grade NAT (RFC 6598).

@@ -74,7 +74,6 @@ func TestRedTeam33ProviderURLSpellings(t *testing.T) {
 // namespace with 169.254.169.254 on lo: each of the metadata spellings
 // below connected under netdns=cgo. Also the NAT64 form of metadata.
 func TestRedTeam33ProviderURLNumericSpellings(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	for _, u := range []string{
 		"https://2852039166/",           // 169.254.169.254, decimal
 		"https://0xa9fea9fe/",           // hex
@@ -133,7 +132,6 @@ func TestRedTeam33RedirectCarriesKey(t *testing.T) {
 // Go 1.26, pure and cgo), so the key goes in cleartext to whatever it
 // answers: the reason 58c8159 gives for refusing names under localhost.
 func TestRedTeam33ProviderKeyToLocalhostDot(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	for _, u := range []string{"http://localhost.:9/", "http://LOCALHOST.:9/", "ws://localhost.:9/devtools/browser/x?token=k"} {
 		assert.ErrorIs(t, provider.CheckEndpoint(u, true), provider.ErrCleartext, u)
 	}
