@@ -142,7 +142,6 @@ func TestRedTeam33ProviderKeyToLocalhostDot(t *testing.T) {
 // --print-config treats as a credential, goes over plain ws to a public
 // host: only a query or userinfo counts as a key here.
 func TestRedTeam33CDPPathTokenOverWS(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	for _, u := range []string{
 		"ws://cdp.example.com/devtools/browser/S3CRETPATHTOKEN0123456789",
 		"ws://cdp.example.com/S3CRETPATHTOKEN0123456789/devtools/browser/x",
