@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -143,6 +144,47 @@ func nat64IPv4(a netip.Addr) netip.Addr {
 		return netip.AddrFrom4([4]byte(b[12:]))
 	}
 	return a
+}
+
+// checkRedirect is the redirect policy put before next (the caller's, or
+// net/http's default of at most 10 when nil): a redirect to a URL the
+// endpoint rules refuse, or to another host (host and port) while the
+// request carries a key, is not followed, and the call fails with the
+// refusal.
+func checkRedirect(next func(*http.Request, []*http.Request) error, allowPrivate bool) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		keyed := len(via) > 0 && carriesKey(via[0])
+		if err := checkEndpoint(req.URL, keyed, allowPrivate); err != nil {
+			return fmt.Errorf("a redirect: %w", err)
+		}
+		if keyed && !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
+			return fmt.Errorf("%w: a redirect to another host, %s://%s, with the key", ErrCleartext, req.URL.Scheme, req.URL.Host)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// carriesKey reports a request that may carry a provider key: a query,
+// userinfo, or any header but the few a client sets without one (fail
+// closed: the key headers differ by provider).
+func carriesKey(r *http.Request) bool {
+	if r.URL.RawQuery != "" || r.URL.User != nil {
+		return true
+	}
+	for k := range r.Header {
+		switch http.CanonicalHeaderKey(k) {
+		case "Accept", "Accept-Encoding", "Content-Type", "Content-Length", "User-Agent":
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // cgnat is the shared address space of carrier-grade NAT (RFC 6598).
