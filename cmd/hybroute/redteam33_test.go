@@ -105,3 +105,11 @@ func TestRedTeam33PrintConfigComma(t *testing.T) {
 		assert.NotContains(t, out, "S3CRETm", v)
 	}
 }
+
+// TestCheckStraySwitchValue: "--allow-private false" leaves "false" as an
+// argument, which check refuses instead of reading it as a URL.
+func TestCheckStraySwitchValue(t *testing.T) {
+	code, _, errOut := runCmd(t, nil, "", "check", "--provider", "none", "--allow-private", "false", "http://10.0.0.9/")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "--flag=false")
+}
