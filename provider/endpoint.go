@@ -25,9 +25,10 @@ var (
 	// ErrCleartext is matched by the error of a request that would carry
 	// a provider key (a header, a query parameter such as browserless's
 	// token, a URL's userinfo) over plain http or ws to a host that is
-	// not loopback (an address of 127.0.0.0/8 or ::1, or localhost; not a
-	// name under localhost, which a resolver may answer). Nothing was sent. Use https (wss), or a loopback
-	// address for a stand-in on this machine.
+	// not loopback (a literal of 127.0.0.0/8 or ::1, or exactly localhost;
+	// not "localhost." nor a name under localhost, which a DNS server may
+	// answer). Nothing was sent. Use https (wss), or a loopback address
+	// for a stand-in on this machine.
 	ErrCleartext = errors.New("hybroute: a provider key would go unencrypted to a host that is not loopback")
 	// ErrPrivateEndpoint is matched by the error of a request to a
 	// provider URL whose host is a cloud metadata service (always), or a

@@ -176,7 +176,10 @@ func WithBaseURL(u string) Option {
 
 // WithHTTPClient makes a client send its requests with hc. The
 // default client times out after 60 s and does not follow redirects (a
-// redirect to another host would carry the API key header along).
+// redirect to another host would carry the API key header along). hc's
+// own redirect policy is asked only after the client's checks: a redirect
+// that the endpoint rules refuse, or to another host with the key, fails
+// the call.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) { c.client = hc }
 }
