@@ -301,9 +301,14 @@ func WithProviderConcurrency(n int) Option {
 // host only), a wildcard (*.example.com: its subdomains, not example.com
 // itself), an IP address, or an address prefix (10.1.0.0/16), which
 // matches a literal or a name all of whose addresses fall in it. Names are
-// compared as Chromium writes them (lower case, punycode).
+// compared as Chromium writes them (lower case, punycode). With no pattern
+// at all (patterns empty) [New] fails with an error matching
+// [netpolicy.ErrHostRule], rather than allow every host.
 func WithAllowedHosts(patterns ...string) Option {
-	return func(c *config.Config) { c.AllowedHosts = append(c.AllowedHosts, patterns...) }
+	return func(c *config.Config) {
+		c.AllowedHosts = append(c.AllowedHosts, patterns...)
+		c.AllowListGiven = true
+	}
 }
 
 // WithBlockedHosts refuses hosts that match one of patterns (the syntax of

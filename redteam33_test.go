@@ -4,6 +4,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // TestRedTeam33LibraryEmptyAllowList: an allow list given to the library
@@ -11,12 +13,11 @@ import (
 // embedder's config that filtered its empty entries) is no list at all,
 // which allows every host: the command fails closed, the library does not.
 func TestRedTeam33LibraryEmptyAllowList(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	t.Parallel()
 	var hosts []string
 	r, err := New(nil, WithAllowedHosts(hosts...))
 	if err == nil {
 		t.Cleanup(func() { _ = r.Close() })
 	}
-	assert.Error(t, err, "an empty allow list is an error")
+	assert.ErrorIs(t, err, netpolicy.ErrHostRule, "an empty allow list is an error")
 }

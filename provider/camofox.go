@@ -269,7 +269,7 @@ func (d *camofoxTab) Screenshot(ctx context.Context, fullPage bool) ([]byte, err
 	if d.c.keyHeader != "" {
 		req.Header.Set(d.c.keyHeader, d.c.keyScheme+d.c.key)
 	}
-	resp, err := d.c.client.Do(req)
+	resp, err := d.c.sender.Do(req)
 	if err != nil {
 		return nil, d.c.fail("screenshot", 0, err)
 	}

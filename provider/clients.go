@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -244,8 +245,12 @@ func (p *Endpoint) CreateSession(ctx context.Context, key string) (*Session, err
 		return nil, p.fail("create", 0, errors.New("no CDP URL configured"))
 	}
 	if u, err := url.Parse(p.raw); err == nil {
-		// The endpoint's query (browserless's ?token=) and userinfo are its key.
-		if err := checkEndpoint(u, u.RawQuery != "", p.privateEndpoint); err != nil {
+		// The endpoint's query (browserless's ?token=) and userinfo are its
+		// key, and so is a ws URL's path: a hosted browser's
+		// /devtools/browser/<id>, or a provider's /<token>/..., lets whoever
+		// reads it drive the browser.
+		keyed := u.RawQuery != "" || u.Scheme == "ws" && strings.Trim(u.Path, "/") != ""
+		if err := checkEndpoint(u, keyed, p.privateEndpoint); err != nil {
 			return nil, p.fail("create", 0, err)
 		}
 	}

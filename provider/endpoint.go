@@ -3,12 +3,15 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"strings"
 
 	"github.com/hybroute/hybroute/internal/metadata"
 	"github.com/hybroute/hybroute/internal/redact"
+	"github.com/hybroute/hybroute/internal/whatwg"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 // Where a client may send its key. Every request a client makes is
@@ -22,9 +25,10 @@ var (
 	// ErrCleartext is matched by the error of a request that would carry
 	// a provider key (a header, a query parameter such as browserless's
 	// token, a URL's userinfo) over plain http or ws to a host that is
-	// not loopback (an address of 127.0.0.0/8 or ::1, or localhost; not a
-	// name under localhost, which a resolver may answer). Nothing was sent. Use https (wss), or a loopback
-	// address for a stand-in on this machine.
+	// not loopback (a literal of 127.0.0.0/8 or ::1, or exactly localhost;
+	// not "localhost." nor a name under localhost, which a DNS server may
+	// answer). Nothing was sent. Use https (wss), or a loopback address
+	// for a stand-in on this machine.
 	ErrCleartext = errors.New("hybroute: a provider key would go unencrypted to a host that is not loopback")
 	// ErrPrivateEndpoint is matched by the error of a request to a
 	// provider URL whose host is a cloud metadata service (always), or a
@@ -70,27 +74,118 @@ func checkEndpoint(u *url.URL, keyed, allowPrivate bool) error {
 	if metadata.IsName(host) {
 		return fmt.Errorf("%w: %s names a cloud metadata service", ErrPrivateEndpoint, name)
 	}
-	// "localhost" is loopback by the hosts file; a name under it is not
-	// by every resolver (a DNS server may answer one), so it is not here.
-	loopback := host == "localhost"
+	// Only "localhost" itself is loopback by the hosts file: neither a
+	// name under it nor "localhost." with its dot is found there by Go's
+	// or glibc's resolver, which ask the DNS server for them instead.
+	loopback := strings.EqualFold(u.Hostname(), "localhost")
 	a, err := netip.ParseAddr(host)
 	literal := err == nil
 	if literal {
 		a = a.Unmap().WithZone("")
 		loopback = a.IsLoopback()
+	} else if host != "" {
+		// The C library's resolver (inet_aton) and browsers read
+		// 2852039166, 0xa9.0xfe.0xa9.0xfe or 0251.0376.0251.0376 as an
+		// address, without DNS: judge such a host by the address it
+		// spells. It never counts as loopback (fail closed).
+		w, werr := whatwg.Parse("http://" + u.Host + "/")
+		switch {
+		case werr != nil && looksNumeric(host):
+			return fmt.Errorf("%w: %s looks like an address but does not parse as one", ErrPrivateEndpoint, name)
+		case werr == nil && (w.Kind == whatwg.HostIPv4 || w.Kind == whatwg.HostIPv6):
+			a, literal = w.Addr.Unmap(), true
+		case werr == nil && metadata.IsName(strings.TrimSuffix(w.Host, ".")):
+			return fmt.Errorf("%w: %s names a cloud metadata service", ErrPrivateEndpoint, name)
+		}
+	}
+	if literal {
 		for _, p := range metadata.Prefixes() {
 			if p.Contains(a) {
 				return fmt.Errorf("%w: %s is a cloud metadata address", ErrPrivateEndpoint, name)
 			}
 		}
+		// NAT64 and the other IPv6 forms that carry an IPv4 address reach
+		// that address: judge them by it.
+		if netpolicy.ClassifyAddr(a) == netpolicy.ClassMetadata {
+			return fmt.Errorf("%w: %s is a cloud metadata address", ErrPrivateEndpoint, name)
+		}
 	}
 	if (keyed || u.User != nil) && (u.Scheme == "http" || u.Scheme == "ws") && !loopback {
 		return fmt.Errorf("%w: %s; use %ss", ErrCleartext, name, u.Scheme)
 	}
-	if literal && !loopback && !allowPrivate && privateAddr(a) {
+	if literal && !loopback && !allowPrivate && (privateAddr(a) || privateAddr(nat64IPv4(a))) {
 		return fmt.Errorf("%w: %s is a private address; an operator who runs the provider there allows it explicitly (provider.WithPrivateEndpoint, hybroute --allow-private-provider-url)", ErrPrivateEndpoint, name)
 	}
 	return nil
+}
+
+// looksNumeric reports a host whose last label is a number (decimal, or
+// hex with 0x): the WHATWG parser and inet_aton take it for an address.
+func looksNumeric(host string) bool {
+	last := host[strings.LastIndexByte(host, '.')+1:]
+	if strings.HasPrefix(last, "0x") {
+		last = last[2:]
+		return strings.Trim(last, "0123456789abcdef") == ""
+	}
+	return last != "" && strings.Trim(last, "0123456789") == ""
+}
+
+var (
+	// nat64 and nat64Local are the well-known NAT64 prefix (RFC 6052) and
+	// the local-use one (RFC 8215): an address in them reaches the IPv4
+	// address in its last 32 bits.
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
+)
+
+// nat64IPv4 returns the IPv4 address a NAT64 address reaches, or a.
+func nat64IPv4(a netip.Addr) netip.Addr {
+	if a.Is6() && (nat64.Contains(a) || nat64Local.Contains(a)) {
+		b := a.As16()
+		return netip.AddrFrom4([4]byte(b[12:]))
+	}
+	return a
+}
+
+// checkRedirect is the redirect policy put before next (the caller's, or
+// net/http's default of at most 10 when nil): a redirect to a URL the
+// endpoint rules refuse, or to another host (host and port) while the
+// request carries a key, is not followed, and the call fails with the
+// refusal.
+func checkRedirect(next func(*http.Request, []*http.Request) error, allowPrivate bool) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		keyed := len(via) > 0 && carriesKey(via[0])
+		if err := checkEndpoint(req.URL, keyed, allowPrivate); err != nil {
+			return fmt.Errorf("a redirect: %w", err)
+		}
+		if keyed && !strings.EqualFold(req.URL.Host, via[0].URL.Host) {
+			return fmt.Errorf("%w: a redirect to another host, %s://%s, with the key", ErrCleartext, req.URL.Scheme, req.URL.Host)
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// carriesKey reports a request that may carry a provider key: a query,
+// userinfo, or any header but the few a client sets without one (fail
+// closed: the key headers differ by provider).
+func carriesKey(r *http.Request) bool {
+	if r.URL.RawQuery != "" || r.URL.User != nil {
+		return true
+	}
+	for k := range r.Header {
+		switch http.CanonicalHeaderKey(k) {
+		case "Accept", "Accept-Encoding", "Content-Type", "Content-Length", "User-Agent":
+		default:
+			return true
+		}
+	}
+	return false
 }
 
 // cgnat is the shared address space of carrier-grade NAT (RFC 6598).

@@ -146,7 +146,7 @@ func sentFields(in any) []string {
 
 // send runs req and decodes the answer; sent are the fields of its body.
 func (c *apiClient) send(req *http.Request, op string, out any, sent []string) (http.Header, error) {
-	resp, err := c.client.Do(req)
+	resp, err := c.sender.Do(req)
 	if err != nil {
 		return nil, c.fail(op, 0, err)
 	}
@@ -401,7 +401,7 @@ func (c *apiClient) resolveCDP(ctx context.Context, op, raw string) (string, err
 	if raw == "" {
 		return "", nil
 	}
-	ws, err := cdpconn.Resolve(ctx, c.client, raw, nil)
+	ws, err := cdpconn.Resolve(ctx, c.sender, raw, nil)
 	if err != nil {
 		return "", c.fail(op, cdpconn.HTTPStatus(err), err)
 	}

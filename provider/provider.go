@@ -131,6 +131,9 @@ type config struct {
 	baseURL string
 	client  *http.Client
 	own     bool // client is the default one, ours to close
+	// sender sends the client's HTTP requests: client itself when own,
+	// else a copy of the caller's client whose redirects are checked.
+	sender  *http.Client
 	name    string
 	params  map[string]any
 	timeout time.Duration // the default client's; 0: defaultTimeout
@@ -173,7 +176,10 @@ func WithBaseURL(u string) Option {
 
 // WithHTTPClient makes a client send its requests with hc. The
 // default client times out after 60 s and does not follow redirects (a
-// redirect to another host would carry the API key header along).
+// redirect to another host would carry the API key header along). hc's
+// own redirect policy is asked only after the client's checks: a redirect
+// that the endpoint rules refuse, or to another host with the key, fails
+// the call.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *config) { c.client = hc }
 }
@@ -210,6 +216,16 @@ func newConfig(defaultBase, defaultName string, opts []Option) config {
 				return http.ErrUseLastResponse
 			},
 		}
+	} else {
+		// The caller's client may follow redirects, and net/http keeps a
+		// key header such as X-BB-API-Key on another host: a shallow copy
+		// checks each redirect first, then asks the caller's policy.
+		hc := *c.client
+		hc.CheckRedirect = checkRedirect(c.client.CheckRedirect, c.privateEndpoint)
+		c.sender = &hc
+	}
+	if c.own {
+		c.sender = c.client
 	}
 	return c
 }

@@ -103,6 +103,14 @@ func runCheck(ctx context.Context, args []string, e env) int {
 		printConfig(e.stdout, fs, e.getenv)
 		return exitOK
 	}
+	for _, a := range fs.Args() {
+		// "--allow-private false" is the switch on and a stray word, not
+		// the switch off: refuse it rather than check "false" as a URL.
+		if strings.EqualFold(a, "true") || strings.EqualFold(a, "false") {
+			fmt.Fprintf(e.stderr, "hybroute check: %q is no URL; give a switch its value as --flag=%s\n", a, strings.ToLower(a))
+			return exitFailure
+		}
+	}
 	if *codeFile == "" && fs.NArg() == 0 {
 		fmt.Fprintln(e.stderr, "hybroute check: give URLs, or --code FILE")
 		return exitFailure

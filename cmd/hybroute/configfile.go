@@ -126,7 +126,17 @@ func isBoolFlag(f *flag.Flag) bool {
 // only segments that read as plain words (devtools, browser, v1) are
 // kept.
 func printableURLs(v string) string {
-	parts := strings.Split(v, ",")
+	// A comma is a list separator only before a part that starts a URL:
+	// one URL's token may hold a comma (…?token=abc,def), and its tail
+	// is redacted with the URL, not printed as an item of its own.
+	var parts []string
+	for _, p := range strings.Split(v, ",") {
+		if n := len(parts); n > 0 && strings.Contains(parts[n-1], "://") && !strings.Contains(p, "://") {
+			parts[n-1] += "," + p
+			continue
+		}
+		parts = append(parts, p)
+	}
 	for i, p := range parts {
 		if !strings.Contains(p, "://") {
 			continue

@@ -96,7 +96,6 @@ func TestRedTeam33PrintConfigSpellings(t *testing.T) {
 // commas (for the host lists) before it redacts, so the part of a single
 // URL's token after a comma is printed as it is.
 func TestRedTeam33PrintConfigComma(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	for _, v := range []string{
 		"wss://cdp.example/devtools/browser/x?token=abc,S3CRETm",
 		"wss://cdp.example/devtools/browser/abc,S3CRETm",
@@ -105,4 +104,12 @@ func TestRedTeam33PrintConfigComma(t *testing.T) {
 		require.Equal(t, exitOK, code, errOut)
 		assert.NotContains(t, out, "S3CRETm", v)
 	}
+}
+
+// TestCheckStraySwitchValue: "--allow-private false" leaves "false" as an
+// argument, which check refuses instead of reading it as a URL.
+func TestCheckStraySwitchValue(t *testing.T) {
+	code, _, errOut := runCmd(t, nil, "", "check", "--provider", "none", "--allow-private", "false", "http://10.0.0.9/")
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "--flag=false")
 }

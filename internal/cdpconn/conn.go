@@ -219,14 +219,15 @@ func checkCleartext(u *url.URL) error {
 	return fmt.Errorf("it carries credentials over %s to %s, which is not loopback; use %ss", u.Scheme, u.Hostname(), u.Scheme)
 }
 
-// isLoopback reports whether host is a loopback IP literal, localhost or a
-// name under .localhost (which browsers and resolvers keep on loopback).
+// isLoopback reports whether host is a loopback IP literal (127.0.0.0/8,
+// ::1) or exactly "localhost". A name under localhost, and "localhost."
+// with its dot, are not: Go's and glibc's resolvers ask the DNS server for
+// them, so whoever answers would get the credentials.
 func isLoopback(host string) bool {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return a.Unmap().IsLoopback()
 	}
-	h := strings.TrimSuffix(strings.ToLower(host), ".")
-	return h == "localhost" || strings.HasSuffix(h, ".localhost")
+	return strings.EqualFold(host, "localhost")
 }
 
 // SetDebugf sets the protocol logger; chromedp.NewBrowserTransport calls it

@@ -42,6 +42,7 @@ type Config struct {
 	CloudWebRTC    bool // WithCloudWebRTC
 	CDPURL         string
 	AllowedHosts   []string             // WithAllowedHosts
+	AllowListGiven bool                 // WithAllowedHosts ran, even with no pattern
 	BlockedHosts   []string             // WithBlockedHosts
 	Rules          *netpolicy.HostRules // both, parsed by New
 	CDPClient      *http.Client         // dials the CDP override (WithCDPHTTPClient)
@@ -127,6 +128,11 @@ func (c *Config) Finish() error {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.AllowListGiven && len(c.AllowedHosts) == 0 {
+		// An allow list with no pattern would be no list, which allows
+		// every host: fail closed.
+		return fmt.Errorf("%w: WithAllowedHosts has no pattern; leave the option out to allow every host", netpolicy.ErrHostRule)
 	}
 	rules, err := netpolicy.ParseHostRules(c.AllowedHosts, c.BlockedHosts)
 	if err != nil {
