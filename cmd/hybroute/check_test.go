@@ -43,7 +43,6 @@ func withCheckResolver(t *testing.T, res agenttest.StaticResolver) {
 }
 
 func TestCheckExplainsEachURL(t *testing.T) {
-	hybroutetest.Parallel(t)
 	withCheckResolver(t, agenttest.StaticResolver{
 		"shop.example":    {netip.MustParseAddr("93.184.215.14")},
 		"intranet.corp":   {netip.MustParseAddr("10.1.2.3"), netip.MustParseAddr("93.184.215.15")},
@@ -107,7 +106,6 @@ func TestCheckExplainsEachURL(t *testing.T) {
 }
 
 func TestCheckCode(t *testing.T) {
-	hybroutetest.Parallel(t)
 	withCheckResolver(t, agenttest.StaticResolver{"shop.example": {netip.MustParseAddr("93.184.215.14")}})
 	code := "await page.goto(\"https://shop.example/cart\");\nconst r = await fetch(\"http://localhost:3000/api\");\n"
 	c, out, errOut := runCmd(t, map[string]string{"STEEL_API_KEY": "k"}, code, "check", "--json", "--code", "-")
@@ -128,7 +126,6 @@ func TestCheckCode(t *testing.T) {
 }
 
 func TestCheckWithCDPOverride(t *testing.T) {
-	hybroutetest.Parallel(t)
 	withCheckResolver(t, agenttest.StaticResolver{})
 	code, out, _ := runCmd(t, nil, "", "check", "--cdp-url", "ws://127.0.0.1:9222/devtools/browser/x", "http://10.0.0.7/")
 	assert.Equal(t, exitBlocked, code)
@@ -209,7 +206,6 @@ func TestProviderFromEnvironment(t *testing.T) {
 }
 
 func TestCheckExplainsTheSecretsRule(t *testing.T) {
-	hybroutetest.Parallel(t)
 	withCheckResolver(t, agenttest.StaticResolver{"shop.example": {netip.MustParseAddr("93.184.215.14")}})
 	vars := map[string]string{"BROWSERBASE_API_KEY": "k", "BROWSERBASE_PROJECT_ID": "p"}
 	const u = "https://shop.example/export?token=abc123"
@@ -239,7 +235,6 @@ func TestCheckExplainsTheSecretsRule(t *testing.T) {
 // loads what that document names: check explains those URLs as the plan
 // decides them, as an argument and inside a call's code.
 func TestCheckExpandsDataURLs(t *testing.T) {
-	hybroutetest.Parallel(t)
 	withCheckResolver(t, agenttest.StaticResolver{})
 	data := `data:text/html,<img src="http://169.254.169.254/latest/">`
 	code, out, _ := runCmd(t, nil, "", "check", "--json", data)
@@ -266,7 +261,6 @@ func TestCheckExpandsDataURLs(t *testing.T) {
 }
 
 func TestCheckOperatorRules(t *testing.T) {
-	hybroutetest.Parallel(t)
 	withCheckResolver(t, agenttest.StaticResolver{})
 	code, out, _ := runCmd(t, nil, "", "check", "--provider", "none", "--blocked-hosts", "*.ads.test,10.0.0.9", "http://x.ads.test/", "http://10.0.0.9/")
 	assert.Equal(t, exitBlocked, code, out)

@@ -23,7 +23,6 @@ func writeConfig(t *testing.T, name, body string) string {
 // TestConfigFile: a YAML or JSON file sets flags, a list sets a repeatable
 // flag once per element, and the command line wins over the file.
 func TestConfigFile(t *testing.T) {
-	hybroutetest.Parallel(t)
 	withCheckResolver(t, agenttest.StaticResolver{})
 	y := writeConfig(t, "c.yaml", "provider: none\nblocked-hosts:\n  - '*.ads.test'\n  - 10.0.0.9\n")
 	code, out, errOut := runCmd(t, nil, "", "check", "--config", y, "http://x.ads.test/", "http://10.0.0.9/")
