@@ -459,6 +459,15 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	}
 	held := time.Now()
 	defer func() { e.touch(); r.room.Held(time.Since(held)); r.letGo(e) }()
+	defer func() {
+		// A session ended under the call fails it wherever it was (moving
+		// to a fresh browser context, replacing a tab, the run): that is
+		// what the caller hears, not the browser's word for the context
+		// or target the release closed.
+		if err != nil && e.released.Load() && ctx.Err() == nil && !errors.Is(err, ErrReleased) {
+			err = fmt.Errorf("%w: %w", ErrReleased, err)
+		}
+	}()
 	if d := admission.RunTimeout(ctx); d > 0 {
 		// The run's own budget starts now that the session is here: the
 		// wait for it was the queue's part (RunTimeout).
