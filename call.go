@@ -6,10 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/hybroute/hybroute/internal/whatwg"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -107,28 +105,15 @@ func (c *Call) PageError() error {
 	if c.e.bg != nil {
 		failed = c.e.bg.Unreachable(c.e.frontID())
 	}
-	host := ""
-	if u, err := whatwg.Parse(failed); err == nil {
-		host = u.Host
-	}
-	refusals, _ := c.e.gs.Refusals(time.Time{})
-	for i := len(refusals) - 1; i >= 0; i-- {
-		x := refusals[i]
-		if x.ResourceType == string(network.ResourceTypeDocument) && x.Target == "tab" && (failed == "" || sameHost(x.URL, host)) {
-			return &NetworkError{URL: x.URL, Host: host, Err: x.Err, By: "guard", Browser: chromedp.ErrPageLoad}
-		}
+	x, host, ok := c.e.gs.DocumentRefusal(failed)
+	if ok {
+		return &NetworkError{URL: x.URL, Host: host, Err: x.Err, By: "guard", Browser: chromedp.ErrPageLoad}
 	}
 	if ne := c.e.networkCause(failed, "", time.Time{}); ne != nil {
 		ne.Browser = chromedp.ErrPageLoad
 		return ne
 	}
 	return &NetworkError{URL: failed, Host: host, Err: chromedp.ErrPageLoad}
-}
-
-// sameHost reports whether rawURL's host is host.
-func sameHost(rawURL, host string) bool {
-	u, err := whatwg.Parse(rawURL)
-	return err == nil && u.Host == host
 }
 
 // CallOption sets something of one call of [Router.Exec],

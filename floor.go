@@ -5,13 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 
-	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/floor"
@@ -21,7 +19,6 @@ import (
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/statesync"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
-	"github.com/hybroute/hybroute/internal/whatwg"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/route"
 )
@@ -134,18 +131,7 @@ func (r *Router) renewForGrant(ctx context.Context, e *entry, vs []netpolicy.Ver
 // to the fresh one to, and moves its profile there, before the old one is
 // disposed of.
 func (r *Router) carryToFresh(ctx context.Context, e *entry, lt *sc.Tab, from, to cdp.BrowserContextID) error {
-	c := chromedp.FromContext(e.h.Context())
-	if c == nil || c.Browser == nil {
-		return errors.New("hybroute: the session's browser is not known")
-	}
-	bc := func(id cdp.BrowserContextID) browsertab.Context {
-		return browsertab.Context{Browser: c.Browser, ID: id, Tab: e.h.Context(), Wrap: e.h.WrapErr, Dead: e.h.Dead}
-	}
-	cookies, err := bc(from).ReadCookies(ctx)
-	if err != nil {
-		return err
-	}
-	refused, err := bc(to).WriteCookies(ctx, cookies, false)
+	refused, err := statesync.CopyCookies(ctx, e.h, from, to)
 	if err != nil {
 		return err
 	}
@@ -172,20 +158,6 @@ func grantCall(e *entry, vs []netpolicy.Verdict) (done func(), err error) {
 	return floor.GrantCall(lt.Door(), vs, e.landedURL)
 }
 
-// The causes of network failures. The local browser's connections go
-// through the egress proxy, which answers one it does not make with a
-// failure Chromium reports only as net::ERR_TUNNEL_CONNECTION_FAILED (a
-// tunnel) or net::ERR_EMPTY_RESPONSE (a plain-HTTP request); the door of
-// the session's browser context keeps why (internal/egress), and these
-// carry it back to the caller. The cloud browser says
-// net::ERR_NAME_NOT_RESOLVED itself, which is read the same way.
-
-// proxyShaped are the browser's texts for a connection the egress proxy did
-// not make: only those are explained by its failures, so a load the
-// browser itself gave up on (net::ERR_ABORTED) is not blamed on one.
-var proxyShaped = []string{"net::ERR_TUNNEL_CONNECTION_FAILED", "net::ERR_EMPTY_RESPONSE",
-	"net::ERR_PROXY_CONNECTION_FAILED", "net::ERR_CONNECTION_CLOSED", "net::ERR_CONNECTION_RESET"}
-
 // door is the egress door of the entry's browser context; nil on any
 // browser but the local one.
 func (e *entry) door() *egress.Door {
@@ -196,84 +168,45 @@ func (e *entry) door() *egress.Door {
 }
 
 // networkCause is why rawURL did not load at or after since, as far as the
-// router knows more than the browser's text errText says (errText "": the
-// browser's text is unknown): the door's failure of its connection, or a
-// name that does not resolve. nil when nothing more is known.
+// router knows more than the browser's text errText says (egress.CauseOf).
+// nil when nothing more is known.
 func (e *entry) networkCause(rawURL, errText string, since time.Time) *NetworkError {
-	u, err := whatwg.Parse(rawURL)
-	if err != nil || !floor.IsWebURL(rawURL) {
+	c, ok := egress.CauseOf(e.door(), rawURL, errText, since)
+	if !ok {
 		return nil
 	}
-	port := u.Port
-	if port < 0 {
-		port = 80
-		if u.Scheme == "https" || u.Scheme == "wss" {
-			port = 443
-		}
-	}
-	if d := e.door(); d != nil && (errText == "" || slices.Contains(proxyShaped, errText)) {
-		if f, ok := d.FailureFor(u.Host, port, since); ok {
-			return failureCause(rawURL, u.Host, f)
-		}
-	}
-	if errText == "net::ERR_NAME_NOT_RESOLVED" {
-		return &NetworkError{URL: rawURL, Host: u.Host, Err: ErrNameNotResolved}
-	}
-	return nil
+	return causeError(c)
 }
 
-// failureCause is the cause of a connection the door did not make.
-func failureCause(rawURL, host string, f egress.Failure) *NetworkError {
-	ne := &NetworkError{URL: rawURL, Host: host, Addr: f.HostPort}
-	switch f.Kind {
+// causeError is the *NetworkError of a cause.
+func causeError(c egress.Cause) *NetworkError {
+	ne := &NetworkError{URL: c.URL, Host: c.Host, Addr: c.Addr}
+	switch c.Kind {
 	case egress.Refused:
-		ne.Err, ne.By = f.Err, "egress"
+		ne.Err, ne.By = c.Err, "egress"
 	case egress.Unresolved:
 		ne.Err = ErrNameNotResolved
 	default:
-		ne.Err = fmt.Errorf("%w: %w", ErrUnreachable, f.Err)
+		ne.Err = fmt.Errorf("%w: %w", ErrUnreachable, c.Err)
 	}
 	return ne
 }
 
-// loadCause puts the cause of a page that did not load in front of the
-// browser's error (a *chromedp.LoadError in err), for a call whose run
-// started at since. navURL is the URL the call navigates to ("" when its
-// run navigates where it likes: then the door's failures since the run
-// started name it, when they name one host only). err is returned as it
-// is when nothing more is known.
+// loadCause puts the cause of a page that did not load (egress.LoadCause)
+// in front of the browser's error (a *chromedp.LoadError in err); err is
+// returned as it is when nothing more is known.
 func (e *entry) loadCause(err error, navURL string, since time.Time) error {
 	var le *chromedp.LoadError
 	if !errors.As(err, &le) {
 		return err
 	}
-	if navURL == "" {
-		navURL = e.failedHost(since)
+	c, ok := egress.LoadCause(e.door(), navURL, le.ErrorText, since)
+	if !ok {
+		return err
 	}
-	ne := e.networkCause(navURL, le.ErrorText, since)
-	if ne == nil {
-		if le.ErrorText != "net::ERR_NAME_NOT_RESOLVED" {
-			return err
-		}
-		ne = &NetworkError{Err: ErrNameNotResolved} // the host is unknown
-	}
+	ne := causeError(c)
 	ne.Browser = err
 	return ne
-}
-
-// failedHost is a URL of the one host:port whose connections the door
-// failed since since; "" when there are none, or several.
-func (e *entry) failedHost(since time.Time) string {
-	fs := e.door().Failures(since)
-	if len(fs) == 0 {
-		return ""
-	}
-	for _, f := range fs[1:] {
-		if f.HostPort != fs[0].HostPort {
-			return ""
-		}
-	}
-	return "http://" + fs[0].HostPort + "/"
 }
 
 // egressRefusals are the door's refusals at or after since, as the

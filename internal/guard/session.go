@@ -7,7 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/target"
+	"github.com/hybroute/hybroute/internal/whatwg"
 )
 
 // Session is one session whose targets the guard tells apart from the
@@ -170,4 +172,27 @@ func (l *refusalLog) since(t time.Time) ([]Refusal, int) {
 		dropped = l.dropped
 	}
 	return out, dropped
+}
+
+// DocumentRefusal is the session's newest refusal of a document of its tab
+// whose host is failedURL's (any host when failedURL is ""): why the tab
+// shows the browser's error page for failedURL. host is failedURL's host.
+func (s *Session) DocumentRefusal(failedURL string) (r Refusal, host string, ok bool) {
+	if u, err := whatwg.Parse(failedURL); err == nil {
+		host = u.Host
+	}
+	refusals, _ := s.Refusals(time.Time{})
+	for i := len(refusals) - 1; i >= 0; i-- {
+		x := refusals[i]
+		if x.ResourceType == string(network.ResourceTypeDocument) && x.Target == "tab" && (failedURL == "" || sameHost(x.URL, host)) {
+			return x, host, true
+		}
+	}
+	return Refusal{}, host, false
+}
+
+// sameHost reports whether rawURL's host is host.
+func sameHost(rawURL, host string) bool {
+	u, err := whatwg.Parse(rawURL)
+	return err == nil && u.Host == host
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -231,4 +232,22 @@ func TrackOrigins(tabCtx context.Context, h *browsertab.Handle) error {
 			}
 		}
 	})
+}
+
+// CopyCookies copies the cookies of h's browser context from to the
+// context to (the session moving to a fresh one); it returns the names of
+// those to refused.
+func CopyCookies(ctx context.Context, h *browsertab.Handle, from, to cdp.BrowserContextID) (refused []string, err error) {
+	c := chromedp.FromContext(h.Context())
+	if c == nil || c.Browser == nil {
+		return nil, errors.New("hybroute: the session's browser is not known")
+	}
+	bc := func(id cdp.BrowserContextID) browsertab.Context {
+		return browsertab.Context{Browser: c.Browser, ID: id, Tab: h.Context(), Wrap: h.WrapErr, Dead: h.Dead}
+	}
+	cookies, err := bc(from).ReadCookies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return bc(to).WriteCookies(ctx, cookies, false)
 }
