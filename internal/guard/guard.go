@@ -626,6 +626,17 @@ func (g *Guard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 			later = append(later, enable)
 		}
 		note(g.setOffline(ctx, m, s))
+		if ti.Type == "page" {
+			// Its main frame's URL, for the landed-URL check. A paused
+			// page answers Page.enable only once it runs: pipelined. Sent
+			// before the script and the resume: Chromium runs a script to
+			// evaluate on new documents in the documents of an enabled
+			// Page domain; a popup of a new browsing context group (one
+			// opened with noopener) committed its first document before a
+			// Page.enable sent after the resume was read, and ran with
+			// RTCPeerConnection.
+			later = append(later, m.Go(ctx, s, page.CommandEnable, page.EnableParams{}))
+		}
 		if (ti.Type == "page" || ti.Type == "iframe") && g.webRTCOff() {
 			// In force before the target runs, as the commands of one
 			// session are acted on in order: pipelined.
@@ -649,13 +660,6 @@ func (g *Guard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 		}
 		_, err := m.Call(ctx, s, "Runtime.runIfWaitingForDebugger", nil)
 		note(err)
-	}
-	if ti.Type == "page" {
-		// Its main frame's URL, for the landed-URL check. A paused page
-		// answers Page.enable only once it runs; its first navigation
-		// commits long after (the guard pauses its request), and the
-		// check asks the browser for a page whose URL it never saw.
-		later = append(later, m.Go(ctx, s, page.CommandEnable, page.EnableParams{}))
 	}
 	for _, ch := range later {
 		note(<-ch)
