@@ -629,12 +629,12 @@ func (g *Guard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 		if ti.Type == "page" {
 			// Its main frame's URL, for the landed-URL check. A paused
 			// page answers Page.enable only once it runs: pipelined. Sent
-			// before the script and the resume: Chromium runs a script to
-			// evaluate on new documents in the documents of an enabled
-			// Page domain; a popup of a new browsing context group (one
-			// opened with noopener) committed its first document before a
-			// Page.enable sent after the resume was read, and ran with
-			// RTCPeerConnection.
+			// before the script and the resume: with Page.enable sent after
+			// the resume, a popup in a browsing context group of its own
+			// (noopener, noreferrer, a target=_blank link or form, another
+			// site's page) ran its first document without the script, and
+			// its peer connection reached metadata over TCP (measured,
+			// TestRedTeam33CloudWebRTCPopups).
 			later = append(later, m.Go(ctx, s, page.CommandEnable, page.EnableParams{}))
 		}
 		if (ti.Type == "page" || ti.Type == "iframe") && g.webRTCOff() {
