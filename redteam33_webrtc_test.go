@@ -160,13 +160,12 @@ func TestRedTeam33CloudWebRTCOtherRealms(t *testing.T) {
 
 // TestRedTeam33CloudWebRTCPopups: a popup that loads a page which runs its
 // own peer connection (redRTCPopupWays) has none, and reaches no decoy.
-// Broke: a popup opened with noopener or noreferrer, one from a
-// target=_blank link or form, and one of another site with an opener each
-// ran one (a same-site popup with an opener held; the noopener popup of
-// another site gives no answer but reaches the decoys too); TURN over TCP reached 169.254.169.254:80 and 10.0.0.5:443
-// and ICE-TCP 169.254.169.254:8080 (3 connections each); no datagram.
+// Held. It broke while the guard enabled the Page domain only after it
+// resumed a new page: a popup opened with noopener or noreferrer, one
+// from a target=_blank link or form, and one of another site each ran a
+// peer connection, and TURN over TCP reached 169.254.169.254:80 and
+// 10.0.0.5:443 and ICE-TCP 169.254.169.254:8080.
 func TestRedTeam33CloudWebRTCPopups(t *testing.T) {
-	t.Skip("red team: broke, see report")
 	redRTC(t, redRTCPopupWays)
 }
 

@@ -626,6 +626,17 @@ func (g *Guard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 			later = append(later, enable)
 		}
 		note(g.setOffline(ctx, m, s))
+		if ti.Type == "page" {
+			// Its main frame's URL, for the landed-URL check. A paused
+			// page answers Page.enable only once it runs: pipelined. Sent
+			// before the script and the resume: with Page.enable sent after
+			// the resume, a popup in a browsing context group of its own
+			// (noopener, noreferrer, a target=_blank link or form, another
+			// site's page) ran its first document without the script, and
+			// its peer connection reached metadata over TCP (measured,
+			// TestRedTeam33CloudWebRTCPopups).
+			later = append(later, m.Go(ctx, s, page.CommandEnable, page.EnableParams{}))
+		}
 		if (ti.Type == "page" || ti.Type == "iframe") && g.webRTCOff() {
 			// In force before the target runs, as the commands of one
 			// session are acted on in order: pipelined.
@@ -649,13 +660,6 @@ func (g *Guard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 		}
 		_, err := m.Call(ctx, s, "Runtime.runIfWaitingForDebugger", nil)
 		note(err)
-	}
-	if ti.Type == "page" {
-		// Its main frame's URL, for the landed-URL check. A paused page
-		// answers Page.enable only once it runs; its first navigation
-		// commits long after (the guard pauses its request), and the
-		// check asks the browser for a page whose URL it never saw.
-		later = append(later, m.Go(ctx, s, page.CommandEnable, page.EnableParams{}))
 	}
 	for _, ch := range later {
 		note(<-ch)
