@@ -38,7 +38,7 @@ func TestWhileAttachingRetriesOnlyTheSwap(t *testing.T) {
 	n = 0
 	err = whileAttaching(ctx, func() error { n++; return swap })
 	assert.True(t, errors.Is(err, swap))
-	assert.Equal(t, 5, n, "a tab that stays detached is reported, not waited on for good")
+	assert.Greater(t, n, 1, "a tab that stays detached is asked again, then reported (after attachWait), not waited on for good")
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
