@@ -77,7 +77,7 @@ func TestRoutingTable(t *testing.T) {
 	want := map[string][]string{
 		//                               public           localhost                  LAN                        metadata            mixed                      no URL (new session)
 		"hybrid":                        {"cloud s", "local s::local", "local s::local", "blocked metadata", "local s::local", "cloud s"},
-		"no provider":                   {"local s", "local s", "local s", "blocked metadata", "local s", "local s"},
+		"no provider":                   {"local s::local", "local s::local", "local s::local", "blocked metadata", "local s::local", "local s::local"},
 		"auto-local off":                {"cloud s", "blocked private_on_remote", "blocked private_on_remote", "blocked metadata", "blocked private_on_remote", "cloud s"},
 		"auto-local off, allow-private": {"cloud s", "cloud s", "cloud s", "blocked metadata", "cloud s", "cloud s"},
 		"CDP override":                  {"cloud s", "blocked private_on_remote", "blocked private_on_remote", "blocked metadata", "blocked private_on_remote", "cloud s"},

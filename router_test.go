@@ -70,7 +70,7 @@ func TestPlan(t *testing.T) {
 		{"allow-private lets the cloud try", strictAllow, "s", `goto("http://localhost:3000")`, route.Cloud, "s", nil, 1},
 		{"CDP override is not local: private rejected", override, "s", `goto("http://localhost:3000")`, route.Cloud, "s", netpolicy.ErrPrivate, 1},
 		{"CDP override with allow-private", overrideAllow, "s", `goto("http://localhost:3000")`, route.Cloud, "s", nil, 1},
-		{"no provider: everything local, plain key", noCloud, "s", `goto("https://example.com"); goto("http://localhost")`, route.Local, "s", nil, 2},
+		{"no provider: everything local, under the local key", noCloud, "s", `goto("https://example.com"); goto("http://localhost")`, route.Local, "s::local", nil, 2},
 		{"empty session key means default", hybrid, "", `goto("http://localhost:3000")`, route.Local, "default::local", nil, 1},
 		{"empty session key, cloud", hybrid, "", `goto("https://example.com")`, route.Cloud, "default", nil, 1},
 		{"brand-new session with no URL starts on the cloud", hybrid, "fresh", `document.title`, route.Cloud, "fresh", nil, 0},

@@ -475,7 +475,13 @@ func TestContentToolsRecheckThePage(t *testing.T) {
 	require.Contains(t, before.Text, "[ref=", "the page has content to read")
 	// The URL is made at run time: a literal would be refused before the
 	// call ran.
-	mustOK(t, callTool(t, ts, "wander", "browser_exec", map[string]string{"code": `setTimeout(() => { location.href = atob("aHR0cDovLzE2OS4yNTQuMTY5LjI1NC9sYXRlc3QvbWV0YS1kYXRhLw==") }, 100); "later"`}))
+	// The page moves 2 s later: after the call, unless the machine is so
+	// loaded that the call outlasts it; then the call itself is refused.
+	if ex := callTool(t, ts, "wander", "browser_exec", map[string]string{"code": `setTimeout(() => { location.href = atob("aHR0cDovLzE2OS4yNTQuMTY5LjI1NC9sYXRlc3QvbWV0YS1kYXRhLw==") }, 2000); "later"`}); ex.IsError {
+		assert.Contains(t, ex.Text, "blocked: the page tried to load http://169.254.169.254/latest/meta-data/")
+		assert.NotContains(t, ex.Text, "[ref=")
+		return
+	}
 	var last agent.Result
 	require.Eventually(t, func() bool {
 		last = callTool(t, ts, "wander", "browser_snapshot", nil)

@@ -67,7 +67,6 @@ func (r *recordTB) finish() {
 // A goroutine started during the test and still running when the Router
 // has closed fails the test, named.
 func TestLeftoverGoroutineFailsTheTest(t *testing.T) {
-	Parallel(t)
 	tb := &recordTB{TB: t}
 	r := NewRouter(tb, nil)
 	stop := make(chan struct{})

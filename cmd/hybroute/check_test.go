@@ -145,8 +145,8 @@ func TestEachCommandOffersItsOwnFlags(t *testing.T) {
 		return regexp.MustCompile(`(?m)^  -([a-z-]+)`).FindAllString(help, -1)
 	}
 	check := flags("check", "-h")
-	assert.Equal(t, []string{"  -allow-private", "  -allow-secrets-in-urls", "  -allowed-hosts", "  -auto-local", "  -blocked-hosts",
-		"  -cdp-url", "  -code", "  -config", "  -json", "  -print-config", "  -provider", "  -provider-spec", "  -provider-url", "  -v"}, check)
+	assert.Equal(t, []string{"  -allow-private", "  -allow-private-provider-url", "  -allow-secrets-in-urls", "  -allowed-hosts", "  -auto-local", "  -blocked-hosts",
+		"  -cdp-url", "  -cloud-webrtc", "  -code", "  -config", "  -json", "  -print-config", "  -provider", "  -provider-spec", "  -provider-url", "  -v"}, check)
 	mcp := flags("mcp", "-h")
 	for _, f := range []string{"  -chromium", "  -idle-timeout"} {
 		assert.NotContains(t, check, f)
