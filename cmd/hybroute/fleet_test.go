@@ -138,13 +138,12 @@ func startHTTPBinary(t *testing.T, args ...string) *url.URL {
 
 // affinityProxy is a load balancer in front of replicas, as docs/server.md
 // sets one up: a request with no Mcp-Session-Id (a client's initialize)
-// goes to the next replica in turn, and the session id the replica
+// goes to the replica with the fewest sessions, and the session id the replica
 // answers with sends every later request of that session to it.
 type affinityProxy struct {
 	replicas []*url.URL
 
 	mu   sync.Mutex
-	next int
 	by   map[string]int          // Mcp-Session-Id -> replica
 	seen map[string]map[int]bool // Mcp-Session-Id -> the replicas its requests went to
 }

@@ -467,7 +467,7 @@ func containsFold(s, sub string) bool {
 // the closing punctuation after a URL are kept. It finds URLs written
 // out; one the page re-encoded (spaced out, base64) is not found.
 func DisplayText(text string) string {
-	if strings.IndexAny(text, "?#@") < 0 {
+	if !strings.ContainsAny(text, "?#@") {
 		return text
 	}
 	var b strings.Builder
