@@ -98,22 +98,20 @@ func checkEndpoint(u *url.URL, keyed, allowPrivate bool) error {
 			return fmt.Errorf("%w: %s names a cloud metadata service", ErrPrivateEndpoint, name)
 		}
 	}
+	class := netpolicy.ClassPublic
 	if literal {
-		for _, p := range metadata.Prefixes() {
-			if p.Contains(a) {
-				return fmt.Errorf("%w: %s is a cloud metadata address", ErrPrivateEndpoint, name)
-			}
-		}
-		// NAT64 and the other IPv6 forms that carry an IPv4 address reach
-		// that address: judge them by it.
-		if netpolicy.ClassifyAddr(a) == netpolicy.ClassMetadata {
+		// netpolicy's classes: metadata first (several metadata addresses
+		// sit in private ranges), and the IPv6 forms that carry an IPv4
+		// address (NAT64, 6to4, Teredo, IPv4-compatible) judged by it.
+		class = netpolicy.ClassifyAddr(a)
+		if class == netpolicy.ClassMetadata {
 			return fmt.Errorf("%w: %s is a cloud metadata address", ErrPrivateEndpoint, name)
 		}
 	}
 	if (keyed || u.User != nil) && (u.Scheme == "http" || u.Scheme == "ws") && !loopback {
 		return fmt.Errorf("%w: %s; use %ss", ErrCleartext, name, u.Scheme)
 	}
-	if literal && !loopback && !allowPrivate && (privateAddr(a) || privateAddr(nat64IPv4(a))) {
+	if class != netpolicy.ClassPublic && !loopback && !allowPrivate {
 		return fmt.Errorf("%w: %s is a private address; an operator who runs the provider there allows it explicitly (provider.WithPrivateEndpoint, hybroute --allow-private-provider-url)", ErrPrivateEndpoint, name)
 	}
 	return nil
@@ -128,23 +126,6 @@ func looksNumeric(host string) bool {
 		return strings.Trim(last, "0123456789abcdef") == ""
 	}
 	return last != "" && strings.Trim(last, "0123456789") == ""
-}
-
-var (
-	// nat64 and nat64Local are the well-known NAT64 prefix (RFC 6052) and
-	// the local-use one (RFC 8215): an address in them reaches the IPv4
-	// address in its last 32 bits.
-	nat64      = netip.MustParsePrefix("64:ff9b::/96")
-	nat64Local = netip.MustParsePrefix("64:ff9b:1::/48")
-)
-
-// nat64IPv4 returns the IPv4 address a NAT64 address reaches, or a.
-func nat64IPv4(a netip.Addr) netip.Addr {
-	if a.Is6() && (nat64.Contains(a) || nat64Local.Contains(a)) {
-		b := a.As16()
-		return netip.AddrFrom4([4]byte(b[12:]))
-	}
-	return a
 }
 
 // checkRedirect is the redirect policy put before next (the caller's, or
@@ -186,15 +167,6 @@ func carriesKey(r *http.Request) bool {
 		}
 	}
 	return false
-}
-
-// cgnat is the shared address space of carrier-grade NAT (RFC 6598).
-var cgnat = netip.MustParsePrefix("100.64.0.0/10")
-
-// privateAddr reports an address that is not globally routable.
-func privateAddr(a netip.Addr) bool {
-	return a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() || a.IsInterfaceLocalMulticast() ||
-		a.IsMulticast() || a.IsUnspecified() || cgnat.Contains(a)
 }
 
 // refusedEndpoint reports whether err is a refusal of these rules.

@@ -56,6 +56,11 @@ func TestRedTeam33ProviderURLSpellings(t *testing.T) {
 		{"https://100.64.0.5/", false},
 		{"https://0.0.0.0/", false},
 		{"https://[::]/", false},
+		// IPv6 forms that reach an IPv4 address, judged by it as the
+		// router judges them (netpolicy.ClassifyAddr).
+		{"https://[2002:a00:5::]/", false}, // 6to4 of 10.0.0.5
+		{"https://[::10.0.0.5]/", false},   // IPv4-compatible
+		{"https://198.18.0.5/", false},     // benchmarking, not global
 	}
 	for _, c := range refused {
 		assert.Error(t, provider.CheckEndpoint(c.url, c.keyed), "held if refused: %s", c.url)
