@@ -216,6 +216,7 @@ func newConfig(defaultBase, defaultName string, opts []Option) config {
 				return http.ErrUseLastResponse
 			},
 		}
+		c.sender = c.client
 	} else {
 		// The caller's client may follow redirects, and net/http keeps a
 		// key header such as X-BB-API-Key on another host: a shallow copy
@@ -223,9 +224,6 @@ func newConfig(defaultBase, defaultName string, opts []Option) config {
 		hc := *c.client
 		hc.CheckRedirect = checkRedirect(c.client.CheckRedirect, c.privateEndpoint)
 		c.sender = &hc
-	}
-	if c.own {
-		c.sender = c.client
 	}
 	return c
 }
