@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/hybroute/hybroute/internal/cdpconn"
 	"github.com/hybroute/hybroute/internal/metadata"
 	"github.com/hybroute/hybroute/internal/redact"
 	"github.com/hybroute/hybroute/internal/whatwg"
@@ -74,15 +75,11 @@ func checkEndpoint(u *url.URL, keyed, allowPrivate bool) error {
 	if metadata.IsName(host) {
 		return fmt.Errorf("%w: %s names a cloud metadata service", ErrPrivateEndpoint, name)
 	}
-	// Only "localhost" itself is loopback by the hosts file: neither a
-	// name under it nor "localhost." with its dot is found there by Go's
-	// or glibc's resolver, which ask the DNS server for them instead.
-	loopback := strings.EqualFold(u.Hostname(), "localhost")
+	loopback := cdpconn.IsLoopbackHost(u.Hostname())
 	a, err := netip.ParseAddr(host)
 	literal := err == nil
 	if literal {
 		a = a.Unmap().WithZone("")
-		loopback = a.IsLoopback()
 	} else if host != "" {
 		// The C library's resolver (inet_aton) and browsers read
 		// 2852039166, 0xa9.0xfe.0xa9.0xfe or 0251.0376.0251.0376 as an

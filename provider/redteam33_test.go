@@ -136,7 +136,12 @@ func TestRedTeam33RedirectCarriesKey(t *testing.T) {
 // Go 1.26, pure and cgo), so the key goes in cleartext to whatever it
 // answers: the reason 58c8159 gives for refusing names under localhost.
 func TestRedTeam33ProviderKeyToLocalhostDot(t *testing.T) {
-	for _, u := range []string{"http://localhost.:9/", "http://LOCALHOST.:9/", "ws://localhost.:9/devtools/browser/x?token=k"} {
+	// Nor is "127.0.0.1." with its dot an address to Go's dialer: no IP
+	// literal, it goes to the resolver as a name (Go's pure resolver
+	// answers no such host, measured; the C library's may ask DNS), so it
+	// is no loopback the key may go to in cleartext, as cdpconn already
+	// held.
+	for _, u := range []string{"http://localhost.:9/", "http://LOCALHOST.:9/", "ws://localhost.:9/devtools/browser/x?token=k", "http://127.0.0.1.:9/"} {
 		assert.ErrorIs(t, provider.CheckEndpoint(u, true), provider.ErrCleartext, u)
 	}
 }

@@ -213,17 +213,19 @@ func checkCleartext(u *url.URL) error {
 	if u.RawQuery == "" && u.User == nil {
 		return nil
 	}
-	if isLoopback(u.Hostname()) {
+	if IsLoopbackHost(u.Hostname()) {
 		return nil
 	}
 	return fmt.Errorf("it carries credentials over %s to %s, which is not loopback; use %ss", u.Scheme, u.Hostname(), u.Scheme)
 }
 
-// isLoopback reports whether host is a loopback IP literal (127.0.0.0/8,
-// ::1) or exactly "localhost". A name under localhost, and "localhost."
-// with its dot, are not: Go's and glibc's resolvers ask the DNS server for
-// them, so whoever answers would get the credentials.
-func isLoopback(host string) bool {
+// IsLoopbackHost reports whether host (a URL's Hostname) is a loopback IP
+// literal (127.0.0.0/8, ::1) or exactly "localhost": a host credentials
+// may go to in cleartext. A name under localhost, and "localhost." with
+// its dot, are not: Go's and glibc's resolvers ask the DNS server for
+// them, so whoever answers would get the credentials. package provider
+// asks the same of its endpoints.
+func IsLoopbackHost(host string) bool {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return a.Unmap().IsLoopback()
 	}
