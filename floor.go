@@ -88,24 +88,16 @@ func unsupportedBrowser(browser, lacks string, w route.Route) error {
 }
 
 // renewForGrant moves a session on the local browser to a fresh browser
-// context before its call gets a grant its context is not clean for: one
-// where a document ran from a host the grant does not cover
-// (egress.Door.Clean). Whatever such a document left there (a service
+// context when its call's grant was refused (floor.ErrNotClean): its
+// context ran a document of a host the grant does not cover
+// (egress.Door.SetClean). Whatever such a document left there (a service
 // worker, a shared worker, another tab, a frame, a page in the
 // back-forward cache) would use the grant; disposing of the context ends
 // it all. The session's cookies follow it (and its profile, if it has
 // one); its other pages, history, storage and workers do not.
 // A session it could not move fails the call (its old context keeps no
 // grant), so no grant is ever given to a context that is not clean for it.
-func (r *Router) renewForGrant(ctx context.Context, e *entry, vs []netpolicy.Verdict) error {
-	lt, ok := e.h.Tab().(*sc.Tab)
-	if !ok || lt.Door() == nil {
-		return nil
-	}
-	g, _ := floor.GrantOf(vs)
-	if g.Empty() || lt.Door().Clean(g) {
-		return nil
-	}
+func (r *Router) renewForGrant(ctx context.Context, e *entry, lt *sc.Tab) error {
 	started := time.Now()
 	retire, err := r.side.Renew(ctx, lt, func(ctx context.Context, from, to cdp.BrowserContextID) error {
 		return r.carryToFresh(ctx, e, lt, from, to)
@@ -148,12 +140,21 @@ func (r *Router) carryToFresh(ctx context.Context, e *entry, lt *sc.Tab, from, t
 }
 
 // grantCall gives a session on the local browser the grant its call earns
-// (floor.GrantCall), through the door of its browser context; a tab of any
-// other browser has no door, and its call no grant.
-func grantCall(e *entry, vs []netpolicy.Verdict) (done func(), err error) {
+// (floor.GrantCall), through the door of its browser context; a context
+// that is not clean for it is replaced by a fresh one first
+// (renewForGrant). A tab of any other browser has no door, and its call
+// no grant.
+func (r *Router) grantCall(ctx context.Context, e *entry, vs []netpolicy.Verdict) (done func(), err error) {
 	lt, ok := e.h.Tab().(*sc.Tab)
 	if !ok || lt.Door() == nil {
 		return func() {}, nil
+	}
+	done, err = floor.GrantCall(lt.Door(), vs, e.landedURL)
+	if !errors.Is(err, floor.ErrNotClean) {
+		return done, err
+	}
+	if err := r.renewForGrant(ctx, e, lt); err != nil {
+		return nil, err
 	}
 	return floor.GrantCall(lt.Door(), vs, e.landedURL)
 }

@@ -505,10 +505,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	if d, ok := e.h.Held.Pending(); ok {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w: %s %q waits for an answer", e.route, p.CacheKey, ErrDialogOpen, d.Type, d.Message)
 	}
-	if err := r.renewForGrant(ctx, e, p.Verdicts); err != nil {
-		return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
-	}
-	endGrant, err := grantCall(e, p.Verdicts) // the private hosts this call named, and no others
+	endGrant, err := r.grantCall(ctx, e, p.Verdicts) // the private hosts this call named, and no others
 	if err != nil {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
 	}

@@ -158,9 +158,9 @@ func IsWebURL(raw string) bool {
 // (landed is where the tab is then), the grant ends there.
 //
 // The grant is given only to a context that is clean for it
-// (egress.Door.SetClean): its user moves a session whose context is not
-// to a fresh one first, and a document that starts to load in between
-// fails the call with ErrNotClean, the context granting nothing.
+// (egress.Door.SetClean); for any other it fails with ErrNotClean, the
+// context granting nothing, and its user moves the session to a fresh
+// context and asks again.
 func GrantCall(door *egress.Door, vs []netpolicy.Verdict, landed func() string) (done func(), err error) {
 	g, names := GrantOf(vs)
 	if !names {
