@@ -53,15 +53,16 @@ go test -c -o "$cache/guard.test" ./internal/guard || exit 1
 # Every name of the two lists must run on every browser: a test renamed
 # or moved would otherwise leave the matrix without a word.
 named=$(($(tr -cd '|' <<<"$tests" | wc -c) + $(tr -cd '|' <<<"$guard_tests" | wc -c) + 2))
-# The rows run COMPAT_JOBS at a time (2 by default): a browser test
-# mostly waits on its browser. Each row writes its line, and its failures,
+# The rows run COMPAT_JOBS at a time (1 by default: two rows side by
+# side, with the guard's tests running 8 at once, timed out the full
+# browser's row in CI). Each row writes its line, and its failures,
 # to files of its own, which are printed in the matrix's order at the end.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 run() { # index label binary
 	local out ver pass skip fail rc=0
 	ver=$("$3" --version 2>/dev/null | head -1)
-	out=$(CHROMIUM="$3" "$cache/hybroute.test" -test.count=1 -test.timeout=10m -test.v -test.parallel=8 -test.run "$tests" 2>&1) || rc=1
+	out=$(CHROMIUM="$3" "$cache/hybroute.test" -test.count=1 -test.timeout=10m -test.v -test.run "$tests" 2>&1) || rc=1
 	out+=$'\n'$(cd internal/guard && CHROMIUM="$3" "$cache/guard.test" -test.count=1 -test.timeout=10m -test.v -test.run "$guard_tests" 2>&1) || rc=1
 	pass=$(grep -c '^--- PASS' <<<"$out") skip=$(grep -c '^--- SKIP' <<<"$out") fail=$(grep -c '^--- FAIL' <<<"$out")
 	if [ $rc -ne 0 ]; then
@@ -74,7 +75,7 @@ run() { # index label binary
 	fi
 	printf '| %-7s | %-44s | %4d | %4d | %4d |\n' "$2" "$ver" "$pass" "$skip" "$fail" >"$work/$1.row"
 }
-jobs=${COMPAT_JOBS:-2} n=0
+jobs=${COMPAT_JOBS:-1} n=0
 start() { # label binary
 	n=$((n + 1))
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
