@@ -60,9 +60,10 @@ func (t *Toolset) handleDialog(ctx context.Context, s *session, key string, args
 	case err != nil:
 		return toolError(describe(err, nil, key))
 	}
-	msg := "Dismissed the " + d.Type + " " + modeltext.Quote(modeltext.PageText(d.Message), 200) + "."
+	quoted := modeltext.Quote(modeltext.PageText(d.Message), 200)
+	msg := "Dismissed the " + d.Type + " " + quoted + "."
 	if a.Accept {
-		msg = "Accepted the " + d.Type + " " + modeltext.Quote(modeltext.PageText(d.Message), 200)
+		msg = "Accepted the " + d.Type + " " + quoted
 		if d.Type == "prompt" {
 			msg += " with " + modeltext.Quote(text, 200)
 		}

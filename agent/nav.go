@@ -3,18 +3,16 @@ package agent
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"time"
 
-	"github.com/chromedp/cdproto"
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 // Tool names of the navigation tools.
@@ -150,7 +148,7 @@ func (t *Toolset) resize(ctx context.Context, s *session, key string, args json.
 		return toolError(fmt.Sprintf("width %d and height %d: each must be from %d to %d CSS pixels", a.Width, a.Height, minViewport, maxViewport))
 	}
 	res, c, err := t.do(ctx, s, key, "", 0, func(ctx context.Context, c *call) error {
-		return whileAttaching(ctx, func() error {
+		return browsertab.WhileAttaching(ctx, func() error {
 			_, err := chromedp.Call(ctx, emulation.SetDeviceMetricsOverride, emulation.SetDeviceMetricsOverrideParams{
 				Width: int64(a.Width), Height: int64(a.Height), DeviceScaleFactor: 1,
 			})
@@ -161,36 +159,6 @@ func (t *Toolset) resize(ctx context.Context, s *session, key string, args json.
 		return fmt.Sprintf("Resized the viewport to %dx%d.", a.Width, a.Height)
 	})
 }
-
-// detachedPage is Chromium's answer to a page-level command sent while the
-// tab swaps the document it shows (a reload or a navigation committing in
-// a new frame host): for that moment no page is attached to the target.
-const detachedPage = "Not attached to an active page"
-
-// whileAttaching runs cmd, and runs it again while Chromium answers that
-// the tab is between two documents, within attachWait and ctx: a command
-// right after a reload can meet the swap, and the swap ends on its own (a
-// new renderer process to start, which on a loaded machine takes a while).
-// Any other error, or the same one for longer, is cmd's answer.
-func whileAttaching(ctx context.Context, cmd func() error) error {
-	deadline := time.Now().Add(attachWait)
-	for try := 1; ; try++ {
-		err := cmd()
-		var ce *cdproto.Error
-		if err == nil || !errors.As(err, &ce) || ce.Message != detachedPage || time.Now().After(deadline) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(time.Duration(min(try, 5)) * 20 * time.Millisecond):
-		}
-	}
-}
-
-// attachWait bounds how long whileAttaching waits for a tab to be on a
-// document again.
-const attachWait = 3 * time.Second
 
 func (t *Toolset) navigate(ctx context.Context, s *session, key string, args json.RawMessage) Result {
 	var a struct {

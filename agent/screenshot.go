@@ -18,6 +18,7 @@ import (
 
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/agent/internal/snapshot"
+	"github.com/hybroute/hybroute/internal/browsertab"
 )
 
 const ToolScreenshot = "browser_screenshot"
@@ -190,7 +191,7 @@ func (t *Toolset) captureCDP(ctx context.Context, s *session, c *call, a *shotAr
 	case a.FullPage || scaled:
 		// A page that navigates itself can be between documents.
 		var m page.GetLayoutMetricsResult
-		err := whileAttaching(ctx, func() (err error) {
+		err := browsertab.WhileAttaching(ctx, func() (err error) {
 			m, err = chromedp.Call(ctx, page.GetLayoutMetrics, cdp.Empty{})
 			return err
 		})
@@ -211,7 +212,7 @@ func (t *Toolset) captureCDP(ctx context.Context, s *session, c *call, a *shotAr
 		p.Clip.Scale = a.fitScale(p.Clip.Width, p.Clip.Height)
 	}
 	var shot page.CaptureScreenshotResult
-	err := whileAttaching(ctx, func() (err error) {
+	err := browsertab.WhileAttaching(ctx, func() (err error) {
 		shot, err = chromedp.Call(ctx, page.CaptureScreenshot, p)
 		return err
 	})

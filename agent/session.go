@@ -21,6 +21,7 @@ import (
 	"github.com/hybroute/hybroute/agent/internal/download"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/agent/internal/snapshot"
+	"github.com/hybroute/hybroute/internal/browsertab"
 	"github.com/hybroute/hybroute/route"
 )
 
@@ -269,7 +270,7 @@ func pageInfo(ctx context.Context) (string, string, error) {
 	// after its load event: the history is asked again until the swap
 	// is over.
 	var h page.GetNavigationHistoryResult
-	err := whileAttaching(ctx, func() (err error) {
+	err := browsertab.WhileAttaching(ctx, func() (err error) {
 		h, err = chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
 		return err
 	})

@@ -219,13 +219,35 @@ func (h *Held) Take(d *Dialog) {
 	}
 }
 
-// detachedPage is Chromium's answer to a page-level command while the tab
-// is between two documents, and answerWait how long AnswerDialog asks
-// again on it.
-const (
-	detachedPage = "Not attached to an active page"
-	answerWait   = 3 * time.Second
-)
+// detachedPage is Chromium's answer to a page-level command sent while the
+// tab swaps the document it shows (a reload or a navigation committing in
+// a new frame host): for that moment no page is attached to the target.
+const detachedPage = "Not attached to an active page"
+
+// attachWait bounds how long WhileAttaching waits for a tab to be on a
+// document again.
+const attachWait = 3 * time.Second
+
+// WhileAttaching runs cmd, and runs it again while Chromium answers that
+// the tab is between two documents, within attachWait and ctx: a command
+// right after a reload can meet the swap, and the swap ends on its own (a
+// new renderer process to start, which on a loaded machine takes a while).
+// Any other error, or the same one for longer, is cmd's answer.
+func WhileAttaching(ctx context.Context, cmd func() error) error {
+	deadline := time.Now().Add(attachWait)
+	for try := 1; ; try++ {
+		err := cmd()
+		var ce *cdproto.Error
+		if err == nil || !errors.As(err, &ce) || ce.Message != detachedPage || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(min(try, 5)) * 20 * time.Millisecond):
+		}
+	}
+}
 
 // AnswerDialog answers the session's held dialog: accept or dismiss it,
 // and for an accepted prompt the text it returns. ok is false when none
@@ -240,21 +262,10 @@ func (h *Handle) AnswerDialog(ctx context.Context, accept bool, promptText strin
 	// A dialog that opened as a navigation started waits in a page that
 	// is, for that moment, no tab's active page: the answer is asked again
 	// until the page is attached, or the dialog went with its document.
-	deadline := time.Now().Add(answerWait)
-	for try := 1; ; try++ {
-		_, err = chromedp.Call(actx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: promptText})
-		var ce *cdproto.Error
-		if err == nil || !errors.As(err, &ce) || ce.Message != detachedPage || time.Now().After(deadline) {
-			break
-		}
-		select {
-		case <-actx.Done():
-		case <-time.After(time.Duration(min(try, 5)) * 20 * time.Millisecond):
-		}
-		if actx.Err() != nil {
-			break
-		}
-	}
+	err = WhileAttaching(actx, func() error {
+		_, err := chromedp.Call(actx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: accept, PromptText: promptText})
+		return err
+	})
 	cancel()
 	if err != nil && ctx.Err() != nil {
 		return *w, true, err // the caller gave up: the dialog may still wait

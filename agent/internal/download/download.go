@@ -236,10 +236,9 @@ func (d *Tracker) stopBrowser() {
 	for _, st := range stops {
 		ctx, cancel := context.WithDeadline(st.ctx, deadline)
 		if st.guid == "" {
-			_, _ = chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
-				Behavior: browser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: st.bc, EventsEnabled: new(true)})
+			denyIn(ctx, st.bc)
 		} else {
-			_, _ = chromedp.CallBrowser(ctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: st.guid, BrowserContextID: st.bc})
+			cancelIn(ctx, st.guid, st.bc)
 		}
 		cancel()
 	}
@@ -344,8 +343,26 @@ func (d *Tracker) overTotal() bool {
 	if n <= d.cfg.MaxTotal {
 		return false
 	}
-	d.cutOff(fmt.Sprintf("the session's downloads passed the %s they may take together", modeltext.Size(d.cfg.MaxTotal)))
+	d.cutOffTotal()
 	return true
+}
+
+// cutOffTotal cuts the session's downloads off for passing
+// Config.MaxTotal. Called with d.mu held.
+func (d *Tracker) cutOffTotal() {
+	d.cutOff(fmt.Sprintf("the session's downloads passed the %s they may take together", modeltext.Size(d.cfg.MaxTotal)))
+}
+
+// denyIn tells the browser to deny the downloads of browser context bc,
+// and cancelIn to cancel the download guid in it. Best effort: the
+// session's bounds hold by its own record whatever the browser answers.
+func denyIn(ctx context.Context, bc cdp.BrowserContextID) {
+	_, _ = chromedp.CallBrowser(ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
+		Behavior: browser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: bc, EventsEnabled: new(true)})
+}
+
+func cancelIn(ctx context.Context, guid string, bc cdp.BrowserContextID) {
+	_, _ = chromedp.CallBrowser(ctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: guid, BrowserContextID: bc})
 }
 
 // cutOff refuses every download of the session from now on, why: its
@@ -363,8 +380,7 @@ func (d *Tracker) cutOff(why string) {
 			d.cfg.Go(func() {
 				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
-				_, _ = chromedp.CallBrowser(cctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{
-					Behavior: browser.SetDownloadBehaviorBehaviorDeny, BrowserContextID: bc, EventsEnabled: new(true)})
+				denyIn(cctx, bc)
 			})
 		}
 	}
@@ -398,7 +414,7 @@ func (d *Tracker) cancel(x *download) {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		for _, bc := range bcs {
-			_, _ = chromedp.CallBrowser(cctx, browser.CancelDownload, browser.CancelDownloadParams{GUID: x.guid, BrowserContextID: bc})
+			cancelIn(cctx, x.guid, bc)
 		}
 	})
 }
@@ -839,7 +855,7 @@ func (d *Tracker) finish(x *download) {
 	case d.cfg.MaxTotal > 0 && d.savedBytes+n > d.cfg.MaxTotal:
 		_ = os.Remove(path)
 		if d.cutoff == "" {
-			d.cutOff(fmt.Sprintf("the session's downloads passed the %s they may take together", modeltext.Size(d.cfg.MaxTotal)))
+			d.cutOffTotal()
 		}
 		x.state, x.why = dlRefused, d.cutoff
 	default:

@@ -35,7 +35,7 @@ func selectItems(items []*item, full string, o Options) (string, error) {
 	if o.Ref != "" || o.Find != "" || o.Depth > 0 {
 		roots := items
 		if o.Ref != "" {
-			ref := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(o.Ref, "[ref="), "ref="), "]")
+			ref := refName(o.Ref)
 			it := findRef(items, ref)
 			if it == nil {
 				return "", modeltext.Errorf("ref %q is not in the page as it is now; call browser_snapshot without ref and use a ref from it", ref)

@@ -166,9 +166,7 @@ func DocumentID(ctx context.Context) (cdp.LoaderID, cdp.FrameID, error) {
 
 // lookup finds a ref of the last snapshot in tab id.
 func (t *Refs) lookup(ref string, id target.ID) (Entry, error) {
-	ref = strings.TrimSpace(ref)
-	ref = strings.TrimSuffix(strings.TrimPrefix(ref, "[ref="), "]")
-	ref = strings.TrimPrefix(ref, "ref=")
+	ref = refName(strings.TrimSpace(ref))
 	if t.byRef == nil {
 		return Entry{}, modeltext.Errorf("ref %q: there is no snapshot of this page yet; call browser_snapshot first and use a ref from it", ref)
 	}

@@ -1,11 +1,9 @@
-package agent
+package browsertab
 
 import (
 	"context"
 	"errors"
 	"testing"
-
-	"github.com/hybroute/hybroute/hybroutetest"
 
 	"github.com/chromedp/cdproto"
 	"github.com/stretchr/testify/assert"
@@ -15,12 +13,12 @@ import (
 // A command that meets a tab between two documents is sent again until the
 // swap is over; any other answer is the command's, at once.
 func TestWhileAttachingRetriesOnlyTheSwap(t *testing.T) {
-	hybroutetest.Parallel(t)
+	t.Parallel()
 	ctx := context.Background()
 	swap := &cdproto.Error{Code: -32000, Message: detachedPage}
 
 	n := 0
-	err := whileAttaching(ctx, func() error {
+	err := WhileAttaching(ctx, func() error {
 		if n++; n < 3 {
 			return swap
 		}
@@ -31,19 +29,19 @@ func TestWhileAttachingRetriesOnlyTheSwap(t *testing.T) {
 
 	n = 0
 	other := &cdproto.Error{Code: -32602, Message: "Invalid parameters"}
-	err = whileAttaching(ctx, func() error { n++; return other })
+	err = WhileAttaching(ctx, func() error { n++; return other })
 	assert.ErrorIs(t, err, other)
 	assert.Equal(t, 1, n, "another error is not retried")
 
 	n = 0
-	err = whileAttaching(ctx, func() error { n++; return swap })
+	err = WhileAttaching(ctx, func() error { n++; return swap })
 	assert.True(t, errors.Is(err, swap))
 	assert.Greater(t, n, 1, "a tab that stays detached is asked again, then reported (after attachWait), not waited on for good")
 
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	n = 0
-	err = whileAttaching(cctx, func() error { n++; return swap })
+	err = WhileAttaching(cctx, func() error { n++; return swap })
 	assert.ErrorIs(t, err, swap)
 	assert.Equal(t, 1, n, "a cancelled call does not wait")
 }
