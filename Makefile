@@ -49,7 +49,7 @@ lint: jq
 	bash scripts/lint.sh
 
 # The checks first: the tests run only when the lint is clean (run beside
-# the tests, the lint took 310 s instead of 50 on two cores, and the tests
+# the tests, the lint took 310 s instead of 79 on two cores, and the tests
 # slowed as much). Every module's tests run at once, and the target fails
 # if any failed. They run on Debian's headless shell, which the sidecar
 # prefers when it is installed (a session there costs a third of the CPU
