@@ -63,7 +63,7 @@ lint: jq
 # test's -parallel). Two, go test's default on this machine: the modules
 # already run side by side.
 TEST_PARALLEL ?= 2
-test: headless-shell lint
+test: headless-shell redis lint
 	@rc=0; out=$$(mktemp -d); i=0; \
 	for m in $(MODULES); do \
 		i=$$((i+1)); \
