@@ -90,7 +90,26 @@ func New(slots int, busy func(Busy) error) *Queue {
 // estimate is the foreseen wait behind ahead queued openings, and the
 // opening itself. Called with q.mu held.
 func (q *Queue) estimate(ahead int) time.Duration {
-	return time.Duration(ahead/q.slots+1) * q.mean
+	return foresee(ahead, q.slots, q.mean)
+}
+
+// foresee is the wait behind ahead others served slots at a time, each
+// taking mean, and one's own turn.
+func foresee(ahead, slots int, mean time.Duration) time.Duration {
+	return time.Duration(ahead/max(slots, 1)+1) * mean
+}
+
+// nextMean is the moving mean after one more measure d (none when d <= 0):
+// the first measure, then each new one weighing a quarter.
+func nextMean(mean, d time.Duration) time.Duration {
+	switch {
+	case d <= 0:
+		return mean
+	case mean == 0:
+		return d
+	default:
+		return (mean*3 + d) / 4
+	}
 }
 
 // Wait takes a slot for one opening, in turn. It refuses at once with a
@@ -186,15 +205,7 @@ func (q *Queue) done(opened time.Duration) {
 
 // count adds one opening's time (0: none happened) to the moving mean.
 // Called with q.mu held.
-func (q *Queue) count(opened time.Duration) {
-	switch {
-	case opened <= 0:
-	case q.mean == 0:
-		q.mean = opened
-	default:
-		q.mean = (q.mean*3 + opened) / 4
-	}
-}
+func (q *Queue) count(opened time.Duration) { q.mean = nextMean(q.mean, opened) }
 
 // Sample counts an opening made outside the queue (the sidecar's spare).
 func (q *Queue) Sample(opened time.Duration) {

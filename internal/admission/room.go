@@ -35,16 +35,9 @@ func (r *Room) Free() {
 
 // Held counts one call's hold on its session into the mean.
 func (r *Room) Held(d time.Duration) {
-	if d <= 0 {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.mean == 0 {
-		r.mean = d
-	} else {
-		r.mean = (r.mean*3 + d) / 4
-	}
+	r.mean = nextMean(r.mean, d)
 }
 
 // SetMean sets the measure of one call's hold, as a test of long calls
@@ -91,7 +84,7 @@ func (r *Room) Wait(ctx context.Context, terms Terms, slots int, try func() (boo
 	allow, bounded := terms.Allowance(start)
 	r.mu.Lock()
 	ahead, mean := r.waiting, r.mean
-	est := time.Duration(ahead/max(slots, 1)+1) * mean
+	est := foresee(ahead, slots, mean)
 	if bounded && (allow <= 0 || !terms.Wait && mean > 0 && est > allow) {
 		r.mu.Unlock()
 		if mean == 0 {

@@ -390,7 +390,8 @@ func (f *Fleet) reassert(ctx context.Context) {
 		return
 	}
 	if anyLocal {
-		f.Renew(ctx)
+		// renewAll, not Renew: AcquireSlot has read the epoch already.
+		f.renewAll(ctx, 0)
 	} else if f.renewLease(ctx, first) {
 		f.renewAll(ctx, 1)
 	}
