@@ -253,7 +253,13 @@ func Run(ctx context.Context, cfg Config, t Target) *Report {
 }
 
 func (r *runner) breakf(c string, invariant, format string, args ...any) {
-	r.rep.Breaks = append(r.rep.Breaks, Break{Step: r.step, Call: c, Invariant: invariant, Detail: fmt.Sprintf(format, args...)})
+	b := Break{Step: r.step, Call: c, Invariant: invariant, Detail: fmt.Sprintf(format, args...)}
+	r.rep.Breaks = append(r.rep.Breaks, b)
+	// A long run's report comes at its end; a break is told as it happens
+	// so that whoever watches a run of an hour can start on it.
+	if r.cfg.Progress != nil {
+		r.cfg.Progress("break at #%d, %s: %s: %s", b.Step, b.Call, b.Invariant, cut(b.Detail, 400))
+	}
 }
 
 func (r *runner) logf(format string, args ...any) {
