@@ -452,10 +452,11 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	}
 	actx, aspan := r.tel.Tracer.Start(ctx, "hybroute.session.acquire",
 		trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
+	since := r.sess.Releases()
 	e, err := r.acquire(actx, p)
 	r.endAcquire(aspan, e, err)
 	if err != nil {
-		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, err)
+		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, r.releasedUnder(ctx, p.CacheKey, since, err))
 	}
 	held := time.Now()
 	defer func() { e.touch(); r.room.Held(time.Since(held)); r.letGo(e) }()
@@ -466,6 +467,9 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		// or target the release closed.
 		if err != nil && e.released.Load() && ctx.Err() == nil && !errors.Is(err, ErrReleased) {
 			err = fmt.Errorf("%w: %w", ErrReleased, err)
+		}
+		if err != nil {
+			err = r.releasedUnder(ctx, p.CacheKey, since, err)
 		}
 	}()
 	if d := admission.RunTimeout(ctx); d > 0 {
@@ -633,3 +637,20 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 // Results are substrings of code wherever no normalisation was needed. It
 // returns nil when code holds no URL.
 func ScanURLs(code string) []string { return urlscan.Scan(code) }
+
+// releasedUnder is err as the caller hears it when the call's session key
+// was released after since, while the call ran: the release is the cause,
+// whichever session the call was on by then (a new one it was making, a
+// browser context the release closed under it).
+func (r *Router) releasedUnder(ctx context.Context, cacheKey string, since uint64, err error) error {
+	if ctx.Err() != nil || errors.Is(err, ErrReleased) || r.sess.Releases() == since {
+		return err
+	}
+	r.mu.Lock()
+	cut := r.sess.ReleasedSince(cacheKey, since)
+	r.mu.Unlock()
+	if cut {
+		return fmt.Errorf("%w: %w", ErrReleased, err)
+	}
+	return err
+}

@@ -107,6 +107,11 @@ func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *cal
 		// which waits for the model (dialogs.go).
 		return result(w, note, dialogWaits, false)
 	}
+	if err != nil && s.gone.Load() && !errors.Is(err, hybroute.ErrReleased) {
+		// browser_close or the client's going ended the session while
+		// the call ran: that is why it failed, whatever the browser said.
+		err = fmt.Errorf("%w: %w", hybroute.ErrReleased, err)
+	}
 	if err != nil {
 		return result(w, note, describe(err, c, key), true)
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -28,6 +29,11 @@ type Cache[E any] struct {
 	WG       sync.WaitGroup       // background work: the reaper, creations, guards
 	stop     chan struct{}        // ends the reaper
 	started  bool                 // the reaper runs
+	// releases counts Take's calls; takenAt is the count at which each
+	// key was last taken, so that a call can tell whether its key was
+	// released while it ran (ReleasedSince), whichever session it was on.
+	releases atomic.Uint64
+	takenAt  map[string]uint64
 }
 
 // New is an empty cache.
@@ -78,8 +84,22 @@ func (c *Cache[E]) StopReaper() {
 // Take removes the sessions of keys from the cache and returns them, and
 // marks their creations in flight released. Called with the mutex held.
 func (c *Cache[E]) Take(keys ...string) []E {
+	n := c.releases.Add(1)
+	if c.takenAt == nil {
+		c.takenAt = make(map[string]uint64)
+	}
+	if len(c.takenAt) >= maxTakenKept {
+		// A call that outlived this many releases is told its own by
+		// its session, not by the count.
+		for k, at := range c.takenAt {
+			if at+maxTakenKept/4 < n {
+				delete(c.takenAt, k)
+			}
+		}
+	}
 	var es []E
 	for _, k := range keys {
+		c.takenAt[k] = n
 		if cr := c.InFlight[k]; cr != nil {
 			cr.Released = true
 		}
@@ -89,6 +109,21 @@ func (c *Cache[E]) Take(keys ...string) []E {
 		}
 	}
 	return es
+}
+
+// maxTakenKept bounds the keys whose last release the cache remembers.
+const maxTakenKept = 4096
+
+// Releases is the count of releases so far: a call takes it as it starts,
+// for ReleasedSince. It takes no lock.
+func (c *Cache[E]) Releases() uint64 { return c.releases.Load() }
+
+// ReleasedSince reports whether key was released after the count since
+// was taken: a call that started then and failed was cut short by the
+// release, even one that had not reached the session yet (it was making a
+// new one while the release ended the old). Called with the mutex held.
+func (c *Cache[E]) ReleasedSince(key string, since uint64) bool {
+	return c.takenAt[key] > since
 }
 
 // Of are the sessions of keys that ok accepts, in the order of keys.
