@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -249,7 +250,8 @@ var tasksSites *sites
 // taskResult is one task's run on one server.
 type taskResult struct {
 	calls   []callRecord
-	chars   int // the answers' text, plus the tool list once
+	texts   []string // what the agent read, in order
+	chars   int      // the answers' text, plus the tool list once
 	ok      bool
 	missing []string
 	err     error
@@ -265,7 +267,7 @@ func runTask(ctx context.Context, s server, cs *mcp.ClientSession, t task, toolL
 			break
 		}
 	}
-	r := taskResult{calls: a.calls, err: err, wall: time.Since(start), chars: toolList}
+	r := taskResult{calls: a.calls, texts: a.read, err: err, wall: time.Since(start), chars: toolList}
 	for _, c := range a.calls {
 		r.chars += c.chars
 	}
@@ -303,6 +305,9 @@ func toolListChars(ctx context.Context, cs *mcp.ClientSession) (int, error) {
 	return charCount(string(b)), nil
 }
 
+// onlyTasks narrows the suite to the tasks whose names contain it.
+var onlyTasks = flag.String("only", "", "with -tasks: run only the tasks whose names contain this text")
+
 // runTasks runs every task on every server in turn, rounds times, and
 // prints the table of the last round.
 func runTasks(servers []server, rounds int, pause time.Duration, verbose bool, out, log io.Writer) error {
@@ -331,7 +336,7 @@ func runTasks(servers []server, rounds int, pause time.Duration, verbose bool, o
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	tasks := suite()
+	tasks := slices.DeleteFunc(suite(), func(t task) bool { return !strings.Contains(t.name, *onlyTasks) })
 	results := make([][]taskResult, len(tasks))
 	for round := range max(rounds, 1) {
 		for ti, t := range tasks {
@@ -350,7 +355,13 @@ func runTasks(servers []server, rounds int, pause time.Duration, verbose bool, o
 	if verbose {
 		for ti, t := range tasks {
 			for i, s := range servers {
-				fmt.Fprintf(log, "%s, %s: %v\n", s.name, t.name, results[ti][i].calls)
+				r := results[ti][i]
+				fmt.Fprintf(log, "==== %s, %s: %v\n", s.name, t.name, r.calls)
+				if !r.ok {
+					for _, text := range r.texts {
+						fmt.Fprintf(log, "---\n%.3000s\n", text)
+					}
+				}
 			}
 		}
 	}

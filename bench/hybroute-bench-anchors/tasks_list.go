@@ -38,12 +38,18 @@ func suite() []task {
 		{
 			name: "single-page app", question: "What is the status of order #5521?",
 			answers: []string{"awaiting pickup at depot 7"},
-			steps:   []step{navigate("/spa"), snapshot(), waitFor("#5521"), look("#5521")},
+			steps:   []step{navigate("/spa"), snapshot(), waitFor("#5521"), look("Order #5521")},
 		},
 		{
-			name: "nested cross-site iframes", question: "What is the parcel's tracking code?",
+			name: "nested cross-origin iframes", question: "What is the parcel's tracking code?",
 			answers: []string{"TRK-88412"},
 			steps:   []step{navigate("/frames"), snapshot(), look("Tracking code")},
+		},
+		{
+			// The same page: its other frame is another site's.
+			name: "cross-site iframe", question: "What does the partner's frame offer?",
+			answers: []string{"Save 10% on your next parcel."},
+			steps:   []step{navigate("/frames"), snapshot(), look("Save 10%")},
 		},
 		{
 			name: "shadow DOM", question: "When does Grace Hopper's plan renew?",
@@ -56,7 +62,10 @@ func suite() []task {
 			steps: []step{
 				navigate("/feed"), snapshot(),
 				until("ZEBRA-57", 4, func(i int) []step {
-					return []step{press("End"), look(fmt.Sprintf("Post %d", (i+1)*20+1))}
+					// The feed loads after the key's answer: the agent waits
+					// for the next post, then reads it.
+					n := (i+1)*20 + 1
+					return []step{press("End"), waitFor(fmt.Sprintf("Post %d", n)), look(fmt.Sprintf("Post number %d ", n))}
 				}),
 			},
 		},

@@ -13,9 +13,9 @@ import (
 )
 
 // The task suite's sites: the pages are templates in testdata/tasks, filled
-// once from the data below and served on two loopback origins, so that an
-// iframe can be cross-site (127.0.0.1 and 127.0.0.2, or localhost where
-// 127.0.0.2 cannot be bound).
+// once from the data below and served on two loopback ports, so that an
+// iframe can be cross-origin (127.0.0.1 on the other port) or cross-site
+// (localhost on the other port).
 //
 //go:embed testdata/tasks/*.html
 var taskPages embed.FS
@@ -24,9 +24,12 @@ var taskTemplates = template.Must(template.ParseFS(taskPages, "testdata/tasks/*.
 
 // sites is the two origins the tasks are served on.
 type sites struct {
-	base, other string // "http://host:port", no trailing slash
-	pages       map[string][]byte
-	stop        func()
+	// base is the first origin; other the second port on the same host
+	// (cross-origin, same site); site the second port as localhost
+	// (cross-site). All are "http://host:port", with no trailing slash.
+	base, other, site string
+	pages             map[string][]byte
+	stop              func()
 }
 
 func (s *sites) url(path string) string { return s.base + path }
@@ -182,14 +185,15 @@ func render(name string, data any) []byte {
 	return b.Bytes()
 }
 
-// renderTaskPages fills every page once; other is the second origin.
-func renderTaskPages(other string) map[string][]byte {
+// renderTaskPages fills every page once; other is the second origin, site
+// the second site.
+func renderTaskPages(other, site string) map[string][]byte {
 	p := map[string][]byte{
 		"/form":           render("form.html", nil),
 		"/table":          render("table.html", map[string]any{"Pages": tablePages, "Rows": tableRows()}),
 		"/article":        render("article.html", map[string]any{"Sections": articleSections()}),
 		"/spa":            render("spa.html", nil),
-		"/frames":         render("frames.html", map[string]any{"Other": other}),
+		"/frames":         render("frames.html", map[string]any{"Site": site}),
 		"/frames/inner":   render("frames_inner.html", map[string]any{"Other": other}),
 		"/frames/carrier": render("frames_carrier.html", nil),
 		"/frames/ad":      render("frames_ad.html", nil),
@@ -235,22 +239,17 @@ func serveSites() (*sites, error) {
 	if err != nil {
 		return nil, err
 	}
-	otherHost := "127.0.0.2"
-	lnB, err := net.Listen("tcp", "127.0.0.2:0")
+	lnB, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		// Where 127.0.0.2 is not routed to the loopback, localhost on
-		// another port is still another site.
-		if lnB, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-			lnA.Close()
-			return nil, err
-		}
-		otherHost = "localhost"
+		lnA.Close()
+		return nil, err
 	}
 	s := &sites{
 		base:  "http://" + lnA.Addr().String(),
-		other: fmt.Sprintf("http://%s:%d", otherHost, lnB.Addr().(*net.TCPAddr).Port),
+		other: "http://" + lnB.Addr().String(),
+		site:  fmt.Sprintf("http://localhost:%d", lnB.Addr().(*net.TCPAddr).Port),
 	}
-	s.pages = renderTaskPages(s.other)
+	s.pages = renderTaskPages(s.other, s.site)
 	srvA := &http.Server{Handler: s.handler()}
 	srvB := &http.Server{Handler: s.handler()}
 	go func() { _ = srvA.Serve(lnA) }()
