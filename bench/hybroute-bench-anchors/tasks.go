@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -72,6 +73,8 @@ func (a *agent) call(tc toolCall) (string, error) {
 	defer cancel()
 	res, err := a.cs.CallTool(cctx, &mcp.CallToolParams{Name: tc.name, Arguments: tc.args})
 	if err != nil {
+		// read and calls stay in step: the nth text is the nth call's.
+		a.read = append(a.read, "")
 		a.calls = append(a.calls, callRecord{tool: tc.name})
 		return "", fmt.Errorf("%s %s: %w", a.s.name, tc.name, err)
 	}
@@ -308,6 +311,9 @@ func toolListChars(ctx context.Context, cs *mcp.ClientSession) (int, error) {
 // onlyTasks narrows the suite to the tasks whose names contain it.
 var onlyTasks = flag.String("only", "", "with -tasks: run only the tasks whose names contain this text")
 
+// textsDir is where -texts writes what the agent read.
+var textsDir = flag.String("texts", "", "with -tasks: write every answer the agent read into this directory, a file per server and task")
+
 // runTasks runs every task on every server in turn, rounds times, and
 // prints the table of the last round.
 func runTasks(servers []server, rounds int, pause time.Duration, verbose bool, out, log io.Writer) error {
@@ -352,6 +358,11 @@ func runTasks(servers []server, rounds int, pause time.Duration, verbose bool, o
 		fmt.Fprintf(log, "round %d/%d done\n", round+1, max(rounds, 1))
 	}
 	tasksTable(out, servers, tasks, results, lists, load0, loadAverage())
+	if *textsDir != "" {
+		if err := writeTexts(*textsDir, servers, tasks, results); err != nil {
+			return err
+		}
+	}
 	if verbose {
 		for ti, t := range tasks {
 			for i, s := range servers {
@@ -362,6 +373,28 @@ func runTasks(servers []server, rounds int, pause time.Duration, verbose bool, o
 						fmt.Fprintf(log, "---\n%.3000s\n", text)
 					}
 				}
+			}
+		}
+	}
+	return nil
+}
+
+// writeTexts writes what the agent read, a file per server and task, each
+// answer under its tool's name and size.
+func writeTexts(dir string, servers []server, tasks []task, results [][]taskResult) error {
+	for i, s := range servers {
+		for ti, t := range tasks {
+			var b strings.Builder
+			r := results[ti][i]
+			for ci, text := range r.texts {
+				fmt.Fprintf(&b, "==== %s: %d characters\n%s\n", r.calls[ci].tool, r.calls[ci].chars, text)
+			}
+			name := fmt.Sprintf("%s/%02d %s.txt", s.name, ti+1, t.name)
+			if err := os.MkdirAll(filepath.Join(dir, s.name), 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(b.String()), 0o644); err != nil {
+				return err
 			}
 		}
 	}
