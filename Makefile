@@ -176,7 +176,7 @@ bench-anchors: chromium
 	bash scripts/bench-anchors.sh -rounds $(BENCH_ROUNDS)
 
 # The task suite (issue 36, docs/figures.md, "What the model reads"): the
-# same three servers, driven the same way, each run twelve scripted tasks
+# same three servers, driven the same way, each run thirteen scripted tasks
 # over loopback sites; it prints per task the tokens, characters, calls,
 # success and wall time of each, and the largest answers. Not part of make
 # test: it takes a few minutes.

@@ -466,6 +466,14 @@ func tasksTable(w io.Writer, servers []server, tasks []task, results [][]taskRes
 		fmt.Fprintf(w, " **%s** |", cell(totals[i].chars, len(totals[i].calls), fmt.Sprintf("%d/%d", oks[i], len(tasks)), totals[i].wall))
 	}
 	fmt.Fprintf(w, " **%s** |\n", ratio(totals))
+	// The same total without the tool lists: what the answers alone cost.
+	fmt.Fprint(w, "| total of the answers alone |")
+	answers := slices.Clone(totals)
+	for i := range servers {
+		answers[i].chars -= len(tasks) * lists[i]
+		fmt.Fprintf(w, " %s (%s) |", thousands(tokens(answers[i].chars)), thousands(answers[i].chars))
+	}
+	fmt.Fprintf(w, " %s |\n", ratio(answers))
 
 	fmt.Fprint(w, "\nThe largest answers per task (tool: characters):\n\n| Task |")
 	for _, s := range servers {
