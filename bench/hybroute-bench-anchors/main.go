@@ -4,7 +4,9 @@
 // scripted session on the same loopback pages, round after round in turn,
 // and prints p50/p95 per tool and the snapshot sizes, with hybroute's p50
 // as a ratio to the fastest anchor's. scripts/bench-anchors.sh (make
-// bench-anchors) installs the anchors and runs it.
+// bench-anchors) installs the anchors and runs it. With -tasks (make
+// bench-tasks) it runs the task suite of tasks.go instead: what the model
+// reads to get tasks done on each server.
 package main
 
 import (

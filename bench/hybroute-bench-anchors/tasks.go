@@ -386,6 +386,7 @@ func writeTexts(dir string, servers []server, tasks []task, results [][]taskResu
 		for ti, t := range tasks {
 			var b strings.Builder
 			r := results[ti][i]
+			fmt.Fprintf(&b, "Question: %s\nAnswers: %q, found: %t\n", t.question, t.answers, r.ok)
 			for ci, text := range r.texts {
 				fmt.Fprintf(&b, "==== %s: %d characters\n%s\n", r.calls[ci].tool, r.calls[ci].chars, text)
 			}
