@@ -21,7 +21,7 @@ export STATICCHECK GOVULNCHECK GO
 export GOWORK := $(CURDIR)/go.work
 MODULES = $(shell $(GO) work edit -json $(CURDIR)/go.work | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 
-.PHONY: fuzz-toolset flake jq install-check headless-shell bench-anchors image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load snapshot-huge
+.PHONY: fuzz-toolset flake jq install-check headless-shell bench-anchors bench-tasks image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load snapshot-huge
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -174,3 +174,12 @@ load: headless-shell
 BENCH_ROUNDS ?= 20
 bench-anchors: chromium
 	bash scripts/bench-anchors.sh -rounds $(BENCH_ROUNDS)
+
+# The task suite (issue 36, docs/figures.md, "What the model reads"): the
+# same three servers, driven the same way, each run thirteen scripted tasks
+# over loopback sites; it prints per task the tokens, characters, calls,
+# success and wall time of each, and the largest answers. Not part of make
+# test: it takes a few minutes.
+BENCH_TASK_ROUNDS ?= 1
+bench-tasks: chromium
+	bash scripts/bench-anchors.sh -tasks -rounds $(BENCH_TASK_ROUNDS)

@@ -5,6 +5,7 @@
 # loopback pages. The anchors are installed from npm once into a cache
 # outside the repository, at the versions below, with no browser download:
 # all three drive the system's Chromium.
+# make bench-tasks runs it with -tasks: the task suite on the same three.
 # Usage: scripts/bench-anchors.sh [flags of hybroute-bench-anchors]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,7 +4,9 @@
 // scripted session on the same loopback pages, round after round in turn,
 // and prints p50/p95 per tool and the snapshot sizes, with hybroute's p50
 // as a ratio to the fastest anchor's. scripts/bench-anchors.sh (make
-// bench-anchors) installs the anchors and runs it.
+// bench-anchors) installs the anchors and runs it. With -tasks (make
+// bench-tasks) it runs the task suite of tasks.go instead: what the model
+// reads to get tasks done on each server.
 package main
 
 import (
@@ -45,6 +47,7 @@ func main() {
 	rounds := flag.Int("rounds", 20, "measured rounds of the session per server (after one warm-up round)")
 	verbose := flag.Bool("v", false, "print each server's snapshot texts of the last round to stderr")
 	pause := flag.Duration("pause", 0, "a pause before each call, as an agent thinks between calls (0: back to back)")
+	tasks := flag.Bool("tasks", false, "run the task suite (make bench-tasks), -rounds times, instead of the per-tool session")
 	flag.Parse()
 	// The servers run in a directory of their own: the paths must not
 	// depend on this one.
@@ -62,6 +65,10 @@ func main() {
 	}
 	if *dt != "" {
 		servers = append(servers, devtoolsServer(*dt, *chromium))
+	}
+	run := run
+	if *tasks {
+		run = runTasks
 	}
 	if err := run(servers, *rounds, *pause, *verbose, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "hybroute-bench-anchors:", err)
@@ -85,31 +92,11 @@ func run(servers []server, rounds int, pause time.Duration, verbose bool, out, l
 	}
 	defer stop()
 	ctx := context.Background()
-	// The anchors write files (Playwright MCP its snapshots) under their
-	// working directory: a temporary one, not the caller's.
-	work, err := os.MkdirTemp("", "hybroute-bench-anchors-")
+	sessions, closeAll, err := connect(ctx, servers, verbose, log)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
-	sessions := make([]*mcp.ClientSession, len(servers))
-	for i, s := range servers {
-		cmd := s.cmd()
-		cmd.Dir = work
-		cmd.Stderr = io.Discard
-		if verbose {
-			cmd.Stderr = log
-		}
-		cctx, cancel := context.WithTimeout(ctx, time.Minute)
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "hybroute-bench-anchors", Version: "v0"}, nil).
-			Connect(cctx, &mcp.CommandTransport{Command: cmd}, nil)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%s: connect: %w", s.name, err)
-		}
-		defer cs.Close()
-		sessions[i] = cs
-	}
+	defer closeAll()
 	recs := make([]*record, len(servers))
 	for i := range recs {
 		recs[i] = &record{took: map[string][]time.Duration{}, bytes: map[string]int{}, texts: map[string]string{}}
@@ -136,6 +123,42 @@ func run(servers []server, rounds int, pause time.Duration, verbose bool, out, l
 	}
 	table(out, servers, recs, rounds, pause)
 	return nil
+}
+
+// connect starts every server in a temporary working directory and
+// connects the one MCP client to each; closeAll ends them and removes the
+// directory.
+func connect(ctx context.Context, servers []server, verbose bool, log io.Writer) (sessions []*mcp.ClientSession, closeAll func(), err error) {
+	// The anchors write files (Playwright MCP its snapshots) under their
+	// working directory: a temporary one, not the caller's.
+	work, err := os.MkdirTemp("", "hybroute-bench-anchors-")
+	if err != nil {
+		return nil, nil, err
+	}
+	closeAll = func() {
+		for _, cs := range sessions {
+			_ = cs.Close()
+		}
+		_ = os.RemoveAll(work)
+	}
+	for _, s := range servers {
+		cmd := s.cmd()
+		cmd.Dir = work
+		cmd.Stderr = io.Discard
+		if verbose {
+			cmd.Stderr = log
+		}
+		cctx, cancel := context.WithTimeout(ctx, time.Minute)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "hybroute-bench-anchors", Version: "v0"}, nil).
+			Connect(cctx, &mcp.CommandTransport{Command: cmd}, nil)
+		cancel()
+		if err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("%s: connect: %w", s.name, err)
+		}
+		sessions = append(sessions, cs)
+	}
+	return sessions, closeAll, nil
 }
 
 // session runs the scripted session once on one server.

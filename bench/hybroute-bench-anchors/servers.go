@@ -55,7 +55,7 @@ func hybrouteServer(bin, chromium string) server {
 			}
 			return "browser_snapshot", map[string]any{}
 		},
-		refRE: `- %s %s \[ref=(e\d+)\]`,
+		refRE: `- %s %s[^\n]*?\[ref=(e\d+)\]`,
 	}
 }
 
