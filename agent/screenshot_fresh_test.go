@@ -15,7 +15,8 @@ import (
 // paints it green a task later and blue a frame later: what a screenshot
 // right after the click must show is what the click's handlers queued.
 const freshPage = `document.body.innerHTML = '<div id=box style="position:fixed;inset:0;background:rgb(255,0,0)"></div>' +
-	'<button id=go style="position:fixed;left:10px;top:10px;z-index:1">Paint</button>';
+	'<button id=go style="position:fixed;left:10px;top:10px;z-index:1">Paint</button>' +
+	'<p id=note style="position:fixed;left:10px;top:40px;z-index:1"></p>';
 document.getElementById('go').onclick = () => {
 	setTimeout(() => { box.style.background = 'rgb(0,255,0)'; }, 0);
 	requestAnimationFrame(() => { box.style.borderBottom = '20px solid rgb(0,0,255)'; });
@@ -47,6 +48,14 @@ func TestScreenshotShowsTheLastAction(t *testing.T) {
 	mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "box.style.background = 'rgb(255,255,0)'; 1"}))
 	script, _ := decodeShot(t, mustOK(t, callTool(t, ts, s, "browser_screenshot", nil)))
 	assertRGB(t, script, 640, 360, [3]uint8{255, 255, 0}, "the script's change")
+
+	// A change the page makes on its own, seen by browser_wait_for as it
+	// happens (before the browser draws it): the capture draws it first.
+	mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": "setTimeout(() => { box.style.background = 'rgb(0,255,255)'; note.textContent = 'painted'; }, 50); 1"}))
+	waited := mustOK(t, callTool(t, ts, s, "browser_wait_for", map[string]any{"text": "painted"}))
+	require.Contains(t, waited.Text, "is on the page", waited.Text)
+	own, _ := decodeShot(t, mustOK(t, callTool(t, ts, s, "browser_screenshot", nil)))
+	assertRGB(t, own, 640, 360, [3]uint8{0, 255, 255}, "the page's own change, not yet drawn when the capture was asked for")
 }
 
 // assertRGB checks the colour of the pixel at x, y, within a small
