@@ -306,6 +306,10 @@ func table(w io.Writer, servers []server, steps []string, recs []*record, rounds
 		fmt.Fprintf(w, " %s %v;", s.name, size)
 	}
 	fmt.Fprint(w, "\n")
+	sized := slices.DeleteFunc([]string{stepSnapSmall, stepSnapBig, stepClick, stepType}, func(st string) bool { return !slices.Contains(steps, st) })
+	if len(sized) == 0 {
+		return
+	}
 	fmt.Fprint(w, "\nText bytes of the last response (what the model reads):\n\n| Response |")
 	for _, s := range servers {
 		fmt.Fprintf(w, " %s |", s.name)
@@ -315,10 +319,7 @@ func table(w io.Writer, servers []server, steps []string, recs []*record, rounds
 		fmt.Fprint(w, "---|")
 	}
 	fmt.Fprint(w, "---|\n")
-	for _, st := range []string{stepSnapSmall, stepSnapBig, stepClick, stepType} {
-		if !slices.Contains(steps, st) {
-			continue
-		}
+	for _, st := range sized {
 		fmt.Fprintf(w, "| %s |", st)
 		best := 0
 		for i := range servers {
