@@ -39,6 +39,36 @@ const (
 
 var steps = []string{stepNavigate, stepSnapSmall, stepClick, stepType, stepExec, stepScreenshot, stepNavBig, stepSnapBig}
 
+// selectSteps is the steps -only names, in the session's order: those
+// whose names contain one of its comma-separated words, with the small
+// page's navigation, which every other step needs, and its snapshot where
+// click or type needs the refs it gives. An empty list is every step.
+func selectSteps(only string) ([]string, error) {
+	if strings.TrimSpace(only) == "" {
+		return steps, nil
+	}
+	pick := map[string]bool{stepNavigate: true}
+	for w := range strings.SplitSeq(only, ",") {
+		w = strings.ToLower(strings.TrimSpace(w))
+		if w == "" {
+			continue
+		}
+		found := false
+		for _, st := range steps {
+			if strings.Contains(st, w) {
+				pick[st], found = true, true
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("-only %q: no step is named so; the steps are %s", w, strings.Join(steps, "; "))
+		}
+	}
+	if pick[stepClick] || pick[stepType] {
+		pick[stepSnapSmall] = true
+	}
+	return slices.DeleteFunc(slices.Clone(steps), func(st string) bool { return !pick[st] }), nil
+}
+
 func main() {
 	hyb := flag.String("hybroute", "bin/hybroute", "the hybroute binary")
 	pw := flag.String("playwright", "", "Playwright MCP's cli.js (empty: left out)")
@@ -48,7 +78,13 @@ func main() {
 	verbose := flag.Bool("v", false, "print each server's snapshot texts of the last round to stderr")
 	pause := flag.Duration("pause", 0, "a pause before each call, as an agent thinks between calls (0: back to back)")
 	tasks := flag.Bool("tasks", false, "run the task suite (make bench-tasks), -rounds times, instead of the per-tool session")
+	only := flag.String("only", "", "run only the steps whose names contain one of these comma-separated words, e.g. exec,screenshot (the small page's navigation always runs, and its snapshot where click or type needs its refs)")
 	flag.Parse()
+	chosen, err := selectSteps(*only)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "hybroute-bench-anchors:", err)
+		os.Exit(2)
+	}
 	// The servers run in a directory of their own: the paths must not
 	// depend on this one.
 	for _, p := range []*string{hyb, pw, dt} {
@@ -66,11 +102,12 @@ func main() {
 	if *dt != "" {
 		servers = append(servers, devtoolsServer(*dt, *chromium))
 	}
-	run := run
 	if *tasks {
-		run = runTasks
+		err = runTasks(servers, *rounds, *pause, *verbose, os.Stdout, os.Stderr)
+	} else {
+		err = run(servers, chosen, *rounds, *pause, *verbose, os.Stdout, os.Stderr)
 	}
-	if err := run(servers, *rounds, *pause, *verbose, os.Stdout, os.Stderr); err != nil {
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "hybroute-bench-anchors:", err)
 		os.Exit(1)
 	}
@@ -85,7 +122,7 @@ type record struct {
 	failed []string
 }
 
-func run(servers []server, rounds int, pause time.Duration, verbose bool, out, log io.Writer) error {
+func run(servers []server, steps []string, rounds int, pause time.Duration, verbose bool, out, log io.Writer) error {
 	base, stop, err := servePages()
 	if err != nil {
 		return err
@@ -105,7 +142,7 @@ func run(servers []server, rounds int, pause time.Duration, verbose bool, out, l
 	// so a change of the machine's load falls on all of them alike.
 	for round := 0; round <= rounds; round++ {
 		for i, s := range servers {
-			if err := session(ctx, s, sessions[i], base, recs[i], round > 0, pause); err != nil {
+			if err := session(ctx, s, sessions[i], steps, base, recs[i], round > 0, pause); err != nil {
 				// A call that fails (a timeout on a loaded machine) ends this
 				// server's round, not the run: the table says how many.
 				recs[i].failed = append(recs[i].failed, err.Error())
@@ -121,7 +158,7 @@ func run(servers []server, rounds int, pause time.Duration, verbose bool, out, l
 			}
 		}
 	}
-	table(out, servers, recs, rounds, pause)
+	table(out, servers, steps, recs, rounds, pause)
 	return nil
 }
 
@@ -162,7 +199,7 @@ func connect(ctx context.Context, servers []server, verbose bool, log io.Writer)
 }
 
 // session runs the scripted session once on one server.
-func session(ctx context.Context, s server, cs *mcp.ClientSession, base string, rec *record, measure bool, pause time.Duration) error {
+func session(ctx context.Context, s server, cs *mcp.ClientSession, steps []string, base string, rec *record, measure bool, pause time.Duration) error {
 	var button, box string
 	for _, st := range steps {
 		ref, url := "", base+"/"
@@ -251,7 +288,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d.Microseco
 // table prints the results as a Markdown table: p50 / p95 in ms per
 // server, and hybroute's p50 over the fastest anchor's; then the text
 // bytes of the responses.
-func table(w io.Writer, servers []server, recs []*record, rounds int, pause time.Duration) {
+func table(w io.Writer, servers []server, steps []string, recs []*record, rounds int, pause time.Duration) {
 	gap := "back to back"
 	if pause > 0 {
 		gap = "a pause of " + pause.String() + " before each call"
@@ -293,6 +330,10 @@ func table(w io.Writer, servers []server, recs []*record, rounds int, pause time
 		fmt.Fprintf(w, " %s %v;", s.name, size)
 	}
 	fmt.Fprint(w, "\n")
+	sized := slices.DeleteFunc([]string{stepSnapSmall, stepSnapBig, stepClick, stepType}, func(st string) bool { return !slices.Contains(steps, st) })
+	if len(sized) == 0 {
+		return
+	}
 	fmt.Fprint(w, "\nText bytes of the last response (what the model reads):\n\n| Response |")
 	for _, s := range servers {
 		fmt.Fprintf(w, " %s |", s.name)
@@ -302,7 +343,7 @@ func table(w io.Writer, servers []server, recs []*record, rounds int, pause time
 		fmt.Fprint(w, "---|")
 	}
 	fmt.Fprint(w, "---|\n")
-	for _, st := range []string{stepSnapSmall, stepSnapBig, stepClick, stepType} {
+	for _, st := range sized {
 		fmt.Fprintf(w, "| %s |", st)
 		best := 0
 		for i := range servers {

@@ -57,3 +57,19 @@ func TestCatalogueNavigationIsANavigation(t *testing.T) {
 	assert.Contains(t, steps, stepNavBig)
 	assert.Less(t, slices.Index(steps, stepNavBig), slices.Index(steps, stepSnapBig), "the catalogue is opened before its snapshot")
 }
+
+// TestSelectSteps: -only keeps the session's order, adds what the chosen
+// steps need, and refuses a word that names no step.
+func TestSelectSteps(t *testing.T) {
+	all, err := selectSteps("")
+	require.NoError(t, err)
+	assert.Equal(t, steps, all)
+	got, err := selectSteps("screenshot, exec")
+	require.NoError(t, err)
+	assert.Equal(t, []string{stepNavigate, stepExec, stepScreenshot}, got)
+	got, err = selectSteps("click")
+	require.NoError(t, err)
+	assert.Equal(t, []string{stepNavigate, stepSnapSmall, stepClick}, got, "the click needs the small page's snapshot for its ref")
+	_, err = selectSteps("screenshot,scroll")
+	assert.ErrorContains(t, err, `"scroll"`)
+}
