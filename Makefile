@@ -170,10 +170,12 @@ load: headless-shell
 # (docs/figures.md, "Against the anchors"): the anchors are installed from npm once
 # into a cache outside the repository, with no browser download; one MCP
 # client drives all three over the same scripted session on loopback pages
-# and prints p50/p95 per tool and the snapshot sizes.
+# and prints p50/p95 per tool and the snapshot sizes. BENCH_FLAGS passes
+# more flags, e.g. BENCH_FLAGS="-only exec,screenshot -pause 150ms".
 BENCH_ROUNDS ?= 20
+BENCH_FLAGS ?=
 bench-anchors: chromium
-	bash scripts/bench-anchors.sh -rounds $(BENCH_ROUNDS)
+	bash scripts/bench-anchors.sh -rounds $(BENCH_ROUNDS) $(BENCH_FLAGS)
 
 # The task suite (issue 36, docs/figures.md, "What the model reads"): the
 # same three servers, driven the same way, each run thirteen scripted tasks
