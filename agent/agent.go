@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/internal/secrets"
 	"github.com/hybroute/hybroute/route"
 	"github.com/hybroute/hybroute/state"
 )
@@ -172,6 +173,7 @@ type config struct {
 	maxDownload   int64
 	dlLimits      DownloadLimits // a session's downloads together (download.go)
 	keepDownloads bool
+	secrets       *secrets.Set // browser_type_secret's, scrubbed from results and logs (secrets.go)
 }
 
 // Defaults of the options.
@@ -288,6 +290,9 @@ func New(r Router, opts ...Option) *Toolset {
 	if t.cfg.log == nil {
 		t.cfg.log = slog.Default()
 	}
+	if t.cfg.secrets.Len() > 0 {
+		t.cfg.log = slog.New(t.cfg.secrets.Handler(t.cfg.log.Handler()))
+	}
 	if d := t.cfg.downloadDir; d != "" {
 		// Absolute and without links, so the browser's reports of where
 		// it saved a file compare with it.
@@ -363,7 +368,8 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 	// by both together.
 	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout+t.cfg.queueWait)
 	defer cancel()
-	res := def.run(t, cctx, s, sessionKey, args)
+	// The one way out of the toolset for what a tool read.
+	res := t.scrub(def.run(t, cctx, s, sessionKey, args))
 	if res.IsError {
 		if err := ctx.Err(); err != nil {
 			// The caller gave up: that is not the model's to act on. (The

@@ -46,21 +46,12 @@ func typedSpellings(v string) []string {
 			out = append(out, j[1:len(j)-1])
 		}
 	}
-	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
-		out = append(out, enc.EncodeToString([]byte(v)))
-		raw := enc.WithPadding(base64.NoPadding)
-		for k := range 3 {
-			// The characters of base64(k bytes + v) that only v's bits
-			// decide: from the first that starts at or after bit 8k, to
-			// the last that ends at or before v's last bit.
-			padded := make([]byte, k+len(v))
-			copy(padded[k:], v)
-			e := raw.EncodeToString(padded)
-			from, to := (8*k+5)/6, 8*(k+len(v))/6
-			if core := e[from:to]; len(core) >= 2*minSecretLen {
-				out = append(out, core)
-			}
-		}
+	out = append(out, base64Forms([]byte(v))...)
+	if l1, ok := latin1(v); ok {
+		// btoa and a script's own hex write a character under U+0100 as
+		// one byte.
+		out = append(out, hex.EncodeToString(l1))
+		out = append(out, base64Forms(l1)...)
 	}
 	kept := out[:0]
 	for _, f := range out {
@@ -69,6 +60,44 @@ func typedSpellings(v string) []string {
 		}
 	}
 	return kept
+}
+
+// base64Forms are b in base64, standard and URL alphabets: whole, and the
+// part of it that reads the same inside a longer encoded text.
+func base64Forms(b []byte) []string {
+	var out []string
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		out = append(out, enc.EncodeToString(b))
+		raw := enc.WithPadding(base64.NoPadding)
+		for k := range 3 {
+			// The characters of base64(k bytes + b) that only b's bits
+			// decide: from the first that starts at or after bit 8k, to
+			// the last that ends at or before b's last bit.
+			padded := make([]byte, k+len(b))
+			copy(padded[k:], b)
+			e := raw.EncodeToString(padded)
+			from, to := (8*k+5)/6, 8*(k+len(b))/6
+			if core := e[from:to]; len(core) >= 2*minSecretLen {
+				out = append(out, core)
+			}
+		}
+	}
+	return out
+}
+
+// latin1 is v with each character as one byte, when v has a character
+// past ASCII and none past U+00FF.
+func latin1(v string) ([]byte, bool) {
+	b := make([]byte, 0, len(v))
+	wide := false
+	for _, r := range v {
+		if r > 0xFF {
+			return nil, false
+		}
+		wide = wide || r > 0x7F
+		b = append(b, byte(r))
+	}
+	return b, wide
 }
 
 // How a browser serialises text and attribute values in HTML (outerHTML,

@@ -31,6 +31,7 @@ func TestTypedFindsTheCommonEncodings(t *testing.T) {
 		"<b>" + strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(v) + "</b>",
 		`<input value="` + strings.NewReplacer("&", "&amp;", `"`, "&quot;").Replace(v) + `">`,
 	}
+	texts = append(texts, "btoa "+base64.StdEncoding.EncodeToString([]byte("hunter2 \"&<\xe9>/+=?")))
 	for _, prefix := range []string{"", "u:", "us:", "use:", "user:"} {
 		texts = append(texts, "Basic "+base64.StdEncoding.EncodeToString([]byte(prefix+v+"!tail")))
 	}
