@@ -115,12 +115,14 @@ func assertResultClean(t *testing.T, what string, res agent.Result) {
 // through every tool: snapshot (to the model and to a file), exec (refused
 // on the page; after a site echoed it into the next page, its plain, URL,
 // base64 and hex forms are scrubbed), console, errors, dialogs, network
-// requests, the page's title and URL, a state file, and the logs.
+// requests, the page's title and URL, a state file, and the logs. And it
+// is refused where it does not belong.
 func TestSecretsAreNeverReadBack(t *testing.T) {
 	hybroutetest.Parallel(t)
 	srv, port := loginSite(t)
 	origin := "http://127.0.0.1:" + port
-	set, err := agent.NewSecrets(agent.Secret{Name: "app-password", Value: secretValue, Origins: []string{origin}})
+	set, err := agent.NewSecrets(agent.Secret{Name: "app-password", Value: secretValue, Origins: []string{origin}},
+		agent.Secret{Name: "other", Value: "another-secret", Origins: []string{"https://example.com"}})
 	require.NoError(t, err)
 	logs := &testlog.Buffer{}
 	logger := slog.New(set.LogHandler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
@@ -195,51 +197,42 @@ func TestSecretsAreNeverReadBack(t *testing.T) {
 		assert.Contains(t, res.Text, "REDACTED", code)
 	}
 	require.NoError(t, ts.Release(t.Context(), s))
+
+	t.Run("origins", func(t *testing.T) {
+		// A secret is refused on a page of another origin, in a frame of
+		// another origin inside its own page, in a field that cannot
+		// take it, and under a name that does not exist.
+		const s = "origins"
+		mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/login"}))
+		snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil)).Text
+		typeSecret := func(ref, name string) agent.Result {
+			t.Helper()
+			require.NotEmpty(t, ref, snap)
+			res := callTool(t, ts, s, "browser_type_secret", map[string]any{"ref": ref, "name": name})
+			require.True(t, res.IsError, res.Text)
+			assertResultClean(t, "refusal", res)
+			return res
+		}
+		res := typeSecret(refOf(`textbox "Password"`, snap), "other")
+		assert.Contains(t, res.Text, `the secret "other" may not be typed on this page: the field's frame is of origin "http://127.0.0.1:`+port+`"`)
+		res = typeSecret(refOf(`textbox "Other password"`, snap), "app-password")
+		assert.Contains(t, res.Text, `the field's frame is of origin "http://127.0.0.1:`, "the frame's origin decides, not the page's")
+		assert.NotContains(t, res.Text, `origin "http://127.0.0.1:`+port+`"`)
+		res = typeSecret(refOf(`textbox "Notes"`, snap), "app-password")
+		assert.Contains(t, res.Text, "a secret goes only into a text, password or email field or a text area")
+		res = typeSecret(refOf(`button "Sign in"`, snap), "app-password")
+		assert.Contains(t, res.Text, "a secret goes only into")
+		res = typeSecret(refOf(`textbox "Read-only"`, snap), "app-password")
+		assert.Contains(t, res.Text, "disabled or read-only")
+		res = typeSecret(refOf(`textbox "Password"`, snap), "nope")
+		assert.Contains(t, res.Text, `there is no secret "nope"; the secrets are app-password, other`)
+
+		// Nothing was typed: exec still runs on the page.
+		out := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `document.getElementById("pw").value`}))
+		assert.Contains(t, out.Text, `Result: ""`)
+	})
 	assertNoSecret(t, "the logs", logs.String())
-}
-
-// TestSecretsStayOnTheirOrigins: a secret is refused on a page of another
-// origin, in a frame of another origin inside its own page, in a field
-// that cannot take it, and under a name that does not exist.
-func TestSecretsStayOnTheirOrigins(t *testing.T) {
-	hybroutetest.Parallel(t)
-	srv, port := loginSite(t)
-	set, err := agent.NewSecrets(
-		agent.Secret{Name: "app", Value: secretValue, Origins: []string{"http://127.0.0.1:" + port}},
-		agent.Secret{Name: "other", Value: "another-secret", Origins: []string{"https://example.com"}})
-	require.NoError(t, err)
-	ts := newToolset(t, agenttest.NewRouter(t, nil), agent.WithSecrets(set))
-	const s = "origins"
-	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/login"}))
-	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil)).Text
-	typeSecret := func(ref, name string) agent.Result {
-		t.Helper()
-		require.NotEmpty(t, ref, snap)
-		res := callTool(t, ts, s, "browser_type_secret", map[string]any{"ref": ref, "name": name})
-		require.True(t, res.IsError, res.Text)
-		assertResultClean(t, "refusal", res)
-		return res
-	}
-	res := typeSecret(refOf(`textbox "Password"`, snap), "other")
-	assert.Contains(t, res.Text, `the secret "other" may not be typed on this page: the field's frame is of origin "http://127.0.0.1:`+port+`"`)
-	res = typeSecret(refOf(`textbox "Other password"`, snap), "app")
-	assert.Contains(t, res.Text, `the field's frame is of origin "http://127.0.0.1:`, "the frame's origin decides, not the page's")
-	assert.NotContains(t, res.Text, `origin "http://127.0.0.1:`+port+`"`)
-	res = typeSecret(refOf(`textbox "Notes"`, snap), "app")
-	assert.Contains(t, res.Text, "a secret goes only into a text, password or email field or a text area")
-	res = typeSecret(refOf(`button "Sign in"`, snap), "app")
-	assert.Contains(t, res.Text, "a secret goes only into")
-	res = typeSecret(refOf(`textbox "Read-only"`, snap), "app")
-	assert.Contains(t, res.Text, "disabled or read-only")
-	res = typeSecret(refOf(`textbox "Password"`, snap), "nope")
-	assert.Contains(t, res.Text, `there is no secret "nope"; the secrets are app, other`)
-
-	// Nothing was typed: exec still runs on the page.
-	out := mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `document.getElementById("pw").value`}))
-	assert.Contains(t, out.Text, `Result: ""`)
-
-	// Without secrets, the tool is not offered.
-	assert.NotContains(t, fmt.Sprint(agent.New(nil).Tools()), agent.ToolTypeSecret)
+	assert.NotContains(t, fmt.Sprint(agent.New(nil).Tools()), agent.ToolTypeSecret, "without secrets the tool is not offered")
 }
 
 // TestPrivateSecretsStayOffTheCloud: on a router whose cloud browser may
