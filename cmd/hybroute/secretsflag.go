@@ -9,7 +9,7 @@ import (
 	"github.com/hybroute/hybroute/agent"
 )
 
-const secretsUsage = "type the named secrets of this JSON file with browser_type_secret, each only on its origins; the model never sees a value, and results and logs are scrubbed of them. " +
+const secretsUsage = "type the named secrets of this JSON file with the browser_type_secret tool, each only on its origins; the model never sees a value, and results and logs are scrubbed of them. " +
 	"The file (mode 0600) maps names to {\"value\" or \"env\" (a variable that holds it), \"origins\": [\"https://host[:port]\"], \"local_only\"} (docs/security.md)"
 
 // secretsFlag loads --secrets: the toolset's option, and the Router's
