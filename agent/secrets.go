@@ -179,6 +179,20 @@ func (h *heldSecrets) hold(tab target.ID, doc cdp.LoaderID) {
 // document (a new one lets exec run again); another tab of the session
 // counts while it is open, as a page may reach its opener's document.
 func (h *heldSecrets) refuseExec(ctx context.Context, s *session, c *call) error {
+	return h.refuse(ctx, s, c, "browser_exec", "a script could read it back", true)
+}
+
+// refuseFind refuses a snapshot's find on the document a secret was
+// typed into: whether a field's value contains a text would tell the
+// value a piece at a time.
+func (h *heldSecrets) refuseFind(ctx context.Context, s *session, c *call) error {
+	return h.refuse(ctx, s, c, "find", "a search of the page's fields would tell it a piece at a time", false)
+}
+
+// refuse is refuseExec's and refuseFind's check: what is the refused
+// tool or option and why the text the model reads; others says whether
+// another open tab that holds a secret counts.
+func (h *heldSecrets) refuse(ctx context.Context, s *session, c *call, what, why string, others bool) error {
 	h.mu.Lock()
 	n := len(h.docs)
 	h.mu.Unlock()
@@ -193,9 +207,12 @@ func (h *heldSecrets) refuseExec(ctx context.Context, s *session, c *call) error
 	defer h.mu.Unlock()
 	if held, ok := h.docs[c.target]; ok {
 		if held == doc {
-			return modeltext.Errorf("browser_exec is off on this page: a secret was typed into it, and a script could read it back. Navigate to another page first (a submitted login usually does), or use browser_snapshot to read the page")
+			return modeltext.Errorf("%s is off on this page: a secret was typed into it, and %s. Navigate to another page first (a submitted login usually does), or read the page with browser_snapshot", what, why)
 		}
 		delete(h.docs, c.target)
+	}
+	if !others {
+		return nil
 	}
 	for tab := range h.docs {
 		s.tmu.Lock()
@@ -205,7 +222,7 @@ func (h *heldSecrets) refuseExec(ctx context.Context, s *session, c *call) error
 			delete(h.docs, tab)
 			continue
 		}
-		return modeltext.Errorf("browser_exec is off: another tab of this session (%s) shows a page a secret was typed into, which a script of this page could reach. Select that tab and navigate it elsewhere, or close it (browser_tabs)", s.names.name(string(tab)))
+		return modeltext.Errorf("%s is off: another tab of this session (%s) shows a page a secret was typed into, which a script of this page could reach. Select that tab and navigate it elsewhere, or close it (browser_tabs)", what, s.names.name(string(tab)))
 	}
 	return nil
 }

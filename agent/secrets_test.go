@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -175,6 +176,27 @@ func TestSecretsAreNeverReadBack(t *testing.T) {
 	netw := check("network", mustOK(t, callTool(t, ts, s, "browser_network_requests", nil)))
 	assert.Contains(t, netw.Text, "/echo?pw=REDACTED&b=REDACTED")
 	assert.Contains(t, netw.Text, "169.254.169.254")
+	// Searches are no oracle: a filter matches the scrubbed URLs, and
+	// find is off on the page.
+	b64 := base64.StdEncoding.EncodeToString([]byte(secretValue))
+	netw = check("network filter", mustOK(t, callTool(t, ts, s, "browser_network_requests", map[string]string{"filter": "b=" + b64[:4]})))
+	assert.NotContains(t, netw.Text, "/echo")
+	netw = check("network filter", mustOK(t, callTool(t, ts, s, "browser_network_requests", map[string]string{"filter": "b=REDACTED"})))
+	assert.Contains(t, netw.Text, "/echo")
+	find := check("find", callTool(t, ts, s, "browser_snapshot", map[string]string{"find": "c0rr"}))
+	require.True(t, find.IsError, find.Text)
+	assert.Contains(t, find.Text, "find is off on this page: a secret was typed into it")
+
+	// Another tab of the session could reach the page (window.opener):
+	// exec is off there too while the page is open.
+	check("new tab", mustOK(t, callTool(t, ts, s, "browser_tabs", map[string]string{"action": "new", "url": srv.URL + "/other"})))
+	tabs := check("tabs", mustOK(t, callTool(t, ts, s, "browser_tabs", map[string]string{"action": "list"})))
+	login := regexp.MustCompile(`- (t\d+) "Hi REDACTED"`).FindStringSubmatch(tabs.Text)
+	require.NotNil(t, login, tabs.Text)
+	res := check("exec in another tab", callTool(t, ts, s, "browser_exec", map[string]string{"code": "1"}))
+	require.True(t, res.IsError, res.Text)
+	assert.Contains(t, res.Text, "browser_exec is off: another tab of this session ("+login[1]+") shows a page a secret was typed into")
+	check("select", mustOK(t, callTool(t, ts, s, "browser_tabs", map[string]string{"action": "select", "id": login[1]})))
 	check("state save", mustOK(t, callTool(t, ts, s, "browser_state_save", map[string]string{"name": "login"})))
 	b, err = os.ReadFile(filepath.Join(stateDir, "login.json"))
 	require.NoError(t, err)
