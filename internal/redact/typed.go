@@ -135,3 +135,39 @@ func escape(v, keep string, plus bool) string {
 	}
 	return b.String()
 }
+
+// CutMarks are the marks the toolset leaves where it cut a text short: a
+// value cut there is found by the part of it before the mark.
+var CutMarks = []string{"…", " [result cut at ", "\n\n[snapshot cut at "}
+
+// ScrubCut is Scrub, and also replaces the start of a spelling (its first
+// minSecretLen bytes at least) that ends right at one of marks: a secret
+// a bound cut in two is not left half readable.
+func (s Secrets) ScrubCut(text string, marks ...string) string {
+	text = s.Scrub(text)
+	for _, m := range marks {
+		for from := 0; ; {
+			i := strings.Index(text[from:], m)
+			if i < 0 {
+				break
+			}
+			i += from
+			head := text[:i]
+			cut := 0
+			for _, p := range s.pairs {
+				for k := len(p.old) - 1; k >= minSecretLen && k > cut; k-- {
+					if len(head) >= k && strings.EqualFold(head[len(head)-k:], p.old[:k]) {
+						cut = k
+						break
+					}
+				}
+			}
+			if cut > 0 {
+				text = head[:len(head)-cut] + Redacted + text[i:]
+				i += len(Redacted) - cut
+			}
+			from = i + len(m)
+		}
+	}
+	return text
+}

@@ -44,3 +44,13 @@ func TestTypedFindsTheCommonEncodings(t *testing.T) {
 	assert.Equal(t, "nothing here", s.Scrub("nothing here"))
 	assert.Empty(t, Typed("abc").pairs, "a value under four bytes is no secret")
 }
+
+// TestScrubCutFindsAHalfValue: a value cut short by a bound, before its
+// mark, is replaced too; a short common start is not.
+func TestScrubCutFindsAHalfValue(t *testing.T) {
+	s := Typed("s3cret-pa55word")
+	assert.Equal(t, `"typed REDACTED…" and REDACTED`, s.ScrubCut(`"typed s3cret-pa…" and s3cret-pa55word`, CutMarks...))
+	assert.Equal(t, `"REDACTED [result cut at 9 of 20 bytes`, s.ScrubCut(`"s3cret-pa [result cut at 9 of 20 bytes`, CutMarks...))
+	assert.Equal(t, "a s3c… b", s.ScrubCut("a s3c… b", CutMarks...), "three bytes are no secret")
+	assert.Equal(t, "nothing… here", s.ScrubCut("nothing… here", CutMarks...))
+}

@@ -144,12 +144,13 @@ func (x Secret) Binds(origin string) bool {
 }
 
 // Scrub returns text with every secret of the set replaced by REDACTED, in
-// every spelling redact.Typed knows.
+// every spelling redact.Typed knows, also where a bound cut one short
+// (redact.CutMarks).
 func (s *Set) Scrub(text string) string {
 	if s == nil || s.Len() == 0 {
 		return text
 	}
-	return s.red.Scrub(text)
+	return s.red.ScrubCut(text, redact.CutMarks...)
 }
 
 // Clean reports whether text holds none of the secrets, in any spelling.

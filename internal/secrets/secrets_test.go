@@ -99,3 +99,10 @@ func TestHandlerScrubsLogs(t *testing.T) {
 	}
 	assert.Equal(t, slog.Default().Handler(), (*Set)(nil).Handler(slog.Default().Handler()))
 }
+
+// TestScrubFindsAValueCutShort: the toolset's cuts leave no half value.
+func TestScrubFindsAValueCutShort(t *testing.T) {
+	set, err := New(Secret{Name: "a", Value: "s3cret-pa55", Origins: []string{"http://x"}})
+	require.NoError(t, err)
+	assert.Equal(t, "console: REDACTED…", set.Scrub("console: s3cret-p…"))
+}
