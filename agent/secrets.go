@@ -62,9 +62,7 @@ type Secret struct {
 	LocalOnly bool
 }
 
-func (s Secret) String() string {
-	return fmt.Sprintf("secret %q for %s", s.Name, strings.Join(s.Origins, ", "))
-}
+func (s Secret) String() string { return secrets.Secret(s).String() }
 
 // GoString is String, so %#v hides the value too.
 func (s Secret) GoString() string { return s.String() }

@@ -55,6 +55,15 @@ type Secret struct {
 	LocalOnly bool
 }
 
+// String names the secret and its origins, never its value; %v, %+v and
+// %#v print it so.
+func (x Secret) String() string {
+	return fmt.Sprintf("secret %q for %s", x.Name, strings.Join(x.Origins, ", "))
+}
+
+// GoString is String.
+func (x Secret) GoString() string { return x.String() }
+
 // MinValueLen is the shortest value a secret may have: a shorter one
 // could not be scrubbed from texts without wrecking them.
 const MinValueLen = 4

@@ -3,6 +3,7 @@ package secrets
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -105,4 +106,14 @@ func TestScrubFindsAValueCutShort(t *testing.T) {
 	set, err := New(Secret{Name: "a", Value: "s3cret-pa55", Origins: []string{"http://x"}})
 	require.NoError(t, err)
 	assert.Equal(t, "console: REDACTED…", set.Scrub("console: s3cret-p…"))
+}
+
+// TestASecretPrintsNoValue: fmt's verbs show the name and origins only.
+func TestASecretPrintsNoValue(t *testing.T) {
+	x := Secret{Name: "a", Value: "s3cret-pa55", Origins: []string{"http://x"}}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+		out := fmt.Sprintf(verb, x)
+		assert.NotContains(t, out, "s3cret", verb)
+		assert.Contains(t, out, `secret "a" for http://x`, verb)
+	}
 }
