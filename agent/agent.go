@@ -8,8 +8,10 @@
 // browser_reload and browser_resize; the inputs browser_select_option,
 // browser_fill_form, browser_hover, browser_drag, browser_file_upload
 // ([WithUploadDir]) and browser_wait_for; and browser_handle_dialog, for a
-// router whose DialogPolicy holds dialogs for the model. A tool is offered
-// only where its setting is there ([Catalog] says which needs what).
+// router whose DialogPolicy holds dialogs for the model; and
+// browser_type_secret, which types a secret the model never sees
+// ([WithSecrets]). A tool is offered only where its setting is there
+// ([Catalog] says which needs what).
 //
 // A Toolset plugs into any Go agent loop: Tools lists each tool with a name, a
 // description written for a model and a JSON Schema for its input, and Call
