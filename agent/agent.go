@@ -8,8 +8,10 @@
 // browser_reload and browser_resize; the inputs browser_select_option,
 // browser_fill_form, browser_hover, browser_drag, browser_file_upload
 // ([WithUploadDir]) and browser_wait_for; and browser_handle_dialog, for a
-// router whose DialogPolicy holds dialogs for the model. A tool is offered
-// only where its setting is there ([Catalog] says which needs what).
+// router whose DialogPolicy holds dialogs for the model; and
+// browser_type_secret, which types a secret the model never sees
+// ([WithSecrets]). A tool is offered only where its setting is there
+// ([Catalog] says which needs what).
 //
 // A Toolset plugs into any Go agent loop: Tools lists each tool with a name, a
 // description written for a model and a JSON Schema for its input, and Call
@@ -40,6 +42,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute"
+	"github.com/hybroute/hybroute/internal/secrets"
 	"github.com/hybroute/hybroute/route"
 	"github.com/hybroute/hybroute/state"
 )
@@ -172,6 +175,7 @@ type config struct {
 	maxDownload   int64
 	dlLimits      DownloadLimits // a session's downloads together (download.go)
 	keepDownloads bool
+	secrets       *secrets.Set // browser_type_secret's, scrubbed from results and logs (secrets.go)
 }
 
 // Defaults of the options.
@@ -288,6 +292,9 @@ func New(r Router, opts ...Option) *Toolset {
 	if t.cfg.log == nil {
 		t.cfg.log = slog.Default()
 	}
+	if t.cfg.secrets.Len() > 0 {
+		t.cfg.log = slog.New(t.cfg.secrets.Handler(t.cfg.log.Handler()))
+	}
 	if d := t.cfg.downloadDir; d != "" {
 		// Absolute and without links, so the browser's reports of where
 		// it saved a file compare with it.
@@ -363,7 +370,8 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 	// by both together.
 	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout+t.cfg.queueWait)
 	defer cancel()
-	res := def.run(t, cctx, s, sessionKey, args)
+	// The one way out of the toolset for what a tool read.
+	res := t.scrub(def.run(t, cctx, s, sessionKey, args))
 	if res.IsError {
 		if err := ctx.Err(); err != nil {
 			// The caller gave up: that is not the model's to act on. (The

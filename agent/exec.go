@@ -46,6 +46,9 @@ func (t *Toolset) exec(ctx context.Context, s *session, key string, args json.Ra
 	// The code is what the Router plans the call from, and what runs.
 	res, c, err := t.do(ctx, s, key, a.Code, reads|moves|light, func(ctx context.Context, c *call) error {
 		c.script = true
+		if err := s.secrets.refuseExec(ctx, s, c); err != nil {
+			return err
+		}
 		start := time.Now()
 		// The settle after the script costs a round trip, and buys the
 		// guard time to see what the script set off (a popup, a request

@@ -256,7 +256,7 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 	explained := map[string]bool{}
 	var lines []string
 	for _, r := range reqs {
-		if filter != "" && !strings.Contains(modeltext.URL(r.url), filter) {
+		if filter != "" && !strings.Contains(t.cfg.secrets.Scrub(modeltext.URL(r.url)), filter) {
 			continue
 		}
 		var outcome string
@@ -290,7 +290,7 @@ func (t *Toolset) renderRequests(s *session, c *call, limit int, filter string) 
 		if _, left := why[network.RequestID(x.RequestID)]; x.RequestID != "" && !left {
 			continue
 		}
-		if filter != "" && !strings.Contains(modeltext.URL(x.URL), filter) {
+		if filter != "" && !strings.Contains(t.cfg.secrets.Scrub(modeltext.URL(x.URL)), filter) {
 			continue
 		}
 		if x.Target == "connection" {

@@ -53,6 +53,7 @@ type session struct {
 	dl      *download.Tracker // its downloads (download.go)
 	net     netState
 	worlds  snapshot.Worlds // the walk's world in each tab
+	secrets heldSecrets     // the documents that hold a typed secret (secrets.go)
 }
 
 func (t *Toolset) newSession() *session {

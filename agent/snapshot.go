@@ -44,6 +44,11 @@ func (t *Toolset) snapshot(ctx context.Context, s *session, key string, args jso
 			text = restSnapshot(raw, o.Limit)
 			return readErr(err)
 		}
+		if o.Find != "" {
+			if err := s.secrets.refuseFind(ctx, s, c); err != nil {
+				return err
+			}
+		}
 		var err error
 		text, err = t.takeSnapshot(ctx, s, c, o)
 		return err

@@ -39,6 +39,7 @@ func (t *Toolset) writeSnapshotFile(name, text string) (string, error) {
 	if err != nil {
 		return "", modeltext.Errorf("cannot write %s: %v", modeltext.Quote(name, 200), err)
 	}
+	text = t.cfg.secrets.Scrub(text)
 	if _, err := f.WriteString(text + "\n"); err != nil {
 		f.Close()
 		return "", fmt.Errorf("writing the snapshot: %w", err)

@@ -97,7 +97,7 @@ func (t *Toolset) stateSave(ctx context.Context, _ *session, key string, args js
 	if err != nil {
 		return toolError("saving the state failed: " + scrubKey(innermost(err), key))
 	}
-	if err := state.WriteFile(path, st); err != nil {
+	if err := state.WriteFile(path, t.scrubState(st)); err != nil {
 		return toolError("writing the state " + modeltext.Quote(name, 80) + " failed: " + pathFree(err))
 	}
 	return Result{Text: fmt.Sprintf("Saved this session's state as %s: %d cookies, %d origins with storage.", modeltext.Quote(name, 80), len(st.Cookies), len(st.Origins))}

@@ -23,6 +23,7 @@ var layer = map[string]int{
 	"store":              1,
 	"internal/whatwg":    0,
 	"internal/redact":    0,
+	"internal/secrets":   1, // named secrets, over redact
 	"internal/procfs":    0,
 	"internal/chromium":  0,
 	"internal/cdpcompat": 0,

@@ -68,6 +68,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.IntVar(&dlLimits.Files, "max-session-downloads", agent.DefaultSessionDownloadFiles, "how many downloads one session may start (negative: no bound)")
 	fs.IntVar(&dlLimits.PerMinute, "max-downloads-per-minute", agent.DefaultDownloadsPerMinute, "how many downloads one session may start within a minute (negative: no bound)")
 	keepDownloads := fs.Bool("keep-downloads", false, "keep a session's downloaded files when the session ends; without it they are removed then (PDFs stay)")
+	secretsFile := fs.String("secrets", "", secretsUsage)
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	var fleet fleetFlags
 	fleet.register(fs)
@@ -122,6 +123,12 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	extra = append(extra, stateOpts...)
+	secretsOpt, secretsLog, err := secretsFlag(*secretsFile, cfg.verbose, e.getenv, e.stderr)
+	if err != nil {
+		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+		return exitFailure
+	}
+	extra = append(extra, secretsLog...)
 	fleetOpts, closeStore, err := fleet.options(ctx, e.getenv, e.stderr)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
@@ -153,7 +160,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
 		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir),
 		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload), agent.WithSnapshotDir(*snapshotDir),
-		agent.WithDownloadLimits(dlLimits), agent.WithKeepDownloads(*keepDownloads))
+		agent.WithDownloadLimits(dlLimits), agent.WithKeepDownloads(*keepDownloads), secretsOpt)
 	defer ts.Close()
 	opts := mcpserver.Options{Version: version(), AllowHosts: hostNames(*httpAddr, allowHosts)}
 	if *httpAddr != "" {

@@ -63,11 +63,14 @@ func TestToolListsMatchTheCatalog(t *testing.T) {
 func TestMCPOffersTheToolsItsHelpSays(t *testing.T) {
 	groups := toolGroups()
 	dir := t.TempDir()
+	secretsFile := filepath.Join(dir, "secrets.json")
+	require.NoError(t, os.WriteFile(secretsFile, []byte(`{"pw": {"value": "pass-word", "origins": ["https://example.com"]}}`), 0o600))
 	args := map[string][]string{
 		"--state-dir":     {"--state-dir", dir},
 		"--upload-dir":    {"--upload-dir", dir},
 		"--download-dir":  {"--download-dir", dir},
 		"--dialogs model": {"--dialogs", "model"},
+		"--secrets":       {"--secrets", secretsFile},
 	}
 	for _, g := range groups {
 		t.Run(g.flag, func(t *testing.T) {
