@@ -36,7 +36,9 @@ func TestStatusCarriesEachProvidersLiveView(t *testing.T) {
 			func(_ *cloudtest.Server, id string) string { return cloudtest.FakeReplayURL(cloudtest.Browserbase, id) }},
 		{cloudtest.BrowserUse, func(api *cloudtest.Server, id string) string { return api.URL + "/live/" + id }, nil},
 		{cloudtest.Steel, func(api *cloudtest.Server, id string) string { return api.URL + "/debug/" + id + "?interactive=true" },
-			func(api *cloudtest.Server, id string) string { return api.URL + cloudtest.FakeReplayURL(cloudtest.Steel, id) }},
+			func(api *cloudtest.Server, id string) string {
+				return api.URL + cloudtest.FakeReplayURL(cloudtest.Steel, id)
+			}},
 		{cloudtest.Anchor, func(_ *cloudtest.Server, id string) string { return "https://live.anchorbrowser.test?sessionId=" + id },
 			func(_ *cloudtest.Server, id string) string { return cloudtest.FakeReplayURL(cloudtest.Anchor, id) }},
 		{cloudtest.Kernel, func(_ *cloudtest.Server, id string) string { return "https://live.kernel.test/" + id }, nil},
