@@ -29,6 +29,8 @@ var layer = map[string]int{
 	"internal/cdpmux":    0,
 	"internal/dnstest":   0,
 	"internal/redistest": 0,
+	// A tab's screencast, shared by the live view and the session record.
+	"internal/screencast": 0,
 	// The staged end of a session.
 	"internal/teardown": 0,
 	// The one location type: which browser a call, a rule or a guard
