@@ -53,6 +53,7 @@ type session struct {
 	dl      *download.Tracker // its downloads (download.go)
 	net     netState
 	worlds  snapshot.Worlds // the walk's world in each tab
+	rec     *sessionRecord  // its record (record.go); nil when not recording
 }
 
 func (t *Toolset) newSession() *session {
@@ -63,6 +64,7 @@ func (t *Toolset) newSession() *session {
 		dl: download.New(download.Config{Dir: t.cfg.downloadDir, MaxBytes: t.cfg.maxDownload,
 			MaxTotal: t.cfg.dlLimits.Bytes, MaxFiles: t.cfg.dlLimits.Files, PerMinute: t.cfg.dlLimits.PerMinute,
 			Keep: t.cfg.keepDownloads, Go: t.bg.Go}),
+		rec: t.newRecord(),
 	}
 }
 

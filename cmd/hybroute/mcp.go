@@ -68,6 +68,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.IntVar(&dlLimits.Files, "max-session-downloads", agent.DefaultSessionDownloadFiles, "how many downloads one session may start (negative: no bound)")
 	fs.IntVar(&dlLimits.PerMinute, "max-downloads-per-minute", agent.DefaultDownloadsPerMinute, "how many downloads one session may start within a minute (negative: no bound)")
 	keepDownloads := fs.Bool("keep-downloads", false, "keep a session's downloaded files when the session ends; without it they are removed then (PDFs stay)")
+	recordDir := fs.String("record-dir", "", "write a record of each session into DIR when it ends: an HTML replay file (its frames and its tool calls, redacted) and, with ffmpeg installed, a WebM (off when unset)")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	var fleet fleetFlags
 	fleet.register(fs)
@@ -153,7 +154,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
 		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir),
 		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload), agent.WithSnapshotDir(*snapshotDir),
-		agent.WithDownloadLimits(dlLimits), agent.WithKeepDownloads(*keepDownloads))
+		agent.WithDownloadLimits(dlLimits), agent.WithKeepDownloads(*keepDownloads), agent.WithRecording(*recordDir))
 	defer ts.Close()
 	opts := mcpserver.Options{Version: version(), AllowHosts: hostNames(*httpAddr, allowHosts)}
 	if *httpAddr != "" {
