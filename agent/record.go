@@ -7,7 +7,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/target"
+	"github.com/chromedp/chromedp"
 
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/agent/internal/record"
@@ -98,14 +100,36 @@ func (r *sessionRecord) stopFilming() {
 	}
 }
 
-// recordHook films every CDP tab a call of the session runs in.
+// recordHook films every CDP tab a call of the session runs in, and
+// takes the page as the call leaves it: the screencast hands a frame on
+// only after FrameInterval, so the last picture of a session that ends
+// sooner would be lost.
 type recordHook struct{}
 
 func (recordHook) before(ctx context.Context, s *session, c *call) (func(error) error, error) {
 	if s.rec == nil {
 		return nil, nil
 	}
-	return nil, s.rec.film(ctx, c.target)
+	after := func(err error) error {
+		s.rec.snap(ctx)
+		return err
+	}
+	return after, s.rec.film(ctx, c.target)
+}
+
+// snapTimeout bounds the picture a call ends with: it is the record's,
+// and best effort.
+const snapTimeout = 2 * time.Second
+
+// snap keeps the tab of ctx as it is now, as a frame.
+func (r *sessionRecord) snap(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, snapTimeout)
+	defer cancel()
+	q := int64(recordQuality)
+	shot, err := chromedp.Call(ctx, page.CaptureScreenshot, page.CaptureScreenshotParams{Format: page.CaptureScreenshotFormatJpeg, Quality: &q, OptimizeForSpeed: new(true)})
+	if err == nil {
+		r.AddFrame(record.Frame{At: time.Now(), JPEG: shot.Data})
+	}
 }
 
 func (recordHook) watches() string { return "screencast, for the session's record" }
@@ -136,7 +160,7 @@ func (t *Toolset) finishRecord(ctx context.Context, key string, s *session) {
 	if s.rec == nil {
 		return
 	}
-	s.rec.stopFilming()
+	s.rec.stopFilming() // done in s.end already; a no-op then
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replayTimeout)
 	defer cancel()
 	info := record.Info{Session: t.recordText(key)}

@@ -97,6 +97,9 @@ func (s *session) end() {
 	s.tmu.Unlock()
 	s.dl.End()
 	s.net.end()
+	if s.rec != nil {
+		s.rec.stopFilming() // while the tabs are there to stop it in
+	}
 }
 
 // call is one tool call's run inside the Router's Exec.

@@ -99,6 +99,9 @@ var layer = map[string]int{
 	"agent/internal/modeltext": 1,
 	"agent/internal/snapshot":  2,
 	"agent/internal/download":  2,
+	// A session's record and its replay file: frames and a timeline it is
+	// handed, redacted by the toolset.
+	"agent/internal/record": 0,
 	// Users of the facade.
 	"agent":              6,
 	"internal/agenttest": 7,

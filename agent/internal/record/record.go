@@ -94,18 +94,17 @@ type Recorder struct {
 	dir     string
 	started time.Time
 
-	mu          sync.Mutex
-	frames      []Frame
-	frameBytes  int
-	thinned     int // frames dropped to keep the bounds
-	entries     []Entry
-	dropped     int // entries dropped, the oldest
-	busy        int // calls between Begin and End
-	finished    bool
-	written     bool
-	info        Info
-	done        func(Files, error) // called once the files are written
-	lastFrameAt time.Time
+	mu         sync.Mutex
+	frames     []Frame
+	frameBytes int
+	thinned    int // frames dropped to keep the bounds
+	entries    []Entry
+	dropped    int // entries dropped, the oldest
+	busy       int // calls between Begin and End
+	finished   bool
+	written    bool
+	info       Info
+	done       func(Files, error) // called once the files are written
 }
 
 // New starts the record of a session whose files go to dir.
@@ -114,21 +113,27 @@ func New(dir string) *Recorder {
 }
 
 // AddFrame keeps a frame, dropping the oldest frames' every other one
-// while the bounds are passed; a frame sooner than FrameInterval after the
-// last one kept, or after Finish, is not kept. The JPEG is the caller's
-// to share, never changed.
+// while the bounds are passed. A frame sooner than FrameInterval after the
+// last one kept takes that one's picture, at its time: the record always
+// ends on the newest picture of the page, and its frames stay
+// FrameInterval apart. Nothing is kept after Finish. The JPEG is the
+// caller's to share, never changed.
 func (r *Recorder) AddFrame(f Frame) {
 	if len(f.JPEG) == 0 || len(f.JPEG) > MaxFrameBytes/8 {
 		return
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.written || (!r.lastFrameAt.IsZero() && f.At.Sub(r.lastFrameAt) < FrameInterval) {
+	if r.written {
 		return
 	}
-	r.lastFrameAt = f.At
-	r.frames = append(r.frames, f)
-	r.frameBytes += len(f.JPEG)
+	if n := len(r.frames); n > 0 && f.At.Sub(r.frames[n-1].At) < FrameInterval {
+		r.frameBytes += len(f.JPEG) - len(r.frames[n-1].JPEG)
+		r.frames[n-1].JPEG = f.JPEG
+	} else {
+		r.frames = append(r.frames, f)
+		r.frameBytes += len(f.JPEG)
+	}
 	for len(r.frames) > MaxFrames || r.frameBytes > MaxFrameBytes {
 		r.thin()
 	}
@@ -404,4 +409,11 @@ func (r *Recorder) html() ([]byte, error) {
 	b.Grow(len(js) + len(playerHTML))
 	err = player.Execute(&b, struct{ Title, Data string }{Title: html.EscapeString("hybroute record: " + d.Session), Data: string(js)})
 	return b.Bytes(), err
+}
+
+// Frames counts the frames the record keeps.
+func (r *Recorder) Frames() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.frames)
 }

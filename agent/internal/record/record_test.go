@@ -148,6 +148,23 @@ func TestFinishDuringACall(t *testing.T) {
 	assert.True(t, written)
 }
 
+// TestNewestPicture proves a frame that comes sooner than FrameInterval
+// after the last one kept takes its picture: the record ends on the page
+// as it was last drawn, and its frames stay FrameInterval apart.
+func TestNewestPicture(t *testing.T) {
+	t.Parallel()
+	r := New(t.TempDir())
+	a, b := jpegOf(t, 8, 8, color.White, 0), jpegOf(t, 8, 8, color.Black, 0)
+	r.AddFrame(Frame{At: r.started, JPEG: a})
+	r.AddFrame(Frame{At: r.started.Add(100 * time.Millisecond), JPEG: b})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	require.Len(t, r.frames, 1)
+	assert.Equal(t, b, r.frames[0].JPEG)
+	assert.Equal(t, r.started, r.frames[0].At)
+	assert.Equal(t, len(b), r.frameBytes)
+}
+
 // TestClip proves a text is cut where its encoding passes the bound, at
 // a rune's start, and is kept whole within it.
 func TestClip(t *testing.T) {
