@@ -49,9 +49,36 @@ const (
 type sessionRecord struct {
 	*record.Recorder
 
-	mu    sync.Mutex
-	casts map[target.ID]*screencast.Cast
-	ended bool
+	mu     sync.Mutex
+	casts  map[target.ID]*screencast.Cast
+	hidden map[target.ID]bool // tabs no frame is taken of (hideFromRecord)
+	ended  bool
+}
+
+// hideFromRecord stops the record's filming of tab for good: a tool that
+// types a secret into a field calls it before it types, so that no frame
+// of the record shows the value (a text field shows what it holds). It is
+// a no-op on a session without a record.
+func (s *session) hideFromRecord(tab target.ID) {
+	r := s.rec
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	r.hidden[tab] = true
+	c := r.casts[tab]
+	delete(r.casts, tab)
+	r.mu.Unlock()
+	if c != nil {
+		c.Stop()
+	}
+}
+
+// shows reports whether the record takes frames of tab.
+func (r *sessionRecord) shows(tab target.ID) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return !r.hidden[tab] && !r.ended
 }
 
 // newRecord is a new session's record; nil when the toolset records none.
@@ -59,7 +86,7 @@ func (t *Toolset) newRecord() *sessionRecord {
 	if t.cfg.recordDir == "" {
 		return nil
 	}
-	return &sessionRecord{Recorder: record.New(t.cfg.recordDir), casts: map[target.ID]*screencast.Cast{}}
+	return &sessionRecord{Recorder: record.New(t.cfg.recordDir), casts: map[target.ID]*screencast.Cast{}, hidden: map[target.ID]bool{}}
 }
 
 // film starts filming the tab of ctx, unless it is filmed already. The
@@ -68,7 +95,7 @@ func (t *Toolset) newRecord() *sessionRecord {
 func (r *sessionRecord) film(ctx context.Context, id target.ID) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ended {
+	if r.ended || r.hidden[id] {
 		return nil
 	}
 	if c := r.casts[id]; c != nil {
@@ -80,7 +107,11 @@ func (r *sessionRecord) film(ctx context.Context, id target.ID) error {
 	}
 	c, err := screencast.Start(context.WithoutCancel(ctx), screencast.Options{
 		Interval: record.FrameInterval, Quality: recordQuality, MaxWidth: recordMaxWidth, MaxHeight: recordMaxHeight,
-	}, func(f screencast.Frame) { r.AddFrame(record.Frame{At: f.At, JPEG: f.JPEG}) })
+	}, func(f screencast.Frame) {
+		if r.shows(id) {
+			r.AddFrame(record.Frame{At: f.At, JPEG: f.JPEG})
+		}
+	})
 	if err != nil {
 		return err
 	}
@@ -111,7 +142,9 @@ func (recordHook) before(ctx context.Context, s *session, c *call) (func(error) 
 		return nil, nil
 	}
 	after := func(err error) error {
-		s.rec.snap(ctx)
+		if s.rec.shows(c.target) {
+			s.rec.snap(ctx)
+		}
 		return err
 	}
 	return after, s.rec.film(ctx, c.target)

@@ -66,7 +66,7 @@ func TestRecording(t *testing.T) {
 	mustOK(t, callTool(t, ts, s, agent.ToolExec, map[string]string{"code": "location.href"}))
 	refused := callTool(t, ts, s, agent.ToolNavigate, map[string]string{"url": "http://169.254.169.254/latest/?token=" + secret})
 	require.True(t, refused.IsError, refused.Text)
-	require.Eventually(t, func() bool { return agent.RecordedFrames(ts, s) >= 2 }, 30*time.Second, 20*time.Millisecond,
+	require.Eventually(t, func() bool { kept, _ := agent.RecordedFrames(ts, s); return kept >= 2 }, 30*time.Second, 20*time.Millisecond,
 		"the tab's screencast gives the record the page")
 	mustOK(t, callTool(t, ts, s, agent.ToolClose, nil))
 
@@ -166,6 +166,20 @@ func TestRecording(t *testing.T) {
 	if os.Getenv("HYBROUTE_UPDATE_DOCS") == "1" {
 		require.NoError(t, os.WriteFile(filepath.Join("..", "docs", "replay.png"), shot, 0o644))
 	}
+
+	// A tab hidden from the record, as browser_type_secret hides the tab
+	// it types a secret in, gives it no frame more: neither the
+	// screencast's nor the call's last picture.
+	const hid = "rec-2"
+	mustOK(t, callTool(t, ts, hid, agent.ToolNavigate, map[string]string{"url": site.URL("127.0.0.1", "/")}))
+	agent.HideFromRecord(ts, hid)
+	_, taken := agent.RecordedFrames(ts, hid)
+	snap = mustOK(t, callTool(t, ts, hid, agent.ToolSnapshot, nil))
+	add = refOf(`button "Add to cart"`, snap.Text)
+	require.NotEmpty(t, add, snap.Text)
+	mustOK(t, callTool(t, ts, hid, agent.ToolClick, map[string]string{"ref": add}))
+	_, after := agent.RecordedFrames(ts, hid)
+	assert.Equal(t, taken, after, "no frame of the hidden tab")
 }
 
 // embedded reads the record a replay file embeds for its player.

@@ -98,6 +98,7 @@ type Recorder struct {
 	frames     []Frame
 	frameBytes int
 	thinned    int // frames dropped to keep the bounds
+	taken      int // frames AddFrame took, kept or in the last one's place
 	entries    []Entry
 	dropped    int // entries dropped, the oldest
 	busy       int // calls between Begin and End
@@ -127,6 +128,7 @@ func (r *Recorder) AddFrame(f Frame) {
 	if r.written {
 		return
 	}
+	r.taken++
 	if n := len(r.frames); n > 0 && f.At.Sub(r.frames[n-1].At) < FrameInterval {
 		r.frameBytes += len(f.JPEG) - len(r.frames[n-1].JPEG)
 		r.frames[n-1].JPEG = f.JPEG
@@ -411,9 +413,10 @@ func (r *Recorder) html() ([]byte, error) {
 	return b.Bytes(), err
 }
 
-// Frames counts the frames the record keeps.
-func (r *Recorder) Frames() int {
+// Frames counts the frames the record keeps, and those AddFrame took
+// (kept, or in the last one's place).
+func (r *Recorder) Frames() (kept, taken int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.frames)
+	return len(r.frames), r.taken
 }
