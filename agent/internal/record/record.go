@@ -45,8 +45,18 @@ const (
 	MaxPageBytes   = 1 << 10
 	// MaxFileBytes bounds the replay file: the frames in base64, the
 	// timeline and the player.
-	MaxFileBytes = MaxFrameBytes*4/3 + MaxEntries*(MaxArgsBytes+MaxResultBytes+2*MaxPageBytes+512) + 64<<10
+	MaxFileBytes = MaxFrameBytes*4/3 + MaxEntries*maxEntryBytes + playerBytes
+	// maxEntryBytes bounds one entry in the file: its texts and the rest.
+	maxEntryBytes = MaxArgsBytes + MaxResultBytes + 2*MaxPageBytes + 512
+	// playerBytes bounds the player and the record's other fields.
+	playerBytes = 64 << 10
 )
+
+// limits are a record's bounds: the constants, smaller in tests.
+type limits struct{ frames, frameBytes, entries int }
+
+// fileBytes bounds the file of a record of these limits.
+func (l limits) fileBytes() int { return l.frameBytes*4/3 + l.entries*maxEntryBytes + playerBytes }
 
 // Frame is one picture of the session's page.
 type Frame struct {
@@ -93,6 +103,7 @@ type Files struct {
 type Recorder struct {
 	dir     string
 	started time.Time
+	lim     limits
 
 	mu         sync.Mutex
 	frames     []Frame
@@ -110,7 +121,7 @@ type Recorder struct {
 
 // New starts the record of a session whose files go to dir.
 func New(dir string) *Recorder {
-	return &Recorder{dir: dir, started: time.Now()}
+	return &Recorder{dir: dir, started: time.Now(), lim: limits{frames: MaxFrames, frameBytes: MaxFrameBytes, entries: MaxEntries}}
 }
 
 // AddFrame keeps a frame, dropping the oldest frames' every other one
@@ -120,12 +131,9 @@ func New(dir string) *Recorder {
 // FrameInterval apart. Nothing is kept after Finish. The JPEG is the
 // caller's to share, never changed.
 func (r *Recorder) AddFrame(f Frame) {
-	if len(f.JPEG) == 0 || len(f.JPEG) > MaxFrameBytes/8 {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.written {
+	if r.written || len(f.JPEG) == 0 || len(f.JPEG) > r.lim.frameBytes/8 {
 		return
 	}
 	r.taken++
@@ -136,7 +144,7 @@ func (r *Recorder) AddFrame(f Frame) {
 		r.frames = append(r.frames, f)
 		r.frameBytes += len(f.JPEG)
 	}
-	for len(r.frames) > MaxFrames || r.frameBytes > MaxFrameBytes {
+	for len(r.frames) > r.lim.frames || r.frameBytes > r.lim.frameBytes {
 		r.thin()
 	}
 }
@@ -182,8 +190,8 @@ func (r *Recorder) End(e Entry) {
 	r.busy--
 	if !r.written {
 		r.entries = append(r.entries, e)
-		if len(r.entries) > MaxEntries {
-			n := len(r.entries) - MaxEntries
+		if len(r.entries) > r.lim.entries {
+			n := len(r.entries) - r.lim.entries
 			r.entries = append(r.entries[:0], r.entries[n:]...)
 			r.dropped += n
 		}
@@ -388,7 +396,7 @@ type dataBounds struct {
 func (r *Recorder) html() ([]byte, error) {
 	d := data{Session: r.info.Session, Provider: r.info.Provider, Started: r.started.UTC(), Ended: time.Now().UTC(),
 		Thinned: r.thinned, Dropped: r.dropped,
-		Bounds: dataBounds{FPS: float64(time.Second) / float64(FrameInterval), MaxFrames: MaxFrames, MaxMiB: MaxFrameBytes >> 20, MaxEntries: MaxEntries},
+		Bounds: dataBounds{FPS: float64(time.Second) / float64(FrameInterval), MaxFrames: r.lim.frames, MaxMiB: r.lim.frameBytes >> 20, MaxEntries: r.lim.entries},
 		Frames: make([]dataFrame, 0, len(r.frames)), Entries: make([]dataEntry, 0, len(r.entries))}
 	if u := r.info.ReplayURL; strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "http://") {
 		d.ReplayURL = clip(u, MaxPageBytes)

@@ -49,23 +49,43 @@ func recordOf(t *testing.T, html []byte) data {
 }
 
 // TestBounds proves a record holds its bounds whatever it is handed: at
-// most one frame per FrameInterval, MaxFrames frames and MaxFrameBytes of
-// them (the oldest thinned out, the first and the newest kept),
-// MaxEntries calls (the newest), each text cut where its encoding (<
-// takes six bytes) passes its share, and the file under MaxFileBytes.
+// most one frame per FrameInterval, its count of frames and its bytes of
+// them (the oldest thinned out, the first and the newest kept), its count
+// of calls (the newest), each text cut where its encoding (< takes six
+// bytes) passes its share, and the file within the bound its limits give.
+// The limits are the constants scaled down, so the test stays small.
 func TestBounds(t *testing.T) {
 	t.Parallel()
+	require.Equal(t, MaxFileBytes, limits{MaxFrames, MaxFrameBytes, MaxEntries}.fileBytes())
+	for _, c := range []struct {
+		name      string
+		frameSize int
+		lim       limits
+	}{
+		{"the count of frames", 1 << 10, limits{frames: 60, frameBytes: 1 << 20, entries: 50}},
+		{"the bytes of frames", 32 << 10, limits{frames: 60, frameBytes: 1 << 20, entries: 50}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			boundsOf(t, c.frameSize, c.lim)
+		})
+	}
+}
+
+func boundsOf(t *testing.T, frameSize int, lim limits) {
 	dir := t.TempDir()
 	r := New(dir)
+	r.lim = lim
 	t0 := r.started
-	frame := jpegOf(t, 64, 48, color.White, 64<<10)
-	const sent = 2000
+	frame := jpegOf(t, 64, 48, color.White, frameSize)
+	const sent = 400
 	for i := range sent {
 		r.AddFrame(Frame{At: t0.Add(time.Duration(i) * 250 * time.Millisecond), JPEG: frame})
 	}
 	r.mu.Lock()
-	assert.LessOrEqual(t, len(r.frames), MaxFrames)
-	assert.LessOrEqual(t, r.frameBytes, MaxFrameBytes)
+	assert.LessOrEqual(t, len(r.frames), lim.frames)
+	assert.LessOrEqual(t, r.frameBytes, lim.frameBytes)
+	assert.Positive(t, r.thinned)
 	assert.Equal(t, t0, r.frames[0].At, "the first frame stays")
 	assert.Equal(t, t0.Add((sent-2)*250*time.Millisecond), r.frames[len(r.frames)-1].At, "the newest kept frame is the last at 2 a second")
 	for i := 1; i < len(r.frames); i++ {
@@ -75,8 +95,8 @@ func TestBounds(t *testing.T) {
 	r.mu.Unlock()
 	assert.Equal(t, sent/2, frames+thinned, "every frame at 2 a second is kept or counted")
 
-	nasty := strings.Repeat("<&>", 50000)
-	for i := range MaxEntries + 10 {
+	nasty := strings.Repeat("<&>", 5000)
+	for i := range lim.entries + 10 {
 		r.Begin()
 		r.End(Entry{Start: t0.Add(time.Duration(i) * time.Millisecond), End: t0.Add(time.Duration(i+1) * time.Millisecond),
 			Tool: "browser_exec", Args: `{"code":"` + nasty + `"}`, Result: nasty, URL: "http://x/" + nasty, Title: nasty})
@@ -91,17 +111,18 @@ func TestBounds(t *testing.T) {
 	assert.Regexp(t, `^hybroute-s_1__b_-\d{8}T\d{6}\.\d{3}Z\.html$`, filepath.Base(files.HTML))
 	st, err := os.Stat(files.HTML)
 	require.NoError(t, err)
-	assert.LessOrEqual(t, st.Size(), int64(MaxFileBytes))
+	assert.LessOrEqual(t, st.Size(), int64(lim.fileBytes()))
 	assert.Equal(t, os.FileMode(0o600), st.Mode().Perm(), "the owner's only")
 	html, err := os.ReadFile(files.HTML)
 	require.NoError(t, err)
 	assert.NotContains(t, string(html), "<&>", "the page's text cannot be markup in the file")
 	assert.Contains(t, string(html), "<title>hybroute record: s/1 &lt;b&gt;</title>")
 	d := recordOf(t, html)
-	assert.Len(t, d.Entries, MaxEntries)
+	assert.Len(t, d.Entries, lim.entries)
 	assert.Equal(t, 10, d.Dropped, "the oldest calls are counted")
 	assert.Equal(t, int64(10), d.Entries[0].T, "the newest are kept")
 	assert.True(t, strings.HasSuffix(d.Entries[0].Result, "… (cut)"))
+	assert.LessOrEqual(t, encodedLen(d.Entries[0].Result), MaxResultBytes)
 	assert.Len(t, d.Frames, frames)
 	assert.Equal(t, thinned, d.Thinned)
 	assert.True(t, strings.HasPrefix(d.Frames[0].Src, "data:image/jpeg;base64,"))
@@ -112,40 +133,6 @@ func TestBounds(t *testing.T) {
 	r.mu.Lock()
 	assert.Len(t, r.frames, frames, "nothing is kept once written")
 	r.mu.Unlock()
-}
-
-// TestFinishDuringACall proves a record finished while a call runs (the
-// browser_close that ends the session) is written once that call is on
-// its timeline, and a record finished while idle at once.
-func TestFinishDuringACall(t *testing.T) {
-	t.Parallel()
-	r := New(t.TempDir())
-	r.Begin()
-	var files Files
-	r.Finish(Info{Session: "k", ReplayURL: "https://replays.example/k?sig=abc"}, func(f Files, err error) {
-		require.NoError(t, err)
-		files = f
-	})
-	assert.Empty(t, files.HTML, "not while the call runs")
-	r.End(Entry{Start: r.started, End: r.started.Add(time.Second), Tool: "browser_close", Result: "Closed."})
-	require.NotEmpty(t, files.HTML)
-	html, err := os.ReadFile(files.HTML)
-	require.NoError(t, err)
-	d := recordOf(t, html)
-	require.Len(t, d.Entries, 1)
-	assert.Equal(t, "browser_close", d.Entries[0].Tool)
-	assert.Equal(t, "https://replays.example/k?sig=abc", d.ReplayURL)
-
-	idle := New(t.TempDir())
-	written := false
-	idle.Finish(Info{Session: "k", ReplayURL: "javascript:alert(1)"}, func(f Files, err error) {
-		require.NoError(t, err)
-		html, err := os.ReadFile(f.HTML)
-		require.NoError(t, err)
-		assert.Empty(t, recordOf(t, html).ReplayURL, "only an http(s) URL is linked")
-		written = true
-	})
-	assert.True(t, written)
 }
 
 // TestNewestPicture proves a frame that comes sooner than FrameInterval
