@@ -363,6 +363,7 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 	if s.rec != nil {
 		// Deferred: the record has the result as it leaves Call.
 		s.rec.Begin()
+		s.rec.secret = name == toolTypesSecret
 		defer t.recordCall(s, name, args, time.Now(), &res)
 	}
 	if len(args) == 0 || string(args) == "null" {

@@ -53,12 +53,19 @@ type sessionRecord struct {
 	casts  map[target.ID]*screencast.Cast
 	hidden map[target.ID]bool // tabs no frame is taken of (hideFromRecord)
 	ended  bool
+	// secret: the call that runs types a secret (set by Call, which holds
+	// the session's turn, read by the call's hook).
+	secret bool
 }
 
-// hideFromRecord stops the record's filming of tab for good: a tool that
-// types a secret into a field calls it before it types, so that no frame
-// of the record shows the value (a text field shows what it holds). It is
-// a no-op on a session without a record.
+// toolTypesSecret is the tool that types a named secret into a field
+// (secrets.go): the tab it runs in is hidden from the record before it
+// types (recordHook).
+const toolTypesSecret = "browser_type_secret"
+
+// hideFromRecord stops the record's filming of tab for good, so that no
+// frame of the record shows a secret typed there (a text field shows what
+// it holds). It is a no-op on a session without a record.
 func (s *session) hideFromRecord(tab target.ID) {
 	r := s.rec
 	if r == nil {
@@ -140,6 +147,9 @@ type recordHook struct{}
 func (recordHook) before(ctx context.Context, s *session, c *call) (func(error) error, error) {
 	if s.rec == nil {
 		return nil, nil
+	}
+	if s.rec.secret {
+		s.hideFromRecord(c.target)
 	}
 	after := func(err error) error {
 		if s.rec.shows(c.target) {
