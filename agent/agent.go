@@ -161,6 +161,7 @@ type Option func(*config)
 type config struct {
 	snapshotLimit int
 	snapshotDir   string // where browser_snapshot may write files; "": nowhere
+	recordDir     string // where each session's record goes (record.go); "": no records
 	callTimeout   time.Duration
 	queueWait     time.Duration
 	waitForTurn   bool
@@ -173,7 +174,6 @@ type config struct {
 	maxDownload   int64
 	dlLimits      DownloadLimits // a session's downloads together (download.go)
 	keepDownloads bool
-	recordDir     string // where each session's record goes (record.go); "": no records
 }
 
 // Defaults of the options.

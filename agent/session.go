@@ -46,6 +46,8 @@ type session struct {
 	refs  snapshot.Refs
 	names tabNames // short names of the session's tabs (tabs.go)
 
+	rec *sessionRecord // its record (record.go); nil when not recording
+
 	tmu     sync.Mutex // guards tabs and ended; console has its own lock
 	tabs    map[target.ID]context.CancelFunc
 	ended   bool
@@ -53,7 +55,6 @@ type session struct {
 	dl      *download.Tracker // its downloads (download.go)
 	net     netState
 	worlds  snapshot.Worlds // the walk's world in each tab
-	rec     *sessionRecord  // its record (record.go); nil when not recording
 }
 
 func (t *Toolset) newSession() *session {

@@ -50,6 +50,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.Var(&allowHosts, "allow-host", "with --http or --metrics: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
 	viewport := fs.String("viewport", "1280x720", "the local browser's viewport, WIDTHxHEIGHT (0x0: the browser's own)")
 	snapshotDir := fs.String("snapshot-dir", "", "a directory browser_snapshot may write snapshots to (its file argument); without it, a snapshot to a file is refused")
+	recordDir := fs.String("record-dir", "", "write a record of each session into DIR when it ends: an HTML replay file (its frames and its tool calls, redacted) and, with ffmpeg installed, a WebM (off when unset)")
 	maxResult := fs.Int("max-result-bytes", agent.DefaultMaxResultBytes, "browser_exec's results are cut at this many bytes of JSON text, in the page, before they reach this process")
 	queueWait := fs.Duration("queue-wait", agent.DefaultQueueWait, "how long a call may wait for its turn to open a tab on the local browser, apart from its own time in the page; a call the queue foresees waiting longer is answered \"busy:\" at once")
 	waitForTurn := fs.Bool("wait-for-turn", false, "let a call the queue foresees waiting longer than --queue-wait wait anyway, up to --queue-wait, rather than be answered \"busy:\" at once")
@@ -68,7 +69,6 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.IntVar(&dlLimits.Files, "max-session-downloads", agent.DefaultSessionDownloadFiles, "how many downloads one session may start (negative: no bound)")
 	fs.IntVar(&dlLimits.PerMinute, "max-downloads-per-minute", agent.DefaultDownloadsPerMinute, "how many downloads one session may start within a minute (negative: no bound)")
 	keepDownloads := fs.Bool("keep-downloads", false, "keep a session's downloaded files when the session ends; without it they are removed then (PDFs stay)")
-	recordDir := fs.String("record-dir", "", "write a record of each session into DIR when it ends: an HTML replay file (its frames and its tool calls, redacted) and, with ffmpeg installed, a WebM (off when unset)")
 	metricsAddr := fs.String("metrics", "", "serve the router's metrics for Prometheus at http://ADDR/metrics (host:port; a bare :port binds 127.0.0.1)")
 	var fleet fleetFlags
 	fleet.register(fs)
