@@ -151,19 +151,3 @@ func TestPresetWithoutCDPURLFailsClearly(t *testing.T) {
 	assert.Contains(t, err.Error(), "Cloud browser provider Hyperbrowser returned no CDP endpoint, so Browser Use mode cannot drive it.")
 	assert.EqualValues(t, 1, srv.Releases(), "the session is given back")
 }
-
-// TestStatusCarriesTheProvidersViews proves a cloud session's status
-// gives the live view and the expiry its provider answered (Browser Use's
-// liveUrl and timeoutAt, as its fake answers them).
-func TestStatusCarriesTheProvidersViews(t *testing.T) {
-	t.Parallel()
-	w := newWorld(t, cloudtest.BrowserUse)
-	_, err := w.r.Navigate(testCtx(t), "s", w.site.url(publicHost, "/views"), nil)
-	require.NoError(t, err)
-	st, err := w.r.Status(testCtx(t), "s")
-	require.NoError(t, err)
-	require.Equal(t, route.Cloud, st.Route)
-	assert.True(t, strings.HasPrefix(st.LiveViewURL, w.api.URL+"/live/"), st.LiveViewURL)
-	assert.WithinDuration(t, time.Now().Add(cloudtest.FakeSessionLife), st.ExpiresAt, time.Minute)
-	assert.Empty(t, st.ReplayURL)
-}

@@ -50,12 +50,12 @@ func TestReplayAfterRelease(t *testing.T) {
 // URL the create answer named is given as it is.
 func TestReplayWithoutOne(t *testing.T) {
 	t.Parallel()
-	r := newRouter(t, provider.NewSteel("k", provider.WithBaseURL("http://127.0.0.1:9")), nil)
+	r := newRouter(t, provider.CDPEndpoint("ws://127.0.0.1:9/devtools/browser/x"), nil)
 	ctx := testCtx(t)
 	r.ended.Put("s", &provider.Session{Key: "s", ID: "sess-1"})
 	_, err := r.Replay(ctx, "s")
 	require.ErrorIs(t, err, provider.ErrNoReplay)
-	assert.Contains(t, err.Error(), "Steel")
+	assert.Contains(t, err.Error(), "CDP endpoint")
 
 	r.ended.Put("s", &provider.Session{Key: "s", ID: "sess-2", ReplayURL: "https://replay.example/sess-2"})
 	u, err := r.Replay(ctx, "s")

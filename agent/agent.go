@@ -67,6 +67,7 @@ type Router interface {
 	Tabs(ctx context.Context, sessionKey string) ([]hybroute.Tab, error)
 	SelectTab(ctx context.Context, sessionKey, id string) (route.Route, error)
 	CloseTab(ctx context.Context, sessionKey, id string) error
+	Replay(ctx context.Context, sessionKey string) (string, error)
 }
 
 var _ Router = (*hybroute.Router)(nil)
@@ -163,6 +164,7 @@ type Option func(*config)
 type config struct {
 	snapshotLimit int
 	snapshotDir   string // where browser_snapshot may write files; "": nowhere
+	recordDir     string // where each session's record goes (record.go); "": no records
 	callTimeout   time.Duration
 	queueWait     time.Duration
 	waitForTurn   bool
@@ -286,6 +288,9 @@ func New(r Router, opts ...Option) *Toolset {
 		}
 	}
 	t.hooks = []callHook{downloadHook{t}, networkHook{}}
+	if t.cfg.recordDir != "" {
+		t.hooks = append(t.hooks, recordHook{})
+	}
 	if r != nil {
 		t.heldDialogs = r.Rules().Dialogs.Hold
 	}
@@ -333,7 +338,7 @@ func (t *Toolset) Tools() []Tool {
 // runs, and a call still waiting its turn leaves the queue when its ctx
 // ends, without running (a server whose client hung up passes a context
 // that ends then).
-func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.RawMessage) (Result, error) {
+func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.RawMessage) (res Result, err error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
@@ -362,6 +367,12 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 		s.unlock()
 	}
 	defer s.unlock()
+	if s.rec != nil {
+		// Deferred: the record has the result as it leaves Call.
+		s.rec.Begin()
+		s.rec.secret = name == ToolTypeSecret // its tab is hidden from the record before it types (recordHook)
+		defer t.recordCall(s, name, args, time.Now(), &res)
+	}
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
@@ -371,7 +382,7 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout+t.cfg.queueWait)
 	defer cancel()
 	// The one way out of the toolset for what a tool read.
-	res := t.scrub(def.run(t, cctx, s, sessionKey, args))
+	res = t.scrub(def.run(t, cctx, s, sessionKey, args))
 	if res.IsError {
 		if err := ctx.Err(); err != nil {
 			// The caller gave up: that is not the model's to act on. (The
@@ -398,6 +409,7 @@ func (t *Toolset) Release(ctx context.Context, sessionKey string) error {
 	}
 	s.end()
 	err := t.r.Release(ctx, sessionKey)
+	t.finishRecord(ctx, sessionKey, s)
 	s.dl.Sweep()
 	return err
 }
@@ -413,14 +425,17 @@ func (t *Toolset) Close() error {
 	}
 	t.closed = true
 	ss := make([]*session, 0, len(t.sessions))
+	keys := make([]string, 0, len(t.sessions))
 	for k, s := range t.sessions {
 		s.gone.Store(true)
 		ss = append(ss, s)
+		keys = append(keys, k)
 		delete(t.sessions, k)
 	}
 	t.mu.Unlock()
-	for _, s := range ss {
+	for i, s := range ss {
 		s.end()
+		t.finishRecord(context.Background(), keys[i], s)
 	}
 	t.bg.Wait()
 	for _, s := range ss {

@@ -46,6 +46,8 @@ type session struct {
 	refs  snapshot.Refs
 	names tabNames // short names of the session's tabs (tabs.go)
 
+	rec *sessionRecord // its record (record.go); nil when not recording
+
 	tmu     sync.Mutex // guards tabs and ended; console has its own lock
 	tabs    map[target.ID]context.CancelFunc
 	ended   bool
@@ -64,6 +66,7 @@ func (t *Toolset) newSession() *session {
 		dl: download.New(download.Config{Dir: t.cfg.downloadDir, MaxBytes: t.cfg.maxDownload,
 			MaxTotal: t.cfg.dlLimits.Bytes, MaxFiles: t.cfg.dlLimits.Files, PerMinute: t.cfg.dlLimits.PerMinute,
 			Keep: t.cfg.keepDownloads, Go: t.bg.Go}),
+		rec: t.newRecord(),
 	}
 }
 
@@ -96,6 +99,9 @@ func (s *session) end() {
 	s.tmu.Unlock()
 	s.dl.End()
 	s.net.end()
+	if s.rec != nil {
+		s.rec.stopFilming() // while the tabs are there to stop it in
+	}
 }
 
 // call is one tool call's run inside the Router's Exec.

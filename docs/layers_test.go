@@ -30,6 +30,8 @@ var layer = map[string]int{
 	"internal/cdpmux":    0,
 	"internal/dnstest":   0,
 	"internal/redistest": 0,
+	// A tab's screencast, shared by the live view and the session record.
+	"internal/screencast": 0,
 	// The staged end of a session.
 	"internal/teardown": 0,
 	// The one location type: which browser a call, a rule or a guard
@@ -98,6 +100,9 @@ var layer = map[string]int{
 	"agent/internal/modeltext": 1,
 	"agent/internal/snapshot":  2,
 	"agent/internal/download":  2,
+	// A session's record and its replay file: frames and a timeline it is
+	// handed, redacted by the toolset.
+	"agent/internal/record": 0,
 	// Users of the facade.
 	"agent":              6,
 	"internal/agenttest": 7,

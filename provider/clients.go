@@ -32,9 +32,14 @@ import (
 //   - Browser Use and its managed gateway: see browseruse.go.
 //   - Steel (docs.steel.dev, SDK references and session lifecycle): base
 //     https://api.steel.dev; POST /v1/sessions with the header steel-api-key;
-//     the answer carries "id", "websocketUrl", "sessionViewerUrl" (the live
-//     view), "debugUrl", "createdAt" and "timeout" (ms; steel-dev/steel-node
-//     src/resources/sessions/sessions.ts). Its
+//     the answer carries "id", "websocketUrl", "sessionViewerUrl" (the
+//     dashboard's viewer, behind a Steel login), "debugUrl" (the live view a
+//     person opens or embeds; with "?interactive=true" they can click and
+//     type in it: docs.steel.dev "Live Sessions" and "Human-in-the-Loop
+//     Controls"), "createdAt" and "timeout" (ms; steel-dev/steel-node
+//     src/resources/sessions/sessions.ts). Steel records every session: GET
+//     /v1/sessions/{id}/hls answers its HLS playlist, with the same key
+//     header (docs.steel.dev "Past Sessions"). Its
 //     Puppeteer/Playwright guides connect to websocketUrl with the API key
 //     appended as the "apiKey" query parameter, so the CDP URL this client
 //     returns carries it (print it only through redact.URL). Release is POST
@@ -160,9 +165,7 @@ func (b *Browserbase) ReleaseSession(ctx context.Context, s *Session) error {
 	return b.call(ctx, "release", http.MethodPost, "/v1/sessions/"+url.PathEscape(s.ID), body, nil)
 }
 
-// Steel is the client of Steel's sessions API. It has no [Replayer]:
-// Steel records a session as events (GET /v1/sessions/{id}/events, rrweb
-// events to play in a player of one's own), not as a URL to watch.
+// Steel is the client of Steel's sessions API.
 type Steel struct{ apiClient }
 
 // NewSteel returns a [Steel] client.
@@ -192,7 +195,7 @@ func (s *Steel) CreateSession(ctx context.Context, key string) (*Session, error)
 	if err != nil {
 		return nil, err
 	}
-	sess.LiveViewURL = cmp.Or(out.SessionViewerURL, out.DebugURL)
+	sess.LiveViewURL = cmp.Or(interactive(out.DebugURL), out.SessionViewerURL)
 	if created := parseTime(out.CreatedAt); !created.IsZero() && out.Timeout > 0 {
 		sess.ExpiresAt = created.Add(time.Duration(out.Timeout * float64(time.Millisecond)))
 	}
@@ -208,6 +211,38 @@ func (s *Steel) CreateSession(ctx context.Context, key string) (*Session, error)
 		}
 	}
 	return sess, nil
+}
+
+// interactive is Steel's debugUrl with interactive=true, the view in which
+// a person can act as well as watch; "" for none.
+func interactive(debugURL string) string {
+	u, err := url.Parse(debugURL)
+	if debugURL == "" || err != nil {
+		return ""
+	}
+	q := u.Query()
+	q.Set("interactive", "true")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Replay implements [Replayer]: GET /v1/sessions/{id}/hls, whose answer
+// is the session's HLS playlist; the URL is that playlist's, which plays
+// with the steel-api-key header (it carries no key). A session Steel does
+// not know, or has no recording of yet, fails the call.
+func (s *Steel) Replay(ctx context.Context, sess *Session) (string, error) {
+	if sess == nil || sess.ID == "" {
+		return "", noReplay(s.name, "")
+	}
+	path := "/v1/sessions/" + url.PathEscape(sess.ID) + "/hls"
+	if err := s.call(ctx, "replay", http.MethodGet, path, nil, nil); err != nil {
+		var pe *Error
+		if errors.As(err, &pe) && pe.Status == http.StatusNotFound {
+			return "", fmt.Errorf("%w: %w", ErrNoReplay, err)
+		}
+		return "", err
+	}
+	return s.baseURL + path, nil
 }
 
 // ReleaseSession implements [Provider]: POST /v1/sessions/{id}/release.
@@ -272,4 +307,5 @@ var (
 	_ Replayer = (*Browserbase)(nil)
 	_ Replayer = (*BrowserUse)(nil)
 	_ Replayer = (*SessionAPI)(nil)
+	_ Replayer = (*Steel)(nil)
 )

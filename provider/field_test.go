@@ -357,7 +357,10 @@ func TestSessionsCarryLiveViewAndExpiry(t *testing.T) {
 		{cloudtest.Browserbase, func(_ *cloudtest.Server, s *provider.Session) string { return cloudtest.BrowserbaseLiveURL(s.ID) }, cloudtest.FakeSessionLife},
 		{cloudtest.BrowserUse, func(srv *cloudtest.Server, s *provider.Session) string { return srv.URL + "/live/" + s.ID }, cloudtest.FakeSessionLife},
 		{cloudtest.Nous, func(srv *cloudtest.Server, s *provider.Session) string { return srv.URL + "/live/" + s.ID }, cloudtest.FakeSessionLife},
-		{cloudtest.Steel, func(srv *cloudtest.Server, s *provider.Session) string { return srv.URL + "/sessions/" + s.ID }, 5 * time.Minute},
+		// Steel's debugUrl, made interactive (docs.steel.dev "Human-in-the-Loop Controls").
+		{cloudtest.Steel, func(srv *cloudtest.Server, s *provider.Session) string {
+			return srv.URL + "/debug/" + s.ID + "?interactive=true"
+		}, 5 * time.Minute},
 		{cloudtest.Anchor, func(_ *cloudtest.Server, s *provider.Session) string {
 			return "https://live.anchorbrowser.test?sessionId=" + s.ID
 		}, 0},

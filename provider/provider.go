@@ -29,8 +29,9 @@ type Provider interface {
 }
 
 // Replayer is implemented by a [Provider] that gives a session's replay
-// or recording URL on request: [Browserbase], [BrowserUse] and the
-// [SessionAPI] presets with a replay call (Anchor, Kernel, Hyperbrowser).
+// or recording URL on request: [Browserbase], [BrowserUse], [Steel] and
+// the [SessionAPI] presets with a replay call (Anchor, Kernel,
+// Hyperbrowser).
 // Some providers make the recording only once the session has ended
 // (Browser Use), so Replay is asked of a session already released as well
 // as of a live one. It costs an API call:
@@ -81,7 +82,7 @@ type Session struct {
 
 	// LiveViewURL is where a person watches the session's browser live,
 	// and can take it over where the provider allows: Browser Use's
-	// liveUrl, Steel's sessionViewerUrl, Browserbase's
+	// liveUrl, Steel's debugUrl with interactive=true, Browserbase's
 	// debuggerFullscreenUrl, Anchor's live_view_url, Kernel's
 	// browser_live_view_url, Hyperbrowser's liveUrl. Empty when the
 	// provider gave none. It may carry the provider's per-session token:

@@ -143,13 +143,24 @@ func TestReplay(t *testing.T) {
 			assert.Len(t, srv.Requests(), n, "nothing to ask")
 		})
 	}
-	t.Run("Steel and Camofox give events and traces, no replay", func(t *testing.T) {
+	t.Run("Steel: the HLS playlist of GET /v1/sessions/{id}/hls", func(t *testing.T) {
 		t.Parallel()
-		var steel provider.Provider = provider.NewSteel("k")
+		srv := cloudtest.NewServer(t, cloudtest.Steel, providertest.DeadWS)
+		p, rp := replayer(t, srv)
+		s, err := p.CreateSession(ctx, "k")
+		require.NoError(t, err)
+		u, err := rp.Replay(ctx, s)
+		require.NoError(t, err)
+		assert.Equal(t, srv.URL+cloudtest.FakeReplayURL(srv.Kind, s.ID), u)
+		assert.NotContains(t, u, srv.APIKey, "the playlist plays with the key header; the URL carries none")
+		assert.Equal(t, "GET /v1/sessions/"+s.ID+"/hls", lastPath(srv))
+		_, err = rp.Replay(ctx, &provider.Session{Key: "k", ID: "no-such-session"})
+		require.ErrorIs(t, err, provider.ErrNoReplay, "Steel does not know it")
+	})
+	t.Run("Camofox gives traces, no replay", func(t *testing.T) {
+		t.Parallel()
 		var camofox provider.Provider = provider.NewCamofox("")
-		_, ok := steel.(provider.Replayer)
-		assert.False(t, ok)
-		_, ok = camofox.(provider.Replayer)
+		_, ok := camofox.(provider.Replayer)
 		assert.False(t, ok)
 	})
 }

@@ -50,6 +50,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	fs.Var(&allowHosts, "allow-host", "with --http or --metrics: a further Host name (or host:port) the server answers to, for a non-loopback address; repeatable")
 	viewport := fs.String("viewport", "1280x720", "the local browser's viewport, WIDTHxHEIGHT (0x0: the browser's own)")
 	snapshotDir := fs.String("snapshot-dir", "", "a directory browser_snapshot may write snapshots to (its file argument); without it, a snapshot to a file is refused")
+	recordDir := fs.String("record-dir", "", "write a record of each session into DIR when it ends: an HTML replay file (its frames and its tool calls, redacted) and, with ffmpeg installed, a WebM (off when unset)")
 	maxResult := fs.Int("max-result-bytes", agent.DefaultMaxResultBytes, "browser_exec's results are cut at this many bytes of JSON text, in the page, before they reach this process")
 	queueWait := fs.Duration("queue-wait", agent.DefaultQueueWait, "how long a call may wait for its turn to open a tab on the local browser, apart from its own time in the page; a call the queue foresees waiting longer is answered \"busy:\" at once")
 	waitForTurn := fs.Bool("wait-for-turn", false, "let a call the queue foresees waiting longer than --queue-wait wait anyway, up to --queue-wait, rather than be answered \"busy:\" at once")
@@ -160,7 +161,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
 		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir),
 		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload), agent.WithSnapshotDir(*snapshotDir),
-		agent.WithDownloadLimits(dlLimits), agent.WithKeepDownloads(*keepDownloads), secretsOpt)
+		agent.WithDownloadLimits(dlLimits), agent.WithKeepDownloads(*keepDownloads), secretsOpt, agent.WithRecording(*recordDir))
 	defer ts.Close()
 	opts := mcpserver.Options{Version: version(), AllowHosts: hostNames(*httpAddr, allowHosts)}
 	if *httpAddr != "" {

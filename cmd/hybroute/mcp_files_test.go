@@ -23,7 +23,8 @@ import (
 // TestMCPFilesNetworkAndScreenshots: over stdio, with --download-dir, a
 // click that starts a download saves the file and says so, the page's
 // requests list the guard's refusal, a screenshot is a scaled JPEG, and
-// the page is saved as a PDF in the directory.
+// the page is saved as a PDF in the directory; with --record-dir,
+// browser_close writes the session's record.
 func TestMCPFilesNetworkAndScreenshots(t *testing.T) {
 	hybroutetest.Parallel(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -38,8 +39,8 @@ func TestMCPFilesNetworkAndScreenshots(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	dir := t.TempDir()
-	c, _ := startBinary(t, nil, "--provider", "none", "--download-dir", dir)
+	dir, recDir := t.TempDir(), t.TempDir()
+	c, _ := startBinary(t, nil, "--provider", "none", "--download-dir", dir, "--record-dir", recDir)
 
 	c.OK("browser_navigate", map[string]any{"url": srv.URL + "/"})
 	_, snap := c.OK("browser_snapshot", nil)
@@ -75,6 +76,12 @@ func TestMCPFilesNetworkAndScreenshots(t *testing.T) {
 
 	bad := c.Call("browser_screenshot", map[string]any{"format": "gif"})
 	assert.True(t, bad.IsError)
+
+	// --record-dir: browser_close writes the session's record.
+	c.OK("browser_close", nil)
+	recs, err := filepath.Glob(filepath.Join(recDir, "hybroute-*.html"))
+	require.NoError(t, err)
+	assert.Len(t, recs, 1, "one record of the session")
 }
 
 // TestMCPDownloadDirMustExist: a --download-dir that is not a directory

@@ -2,6 +2,7 @@ package cloudtest
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -32,6 +33,10 @@ import (
 //     src/types/session.ts): GET /api/session/{id}/recording-url answers
 //     {"status", "recordingUrl", "error"}: "not_enabled" with a null URL
 //     for a session created without "enableWebRecording": true.
+//   - Steel (docs.steel.dev "Past Sessions"; every session is recorded):
+//     GET /v1/sessions/{id}/hls with steel-api-key answers the session's
+//     HLS playlist (application/vnd.apple.mpegurl); a session it does not
+//     know is a 404.
 
 // FakeReplayURL is the recording URL the fake of kind answers for
 // session id (Kernel's: its first replay's view URL).
@@ -47,6 +52,8 @@ func FakeReplayURL(kind Kind, id string) string {
 		return "https://replays.kernel.invalid/" + id + "/replay-1"
 	case Hyperbrowser:
 		return "https://recordings.hyperbrowser.invalid/" + id + ".json"
+	case Steel:
+		return "/v1/sessions/" + id + "/hls" // on the fake's own URL
 	}
 	return ""
 }
@@ -60,7 +67,7 @@ func (s *Server) noteRecording(id string, body []byte) {
 	_ = json.Unmarshal(body, &in)
 	on := false
 	switch s.Kind {
-	case Browserbase, Anchor:
+	case Browserbase, Anchor, Steel:
 		on = true
 	case BrowserUse, BrowserUseV2, Nous:
 		on = in["enableRecording"] == true
@@ -176,6 +183,21 @@ func (s *Server) serveReplay(w http.ResponseWriter, r *http.Request) bool {
 			list = append(list, rep)
 		}
 		writeJSON(w, http.StatusOK, list)
+		return true
+	case Steel:
+		id, ok := pathID(http.MethodGet, "/v1/sessions/", "/hls")(r)
+		if !ok {
+			return false
+		}
+		if !s.authorized(w, r, "steel-api-key") {
+			return true
+		}
+		if made, _ := s.recording(id); !made {
+			writeRaw(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Session not found"))
+			return true
+		}
+		w.Header().Set("Content-Type", "application/vnd.apple.mpegurl")
+		_, _ = io.WriteString(w, "#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:5\n#EXTINF:5.0,\nsegment-0.ts\n#EXT-X-ENDLIST\n")
 		return true
 	case Hyperbrowser:
 		id, ok := pathID(http.MethodGet, "/api/session/", "/recording-url")(r)

@@ -886,6 +886,7 @@ func (s *Server) serveSteel(w http.ResponseWriter, r *http.Request, body []byte)
 		}
 		id := s.newID()
 		s.setLive(id, true)
+		s.noteRecording(id, body)
 		out := map[string]any{
 			"id": id, "createdAt": now, "status": "live", "duration": 0, "eventCount": 0,
 			"timeout": 300000, "creditsUsed": 0,
