@@ -14,7 +14,9 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
+	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/netpolicy"
 )
 
 const ToolExec = "browser_exec"
@@ -59,7 +61,7 @@ func (t *Toolset) exec(ctx context.Context, s *session, key string, args json.Ra
 			out, c.title, err = evalJS(ctx, a.Code, t.cfg.maxResult)
 			return err
 		})
-		refused = refusedDuring(c, start)
+		refused = refusedDuring(c, start, true)
 		if me, ok := errors.AsType[*modeltext.Error](err); ok && refused != "" {
 			// The code threw, most likely at the refusal ("Failed to
 			// fetch"): the model reads why with the exception.
@@ -73,9 +75,9 @@ func (t *Toolset) exec(ctx context.Context, s *session, key string, args json.Ra
 }
 
 // refusedDuring lists what the guard and the egress check refused of the
-// session's pages since start (a fetch of the code's among them): the
-// page saw only a network error for each.
-func refusedDuring(c *call, start time.Time) string {
+// session's pages since start (for a script, a fetch of the code's among
+// them): the page saw only a network error for each.
+func refusedDuring(c *call, start time.Time, script bool) string {
 	if c.h == nil {
 		return ""
 	}
@@ -91,7 +93,22 @@ func refusedDuring(c *call, start time.Time) string {
 	if len(xs) > most {
 		lines = append(lines, fmt.Sprintf("- and %d more (browser_network_requests lists them)", len(xs)-most))
 	}
-	return "\n\nRefused during this call (the page saw only a network error for each; a fetch of one fails with \"TypeError: Failed to fetch\"):\n" + strings.Join(lines, "\n")
+	head := "\n\nRefused during this call (the page saw only a network error for each):\n"
+	if script {
+		head = "\n\nRefused during this call (the page saw only a network error for each; a fetch of one fails with \"TypeError: Failed to fetch\"):\n"
+	}
+	return head + strings.Join(lines, "\n") + notNamedAdvice(xs)
+}
+
+// notNamedAdvice is how to let a page reach a private host its session
+// never named, once for the list, when the list has one.
+func notNamedAdvice(xs []hybroute.Refusal) string {
+	for _, x := range xs {
+		if be, ok := errors.AsType[*netpolicy.BlockedError](x.Err); ok && be.Reason == netpolicy.ReasonPrivateNotNamed {
+			return "\n" + advice(be)
+		}
+	}
+	return ""
 }
 
 // evalJS runs code in the page's main world, top-level await allowed, and

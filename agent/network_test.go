@@ -186,3 +186,22 @@ func TestFailuresNameTheirCause(t *testing.T) {
 		`blocked: the page tried to load http://169\.254\.169\.254/latest/, which targets a cloud metadata endpoint; the request was refused)`,
 		snap.Text)
 }
+
+// TestARefusedFrameIsExplainedWithTheNavigation: a page whose frame is on
+// a private host no call of the session named shows only the browser's
+// error in the frame; the navigation's result says what was refused, why,
+// and how the model can open it.
+func TestARefusedFrameIsExplainedWithTheNavigation(t *testing.T) {
+	hybroutetest.Parallel(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, port, _ := net.SplitHostPort(r.Host)
+		fmt.Fprintf(w, `<title>Framed</title><p>outer</p><iframe src="http://127.0.0.2:%s/inner"></iframe>`, port)
+	}))
+	t.Cleanup(srv.Close)
+	ts := newToolset(t, agenttest.NewRouter(t, nil))
+	res := mustOK(t, callTool(t, ts, "frame-refused", "browser_navigate", map[string]string{"url": srv.URL + "/"}))
+	assert.Contains(t, res.Text, "Refused during this call (the page saw only a network error for each):")
+	assert.Regexp(t, `- a connection to 127\.0\.0\.2:\d+: refused by the egress check.*\(private_not_named\)`, res.Text)
+	assert.Contains(t, res.Text, "navigate to it", "the model is told how to open the frame's host")
+	assert.NotContains(t, res.Text, "Failed to fetch", "a navigation ran no script of the model's")
+}

@@ -121,6 +121,9 @@ type call struct {
 	downloads string
 	// downloadNav: a navigation of the call turned into a download.
 	downloadNav bool
+	// refused lists what the floor refused of the pages the call loaded,
+	// for the result (refusedDuring); "" when nothing was.
+	refused string
 	// pageErr is why the page is the browser's error page after the call
 	// (hybroute.Call.PageError); nil when it is not.
 	pageErr error
@@ -230,9 +233,17 @@ func (t *Toolset) run(ctx context.Context, s *session, c *call, u use, fn func(c
 		}
 	}
 	if fn != nil {
+		start := time.Now()
 		err := fn(ctx, c)
 		for i := len(afters) - 1; i >= 0; i-- {
 			err = afters[i](err)
+		}
+		if u&moves != 0 && !c.script {
+			// A page the call loaded may have asked for what the floor
+			// refused (a frame, a script): the page shows only a
+			// network error, so the model reads why with the call.
+			// (browser_exec lists its own, with its result.)
+			c.refused = refusedDuring(c, start, false)
 		}
 		if err != nil {
 			return err

@@ -115,11 +115,18 @@ func (t *Toolset) finishCall(s *session, key string, res hybroute.Result, c *cal
 		err = fmt.Errorf("%w: %w", hybroute.ErrReleased, err)
 	}
 	if err != nil {
-		return result(w, note, describe(err, c, key), true)
+		msg := describe(err, c, key)
+		if c != nil {
+			msg += c.refused
+		}
+		return result(w, note, msg, true)
 	}
 	text := ""
 	if body != nil {
 		text = body()
+	}
+	if c != nil {
+		text += c.refused
 	}
 	if c != nil && c.downloads != "" {
 		if c.downloadNav {
