@@ -191,8 +191,12 @@ func (c *conn) relay(ctx context.Context, in <-chan msg) {
 		case <-ctx.Done():
 			return
 		case <-c.v.ended:
-			c.tell(map[string]string{"t": "end", "outcome": string(c.v.outcome), "msg": endText(c.v.outcome)})
-			c.flush(ctx)
+			// The page hears how the view ended before the connection
+			// closes (Write may run beside the writer's).
+			b, _ := json.Marshal(map[string]string{"t": "end", "outcome": string(c.v.outcome), "msg": endText(c.v.outcome)})
+			wctx, cancel := context.WithTimeout(ctx, time.Second)
+			_ = c.ws.Write(wctx, websocket.MessageText, b)
+			cancel()
 			return
 		case <-castEnded:
 			// The tab went (replaced, closed): show the session's tab now.
@@ -213,21 +217,6 @@ func (c *conn) relay(ctx context.Context, in <-chan msg) {
 			}
 			c.run(ctx, batch)
 			poll.Reset(pollEvery)
-		}
-	}
-}
-
-// flush gives the writer a moment to send what is queued before the
-// connection closes.
-func (c *conn) flush(ctx context.Context) {
-	deadline := time.After(time.Second)
-	for len(c.out) > 0 {
-		select {
-		case <-deadline:
-			return
-		case <-ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
