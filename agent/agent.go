@@ -172,6 +172,7 @@ type config struct {
 	maxDownload   int64
 	dlLimits      DownloadLimits // a session's downloads together (download.go)
 	keepDownloads bool
+	handoff       Handoffer // browser_handoff's live views (handoff.go); nil: off
 }
 
 // Defaults of the options.
@@ -361,7 +362,7 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 	// The wait for a turn at the local browser and the work in the page
 	// have budgets of their own (callOptions): the whole call is bounded
 	// by both together.
-	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout+t.cfg.queueWait)
+	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout+t.cfg.queueWait+handoffBudget(name, args))
 	defer cancel()
 	res := def.run(t, cctx, s, sessionKey, args)
 	if res.IsError {

@@ -89,7 +89,7 @@ func TestToolsHaveSchemas(t *testing.T) {
 		"browser_scroll", "browser_back", "browser_screenshot", "browser_console", "browser_exec", "browser_network_requests", "browser_downloads", "browser_pdf_save", "browser_close", "browser_status",
 		"browser_state_save", "browser_state_load", "browser_tabs",
 		"browser_forward", "browser_reload", "browser_resize",
-		"browser_select_option", "browser_fill_form", "browser_hover", "browser_drag", "browser_file_upload", "browser_wait_for", "browser_handle_dialog"}, names)
+		"browser_select_option", "browser_fill_form", "browser_hover", "browser_drag", "browser_file_upload", "browser_wait_for", "browser_handle_dialog", "browser_handoff"}, names)
 }
 
 // TestToolsFitTheConfiguration: a tool that cannot work in the toolset's
@@ -105,10 +105,10 @@ func TestToolsFitTheConfiguration(t *testing.T) {
 	}
 	bare := agent.New(nil)
 	got := names(bare)
-	for _, off := range []string{"browser_state_save", "browser_state_load", "browser_file_upload", "browser_downloads", "browser_pdf_save", "browser_handle_dialog"} {
+	for _, off := range []string{"browser_state_save", "browser_state_load", "browser_file_upload", "browser_downloads", "browser_pdf_save", "browser_handle_dialog", "browser_handoff"} {
 		assert.NotContains(t, got, off)
 	}
-	assert.Len(t, got, len(agent.Catalog())-6)
+	assert.Len(t, got, len(agent.Catalog())-7)
 	res, err := bare.Call(t.Context(), "s", "browser_state_save", json.RawMessage(`{"name":"x"}`))
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
@@ -120,7 +120,9 @@ func TestToolsFitTheConfiguration(t *testing.T) {
 
 	dir := t.TempDir()
 	r := agenttest.NewRouter(t, nil, hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true}))
-	full := agent.New(r, agent.WithStateDir(dir), agent.WithUploadDir(dir), agent.WithDownloadDir(dir))
+	views := r.LiveViews(hybroute.LiveViewOptions{})
+	t.Cleanup(views.Close)
+	full := agent.New(r, agent.WithStateDir(dir), agent.WithUploadDir(dir), agent.WithDownloadDir(dir), agent.WithHandoff(views))
 	var all []string
 	for _, c := range agent.Catalog() {
 		all = append(all, c.Name)

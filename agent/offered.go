@@ -23,6 +23,8 @@ const (
 	// model (hybroute.DialogPolicy.Hold); under any other policy dialogs
 	// are answered as they open.
 	NeedsHeldDialogs Need = "held-dialogs"
+	// NeedsHandoff: a live view to hand the page to a person ([WithHandoff]).
+	NeedsHandoff Need = "handoff"
 )
 
 // toolNeeds are the tools that need a setting; every other tool works in
@@ -34,6 +36,7 @@ var toolNeeds = map[string]Need{
 	ToolDownloads:    NeedsDownloadDir,
 	ToolPDFSave:      NeedsDownloadDir,
 	ToolHandleDialog: NeedsHeldDialogs,
+	ToolHandoff:      NeedsHandoff,
 }
 
 // CatalogTool is one tool the package defines, with the setting it needs
@@ -69,6 +72,8 @@ func (t *Toolset) has(n Need) bool {
 		return t.cfg.downloadDir != ""
 	case NeedsHeldDialogs:
 		return t.heldDialogs
+	case NeedsHandoff:
+		return t.cfg.handoff != nil
 	}
 	return true
 }
@@ -96,6 +101,7 @@ func (t *Toolset) notOffered(name string) Result {
 		NeedsUploadDir:   "the operator set no upload directory (hybroute mcp --upload-dir)",
 		NeedsDownloadDir: "the operator set no download directory (hybroute mcp --download-dir)",
 		NeedsHeldDialogs: "dialogs are answered as they open (hybroute mcp --dialogs model lets the model answer them), and results list them",
+		NeedsHandoff:     "the operator serves no live view (hybroute mcp --http serves one)",
 	}[toolNeeds[name]]
 	return toolError(fmt.Sprintf("%s is off on this server: %s. The tools are %s.", name, why, t.offeredNames()))
 }

@@ -45,6 +45,7 @@ var toolDefs = inOrder(toolOrder, slices.Concat(
 	statusTools,     // status.go
 	stateTools,      // state.go
 	closeTools,      // close.go
+	handoffTools,    // handoff.go
 ))
 
 // toolOrder is the order of the tool list: a model's prompt and a
@@ -54,6 +55,7 @@ var toolOrder = []string{
 	ToolConsole, ToolExec, ToolNetworkRequests, ToolDownloads, ToolPDFSave, ToolClose, ToolStatus,
 	ToolStateSave, ToolStateLoad, ToolTabs, ToolForward, ToolReload, ToolResize,
 	ToolSelectOption, ToolFillForm, ToolHover, ToolDrag, ToolFileUpload, ToolWaitFor, ToolHandleDialog,
+	ToolHandoff,
 }
 
 // inOrder is defs in the order of names; a tool missing from either is a

@@ -31,7 +31,7 @@ var ErrClientGone = errors.New("mcpserver: the client hung up")
 func (s *Server) Handler() http.Handler {
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
 		&mcp.StreamableHTTPOptions{SessionTimeout: s.opts.IdleTimeout})
-	return HostGuard(s.opts.AllowHosts, s.tieRequests(handler))
+	return HostGuard(s.opts.AllowHosts, s.withLiveViews(s.tieRequests(handler)))
 }
 
 // Serve serves Handler on ln until ctx ends, then shuts the HTTP server

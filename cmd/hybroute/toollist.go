@@ -17,6 +17,7 @@ var needFlags = map[agent.Need]string{
 	agent.NeedsUploadDir:   "--upload-dir",
 	agent.NeedsDownloadDir: "--download-dir",
 	agent.NeedsHeldDialogs: "--dialogs model",
+	agent.NeedsHandoff:     "--http",
 }
 
 // needOptions is what meets each need in a program of one's own.
@@ -25,6 +26,7 @@ var needOptions = map[agent.Need]string{
 	agent.NeedsUploadDir:   "agent.WithUploadDir",
 	agent.NeedsDownloadDir: "agent.WithDownloadDir",
 	agent.NeedsHeldDialogs: "hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true})",
+	agent.NeedsHandoff:     "agent.WithHandoff(router.LiveViews(...))",
 }
 
 // toolGroup is the tools one flag offers ("": those always offered).
