@@ -103,7 +103,7 @@ func (t *Toolset) handoffTool(ctx context.Context, s *session, key string, args 
 	res, err := t.cfg.handoff.Handoff(hctx, key, hybroute.HandoffRequest{
 		Task: a.Task, Timeout: a.timeout(),
 		OnURL: func(u string) {
-			t.cfg.log.LogAttrs(ctx, slog.LevelInfo, "hybroute agent: a person is asked to act in the live view", slog.String("task", a.Task), slog.String("url", u))
+			t.cfg.log.LogAttrs(ctx, slog.LevelInfo, "hybroute agent: a person is asked to act in the live view (its URL is a secret: not logged)", slog.String("task", a.Task))
 			if notify == nil {
 				return
 			}
