@@ -6,11 +6,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,7 +85,9 @@ func personLogsIn(t *testing.T, ctx context.Context, viewURL string) error {
 	}
 	steps := []func() error{
 		func() error { return chromedp.Do(tab, chromedp.Navigate(viewURL)) },
-		func() error { return poll(`screen.dataset.frames >= 1 && meta.w > 0 && titleEl.textContent === "login"`) },
+		func() error {
+			return poll(`screen.dataset.frames >= 1 && meta.w > 0 && titleEl.textContent === "login"`)
+		},
 		func() error { return click(150, 20) },
 		func() error { return chromedp.Do(tab, chromedp.KeyEvent("ada")) },
 		func() error { return click(150, 120) },
@@ -186,4 +190,37 @@ func TestMCPHandoff(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+
+	// A client without URL-mode elicitation hears of the view in a progress
+	// notification of the call; here the person gives up at once (over the
+	// view's own WebSocket), and the agent hears so.
+	urls := make(chan string, 1)
+	plain, err := mcp.NewClient(&mcp.Implementation{Name: "plain-client", Version: "v0"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			if m := regexp.MustCompile(`Open (http://\S+) and press Done`).FindStringSubmatch(req.Params.Message); m != nil {
+				urls <- m[1]
+			}
+		},
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = plain.Close() })
+	go func() {
+		select {
+		case u := <-urls:
+			ws, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(u, "http")+"/ws", nil)
+			if assert.NoError(t, err) {
+				assert.NoError(t, ws.Write(ctx, websocket.MessageText, []byte(`{"t":"giveup"}`)))
+				_, _, _ = ws.Read(ctx) // until the view closes it
+			}
+		case <-ctx.Done():
+		}
+	}()
+	params := &mcp.CallToolParams{Name: "browser_handoff", Arguments: map[string]any{"task": "Solve the check"}}
+	params.SetProgressToken("handoff-1")
+	res, err = plain.CallTool(ctx, params)
+	require.NoError(t, err)
+	text = mcptest.TextOf(res)
+	assert.False(t, res.IsError, text)
+	assert.Contains(t, text, "The person gave up without finishing the step.")
+	assert.Contains(t, text, "The live view was \"http://"+ln.Addr().String()+mcpserver.LiveViewPath, "the result names the view too")
 }
