@@ -119,20 +119,18 @@ func keyEvents(key string, mods int64) []*input.DispatchKeyEventParams {
 	return out
 }
 
-// normalizeURL is what a person typed in the address bar as a URL: a bare
-// host gets https://, as a browser's address bar does.
+// normalizeURL is what a person typed in the address bar as a URL, as a
+// browser's address bar reads it: a bare host gets https://, a host:port
+// http://. Anything else goes as typed, and the Router decides on it.
 func normalizeURL(s string) string {
 	s = strings.TrimSpace(s)
-	if s != "" && !strings.Contains(s, ":") {
+	switch {
+	case s == "" || strings.Contains(s, "://") || strings.HasPrefix(s, "about:") || strings.HasPrefix(s, "data:"):
+		return s
+	case !strings.Contains(s, ":"):
 		return "https://" + s
 	}
-	if s != "" && !strings.Contains(s, "://") && !strings.HasPrefix(s, "about:") && !strings.HasPrefix(s, "data:") {
-		if h, _, ok := strings.Cut(s, "/"); ok || h == s {
-			// host:port, with or without a path
-			return "http://" + s
-		}
-	}
-	return s
+	return "http://" + s
 }
 
 // errorText is err as the person reads it, with the credentials of any
