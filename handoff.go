@@ -32,12 +32,15 @@ type LiveViewOptions struct {
 	// AllowHosts are further Host names the handler answers to, as in
 	// mcpserver.Options.
 	AllowHosts []string
+	// Remote lets the handler answer people on other machines; by default
+	// it answers only loopback, wherever it is served.
+	Remote bool
 }
 
 // LiveViews returns a handler of live views of r's sessions. Close it
 // before r.
 func (r *Router) LiveViews(opts LiveViewOptions) *LiveViews {
-	return &LiveViews{r: r, opts: opts, s: liveview.New(liveview.Options{AllowHosts: opts.AllowHosts, Logger: r.log})}
+	return &LiveViews{r: r, opts: opts, s: liveview.New(liveview.Options{AllowHosts: opts.AllowHosts, Remote: opts.Remote, Logger: r.log})}
 }
 
 // ServeHTTP serves the views' pages.

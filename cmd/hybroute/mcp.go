@@ -164,7 +164,10 @@ func runMCP(ctx context.Context, args []string, e env) int {
 			return exitFailure
 		}
 		defer ln.Close()
-		views := r.LiveViews(hybroute.LiveViewOptions{BaseURL: viewBase(ln.Addr().(*net.TCPAddr)), AllowHosts: opts.AllowHosts})
+		bound := ln.Addr().(*net.TCPAddr)
+		// An operator who binds beyond loopback (the warning says what that
+		// means) lets people there reach the views too.
+		views := r.LiveViews(hybroute.LiveViewOptions{BaseURL: viewBase(bound), AllowHosts: opts.AllowHosts, Remote: !bound.IP.IsLoopback()})
 		defer views.Close()
 		opts.LiveViews = views
 		toolOpts = append(toolOpts, agent.WithHandoff(views))

@@ -1,6 +1,8 @@
 package liveview
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -35,4 +37,24 @@ func TestKeyEvents(t *testing.T) {
 		assert.Equal(t, int64(chromedp.ModifierCtrl), ev.Modifiers)
 	}
 	assert.Empty(t, keyEvents("NoSuchKey", 0))
+}
+
+func TestOnlyLoopbackUnlessRemote(t *testing.T) {
+	for _, tc := range []struct {
+		remote string
+		opt    bool
+		want   int
+	}{
+		{"192.0.2.1:1234", false, http.StatusForbidden},
+		{"127.0.0.1:1234", false, http.StatusNotFound}, // let in: no such view
+		{"[::1]:1234", false, http.StatusNotFound},
+		{"192.0.2.1:1234", true, http.StatusNotFound},
+	} {
+		s := New(Options{AllowHosts: []string{"view.example:80"}, Remote: tc.opt})
+		req := httptest.NewRequest(http.MethodGet, "http://view.example:80/sometoken", nil)
+		req.RemoteAddr = tc.remote
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, req)
+		assert.Equal(t, tc.want, w.Code, "%s remote=%v", tc.remote, tc.opt)
+	}
 }

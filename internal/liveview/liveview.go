@@ -22,7 +22,9 @@ import (
 	"errors"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
@@ -44,6 +46,10 @@ type Options struct {
 	// to, beyond the address a request arrived on (and, on loopback,
 	// localhost), as the MCP server's.
 	AllowHosts []string
+	// Remote lets the handler answer requests from addresses other than
+	// loopback. Off, it answers only a person on this machine, wherever
+	// the caller serves it.
+	Remote bool
 	// Logger logs what the person cannot be told. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -78,7 +84,13 @@ func New(opts Options) *Server {
 		opts.Logger = slog.Default()
 	}
 	s := &Server{opts: opts, views: map[[32]byte]*View{}}
-	s.handler = hostguard.Wrap(opts.AllowHosts, http.HandlerFunc(s.serve))
+	s.handler = hostguard.Wrap(opts.AllowHosts, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !opts.Remote && !fromLoopback(r) {
+			http.Error(w, "hybroute: forbidden: the live view answers on loopback only", http.StatusForbidden)
+			return
+		}
+		s.serve(w, r)
+	}))
 	return s
 }
 
@@ -179,6 +191,16 @@ func (s *Server) lookup(token string) *View {
 		return nil
 	}
 	return v
+}
+
+// fromLoopback says whether r came from this machine.
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 //go:embed view.html
