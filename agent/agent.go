@@ -178,6 +178,7 @@ type config struct {
 	dlLimits      DownloadLimits // a session's downloads together (download.go)
 	keepDownloads bool
 	secrets       *secrets.Set // browser_type_secret's, scrubbed from results and logs (secrets.go)
+	handoff       Handoffer    // browser_handoff's live views (handoff.go); nil: off
 }
 
 // Defaults of the options.
@@ -379,7 +380,7 @@ func (t *Toolset) Call(ctx context.Context, sessionKey, name string, args json.R
 	// The wait for a turn at the local browser and the work in the page
 	// have budgets of their own (callOptions): the whole call is bounded
 	// by both together.
-	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout+t.cfg.queueWait)
+	cctx, cancel := context.WithTimeout(ctx, t.cfg.callTimeout+t.cfg.queueWait+handoffBudget(name, args))
 	defer cancel()
 	// The one way out of the toolset for what a tool read.
 	res = t.scrub(def.run(t, cctx, s, sessionKey, args))

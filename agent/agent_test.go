@@ -90,7 +90,7 @@ func TestToolsHaveSchemas(t *testing.T) {
 		"browser_state_save", "browser_state_load", "browser_tabs",
 		"browser_forward", "browser_reload", "browser_resize",
 		"browser_select_option", "browser_fill_form", "browser_hover", "browser_drag", "browser_file_upload", "browser_wait_for", "browser_handle_dialog",
-		"browser_type_secret"}, names)
+		"browser_type_secret", "browser_handoff"}, names)
 }
 
 // TestToolsFitTheConfiguration: a tool that cannot work in the toolset's
@@ -106,10 +106,10 @@ func TestToolsFitTheConfiguration(t *testing.T) {
 	}
 	bare := agent.New(nil)
 	got := names(bare)
-	for _, off := range []string{"browser_state_save", "browser_state_load", "browser_file_upload", "browser_downloads", "browser_pdf_save", "browser_handle_dialog", "browser_type_secret"} {
+	for _, off := range []string{"browser_state_save", "browser_state_load", "browser_file_upload", "browser_downloads", "browser_pdf_save", "browser_handle_dialog", "browser_type_secret", "browser_handoff"} {
 		assert.NotContains(t, got, off)
 	}
-	assert.Len(t, got, len(agent.Catalog())-7)
+	assert.Len(t, got, len(agent.Catalog())-8)
 	res, err := bare.Call(t.Context(), "s", "browser_state_save", json.RawMessage(`{"name":"x"}`))
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
@@ -121,9 +121,11 @@ func TestToolsFitTheConfiguration(t *testing.T) {
 
 	dir := t.TempDir()
 	r := agenttest.NewRouter(t, nil, hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true}))
+	views := r.LiveViews(hybroute.LiveViewOptions{})
+	t.Cleanup(views.Close)
 	secrets, err := agent.NewSecrets(agent.Secret{Name: "pw", Value: "pass-word", Origins: []string{"https://example.com"}})
 	require.NoError(t, err)
-	full := agent.New(r, agent.WithStateDir(dir), agent.WithUploadDir(dir), agent.WithDownloadDir(dir), agent.WithSecrets(secrets))
+	full := agent.New(r, agent.WithStateDir(dir), agent.WithUploadDir(dir), agent.WithDownloadDir(dir), agent.WithSecrets(secrets), agent.WithHandoff(views))
 	var all []string
 	for _, c := range agent.Catalog() {
 		all = append(all, c.Name)

@@ -25,6 +25,8 @@ const (
 	NeedsHeldDialogs Need = "held-dialogs"
 	// NeedsSecrets: secrets to type ([WithSecrets]).
 	NeedsSecrets Need = "secrets"
+	// NeedsHandoff: a live view to hand the page to a person ([WithHandoff]).
+	NeedsHandoff Need = "handoff"
 )
 
 // toolNeeds are the tools that need a setting; every other tool works in
@@ -37,6 +39,7 @@ var toolNeeds = map[string]Need{
 	ToolPDFSave:      NeedsDownloadDir,
 	ToolHandleDialog: NeedsHeldDialogs,
 	ToolTypeSecret:   NeedsSecrets,
+	ToolHandoff:      NeedsHandoff,
 }
 
 // CatalogTool is one tool the package defines, with the setting it needs
@@ -74,6 +77,8 @@ func (t *Toolset) has(n Need) bool {
 		return t.heldDialogs
 	case NeedsSecrets:
 		return t.cfg.secrets.Len() > 0
+	case NeedsHandoff:
+		return t.cfg.handoff != nil
 	}
 	return true
 }
@@ -102,6 +107,7 @@ func (t *Toolset) notOffered(name string) Result {
 		NeedsDownloadDir: "the operator set no download directory (hybroute mcp --download-dir)",
 		NeedsHeldDialogs: "dialogs are answered as they open (hybroute mcp --dialogs model lets the model answer them), and results list them",
 		NeedsSecrets:     "the operator gave no secrets (hybroute mcp --secrets)",
+		NeedsHandoff:     "the operator serves no live view (hybroute mcp --http serves one)",
 	}[toolNeeds[name]]
 	return toolError(fmt.Sprintf("%s is off on this server: %s. The tools are %s.", name, why, t.offeredNames()))
 }

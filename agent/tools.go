@@ -46,6 +46,7 @@ var toolDefs = inOrder(toolOrder, slices.Concat(
 	stateTools,      // state.go
 	closeTools,      // close.go
 	secretTools,     // secrets.go
+	handoffTools,    // handoff.go
 ))
 
 // toolOrder is the order of the tool list: a model's prompt and a
@@ -56,6 +57,7 @@ var toolOrder = []string{
 	ToolStateSave, ToolStateLoad, ToolTabs, ToolForward, ToolReload, ToolResize,
 	ToolSelectOption, ToolFillForm, ToolHover, ToolDrag, ToolFileUpload, ToolWaitFor, ToolHandleDialog,
 	ToolTypeSecret,
+	ToolHandoff,
 }
 
 // inOrder is defs in the order of names; a tool missing from either is a

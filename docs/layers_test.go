@@ -32,6 +32,11 @@ var layer = map[string]int{
 	"internal/redistest": 0,
 	// A tab's screencast, shared by the live view and the session record.
 	"internal/screencast": 0,
+	// The Host and Origin check of the loopback servers (MCP, live view).
+	"internal/hostguard": 0,
+	// The live view: a session's tab shown to a person, whose input goes
+	// back through the Router's calls (the root lends them).
+	"internal/liveview": 1,
 	// The staged end of a session.
 	"internal/teardown": 0,
 	// The one location type: which browser a call, a rule or a guard

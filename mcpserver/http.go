@@ -4,14 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
-	"net/url"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybroute/hybroute/internal/hostguard"
 )
 
 // requestHeader carries, inside the server, the id tieRequests gave the
@@ -32,7 +31,7 @@ var ErrClientGone = errors.New("mcpserver: the client hung up")
 func (s *Server) Handler() http.Handler {
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
 		&mcp.StreamableHTTPOptions{SessionTimeout: s.opts.IdleTimeout})
-	return HostGuard(s.opts.AllowHosts, s.tieRequests(handler))
+	return HostGuard(s.opts.AllowHosts, s.withLiveViews(s.tieRequests(handler)))
 }
 
 // Serve serves Handler on ln until ctx ends, then shuts the HTTP server
@@ -96,7 +95,8 @@ func (s *Server) requestCtx(ctx context.Context, req *mcp.CallToolRequest) (cont
 // server's own: a web page the user visits can make the browser send
 // requests to a loopback port, and with DNS rebinding its own name can
 // point there too; such requests carry the page's name in Host and its
-// origin in Origin.
+// origin in Origin. The live view (hybroute.LiveViews) answers under the
+// same check.
 //
 // The server's own names are the address the request arrived on (from
 // the http.Server's http.LocalAddrContextKey), with 127.0.0.1, localhost
@@ -104,54 +104,5 @@ func (s *Server) requestCtx(ctx context.Context, req *mcp.CallToolRequest) (cont
 // takes the arriving port). A request with no local address is allowed
 // only by allowHosts with a port.
 func HostGuard(allowHosts []string, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		allowed := ownHosts(r, allowHosts)
-		if !allowed[strings.ToLower(r.Host)] {
-			http.Error(w, "hybroute: forbidden: the Host header names another server", http.StatusForbidden)
-			return
-		}
-		if o := r.Header.Get("Origin"); o != "" {
-			u, err := url.Parse(o)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !allowed[strings.ToLower(u.Host)] {
-				http.Error(w, "hybroute: forbidden: cross-origin request", http.StatusForbidden)
-				return
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// ownHosts are the host:port names a request to this server may carry.
-func ownHosts(r *http.Request, allowHosts []string) map[string]bool {
-	bound, _ := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr)
-	port := ""
-	if bound != nil {
-		port = fmt.Sprint(bound.Port)
-	}
-	allowed := map[string]bool{}
-	add := func(h string) {
-		h = strings.ToLower(strings.TrimSpace(h))
-		if h == "" {
-			return
-		}
-		if _, _, err := net.SplitHostPort(h); err != nil {
-			if port == "" {
-				return
-			}
-			h = net.JoinHostPort(strings.Trim(h, "[]"), port)
-		}
-		allowed[h] = true
-	}
-	if bound != nil {
-		add(bound.String())
-		if bound.IP.IsLoopback() {
-			for _, h := range []string{"127.0.0.1", "localhost", "::1"} {
-				add(h)
-			}
-		}
-	}
-	for _, h := range allowHosts {
-		add(h)
-	}
-	return allowed
+	return hostguard.Wrap(allowHosts, next)
 }

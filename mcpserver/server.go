@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"net/http"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -59,6 +60,12 @@ type Options struct {
 	// answers to, beyond the address a request arrived on (and, on
 	// loopback, localhost): the names a non-loopback server is reached by.
 	AllowHosts []string
+
+	// LiveViews, when set, is served by Handler under LiveViewPath, with
+	// the same Host and Origin checks: a hybroute.LiveViews, whose
+	// BaseURL is this server's URL with LiveViewPath. browser_handoff
+	// (agent.WithHandoff) hands pages to people there.
+	LiveViews http.Handler
 }
 
 // Server is an MCP server over a toolset. Every MCP client session gets a
@@ -97,7 +104,7 @@ func New(ts *agent.Toolset, opts Options) *Server {
 		server: mcp.NewServer(&mcp.Implementation{Name: "hybroute", Title: "hybroute browser", Version: version}, &mcp.ServerOptions{
 			Instructions: "Browser tools. browser_navigate opens a page; browser_snapshot reads it with refs for browser_click and browser_type. " +
 				"Public sites run in a cloud browser, local and private addresses in a local one; every result says which, and cloud metadata addresses are always refused.",
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 		}),
 		swept: make(chan struct{}),
 	}
@@ -109,6 +116,7 @@ func New(ts *agent.Toolset, opts Options) *Server {
 				defer done()
 				s.running.Add(1)
 				defer s.running.Add(-1)
+				ctx = agent.WithHandoffNotifier(ctx, s.handoffNotifier(req))
 				res, err := ts.Call(ctx, s.keyOf(req.Session), name, req.Params.Arguments)
 				if err != nil {
 					return nil, err

@@ -158,15 +158,30 @@ func runMCP(ctx context.Context, args []string, e env) int {
 			return exitFailure
 		}
 	}
-	ts := agent.New(r, agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
+	opts := mcpserver.Options{Version: version(), AllowHosts: hostNames(*httpAddr, allowHosts)}
+	toolOpts := []agent.Option{agent.WithMaxResultBytes(*maxResult), agent.WithQueueWait(*queueWait), agent.WithWaitForTurn(*waitForTurn),
 		agent.WithStateDir(*stateDir), agent.WithUploadDir(*uploadDir),
 		agent.WithDownloadDir(*downloadDir), agent.WithMaxDownloadBytes(*maxDownload), agent.WithSnapshotDir(*snapshotDir),
-		agent.WithDownloadLimits(dlLimits), agent.WithKeepDownloads(*keepDownloads), secretsOpt, agent.WithRecording(*recordDir))
-	defer ts.Close()
-	opts := mcpserver.Options{Version: version(), AllowHosts: hostNames(*httpAddr, allowHosts)}
+		agent.WithDownloadLimits(dlLimits), agent.WithKeepDownloads(*keepDownloads), secretsOpt, agent.WithRecording(*recordDir)}
+	var ln net.Listener
 	if *httpAddr != "" {
 		opts.IdleTimeout, opts.UnusedTimeout = *mcpIdle, *mcpUnused
+		// Listen first: the live views' URLs name the bound address.
+		if ln, err = net.Listen("tcp", loopbackDefault(*httpAddr)); err != nil {
+			fmt.Fprintln(e.stderr, "hybroute mcp:", err)
+			return exitFailure
+		}
+		defer ln.Close()
+		bound := ln.Addr().(*net.TCPAddr)
+		// An operator who binds beyond loopback (the warning says what that
+		// means) lets people there reach the views too.
+		views := r.LiveViews(hybroute.LiveViewOptions{BaseURL: viewBase(bound), AllowHosts: opts.AllowHosts, Remote: !bound.IP.IsLoopback()})
+		defer views.Close()
+		opts.LiveViews = views
+		toolOpts = append(toolOpts, agent.WithHandoff(views))
 	}
+	ts := agent.New(r, toolOpts...)
+	defer ts.Close()
 	srv := mcpserver.New(ts, opts)
 	defer srv.Close()
 	fmt.Fprintf(e.stderr, "hybroute mcp: %s\n", cfg.describe(provider))
@@ -174,7 +189,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	if *httpAddr == "" {
 		err = srv.Run(ctx, &mcp.StdioTransport{})
 	} else {
-		err = serveHTTP(ctx, srv, *httpAddr, e)
+		err = serveHTTP(ctx, srv, ln, e)
 	}
 	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
@@ -183,18 +198,24 @@ func runMCP(ctx context.Context, args []string, e env) int {
 	return exitOK
 }
 
-// serveHTTP serves streamable HTTP on addr until ctx ends.
-func serveHTTP(ctx context.Context, srv *mcpserver.Server, addr string, e env) error {
-	ln, err := net.Listen("tcp", loopbackDefault(addr))
-	if err != nil {
-		return err
-	}
+// serveHTTP serves streamable HTTP (and the live views) on ln until ctx ends.
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, ln net.Listener, e env) error {
 	bound := ln.Addr().(*net.TCPAddr)
 	if !bound.IP.IsLoopback() {
 		fmt.Fprintf(e.stderr, "hybroute mcp: WARNING: listening on %s, which is not loopback: the MCP server has no authentication, so anyone who can reach it can drive the browsers\n", bound)
 	}
 	fmt.Fprintf(e.stderr, "hybroute mcp: serving MCP on http://%s/\n", bound)
 	return srv.Serve(ctx, ln)
+}
+
+// viewBase is the live views' base URL on the bound address: a view's
+// URL is it followed by the view's token.
+func viewBase(bound *net.TCPAddr) string {
+	host := bound.IP.String()
+	if bound.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "http://" + net.JoinHostPort(host, fmt.Sprint(bound.Port)) + mcpserver.LiveViewPath
 }
 
 // loopbackDefault is addr with a bare :port bound to 127.0.0.1.

@@ -18,6 +18,7 @@ var needFlags = map[agent.Need]string{
 	agent.NeedsDownloadDir: "--download-dir",
 	agent.NeedsHeldDialogs: "--dialogs model",
 	agent.NeedsSecrets:     "--secrets",
+	agent.NeedsHandoff:     "--http",
 }
 
 // needOptions is what meets each need in a program of one's own.
@@ -27,6 +28,7 @@ var needOptions = map[agent.Need]string{
 	agent.NeedsDownloadDir: "agent.WithDownloadDir",
 	agent.NeedsHeldDialogs: "hybroute.WithDialogPolicy(hybroute.DialogPolicy{Hold: true})",
 	agent.NeedsSecrets:     "agent.WithSecrets",
+	agent.NeedsHandoff:     "agent.WithHandoff(router.LiveViews(...))",
 }
 
 // toolGroup is the tools one flag offers ("": those always offered).

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/hybroute/hybroute/agent"
+	"github.com/hybroute/hybroute/mcpserver/mcptest"
 )
 
 var updateDocs = flag.Bool("update", false, "rewrite the generated tool lists of README.md and docs/server.md")
@@ -71,12 +72,18 @@ func TestMCPOffersTheToolsItsHelpSays(t *testing.T) {
 		"--download-dir":  {"--download-dir", dir},
 		"--dialogs model": {"--dialogs", "model"},
 		"--secrets":       {"--secrets", secretsFile},
+		"--http":          nil, // served over HTTP below
 	}
 	for _, g := range groups {
 		t.Run(g.flag, func(t *testing.T) {
 			extra, ok := args[g.flag]
 			require.True(t, ok || g.flag == "", "no arguments for %s", g.flag)
-			c, _ := startBinary(t, nil, append([]string{"--provider", "none"}, extra...)...)
+			var c *mcptest.Client
+			if g.flag == "--http" {
+				c = mcptest.ConnectHTTP(t, startHTTPBinary(t, "--provider", "none").String())
+			} else {
+				c, _ = startBinary(t, nil, append([]string{"--provider", "none"}, extra...)...)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			lt, err := c.CS.ListTools(ctx, nil)
