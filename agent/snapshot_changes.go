@@ -24,15 +24,19 @@ func (t *Toolset) changesAfter(ctx context.Context, s *session, c *call) string 
 	}
 	// Where the focus is is no change of the page: a click on a field
 	// or a button moves it, and every action would report it.
-	diff := snapshot.LineDiff(snapshot.WithoutFocus(prev), snapshot.WithoutFocus(s.refs.Text()))
+	diff := snapshot.Compact(snapshot.LineDiff(snapshot.WithoutFocus(prev), snapshot.WithoutFocus(s.refs.Text())))
 	switch {
 	case diff == "":
-		return "The page's tree did not change (the refs of the last snapshot still hold)."
+		return "The page's tree did not change."
 	case len(diff) < len(text):
-		return "Changes in the page since the last snapshot (+ came, - went; the other refs still hold):\n" + diff
+		return changesHead + diff
 	}
 	return "The page now:\n" + text
 }
+
+// changesHead heads the lines an action changed (snapshot.Compact): the
+// refs of the last snapshot that are not among them still hold.
+const changesHead = "Changes (+ new, - gone, ~ now; other refs hold):\n"
 
 // changesNote puts the changes after an action's result line.
 func changesNote(changes string) string {

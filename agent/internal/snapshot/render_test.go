@@ -133,14 +133,14 @@ func BenchmarkRenderSnapshot(b *testing.B) {
 // shows it, so it cannot confirm a credential the text hides.
 func TestFindReadsTheRedactedText(t *testing.T) {
 	items := []*item{{role: "link", name: "Reset", ref: "e1", url: "https://shop.test/reset?access_token=S3CR3Tq9"}}
-	full := renderItems(items, Options{})
+	full := renderItems(items, Options{}, nil)
 	require.NotContains(t, full, "S3CR3T")
 	for _, guess := range []string{"S3CR3T", "access_token=S", "q9"} {
-		text, err := selectItems(items, full, Options{Find: guess})
+		text, err := selectItems(items, full, Options{Find: guess}, nil)
 		require.NoError(t, err)
 		assert.Contains(t, text, "nothing in the page contains", guess)
 	}
-	text, err := selectItems(items, full, Options{Find: "access_token=REDACTED"})
+	text, err := selectItems(items, full, Options{Find: "access_token=REDACTED"}, nil)
 	require.NoError(t, err)
 	assert.Contains(t, text, `link "Reset"`)
 }
