@@ -17,7 +17,7 @@ const ToolDownloads = "browser_downloads"
 var downloadTools = []toolDef{
 	{
 		name:   ToolDownloads,
-		desc:   "List this session's downloads: name, size, type and saved path, or why refused or still running.",
+		desc:   "This session's downloads: name, size, type, path, or why refused or unfinished.",
 		schema: noArgs,
 		run:    (*Toolset).downloadsTool,
 	},

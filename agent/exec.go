@@ -22,7 +22,7 @@ const ToolExec = "browser_exec"
 var execTools = []toolDef{
 	{
 		name:   ToolExec,
-		desc:   "Run JavaScript in the page; returns the result as JSON. An expression returns its value; statements need return; top-level await works. Return JSON values, not DOM nodes. URLs in the code pick the browser as browser_navigate does.",
+		desc:   "Run JavaScript in the page; the result comes back as JSON. An expression returns its value; statements need return; await works. URLs in the code pick the browser as browser_navigate does.",
 		schema: `{"type":"object","properties":{"code":{"type":"string"}},"required":["code"]}`,
 		run:    (*Toolset).exec,
 	},

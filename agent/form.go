@@ -27,13 +27,13 @@ const maxFormFields = 50
 var formTools = []toolDef{
 	{
 		name:   ToolSelectOption,
-		desc:   "Pick options of a <select> (a combobox or listbox) by its ref, by label or value; several only where the list takes several. Replaces the selection.",
-		schema: `{"type":"object","properties":{"ref":{"type":"string"},"values":{"type":"array","items":{"type":"string"},"minItems":1},"element":{"type":"string","description":"Optional, for the log"}},"required":["ref","values"]}`,
+		desc:   "Pick options of a <select> (combobox or listbox) by ref, by label or value; replaces the selection.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string"},"values":{"type":"array","items":{"type":"string"},"minItems":1},"element":{"type":"string"}},"required":["ref","values"]}`,
 		run:    (*Toolset).selectOption,
 	},
 	{
 		name:   ToolFillForm,
-		desc:   fmt.Sprintf("Fill up to %d fields by ref, in order, without submitting. value by type: textbox text, checkbox true/false, radio true, combobox an option's label or value, slider a number. Stops at the first failure and says what was filled.", maxFormFields),
+		desc:   fmt.Sprintf("Fill up to %d fields by ref in order, without submitting. value: text; true/false for a checkbox, true for a radio; an option for a combobox; a number for a slider. Stops at the first failure.", maxFormFields),
 		schema: `{"type":"object","properties":{"fields":{"type":"array","minItems":1,"items":{"type":"object","properties":{"ref":{"type":"string"},"name":{"type":"string","description":"Optional, for the result"},"type":{"type":"string","enum":["textbox","checkbox","radio","combobox","slider"]},"value":{"type":"string"}},"required":["ref","type","value"]}}},"required":["fields"]}`,
 		run:    (*Toolset).fillForm,
 	},

@@ -31,8 +31,8 @@ const (
 var inputTools = []toolDef{
 	{
 		name:   ToolClick,
-		desc:   "Click an element by its ref: a real mouse click at its center, scrolled into view. Waits for a navigation it starts; otherwise the result lists what changed.",
-		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"e.g. e12"},"element":{"type":"string","description":"Optional, for the log"}},"required":["ref"]}`,
+		desc:   "Click an element by ref (real mouse, scrolled into view). Waits for a navigation it starts; else the result lists what changed.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string"},"element":{"type":"string"}},"required":["ref"]}`,
 		run:    (*Toolset).click,
 	},
 	{
@@ -43,7 +43,7 @@ var inputTools = []toolDef{
 	},
 	{
 		name:   ToolPress,
-		desc:   "Press a key or combination on the focused element: Enter, Tab, Escape, ArrowDown, PageDown, a character, Shift+Tab, Control+a.",
+		desc:   "Press a key or combination on the focused element, e.g. Enter, ArrowDown, Shift+Tab, Control+a, x.",
 		schema: `{"type":"object","properties":{"key":{"type":"string"}},"required":["key"]}`,
 		run:    (*Toolset).press,
 	},

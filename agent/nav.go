@@ -34,8 +34,8 @@ const (
 var navTools = []toolDef{
 	{
 		name:   ToolNavigate,
-		desc:   "Open a URL in this session's tab and wait for it to load. localhost:3000 and example.com are completed. Local and private addresses open in the local browser, public ones in the cloud browser; metadata addresses are refused. The result says which browser.",
-		schema: `{"type":"object","properties":{"url":{"type":"string","description":"e.g. https://example.com/docs or localhost:3000"}},"required":["url"]}`,
+		desc:   "Open a URL in this tab and wait for the load (localhost:3000, example.com are completed). Local and private hosts open in the local browser, public ones in the cloud; metadata addresses are refused.",
+		schema: `{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}`,
 		run:    (*Toolset).navigate,
 	},
 	{

@@ -31,7 +31,7 @@ const ToolNetworkRequests = "browser_network_requests"
 var networkTools = []toolDef{
 	{
 		name:   ToolNetworkRequests,
-		desc:   "List the page's requests since its last navigation (method, status or failure, type, size, URL) and those the guard refused, with why.",
+		desc:   "The page's requests since its last navigation (method, status, type, size, URL) and those the guard refused, with why.",
 		schema: networkSchema,
 		run:    (*Toolset).networkRequests,
 	},

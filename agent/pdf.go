@@ -30,13 +30,13 @@ const ToolPDFSave = "browser_pdf_save"
 var pdfTools = []toolDef{
 	{
 		name:   ToolPDFSave,
-		desc:   "Save the page as a PDF in the download directory; the result says where.",
+		desc:   "Save the page as a PDF in the download directory.",
 		schema: pdfSchema,
 		run:    (*Toolset).pdfSave,
 	},
 }
 
-const pdfSchema = `{"type":"object","properties":{"filename":{"type":"string","description":"e.g. invoice.pdf (default: the title)"},"landscape":{"type":"boolean","default":false},"print_background":{"type":"boolean","default":false}}}`
+const pdfSchema = `{"type":"object","properties":{"filename":{"type":"string","description":"Default: from the title"},"landscape":{"type":"boolean","default":false},"print_background":{"type":"boolean","default":false}}}`
 
 // pdfChunk is how much of the PDF one IO.read asks for: the browser
 // connection's read buffer keeps the size of its largest message.

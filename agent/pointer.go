@@ -22,14 +22,14 @@ const (
 var pointerTools = []toolDef{
 	{
 		name:   ToolHover,
-		desc:   "Move the mouse over an element by its ref (scrolled into view): opens hover menus and tooltips.",
-		schema: `{"type":"object","properties":{"ref":{"type":"string"},"element":{"type":"string","description":"Optional, for the log"}},"required":["ref"]}`,
+		desc:   "Hover an element by ref (scrolled into view): opens hover menus and tooltips.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string"},"element":{"type":"string"}},"required":["ref"]}`,
 		run:    (*Toolset).hover,
 	},
 	{
 		name:   ToolDrag,
-		desc:   "Drag an element onto another with the real mouse (press, move, release): drag and drop, sortable lists, sliders.",
-		schema: `{"type":"object","properties":{"start_ref":{"type":"string"},"end_ref":{"type":"string"},"start_element":{"type":"string","description":"Optional, for the log"},"end_element":{"type":"string","description":"Optional, for the log"}},"required":["start_ref","end_ref"]}`,
+		desc:   "Drag one element onto another with the real mouse: drag and drop, sortable lists, sliders.",
+		schema: `{"type":"object","properties":{"start_ref":{"type":"string"},"end_ref":{"type":"string"},"start_element":{"type":"string"},"end_element":{"type":"string"}},"required":["start_ref","end_ref"]}`,
 		run:    (*Toolset).drag,
 	},
 }

@@ -47,6 +47,7 @@ func TestModelTextSizes(t *testing.T) {
 	t.Logf("click answer: %d bytes:\n%s", len(click), click)
 	t.Logf("type answer: %d bytes:\n%s", len(typed), typed)
 	t.Logf("catalogue:\n%s", catalogue)
+	t.Logf("shop:\n%s", shop)
 	assert.Contains(t, click, "Cart: 1 item", "the click's answer carries what it changed")
 	assert.Contains(t, typed, "shoes", "the type's answer carries what it changed")
 }

@@ -13,7 +13,7 @@ const ToolSnapshot = "browser_snapshot"
 var snapshotTools = []toolDef{
 	{
 		name:   ToolSnapshot,
-		desc:   "Read the page as an accessibility tree, one element a line: - role \"name\" [state] [ref=e4]: value. Other tools take the refs, which hold until the page changes. Frames included. A run of 8 or more alike items (list items, rows, options) shows 3 and a line with the expand call for the rest. find, ref and depth shape a large page.",
+		desc:   "The page as an accessibility tree, a line per element: - role \"name\" [state] [ref=e4]: value. Tools take the refs; they hold until the page changes. A run of 8+ alike items (list items, rows) shows 3 and the expand call for the rest.",
 		schema: snapshotSchema,
 		run:    (*Toolset).snapshot,
 	},

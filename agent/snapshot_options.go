@@ -17,7 +17,7 @@ type snapshotArgs struct {
 }
 
 // snapshotSchema is browser_snapshot's input schema.
-const snapshotSchema = `{"type":"object","properties":{"depth":{"type":"integer","minimum":1,"description":"Levels shown; deeper ones are counted"},"ref":{"type":"string","description":"Only this element's subtree"},"find":{"type":"string","description":"Only what contains this text (any case), with its table row and header, list item or form"},"file":{"type":"string","description":"Write it to this file in the operator's snapshot directory instead"},"expand":{"type":"string","description":"A fold's id from the last snapshot: f1 shows its items, f1:40 from the 40th"}}}`
+const snapshotSchema = `{"type":"object","properties":{"depth":{"type":"integer","minimum":1,"description":"Levels shown"},"ref":{"type":"string","description":"Only this element's subtree"},"find":{"type":"string","description":"Only what contains this text, with its row, list item or form"},"file":{"type":"string","description":"Write to this file in the snapshot directory"},"expand":{"type":"string","description":"A fold: f1, or f1:40 from item 40"}}}`
 
 func (a snapshotArgs) options(limit int) (snapshot.Options, error) {
 	o := snapshot.Options{Ref: strings.TrimSpace(a.Ref), Find: strings.TrimSpace(a.Find), Limit: limit, Expand: strings.TrimSpace(a.Expand)}

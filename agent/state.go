@@ -41,13 +41,13 @@ const stateSchema = `{"type":"object","properties":{"name":{"type":"string","des
 var stateTools = []toolDef{
 	{
 		name:   ToolStateSave,
-		desc:   "Save this session's cookies and storage under a name (a Playwright storageState in the operator's state directory; values are never shown), for browser_state_load.",
+		desc:   "Save this session's cookies and storage under a name, for browser_state_load (values are never shown).",
 		schema: stateSchema,
 		run:    (*Toolset).stateSave,
 	},
 	{
 		name:   ToolStateLoad,
-		desc:   "Load a state saved by browser_state_save (or a storageState file in the state directory) into this session; then browser_navigate finds you logged in. Cookies of local hosts never go to the cloud browser.",
+		desc:   "Load a state saved by browser_state_save into this session; then navigate to the site, logged in. Local hosts' cookies never go to the cloud.",
 		schema: stateSchema,
 		run:    (*Toolset).stateLoad,
 	},

@@ -18,7 +18,7 @@ const ToolStatus = "browser_status"
 
 var statusTools = []toolDef{{
 	name:   ToolStatus,
-	desc:   "Say where this session's browser runs (route, provider, fallback, version) and the rules in force (hosts allowed and blocked, private addresses, credentials in URLs, dialogs), without opening anything.",
+	desc:   "Where this session's browser runs (route, provider, fallback, version) and the rules in force, without opening anything.",
 	schema: noArgs,
 	run:    (*Toolset).status,
 }}

@@ -19,7 +19,7 @@ const ToolTabs = "browser_tabs"
 var tabTools = []toolDef{
 	{
 		name:   ToolTabs,
-		desc:   "List, select, open or close this session's tabs. list gives each tab's id (t1, t2, …), title, URL and browser; the current tab is the one tools act on. Popups become tabs. new opens url (routed as browser_navigate does) and makes it current.",
+		desc:   "This session's tabs: list (id t1…, title, URL, browser), select, new (at url, routed as browser_navigate does) or close. Tools act on the current tab; popups become tabs.",
 		schema: `{"type":"object","properties":{"action":{"type":"string","enum":["list","select","new","close"]},"id":{"type":"string","description":"For select, close: e.g. t2"},"url":{"type":"string","description":"For new"}},"required":["action"]}`,
 		run:    (*Toolset).tabsTool,
 	},

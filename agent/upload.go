@@ -34,7 +34,7 @@ func WithUploadDir(dir string) Option { return func(c *config) { c.uploadDir = d
 var uploadTools = []toolDef{
 	{
 		name:   ToolFileUpload,
-		desc:   "Set the files of a file input (a button in the snapshot) by its ref. paths are under the operator's upload directory; [] clears. Local browser only.",
+		desc:   "Set a file input's files by ref (a button in the snapshot); paths under the upload directory, [] clears. Local browser only.",
 		schema: fmt.Sprintf(`{"type":"object","properties":{"ref":{"type":"string"},"paths":{"type":"array","items":{"type":"string"},"maxItems":%d,"description":"e.g. report.pdf"}},"required":["ref","paths"]}`, maxUploadFiles),
 		run:    (*Toolset).fileUpload,
 	},
