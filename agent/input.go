@@ -379,7 +379,7 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 		if err := settled(ctx, c, &navigated, func() error { return clickNode(e.In(ctx), a.Ref, e.Node()) }); err != nil || navigated {
 			return err
 		}
-		changes = t.changesAfter(ctx, s, c)
+		changes = t.changesAfter(ctx, s, c, "")
 		return nil
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
@@ -419,7 +419,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 				return err
 			}
 		}
-		changes = t.changesAfter(ctx, s, c)
+		changes = t.changesAfter(ctx, s, c, "[ref="+strings.TrimSpace(a.Ref)+"]: "+strings.Join(strings.Fields(a.Text), " "))
 		return nil
 	})
 	return t.finishCall(s, key, res, c, err, func() string {

@@ -48,6 +48,14 @@ func TestModelTextSizes(t *testing.T) {
 	t.Logf("type answer: %d bytes:\n%s", len(typed), typed)
 	t.Logf("catalogue:\n%s", catalogue)
 	t.Logf("shop:\n%s", shop)
+	// The bounds: a sixth to a tenth above the figures of issue 36 (9.6k,
+	// 0.6k, 0.2k and 0.2k), none near the 17.2k, 31.6k, 0.3k and 0.3k
+	// before it.
+	assert.Less(t, len(list), 11000, "the tool list")
+	assert.Less(t, len(catalogue), 1000, "the catalogue's snapshot")
+	assert.Less(t, len(click), 230, "the click's answer")
+	assert.Less(t, len(typed), 200, "the type's answer")
+	assert.Contains(t, catalogue, `{"expand":"f1"}`, "what the snapshot folds is one call away")
 	assert.Contains(t, click, "Cart: 1 item", "the click's answer carries what it changed")
 	assert.Contains(t, typed, "shoes", "the type's answer carries what it changed")
 }

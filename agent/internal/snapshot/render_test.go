@@ -144,3 +144,12 @@ func TestFindReadsTheRedactedText(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, text, `link "Reset"`)
 }
+
+func TestLabelBesideItsControlIsNotRepeated(t *testing.T) {
+	items := []*item{
+		{text: "Search products"}, {role: "searchbox", name: "Search products", ref: "e1"},
+		{role: "checkbox", name: "Gift wrap", ref: "e2"}, {text: "Gift wrap"},
+		{text: "Total"}, {role: "paragraph", name: "Total"},
+	}
+	assert.Equal(t, "- searchbox \"Search products\" [ref=e1]\n- checkbox \"Gift wrap\" [ref=e2]\n- text: Total\n- paragraph \"Total\"", renderItems(items, Options{}, nil))
+}

@@ -735,6 +735,9 @@ func write(b *strings.Builder, it *item, depth, max int, f *folds) {
 func writeList(b *strings.Builder, items []*item, depth, max int, f *folds) {
 	for i := 0; i < len(items); i++ {
 		c := items[i]
+		if c.text != "" && (namesControl(items, i+1, c.text) || namesControl(items, i-1, c.text)) {
+			continue // a label beside its control: the control's line names it
+		}
 		if fd := f.at(c); fd != nil {
 			writeIndent(b, depth)
 			b.WriteString(foldLine(fd, 0))
@@ -744,6 +747,11 @@ func writeList(b *strings.Builder, items []*item, depth, max int, f *folds) {
 		}
 		write(b, c, depth, max, f)
 	}
+}
+
+// namesControl reports whether items[i] is a control named text.
+func namesControl(items []*item, i int, text string) bool {
+	return i >= 0 && i < len(items) && items[i].ref != "" && items[i].name == text
 }
 
 func writeIndent(b *strings.Builder, depth int) {
