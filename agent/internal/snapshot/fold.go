@@ -36,8 +36,8 @@ var foldRoles = map[string]bool{
 type fold struct {
 	id     string  // f1, f2, … in document order
 	hidden []*item // the siblings the text leaves out
-	// sig recognises the run in a later tree of the page: its role, its
-	// length and its first and last items as they print.
+	// sig recognises the run in a later tree of the page (a list that
+	// grew is the same list): its first hidden item as it prints.
 	sig string
 }
 
@@ -65,7 +65,7 @@ func (f *folds) scan(items []*item) {
 			if j-i >= foldMin {
 				hidden := items[i+foldShow : j]
 				fd := &fold{id: "f" + strconv.Itoa(len(f.list)+1), hidden: hidden}
-				fd.sig = fmt.Sprintf("%s %d\n%s\n%s", items[i].role, len(hidden), headLine(hidden[0]), headLine(hidden[len(hidden)-1]))
+				fd.sig = itemText(hidden[0])
 				f.byFirst[hidden[0]] = fd
 				f.list = append(f.list, fd)
 			}
@@ -96,12 +96,11 @@ func shapeOf(it *item) string {
 	return b.String()
 }
 
-// headLine is the first line an item prints as.
-func headLine(it *item) string {
+// itemText is the text an item prints as, up to its first 500 bytes.
+func itemText(it *item) string {
 	var b strings.Builder
-	write(&b, it, 0, 1, nil)
-	s, _, _ := strings.Cut(b.String(), "\n")
-	return s
+	write(&b, it, 0, 0, nil)
+	return modeltext.Cut(b.String(), 500)
 }
 
 // foldLine is the line that stands for a fold's items from index from.
@@ -166,8 +165,9 @@ func expandFold(f *folds, last []string, expand string, limit int) (string, erro
 		mark := b.Len()
 		write(&b, fd.hidden[i], 0, 0, f)
 		if limit > 0 && b.Len() > limit && i > from {
-			s := b.String()[:mark]
-			return s + foldLine(fd, i), nil
+			// The items before this one, the first of them cut if it alone
+			// is past the limit, and the line that offers the rest.
+			return Truncate(strings.TrimRight(b.String()[:mark], "\n"), limit) + "\n" + foldLine(fd, i), nil
 		}
 	}
 	return Truncate(strings.TrimRight(b.String(), "\n"), limit), nil

@@ -153,3 +153,52 @@ func TestLabelBesideItsControlIsNotRepeated(t *testing.T) {
 	}
 	assert.Equal(t, "- searchbox \"Search products\" [ref=e1]\n- checkbox \"Gift wrap\" [ref=e2]\n- text: Total\n- paragraph \"Total\"", renderItems(items, Options{}, nil))
 }
+
+func TestFolds(t *testing.T) {
+	li := func(i int) *item {
+		return &item{role: "listitem", children: []*item{
+			{role: "link", name: fmt.Sprintf("Item %d", i), ref: fmt.Sprintf("e%d", 2*i+1)},
+			{role: "button", name: fmt.Sprintf("Add %d", i), ref: fmt.Sprintf("e%d", 2*i+2)},
+		}}
+	}
+	list := &item{role: "list"}
+	for i := range 10 {
+		list.children = append(list.children, li(i))
+	}
+	short := &item{role: "list", children: []*item{li(20), li(21)}}
+	items := []*item{{role: "heading", name: "Catalogue"}, list, short}
+	f := findFolds(items)
+	text := renderItems(items, Options{}, f)
+	assert.Contains(t, text, "  - listitem:\n    - link \"Item 2\" [ref=e5]\n    - button \"Add 2\" [ref=e6]\n  - … 7 more listitem like these: browser_snapshot {\"expand\":\"f1\"}\n- list:")
+	assert.NotContains(t, text, "Item 3")
+	assert.Contains(t, text, "Item 21", "a short run is not folded")
+
+	rest, err := expandFold(f, f.sigs(), "f1", 0)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(rest, "- listitem:\n  - link \"Item 3\" [ref=e7]"), rest)
+	assert.True(t, strings.HasSuffix(rest, "- button \"Add 9\" [ref=e20]"), rest)
+
+	// A page at a time: past the limit a line offers the rest.
+	page, err := expandFold(f, f.sigs(), "f1:2", 100)
+	require.NoError(t, err)
+	assert.Equal(t, "- listitem:\n  - link \"Item 5\" [ref=e11]\n  - button \"Add 5\" [ref=e12]\n- … 4 more listitem like these: browser_snapshot {\"expand\":\"f1:3\"}", page)
+
+	// The page changed above the list: the fold is found by what it holds.
+	moved := findFolds(append([]*item{{role: "paragraph", name: "News"}}, items...))
+	again, err := expandFold(moved, f.sigs(), "f1", 0)
+	require.NoError(t, err)
+	assert.Equal(t, rest, again)
+	list.children = append(list.children, li(10))
+	grown, err := expandFold(findFolds(items), f.sigs(), "f1", 0)
+	require.NoError(t, err, "a list that grew is the same list")
+	assert.Contains(t, grown, `link "Item 10"`)
+	list.children[5].children[0].name = "Renamed"
+	now, err := expandFold(findFolds(items), f.sigs(), "f1", 0)
+	require.NoError(t, err, "the same run, with an item changed: shown as it is now")
+	assert.Contains(t, now, `link "Renamed"`)
+	list.children[3].children[0].name = "Moved"
+	_, err = expandFold(findFolds(items), f.sigs(), "f1", 0)
+	require.ErrorContains(t, err, "no longer in the page as they were", "the run is no longer the one the model saw")
+	_, err = expandFold(f, f.sigs(), "f2", 0)
+	require.ErrorContains(t, err, "no such fold")
+}
