@@ -1,7 +1,9 @@
 package snapshot
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -16,11 +18,19 @@ import (
 //
 //   - … 297 more listitem like these: browser_snapshot {"expand":"f1"}
 //
+// A card built of elements without a role (a div's heading, text and
+// button) reads as a group of siblings; a group that repeats, with
+// something to act on in it, folds the same way, a group at a time:
+//
+//   - … 27 more heading+paragraph+button like these: browser_snapshot {"expand":"f2"}
+//
 // The model reads the pattern and the count for a few lines, and the rest
 // is one call away. The ref table still holds every ref of the tree.
 const (
 	foldMin  = 8
 	foldShow = 3
+	// maxGroup is the most siblings a repeated group has.
+	maxGroup = 4
 )
 
 // foldRoles are the roles of repeated units. Prose (paragraphs, headings)
@@ -32,10 +42,18 @@ var foldRoles = map[string]bool{
 	"MenuListOption": true,
 }
 
+// formRoles are the fields of a form: a form of many fields is filled
+// field by field, and is never folded.
+var formRoles = map[string]bool{
+	"textbox": true, "searchbox": true, "combobox": true, "listbox": true, "checkbox": true, "radio": true,
+	"spinbutton": true, "slider": true, "switch": true,
+}
+
 // fold is one run of similar siblings the text leaves out.
 type fold struct {
 	id     string  // f1, f2, … in document order
 	hidden []*item // the siblings the text leaves out
+	unit   int     // siblings a repetition has: 1, or a group's
 	// sig recognises the run in a later tree of the page (a list that
 	// grew is the same list): its first hidden item as it prints.
 	sig string
@@ -56,6 +74,7 @@ func findFolds(items []*item) *folds {
 }
 
 func (f *folds) scan(items []*item) {
+	var shapes []string // of any role, for the groups; made when needed
 	for i := 0; i < len(items); {
 		j := i + 1
 		if shape := shapeOf(items[i]); shape != "" {
@@ -63,11 +82,19 @@ func (f *folds) scan(items []*item) {
 				j++
 			}
 			if j-i >= foldMin {
-				hidden := items[i+foldShow : j]
-				fd := &fold{id: "f" + strconv.Itoa(len(f.list)+1), hidden: hidden}
-				fd.sig = itemText(hidden[0])
-				f.byFirst[hidden[0]] = fd
-				f.list = append(f.list, fd)
+				f.add(items[i+foldShow:j], 1)
+			}
+		}
+		if j-i < foldMin && len(items)-i >= foldMin*2 {
+			if shapes == nil {
+				shapes = make([]string, len(items))
+				for k, it := range items {
+					shapes[k] = looseShape(it)
+				}
+			}
+			if p, n := group(items[i:], shapes[i:]); n >= foldMin {
+				j = i + n*p
+				f.add(items[i+foldShow*p:j], p)
 			}
 		}
 		for _, it := range items[i:j] {
@@ -77,11 +104,55 @@ func (f *folds) scan(items []*item) {
 	}
 }
 
-// shapeOf is what makes siblings alike: the role and the roles of the
-// children; "" for an item that is never folded.
-func shapeOf(it *item) string {
-	if it.text != "" || !foldRoles[it.role] {
-		return ""
+func (f *folds) add(hidden []*item, unit int) {
+	fd := &fold{id: "f" + strconv.Itoa(len(f.list)+1), hidden: hidden, unit: unit, sig: itemText(hidden[0])}
+	f.byFirst[hidden[0]] = fd
+	f.list = append(f.list, fd)
+}
+
+// group finds a group of 2 to maxGroup siblings at the start of items
+// that repeats right after itself, and holds something to act on: its
+// length and how many times it is there in a row.
+func group(items []*item, shapes []string) (size, times int) {
+	for p := 2; p <= maxGroup && 2*p <= len(items); p++ {
+		if !actionable(items[:p]) || uniform(shapes[:p]) || slices.ContainsFunc(items[:p], func(it *item) bool { return formRoles[it.role] }) {
+			continue
+		}
+		n := 1
+		for (n+1)*p <= len(items) && slices.Equal(shapes[n*p:(n+1)*p], shapes[:p]) {
+			n++
+		}
+		if n >= foldMin {
+			return p, n
+		}
+	}
+	return 0, 0
+}
+
+// actionable: an item or a child of one has a ref.
+func actionable(items []*item) bool {
+	for _, it := range items {
+		if it.ref != "" || slices.ContainsFunc(it.children, func(c *item) bool { return c.ref != "" }) {
+			return true
+		}
+	}
+	return false
+}
+
+// uniform: all the shapes are one (a run, not a group).
+func uniform(shapes []string) bool {
+	for _, s := range shapes[1:] {
+		if s != shapes[0] {
+			return false
+		}
+	}
+	return true
+}
+
+// looseShape is shapeOf for an item of any role.
+func looseShape(it *item) string {
+	if it.text != "" {
+		return "text"
 	}
 	var b strings.Builder
 	b.WriteString(it.role)
@@ -94,6 +165,15 @@ func shapeOf(it *item) string {
 		}
 	}
 	return b.String()
+}
+
+// shapeOf is what makes siblings alike: the role and the roles of the
+// children; "" for an item that is never folded alone.
+func shapeOf(it *item) string {
+	if it.text != "" || !foldRoles[it.role] {
+		return ""
+	}
+	return looseShape(it)
 }
 
 // itemText is the text an item prints as, up to its first 500 bytes.
@@ -109,8 +189,15 @@ func foldLine(fd *fold, from int) string {
 	if from > 0 {
 		id += ":" + strconv.Itoa(from)
 	}
-	return fmt.Sprintf(`- … %d more %s like these: browser_snapshot {"expand":"%s"}`, len(fd.hidden)-from, fd.hidden[0].role, id)
+	roles := make([]string, fd.unit)
+	for i, it := range fd.hidden[:fd.unit] {
+		roles[i] = cmp.Or(it.role, "text")
+	}
+	return fmt.Sprintf(`- … %d more %s like these: browser_snapshot {"expand":"%s"}`, fd.count()-from, strings.Join(roles, "+"), id)
 }
+
+// count is how many repetitions the fold leaves out.
+func (fd *fold) count() int { return len(fd.hidden) / fd.unit }
 
 // at is the fold whose first hidden item is it, if any.
 func (f *folds) at(it *item) *fold {
@@ -157,13 +244,15 @@ func expandFold(f *folds, last []string, expand string, limit int) (string, erro
 	if fd == nil {
 		return "", modeltext.Errorf("expand %s: those items are no longer in the page as they were (it changed since); call browser_snapshot again", modeltext.Quote(expand, 100))
 	}
-	if from >= len(fd.hidden) {
-		return "", modeltext.Errorf("expand %s: the fold has %d items (from 0 to %d)", modeltext.Quote(expand, 100), len(fd.hidden), len(fd.hidden)-1)
+	if from >= fd.count() {
+		return "", modeltext.Errorf("expand %s: the fold has %d items (from 0 to %d)", modeltext.Quote(expand, 100), fd.count(), fd.count()-1)
 	}
 	var b strings.Builder
-	for i := from; i < len(fd.hidden); i++ {
+	for i := from; i < fd.count(); i++ {
 		mark := b.Len()
-		write(&b, fd.hidden[i], 0, 0, f)
+		for _, it := range fd.hidden[i*fd.unit : (i+1)*fd.unit] {
+			write(&b, it, 0, 0, f)
+		}
 		if limit > 0 && b.Len() > limit && i > from {
 			// The items before this one, the first of them cut if it alone
 			// is past the limit, and the line that offers the rest.

@@ -202,3 +202,33 @@ func TestFolds(t *testing.T) {
 	_, err = expandFold(f, f.sigs(), "f2", 0)
 	require.ErrorContains(t, err, "no such fold")
 }
+
+func TestRepeatedGroupsFold(t *testing.T) {
+	// Cards of divs: their children are siblings in the tree.
+	items := []*item{{role: "heading", name: "Shop"}}
+	for i := range 10 {
+		items = append(items, &item{role: "heading", name: fmt.Sprintf("Card %d", i)}, &item{text: fmt.Sprintf("$%d", i)},
+			&item{role: "button", name: fmt.Sprintf("Buy %d", i), ref: fmt.Sprintf("e%d", i+1)})
+	}
+	items = append(items, &item{role: "paragraph", name: "End"})
+	f := findFolds(items)
+	text := renderItems(items, Options{}, f)
+	assert.Contains(t, text, "- button \"Buy 2\" [ref=e3]\n- … 7 more heading+text+button like these: browser_snapshot {\"expand\":\"f1\"}\n- paragraph \"End\"")
+	assert.NotContains(t, text, "Card 3")
+	rest, err := expandFold(f, f.sigs(), "f1:6", 0)
+	require.NoError(t, err)
+	assert.Equal(t, "- heading \"Card 9\"\n- text: $9\n- button \"Buy 9\" [ref=e10]", rest)
+
+	// Prose repeats too, but has nothing to act on: it is read whole.
+	var prose []*item
+	for i := range 20 {
+		prose = append(prose, &item{role: "heading", name: fmt.Sprintf("Part %d", i)}, &item{role: "paragraph", name: "Text"})
+	}
+	assert.Empty(t, findFolds(prose).list)
+	// So is a form of many fields, with their labels beside them.
+	var form []*item
+	for i := range 12 {
+		form = append(form, &item{text: fmt.Sprintf("Field %d", i)}, &item{role: "textbox", name: fmt.Sprintf("Field %d", i), ref: fmt.Sprintf("e%d", i+1)})
+	}
+	assert.Empty(t, findFolds(form).list)
+}
