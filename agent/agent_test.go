@@ -426,10 +426,21 @@ func TestSnapshotIsCutPastTheLimit(t *testing.T) {
 	ts := newToolset(t, r, agent.WithSnapshotLimit(4000))
 	mustOK(t, callTool(t, ts, "big", "browser_navigate", map[string]string{"url": site.URL("127.0.0.1", "/big?n=300")}))
 	snap := mustOK(t, callTool(t, ts, "big", "browser_snapshot", nil))
-	body := snap.Text[strings.Index(snap.Text, "- heading"):]
+	assert.Contains(t, snap.Text, `- link "Item 0" [ref=`)
+	assert.Contains(t, snap.Text, `{"expand":"f1"}`, "the list is folded")
+	// The fold's items are shown a page at a time, within the limit, the
+	// rest one call away.
+	rest := mustOK(t, callTool(t, ts, "big", "browser_snapshot", map[string]string{"expand": "f1"}))
+	body := rest.Text[strings.Index(rest.Text, "- listitem"):]
+	assert.Less(t, len(body), 4400)
+	assert.Regexp(t, `- … \d+ more listitem like these: browser_snapshot \{"expand":"f1:\d+"\}$`, body)
+	assert.Contains(t, body, `- link "Item 3" [ref=`)
+	assert.NotContains(t, body, `"Item 299"`)
+	// A snapshot without folds is cut at the limit, and says so.
+	unfolded := mustOK(t, callTool(t, ts, "big", "browser_snapshot", map[string]string{"find": "item"}))
+	body = unfolded.Text[strings.Index(unfolded.Text, "- list"):]
 	assert.Less(t, len(body), 4400)
 	assert.Regexp(t, `\[snapshot cut at 4000 bytes: \d+ of \d+ lines shown`, body)
-	assert.Contains(t, body, `- link "Item 0" [ref=`)
 	assert.NotContains(t, body, `"Item 299"`)
 }
 

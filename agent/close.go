@@ -10,7 +10,7 @@ const ToolClose = "browser_close"
 var closeTools = []toolDef{
 	{
 		name:   ToolClose,
-		desc:   "Close this session's browsers and forget its page. The next browser call starts a fresh session.",
+		desc:   "Close this session's browsers; the next call starts afresh.",
 		schema: noArgs,
 		run:    (*Toolset).closeTool,
 	},

@@ -16,10 +16,9 @@ const ToolConsole = "browser_console"
 
 var consoleTools = []toolDef{
 	{
-		name: ToolConsole,
-		desc: "Read the page's console messages (console.log, warnings, errors) and uncaught exceptions since the last read. " +
-			"With clear false, the messages are kept and shown again on the next read.",
-		schema: `{"type":"object","properties":{"clear":{"type":"boolean","description":"Forget the messages returned, so the next read shows only newer ones","default":true}},"additionalProperties":false}`,
+		name:   ToolConsole,
+		desc:   "Read the console messages and uncaught exceptions since the last read.",
+		schema: `{"type":"object","properties":{"clear":{"type":"boolean","description":"false: show them again next read","default":true}}}`,
 		run:    (*Toolset).console,
 	},
 }

@@ -14,10 +14,9 @@ const ToolHandleDialog = "browser_handle_dialog"
 
 var dialogTools = []toolDef{
 	{
-		name: ToolHandleDialog,
-		desc: "Answer the JavaScript dialog (alert, confirm, prompt) the page opened and waits on: accept (OK) or dismiss (Cancel), and for a prompt the text to answer. " +
-			"Dialogs wait for you only when the server is set to let the model answer them (hybroute mcp --dialogs model); otherwise they are answered automatically and results list them.",
-		schema: `{"type":"object","properties":{"accept":{"type":"boolean","description":"true for OK, false for Cancel"},"prompt_text":{"type":"string","description":"For a prompt: the text to answer with"}},"required":["accept"],"additionalProperties":false}`,
+		name:   ToolHandleDialog,
+		desc:   "Answer the dialog (alert, confirm, prompt) the page waits on.",
+		schema: `{"type":"object","properties":{"accept":{"type":"boolean","description":"true: OK, false: Cancel"},"prompt_text":{"type":"string","description":"For a prompt"}},"required":["accept"]}`,
 		run:    (*Toolset).handleDialog,
 	},
 }

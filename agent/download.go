@@ -16,9 +16,8 @@ const ToolDownloads = "browser_downloads"
 
 var downloadTools = []toolDef{
 	{
-		name: ToolDownloads,
-		desc: "List this session's downloads: each file's name, size, type and where it was saved, or why it was refused or is still going. " +
-			"A click or a navigation that starts a download reports it in its own result; this lists them all, and those that finished later.",
+		name:   ToolDownloads,
+		desc:   "This session's downloads: name, size, type, path, or why refused or unfinished.",
 		schema: noArgs,
 		run:    (*Toolset).downloadsTool,
 	},

@@ -23,12 +23,9 @@ const ToolExec = "browser_exec"
 
 var execTools = []toolDef{
 	{
-		name: ToolExec,
-		desc: "Run JavaScript in the page and return its result as JSON. A single expression returns its value (document.title); " +
-			"for several statements use return (const rows = document.querySelectorAll('tr'); return rows.length). " +
-			"await works at the top level (await fetch('/api/items').then(r => r.json())). The result must be JSON-serialisable: return strings, numbers, arrays, plain objects, not DOM nodes. " +
-			"URLs written in the code decide the browser like browser_navigate does: code that names a local or private address runs in the local browser, and the result says when that moved the session away from its page.",
-		schema: `{"type":"object","properties":{"code":{"type":"string","description":"JavaScript to run in the page"}},"required":["code"],"additionalProperties":false}`,
+		name:   ToolExec,
+		desc:   "Run JavaScript in the page; the result comes back as JSON. An expression returns its value; statements need return; await works. URLs in the code pick the browser as browser_navigate does.",
+		schema: `{"type":"object","properties":{"code":{"type":"string"}},"required":["code"]}`,
 		run:    (*Toolset).exec,
 	},
 }

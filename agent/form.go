@@ -26,24 +26,16 @@ const maxFormFields = 50
 
 var formTools = []toolDef{
 	{
-		name: ToolSelectOption,
-		desc: "Pick options of a drop-down list or list box (a <select>: a combobox or listbox in the snapshot) by its ref. " +
-			"values are the options' labels as the snapshot shows them, or their values; several only for a list that takes several. " +
-			"The picked options replace what was selected.",
-		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The list's ref from the last snapshot"},"values":{"type":"array","items":{"type":"string"},"minItems":1,"description":"The options to pick, by label or value"},"element":{"type":"string","description":"Optional: what the element is, in words, for the log"}},"required":["ref","values"],"additionalProperties":false}`,
+		name:   ToolSelectOption,
+		desc:   "Pick options of a <select> (combobox or listbox) by ref, by label or value; replaces the selection.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string"},"values":{"type":"array","items":{"type":"string"},"minItems":1},"element":{"type":"string"}},"required":["ref","values"]}`,
 		run:    (*Toolset).selectOption,
 	},
 	{
-		name: ToolFillForm,
-		desc: fmt.Sprintf("Fill several fields of a form in one call, in order, by their refs from the last snapshot (at most %d). Each field has a type: "+
-			"textbox (value replaces the text), checkbox (value true or false), radio (value true picks it), combobox (value is the option's label or value) "+
-			"or slider (value is the number). It stops at the first field that fails and says which fields were filled. It does not submit the form.", maxFormFields),
-		schema: `{"type":"object","properties":{"fields":{"type":"array","minItems":1,"items":{"type":"object","properties":{` +
-			`"ref":{"type":"string","description":"The field's ref"},` +
-			`"name":{"type":"string","description":"Optional: the field's name, for the result"},` +
-			`"type":{"type":"string","enum":["textbox","checkbox","radio","combobox","slider"]},` +
-			`"value":{"type":"string","description":"The value: text, true/false, an option, a number"}},"required":["ref","type","value"],"additionalProperties":false}}},"required":["fields"],"additionalProperties":false}`,
-		run: (*Toolset).fillForm,
+		name:   ToolFillForm,
+		desc:   fmt.Sprintf("Fill up to %d fields by ref in order, without submitting. value: text; true/false for a checkbox, true for a radio; an option for a combobox; a number for a slider. Stops at the first failure.", maxFormFields),
+		schema: `{"type":"object","properties":{"fields":{"type":"array","minItems":1,"items":{"type":"object","properties":{"ref":{"type":"string"},"name":{"type":"string","description":"Optional, for the result"},"type":{"type":"string","enum":["textbox","checkbox","radio","combobox","slider"]},"value":{"type":"string"}},"required":["ref","type","value"]}}},"required":["fields"]}`,
+		run:    (*Toolset).fillForm,
 	},
 }
 

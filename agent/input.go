@@ -30,30 +30,27 @@ const (
 
 var inputTools = []toolDef{
 	{
-		name: ToolClick,
-		desc: "Click an element of the page, by its ref from the last browser_snapshot, with a real mouse click at the center of the element (scrolled into view first). " +
-			"If the click starts a navigation, the tool waits for the new page to load.",
-		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The element's ref from the last snapshot, e.g. e12"},"element":{"type":"string","description":"Optional: what the element is, in words, for the log"}},"required":["ref"],"additionalProperties":false}`,
+		name:   ToolClick,
+		desc:   "Click an element by ref (real mouse, scrolled into view). Waits for a navigation it starts; else the result lists what changed.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string"},"element":{"type":"string"}},"required":["ref"]}`,
 		run:    (*Toolset).click,
 	},
 	{
-		name: ToolType,
-		desc: "Type text into an editable element (a textbox, a search box, a text area, a contenteditable) by its ref from the last browser_snapshot. " +
-			"The text replaces what the field held. Set submit to true to press Enter afterwards (submits most forms).",
-		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The field's ref from the last snapshot, e.g. e7"},"text":{"type":"string","description":"The text to put in the field"},"submit":{"type":"boolean","description":"Press Enter after typing","default":false}},"required":["ref","text"],"additionalProperties":false}`,
+		name:   ToolType,
+		desc:   "Type into an editable element by its ref, replacing its text; submit presses Enter after.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string"},"text":{"type":"string"},"submit":{"type":"boolean","default":false}},"required":["ref","text"]}`,
 		run:    (*Toolset).typeText,
 	},
 	{
-		name: ToolPress,
-		desc: "Press a key, or a key combination, in the page (on the focused element): a DOM key name such as Enter, Tab, Escape, Backspace, ArrowDown, PageDown, or one character; " +
-			"combinations as Shift+Tab or Control+a.",
-		schema: `{"type":"object","properties":{"key":{"type":"string","description":"The key, e.g. Enter, ArrowDown, Shift+Tab, a"}},"required":["key"],"additionalProperties":false}`,
+		name:   ToolPress,
+		desc:   "Press a key or combination on the focused element, e.g. Enter, ArrowDown, Shift+Tab, Control+a, x.",
+		schema: `{"type":"object","properties":{"key":{"type":"string"}},"required":["key"]}`,
 		run:    (*Toolset).press,
 	},
 	{
 		name:   ToolScroll,
-		desc:   "Scroll the page by most of a screen in a direction, and report the scroll position and the page size.",
-		schema: `{"type":"object","properties":{"direction":{"type":"string","enum":["up","down","left","right"],"description":"Which way to scroll"}},"required":["direction"],"additionalProperties":false}`,
+		desc:   "Scroll most of a screen; reports the position and the page size.",
+		schema: `{"type":"object","properties":{"direction":{"type":"string","enum":["up","down","left","right"]}},"required":["direction"]}`,
 		run:    (*Toolset).scroll,
 	},
 }
@@ -382,7 +379,7 @@ func (t *Toolset) click(ctx context.Context, s *session, key string, args json.R
 		if err := settled(ctx, c, &navigated, func() error { return clickNode(e.In(ctx), a.Ref, e.Node()) }); err != nil || navigated {
 			return err
 		}
-		changes = t.changesAfter(ctx, s, c)
+		changes = t.changesAfter(ctx, s, c, "")
 		return nil
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
@@ -422,7 +419,7 @@ func (t *Toolset) typeText(ctx context.Context, s *session, key string, args jso
 				return err
 			}
 		}
-		changes = t.changesAfter(ctx, s, c)
+		changes = t.changesAfter(ctx, s, c, "[ref="+strings.TrimSpace(a.Ref)+"]: "+strings.Join(strings.Fields(a.Text), " "))
 		return nil
 	})
 	return t.finishCall(s, key, res, c, err, func() string {

@@ -33,38 +33,33 @@ const (
 
 var navTools = []toolDef{
 	{
-		name: ToolNavigate,
-		desc: "Open a URL in the browser tab of this session and wait for it to load. " +
-			"Write it as you would in an address bar: localhost:3000 becomes http://localhost:3000/, example.com becomes https://example.com/. " +
-			"The URL decides which browser opens it: public sites open in the cloud browser, addresses on this machine or its network (localhost, 192.168.x.x) in the local browser; the result says which. " +
-			"Cloud metadata addresses (169.254.169.254 and the like) are always refused. " +
-			"Call browser_snapshot next to read the page.",
-		schema: `{"type":"object","properties":{"url":{"type":"string","description":"The URL to open, e.g. https://example.com/docs or localhost:3000"}},"required":["url"],"additionalProperties":false}`,
+		name:   ToolNavigate,
+		desc:   "Open a URL in this tab and wait for the load (localhost:3000, example.com are completed). Local and private hosts open in the local browser, public ones in the cloud; metadata addresses are refused.",
+		schema: `{"type":"object","properties":{"url":{"type":"string"}},"required":["url"]}`,
 		run:    (*Toolset).navigate,
 	},
 	{
 		name:   ToolBack,
-		desc:   "Go back to the previous page in this tab's history and wait for it to load.",
+		desc:   "Go back in this tab's history and wait for the load.",
 		schema: noArgs,
 		run:    (*Toolset).back,
 	},
 	{
 		name:   ToolForward,
-		desc:   "Go forward to the next page in this tab's history (after browser_back) and wait for it to load.",
+		desc:   "Go forward in this tab's history and wait for the load.",
 		schema: noArgs,
 		run:    (*Toolset).forward,
 	},
 	{
 		name:   ToolReload,
-		desc:   "Reload the current page and wait for it to load. Refs of the last snapshot no longer resolve afterwards; take a new snapshot.",
+		desc:   "Reload the page and wait for the load; the old refs no longer resolve.",
 		schema: noArgs,
 		run:    (*Toolset).reload,
 	},
 	{
-		name: ToolResize,
-		desc: fmt.Sprintf("Resize the page's viewport (the visible area that screenshots show and the page lays out in), in CSS pixels, each side from %d to %d. "+
-			"It holds for this tab until the next resize.", minViewport, maxViewport),
-		schema: fmt.Sprintf(`{"type":"object","properties":{"width":{"type":"integer","minimum":%[1]d,"maximum":%[2]d,"description":"Viewport width in CSS pixels"},"height":{"type":"integer","minimum":%[1]d,"maximum":%[2]d,"description":"Viewport height in CSS pixels"}},"required":["width","height"],"additionalProperties":false}`, minViewport, maxViewport),
+		name:   ToolResize,
+		desc:   fmt.Sprintf("Resize this tab's viewport, in CSS pixels (%d to %d a side).", minViewport, maxViewport),
+		schema: fmt.Sprintf(`{"type":"object","properties":{"width":{"type":"integer","minimum":%[1]d,"maximum":%[2]d},"height":{"type":"integer","minimum":%[1]d,"maximum":%[2]d}},"required":["width","height"]}`, minViewport, maxViewport),
 		run:    (*Toolset).resize,
 	},
 }

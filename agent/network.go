@@ -30,18 +30,14 @@ const ToolNetworkRequests = "browser_network_requests"
 
 var networkTools = []toolDef{
 	{
-		name: ToolNetworkRequests,
-		desc: "List the requests the page made since its last navigation: method, status (or why it failed), type, size and URL, " +
-			"and the requests the security guard refused, with why. Use it to see which API calls a page makes or why something did not load.",
+		name:   ToolNetworkRequests,
+		desc:   "The page's requests since its last navigation (method, status, type, size, URL) and those the guard refused, with why.",
 		schema: networkSchema,
 		run:    (*Toolset).networkRequests,
 	},
 }
 
-const networkSchema = `{"type":"object","properties":{` +
-	`"limit":{"type":"integer","minimum":1,"maximum":500,"description":"Show at most this many requests, the newest","default":100},` +
-	`"filter":{"type":"string","description":"Show only requests whose URL contains this text"}` +
-	`},"additionalProperties":false}`
+const networkSchema = `{"type":"object","properties":{"limit":{"type":"integer","minimum":1,"maximum":500,"description":"The newest N","default":100},"filter":{"type":"string","description":"URL contains"}}}`
 
 // maxRequestsKept bounds a tab's request log; past it the oldest go, and
 // are counted.

@@ -29,19 +29,14 @@ const ToolPDFSave = "browser_pdf_save"
 
 var pdfTools = []toolDef{
 	{
-		name: ToolPDFSave,
-		desc: "Save the current page as a PDF file in the download directory, and say where. " +
-			"Works where the browser prints to PDF (a headless Chromium, local or cloud).",
+		name:   ToolPDFSave,
+		desc:   "Save the page as a PDF in the download directory.",
 		schema: pdfSchema,
 		run:    (*Toolset).pdfSave,
 	},
 }
 
-const pdfSchema = `{"type":"object","properties":{` +
-	`"filename":{"type":"string","description":"The file's name in the download directory, e.g. invoice.pdf (default: from the page's title)"},` +
-	`"landscape":{"type":"boolean","default":false},` +
-	`"print_background":{"type":"boolean","description":"Print background colours and images","default":false}` +
-	`},"additionalProperties":false}`
+const pdfSchema = `{"type":"object","properties":{"filename":{"type":"string","description":"Default: from the title"},"landscape":{"type":"boolean","default":false},"print_background":{"type":"boolean","default":false}}}`
 
 // pdfChunk is how much of the PDF one IO.read asks for: the browser
 // connection's read buffer keeps the size of its largest message.

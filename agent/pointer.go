@@ -21,19 +21,16 @@ const (
 
 var pointerTools = []toolDef{
 	{
-		name: ToolHover,
-		desc: "Move the mouse over an element of the page, by its ref from the last browser_snapshot (scrolled into view first): " +
-			"menus and tooltips that open on hover open. Take a new snapshot to see them.",
-		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The element's ref from the last snapshot"},"element":{"type":"string","description":"Optional: what the element is, in words, for the log"}},"required":["ref"],"additionalProperties":false}`,
+		name:   ToolHover,
+		desc:   "Hover an element by ref (scrolled into view): opens hover menus and tooltips.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string"},"element":{"type":"string"}},"required":["ref"]}`,
 		run:    (*Toolset).hover,
 	},
 	{
-		name: ToolDrag,
-		desc: "Drag an element onto another with the real mouse: press on the start element, move to the end element, release. " +
-			"Works for HTML drag and drop as for mouse-driven widgets (sortable lists, sliders). Both refs come from the last browser_snapshot.",
-		schema: `{"type":"object","properties":{"start_ref":{"type":"string","description":"The ref of the element to drag"},"end_ref":{"type":"string","description":"The ref of the element to drop it on"},` +
-			`"start_element":{"type":"string","description":"Optional: the dragged element, in words"},"end_element":{"type":"string","description":"Optional: the drop target, in words"}},"required":["start_ref","end_ref"],"additionalProperties":false}`,
-		run: (*Toolset).drag,
+		name:   ToolDrag,
+		desc:   "Drag one element onto another with the real mouse: drag and drop, sortable lists, sliders.",
+		schema: `{"type":"object","properties":{"start_ref":{"type":"string"},"end_ref":{"type":"string"},"start_element":{"type":"string"},"end_element":{"type":"string"}},"required":["start_ref","end_ref"]}`,
+		run:    (*Toolset).drag,
 	},
 }
 

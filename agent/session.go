@@ -466,9 +466,9 @@ func dialogLines(ds []hybroute.Dialog) string {
 func routeName(w Where) string {
 	switch {
 	case w.Route == route.Local && w.FallbackFromCloud:
-		return "the local browser (Chromium on this machine), standing in for the cloud browser"
+		return "the local browser, standing in for the cloud browser"
 	case w.Route == route.Local:
-		return "the local browser (Chromium on this machine)"
+		return "the local browser"
 	}
 	return "the cloud browser"
 }

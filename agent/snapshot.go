@@ -12,12 +12,8 @@ const ToolSnapshot = "browser_snapshot"
 
 var snapshotTools = []toolDef{
 	{
-		name: ToolSnapshot,
-		desc: "Read the current page as an accessibility tree: one line per element, indented, with roles, names and values " +
-			"(- heading \"Orders\" [level=1], - button \"Save\" [ref=e4], - textbox \"Email\" [ref=e7]: a@b.c). " +
-			"Interactive elements carry a ref that browser_click and browser_type take. Prefer this over a screenshot to read or act on a page. " +
-			"Refs stay valid until the page changes; take a new snapshot after a navigation. Frames of the page are included. " +
-			"On a large page, shape it: depth (levels), ref (one element's subtree), find (only what contains a text), or file (written to a file, not returned).",
+		name:   ToolSnapshot,
+		desc:   "The page as an accessibility tree, a line per element: - role \"name\" [state] [ref=e4]: value. Tools take the refs; they hold until the page changes. A run of 8+ alike items (list items, rows) shows 3 and the expand call for the rest.",
 		schema: snapshotSchema,
 		run:    (*Toolset).snapshot,
 	},

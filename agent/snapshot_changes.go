@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/hybroute/hybroute/agent/internal/snapshot"
 )
@@ -13,7 +15,10 @@ import (
 // snapshot yet, another tab, another document): the model then takes a
 // snapshot itself, as before. The action's own result does not depend on
 // it, so a failure to read the tree is no error of the action.
-func (t *Toolset) changesAfter(ctx context.Context, s *session, c *call) string {
+//
+// echo, when not empty, is a line the action's own result says already
+// (the field a typing filled, with the text typed): it is left out.
+func (t *Toolset) changesAfter(ctx context.Context, s *session, c *call, echo string) string {
 	prev, prevDoc := s.refs.Text(), s.refs.Doc()
 	if prev == "" || s.refs.Target() != c.target || ctx.Err() != nil {
 		return ""
@@ -24,15 +29,27 @@ func (t *Toolset) changesAfter(ctx context.Context, s *session, c *call) string 
 	}
 	// Where the focus is is no change of the page: a click on a field
 	// or a button moves it, and every action would report it.
-	diff := snapshot.LineDiff(snapshot.WithoutFocus(prev), snapshot.WithoutFocus(s.refs.Text()))
+	diff := snapshot.Compact(snapshot.LineDiff(snapshot.WithoutFocus(prev), snapshot.WithoutFocus(s.refs.Text())))
+	if echo != "" && diff != "" {
+		lines := strings.Split(diff, "\n")
+		lines = slices.DeleteFunc(lines, func(l string) bool { return strings.HasPrefix(l, "~ ") && strings.HasSuffix(l, echo) })
+		if len(lines) == 0 {
+			return "Nothing else changed."
+		}
+		diff = strings.Join(lines, "\n")
+	}
 	switch {
 	case diff == "":
-		return "The page's tree did not change (the refs of the last snapshot still hold)."
+		return "The page's tree did not change."
 	case len(diff) < len(text):
-		return "Changes in the page since the last snapshot (+ came, - went; the other refs still hold):\n" + diff
+		return changesHead + diff
 	}
 	return "The page now:\n" + text
 }
+
+// changesHead heads the lines an action changed (snapshot.Compact): the
+// refs of the last snapshot that are not among them still hold.
+const changesHead = "Changes (+ new, - gone, ~ now; other refs hold):\n"
 
 // changesNote puts the changes after an action's result line.
 func changesNote(changes string) string {

@@ -9,22 +9,21 @@ import (
 
 // snapshotArgs are browser_snapshot's arguments.
 type snapshotArgs struct {
-	Depth *int   `json:"depth"`
-	Ref   string `json:"ref"`
-	Find  string `json:"find"`
-	File  string `json:"file"`
+	Depth  *int   `json:"depth"`
+	Ref    string `json:"ref"`
+	Find   string `json:"find"`
+	File   string `json:"file"`
+	Expand string `json:"expand"`
 }
 
 // snapshotSchema is browser_snapshot's input schema.
-const snapshotSchema = `{"type":"object","properties":{` +
-	`"depth":{"type":"integer","minimum":1,"description":"Show only this many levels of the tree (1: the top level); deeper parts are counted, not shown"},` +
-	`"ref":{"type":"string","description":"Show only the subtree of this element, by its ref from the last snapshot, e.g. e12"},` +
-	`"find":{"type":"string","description":"Show only the elements whose role, name, value, text or link contains this text (any case), with everything inside them, the whole table row, list item or form around them (and the table's header row), and the elements above"},` +
-	`"file":{"type":"string","description":"Write the snapshot to this file name in the directory the operator allows, instead of returning it; the result says where. Only a plain file name, no directories"}` +
-	`},"additionalProperties":false}`
+const snapshotSchema = `{"type":"object","properties":{"depth":{"type":"integer","minimum":1,"description":"Levels shown"},"ref":{"type":"string","description":"Only this element's subtree"},"find":{"type":"string","description":"Only what contains this text, with its row, list item or form"},"file":{"type":"string","description":"Write to this file in the snapshot directory"},"expand":{"type":"string","description":"A fold: f1, or f1:40 from item 40"}}}`
 
 func (a snapshotArgs) options(limit int) (snapshot.Options, error) {
-	o := snapshot.Options{Ref: strings.TrimSpace(a.Ref), Find: strings.TrimSpace(a.Find), Limit: limit}
+	o := snapshot.Options{Ref: strings.TrimSpace(a.Ref), Find: strings.TrimSpace(a.Find), Limit: limit, Expand: strings.TrimSpace(a.Expand)}
+	if o.Expand != "" && (o.Ref != "" || o.Find != "" || a.Depth != nil || a.File != "") {
+		return o, modeltext.Errorf("expand shows a fold's items by itself: give it without depth, ref, find or file")
+	}
 	if a.Depth != nil {
 		if *a.Depth < 1 {
 			return o, modeltext.Errorf("depth %d: give 1 or more (1 shows the top level only), or leave it out for the whole tree", *a.Depth)
@@ -33,6 +32,7 @@ func (a snapshotArgs) options(limit int) (snapshot.Options, error) {
 	}
 	if a.File != "" {
 		o.Limit = 0 // a file holds the whole tree
+		o.Unfolded = true
 	}
 	return o, nil
 }

@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -26,14 +27,32 @@ import (
 func TestSnapshotOptions(t *testing.T) {
 	hybroutetest.Parallel(t)
 	const s = "shape"
-	ts, full, refs := openSnapshot(t, s, "/big?n=30", `button "Add 3"`, `link "Item 5"`)
-	add3, item5 := refs[0], refs[1]
+	ts, full, _ := openSnapshot(t, s, "/big?n=30")
+	// The list is folded after its first items; the fold's line names the
+	// call that shows the rest, with refs that work as any other.
+	assert.Regexp(t, `(?m)^  - … 27 more listitem like these: browser_snapshot \{"expand":"f1"\}$`, full.Text)
+	assert.NotContains(t, full.Text, "Item 3")
+	rest := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"expand": "f1"}))
+	assert.True(t, strings.HasSuffix(rest.Text, "- listitem:\n  - link \"Item 29\" [ref="+refOf(`link "Item 29"`, rest.Text)+"]:\n    - /url: /item/29\n  - button \"Add 29\" [ref="+refOf(`button "Add 29"`, rest.Text)+"]"), rest.Text)
+	assert.NotContains(t, rest.Text, "Item 2\"")
+	add3, item5 := refOf(`button "Add 3"`, rest.Text), refOf(`link "Item 5"`, rest.Text)
+	require.NotEmpty(t, add3, rest.Text)
+	require.NotEmpty(t, item5, rest.Text)
+	page := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"expand": "f1:20"}))
+	assert.Contains(t, page.Text, `link "Item 23"`, "f1:20 is the fold from its 21st item on")
+	assert.NotContains(t, page.Text, `link "Item 22"`)
+	for args, msg := range map[string]string{`{"expand":"f9"}`: "the last snapshot has no such fold", `{"expand":"f1:99"}`: "the fold has 27 items",
+		`{"expand":"f1","find":"x"}`: "give it without depth, ref, find or file"} {
+		bad := callTool(t, ts, s, "browser_snapshot", json.RawMessage(args))
+		assert.True(t, bad.IsError, args)
+		assert.Contains(t, bad.Text, msg, args)
+	}
 
 	top := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]int{"depth": 1}))
 	assert.Contains(t, top.Text, `- heading "Catalogue" [level=1]`)
 	assert.Regexp(t, `- list:\n  - … \d+ more below`, top.Text)
 	assert.NotContains(t, top.Text, "Item 3")
-	assert.Less(t, len(top.Text), len(full.Text)/4)
+	assert.Less(t, len(top.Text), len(full.Text+rest.Text)/4, "a quarter of the whole tree")
 
 	found := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"find": "item 17"}))
 	assert.Contains(t, found.Text, "- list:\n  - listitem:\n    - link \"Item 17\"")
@@ -168,15 +187,17 @@ func TestActionsReportChanges(t *testing.T) {
 	add, search := refs[0], refs[1]
 
 	click := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": add}))
-	assert.Contains(t, click.Text, "Changes in the page since the last snapshot")
-	assert.Regexp(t, `(?m)^- - paragraph: Cart: 0 items$`, click.Text)
+	assert.Contains(t, click.Text, "Changes (+ new, - gone, ~ now; other refs hold):")
+	assert.Regexp(t, `(?m)^~ paragraph: Cart: 1 item$`, click.Text, "the paragraph changed in place: its new line alone")
+	assert.NotContains(t, click.Text, "Cart: 0 items")
 	assert.NotContains(t, click.Text, "focused", "the focus the click moved is no change")
-	assert.Contains(t, click.Text, "+ - paragraph: Cart: 1 item")
 	assert.NotContains(t, click.Text, "Corner Shop\" [level=1]", "what did not change is left out")
 	assert.Less(t, len(click.Text), len(snap.Text))
 
 	typed := mustOK(t, callTool(t, ts, s, "browser_type", map[string]string{"ref": search, "text": "boots"}))
-	assert.Regexp(t, `\+ +- searchbox "Search products" [^\n]*\[ref=`+search+`\]: boots`, typed.Text)
+	assert.Contains(t, typed.Text, `Typed "boots" into `+search+` (searchbox "Search products").`)
+	assert.Contains(t, typed.Text, "Nothing else changed.", "the field's new value is the result's own line, not repeated")
+	assert.NotContains(t, typed.Text, "~ searchbox")
 }
 
 // openSnapshot opens path of the test site in session s of a new toolset,

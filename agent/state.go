@@ -36,21 +36,18 @@ const (
 // off. The files hold credentials: they are written 0600.
 func WithStateDir(dir string) Option { return func(c *config) { c.stateDir = dir } }
 
-const stateSchema = `{"type":"object","properties":{"name":{"type":"string","description":"The state's name: letters, digits, '.', '_' and '-', e.g. github-login; it is kept as NAME.json in the operator's state directory"}},"required":["name"],"additionalProperties":false}`
+const stateSchema = `{"type":"object","properties":{"name":{"type":"string","description":"Letters, digits, . _ -, e.g. github-login"}},"required":["name"]}`
 
 var stateTools = []toolDef{
 	{
-		name: ToolStateSave,
-		desc: "Save this session's login, its cookies and its local and session storage, under a name, so a later session can start logged in with browser_state_load. " +
-			"The file is Playwright's storageState JSON, kept in the operator's state directory; its values are never shown to you.",
+		name:   ToolStateSave,
+		desc:   "Save this session's cookies and storage under a name, for browser_state_load (values are never shown).",
 		schema: stateSchema,
 		run:    (*Toolset).stateSave,
 	},
 	{
-		name: ToolStateLoad,
-		desc: "Load a login saved with browser_state_save (or a Playwright storageState file the operator put in the state directory) into this session: " +
-			"its cookies and storage are set, then browser_navigate to the site finds you logged in. " +
-			"Cookies of local or private hosts never go to the cloud browser.",
+		name:   ToolStateLoad,
+		desc:   "Load a state saved by browser_state_save into this session; then navigate to the site, logged in. Local hosts' cookies never go to the cloud.",
 		schema: stateSchema,
 		run:    (*Toolset).stateLoad,
 	},

@@ -17,10 +17,8 @@ import (
 const ToolStatus = "browser_status"
 
 var statusTools = []toolDef{{
-	name: ToolStatus,
-	desc: "Tell where this session's browser runs and under which rules, without opening anything: " +
-		"the route (cloud, local, or none yet), the cloud provider, whether the session fell back from the cloud to the local browser and why, " +
-		"the browser's version, and the rules in force (allowed and blocked hosts, private addresses, URLs with credentials, dialogs).",
+	name:   ToolStatus,
+	desc:   "Where this session's browser runs (route, provider, fallback, version) and the rules in force, without opening anything.",
 	schema: noArgs,
 	run:    (*Toolset).status,
 }}

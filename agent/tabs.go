@@ -18,10 +18,9 @@ const ToolTabs = "browser_tabs"
 
 var tabTools = []toolDef{
 	{
-		name: ToolTabs,
-		desc: "List, select, open or close the tabs of this session. list shows every tab with its id (t1, t2, …), title, URL and browser; the current tab is the one the other tools act on. " +
-			"Pages the site opens (popups, links that open a new window) become tabs. select makes a tab current; new opens a tab (at url when given, which decides the browser as browser_navigate does) and makes it current; close closes a tab.",
-		schema: `{"type":"object","properties":{"action":{"type":"string","enum":["list","select","new","close"]},"id":{"type":"string","description":"For select and close: the tab's id from list, e.g. t2"},"url":{"type":"string","description":"For new: the URL to open in the new tab"}},"required":["action"],"additionalProperties":false}`,
+		name:   ToolTabs,
+		desc:   "This session's tabs: list (id t1…, title, URL, browser), select, new (at url, routed as browser_navigate does) or close. Tools act on the current tab; popups become tabs.",
+		schema: `{"type":"object","properties":{"action":{"type":"string","enum":["list","select","new","close"]},"id":{"type":"string","description":"For select, close: e.g. t2"},"url":{"type":"string","description":"For new"}},"required":["action"]}`,
 		run:    (*Toolset).tabsTool,
 	},
 }

@@ -22,7 +22,7 @@ type toolDef struct {
 	run                func(t *Toolset, ctx context.Context, s *session, key string, args json.RawMessage) Result
 }
 
-const noArgs = `{"type":"object","properties":{},"additionalProperties":false}`
+const noArgs = `{"type":"object","properties":{}}`
 
 // toolDefs is every family's tools, each defined in its family's file, in
 // the order a model reads them (toolOrder).

@@ -33,11 +33,9 @@ func WithUploadDir(dir string) Option { return func(c *config) { c.uploadDir = d
 
 var uploadTools = []toolDef{
 	{
-		name: ToolFileUpload,
-		desc: "Choose files for a file input (<input type=file>: in the snapshot a button named by its label, whose value is the files chosen or \"No file chosen\") by its ref, as a user picking them in the file dialog would. " +
-			"paths are relative to the upload directory the operator allowed; nothing outside it can be uploaded. An empty list clears the input. " +
-			"Only the local browser uploads files.",
-		schema: fmt.Sprintf(`{"type":"object","properties":{"ref":{"type":"string","description":"The file input's ref from the last snapshot"},"paths":{"type":"array","items":{"type":"string"},"maxItems":%d,"description":"Files under the upload directory, e.g. report.pdf or photos/cat.jpg"}},"required":["ref","paths"],"additionalProperties":false}`, maxUploadFiles),
+		name:   ToolFileUpload,
+		desc:   "Set a file input's files by ref (a button in the snapshot); paths under the upload directory, [] clears. Local browser only.",
+		schema: fmt.Sprintf(`{"type":"object","properties":{"ref":{"type":"string"},"paths":{"type":"array","items":{"type":"string"},"maxItems":%d,"description":"e.g. report.pdf"}},"required":["ref","paths"]}`, maxUploadFiles),
 		run:    (*Toolset).fileUpload,
 	},
 }

@@ -28,11 +28,9 @@ const (
 
 var waitTools = []toolDef{
 	{
-		name: ToolWaitFor,
-		desc: fmt.Sprintf("Wait until a text appears on the page (text), or is gone from it (text_gone), or for a number of seconds (time). "+
-			"With text or text_gone, time bounds the wait (default %d s). No wait lasts longer than %d s. The result says whether the text was seen.",
-			int(defaultWait/time.Second), int(maxWait/time.Second)),
-		schema: fmt.Sprintf(`{"type":"object","properties":{"text":{"type":"string","description":"Wait until this text is shown on the page"},"text_gone":{"type":"string","description":"Wait until this text is no longer shown"},"time":{"type":"number","minimum":0,"maximum":%d,"description":"Seconds to wait; with text or text_gone, the most to wait"}},"additionalProperties":false}`, int(maxWait/time.Second)),
+		name:   ToolWaitFor,
+		desc:   fmt.Sprintf("Wait until text appears, or text_gone goes, or for time seconds; with a text, time bounds the wait (default %d). At most %d s.", int(defaultWait/time.Second), int(maxWait/time.Second)),
+		schema: fmt.Sprintf(`{"type":"object","properties":{"text":{"type":"string"},"text_gone":{"type":"string"},"time":{"type":"number","minimum":0,"maximum":%d}}}`, int(maxWait/time.Second)),
 		run:    (*Toolset).waitFor,
 	},
 }

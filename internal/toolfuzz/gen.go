@@ -142,7 +142,7 @@ func (r *runner) toolCall(session string) call {
 		return r.navigateCall(session)
 	case k < 26:
 		c.tool = "browser_snapshot"
-		switch r.n(6) {
+		switch r.n(7) {
 		case 0:
 			args["depth"] = r.n(4)
 		case 1:
@@ -151,6 +151,8 @@ func (r *runner) toolCall(session string) call {
 			args["ref"] = r.ref(s)
 		case 3:
 			args["file"] = []string{"snap.txt", "../escape.txt", "/etc/x", "a/b.txt"}[r.n(4)]
+		case 4:
+			args["expand"] = []string{"f1", "f1:2", "f1:99999", "f9", "e3"}[r.n(5)]
 		}
 	case k < 36:
 		c.tool = "browser_click"

@@ -15,23 +15,31 @@ type Options struct {
 	Ref   string // the subtree of this ref of the last snapshot
 	Find  string // only what contains this text, with the path to it
 	Limit int    // bytes of text; 0: no cut
+	// Expand shows the items of a fold of the last snapshot (fold.go),
+	// by the id it gave: f1, or f1:40 for its items from index 40 on.
+	Expand string
+	// Unfolded shows every run whole (a snapshot written to a file).
+	Unfolded bool
 }
 
-// renderItems writes the items as snapshot text, no deeper than o.Depth.
-func renderItems(items []*item, o Options) string {
+// renderItems writes the items as snapshot text, no deeper than o.Depth,
+// with the runs of f folded (nil: none).
+func renderItems(items []*item, o Options, f *folds) string {
 	var b strings.Builder
-	for _, it := range items {
-		write(&b, it, 0, o.Depth)
-	}
+	writeList(&b, items, 0, o.Depth, f)
 	return strings.TrimRight(b.String(), "\n")
 }
 
-// selectItems is the text o asks for: full is the whole tree's text.
-func selectItems(items []*item, full string, o Options) (string, error) {
+// selectItems is the text o asks for: full is the whole tree's text, f
+// the runs a snapshot of the whole tree folds.
+func selectItems(items []*item, full string, o Options, f *folds) (string, error) {
 	if len(items) == 0 {
 		return "(the page is empty)", nil
 	}
 	text := full
+	if o.Ref == "" && o.Find == "" && o.Depth == 0 && !o.Unfolded && f != nil && len(f.list) > 0 {
+		text = renderItems(items, o, f)
+	}
 	if o.Ref != "" || o.Find != "" || o.Depth > 0 {
 		roots := items
 		if o.Ref != "" {
@@ -48,7 +56,7 @@ func selectItems(items []*item, full string, o Options) (string, error) {
 				return fmt.Sprintf("(nothing in the page contains %s)", modeltext.Quote(o.Find, 200)), nil
 			}
 		}
-		text = renderItems(roots, o)
+		text = renderItems(roots, o, nil)
 	}
 	if text == "" {
 		return "(the page is empty)", nil

@@ -133,14 +133,102 @@ func BenchmarkRenderSnapshot(b *testing.B) {
 // shows it, so it cannot confirm a credential the text hides.
 func TestFindReadsTheRedactedText(t *testing.T) {
 	items := []*item{{role: "link", name: "Reset", ref: "e1", url: "https://shop.test/reset?access_token=S3CR3Tq9"}}
-	full := renderItems(items, Options{})
+	full := renderItems(items, Options{}, nil)
 	require.NotContains(t, full, "S3CR3T")
 	for _, guess := range []string{"S3CR3T", "access_token=S", "q9"} {
-		text, err := selectItems(items, full, Options{Find: guess})
+		text, err := selectItems(items, full, Options{Find: guess}, nil)
 		require.NoError(t, err)
 		assert.Contains(t, text, "nothing in the page contains", guess)
 	}
-	text, err := selectItems(items, full, Options{Find: "access_token=REDACTED"})
+	text, err := selectItems(items, full, Options{Find: "access_token=REDACTED"}, nil)
 	require.NoError(t, err)
 	assert.Contains(t, text, `link "Reset"`)
+}
+
+func TestLabelBesideItsControlIsNotRepeated(t *testing.T) {
+	items := []*item{
+		{text: "Search products"}, {role: "searchbox", name: "Search products", ref: "e1"},
+		{role: "checkbox", name: "Gift wrap", ref: "e2"}, {text: "Gift wrap"},
+		{text: "Total"}, {role: "paragraph", name: "Total"},
+	}
+	assert.Equal(t, "- searchbox \"Search products\" [ref=e1]\n- checkbox \"Gift wrap\" [ref=e2]\n- text: Total\n- paragraph \"Total\"", renderItems(items, Options{}, nil))
+}
+
+func TestFolds(t *testing.T) {
+	li := func(i int) *item {
+		return &item{role: "listitem", children: []*item{
+			{role: "link", name: fmt.Sprintf("Item %d", i), ref: fmt.Sprintf("e%d", 2*i+1)},
+			{role: "button", name: fmt.Sprintf("Add %d", i), ref: fmt.Sprintf("e%d", 2*i+2)},
+		}}
+	}
+	list := &item{role: "list"}
+	for i := range 10 {
+		list.children = append(list.children, li(i))
+	}
+	short := &item{role: "list", children: []*item{li(20), li(21)}}
+	items := []*item{{role: "heading", name: "Catalogue"}, list, short}
+	f := findFolds(items)
+	text := renderItems(items, Options{}, f)
+	assert.Contains(t, text, "  - listitem:\n    - link \"Item 2\" [ref=e5]\n    - button \"Add 2\" [ref=e6]\n  - … 7 more listitem like these: browser_snapshot {\"expand\":\"f1\"}\n- list:")
+	assert.NotContains(t, text, "Item 3")
+	assert.Contains(t, text, "Item 21", "a short run is not folded")
+
+	rest, err := expandFold(f, f.sigs(), "f1", 0)
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(rest, "- listitem:\n  - link \"Item 3\" [ref=e7]"), rest)
+	assert.True(t, strings.HasSuffix(rest, "- button \"Add 9\" [ref=e20]"), rest)
+
+	// A page at a time: past the limit a line offers the rest.
+	page, err := expandFold(f, f.sigs(), "f1:2", 100)
+	require.NoError(t, err)
+	assert.Equal(t, "- listitem:\n  - link \"Item 5\" [ref=e11]\n  - button \"Add 5\" [ref=e12]\n- … 4 more listitem like these: browser_snapshot {\"expand\":\"f1:3\"}", page)
+
+	// The page changed above the list: the fold is found by what it holds.
+	moved := findFolds(append([]*item{{role: "paragraph", name: "News"}}, items...))
+	again, err := expandFold(moved, f.sigs(), "f1", 0)
+	require.NoError(t, err)
+	assert.Equal(t, rest, again)
+	list.children = append(list.children, li(10))
+	grown, err := expandFold(findFolds(items), f.sigs(), "f1", 0)
+	require.NoError(t, err, "a list that grew is the same list")
+	assert.Contains(t, grown, `link "Item 10"`)
+	list.children[5].children[0].name = "Renamed"
+	now, err := expandFold(findFolds(items), f.sigs(), "f1", 0)
+	require.NoError(t, err, "the same run, with an item changed: shown as it is now")
+	assert.Contains(t, now, `link "Renamed"`)
+	list.children[3].children[0].name = "Moved"
+	_, err = expandFold(findFolds(items), f.sigs(), "f1", 0)
+	require.ErrorContains(t, err, "no longer in the page as they were", "the run is no longer the one the model saw")
+	_, err = expandFold(f, f.sigs(), "f2", 0)
+	require.ErrorContains(t, err, "no such fold")
+}
+
+func TestRepeatedGroupsFold(t *testing.T) {
+	// Cards of divs: their children are siblings in the tree.
+	items := []*item{{role: "heading", name: "Shop"}}
+	for i := range 10 {
+		items = append(items, &item{role: "heading", name: fmt.Sprintf("Card %d", i)}, &item{text: fmt.Sprintf("$%d", i)},
+			&item{role: "button", name: fmt.Sprintf("Buy %d", i), ref: fmt.Sprintf("e%d", i+1)})
+	}
+	items = append(items, &item{role: "paragraph", name: "End"})
+	f := findFolds(items)
+	text := renderItems(items, Options{}, f)
+	assert.Contains(t, text, "- button \"Buy 2\" [ref=e3]\n- … 7 more heading+text+button like these: browser_snapshot {\"expand\":\"f1\"}\n- paragraph \"End\"")
+	assert.NotContains(t, text, "Card 3")
+	rest, err := expandFold(f, f.sigs(), "f1:6", 0)
+	require.NoError(t, err)
+	assert.Equal(t, "- heading \"Card 9\"\n- text: $9\n- button \"Buy 9\" [ref=e10]", rest)
+
+	// Prose repeats too, but has nothing to act on: it is read whole.
+	var prose []*item
+	for i := range 20 {
+		prose = append(prose, &item{role: "heading", name: fmt.Sprintf("Part %d", i)}, &item{role: "paragraph", name: "Text"})
+	}
+	assert.Empty(t, findFolds(prose).list)
+	// So is a form of many fields, with their labels beside them.
+	var form []*item
+	for i := range 12 {
+		form = append(form, &item{text: fmt.Sprintf("Field %d", i)}, &item{role: "textbox", name: fmt.Sprintf("Field %d", i), ref: fmt.Sprintf("e%d", i+1)})
+	}
+	assert.Empty(t, findFolds(form).list)
 }

@@ -93,6 +93,9 @@ type Refs struct {
 	// action's changes are reported against. Empty when the page was too
 	// large to take in whole (partial).
 	text string
+	// folds are the signatures of the runs the last snapshot folded, by
+	// their ids (fold.go).
+	folds []string
 	// partial: the snapshot took in only part of the page's tree, so
 	// byRef holds only the refs of that part; the others are found in
 	// the main frame's registry in the page.
@@ -350,9 +353,17 @@ func Take(ctx context.Context, worlds *Worlds, refs *Refs, tab target.ID, pageUR
 // o asks.
 func keep(refs *Refs, items []*item, next Refs, doc cdp.LoaderID, o Options, title string, titleRead bool) (Shot, error) {
 	next.doc = doc
-	next.text = renderItems(items, Options{})
+	next.text = renderItems(items, Options{}, nil)
+	f := findFolds(items)
+	next.folds = f.sigs()
 	shot := Shot{Title: title, TitleRead: titleRead}
-	text, err := selectItems(items, next.text, o)
+	var text string
+	var err error
+	if o.Expand != "" {
+		text, err = expandFold(f, refs.folds, o.Expand, o.Limit)
+	} else {
+		text, err = selectItems(items, next.text, o, f)
+	}
 	if err != nil {
 		// The page was read: its title stands, whatever o asked.
 		return shot, err
@@ -400,10 +411,12 @@ func keepWalk(refs *Refs, items []*item, next Refs, doc cdp.LoaderID, o Options,
 	switch {
 	case sel.Missing:
 		return shot, modeltext.Errorf("ref %q is not in the page as it is now; call browser_snapshot without ref and use a ref from it", refName(o.Ref))
+	case o.Expand != "":
+		return shot, modeltext.Errorf("expand %s: the page is too large to fold; read a part of it with find or ref", modeltext.Quote(o.Expand, 100))
 	case sel.Nothing:
 		text = fmt.Sprintf("(nothing in the page contains %s)", modeltext.Quote(o.Find, 200))
 	default:
-		text = renderItems(items, Options{Depth: o.Depth})
+		text = renderItems(items, Options{Depth: o.Depth}, nil)
 		if text == "" {
 			text = "(the page is empty)"
 		} else {
@@ -453,7 +466,7 @@ func childFrames(ctx context.Context, ft *page.FrameTree) map[cdp.BackendNodeID]
 // is the previous ref table: a node it named in the same tab keeps its ref.
 func renderSnapshot(nodes []*accessibility.Node, old *Refs, tab target.ID, pageURL string, limit int) (string, Refs) {
 	items, refs := buildSnapshot(nodes, nil, old, tab, pageURL)
-	text, _ := selectItems(items, renderItems(items, Options{}), Options{Limit: limit})
+	text, _ := selectItems(items, renderItems(items, Options{}, nil), Options{Limit: limit}, nil)
 	return text, refs
 }
 
@@ -660,8 +673,9 @@ func joinValue(a, b string) string {
 }
 
 // write writes an item and its children at depth; max > 0 writes no
-// deeper than max levels, and marks an item whose children it left out.
-func write(b *strings.Builder, it *item, depth, max int) {
+// deeper than max levels, and marks an item whose children it left out;
+// f, when not nil, are the runs it folds.
+func write(b *strings.Builder, it *item, depth, max int, f *folds) {
 	writeIndent(b, depth)
 	if it.text != "" {
 		b.WriteString("- text: ")
@@ -713,9 +727,31 @@ func write(b *strings.Builder, it *item, depth, max int) {
 		fmt.Fprintf(b, "- … %d more below\n", countItems(it.children))
 		return
 	}
-	for _, c := range it.children {
-		write(b, c, depth+1, max)
+	writeList(b, it.children, depth+1, max, f)
+}
+
+// writeList writes items at depth, each run of f as its first items and
+// a line for the rest.
+func writeList(b *strings.Builder, items []*item, depth, max int, f *folds) {
+	for i := 0; i < len(items); i++ {
+		c := items[i]
+		if c.text != "" && (namesControl(items, i+1, c.text) || namesControl(items, i-1, c.text)) {
+			continue // a label beside its control: the control's line names it
+		}
+		if fd := f.at(c); fd != nil {
+			writeIndent(b, depth)
+			b.WriteString(foldLine(fd, 0))
+			b.WriteByte('\n')
+			i += len(fd.hidden) - 1
+			continue
+		}
+		write(b, c, depth, max, f)
 	}
+}
+
+// namesControl reports whether items[i] is a control named text.
+func namesControl(items []*item, i int, text string) bool {
+	return i >= 0 && i < len(items) && items[i].ref != "" && items[i].name == text
 }
 
 func writeIndent(b *strings.Builder, depth int) {
