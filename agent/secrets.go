@@ -288,7 +288,7 @@ func (t *Toolset) typeSecret(ctx context.Context, s *session, key string, args j
 				return err
 			}
 		}
-		changes = t.changesAfter(ctx, s, c)
+		changes = t.changesAfter(ctx, s, c, "")
 		return nil
 	})
 	return t.finishCall(s, key, res, c, err, func() string {
