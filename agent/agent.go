@@ -38,6 +38,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -323,7 +324,12 @@ func (t *Toolset) Tools() []Tool {
 	out := make([]Tool, 0, len(toolDefs))
 	for i := range toolDefs {
 		if t.offers(toolDefs[i].name) {
-			out = append(out, toolDefs[i].tool())
+			tool := toolDefs[i].tool()
+			if tool.Name == ToolSnapshot && t.cfg.snapshotDir == "" {
+				// Only an argument that can work is offered.
+				tool.InputSchema = []byte(strings.Replace(snapshotSchema, snapshotFileArg, "", 1))
+			}
+			out = append(out, tool)
 		}
 	}
 	return out

@@ -641,3 +641,24 @@ func TestWithMaxResultBytes(t *testing.T) {
 	res = mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": `document.body`}))
 	assert.Contains(t, res.Text, "a DOM node")
 }
+
+// TestSnapshotOffersFileOnlyWithADirectory: browser_snapshot's file
+// argument is in the tool list only when the operator gave a snapshot
+// directory, where it can work.
+func TestSnapshotOffersFileOnlyWithADirectory(t *testing.T) {
+	hybroutetest.Parallel(t)
+	schemaOf := func(ts *agent.Toolset) string {
+		for _, tool := range ts.Tools() {
+			if tool.Name == agent.ToolSnapshot {
+				return string(tool.InputSchema)
+			}
+		}
+		t.Fatal("no browser_snapshot")
+		return ""
+	}
+	bare := schemaOf(agent.New(nil))
+	assert.NotContains(t, bare, `"file"`)
+	assert.True(t, json.Valid([]byte(bare)), bare)
+	assert.Contains(t, bare, `"expand"`)
+	assert.Contains(t, schemaOf(agent.New(nil, agent.WithSnapshotDir(t.TempDir()))), `"file"`)
+}

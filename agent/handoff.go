@@ -53,13 +53,9 @@ func WithHandoffNotifier(ctx context.Context, n HandoffNotifier) context.Context
 
 var handoffTools = []toolDef{{
 	name: ToolHandoff,
-	desc: "Ask a person to do a step in this session's page that you cannot do (log in with a second factor, solve a check, accept a consent page). " +
-		"The person gets a live view of the page and presses Done when finished; the call waits until then (up to timeout_seconds), " +
-		"and then says where the page is. The session keeps what the person did (cookies, the page); take a new snapshot after.",
-	schema: `{"type":"object","properties":{` +
-		`"task":{"type":"string","description":"What the person should do, in a sentence, e.g. \"Log in to the dashboard\"."},` +
-		`"timeout_seconds":{"type":"integer","minimum":10,"maximum":1800,"description":"How long to wait for the person (default 300)."}},` +
-		`"required":["task"],"additionalProperties":false}`,
+	desc: "Ask a person to do a step you cannot (a second-factor login, a check, a consent page) in a live view of this page; waits until they press Done (up to timeout_seconds, default 300), then says where the page is. The session keeps what they did; snapshot after.",
+	schema: `{"type":"object","properties":{"task":{"type":"string","description":"What the person should do, e.g. \"Log in\""},` +
+		`"timeout_seconds":{"type":"integer","minimum":10,"maximum":1800}},"required":["task"]}`,
 	run: (*Toolset).handoffTool,
 }}
 

@@ -26,23 +26,18 @@ const ToolScreenshot = "browser_screenshot"
 var screenshotTools = []toolDef{
 	{
 		name: ToolScreenshot,
-		desc: "Take a screenshot of the page as it is shown (the viewport), of the whole page with full_page, or of one element by its ref. " +
-			"PNG by default; format jpeg with a quality makes it smaller. max_width and max_height scale the image down to fit (never up), so a large page stays affordable. " +
-			"Use it to see layout, images or charts; use browser_snapshot to read text or find elements.",
+		desc: "Screenshot of the viewport, the whole page (full_page) or one element (ref); png, or jpeg with quality; max_width/max_height scale it down. " +
+			"To read text or find elements, use browser_snapshot.",
 		schema: screenshotSchema,
 		run:    (*Toolset).screenshot,
 	},
 }
 
 const screenshotSchema = `{"type":"object","properties":{` +
-	`"full_page":{"type":"boolean","description":"Capture the whole scrollable page, not only the visible part","default":false},` +
-	`"ref":{"type":"string","description":"Capture only this element, by its ref from the last snapshot, e.g. e12"},` +
-	`"element":{"type":"string","description":"Optional: what the element is, in words, for the log"},` +
-	`"format":{"type":"string","enum":["png","jpeg"],"description":"Image format; jpeg is much smaller for photos and busy pages","default":"png"},` +
-	`"quality":{"type":"integer","minimum":1,"maximum":100,"description":"JPEG quality (jpeg only)","default":80},` +
-	`"max_width":{"type":"integer","minimum":16,"description":"Scale the image down so it is at most this many pixels wide"},` +
-	`"max_height":{"type":"integer","minimum":16,"description":"Scale the image down so it is at most this many pixels high"}` +
-	`},"additionalProperties":false}`
+	`"full_page":{"type":"boolean"},"ref":{"type":"string"},"element":{"type":"string","description":"For the log"},` +
+	`"format":{"type":"string","enum":["png","jpeg"],"default":"png"},` +
+	`"quality":{"type":"integer","minimum":1,"maximum":100,"default":80},` +
+	`"max_width":{"type":"integer","minimum":16},"max_height":{"type":"integer","minimum":16}}}`
 
 // shotArgs are browser_screenshot's arguments.
 type shotArgs struct {

@@ -37,11 +37,9 @@ const ToolTypeSecret = "browser_type_secret"
 
 var secretTools = []toolDef{
 	{
-		name: ToolTypeSecret,
-		desc: "Type a secret the operator gave by name (a password) into a field by its ref from the last browser_snapshot; you never see its value. " +
-			"It works only on the sites the secret is bound to, into a text, password or email field or a text area. " +
-			"browser_exec is off on the page until it navigates to another document.",
-		schema: `{"type":"object","properties":{"ref":{"type":"string","description":"The field's ref from the last snapshot, e.g. e7"},"name":{"type":"string","description":"The secret's name"},"submit":{"type":"boolean","description":"Press Enter after typing","default":false}},"required":["ref","name"],"additionalProperties":false}`,
+		name:   ToolTypeSecret,
+		desc:   "Type the operator's secret name (a password) into the field ref; you never see its value. Only on the secret's sites, into a text-like field; browser_exec is then off on that page until it navigates.",
+		schema: `{"type":"object","properties":{"ref":{"type":"string"},"name":{"type":"string"},"submit":{"type":"boolean","description":"Press Enter after"}},"required":["ref","name"]}`,
 		run:    (*Toolset).typeSecret,
 	},
 }

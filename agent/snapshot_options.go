@@ -17,7 +17,12 @@ type snapshotArgs struct {
 }
 
 // snapshotSchema is browser_snapshot's input schema.
-const snapshotSchema = `{"type":"object","properties":{"depth":{"type":"integer","minimum":1,"description":"Levels shown"},"ref":{"type":"string","description":"Only this element's subtree"},"find":{"type":"string","description":"Only what contains this text, with its row, list item or form"},"file":{"type":"string","description":"Write to this file in the snapshot directory"},"expand":{"type":"string","description":"A fold: f1, or f1:40 from item 40"}}}`
+const snapshotSchema = `{"type":"object","properties":{"depth":{"type":"integer","minimum":1,"description":"Levels shown"},"ref":{"type":"string","description":"Only this element's subtree"},"find":{"type":"string","description":"Only what contains this text, with its row, list item or form"},` +
+	snapshotFileArg + `"expand":{"type":"string","description":"A fold: f1, or f1:40 from item 40"}}}`
+
+// snapshotFileArg is the file argument, which a toolset with no snapshot
+// directory does not offer (Toolset.Tools).
+const snapshotFileArg = `"file":{"type":"string","description":"Write to this file in the snapshot directory"},`
 
 func (a snapshotArgs) options(limit int) (snapshot.Options, error) {
 	o := snapshot.Options{Ref: strings.TrimSpace(a.Ref), Find: strings.TrimSpace(a.Find), Limit: limit, Expand: strings.TrimSpace(a.Expand)}
