@@ -101,6 +101,12 @@ func describe(err error, c *call, key string) string {
 		return "the page timed out: the browser did not finish within the call's time limit (a page that never finishes loading, or a slow site). Take a snapshot to see where the page is, or try again."
 	case errors.Is(err, chromedp.ErrPageLoad):
 		var le *chromedp.LoadError
+		if errors.As(err, &le) && le.ErrorText == "net::ERR_ABORTED" {
+			// The browser gave the load up itself: nothing of the site's
+			// failed, so "is the site up" would send the model astray.
+			return "the page did not load: the browser abandoned this navigation (net::ERR_ABORTED), most often because the page started a navigation of its own, or the link was a download. " +
+				"The result's Page line says where the tab is; navigate again if you still need this URL."
+		}
 		if errors.As(err, &le) && le.ErrorText != "" {
 			return "the page did not load: " + le.ErrorText + ". Check the URL, or whether the site is up."
 		}

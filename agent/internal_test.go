@@ -138,3 +138,15 @@ func TestUploadRefusalTellsNothingOfTheFile(t *testing.T) {
 		assert.Contains(t, there, "outside the upload directory")
 	}
 }
+
+// TestAnAbortedLoadIsNotBlamedOnTheSite: a navigation the browser gave up
+// (the page's own navigation took over) is not told to check whether the
+// site is up; another load error still is.
+func TestAnAbortedLoadIsNotBlamedOnTheSite(t *testing.T) {
+	aborted := describe(fmt.Errorf("hybroute: call on local session %q: %w", "s::local", &chromedp.LoadError{ErrorText: "net::ERR_ABORTED"}), &call{ran: true}, "s")
+	assert.Contains(t, aborted, "the browser abandoned this navigation (net::ERR_ABORTED)")
+	assert.Contains(t, aborted, "a navigation of its own")
+	assert.NotContains(t, aborted, "whether the site is up")
+	refused := describe(&chromedp.LoadError{ErrorText: "net::ERR_UNSAFE_PORT"}, &call{ran: true}, "s")
+	assert.Contains(t, refused, "net::ERR_UNSAFE_PORT. Check the URL, or whether the site is up.")
+}
