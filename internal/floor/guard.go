@@ -28,7 +28,8 @@ func NewGuard(p *Policy, log *slog.Logger, w route.Route) *guard.Guard {
 	return guard.New(guard.Config{Route: w, Decide: d.decide, RefuseNavigation: d.refuseNavigation,
 		Refused: d.refused, Unsupported: d.unsupported,
 		Resolver: p.Cls.Resolver(), LookupTimeout: p.cfg.GuardLookup, Log: log,
-		RemotePrivate: p.Rule.PrivateOnCloud, WSRules: p.cfg.WSRules, WebRTC: p.cfg.CloudWebRTC})
+		RemotePrivate: p.Rule.PrivateOnCloud, WSRules: p.cfg.WSRules, WebRTC: p.cfg.CloudWebRTC,
+		EveryRequest: p.Rule.Hosts != nil})
 }
 
 // guardRules are the guard's decisions on the browser w.

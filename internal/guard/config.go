@@ -83,6 +83,10 @@ type Config struct {
 	RemotePrivate bool
 	// WSRules are more offline rules, for the operator's host rules.
 	WSRules []string
+	// EveryRequest: the decisions need every request of a remote
+	// browser paused (the operator's host rules, which no browser check
+	// applies), so the guard keeps ModeEveryRequest (lna.go).
+	EveryRequest bool
 	// WebRTC: a remote browser's pages keep WebRTC, which then reaches
 	// whatever address a page names (webrtc.go). Off by default there; the
 	// local browser's WebRTC is the egress check's.

@@ -90,6 +90,8 @@ type Guard struct {
 	// (cdpcompat.OfflineRules): the first that its major suggests, moved
 	// to an older one when a target answers with a shape error.
 	rules atomic.Int32
+	// mode is how the guard covers a remote browser (Mode, lna.go).
+	mode atomic.Int32
 
 	life context.Context // ends when the browser's connection ends
 	end  context.CancelFunc
@@ -105,8 +107,9 @@ type Guard struct {
 	frames map[cdp.FrameID]target.ID // frames that are not targets: the target whose tree holds them
 	owners map[target.ID]*Session    // each session's tab
 	byCtx  map[cdp.BrowserContextID]*Session
-	landed map[target.ID]landing // where each page's main frame is, from the events of every session on it (the owner of the landed URL)
-	refs   map[target.ID]int     // our live sessions of each target
+	landed map[target.ID]landing         // where each page's main frame is, from the events of every session on it (the owner of the landed URL)
+	refs   map[target.ID]int             // our live sessions of each target
+	denied map[cdp.BrowserContextID]bool // contexts whose localNetworkAccess permission is denied (ModeBrowserCheck)
 
 	stubs sync.Map // target.ID → struct{}: pages whose allowed requests get a blank document (Stub)
 }
@@ -125,7 +128,7 @@ func New(cfg Config) *Guard {
 		parent: map[target.ID]target.ID{}, sess: map[target.SessionID]target.ID{},
 		frames: map[cdp.FrameID]target.ID{}, owners: map[target.ID]*Session{},
 		byCtx: map[cdp.BrowserContextID]*Session{}, landed: map[target.ID]landing{},
-		refs: map[target.ID]int{}}
+		refs: map[target.ID]int{}, denied: map[cdp.BrowserContextID]bool{}}
 	g.life, g.end = context.WithCancel(context.Background())
 	return g
 }
@@ -150,7 +153,8 @@ func (g *Guard) Start(ctx context.Context, m *cdpmux.Mux) error {
 	if err := g.checkBrowser(ctx, m); err != nil {
 		return err
 	}
-	if _, err := m.Call(ctx, "", fetch.CommandEnable, fetch.EnableParams{Patterns: FetchPatterns(g.w)}); err != nil {
+	g.chooseMode(ctx, m)
+	if _, err := m.Call(ctx, "", fetch.CommandEnable, fetch.EnableParams{Patterns: g.patterns()}); err != nil {
 		return fmt.Errorf("hybroute: enabling the request guard: %w", err)
 	}
 	if _, err := m.Call(ctx, "", target.CommandSetAutoAttach, target.SetAutoAttachParams{
@@ -436,14 +440,14 @@ func (g *Guard) onDetach(s target.SessionID) {
 func (g *Guard) onEvent(s target.SessionID, msg *cdproto.Message) bool {
 	switch msg.Method {
 	case cdproto.MethodType(fetch.RequestPaused.Method):
-		if s != "" {
-			return false
+		if s != "" && g.Mode() != ModeBrowserCheck {
+			return false // a worker's own Fetch is the guard's only in ModeBrowserCheck
 		}
 		ev := new(fetch.EventRequestPaused)
 		if jsonv2.Unmarshal(msg.Params, ev, chromedp.DefaultUnmarshalOptions) != nil {
 			return true // nothing to answer with: it fails when its page goes
 		}
-		g.wg.Go(func() { g.answer(ev) })
+		g.wg.Go(func() { g.answer(s, ev) })
 		return true
 	case cdproto.MethodType(page.FrameAttached.Method):
 		ev := new(page.EventFrameAttached)
@@ -626,6 +630,9 @@ func (g *Guard) setup(ev *target.EventAttachedToTarget, at time.Time) {
 			later = append(later, enable)
 		}
 		note(g.setOffline(ctx, m, s))
+		own, err := g.setupBrowserCheck(ctx, m, s, ti)
+		note(err)
+		later = append(later, own...)
 		if ti.Type == "page" {
 			// Its main frame's URL, for the landed-URL check. A paused
 			// page answers Page.enable only once it runs: pipelined. Sent
@@ -735,11 +742,17 @@ func (g *Guard) decide(ev *fetch.EventRequestPaused, url string, e *Session, sc 
 	return err
 }
 
-// answer lets one paused request go on or fails it. A refused document
-// fails the call of the session it belongs to, naming the target; a
-// refused popup is closed.
-func (g *Guard) answer(ev *fetch.EventRequestPaused) {
+// answer lets one paused request go on or fails it, on the session s
+// whose Fetch paused it ("": the browser's). A refused document fails the
+// call of the session it belongs to, naming the target; a refused popup
+// is closed. A document paused at its response is made public to the
+// browser's check (ModeBrowserCheck): it was decided at its request.
+func (g *Guard) answer(s target.SessionID, ev *fetch.EventRequestPaused) {
 	m := g.mux.Load()
+	if atResponse(ev) {
+		g.continueDocument(m, s, ev)
+		return
+	}
 	url := ""
 	if ev.Request != nil {
 		url = ev.Request.URL
@@ -763,13 +776,13 @@ func (g *Guard) answer(ev *fetch.EventRequestPaused) {
 	// document would.
 	err := g.decide(ev, url, e, sc)
 	if err == nil && g.stubbed(id) {
-		g.fulfillBlank(m, ev)
+		g.fulfillBlank(m, s, ev)
 		return
 	}
 	if err == nil {
 		// Not awaited: the browser acts on it when it reads it, and the
 		// reply says nothing we would act on.
-		m.Go(g.life, "", fetch.CommandContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+		m.Go(g.life, s, fetch.CommandContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
 		return
 	}
 	g.mu.Lock()
@@ -792,7 +805,7 @@ func (g *Guard) answer(ev *fetch.EventRequestPaused) {
 		// on this navigation sees why it failed.
 		sc.refuse(err)
 	}
-	m.Go(g.life, "", fetch.CommandFailRequest, fetch.FailRequestParams{
+	m.Go(g.life, s, fetch.CommandFailRequest, fetch.FailRequestParams{
 		RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 	if doc && kind == "popup" {
 		_ = g.CloseTarget(g.life, id)

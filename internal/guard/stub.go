@@ -34,13 +34,13 @@ func (g *Guard) stubbed(id target.ID) bool {
 // fulfillBlank answers an allowed request of a stubbed page: its document
 // with stubBlank, anything else refused (the blank document asks for
 // nothing, and nothing of a stubbed page may reach the network).
-func (g *Guard) fulfillBlank(m *cdpmux.Mux, ev *fetch.EventRequestPaused) {
+func (g *Guard) fulfillBlank(m *cdpmux.Mux, s target.SessionID, ev *fetch.EventRequestPaused) {
 	if ev.ResourceType != network.ResourceTypeDocument {
-		m.Go(g.life, "", fetch.CommandFailRequest, fetch.FailRequestParams{
+		m.Go(g.life, s, fetch.CommandFailRequest, fetch.FailRequestParams{
 			RequestID: ev.RequestID, ErrorReason: network.ErrorReasonBlockedByClient})
 		return
 	}
-	m.Go(g.life, "", fetch.CommandFulfillRequest, fetch.FulfillRequestParams{
+	m.Go(g.life, s, fetch.CommandFulfillRequest, fetch.FulfillRequestParams{
 		RequestID: ev.RequestID, ResponseCode: 200, Body: stubBlank,
 		ResponseHeaders: []*fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html; charset=utf-8"}}})
 }
