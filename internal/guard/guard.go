@@ -749,7 +749,7 @@ func (g *Guard) decide(ev *fetch.EventRequestPaused, url string, e *Session, sc 
 // browser's check (ModeBrowserCheck): it was decided at its request.
 func (g *Guard) answer(s target.SessionID, ev *fetch.EventRequestPaused) {
 	m := g.mux.Load()
-	if atResponse(ev) {
+	if g.Mode() == ModeBrowserCheck && atResponse(ev) {
 		g.continueDocument(m, s, ev)
 		return
 	}
