@@ -153,9 +153,9 @@ compat: chromium
 LNA_MAJORS ?= 138 148
 lna-table: chromium
 	bash scripts/compat.sh --fetch $(LNA_MAJORS)
-	@set -o pipefail; cache=$${HYBROUTE_COMPAT_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/hybroute-compat}; \
+	@cache=$${HYBROUTE_COMPAT_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/hybroute-compat}; \
 	for b in $$(command -v chromium) $(foreach m,$(LNA_MAJORS),$$cache/$(m)/chromium); do \
-		CHROMIUM=$$b HYBROUTE_LNA_TABLE=1 $(GO) test -count=1 -timeout 30m -v -run '^TestLocalNetworkAccessTable$$' . | grep -v '^[[:space:]]*$$' || exit 1; \
+		CHROMIUM=$$b HYBROUTE_LNA_TABLE=1 $(GO) test -count=1 -timeout 30m -v -run '^TestLocalNetworkAccessTable$$' . || exit 1; \
 	done
 
 # The container image of hybroute mcp (Dockerfile), where Docker exists.
