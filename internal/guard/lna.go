@@ -38,15 +38,17 @@ import (
 //     rule), requests whose URL could name a metadata endpoint, and every
 //     request of a worker.
 //
-// The second is not the default because beside the guard's own Fetch
-// interception the browser's check did not hold every time: in
-// TestCloudGuardSeesEveryRequest on Chromium 156 page subresources to
-// private and metadata addresses were sent (144 requests in one run), and
-// a one-page reproduction sent them in some runs and not in others. Until
-// that is understood, the opt-in is for measuring it, and it is taken only
-// where everything it needs holds: a remote browser that may not open
-// private addresses, no operator host rules (only a pause applies them),
-// a major of BrowserCheckMinMajor or newer, and a browser that takes the permission.
+// The second is not the default: the check holds beside the guard's Fetch
+// interception, but treat-as-public-address added through
+// Fetch.continueResponse does not make a page public (a loopback-served
+// page's XHRs reached every private decoy on Chromium 156, while the same
+// header sent by the server stopped them all), so a page the browser
+// loaded from a private address (split horizon in the provider's network,
+// or the tests' loopback sites) would have its subresources unchecked.
+// The opt-in is for measuring it, and it is taken only where everything it
+// needs holds: a remote browser that may not open private addresses, no
+// operator host rules (only a pause applies them), a major of
+// BrowserCheckMinMajor or newer, and a browser that takes the permission.
 
 // Mode is how the guard covers a remote browser's requests.
 type Mode int32
@@ -83,8 +85,9 @@ var lnaPermissions = []string{"local-network-access", "local-network", "loopback
 
 // treatAsPublic is the header the guard adds to every document response
 // in ModeBrowserCheck: one more policy, which only narrows (CSP policies
-// add up), and makes the document public to the Local Network Access
-// check wherever it was served from.
+// add up), meant to make the document public to the Local Network Access
+// check wherever it was served from. Chromium 156 does not honour it when
+// added this way (see above).
 var treatAsPublic = &fetch.HeaderEntry{Name: "Content-Security-Policy", Value: "treat-as-public-address"}
 
 // browserCheckPatterns are the Fetch patterns of ModeBrowserCheck: the
