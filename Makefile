@@ -21,7 +21,7 @@ export STATICCHECK GOVULNCHECK GO
 export GOWORK := $(CURDIR)/go.work
 MODULES = $(shell $(GO) work edit -json $(CURDIR)/go.work | sed -n 's/.*"DiskPath": "\(.*\)".*/\1/p')
 
-.PHONY: fuzz-toolset flake jq install-check headless-shell bench-anchors bench-tasks image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load snapshot-huge
+.PHONY: lna-table fuzz-toolset flake jq install-check headless-shell bench-anchors bench-tasks image compat test lint demo agent-demo bench fuzz chromium redis proof fleet-load load snapshot-huge
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || command -v google-chrome >/dev/null 2>&1 || \
@@ -145,6 +145,18 @@ COMPAT_MAJORS ?= 130 131 138 143 148 153
 COMPAT_SHELL ?= 1
 compat: chromium
 	COMPAT_SHELL=$(COMPAT_SHELL) bash scripts/compat.sh $(COMPAT_MAJORS)
+
+# What Chromium's own Local Network Access check refuses, per major
+# (docs/security.md, "The browser's own check"): TestLocalNetworkAccessTable
+# on the system's Chromium and on the compat builds of LNA_MAJORS, each in a
+# network namespace with decoys (root). A few minutes a browser.
+LNA_MAJORS ?= 138 148
+lna-table: chromium
+	bash scripts/compat.sh --fetch $(LNA_MAJORS)
+	@cache=$${HYBROUTE_COMPAT_CACHE:-$${XDG_CACHE_HOME:-$$HOME/.cache}/hybroute-compat}; \
+	for b in $$(command -v chromium) $(foreach m,$(LNA_MAJORS),$$cache/$(m)/chromium); do \
+		CHROMIUM=$$b HYBROUTE_LNA_TABLE=1 $(GO) test -count=1 -timeout 30m -v -run '^TestLocalNetworkAccessTable$$' . || exit 1; \
+	done
 
 # The container image of hybroute mcp (Dockerfile), where Docker exists.
 image:
