@@ -78,9 +78,15 @@ func main() {
 	verbose := flag.Bool("v", false, "print each server's snapshot texts of the last round to stderr")
 	pause := flag.Duration("pause", 0, "a pause before each call, as an agent thinks between calls (0: back to back)")
 	tasks := flag.Bool("tasks", false, "run the task suite (make bench-tasks), -rounds times, instead of the per-tool session")
-	only := flag.String("only", "", "run only the steps whose names contain one of these comma-separated words, e.g. exec,screenshot (the small page's navigation always runs, and its snapshot where click or type needs its refs)")
+	only := flag.String("only", "", "run only the steps whose names contain one of these comma-separated words, e.g. exec,screenshot (the small page's navigation always runs, and its snapshot where click or type needs its refs); with -tasks, only the tasks whose names contain this text")
 	flag.Parse()
-	chosen, err := selectSteps(*only)
+	var chosen []string
+	var err error
+	if *tasks {
+		onlyTasks = *only
+	} else {
+		chosen, err = selectSteps(*only)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hybroute-bench-anchors:", err)
 		os.Exit(2)

@@ -308,8 +308,9 @@ func toolListChars(ctx context.Context, cs *mcp.ClientSession) (int, error) {
 	return charCount(string(b)), nil
 }
 
-// onlyTasks narrows the suite to the tasks whose names contain it.
-var onlyTasks = flag.String("only", "", "with -tasks: run only the tasks whose names contain this text")
+// onlyTasks narrows the suite to the tasks whose names contain it (-only,
+// with -tasks).
+var onlyTasks string
 
 // textsDir is where -texts writes what the agent read.
 var textsDir = flag.String("texts", "", "with -tasks: write every answer the agent read into this directory, a file per server and task")
@@ -342,7 +343,7 @@ func runTasks(servers []server, rounds int, pause time.Duration, verbose bool, o
 			return fmt.Errorf("warm-up: %w", err)
 		}
 	}
-	tasks := slices.DeleteFunc(suite(), func(t task) bool { return !strings.Contains(t.name, *onlyTasks) })
+	tasks := slices.DeleteFunc(suite(), func(t task) bool { return !strings.Contains(t.name, onlyTasks) })
 	results := make([][]taskResult, len(tasks))
 	for round := range max(rounds, 1) {
 		for ti, t := range tasks {
