@@ -11,6 +11,7 @@ import (
 
 	"github.com/hybroute/hybroute"
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
+	"github.com/hybroute/hybroute/route"
 )
 
 // ToolHandoff is the tool that hands the session's page to a person for a
@@ -91,6 +92,10 @@ func (t *Toolset) handoffTool(ctx context.Context, s *session, key string, args 
 	if a.Task == "" {
 		return toolError("task is empty: say what the person should do, e.g. \"Log in to the dashboard\"")
 	}
+	// A cloud provider's own live view of the session's browser is named
+	// too: a person may know it, and it shows what the provider's browser
+	// shows whatever our view can read of it.
+	st, _ := t.r.Status(ctx, key)
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -129,6 +134,7 @@ func (t *Toolset) handoffTool(ctx context.Context, s *session, key string, args 
 	if res.ViewURL != "" {
 		text += " The live view was " + modeltext.Quote(res.ViewURL, 500) + " (closed now)."
 	}
+	text += providerView(st)
 	// Where the page is now, as any call sees it: the person may have
 	// taken it anywhere, so the refs of the last snapshot are stale.
 	res2, c, err := t.do(ctx, s, key, "", moves, func(ctx context.Context, c *call) error {
@@ -139,4 +145,13 @@ func (t *Toolset) handoffTool(ctx context.Context, s *session, key string, args 
 		return text + " The page is now " + modeltext.Quote(modeltext.URL(res2.LandedURL), 500) +
 			", titled " + modeltext.Quote(modeltext.PageText(c.title), 200) + "; take a new snapshot."
 	})
+}
+
+// providerView names the cloud provider's own live view of the session's
+// browser, where its API gave one; "" for any other session.
+func providerView(st hybroute.SessionStatus) string {
+	if !st.Open || st.Route != route.Cloud || st.LiveViewURL == "" {
+		return ""
+	}
+	return " The cloud provider's own live view of this browser is " + modeltext.Quote(st.LiveViewURL, 500) + "."
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/hybroute/hybroute/agent/internal/modeltext"
 	"github.com/hybroute/hybroute/netpolicy"
 	"github.com/hybroute/hybroute/provider"
+	"github.com/hybroute/hybroute/route"
 )
 
 func TestDescribeErrors(t *testing.T) {
@@ -149,4 +150,16 @@ func TestAnAbortedLoadIsNotBlamedOnTheSite(t *testing.T) {
 	assert.NotContains(t, aborted, "whether the site is up")
 	refused := describe(&chromedp.LoadError{ErrorText: "net::ERR_UNSAFE_PORT"}, &call{ran: true}, "s")
 	assert.Contains(t, refused, "net::ERR_UNSAFE_PORT. Check the URL, or whether the site is up.")
+}
+
+// TestHandoffNamesTheProvidersLiveView: the hand-off's answer names the
+// cloud provider's live view of an open cloud session, and nothing for a
+// local one or a cloud one without a view.
+func TestHandoffNamesTheProvidersLiveView(t *testing.T) {
+	cloud := hybroute.SessionStatus{Open: true, Route: route.Cloud, LiveViewURL: "https://live.example.com/s/1"}
+	assert.Equal(t, ` The cloud provider's own live view of this browser is "https://live.example.com/s/1".`, providerView(cloud))
+	local := cloud
+	local.Route = route.Local
+	assert.Empty(t, providerView(local))
+	assert.Empty(t, providerView(hybroute.SessionStatus{Open: true, Route: route.Cloud}))
 }
