@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/remotetab"
 )
 
 // JavaScript dialogs (alert, confirm, prompt, beforeunload) stop the page
@@ -74,7 +75,7 @@ func takeDialogs(h *browsertab.Handle) []Dialog {
 // returns the loop that answers them until the tab closes. Like the guard's,
 // the loop runs in the sessions' WaitGroup.
 func (r *Router) watchDialogs(e *entry, tabCtx context.Context) func() {
-	if _, ok := e.h.Tab().(*restTab); ok {
+	if _, ok := e.h.Tab().(*remotetab.RESTTab); ok {
 		return func() {} // its server answers its dialogs
 	}
 	return browsertab.Answerer{

@@ -33,7 +33,7 @@ import (
 // also keeps where its main frame is (landedURL). It returns what the sessions'
 // WaitGroup runs until the tab closes: the guard then forgets the entry.
 func (r *Router) enableGuard(e *entry) (func(), error) {
-	if _, ok := e.h.Tab().(*restTab); ok {
+	if _, ok := e.h.Tab().(*remotetab.RESTTab); ok {
 		// No CDP, no guard in that browser: its landing is what its
 		// REST answers report (restpage.go).
 		return func() {}, nil

@@ -12,6 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/remotetab"
+	"github.com/hybroute/hybroute/internal/cloud"
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/floor"
@@ -51,6 +53,7 @@ type Router struct {
 	log      *slog.Logger
 
 	side     *sidecar
+	cloud    *cloud.Config[*entry] // the provider's sessions and the floor under them; nil without a provider
 	profiles *profiles.Store // WithProfileDir: the cookie jars of local sessions; nil without it
 	health   *health.Health
 	tel      *itel.Router
@@ -110,6 +113,9 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	}
 	r.side.observe = r.tel.QueuedAfter
 	r.life, r.endLife = context.WithCancel(context.Background())
+	if p != nil {
+		r.cloud = r.newCloud(p)
+	}
 	if r.pol.Override {
 		if err := floor.CheckCDPURL(r.cfg.CDPURL); err != nil {
 			return nil, err
@@ -496,7 +502,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	defer e.guard.Begin(&e.gs, p.lookups)()
 
 	defer func() { res.Dialogs = takeDialogs(e.h) }() // however the call ends, before the next one starts
-	if t, ok := e.h.Tab().(*restTab); ok {
+	if t, ok := e.h.Tab().(*remotetab.RESTTab); ok {
 		return r.execREST(ctx, p, e, t, res, run, rest)
 	}
 	if res.TabReplaced, err = r.recoverTab(ctx, e); err != nil {

@@ -97,7 +97,7 @@ var errReleasedWhileCreating = fmt.Errorf("%w while it was being created", ErrRe
 func (e *entry) end() error {
 	e.released.Store(true)
 	defer e.h.Pages.StopAll()
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), teardown.ReleaseTimeout)
 	defer cancel()
 	return e.ending.Run(ctx)
 }
@@ -235,7 +235,7 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 	case r.pol.Override:
 		return r.overrideEntry(ctx, p.CacheKey)
 	}
-	return r.cloudEntry(ctx, p.CacheKey, budget)
+	return r.cloud.Open(ctx, p.CacheKey, budget)
 }
 
 // localEntry is a session on the sidecar. The no-provider path, the hybrid

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/hybroute/hybroute/internal/config"
+	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/internal/statesync"
 	"github.com/hybroute/hybroute/route"
 	"github.com/hybroute/hybroute/state"
@@ -187,7 +188,7 @@ func (r *Router) isClosed() bool {
 // are tracked from now on, and the key's state, if it has one, is loaded
 // before the session's first page.
 func (r *Router) startState(ctx context.Context, e *entry) error {
-	if _, ok := e.h.Tab().(*restTab); ok {
+	if _, ok := e.h.Tab().(*remotetab.RESTTab); ok {
 		if r.stateOf(baseKey(e.key)) != nil {
 			return errStateNoCDP
 		}

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/hybroute/hybroute/internal/cloud"
 	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/teardown"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
@@ -28,9 +29,9 @@ func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider str
 			{Err: ErrNoChromium, Name: "no_chromium"},
 		},
 		Fallbacks: []itel.Named{
-			{Err: errConcurrencyLimit, Name: itel.FallbackConcurrency},
+			{Err: cloud.ErrConcurrencyLimit, Name: itel.FallbackConcurrency},
 			{Err: ErrUnsupportedBrowser, Name: itel.FallbackUnsupportedBrowser},
-			{Err: errConnecting, Name: itel.FallbackConnectFailed},
+			{Err: cloud.ErrConnecting, Name: itel.FallbackConnectFailed},
 			{Err: outage.ErrProviderFellBack, Name: itel.FallbackProviderFellBack},
 		}})
 }
