@@ -12,13 +12,13 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
-	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/internal/cloud"
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
 	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/internal/routememory"
 	"github.com/hybroute/hybroute/internal/sessions"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
@@ -54,7 +54,7 @@ type Router struct {
 
 	side     *sidecar
 	cloud    *cloud.Config[*entry] // the provider's sessions and the floor under them; nil without a provider
-	profiles *profiles.Store // WithProfileDir: the cookie jars of local sessions; nil without it
+	profiles *profiles.Store       // WithProfileDir: the cookie jars of local sessions; nil without it
 	health   *health.Health
 	tel      *itel.Router
 	// fleet is the store, guarded, and the concurrency leases.
@@ -72,7 +72,8 @@ type Router struct {
 	sess   *sessions.Cache[*entry] // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 
-	room admission.Room // new sessions waiting for room under the caps (bounds.go)
+	room   admission.Room           // new sessions waiting for room under the caps
+	bounds *sessions.Bounds[*entry] // the caps, kept (bounds.go)
 
 	ended sessions.Ended[*provider.Session] // each key's last ended cloud session, for Replay (replay.go)
 }
@@ -108,6 +109,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.observeBackoff()
 	r.side = newSidecar(&r.cfg, r.pol)
+	r.bounds = r.newBounds()
 	if p != nil {
 		r.health = r.newHealth(p)
 	}

@@ -176,7 +176,7 @@ func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
 			defer cancel()
 			sctx, span := r.tel.Tracer.Start(cctx, "hybroute.session.create",
 				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
-			waited, err := r.makeRoom(sctx, p)
+			waited, err := r.bounds.MakeRoom(sctx, p.CacheKey, p.Route == route.Local)
 			if err != nil {
 				r.endAcquire(span, nil, err)
 				return nil, err
@@ -282,7 +282,7 @@ func (r *Router) reapIdle(now time.Time) int {
 		r.room.Free()
 	}
 	if r.cfg.MaxLocalMemory > 0 {
-		_ = r.shedMemory(context.Background(), false)
+		_ = r.bounds.Shed(context.Background(), false)
 	}
 	for _, e := range idle {
 		if err := e.end(); err != nil {
