@@ -52,7 +52,7 @@ type Router struct {
 	calls    itel.Provider // provider, traced and counted: how the router calls it
 	log      *slog.Logger
 
-	side     *sidecar
+	side     *sc.Sidecar           // the local Chromium, with the queue of its tab openings
 	cloud    *cloud.Config[*entry] // the provider's sessions and the floor under them; nil without a provider
 	profiles *profiles.Store       // WithProfileDir: the cookie jars of local sessions; nil without it
 	health   *health.Health
@@ -108,12 +108,11 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.Tracer, Log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.observeBackoff()
-	r.side = newSidecar(&r.cfg, r.pol)
+	r.side = newSidecar(&r.cfg, r.pol, r.tel.QueuedAfter)
 	r.bounds = r.newBounds()
 	if p != nil {
 		r.health = r.newHealth(p)
 	}
-	r.side.observe = r.tel.QueuedAfter
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if p != nil {
 		r.cloud = r.newCloud(p)
