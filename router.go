@@ -68,7 +68,7 @@ type Router struct {
 
 	mu     sync.Mutex
 	routes routememory.Memory      // the last route each session key's calls took
-	states statesync.Memory        // each session key's storage state, once loaded (state_session.go)
+	states statesync.Keeper        // each session key's storage state, once loaded (state_session.go)
 	sess   *sessions.Cache[*entry] // guarded by mu, but for its own WaitGroup and singleflight
 	closed bool
 
@@ -99,12 +99,14 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 		return nil, err
 	}
 	r.log = r.cfg.Logger
+	r.states.Initial = r.cfg.InitialState
 	name := ""
 	if p != nil {
 		name = p.Name()
 	}
 	r.tel = newTelemetry(r.cfg.MeterProvider, r.cfg.TracerProvider, name)
 	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
+	r.states.MayHold = r.pol.MayHold
 	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.Tracer, Log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.observeBackoff()
