@@ -50,8 +50,8 @@
 //
 //	agent, mcpserver, cmd/hybroute   the toolset a model calls, and its MCP server
 //	hybroute (this package)          call.go (the handle), router.go (plan and
-//	                                 run), session.go, cloud.go, fallback.go
-//	                                 (the provider's health and fleet),
+//	                                 run), session.go, cloud.go (the
+//	                                 provider's sessions, health and fleet),
 //	                                 floor.go (the policy, the guard, grants),
 //	                                 options.go, errors.go, status.go
 //	internal/cloud                   a cloud session, or the floor in its place

@@ -75,7 +75,7 @@ type Router struct {
 	room   admission.Room           // new sessions waiting for room under the caps
 	bounds *sessions.Bounds[*entry] // the caps, kept (bounds.go)
 
-	ended sessions.Ended[*provider.Session] // each key's last ended cloud session, for Replay (replay.go)
+	ended sessions.Ended[*provider.Session] // each key's last ended cloud session, for Replay (cloud.go)
 }
 
 // New returns a [Router] for the cloud provider p. With p == nil there is no

@@ -75,7 +75,7 @@ type Config struct {
 	// connect-time egress check of the local browser (internal/egress)
 	EgressDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
-	// sessions (session.go, fallback.go)
+	// sessions (session.go, internal/cloud)
 	IdleTimeout   time.Duration
 	ReapInterval  time.Duration
 	MaxBackoff    time.Duration
@@ -87,7 +87,7 @@ type Config struct {
 	MaxSessions    int
 	MaxLocalMemory int64
 
-	// the fleet (store.go, fallback.go)
+	// the fleet (cloud.go)
 	Store               store.Store // nil: a MemoryStore of the router's own
 	StoreTimeout        time.Duration
 	ProviderConcurrency int           // 0: no cap
