@@ -70,6 +70,7 @@ type Router struct {
 	routes routememory.Memory      // the last route each session key's calls took
 	states statesync.Keeper        // each session key's storage state, once loaded (state_session.go)
 	sess   *sessions.Cache[*entry] // guarded by mu, but for its own WaitGroup and singleflight
+	owner  *sessions.Life[*entry]  // mu and the entries, as the cache asks of them
 	closed bool
 
 	room   admission.Room           // new sessions waiting for room under the caps
@@ -111,7 +112,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
 	r.observeBackoff()
 	r.side = newSidecar(&r.cfg, r.pol, r.tel.QueuedAfter)
-	r.bounds = r.newBounds()
+	r.bounds, r.owner = r.newBounds(), r.newOwner()
 	if p != nil {
 		r.health = r.newHealth(p)
 	}

@@ -102,129 +102,93 @@ func (e *entry) end() error {
 	return e.ending.Run(ctx)
 }
 
-// acquire returns the live session of the plan's cache key, creating it once
-// however many callers ask at the same time. A failed creation caches
-// nothing, so the next call starts afresh.
+// acquire returns the live session of the plan's cache key, held,
+// creating it once however many callers ask at the same time
+// (internal/sessions' Acquire). A failed creation caches nothing, so the
+// next call starts afresh.
 func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
-	for {
-		r.mu.Lock()
-		if r.closed {
-			r.mu.Unlock()
-			return nil, ErrClosed
-		}
-		r.startReaper()
-		e := r.sess.M[p.CacheKey]
-		if e != nil && !e.h.Dead() {
-			e.inUse.Add(1)
-			r.mu.Unlock()
-			return e, nil
-		}
-		if e != nil {
-			// The browser died under a cached session: drop it so this
-			// call makes a new one instead of failing on it forever.
-			delete(r.sess.M, p.CacheKey)
-			r.sess.WG.Add(1) // Close waits for this release too
-			r.mu.Unlock()
-			r.room.Free()
-			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser of cached session is gone; recreating",
-				slog.String("cache_key", p.CacheKey), slog.String("route", e.route.String()))
-			_ = e.end()
-			r.sess.WG.Done()
-			continue
-		}
-		r.mu.Unlock()
+	return r.sess.Acquire(ctx, r.owner, p.CacheKey, func(mark *sessions.Creation) (*entry, error) { return r.open(ctx, p, mark) })
+}
 
-		ch := r.sess.Creating.DoChan(p.CacheKey, func() (any, error) {
-			// Counted under mu after the closed check, so Close waits for
-			// every creation it did not prevent.
-			r.mu.Lock()
-			if r.closed {
-				r.mu.Unlock()
-				return nil, ErrClosed
-			}
-			r.sess.WG.Add(1)
-			mark := &sessions.Creation{}
-			r.sess.InFlight[p.CacheKey] = mark
-			r.mu.Unlock()
-			defer r.sess.WG.Done()
-			defer func() {
-				r.mu.Lock()
-				delete(r.sess.InFlight, p.CacheKey)
-				r.mu.Unlock()
-				r.room.Free()
-			}()
-			// The creation outlives a caller that gives up, so the others
-			// waiting on it are not failed by one caller's deadline; Close
-			// ends it, after a grace that lets a provider's answer arrive
-			// (a session it made is then released, not left running). The
-			// first caller's deadline only shapes how long the provider may
-			// take before the floor is tried.
-			timeout := r.cfg.CreateTimeout
-			if p.Route == route.Local {
-				timeout = r.cfg.LocalTimeout
-			}
-			budget := outage.Budget(ctx, timeout)
-			// The caller's terms for the wait for a turn at the local
-			// browser go along (internal/admission), and the wait they allow
-			// is not taken from the opening's own bound.
-			actx, queue := admission.ForCreation(context.WithoutCancel(ctx), ctx)
-			grace := time.Duration(0)
-			if p.Route == route.Cloud && !r.pol.Override {
-				grace = closeGrace
-			}
-			cctx, cancel := sessions.Bound(actx, timeout+queue, r.life, grace)
-			defer cancel()
-			sctx, span := r.tel.Tracer.Start(cctx, "hybroute.session.create",
-				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
-			waited, err := r.bounds.MakeRoom(sctx, p.CacheKey, p.Route == route.Local)
-			if err != nil {
-				r.endAcquire(span, nil, err)
-				return nil, err
-			}
-			started := time.Now()
-			e, err := r.create(sctx, p, budget)
-			r.endAcquire(span, e, err)
-			if err != nil {
-				return nil, err
-			}
-			r.tel.Created(sctx, e.route.String(), e.fallback, started)
-			w, err := r.armTab(e)
-			if err != nil {
-				_ = e.end()
-				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.h.WrapErr(err))
-			}
-			if err := r.startState(sctx, e); err != nil {
-				_ = e.end()
-				w.Ended()
-				return nil, err
-			}
-			r.mu.Lock()
-			closed, released := r.closed, mark.Released
-			if closed || released {
-				r.mu.Unlock()
-				_ = e.end()
-				w.Ended()
-				if released {
-					return nil, errReleasedWhileCreating
-				}
-				return nil, ErrClosed
-			}
-			e.touch()
-			e.roomWaited.Store(int64(waited))
-			r.sessionOpened(cctx, e)
-			r.sess.M[p.CacheKey] = e
-			// Started under mu after the closed check, so Close's Wait
-			// cannot miss them.
-			w.Start(&r.sess.WG, r.closed)
-			r.mu.Unlock()
-			return e, nil
-		})
-		if _, err := sessions.Await[*entry](ctx, ch); err != nil {
-			return nil, err
-		}
-		// Loop to take the entry under the lock, which also re-checks
-		// that it did not die or get reaped in between.
+// newOwner is the router's side of its session cache.
+func (r *Router) newOwner() *sessions.Life[*entry] {
+	return &sessions.Life[*entry]{Mu: &r.mu, Closed: func() bool { return r.closed }, Reap: r.startReaper,
+		Live: func(e *entry) bool { return !e.h.Dead() }, Hold: func(e *entry) { e.inUse.Add(1) },
+		Free: r.room.Free, End: (*entry).end, ErrClosed: ErrClosed,
+		Gone: func(ctx context.Context, e *entry) {
+			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser of cached session is gone; recreating",
+				slog.String("cache_key", e.key), slog.String("route", e.route.String()))
+		}}
+}
+
+// open makes the session of a plan for acquire, which marked its
+// creation (mark), and stores it.
+func (r *Router) open(ctx context.Context, p Plan, mark *sessions.Creation) (*entry, error) {
+	// The creation outlives a caller that gives up, so the others
+	// waiting on it are not failed by one caller's deadline; Close
+	// ends it, after a grace that lets a provider's answer arrive
+	// (a session it made is then released, not left running). The
+	// first caller's deadline only shapes how long the provider may
+	// take before the floor is tried.
+	timeout := r.cfg.CreateTimeout
+	if p.Route == route.Local {
+		timeout = r.cfg.LocalTimeout
 	}
+	budget := outage.Budget(ctx, timeout)
+	// The caller's terms for the wait for a turn at the local
+	// browser go along (internal/admission), and the wait they allow
+	// is not taken from the opening's own bound.
+	actx, queue := admission.ForCreation(context.WithoutCancel(ctx), ctx)
+	grace := time.Duration(0)
+	if p.Route == route.Cloud && !r.pol.Override {
+		grace = closeGrace
+	}
+	cctx, cancel := sessions.Bound(actx, timeout+queue, r.life, grace)
+	defer cancel()
+	sctx, span := r.tel.Tracer.Start(cctx, "hybroute.session.create",
+		trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
+	waited, err := r.bounds.MakeRoom(sctx, p.CacheKey, p.Route == route.Local)
+	if err != nil {
+		r.endAcquire(span, nil, err)
+		return nil, err
+	}
+	started := time.Now()
+	e, err := r.create(sctx, p, budget)
+	r.endAcquire(span, e, err)
+	if err != nil {
+		return nil, err
+	}
+	r.tel.Created(sctx, e.route.String(), e.fallback, started)
+	w, err := r.armTab(e)
+	if err != nil {
+		_ = e.end()
+		return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.h.WrapErr(err))
+	}
+	if err := r.startState(sctx, e); err != nil {
+		_ = e.end()
+		w.Ended()
+		return nil, err
+	}
+	r.mu.Lock()
+	closed, released := r.closed, mark.Released
+	if closed || released {
+		r.mu.Unlock()
+		_ = e.end()
+		w.Ended()
+		if released {
+			return nil, errReleasedWhileCreating
+		}
+		return nil, ErrClosed
+	}
+	e.touch()
+	e.roomWaited.Store(int64(waited))
+	r.sessionOpened(cctx, e)
+	r.sess.M[p.CacheKey] = e
+	// Started under mu after the closed check, so Close's Wait
+	// cannot miss them.
+	w.Start(&r.sess.WG, r.closed)
+	r.mu.Unlock()
+	return e, nil
 }
 
 // create makes the session a plan needs. budget bounds the provider's part.
