@@ -74,7 +74,7 @@ type Router struct {
 	closed bool
 
 	room   admission.Room           // new sessions waiting for room under the caps
-	bounds *sessions.Bounds[*entry] // the caps, kept (bounds.go)
+	bounds *sessions.Bounds[*entry] // the caps, kept (internal/sessions)
 
 	ended sessions.Ended[*provider.Session] // each key's last ended cloud session, for Replay (cloud.go)
 }

@@ -9,18 +9,19 @@ import (
 	"sync/atomic"
 	"time"
 
-	sc "github.com/hybroute/hybroute/internal/sidecar"
-
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/config"
+	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/sessions"
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -333,4 +334,88 @@ type idleCloser interface{ CloseIdleConnections() }
 // profileTab is a local tab as its profile knows it.
 func profileTab(lt *sc.Tab) profiles.Tab {
 	return profiles.Tab{Proc: lt.Proc(), Context: lt.BrowserContextID()}
+}
+
+// newBounds keeps the router's sessions within WithMaxSessions and
+// WithMaxLocalMemory: a new session first ends the least recently used
+// idle ones, or waits for room (internal/sessions' Bounds says how);
+// Result.Evicted and Result.WaitedForRoom tell the caller.
+func (r *Router) newBounds() *sessions.Bounds[*entry] {
+	return &sessions.Bounds[*entry]{Mu: &r.mu, Cache: r.sess, Room: &r.room,
+		MaxSessions: r.cfg.MaxSessions, MaxMemory: r.cfg.MaxLocalMemory,
+		Key:      func(e *entry) string { return e.key },
+		LastUsed: func(e *entry) int64 { return e.lastUsed.Load() },
+		Idle:     func(e *entry) bool { return e.inUse.Load() == 0 },
+		Local:    func(e *entry) bool { _, ok := e.h.Tab().(*sc.Tab); return ok },
+		Memory:   r.side.Memory, Credit: r.side.Credit, End: r.endEvicted, ErrBusy: ErrBusy,
+		Busy: func(b admission.Busy, sessions int, memory int64) error {
+			return &BusyError{Sessions: sessions, Memory: memory, Ahead: b.Ahead, Waited: b.Waited, Estimate: b.Estimate, Budget: b.Budget}
+		},
+	}
+}
+
+// endEvicted releases an evicted session.
+func (r *Router) endEvicted(ctx context.Context, e *entry, reason string) {
+	idle := time.Since(time.Unix(0, e.lastUsed.Load())).Round(time.Second)
+	err := e.end()
+	r.tel.Evicted(ctx, reason)
+	attrs := []slog.Attr{slog.String("cache_key", e.key), slog.String("route", e.route.String()),
+		slog.String("reason", reason), slog.Duration("idle", idle)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: ended an idle session to make room", attrs...)
+}
+
+// takeEvicted reports, once, that key's previous session was evicted.
+func (r *Router) takeEvicted(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sess.Evicted.Take(key)
+}
+
+// The local Chromium's process lives in internal/sidecar. What it needs of
+// the router comes through its sc.Config: the options it reads, the guard
+// and the egress proxy of each process it starts, both deciding with the
+// router's policy on the local browser, and the turn to open a tab
+// (internal/admission). The sidecar holds no rule and no config of the router's.
+
+// maxTabsAtOnce bounds the new tabs the sidecar makes at the same time.
+const maxTabsAtOnce = 4
+
+// newSidecar makes the sidecar of a router with cfg, whose local browser
+// decides with pol; observe (nil: none) records each tab opening's wait
+// for its turn. It starts nothing; the first open starts Chromium.
+func newSidecar(cfg *config.Config, pol *floor.Policy, observe func(waited time.Duration, err error)) *sc.Sidecar {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tabs := newTabQueue(maxTabsAtOnce) // the rest wait in turn
+	return sc.New(sc.Config{
+		Guard: func() *guard.Guard { return floor.NewGuard(pol, log, route.Local) },
+		Egress: func(ctx context.Context) (*egress.Proxy, error) {
+			return floor.StartEgress(ctx, pol, cfg.EgressDialer, log)
+		},
+		Turn: tabs.Turn(observe),
+		// A spare's making counts in the queue's estimate: its first
+		// estimate comes from the spare made at start, before a burst of
+		// sessions asks.
+		Opened:         tabs.Sample,
+		Path:           cfg.ChromiumPath,
+		Flags:          cfg.ChromiumFlags,
+		ViewportWidth:  cfg.ViewportW,
+		ViewportHeight: cfg.ViewportH,
+		NoChromium:     ErrNoChromium,
+		Dead:           errLocalDead,
+		Log:            log,
+	})
+}
+
+// newTabQueue is the admission queue of the local browser's tab openings,
+// whose refusals are [*BusyError]s.
+func newTabQueue(slots int) *admission.Queue {
+	return admission.New(slots, func(b admission.Busy) error {
+		return &BusyError{Ahead: b.Ahead, Waited: b.Waited, Estimate: b.Estimate, Budget: b.Budget}
+	})
 }

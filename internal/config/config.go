@@ -54,7 +54,7 @@ type Config struct {
 	LookupConcurrency int
 	MaxHostsPerCall   int
 
-	// the local Chromium (internal/sidecar, sidecar_owner.go)
+	// the local Chromium (internal/sidecar, session.go)
 	ChromiumPath  string
 	ChromiumFlags map[string]any
 	ViewportW     int // every local tab's viewport; 0 leaves Chromium's own
@@ -83,7 +83,7 @@ type Config struct {
 	LocalTimeout  time.Duration
 	Fallback      bool
 
-	// bounded sessions (bounds.go); 0: no cap
+	// bounded sessions (internal/sessions); 0: no cap
 	MaxSessions    int
 	MaxLocalMemory int64
 
