@@ -17,6 +17,7 @@ import (
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/internal/routememory"
@@ -30,6 +31,7 @@ import (
 	"github.com/hybroute/hybroute/route"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -110,7 +112,11 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	r.states.MayHold = r.pol.MayHold
 	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.Tracer, Log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
-	r.observeBackoff()
+	if p != nil {
+		// The provider's back-off window, read from the fleet's store on
+		// the router's clock, until the telemetry stops at Close.
+		r.tel.ObserveWindow(r.fleet.Health().Window, r.now)
+	}
 	r.side = newSidecar(&r.cfg, r.pol, r.tel.QueuedAfter)
 	r.bounds, r.owner = r.newBounds(), r.newOwner()
 	if p != nil {
@@ -643,3 +649,37 @@ func (r *Router) checkLanding(ctx, tabCtx context.Context, e *entry) (string, bo
 // Results are substrings of code wherever no normalisation was needed. It
 // returns nil when code holds no URL.
 func ScanURLs(code string) []string { return urlscan.Scan(code) }
+
+// Metrics and traces are internal/telemetry's: the instruments, the bounded
+// names they count under and the spans of a call. The router hands it the
+// names of its own errors.
+
+// newTelemetry makes the instruments and the tracer on the providers the
+// options chose, the global ones by default.
+func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider string) *itel.Router {
+	return itel.NewRouter(itel.RouterConfig{Meters: mp, Tracers: tp, Provider: provider, Busy: ErrBusy,
+		Kinds: []itel.Named{
+			{Err: ErrClosed, Name: "closed"},
+			{Err: ErrInvalidSessionKey, Name: "invalid_session_key"},
+			{Err: ErrFallbackFailed, Name: "fallback_failed"},
+			{Err: ErrNoCDPEndpoint, Name: "no_cdp_endpoint"},
+			{Err: ErrBrowserDead, Name: "browser_dead"},
+			{Err: ErrNoChromium, Name: "no_chromium"},
+		},
+		Fallbacks: []itel.Named{
+			{Err: cloud.ErrConcurrencyLimit, Name: itel.FallbackConcurrency},
+			{Err: ErrUnsupportedBrowser, Name: itel.FallbackUnsupportedBrowser},
+			{Err: cloud.ErrConnecting, Name: itel.FallbackConnectFailed},
+			{Err: outage.ErrProviderFellBack, Name: itel.FallbackProviderFellBack},
+		}})
+}
+
+// endAcquire records the session a call got (e, nil for none) on its span,
+// and ends it.
+func (r *Router) endAcquire(span trace.Span, e *entry, err error) {
+	var got *itel.Acquired
+	if e != nil {
+		got = &itel.Acquired{Route: e.route, Fallback: e.fallback, Reason: e.fallbackLabel}
+	}
+	r.tel.EndAcquire(span, got, err)
+}

@@ -183,7 +183,7 @@ func (r *Router) open(ctx context.Context, p Plan, mark *sessions.Creation) (*en
 	}
 	e.touch()
 	e.roomWaited.Store(int64(waited))
-	r.sessionOpened(cctx, e)
+	e.ending.Add(teardown.Count, r.tel.SessionOpened(cctx, e.route.String())) // counted open while the cache holds it
 	r.sess.M[p.CacheKey] = e
 	// Started under mu after the closed check, so Close's Wait
 	// cannot miss them.
