@@ -307,17 +307,9 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 		return Plan{}, ErrClosed
 	}
 	p := Plan{Verdicts: make([]netpolicy.Verdict, len(urls))}
-	look, err := r.pol.DecideAll(ctx, urls, p.Verdicts)
+	look, errs, err := r.pol.DecideAll(ctx, urls, p.Verdicts)
 	if errors.Is(err, netpolicy.ErrTooManyHosts) {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
-	}
-	var errs []error
-	for i := range p.Verdicts {
-		v := &p.Verdicts[i]
-		netpolicy.MarkLiteral(v)
-		if v.Err = r.pol.RefuseLiteral(*v); v.Err != nil {
-			errs = append(errs, v.Err)
-		}
 	}
 	if err != nil {
 		// A cancelled lookup leaves a verdict we cannot trust.
@@ -557,21 +549,9 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		rspan.SetStatus(codes.Error, r.tel.ErrorKind(runErr))
 	}
 	callerErr := ctx.Err() // browsertab.Bind: set whenever the caller ended the call
-	if callerErr != nil {
-		// What the call set going in the page stops with it: its load,
-		// its script, its dialog. The next call starts on a quiet page.
-		e.h.Quiet()
-	}
-	if d, ok := e.h.Held.Pending(); ok && runErr != nil && callerErr == nil {
-		// The dialog, not the run, ended the call: the tab is fine and
-		// waits for the caller's answer.
-		runErr = fmt.Errorf("%w: %s %q opened during the call", ErrDialogOpen, d.Type, d.Message)
-	}
-	if runErr != nil && callerErr != nil {
-		// The call's deadline (or its caller) ended it: the page may be
-		// wedged. The next call asks the tab before it relies on it.
-		e.h.SetProbeFirst(true)
-	}
+	runErr = e.h.AfterRun(runErr, callerErr, func(d browsertab.Dialog) error {
+		return fmt.Errorf("%w: %s %q opened during the call", ErrDialogOpen, d.Type, d.Message)
+	})
 	if gerr := e.guard.Err(); gerr != nil {
 		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The

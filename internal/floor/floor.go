@@ -203,17 +203,26 @@ func invalid(v netpolicy.Verdict, reason netpolicy.Reason, detail error) netpoli
 // runs; the egress check does not (it resolves at connect time, and dials
 // what it resolved).
 
-// DecideAll fills vs with the verdicts of urls (classes only: refusing is
-// the caller's), resolving each distinct name once, within the router's
-// limits ([netpolicy.Classifier.ClassifyAll]). It returns the answers, for
-// the guard and the landed-URL check of the call, or nil when no name was
-// resolved.
-func (p *Policy) DecideAll(ctx context.Context, urls []string, vs []netpolicy.Verdict) (*Lookups, error) {
+// DecideAll fills vs with the verdicts of the URL literals urls, each
+// refused as RefuseLiteral says, resolving each distinct name once, within
+// the router's limits ([netpolicy.Classifier.ClassifyAll]). It returns
+// the answers, for the guard and the landed-URL check of the call (nil
+// when no name was resolved), and the refusals in scan order. Past the
+// limit on names it fails with netpolicy.ErrTooManyHosts and decides
+// nothing.
+func (p *Policy) DecideAll(ctx context.Context, urls []string, vs []netpolicy.Verdict) (*Lookups, []error, error) {
 	look, err := p.Cls.ClassifyAll(ctx, urls, vs, p.cfg.MaxHostsPerCall, p.cfg.LookupConcurrency)
 	if errors.Is(err, netpolicy.ErrTooManyHosts) {
-		err = fmt.Errorf("%w (WithMaxHostsPerCall)", err)
+		return nil, nil, fmt.Errorf("%w (WithMaxHostsPerCall)", err)
 	}
-	return (*Lookups)(look), err
+	var refused []error
+	for i := range vs {
+		netpolicy.MarkLiteral(&vs[i])
+		if vs[i].Err = p.RefuseLiteral(vs[i]); vs[i].Err != nil {
+			refused = append(refused, vs[i].Err)
+		}
+	}
+	return (*Lookups)(look), refused, err
 }
 
 // MayHold reports whether a browser at w may hold the state (a cookie, a
