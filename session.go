@@ -272,25 +272,7 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 	if err != nil {
 		return err
 	}
-	r.mu.Lock()
-	es := r.sess.Take(key, key+LocalSuffix)
-	r.routes.Delete(key)
-	r.states.Forget(key)
-	r.sess.Evicted.Take(key)
-	r.sess.Evicted.Take(key + LocalSuffix)
-	// Counted under mu while the entries were still in the map, so a
-	// Close that comes now waits for these releases too.
-	r.sess.WG.Add(len(es))
-	r.mu.Unlock()
-	if len(es) > 0 {
-		r.room.Free()
-	}
-	var errs []error
-	for _, e := range es {
-		errs = append(errs, e.end())
-		r.sess.WG.Done()
-	}
-	return errors.Join(errs...)
+	return r.sess.Release(r.owner, func() { r.routes.Delete(key); r.states.Forget(key) }, key, key+LocalSuffix)
 }
 
 // closeSessions releases every session and waits for the background work.

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"errors"
 	"sync"
 )
 
@@ -87,4 +88,28 @@ func (c *Cache[E]) Acquire(ctx context.Context, l *Life[E], key string, create f
 		// Loop to take the entry under the lock, which also re-checks
 		// that it did not die or get reaped in between.
 	}
+}
+
+// Release takes the sessions of keys out of the cache (a creation in
+// flight is marked released: it ends once made), forgets what else the
+// router keeps of them (forget, with Mu held), and ends them, each
+// release counted in WG so that a Close that comes meanwhile waits for it.
+func (c *Cache[E]) Release(l *Life[E], forget func(), keys ...string) error {
+	l.Mu.Lock()
+	es := c.Take(keys...)
+	forget()
+	for _, k := range keys {
+		c.Evicted.Take(k)
+	}
+	c.WG.Add(len(es))
+	l.Mu.Unlock()
+	if len(es) > 0 {
+		l.Free()
+	}
+	var errs []error
+	for _, e := range es {
+		errs = append(errs, l.End(e))
+		c.WG.Done()
+	}
+	return errors.Join(errs...)
 }
