@@ -49,18 +49,11 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 	if g == nil {
 		return nil, errors.New("hybroute: the tab's browser has no guard")
 	}
-	if err := g.Register(&e.gs, e.key, tabCtx, e.h.Tab().BrowserContextID()); err != nil {
-		return nil, err
+	watch, err := g.Watch(&e.gs, e.key, tabCtx, e.h.Tab().BrowserContextID())
+	if err == nil {
+		e.bg = g
 	}
-	e.bg = g
-	tab := e.gs.Tab()
-	return func() {
-		select {
-		case <-tabCtx.Done():
-		case <-g.Done():
-		}
-		g.Unregister(&e.gs, tab)
-	}, nil
+	return watch, err
 }
 
 // newPolicy is the policy of cfg (internal/floor), for a router with a
