@@ -2,7 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -275,35 +274,24 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 	return r.sess.Release(r.owner, func() { r.routes.Delete(key); r.states.Forget(key) }, key, key+LocalSuffix)
 }
 
-// closeSessions releases every session and waits for the background work.
-// The releases run side by side (bounded): Close takes about one release's
-// time, not one per session.
+// closeSessions releases every session (internal/sessions' Close) and
+// waits for the background work.
 func (r *Router) closeSessions() error {
-	r.mu.Lock()
-	es := r.sess.TakeIf(func(*entry) bool { return true })
-	r.sess.StopReaper()
-	r.mu.Unlock()
-	r.endLife() // creations in flight stop and give back what they made
-	// The sidecar first: its tabs go with its Chromium, so their releases
-	// below ask nothing of a browser that is going anyway (a busy one would
-	// fail Close with a dispose that timed out).
-	if r.profiles != nil {
-		r.profiles.SaveAll() // before the browser contexts go with the Chromium
-	}
-	sideErr := r.side.Close()
-	errs := sessions.EndAll(es, closeParallel, (*entry).end)
-	// The guards end with their tabs, the reaper with stop, the creations
-	// with life: wait for all.
-	errs = append(errs, sideErr)
-	r.sess.WG.Wait()
+	err := r.sess.Close(r.owner, func() error {
+		r.endLife() // creations in flight stop and give back what they made
+		// The sidecar first: its tabs go with its Chromium, so their
+		// releases ask nothing of a browser that is going anyway (a busy
+		// one would fail Close with a dispose that timed out).
+		if r.profiles != nil {
+			r.profiles.SaveAll() // before the browser contexts go with the Chromium
+		}
+		return r.side.Close()
+	})
 	if c, ok := r.provider.(idleCloser); ok {
 		c.CloseIdleConnections()
 	}
-	return errors.Join(errs...)
+	return err
 }
-
-// closeParallel bounds the releases Close runs at once.
-const closeParallel = 16
 
 // closeGrace is how long Close lets a provider call in flight finish, so
 // the session it makes is released rather than left running unseen.

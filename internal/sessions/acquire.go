@@ -113,3 +113,24 @@ func (c *Cache[E]) Release(l *Life[E], forget func(), keys ...string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// CloseParallel bounds the releases Close runs at once.
+const CloseParallel = 16
+
+// Close takes every session out of the cache and stops the reaper; then,
+// first runs (what must go before the sessions: the router's life, so that
+// creations in flight give back what they made, and the local browser),
+// ends the sessions side by side (EndAll: Close takes about one release's
+// time, not one per session), and waits for the background work: the
+// guards end with their tabs, the reaper with its stop, the creations
+// with the router's life.
+func (c *Cache[E]) Close(l *Life[E], first func() error) error {
+	l.Mu.Lock()
+	es := c.TakeIf(func(E) bool { return true })
+	c.StopReaper()
+	l.Mu.Unlock()
+	err := first()
+	errs := append(EndAll(es, CloseParallel, l.End), err)
+	c.WG.Wait()
+	return errors.Join(errs...)
+}
