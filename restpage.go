@@ -66,10 +66,7 @@ func (p *RESTPage) CheckPage(ctx context.Context) (string, error) {
 }
 
 func (p *RESTPage) check(ctx context.Context, u string) (string, error) {
-	if err := p.r.pol.Refuse(p.r.pol.ClassifyWith(ctx, u, p.e.guard.Lookups()), p.e.route); err != nil {
-		return u, fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
-	}
-	return u, nil
+	return u, p.r.pol.CheckPage(ctx, u, p.e.route, p.e.guard.Lookups())
 }
 
 // Navigate opens rawURL and returns the URL the server says the tab

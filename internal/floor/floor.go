@@ -125,6 +125,16 @@ func (p *Policy) ClassifyWith(ctx context.Context, rawURL string, known *Lookups
 	return p.Cls.Classify(ctx, rawURL, known.np())
 }
 
+// CheckPage applies the landed-URL rule to u, the URL of a page on w
+// about to be read: an error wrapping the refusal when the page is where
+// its browser must not be. known are the call's answers (nil: none).
+func (p *Policy) CheckPage(ctx context.Context, u string, w route.Route, known *Lookups) error {
+	if err := p.Refuse(p.ClassifyWith(ctx, u, known), w); err != nil {
+		return fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
+	}
+	return nil
+}
+
 // PrivateRoute is the browser the router's routes send a private URL to.
 func (p *Policy) PrivateRoute() route.Route {
 	if p.Local || p.Hybrid {
