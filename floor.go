@@ -14,7 +14,6 @@ import (
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
-	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/remotetab"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/statesync"
@@ -123,13 +122,7 @@ func (r *Router) carryToFresh(ctx context.Context, e *entry, lt *sc.Tab, from, t
 	if len(refused) > 0 {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: cookies the fresh browser context refused", slog.String("cache_key", e.key), slog.Any("cookies", refused))
 	}
-	if r.profiles == nil {
-		return nil
-	}
-	if err := r.profiles.Release(profiles.Tab{Proc: lt.Proc(), Context: from}); err != nil {
-		return err
-	}
-	return r.profiles.Restore(ctx, profiles.Tab{Proc: lt.Proc(), Context: to}, e.key)
+	return r.profiles.Move(ctx, lt.Proc(), from, to, e.key)
 }
 
 // grantCall gives a session on the local browser the grant its call earns
