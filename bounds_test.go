@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/hybroute/hybroute/internal/sessions"
 	itel "github.com/hybroute/hybroute/internal/telemetry"
 	"github.com/hybroute/hybroute/internal/testlog"
 )
@@ -207,5 +208,5 @@ func TestMaxLocalMemoryEvictsIdleLocalSessions(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, res.Evicted)
 	assert.Equal(t, []string{"a"}, sessionKeys(r))
-	assert.EqualValues(t, 2, probe.value(t, itel.MetricEvictions, "reason", evictMaxMemory))
+	assert.EqualValues(t, 2, probe.value(t, itel.MetricEvictions, "reason", sessions.EvictMaxMemory))
 }

@@ -2,7 +2,6 @@ package hybroute
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -50,10 +49,7 @@ func (c *Call) CheckPage(ctx context.Context) (string, error) {
 		return c.rest.CheckPage(ctx)
 	}
 	u := c.e.landedURL()
-	if err := c.r.pol.Refuse(c.r.pol.Classify(ctx, u), c.e.route); err != nil {
-		return u, fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
-	}
-	return u, nil
+	return u, c.r.pol.CheckPage(ctx, u, c.e.route, nil)
 }
 
 // REST is the page of a session without CDP (a [provider.RESTDriver]'s,

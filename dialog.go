@@ -5,6 +5,7 @@ import (
 	"log/slog"
 
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/remotetab"
 )
 
 // JavaScript dialogs (alert, confirm, prompt, beforeunload) stop the page
@@ -33,9 +34,11 @@ type DialogPolicy struct {
 	// stays, and the navigation that would have left it fails.
 	KeepPageOnBeforeUnload bool
 	// Hold leaves alert, confirm and prompt open for the caller to answer
-	// with [Router.AnswerDialog]: the call that is
-	// running when one opens returns at once with [ErrDialogOpen], and
-	// calls on the session are refused with it until it is answered.
+	// with [Router.AnswerDialog]. A page that opens one stops until it is
+	// answered, so the call running when one opens returns at once with
+	// [ErrDialogOpen] (its Result.Dialogs has it, Pending; the tab is not
+	// taken for wedged), and calls on the session are refused with it
+	// until it is answered.
 	// Accept and PromptText are then unused; beforeunload is still
 	// answered by KeepPageOnBeforeUnload.
 	Hold bool
@@ -74,7 +77,7 @@ func takeDialogs(h *browsertab.Handle) []Dialog {
 // returns the loop that answers them until the tab closes. Like the guard's,
 // the loop runs in the sessions' WaitGroup.
 func (r *Router) watchDialogs(e *entry, tabCtx context.Context) func() {
-	if _, ok := e.h.Tab().(*restTab); ok {
+	if _, ok := e.h.Tab().(*remotetab.RESTTab); ok {
 		return func() {} // its server answers its dialogs
 	}
 	return browsertab.Answerer{
@@ -86,15 +89,6 @@ func (r *Router) watchDialogs(e *entry, tabCtx context.Context) func() {
 		},
 	}.Watch(tabCtx)
 }
-
-// With DialogPolicy.Hold, alert, confirm and prompt wait for the caller's
-// answer instead of the policy's. A page that opens one stops until it is
-// answered: the command that made it open (a click, a script) does not
-// return before. So the call running when a dialog opens is ended at once,
-// with ErrDialogOpen, and the tab is not taken for wedged; the dialog is
-// in the call's Result.Dialogs with Pending set. Until Router.AnswerDialog
-// answers it, calls on the session are refused with ErrDialogOpen rather
-// than wait on a page that answers nothing.
 
 // AnswerDialog answers the dialog that waits in the session sessionKey
 // ([DialogPolicy.Hold]): accept or dismiss it, and for an accepted prompt

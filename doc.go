@@ -50,10 +50,11 @@
 //
 //	agent, mcpserver, cmd/hybroute   the toolset a model calls, and its MCP server
 //	hybroute (this package)          call.go (the handle), router.go (plan and
-//	                                 run), session.go, cloud.go, fallback.go
-//	                                 (the floor under a failing provider),
+//	                                 run), session.go, cloud.go (the
+//	                                 provider's sessions, health and fleet),
 //	                                 floor.go (the policy, the guard, grants),
 //	                                 options.go, errors.go, status.go
+//	internal/cloud                   a cloud session, or the floor in its place
 //	internal/floor                   the options as one policy, and the
 //	                                 decisions the guard and egress carry out
 //	internal/sessions, internal/config, internal/statesync, internal/admission

@@ -14,7 +14,6 @@ import (
 	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
-	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/remotetab"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/statesync"
@@ -33,7 +32,7 @@ import (
 // also keeps where its main frame is (landedURL). It returns what the sessions'
 // WaitGroup runs until the tab closes: the guard then forgets the entry.
 func (r *Router) enableGuard(e *entry) (func(), error) {
-	if _, ok := e.h.Tab().(*restTab); ok {
+	if _, ok := e.h.Tab().(*remotetab.RESTTab); ok {
 		// No CDP, no guard in that browser: its landing is what its
 		// REST answers report (restpage.go).
 		return func() {}, nil
@@ -49,18 +48,11 @@ func (r *Router) enableGuard(e *entry) (func(), error) {
 	if g == nil {
 		return nil, errors.New("hybroute: the tab's browser has no guard")
 	}
-	if err := g.Register(&e.gs, e.key, tabCtx, e.h.Tab().BrowserContextID()); err != nil {
-		return nil, err
+	watch, err := g.Watch(&e.gs, e.key, tabCtx, e.h.Tab().BrowserContextID())
+	if err == nil {
+		e.bg = g
 	}
-	e.bg = g
-	tab := e.gs.Tab()
-	return func() {
-		select {
-		case <-tabCtx.Done():
-		case <-g.Done():
-		}
-		g.Unregister(&e.gs, tab)
-	}, nil
+	return watch, err
 }
 
 // newPolicy is the policy of cfg (internal/floor), for a router with a
@@ -130,13 +122,7 @@ func (r *Router) carryToFresh(ctx context.Context, e *entry, lt *sc.Tab, from, t
 	if len(refused) > 0 {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: cookies the fresh browser context refused", slog.String("cache_key", e.key), slog.Any("cookies", refused))
 	}
-	if r.profiles == nil {
-		return nil
-	}
-	if err := r.profiles.Release(profiles.Tab{Proc: lt.Proc(), Context: from}); err != nil {
-		return err
-	}
-	return r.profiles.Restore(ctx, profiles.Tab{Proc: lt.Proc(), Context: to}, e.key)
+	return r.profiles.Move(ctx, lt.Proc(), from, to, e.key)
 }
 
 // grantCall gives a session on the local browser the grant its call earns

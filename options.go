@@ -350,3 +350,33 @@ const (
 	DefaultLookupConcurrency = config.LookupConcurrency // 16
 	DefaultMaxHostsPerCall   = config.MaxHostsPerCall   // 4096
 )
+
+// WithMaxSessions caps the sessions the router keeps open at once, cloud
+// and local, sessions being created included (default 0: no cap). A new
+// session past the cap ends the least recently used idle one; when every
+// session is running a call, the new one waits for one to become idle or
+// end, within its call's wait for a turn, and fails with [ErrBusy] when
+// that wait would not serve it.
+func WithMaxSessions(n int) Option {
+	return func(c *config.Config) {
+		if n >= 0 {
+			c.MaxSessions = n
+		}
+	}
+}
+
+// WithMaxLocalMemory caps the memory of the local Chromium, in bytes: the
+// proportional set size (PSS) of its processes, shared pages counted once
+// (default 0: no cap). A new local session that finds the browser at or
+// over the budget first ends idle local sessions, least recently used
+// first; when none is idle, it waits as past [WithMaxSessions], and fails
+// with [ErrBusy] when the wait would not serve it. The idle reaper also
+// ends idle local sessions while the browser is over the budget. Linux
+// only: elsewhere the memory is not measured and the option does nothing.
+func WithMaxLocalMemory(bytes int64) Option {
+	return func(c *config.Config) {
+		if bytes >= 0 {
+			c.MaxLocalMemory = bytes
+		}
+	}
+}

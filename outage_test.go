@@ -29,6 +29,7 @@ import (
 	"github.com/hybroute/hybroute/internal/cloudtest"
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/floor"
+	"github.com/hybroute/hybroute/internal/sessions"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/internal/testlog"
@@ -378,7 +379,7 @@ func TestCloseReleasesConcurrentlyAndLeavesNothing(t *testing.T) {
 		n, api.MaxConcurrentReleases(), time.Since(start).Round(time.Millisecond))
 	assert.EqualValues(t, n, api.Ended(), "every session is released")
 	assert.Greater(t, api.MaxConcurrentReleases(), int64(1), "Close releases side by side")
-	assert.LessOrEqual(t, api.MaxConcurrentReleases(), int64(closeParallel), "and bounded")
+	assert.LessOrEqual(t, api.MaxConcurrentReleases(), int64(sessions.CloseParallel), "and bounded")
 }
 
 // SIGKILL of the local Chromium and of the cloud Chromium while calls run

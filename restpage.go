@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hybroute/hybroute/internal/remotetab"
+	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/provider"
 )
 
@@ -65,10 +66,7 @@ func (p *RESTPage) CheckPage(ctx context.Context) (string, error) {
 }
 
 func (p *RESTPage) check(ctx context.Context, u string) (string, error) {
-	if err := p.r.pol.Refuse(p.r.pol.ClassifyWith(ctx, u, p.e.guard.Lookups()), p.e.route); err != nil {
-		return u, fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
-	}
-	return u, nil
+	return u, p.r.pol.CheckPage(ctx, u, p.e.route, p.e.guard.Lookups())
 }
 
 // Navigate opens rawURL and returns the URL the server says the tab
@@ -137,18 +135,10 @@ func (p *RESTPage) Back(ctx context.Context) (string, error) {
 	return p.moved(p.d.Back(ctx))
 }
 
-// restTab is the tab of a session without CDP, the type a call tells
-// from a CDP tab by.
-type restTab struct{ *remotetab.RESTTab }
-
-func newRESTTab(d provider.RESTDriver, provider string) *restTab {
-	return &restTab{remotetab.NewREST(d, provider)}
-}
-
 // execREST runs a call on a session without CDP. A run that speaks CDP
 // only fails with the no-CDP message, before it runs: there is nothing it
 // could drive.
-func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res Result, run func(context.Context, *Call) error, rest bool) (Result, error) {
+func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *remotetab.RESTTab, res Result, run func(context.Context, *Call) error, rest bool) (Result, error) {
 	if !rest {
 		return res, fmt.Errorf("hybroute: session %q: %w", p.CacheKey, &noCDPError{provider: t.Provider})
 	}
@@ -187,14 +177,14 @@ func (r *Router) execREST(ctx context.Context, p Plan, e *entry, t *restTab, res
 // A refused landing is reported as on a CDP tab, and the tab is replaced by
 // a fresh blank one (the server may not navigate to about:blank: Camofox
 // opens http and https only).
-func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *restTab) (string, bool, error) {
+func (r *Router) checkRESTLanding(ctx context.Context, e *entry, t *remotetab.RESTTab) (string, bool, error) {
 	landed := e.landedURL()
 	refused := r.pol.RefuseLanding(ctx, landed, e.route, &e.guard)
 	if refused == nil {
 		return landed, false, nil
 	}
 	err := fmt.Errorf("hybroute: the page landed on a blocked address: %w", refused)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), teardown.ReleaseTimeout)
 	defer cancel()
 	if rerr := t.Driver.Reset(rctx); rerr != nil {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: replacing a tab refused its landing",

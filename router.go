@@ -12,11 +12,14 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/cloud"
 	"github.com/hybroute/hybroute/internal/config"
 	"github.com/hybroute/hybroute/internal/fleet"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/health"
+	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/profiles"
+	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/internal/routememory"
 	"github.com/hybroute/hybroute/internal/sessions"
 	sc "github.com/hybroute/hybroute/internal/sidecar"
@@ -28,6 +31,7 @@ import (
 	"github.com/hybroute/hybroute/route"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -50,8 +54,9 @@ type Router struct {
 	calls    itel.Provider // provider, traced and counted: how the router calls it
 	log      *slog.Logger
 
-	side     *sidecar
-	profiles *profiles.Store // WithProfileDir: the cookie jars of local sessions; nil without it
+	side     *sc.Sidecar           // the local Chromium, with the queue of its tab openings
+	cloud    *cloud.Config[*entry] // the provider's sessions and the floor under them; nil without a provider
+	profiles *profiles.Store       // WithProfileDir: the cookie jars of local sessions; nil without it
 	health   *health.Health
 	tel      *itel.Router
 	// fleet is the store, guarded, and the concurrency leases.
@@ -65,13 +70,15 @@ type Router struct {
 
 	mu     sync.Mutex
 	routes routememory.Memory      // the last route each session key's calls took
-	states statesync.Memory        // each session key's storage state, once loaded (state_session.go)
+	states statesync.Keeper        // each session key's storage state, once loaded (state_session.go)
 	sess   *sessions.Cache[*entry] // guarded by mu, but for its own WaitGroup and singleflight
+	owner  *sessions.Life[*entry]  // mu and the entries, as the cache asks of them
 	closed bool
 
-	room admission.Room // new sessions waiting for room under the caps (bounds.go)
+	room   admission.Room           // new sessions waiting for room under the caps
+	bounds *sessions.Bounds[*entry] // the caps, kept (internal/sessions)
 
-	ended sessions.Ended[*provider.Session] // each key's last ended cloud session, for Replay (replay.go)
+	ended sessions.Ended[*provider.Session] // each key's last ended cloud session, for Replay (cloud.go)
 }
 
 // New returns a [Router] for the cloud provider p. With p == nil there is no
@@ -95,21 +102,30 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 		return nil, err
 	}
 	r.log = r.cfg.Logger
+	r.states.Initial = r.cfg.InitialState
 	name := ""
 	if p != nil {
 		name = p.Name()
 	}
 	r.tel = newTelemetry(r.cfg.MeterProvider, r.cfg.TracerProvider, name)
 	r.pol = newPolicy(&r.cfg, p != nil, r.tel)
+	r.states.MayHold = r.pol.MayHold
 	r.calls = itel.Provider{Provider: p, Metrics: r.tel.Metrics, Tracer: r.tel.Tracer, Log: r.log}
 	r.fleet = newFleet(&r.cfg, name, r.log, r.tel)
-	r.observeBackoff()
-	r.side = newSidecar(&r.cfg, r.pol)
+	if p != nil {
+		// The provider's back-off window, read from the fleet's store on
+		// the router's clock, until the telemetry stops at Close.
+		r.tel.ObserveWindow(r.fleet.Health().Window, r.now)
+	}
+	r.side = newSidecar(&r.cfg, r.pol, r.tel.QueuedAfter)
+	r.bounds, r.owner = r.newBounds(), r.newOwner()
 	if p != nil {
 		r.health = r.newHealth(p)
 	}
-	r.side.observe = r.tel.QueuedAfter
 	r.life, r.endLife = context.WithCancel(context.Background())
+	if p != nil {
+		r.cloud = r.newCloud(p)
+	}
 	if r.pol.Override {
 		if err := floor.CheckCDPURL(r.cfg.CDPURL); err != nil {
 			return nil, err
@@ -291,17 +307,9 @@ func (r *Router) plan(ctx context.Context, sessionKey string, urls []string, nav
 		return Plan{}, ErrClosed
 	}
 	p := Plan{Verdicts: make([]netpolicy.Verdict, len(urls))}
-	look, err := r.pol.DecideAll(ctx, urls, p.Verdicts)
+	look, errs, err := r.pol.DecideAll(ctx, urls, p.Verdicts)
 	if errors.Is(err, netpolicy.ErrTooManyHosts) {
 		return Plan{}, fmt.Errorf("hybroute: plan: %w", err)
-	}
-	var errs []error
-	for i := range p.Verdicts {
-		v := &p.Verdicts[i]
-		netpolicy.MarkLiteral(v)
-		if v.Err = r.pol.RefuseLiteral(*v); v.Err != nil {
-			errs = append(errs, v.Err)
-		}
 	}
 	if err != nil {
 		// A cancelled lookup leaves a verdict we cannot trust.
@@ -500,7 +508,7 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	defer e.guard.Begin(&e.gs, p.lookups)()
 
 	defer func() { res.Dialogs = takeDialogs(e.h) }() // however the call ends, before the next one starts
-	if t, ok := e.h.Tab().(*restTab); ok {
+	if t, ok := e.h.Tab().(*remotetab.RESTTab); ok {
 		return r.execREST(ctx, p, e, t, res, run, rest)
 	}
 	if res.TabReplaced, err = r.recoverTab(ctx, e); err != nil {
@@ -545,21 +553,9 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 		rspan.SetStatus(codes.Error, r.tel.ErrorKind(runErr))
 	}
 	callerErr := ctx.Err() // browsertab.Bind: set whenever the caller ended the call
-	if callerErr != nil {
-		// What the call set going in the page stops with it: its load,
-		// its script, its dialog. The next call starts on a quiet page.
-		e.h.Quiet()
-	}
-	if d, ok := e.h.Held.Pending(); ok && runErr != nil && callerErr == nil {
-		// The dialog, not the run, ended the call: the tab is fine and
-		// waits for the caller's answer.
-		runErr = fmt.Errorf("%w: %s %q opened during the call", ErrDialogOpen, d.Type, d.Message)
-	}
-	if runErr != nil && callerErr != nil {
-		// The call's deadline (or its caller) ended it: the page may be
-		// wedged. The next call asks the tab before it relies on it.
-		e.h.SetProbeFirst(true)
-	}
+	runErr = e.h.AfterRun(runErr, callerErr, func(d browsertab.Dialog) error {
+		return fmt.Errorf("%w: %s %q opened during the call", ErrDialogOpen, d.Type, d.Message)
+	})
 	if gerr := e.guard.Err(); gerr != nil {
 		// The page tried to go where the policy does not let it: that is
 		// the call's outcome, whatever run made of the refused load. The
@@ -653,4 +649,38 @@ func (r *Router) releasedUnder(ctx context.Context, cacheKey string, since uint6
 		return fmt.Errorf("%w: %w", ErrReleased, err)
 	}
 	return err
+}
+
+// Metrics and traces are internal/telemetry's: the instruments, the bounded
+// names they count under and the spans of a call. The router hands it the
+// names of its own errors.
+
+// newTelemetry makes the instruments and the tracer on the providers the
+// options chose, the global ones by default.
+func newTelemetry(mp metric.MeterProvider, tp trace.TracerProvider, provider string) *itel.Router {
+	return itel.NewRouter(itel.RouterConfig{Meters: mp, Tracers: tp, Provider: provider, Busy: ErrBusy,
+		Kinds: []itel.Named{
+			{Err: ErrClosed, Name: "closed"},
+			{Err: ErrInvalidSessionKey, Name: "invalid_session_key"},
+			{Err: ErrFallbackFailed, Name: "fallback_failed"},
+			{Err: ErrNoCDPEndpoint, Name: "no_cdp_endpoint"},
+			{Err: ErrBrowserDead, Name: "browser_dead"},
+			{Err: ErrNoChromium, Name: "no_chromium"},
+		},
+		Fallbacks: []itel.Named{
+			{Err: cloud.ErrConcurrencyLimit, Name: itel.FallbackConcurrency},
+			{Err: ErrUnsupportedBrowser, Name: itel.FallbackUnsupportedBrowser},
+			{Err: cloud.ErrConnecting, Name: itel.FallbackConnectFailed},
+			{Err: outage.ErrProviderFellBack, Name: itel.FallbackProviderFellBack},
+		}})
+}
+
+// endAcquire records the session a call got (e, nil for none) on its span,
+// and ends it.
+func (r *Router) endAcquire(span trace.Span, e *entry, err error) {
+	var got *itel.Acquired
+	if e != nil {
+		got = &itel.Acquired{Route: e.route, Fallback: e.fallback, Reason: e.fallbackLabel}
+	}
+	r.tel.EndAcquire(span, got, err)
 }

@@ -2,25 +2,25 @@ package hybroute
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	sc "github.com/hybroute/hybroute/internal/sidecar"
-
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/hybroute/hybroute/internal/admission"
 	"github.com/hybroute/hybroute/internal/browsertab"
+	"github.com/hybroute/hybroute/internal/config"
+	"github.com/hybroute/hybroute/internal/egress"
 	"github.com/hybroute/hybroute/internal/floor"
 	"github.com/hybroute/hybroute/internal/guard"
 	"github.com/hybroute/hybroute/internal/outage"
 	"github.com/hybroute/hybroute/internal/profiles"
 	"github.com/hybroute/hybroute/internal/sessions"
+	sc "github.com/hybroute/hybroute/internal/sidecar"
 	"github.com/hybroute/hybroute/internal/teardown"
 	"github.com/hybroute/hybroute/provider"
 	"github.com/hybroute/hybroute/route"
@@ -97,134 +97,98 @@ var errReleasedWhileCreating = fmt.Errorf("%w while it was being created", ErrRe
 func (e *entry) end() error {
 	e.released.Store(true)
 	defer e.h.Pages.StopAll()
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), teardown.ReleaseTimeout)
 	defer cancel()
 	return e.ending.Run(ctx)
 }
 
-// acquire returns the live session of the plan's cache key, creating it once
-// however many callers ask at the same time. A failed creation caches
-// nothing, so the next call starts afresh.
+// acquire returns the live session of the plan's cache key, held,
+// creating it once however many callers ask at the same time
+// (internal/sessions' Acquire). A failed creation caches nothing, so the
+// next call starts afresh.
 func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
-	for {
-		r.mu.Lock()
-		if r.closed {
-			r.mu.Unlock()
-			return nil, ErrClosed
-		}
-		r.startReaper()
-		e := r.sess.M[p.CacheKey]
-		if e != nil && !e.h.Dead() {
-			e.inUse.Add(1)
-			r.mu.Unlock()
-			return e, nil
-		}
-		if e != nil {
-			// The browser died under a cached session: drop it so this
-			// call makes a new one instead of failing on it forever.
-			delete(r.sess.M, p.CacheKey)
-			r.sess.WG.Add(1) // Close waits for this release too
-			r.mu.Unlock()
-			r.room.Free()
-			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser of cached session is gone; recreating",
-				slog.String("cache_key", p.CacheKey), slog.String("route", e.route.String()))
-			_ = e.end()
-			r.sess.WG.Done()
-			continue
-		}
-		r.mu.Unlock()
+	return r.sess.Acquire(ctx, r.owner, p.CacheKey, func(mark *sessions.Creation) (*entry, error) { return r.open(ctx, p, mark) })
+}
 
-		ch := r.sess.Creating.DoChan(p.CacheKey, func() (any, error) {
-			// Counted under mu after the closed check, so Close waits for
-			// every creation it did not prevent.
-			r.mu.Lock()
-			if r.closed {
-				r.mu.Unlock()
-				return nil, ErrClosed
-			}
-			r.sess.WG.Add(1)
-			mark := &sessions.Creation{}
-			r.sess.InFlight[p.CacheKey] = mark
-			r.mu.Unlock()
-			defer r.sess.WG.Done()
-			defer func() {
-				r.mu.Lock()
-				delete(r.sess.InFlight, p.CacheKey)
-				r.mu.Unlock()
-				r.room.Free()
-			}()
-			// The creation outlives a caller that gives up, so the others
-			// waiting on it are not failed by one caller's deadline; Close
-			// ends it, after a grace that lets a provider's answer arrive
-			// (a session it made is then released, not left running). The
-			// first caller's deadline only shapes how long the provider may
-			// take before the floor is tried.
-			timeout := r.cfg.CreateTimeout
-			if p.Route == route.Local {
-				timeout = r.cfg.LocalTimeout
-			}
-			budget := outage.Budget(ctx, timeout)
-			// The caller's terms for the wait for a turn at the local
-			// browser go along (internal/admission), and the wait they allow
-			// is not taken from the opening's own bound.
-			actx, queue := admission.ForCreation(context.WithoutCancel(ctx), ctx)
-			grace := time.Duration(0)
-			if p.Route == route.Cloud && !r.pol.Override {
-				grace = closeGrace
-			}
-			cctx, cancel := sessions.Bound(actx, timeout+queue, r.life, grace)
-			defer cancel()
-			sctx, span := r.tel.Tracer.Start(cctx, "hybroute.session.create",
-				trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
-			waited, err := r.makeRoom(sctx, p)
-			if err != nil {
-				r.endAcquire(span, nil, err)
-				return nil, err
-			}
-			started := time.Now()
-			e, err := r.create(sctx, p, budget)
-			r.endAcquire(span, e, err)
-			if err != nil {
-				return nil, err
-			}
-			r.tel.Created(sctx, e.route.String(), e.fallback, started)
-			w, err := r.armTab(e)
-			if err != nil {
-				_ = e.end()
-				return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.h.WrapErr(err))
-			}
-			if err := r.startState(sctx, e); err != nil {
-				_ = e.end()
-				w.Ended()
-				return nil, err
-			}
-			r.mu.Lock()
-			closed, released := r.closed, mark.Released
-			if closed || released {
-				r.mu.Unlock()
-				_ = e.end()
-				w.Ended()
-				if released {
-					return nil, errReleasedWhileCreating
-				}
-				return nil, ErrClosed
-			}
-			e.touch()
-			e.roomWaited.Store(int64(waited))
-			r.sessionOpened(cctx, e)
-			r.sess.M[p.CacheKey] = e
-			// Started under mu after the closed check, so Close's Wait
-			// cannot miss them.
-			w.Start(&r.sess.WG, r.closed)
-			r.mu.Unlock()
-			return e, nil
-		})
-		if _, err := sessions.Await[*entry](ctx, ch); err != nil {
-			return nil, err
-		}
-		// Loop to take the entry under the lock, which also re-checks
-		// that it did not die or get reaped in between.
+// newOwner is the router's side of its session cache.
+func (r *Router) newOwner() *sessions.Life[*entry] {
+	return &sessions.Life[*entry]{Mu: &r.mu, Closed: func() bool { return r.closed }, Reap: r.startReaper,
+		Live: func(e *entry) bool { return !e.h.Dead() }, Hold: func(e *entry) { e.inUse.Add(1) },
+		Free: r.room.Free, End: (*entry).end, ErrClosed: ErrClosed,
+		Gone: func(ctx context.Context, e *entry) {
+			r.log.LogAttrs(ctx, slog.LevelWarn, "hybroute: browser of cached session is gone; recreating",
+				slog.String("cache_key", e.key), slog.String("route", e.route.String()))
+		}}
+}
+
+// open makes the session of a plan for acquire, which marked its
+// creation (mark), and stores it.
+func (r *Router) open(ctx context.Context, p Plan, mark *sessions.Creation) (*entry, error) {
+	// The creation outlives a caller that gives up, so the others
+	// waiting on it are not failed by one caller's deadline; Close
+	// ends it, after a grace that lets a provider's answer arrive
+	// (a session it made is then released, not left running). The
+	// first caller's deadline only shapes how long the provider may
+	// take before the floor is tried.
+	timeout := r.cfg.CreateTimeout
+	if p.Route == route.Local {
+		timeout = r.cfg.LocalTimeout
 	}
+	budget := outage.Budget(ctx, timeout)
+	// The caller's terms for the wait for a turn at the local
+	// browser go along (internal/admission), and the wait they allow
+	// is not taken from the opening's own bound.
+	actx, queue := admission.ForCreation(context.WithoutCancel(ctx), ctx)
+	grace := time.Duration(0)
+	if p.Route == route.Cloud && !r.pol.Override {
+		grace = closeGrace
+	}
+	cctx, cancel := sessions.Bound(actx, timeout+queue, r.life, grace)
+	defer cancel()
+	sctx, span := r.tel.Tracer.Start(cctx, "hybroute.session.create",
+		trace.WithAttributes(attribute.String("hybroute.cache_key", p.CacheKey)))
+	waited, err := r.bounds.MakeRoom(sctx, p.CacheKey, p.Route == route.Local)
+	if err != nil {
+		r.endAcquire(span, nil, err)
+		return nil, err
+	}
+	started := time.Now()
+	e, err := r.create(sctx, p, budget)
+	r.endAcquire(span, e, err)
+	if err != nil {
+		return nil, err
+	}
+	r.tel.Created(sctx, e.route.String(), e.fallback, started)
+	w, err := r.armTab(e)
+	if err != nil {
+		_ = e.end()
+		return nil, fmt.Errorf("hybroute: enabling the request guard: %w", e.h.WrapErr(err))
+	}
+	if err := r.startState(sctx, e); err != nil {
+		_ = e.end()
+		w.Ended()
+		return nil, err
+	}
+	r.mu.Lock()
+	closed, released := r.closed, mark.Released
+	if closed || released {
+		r.mu.Unlock()
+		_ = e.end()
+		w.Ended()
+		if released {
+			return nil, errReleasedWhileCreating
+		}
+		return nil, ErrClosed
+	}
+	e.touch()
+	e.roomWaited.Store(int64(waited))
+	e.ending.Add(teardown.Count, r.tel.SessionOpened(cctx, e.route.String())) // counted open while the cache holds it
+	r.sess.M[p.CacheKey] = e
+	// Started under mu after the closed check, so Close's Wait
+	// cannot miss them.
+	w.Start(&r.sess.WG, r.closed)
+	r.mu.Unlock()
+	return e, nil
 }
 
 // create makes the session a plan needs. budget bounds the provider's part.
@@ -235,7 +199,7 @@ func (r *Router) create(ctx context.Context, p Plan, budget time.Duration) (*ent
 	case r.pol.Override:
 		return r.overrideEntry(ctx, p.CacheKey)
 	}
-	return r.cloudEntry(ctx, p.CacheKey, budget)
+	return r.cloud.Open(ctx, p.CacheKey, budget)
 }
 
 // localEntry is a session on the sidecar. The no-provider path, the hybrid
@@ -282,7 +246,7 @@ func (r *Router) reapIdle(now time.Time) int {
 		r.room.Free()
 	}
 	if r.cfg.MaxLocalMemory > 0 {
-		_ = r.shedMemory(context.Background(), false)
+		_ = r.bounds.Shed(context.Background(), false)
 	}
 	for _, e := range idle {
 		if err := e.end(); err != nil {
@@ -307,56 +271,27 @@ func (r *Router) Release(ctx context.Context, sessionKey string) error {
 	if err != nil {
 		return err
 	}
-	r.mu.Lock()
-	es := r.sess.Take(key, key+LocalSuffix)
-	r.routes.Delete(key)
-	r.states.Forget(key)
-	r.sess.Evicted.Take(key)
-	r.sess.Evicted.Take(key + LocalSuffix)
-	// Counted under mu while the entries were still in the map, so a
-	// Close that comes now waits for these releases too.
-	r.sess.WG.Add(len(es))
-	r.mu.Unlock()
-	if len(es) > 0 {
-		r.room.Free()
-	}
-	var errs []error
-	for _, e := range es {
-		errs = append(errs, e.end())
-		r.sess.WG.Done()
-	}
-	return errors.Join(errs...)
+	return r.sess.Release(r.owner, func() { r.routes.Delete(key); r.states.Forget(key) }, key, key+LocalSuffix)
 }
 
-// closeSessions releases every session and waits for the background work.
-// The releases run side by side (bounded): Close takes about one release's
-// time, not one per session.
+// closeSessions releases every session (internal/sessions' Close) and
+// waits for the background work.
 func (r *Router) closeSessions() error {
-	r.mu.Lock()
-	es := r.sess.TakeIf(func(*entry) bool { return true })
-	r.sess.StopReaper()
-	r.mu.Unlock()
-	r.endLife() // creations in flight stop and give back what they made
-	// The sidecar first: its tabs go with its Chromium, so their releases
-	// below ask nothing of a browser that is going anyway (a busy one would
-	// fail Close with a dispose that timed out).
-	if r.profiles != nil {
-		r.profiles.SaveAll() // before the browser contexts go with the Chromium
-	}
-	sideErr := r.side.Close()
-	errs := sessions.EndAll(es, closeParallel, (*entry).end)
-	// The guards end with their tabs, the reaper with stop, the creations
-	// with life: wait for all.
-	errs = append(errs, sideErr)
-	r.sess.WG.Wait()
+	err := r.sess.Close(r.owner, func() error {
+		r.endLife() // creations in flight stop and give back what they made
+		// The sidecar first: its tabs go with its Chromium, so their
+		// releases ask nothing of a browser that is going anyway (a busy
+		// one would fail Close with a dispose that timed out).
+		if r.profiles != nil {
+			r.profiles.SaveAll() // before the browser contexts go with the Chromium
+		}
+		return r.side.Close()
+	})
 	if c, ok := r.provider.(idleCloser); ok {
 		c.CloseIdleConnections()
 	}
-	return errors.Join(errs...)
+	return err
 }
-
-// closeParallel bounds the releases Close runs at once.
-const closeParallel = 16
 
 // closeGrace is how long Close lets a provider call in flight finish, so
 // the session it makes is released rather than left running unseen.
@@ -369,4 +304,88 @@ type idleCloser interface{ CloseIdleConnections() }
 // profileTab is a local tab as its profile knows it.
 func profileTab(lt *sc.Tab) profiles.Tab {
 	return profiles.Tab{Proc: lt.Proc(), Context: lt.BrowserContextID()}
+}
+
+// newBounds keeps the router's sessions within WithMaxSessions and
+// WithMaxLocalMemory: a new session first ends the least recently used
+// idle ones, or waits for room (internal/sessions' Bounds says how);
+// Result.Evicted and Result.WaitedForRoom tell the caller.
+func (r *Router) newBounds() *sessions.Bounds[*entry] {
+	return &sessions.Bounds[*entry]{Mu: &r.mu, Cache: r.sess, Room: &r.room,
+		MaxSessions: r.cfg.MaxSessions, MaxMemory: r.cfg.MaxLocalMemory,
+		Key:      func(e *entry) string { return e.key },
+		LastUsed: func(e *entry) int64 { return e.lastUsed.Load() },
+		Idle:     func(e *entry) bool { return e.inUse.Load() == 0 },
+		Local:    func(e *entry) bool { _, ok := e.h.Tab().(*sc.Tab); return ok },
+		Memory:   r.side.Memory, Credit: r.side.Credit, End: r.endEvicted, ErrBusy: ErrBusy,
+		Busy: func(b admission.Busy, sessions int, memory int64) error {
+			return &BusyError{Sessions: sessions, Memory: memory, Ahead: b.Ahead, Waited: b.Waited, Estimate: b.Estimate, Budget: b.Budget}
+		},
+	}
+}
+
+// endEvicted releases an evicted session.
+func (r *Router) endEvicted(ctx context.Context, e *entry, reason string) {
+	idle := time.Since(time.Unix(0, e.lastUsed.Load())).Round(time.Second)
+	err := e.end()
+	r.tel.Evicted(ctx, reason)
+	attrs := []slog.Attr{slog.String("cache_key", e.key), slog.String("route", e.route.String()),
+		slog.String("reason", reason), slog.Duration("idle", idle)}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	r.log.LogAttrs(ctx, slog.LevelInfo, "hybroute: ended an idle session to make room", attrs...)
+}
+
+// takeEvicted reports, once, that key's previous session was evicted.
+func (r *Router) takeEvicted(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.sess.Evicted.Take(key)
+}
+
+// The local Chromium's process lives in internal/sidecar. What it needs of
+// the router comes through its sc.Config: the options it reads, the guard
+// and the egress proxy of each process it starts, both deciding with the
+// router's policy on the local browser, and the turn to open a tab
+// (internal/admission). The sidecar holds no rule and no config of the router's.
+
+// maxTabsAtOnce bounds the new tabs the sidecar makes at the same time.
+const maxTabsAtOnce = 4
+
+// newSidecar makes the sidecar of a router with cfg, whose local browser
+// decides with pol; observe (nil: none) records each tab opening's wait
+// for its turn. It starts nothing; the first open starts Chromium.
+func newSidecar(cfg *config.Config, pol *floor.Policy, observe func(waited time.Duration, err error)) *sc.Sidecar {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	tabs := newTabQueue(maxTabsAtOnce) // the rest wait in turn
+	return sc.New(sc.Config{
+		Guard: func() *guard.Guard { return floor.NewGuard(pol, log, route.Local) },
+		Egress: func(ctx context.Context) (*egress.Proxy, error) {
+			return floor.StartEgress(ctx, pol, cfg.EgressDialer, log)
+		},
+		Turn: tabs.Turn(observe),
+		// A spare's making counts in the queue's estimate: its first
+		// estimate comes from the spare made at start, before a burst of
+		// sessions asks.
+		Opened:         tabs.Sample,
+		Path:           cfg.ChromiumPath,
+		Flags:          cfg.ChromiumFlags,
+		ViewportWidth:  cfg.ViewportW,
+		ViewportHeight: cfg.ViewportH,
+		NoChromium:     ErrNoChromium,
+		Dead:           errLocalDead,
+		Log:            log,
+	})
+}
+
+// newTabQueue is the admission queue of the local browser's tab openings,
+// whose refusals are [*BusyError]s.
+func newTabQueue(slots int) *admission.Queue {
+	return admission.New(slots, func(b admission.Busy) error {
+		return &BusyError{Ahead: b.Ahead, Waited: b.Waited, Estimate: b.Estimate, Budget: b.Budget}
+	})
 }

@@ -74,13 +74,13 @@ func testPolicy(res netpolicy.Resolver, privateOK bool) *floor.Policy {
 
 // testSidecar makes the sidecar of a router with no provider; the caller
 // closes it.
-func testSidecar(tb testing.TB, opts ...Option) *sidecar {
+func testSidecar(tb testing.TB, opts ...Option) *sc.Sidecar {
 	cfg := testConfig(tb, opts...)
-	return newSidecar(cfg, newPolicy(cfg, false, nil))
+	return newSidecar(cfg, newPolicy(cfg, false, nil), nil)
 }
 
 // newTestSidecar makes a sidecar that is closed (and checked) when the test ends.
-func newTestSidecar(tb testing.TB, opts ...Option) *sidecar {
+func newTestSidecar(tb testing.TB, opts ...Option) *sc.Sidecar {
 	tb.Helper()
 	s := testSidecar(tb, opts...)
 	tb.Cleanup(func() { assert.NoError(tb, s.Close()) })
@@ -133,7 +133,7 @@ func eval[T any](t *testing.T, ctx context.Context, tab *sc.Tab, js string) T {
 }
 
 // currentProc returns the running process, for assertions.
-func currentProc(t *testing.T, s *sidecar) *sc.Proc {
+func currentProc(t *testing.T, s *sc.Sidecar) *sc.Proc {
 	t.Helper()
 	p := s.Running()
 	require.NotNil(t, p, "no Chromium is running")
@@ -144,7 +144,7 @@ func currentProc(t *testing.T, s *sidecar) *sc.Proc {
 // Chromium: every created one (the default one is not listed) except the
 // spare, after any spare being made is done. A pending refill is made
 // first, so that its timer cannot make one while the contexts are listed.
-func browserContexts(t *testing.T, ctx context.Context, s *sidecar) []cdp.BrowserContextID {
+func browserContexts(t *testing.T, ctx context.Context, s *sc.Sidecar) []cdp.BrowserContextID {
 	t.Helper()
 	spare := s.SettleSpare()
 	res, err := cdp.Call(ctx, currentProc(t, s).Browser(), target.GetBrowserContexts, cdp.Empty{})
@@ -153,7 +153,7 @@ func browserContexts(t *testing.T, ctx context.Context, s *sidecar) []cdp.Browse
 }
 
 // pagesIn counts the page targets in one browser context.
-func pagesIn(t *testing.T, ctx context.Context, s *sidecar, id cdp.BrowserContextID) int {
+func pagesIn(t *testing.T, ctx context.Context, s *sc.Sidecar, id cdp.BrowserContextID) int {
 	t.Helper()
 	res, err := cdp.Call(ctx, currentProc(t, s).Browser(), target.GetTargets, target.GetTargetsParams{})
 	require.NoError(t, err)

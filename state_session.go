@@ -7,19 +7,15 @@ import (
 	"strings"
 
 	"github.com/hybroute/hybroute/internal/config"
+	"github.com/hybroute/hybroute/internal/remotetab"
 	"github.com/hybroute/hybroute/internal/statesync"
 	"github.com/hybroute/hybroute/route"
 	"github.com/hybroute/hybroute/state"
 )
 
-// A session key's storage state, across its browser sessions: the state
-// loaded for the key ([Router.LoadState], or [WithInitialState] for every
-// key) goes into each browser session the key gets, on either route, as
-// it is made: the cloud session, the hybrid sidecar session, the local
-// fallback. When a call moves the key from one browser to the other, the
-// cookies of the one it leaves go to the one it comes to. Each browser
-// gets only what it may hold (split): a remote browser
-// never gets a cookie or a storage of a host the router keeps local.
+// A session key's storage state goes into each of its browser sessions
+// and follows the key from one browser to the other (internal/statesync's
+// Keeper); each browser gets only what it may hold.
 
 // WithInitialState loads s into every new browser session of every
 // session key, before its first page ([Router.LoadState] sets one key's
@@ -27,14 +23,6 @@ import (
 // [state.ErrInvalid].
 func WithInitialState(s *state.State) Option {
 	return func(c *config.Config) { c.InitialState = s.Clone() }
-}
-
-// stateOf is the state a new browser session of key starts with, or nil.
-func (r *Router) stateOf(key string) *state.State {
-	if st := r.states.Get(key); st != nil {
-		return st
-	}
-	return r.cfg.InitialState
 }
 
 // LoadState makes st the storage state of sessionKey: its cookies replace
@@ -64,21 +52,7 @@ func (r *Router) LoadState(ctx context.Context, sessionKey string, st *state.Sta
 		return ErrClosed
 	}
 	r.states.Put(key, st)
-	var errs []error
-	for _, e := range r.liveEntries(key) {
-		errs = append(errs, r.withEntry(e, func(e *entry) error {
-			kept, _ := r.split(ctx, st, e.route)
-			b, err := r.stateBrowser(ctx, e)
-			if err == nil {
-				err = b.Write(ctx, kept, false, true)
-			}
-			if err != nil {
-				return fmt.Errorf("hybroute: load state into %s session %q: %w", e.route, e.key, err)
-			}
-			return nil
-		}))
-	}
-	return errors.Join(errs...)
+	return r.states.Load(ctx, st, r.lent(key))
 }
 
 // SaveState returns the storage state of sessionKey, in Playwright's
@@ -98,44 +72,29 @@ func (r *Router) SaveState(ctx context.Context, sessionKey string) (*state.State
 	if r.isClosed() {
 		return nil, ErrClosed
 	}
-	loaded := r.states.Get(key)
-	es := r.liveEntries(key)
-	if len(es) == 0 {
-		if loaded == nil {
-			return nil, fmt.Errorf("hybroute: save state of %q: %w", key, ErrNoSession)
-		}
-		return loaded.Clone(), nil
+	st, err := r.states.Save(ctx, key, func() []statesync.Lend { return r.lent(key) })
+	if errors.Is(err, statesync.ErrNone) {
+		return nil, fmt.Errorf("hybroute: save state of %q: %w", key, ErrNoSession)
 	}
-	// What no browser of the key could hold stays as loaded; the rest is
-	// what the browsers hold now, the page's browser's last so it wins.
-	beyond := loaded
-	snaps := make([]*state.State, len(es))
-	for i, e := range es {
-		err := r.withEntry(e, func(e *entry) error {
-			_, beyond = r.split(ctx, beyond, e.route)
-			b, err := r.stateBrowser(ctx, e)
-			var snap *state.State
-			if err == nil {
-				snap, err = b.Read(ctx, statesync.OriginsOf(loaded))
-			}
-			if err != nil {
-				return fmt.Errorf("hybroute: save state of %s session %q: %w", e.route, e.key, err)
-			}
-			snaps[i] = snap
-			return nil
+	return st, err
+}
+
+// lent are the key's browser sessions, the one its page is on first, each
+// held until it is lent (withEntry).
+func (r *Router) lent(key string) []statesync.Lend {
+	var out []statesync.Lend
+	for _, e := range r.liveEntries(key) {
+		out = append(out, func(fn func(statesync.Session) error) error {
+			return r.withEntry(e, func(e *entry) error { return fn(r.stateSession(e)) })
 		})
-		if err != nil {
-			return nil, err
-		}
 	}
-	out := beyond
-	for i := len(snaps) - 1; i >= 0; i-- {
-		out = out.Merge(snaps[i])
-	}
-	if loaded != nil {
-		r.states.Put(key, out.Clone())
-	}
-	return out.Clone(), nil
+	return out
+}
+
+// stateSession is e as its state sees it.
+func (r *Router) stateSession(e *entry) statesync.Session {
+	return statesync.Session{Key: e.key, Route: e.route,
+		Browser: func(ctx context.Context) (statesync.Browser, error) { return r.stateBrowser(ctx, e) }}
 }
 
 // liveEntries are the key's browser sessions, the one its page is on
@@ -187,8 +146,8 @@ func (r *Router) isClosed() bool {
 // are tracked from now on, and the key's state, if it has one, is loaded
 // before the session's first page.
 func (r *Router) startState(ctx context.Context, e *entry) error {
-	if _, ok := e.h.Tab().(*restTab); ok {
-		if r.stateOf(baseKey(e.key)) != nil {
+	if _, ok := e.h.Tab().(*remotetab.RESTTab); ok {
+		if r.states.Of(baseKey(e.key)) != nil {
 			return errStateNoCDP
 		}
 		return nil
@@ -196,19 +155,7 @@ func (r *Router) startState(ctx context.Context, e *entry) error {
 	if err := statesync.TrackOrigins(e.h.Context(), e.h); err != nil {
 		return err
 	}
-	st := r.stateOf(baseKey(e.key))
-	if st == nil {
-		return nil
-	}
-	kept, _ := r.split(ctx, st, e.route)
-	b, err := r.stateBrowser(ctx, e)
-	if err == nil {
-		err = b.Write(ctx, kept, true, false)
-	}
-	if err != nil {
-		return fmt.Errorf("hybroute: loading the storage state: %w", err)
-	}
-	return nil
+	return r.states.Start(ctx, baseKey(e.key), r.stateSession(e))
 }
 
 // followState carries the cookies of the browser session a call moved
@@ -234,27 +181,12 @@ func (r *Router) followState(ctx context.Context, e *entry, prevKey string) erro
 	if prev.h.Dead() || !prev.callMu.TryLock() {
 		return nil
 	}
-	var cookies []state.Cookie
-	pb, err := r.stateBrowser(ctx, prev)
-	if err == nil {
-		cookies, err = pb.ReadCookies(ctx)
-	}
+	cookies, err := r.states.Cookies(ctx, r.stateSession(prev))
 	prev.callMu.Unlock()
 	if err != nil {
-		return fmt.Errorf("hybroute: carrying the cookies from %s session %q: %w", prev.route, prev.key, err)
+		return err
 	}
-	_, beyond := r.split(ctx, &state.State{Cookies: loaded.Cookies}, prev.route)
-	next := statesync.Carried(loaded, beyond, cookies)
-	r.states.Put(key, next)
-	kept, _ := r.split(ctx, &state.State{Cookies: next.Cookies}, e.route)
-	b, err := r.stateBrowser(ctx, e)
-	if err == nil {
-		err = b.WriteCookies(ctx, kept.Cookies, false)
-	}
-	if err != nil {
-		return fmt.Errorf("hybroute: carrying the cookies to %s session %q: %w", e.route, e.key, err)
-	}
-	return nil
+	return r.states.Follow(ctx, key, loaded, prev.route, cookies, r.stateSession(e))
 }
 
 // baseKey is the session key of a cache key.
@@ -275,11 +207,4 @@ func (r *Router) stateBrowser(ctx context.Context, e *entry) (statesync.Browser,
 		b.Stub = e.bg.Stub
 	}
 	return b, nil
-}
-
-// split parts st into what may go to a browser at w (kept) and what may
-// not (dropped): on the local browser every cookie may, and every origin
-// floor's MayHold lets it hold.
-func (r *Router) split(ctx context.Context, st *state.State, w route.Route) (kept, dropped *state.State) {
-	return statesync.Split(st, w == route.Local, func(rawURL string) bool { return r.pol.MayHold(ctx, rawURL, w) })
 }

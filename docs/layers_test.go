@@ -98,6 +98,10 @@ var layer = map[string]int{
 	// A session key's storage state in and out of its browsers, over the
 	// tab mechanics; the rules of which browser may hold what are lent.
 	"internal/statesync": 3,
+	// A cloud session, or the local floor in its place: the provider's
+	// health and slots, the connect, the fallback; generic over the
+	// router's entry.
+	"internal/cloud": 4,
 	// The facade: the Router, its plan, sessions and tabs.
 	"": 5,
 	// The toolset's engines: text for the model, the snapshot and the

@@ -112,6 +112,19 @@ func nextMean(mean, d time.Duration) time.Duration {
 	}
 }
 
+// Turn is the wait of one opening for its turn, under the terms its
+// context carries (ForCreation): what a browser asks before it opens a
+// tab. observe, if not nil, records each wait.
+func (q *Queue) Turn(observe func(waited time.Duration, err error)) func(ctx context.Context) (func(opened time.Duration), error) {
+	return func(ctx context.Context) (func(opened time.Duration), error) {
+		waited, done, err := q.Wait(ctx, TermsOf(ctx))
+		if observe != nil {
+			observe(waited, err)
+		}
+		return done, err
+	}
+}
+
 // Wait takes a slot for one opening, in turn. It refuses at once with a
 // refusal (busy) when the foreseen wait exceeds the terms' allowance (unless
 // they say to wait), and gives up with one when the allowance runs out in

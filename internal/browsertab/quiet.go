@@ -38,3 +38,24 @@ func (h *Handle) Quiet() {
 	_, _ = cdp.Call(ctx, c.Target, runtime.Evaluate, runtime.EvaluateParams{Expression: "0"})
 	_, _ = cdp.Call(ctx, c.Target, page.StopLoading, cdp.Empty{})
 }
+
+// AfterRun is the tab's part of the end of a run that returned runErr:
+// what a call its caller ended (callerErr) set going in the page stops
+// with it (Quiet); a dialog held for the caller that ended the run is the
+// run's error (open says it); and a run its caller cut short leaves the
+// page perhaps wedged, so the next call asks the tab before it relies on
+// it.
+func (h *Handle) AfterRun(runErr, callerErr error, open func(Dialog) error) error {
+	if callerErr != nil {
+		h.Quiet()
+	}
+	if d, ok := h.Held.Pending(); ok && runErr != nil && callerErr == nil {
+		// The dialog, not the run, ended the call: the tab is fine and
+		// waits for the caller's answer.
+		runErr = open(d)
+	}
+	if runErr != nil && callerErr != nil {
+		h.SetProbeFirst(true)
+	}
+	return runErr
+}

@@ -54,7 +54,7 @@ type Config struct {
 	LookupConcurrency int
 	MaxHostsPerCall   int
 
-	// the local Chromium (internal/sidecar, sidecar_owner.go)
+	// the local Chromium (internal/sidecar, session.go)
 	ChromiumPath  string
 	ChromiumFlags map[string]any
 	ViewportW     int // every local tab's viewport; 0 leaves Chromium's own
@@ -75,7 +75,7 @@ type Config struct {
 	// connect-time egress check of the local browser (internal/egress)
 	EgressDialer func(ctx context.Context, network, addr string) (net.Conn, error)
 
-	// sessions (session.go, fallback.go)
+	// sessions (session.go, internal/cloud)
 	IdleTimeout   time.Duration
 	ReapInterval  time.Duration
 	MaxBackoff    time.Duration
@@ -83,11 +83,11 @@ type Config struct {
 	LocalTimeout  time.Duration
 	Fallback      bool
 
-	// bounded sessions (bounds.go); 0: no cap
+	// bounded sessions (internal/sessions); 0: no cap
 	MaxSessions    int
 	MaxLocalMemory int64
 
-	// the fleet (store.go, fallback.go)
+	// the fleet (cloud.go)
 	Store               store.Store // nil: a MemoryStore of the router's own
 	StoreTimeout        time.Duration
 	ProviderConcurrency int           // 0: no cap

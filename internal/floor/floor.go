@@ -125,6 +125,16 @@ func (p *Policy) ClassifyWith(ctx context.Context, rawURL string, known *Lookups
 	return p.Cls.Classify(ctx, rawURL, known.np())
 }
 
+// CheckPage applies the landed-URL rule to u, the URL of a page on w
+// about to be read: an error wrapping the refusal when the page is where
+// its browser must not be. known are the call's answers (nil: none).
+func (p *Policy) CheckPage(ctx context.Context, u string, w route.Route, known *Lookups) error {
+	if err := p.Refuse(p.ClassifyWith(ctx, u, known), w); err != nil {
+		return fmt.Errorf("hybroute: the page is at a blocked address: %w", err)
+	}
+	return nil
+}
+
 // PrivateRoute is the browser the router's routes send a private URL to.
 func (p *Policy) PrivateRoute() route.Route {
 	if p.Local || p.Hybrid {
@@ -203,17 +213,26 @@ func invalid(v netpolicy.Verdict, reason netpolicy.Reason, detail error) netpoli
 // runs; the egress check does not (it resolves at connect time, and dials
 // what it resolved).
 
-// DecideAll fills vs with the verdicts of urls (classes only: refusing is
-// the caller's), resolving each distinct name once, within the router's
-// limits ([netpolicy.Classifier.ClassifyAll]). It returns the answers, for
-// the guard and the landed-URL check of the call, or nil when no name was
-// resolved.
-func (p *Policy) DecideAll(ctx context.Context, urls []string, vs []netpolicy.Verdict) (*Lookups, error) {
+// DecideAll fills vs with the verdicts of the URL literals urls, each
+// refused as RefuseLiteral says, resolving each distinct name once, within
+// the router's limits ([netpolicy.Classifier.ClassifyAll]). It returns
+// the answers, for the guard and the landed-URL check of the call (nil
+// when no name was resolved), and the refusals in scan order. Past the
+// limit on names it fails with netpolicy.ErrTooManyHosts and decides
+// nothing.
+func (p *Policy) DecideAll(ctx context.Context, urls []string, vs []netpolicy.Verdict) (*Lookups, []error, error) {
 	look, err := p.Cls.ClassifyAll(ctx, urls, vs, p.cfg.MaxHostsPerCall, p.cfg.LookupConcurrency)
 	if errors.Is(err, netpolicy.ErrTooManyHosts) {
-		err = fmt.Errorf("%w (WithMaxHostsPerCall)", err)
+		return nil, nil, fmt.Errorf("%w (WithMaxHostsPerCall)", err)
 	}
-	return (*Lookups)(look), err
+	var refused []error
+	for i := range vs {
+		netpolicy.MarkLiteral(&vs[i])
+		if vs[i].Err = p.RefuseLiteral(vs[i]); vs[i].Err != nil {
+			refused = append(refused, vs[i].Err)
+		}
+	}
+	return (*Lookups)(look), refused, err
 }
 
 // MayHold reports whether a browser at w may hold the state (a cookie, a

@@ -283,6 +283,23 @@ func (g *Guard) Register(s *Session, key string, tabCtx context.Context, bcID cd
 	return nil
 }
 
+// Watch registers the tab of tabCtx as s's (Register), and returns what
+// runs until that tab closes or the guard's browser goes: the guard then
+// forgets s (Unregister).
+func (g *Guard) Watch(s *Session, key string, tabCtx context.Context, bcID cdp.BrowserContextID) (func(), error) {
+	if err := g.Register(s, key, tabCtx, bcID); err != nil {
+		return nil, err
+	}
+	tab := s.Tab()
+	return func() {
+		select {
+		case <-tabCtx.Done():
+		case <-g.Done():
+		}
+		g.Unregister(s, tab)
+	}, nil
+}
+
 // Unregister forgets s once its tab (the target tab) is closed. A tab that
 // was replaced leaves the replacement's registration standing.
 func (g *Guard) Unregister(s *Session, tab target.ID) {

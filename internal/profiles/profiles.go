@@ -350,6 +350,19 @@ func (ps *Store) Release(t Tab) error {
 	return ps.save(t, key)
 }
 
+// Move moves the profile of key from the browser context from of proc to
+// the context to, which replaces it: saved from the one, restored into
+// the other. A nil Store keeps no profile, and moves nothing.
+func (ps *Store) Move(ctx context.Context, proc *sc.Proc, from, to cdp.BrowserContextID, key string) error {
+	if ps == nil {
+		return nil
+	}
+	if err := ps.Release(Tab{Proc: proc, Context: from}); err != nil {
+		return err
+	}
+	return ps.Restore(ctx, Tab{Proc: proc, Context: to}, key)
+}
+
 // SaveAll saves the jar of every live tab: Close calls it before the local
 // Chromium stops, which takes every browser context with it.
 func (ps *Store) SaveAll() {

@@ -37,7 +37,7 @@ type Tab struct {
 	ctx         context.Context      // the first tab's: it holds the connection to the browser
 	target      target.ID            // the first tab's target, once known (learnTarget)
 	bcID        cdp.BrowserContextID // the session's browser context, once known (learnTarget)
-	page        browsertab.Front     // the tab calls run in, once the first was replaced (tabs.go) or another made the front (tablist.go)
+	page        browsertab.Front     // the tab calls run in, once the first was replaced (tablist.go) or another made the front (tablist.go)
 	cancelAlloc context.CancelFunc
 	guard       *guard.Guard // the guard of this connection's browser
 	once        sync.Once
@@ -268,7 +268,7 @@ func (t *Tab) Close(ctx context.Context) error {
 }
 
 // openTargets are the tabs close closes: the first, and its replacement
-// when it was replaced (tabs.go; the first was closed then, best effort).
+// when it was replaced (tablist.go; the first was closed then, best effort).
 func (t *Tab) openTargets() []target.ID {
 	var ids []target.ID
 	if p := t.page.Get(); p != nil {

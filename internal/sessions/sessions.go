@@ -1,9 +1,11 @@
 // Package sessions is the mechanics of a router's cache of live sessions:
 // the map by cache key, the creations not yet stored, the keys whose
-// session was evicted, the shared creation of a key, the background work
-// Close waits for, the idle reaper's loop, and the parallel end at Close.
-// What a session is, and when one is made, reaped or ended, is the
-// router's: the cache is generic over its entry.
+// session was evicted, the shared creation of a key (Acquire), the
+// background work Close waits for, the idle reaper's loop, a key's
+// release, the parallel end at Close, and the caps on the sessions and on
+// the local browser's memory (Bounds). What a session is, and how one is
+// made or ended, is the router's: the cache is generic over its entry, and
+// asks of it through functions, under the router's mutex (Life).
 package sessions
 
 import (

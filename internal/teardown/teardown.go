@@ -8,7 +8,12 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 )
+
+// ReleaseTimeout bounds one release: the provider's API call, a tab's
+// close.
+const ReleaseTimeout = 10 * time.Second
 
 // A session ends by one ordered list of steps, whichever part of the
 // router added each one (the session's maker, the fallback, the fleet,

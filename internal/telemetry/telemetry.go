@@ -254,12 +254,12 @@ func (t *Metrics) Queued(waited time.Duration, outcome string) {
 	t.tabQueueWait.Record(context.Background(), waited.Seconds(), metric.WithAttributes(attribute.String("outcome", outcome)))
 }
 
-// SessionOpened counts a session open on route, and returns what counts
-// it closed.
-func (t *Metrics) SessionOpened(ctx context.Context, route string) (closed func(context.Context)) {
+// SessionOpened counts a session open on route, and returns the step of
+// its end that counts it closed.
+func (t *Metrics) SessionOpened(ctx context.Context, route string) (closed func(context.Context) error) {
 	opts := metric.WithAttributes(attribute.String("route", route))
 	t.sessionsOpen.Add(ctx, 1, opts)
-	return func(ctx context.Context) { t.sessionsOpen.Add(ctx, -1, opts) }
+	return func(ctx context.Context) error { t.sessionsOpen.Add(ctx, -1, opts); return nil }
 }
 
 // Created records the time to create a session that ran on route, since
