@@ -115,9 +115,17 @@ func (a *agent) seen(cue string, since int) bool {
 
 // ref finds an element's ref in what the agent read, newest first, taking
 // a snapshot when it has read none.
+// When what it read leaves the element out (a list the server folded, a
+// snapshot cut short), it searches for the element's name with the
+// server's find tool first, as a model told "N more like these" does.
 func (a *agent) ref(role, name string) (string, error) {
-	for _, retry := range []bool{false, true} {
-		if retry {
+	for try := range 3 {
+		switch {
+		case try == 1 && a.d.find != nil && len(a.read) > 0:
+			if _, err := a.call(a.d.find(name)); err != nil {
+				return "", err
+			}
+		case try > 0:
 			if _, err := a.call(a.d.snapshot()); err != nil {
 				return "", err
 			}
