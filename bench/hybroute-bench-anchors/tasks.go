@@ -110,7 +110,13 @@ func (a *agent) act(tc toolCall) (string, error) {
 }
 
 func (a *agent) seen(cue string, since int) bool {
-	return slices.ContainsFunc(a.read[since:], func(t string) bool { return strings.Contains(t, cue) })
+	return slices.ContainsFunc(a.read[since:], func(t string) bool { return strings.Contains(t, cue) && !foundNothing(t) })
+}
+
+// foundNothing reports whether t is a find's answer that nothing matched:
+// it quotes the text searched for, which is not having read it.
+func foundNothing(t string) bool {
+	return strings.Contains(t, "(nothing in the page contains ") || strings.Contains(t, "No matches found for ")
 }
 
 // ref finds an element's ref in what the agent read, newest first, taking
