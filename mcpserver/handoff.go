@@ -59,6 +59,10 @@ func (s *Server) handoffNotifier(req *mcp.CallToolRequest) agent.HandoffNotifier
 				_ = ss.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Message: msg})
 			}
 		}
+		// A client that sent no progress token hears of the URL only
+		// through a log message while the call waits: logging is deprecated
+		// from protocol 2026-07-28 (SEP-2577) but works for its window.
+		//lint:ignore SA1019 the one notice a client without progress tokens or URL elicitation gets while the hand-off waits
 		_ = ss.Log(ctx, &mcp.LoggingMessageParams{Level: "notice", Logger: "hybroute", Data: msg})
 		return nil
 	}

@@ -104,6 +104,9 @@ func New(ts *agent.Toolset, opts Options) *Server {
 		server: mcp.NewServer(&mcp.Implementation{Name: "hybroute", Title: "hybroute browser", Version: version}, &mcp.ServerOptions{
 			Instructions: "Browser tools. browser_navigate opens a page; browser_snapshot reads it with refs for browser_click and browser_type. " +
 				"Public sites run in a cloud browser, local and private addresses in a local one; every result says which, and cloud metadata addresses are always refused.",
+			// Logging: the hand-off's notice to a client without progress
+			// tokens (handoff.go).
+			//lint:ignore SA1019 the hand-off's notice needs the logging capability until clients take URL elicitation
 			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}, Logging: &mcp.LoggingCapabilities{}},
 		}),
 		swept: make(chan struct{}),
