@@ -130,19 +130,20 @@ func (r *Router) carryToFresh(ctx context.Context, e *entry, lt *sc.Tab, from, t
 // that is not clean for it is replaced by a fresh one first
 // (renewForGrant). A tab of any other browser has no door, and its call
 // no grant.
-func (r *Router) grantCall(ctx context.Context, e *entry, vs []netpolicy.Verdict) (done func(), err error) {
+func (r *Router) grantCall(ctx context.Context, e *entry, vs []netpolicy.Verdict) (done func(), renewed bool, err error) {
 	lt, ok := e.h.Tab().(*sc.Tab)
 	if !ok || lt.Door() == nil {
-		return func() {}, nil
+		return func() {}, false, nil
 	}
 	done, err = floor.GrantCall(lt.Door(), vs, e.landedURL)
 	if !errors.Is(err, floor.ErrNotClean) {
-		return done, err
+		return done, false, err
 	}
 	if err := r.renewForGrant(ctx, e, lt); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return floor.GrantCall(lt.Door(), vs, e.landedURL)
+	done, err = floor.GrantCall(lt.Door(), vs, e.landedURL)
+	return done, true, err
 }
 
 // door is the egress door of the entry's browser context; nil on any

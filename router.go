@@ -204,6 +204,13 @@ type Result struct {
 	// storage are kept, the page is not (the new tab starts blank).
 	TabReplaced bool
 
+	// ContextRenewed: the session's browser context had run pages of
+	// hosts this call's grant does not cover, and what they left there
+	// (workers, other tabs) must not use it, so the call ran in a fresh
+	// browser context: the cookies came along, the page, history and
+	// storage did not.
+	ContextRenewed bool
+
 	// Evicted: the session's previous browser session was ended while
 	// idle to stay within [WithMaxSessions] or [WithMaxLocalMemory], so
 	// this call ran in a fresh one: its page, cookies and storage are gone.
@@ -517,7 +524,8 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	if d, ok := e.h.Held.Pending(); ok {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w: %s %q waits for an answer", e.route, p.CacheKey, ErrDialogOpen, d.Type, d.Message)
 	}
-	endGrant, err := r.grantCall(ctx, e, p.Verdicts) // the private hosts this call named, and no others
+	endGrant, renewed, err := r.grantCall(ctx, e, p.Verdicts) // the private hosts this call named, and no others
+	res.ContextRenewed = renewed
 	if err != nil {
 		return res, fmt.Errorf("hybroute: call on %s session %q: %w", e.route, p.CacheKey, err)
 	}

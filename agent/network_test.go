@@ -205,3 +205,29 @@ func TestARefusedFrameIsExplainedWithTheNavigation(t *testing.T) {
 	assert.Contains(t, res.Text, "navigate to it", "the model is told how to open the frame's host")
 	assert.NotContains(t, res.Text, "Failed to fetch", "a navigation ran no script of the model's")
 }
+
+// TestAFreshContextForAGrantIsExplained: a page whose frame started to
+// load a private host no call named leaves its browser context unclean for
+// the next call's grant, which then runs in a fresh context; the result
+// says so, not that the browser was started afresh.
+func TestAFreshContextForAGrantIsExplained(t *testing.T) {
+	hybroutetest.Parallel(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, port, _ := net.SplitHostPort(r.Host)
+		if r.URL.Path == "/framed" {
+			fmt.Fprintf(w, `<title>Framed</title><iframe src="http://127.0.0.2:%s/inner"></iframe>`, port)
+			return
+		}
+		fmt.Fprint(w, `<title>Intranet</title><p>hello</p>`)
+	}))
+	t.Cleanup(srv.Close)
+	ts := newToolset(t, agenttest.NewRouter(t, nil))
+	const s = "fresh-context"
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/framed"}))
+	res := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/"}))
+	assert.Contains(t, res.Text, "Note: this call ran in a fresh browser context of the local browser")
+	assert.NotContains(t, res.Text, "started afresh")
+	assert.True(t, res.Where.BrowserChanged)
+	again := mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/?again"}))
+	assert.NotContains(t, again.Text, "fresh browser context", "a context clean for the grant is kept")
+}
