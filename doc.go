@@ -41,7 +41,10 @@
 //
 // The options that matter first are [WithLogger], [WithAllowPrivateURLs]
 // and [WithAutoLocalForPrivateURLs]; a fleet of routers shares a
-// [store.Store] ([WithStore]).
+// [store.Store] ([WithStore]). Where a person must act in a session's page
+// (a login with a second factor), [Router.LiveViews] serves its live view
+// and hands the page over: what the person does there are calls of the
+// session's key, under the same floor.
 //
 // # Layers
 //
