@@ -57,7 +57,6 @@ func newTab(t *testing.T, html string) context.Context {
 type collect struct {
 	mu     sync.Mutex
 	frames []screencast.Frame
-	at     []time.Time // when each frame was handed on
 	got    chan struct{}
 }
 
@@ -66,7 +65,6 @@ func newCollect() *collect { return &collect{got: make(chan struct{}, 1000)} }
 func (c *collect) add(f screencast.Frame) {
 	c.mu.Lock()
 	c.frames = append(c.frames, f)
-	c.at = append(c.at, time.Now())
 	c.mu.Unlock()
 	c.got <- struct{}{}
 }
@@ -93,21 +91,25 @@ func TestFramesAreJPEGsAtABoundedRate(t *testing.T) {
 	ctx := testenv.Context(t, 20*time.Second)
 	const interval = 50 * time.Millisecond
 	c := newCollect()
+	begun := time.Now()
 	cast, err := screencast.Start(tab, screencast.Options{Interval: interval, MaxWidth: 400, MaxHeight: 300}, c.add)
 	require.NoError(t, err)
 	c.wait(t, ctx, 5)
 	cast.Stop()
+	<-cast.Done()
+	span := time.Since(begun)
 	frames := c.snapshot()
-	c.mu.Lock()
-	at := append([]time.Time(nil), c.at...)
-	c.mu.Unlock()
 	for i, f := range frames {
 		assert.True(t, bytes.HasPrefix(f.JPEG, []byte{0xff, 0xd8}), "frame %d is no JPEG", i)
 		assert.Positive(t, f.Meta.DeviceWidth, "frame %d has no viewport", i)
-		if i > 0 {
-			assert.GreaterOrEqual(t, at[i].Sub(at[i-1]), interval, "frame %d came sooner than the interval allows", i)
-		}
 	}
+	// The page animates at the display's rate (60 a second), so without
+	// the bound 5 frames would come in about 80 ms. Frames handed on at
+	// least an interval apart, all between Start and Done, number at most
+	// span/interval + 1: a slow machine only widens the span, so this
+	// holds however loaded it is (the gap between two callbacks, as the
+	// test sees it, does not: its clock reads late or early).
+	assert.LessOrEqual(t, len(frames), int(span/interval)+1, "%d frames in %s: more than one per %s", len(frames), span, interval)
 	// After Stop, the callback is never called again.
 	n := len(frames)
 	_, err = chromedp.Run(tab, chromedp.Evaluate[int](`n = 0`))
