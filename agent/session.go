@@ -393,7 +393,7 @@ func (s *session) finish(res hybroute.Result, c *call) (Where, string) {
 		note = "Note: this session's browser was closed while it was idle, to make room for other sessions, so this call ran in a fresh one: the previous page, cookies and logins are gone; navigate again if you need them."
 	case res.ContextRenewed:
 		w.BrowserChanged = true
-		note = "Note: this call ran in a fresh browser context of the local browser: the old one had shown pages of other private hosts, and what they left (workers, other tabs) must not reach this one. Cookies came along; the previous page, history and storage did not."
+		note = "Note: this call ran in a fresh browser context of the local browser: the old one had loaded pages of hosts other than this call names, and what they left (workers, other tabs) must not reach the private hosts this call may open. Cookies came along; the previous page, history and storage did not."
 	case res.TabReplaced:
 		w.BrowserChanged = true
 		note = "Note: the tab did not answer after the previous call timed out (a script that never ends, say), so this call ran in a fresh tab of the same browser: cookies and logins are kept, the previous page is gone; navigate again if you need it."
