@@ -122,6 +122,7 @@ type callSettings struct {
 	wait       bool          // WaitForTurn
 	rest       bool          // DrivesREST
 	navigation bool          // Navigation
+	open       bool          // openOnly
 }
 
 func settingsOf(opts []CallOption) callSettings {
@@ -160,6 +161,11 @@ func DrivesREST() CallOption { return func(s *callSettings) { s.rest = true } }
 // one URL: it is not scanned, and it picks the browser, as
 // [Router.Navigate] does.
 func Navigation() CallOption { return func(s *callSettings) { s.navigation = true } }
+
+// openOnly runs the call only on the key's open session, never a new one
+// (a live view's calls: a released session stays released); without one
+// the call fails with [ErrReleased].
+func openOnly() CallOption { return func(s *callSettings) { s.open = true } }
 
 // Refusal is one request of a session's pages that the guard refused:
 // what it asked for and why. A tool that lists a page's requests shows

@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -72,7 +73,9 @@ type HandoffResult struct {
 // with [ErrNoCDPEndpoint].
 func (v *LiveViews) Handoff(ctx context.Context, key string, req HandoffRequest) (HandoffResult, error) {
 	h := liveview.Handoff{Task: req.Task, Timeout: req.Timeout, OnURL: req.OnURL, BaseURL: v.opts.BaseURL}
-	if _, err := (viewSession{r: v.r, key: key, open: true}).Do(ctx, nil); err != nil {
+	// The one call of a hand-off that may open the session: the view needs
+	// a page to show.
+	if _, err := (viewSession{r: v.r, key: key}).call(ctx, nil); err != nil {
 		return HandoffResult{}, err
 	}
 	err := v.s.Handoff(ctx, viewSession{r: v.r, key: key}, &h)
@@ -80,19 +83,20 @@ func (v *LiveViews) Handoff(ctx context.Context, key string, req HandoffRequest)
 		URL: h.Page.URL, Title: h.Page.Title}, err
 }
 
-// viewSession is a session as a view drives it: each input a call. A
-// released session is not opened again ([ErrNoSession]), except by the
-// hand-off's first call (open), which gives the view a page to show.
+// viewSession is a session as a view drives it: each input a call, on the
+// session's open browser session only (openOnly), so that a view never
+// opens again a session released under it; the view then ends.
 type viewSession struct {
-	r    *Router
-	key  string
-	open bool
+	r   *Router
+	key string
 }
 
 func (s viewSession) Do(ctx context.Context, fn func(tab context.Context) error) (liveview.Page, error) {
-	if st, err := s.r.Status(ctx, s.key); err == nil && !st.Open && !s.open {
-		return liveview.Page{}, ErrNoSession
-	}
+	return s.call(ctx, fn, openOnly())
+}
+
+// call runs fn on the session's tab, as a call of the session's key.
+func (s viewSession) call(ctx context.Context, fn func(tab context.Context) error, opts ...CallOption) (liveview.Page, error) {
 	var title string
 	res, err := s.r.Exec(ctx, s.key, "", func(ctx context.Context, _ *Call) error {
 		if fn != nil {
@@ -102,13 +106,22 @@ func (s viewSession) Do(ctx context.Context, fn func(tab context.Context) error)
 		}
 		title, _ = chromedp.Run(ctx, chromedp.Title())
 		return nil
-	})
-	return liveview.Page{URL: redact.Display(res.LandedURL), Title: title}, err
+	}, opts...)
+	return liveview.Page{URL: redact.Display(res.LandedURL), Title: title}, viewErr(err)
+}
+
+// viewErr is err as the view reads it: a session released under the view
+// ends it.
+func viewErr(err error) error {
+	if errors.Is(err, ErrReleased) {
+		return fmt.Errorf("%w: %w", liveview.ErrSessionGone, err)
+	}
+	return err
 }
 
 func (s viewSession) Navigate(ctx context.Context, rawURL string) (liveview.Page, error) {
-	if _, err := s.r.Navigate(ctx, s.key, rawURL, nil); err != nil {
-		return liveview.Page{}, fmt.Errorf("hybroute: the live view's navigation: %w", err)
+	if _, err := s.r.Navigate(ctx, s.key, rawURL, nil, openOnly()); err != nil {
+		return liveview.Page{}, viewErr(fmt.Errorf("hybroute: the live view's navigation: %w", err))
 	}
 	return s.Do(ctx, nil)
 }

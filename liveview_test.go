@@ -202,6 +202,37 @@ func TestLiveViewNavigationIsTheRoutersCall(t *testing.T) {
 	assert.Equal(t, "/after", got.Title)
 }
 
+// TestLiveViewEndsWhenItsSessionIsReleased: a session released during a
+// hand-off stays released: the person's navigation in the view opens no
+// new session, the view ends (closed), and the hand-off says the session
+// was released.
+func TestLiveViewEndsWhenItsSessionIsReleased(t *testing.T) {
+	w := sharedWorld(t, serveInputPage)
+	ctx := testCtx(t)
+	_, err := w.r.Navigate(ctx, w.sess, w.site.url("127.0.0.1", "/input"), nil)
+	require.NoError(t, err)
+	views := serveViews(t, w.r)
+	urls, done := make(chan string, 1), make(chan error, 1)
+	var got HandoffResult
+	go func() {
+		var err error
+		got, err = views.Handoff(ctx, w.sess, HandoffRequest{Task: "Log in", Timeout: time.Minute, OnURL: func(u string) { urls <- u }})
+		done <- err
+	}()
+	tab := personTab(t, <-urls)
+	poll[bool](t, tab, `screen.dataset.frames >= 1`)
+
+	require.NoError(t, w.r.Release(ctx, w.sess))
+	goTo(t, tab, w.site.url("localhost", "/after-release"))
+	err = <-done
+	require.ErrorIs(t, err, ErrReleased, "the hand-off says its session went")
+	assert.Equal(t, "closed", got.Outcome)
+	assert.Empty(t, w.site.hitsFor("localhost"), "the view's navigation opened no new session")
+	st, err := w.r.Status(ctx, w.sess)
+	require.NoError(t, err)
+	assert.False(t, st.Open, "the released session stays released")
+}
+
 func TestLiveViewRefusesWrongTokensHostsAndOrigins(t *testing.T) {
 	w := sharedWorld(t)
 	ctx := testCtx(t)

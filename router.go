@@ -170,6 +170,8 @@ type Plan struct {
 	// the session had one: a call on another route changes browsers.
 	prev    route.Route
 	hasPrev bool
+	// openOnly: the call runs only on an open session (openOnly).
+	openOnly bool
 }
 
 // Result is what one call did.
@@ -292,10 +294,12 @@ func (r *Router) Plan(ctx context.Context, sessionKey, code string, opts ...Call
 func (r *Router) planCall(ctx context.Context, sessionKey, code string, s callSettings) (Plan, error) {
 	if s.navigation {
 		p, err := r.plan(ctx, sessionKey, []string{code}, true)
-		p.nav = code
+		p.nav, p.openOnly = code, s.open
 		return p, err
 	}
-	return r.plan(ctx, sessionKey, ScanURLs(code), false)
+	p, err := r.plan(ctx, sessionKey, ScanURLs(code), false)
+	p.openOnly = s.open
+	return p, err
 }
 
 // plan decides a call on urls. navigates says the call is a navigation to

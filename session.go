@@ -2,6 +2,7 @@ package hybroute
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -107,6 +108,13 @@ func (e *entry) end() error {
 // (internal/sessions' Acquire). A failed creation caches nothing, so the
 // next call starts afresh.
 func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
+	if p.openOnly {
+		e, err := r.sess.Acquire(ctx, r.owner, p.CacheKey, nil)
+		if errors.Is(err, sessions.ErrNotOpen) {
+			return nil, fmt.Errorf("%w: it is not open any more, and this call may not open it again", ErrReleased)
+		}
+		return e, err
+	}
 	return r.sess.Acquire(ctx, r.owner, p.CacheKey, func(mark *sessions.Creation) (*entry, error) { return r.open(ctx, p, mark) })
 }
 

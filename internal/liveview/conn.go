@@ -174,6 +174,9 @@ func (c *conn) tell(v any) {
 
 func (c *conn) fail(err error) {
 	c.tell(map[string]string{"t": "error", "msg": errorText(err)})
+	if errors.Is(err, ErrSessionGone) {
+		c.v.end(Closed) // nothing left to show, and no call may open it again
+	}
 }
 
 // relay runs the person's inputs, each batch as one call of the session,

@@ -35,6 +35,9 @@ import (
 // Errors of Open.
 var (
 	ErrClosed = errors.New("liveview: the server is closed")
+	// ErrSessionGone is wrapped by a Session's error once its session was
+	// released: the view ends (Closed).
+	ErrSessionGone = errors.New("liveview: the session was released")
 )
 
 // DefaultTTL is how long a view's token is good when Open is given none.
@@ -266,13 +269,10 @@ type Handoff struct {
 	Page    Page // where the page is after the hand-off
 }
 
-// Handoff opens a view of sess (after one call that makes sure the session
-// has a page to show), tells h.OnURL its URL, waits until the person ends
-// it or h.Timeout, and fills in h's result.
+// Handoff opens a view of sess, whose session has a page to show, tells
+// h.OnURL its URL, waits until the person ends it or h.Timeout, and fills
+// in h's result.
 func (s *Server) Handoff(ctx context.Context, sess Session, h *Handoff) error {
-	if _, err := sess.Do(ctx, nil); err != nil {
-		return err
-	}
 	view, err := s.Open(sess, h.Task, h.Timeout)
 	if err != nil {
 		return err

@@ -6,6 +6,10 @@ import (
 	"sync"
 )
 
+// ErrNotOpen is Acquire's error when it may not create the session and
+// none is open.
+var ErrNotOpen = errors.New("sessions: the session is not open")
+
 // Life is the router's side of its cache: the mutex that guards it, and
 // what a session's use and end are. The functions marked so are called
 // with Mu held.
@@ -27,7 +31,8 @@ type Life[E any] struct {
 // its own, with the creation marked in InFlight and counted in WG, and
 // stores the session itself. A failed creation caches nothing, so the next
 // call starts afresh. A session whose browser died is dropped, and made
-// anew.
+// anew. With create nil, only the open session will do: without one,
+// Acquire fails with ErrNotOpen.
 func (c *Cache[E]) Acquire(ctx context.Context, l *Life[E], key string, create func(mark *Creation) (E, error)) (E, error) {
 	var none E
 	for {
@@ -54,6 +59,12 @@ func (c *Cache[E]) Acquire(ctx context.Context, l *Life[E], key string, create f
 			_ = l.End(e)
 			c.WG.Done()
 			continue
+		}
+		if create == nil {
+			// Only an open session will do: under Mu, so no release can
+			// come between the look and the hold.
+			l.Mu.Unlock()
+			return none, ErrNotOpen
 		}
 		l.Mu.Unlock()
 
