@@ -47,7 +47,10 @@ func TestReleaseDuringANavigationSaysReleased(t *testing.T) {
 				}
 				done := make(chan error, 1)
 				go func() {
-					_, err := r.Navigate(testCtx(t), key, s.url("127.0.0.1", fmt.Sprintf("/slow?ms=%d", 100+i*13%400)), nil)
+					// With a run budget of its own, as the toolset gives
+					// every call: the run's context ends before the
+					// release is told.
+					_, err := r.Navigate(testCtx(t), key, s.url("127.0.0.1", fmt.Sprintf("/slow?ms=%d", 100+i*13%400)), nil, RunTimeout(30*time.Second))
 					done <- err
 				}()
 				// Not a timing assertion: the release lands somewhere in

@@ -479,16 +479,17 @@ func (r *Router) execPlan(ctx context.Context, p Plan, run func(context.Context,
 	}
 	held := time.Now()
 	defer func() { e.touch(); r.room.Held(time.Since(held)); r.letGo(e) }()
+	caller := ctx // ctx becomes the run's below, which ends before this defer runs
 	defer func() {
 		// A session ended under the call fails it wherever it was (moving
 		// to a fresh browser context, replacing a tab, the run): that is
 		// what the caller hears, not the browser's word for the context
 		// or target the release closed.
-		if err != nil && e.released.Load() && ctx.Err() == nil && !errors.Is(err, ErrReleased) {
+		if err != nil && e.released.Load() && caller.Err() == nil && !errors.Is(err, ErrReleased) {
 			err = fmt.Errorf("%w: %w", ErrReleased, err)
 		}
 		if err != nil {
-			err = r.releasedUnder(ctx, p.CacheKey, since, err)
+			err = r.releasedUnder(caller, p.CacheKey, since, err)
 		}
 	}()
 	if d := admission.RunTimeout(ctx); d > 0 {

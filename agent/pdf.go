@@ -60,6 +60,9 @@ func (t *Toolset) pdfSave(ctx context.Context, s *session, key string, args json
 		if c.rest != nil {
 			return modeltext.Errorf("this session's browser is a cloud browser driven through its REST API, without CDP, and it cannot print the page to PDF; browser_screenshot works on it")
 		}
+		if err := s.secrets.refuseImage(ctx, s, c, ToolPDFSave); err != nil {
+			return err
+		}
 		name := a.Filename
 		if strings.TrimSpace(name) == "" {
 			name = c.title

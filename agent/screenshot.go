@@ -131,6 +131,10 @@ func (t *Toolset) screenshot(ctx context.Context, s *session, key string, args j
 			}
 			return err
 		}
+		// Only a CDP tab can hold a typed secret (browser_type_secret).
+		if err := s.secrets.refuseImage(ctx, s, c, ToolScreenshot); err != nil {
+			return err
+		}
 		var err error
 		img, what, err = t.captureCDP(ctx, s, c, &a)
 		return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
@@ -153,20 +154,40 @@ func (t *Toolset) scrub(res Result) Result {
 	return res
 }
 
-// heldSecrets are the documents of a session's tabs that hold a typed
-// secret: the tab, and the loader of its main frame's document then.
+// heldSecrets are the history entries of a session's tabs whose page had
+// a secret typed into it. An entry, not a document: going back to it, or
+// reloading it, brings the browser's saved form values back in a new
+// document. An entry stays held until its tab closes.
 type heldSecrets struct {
-	mu   sync.Mutex
-	docs map[target.ID]cdp.LoaderID
+	mu      sync.Mutex
+	entries map[target.ID]map[int64]bool
+	// showing: the tab's current entry, as last seen, is held (for a
+	// call on another tab, which does not ask this one).
+	showing map[target.ID]bool
 }
 
-func (h *heldSecrets) hold(tab target.ID, doc cdp.LoaderID) {
+func (h *heldSecrets) hold(tab target.ID, entry int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.docs == nil {
-		h.docs = map[target.ID]cdp.LoaderID{}
+	if h.entries == nil {
+		h.entries, h.showing = map[target.ID]map[int64]bool{}, map[target.ID]bool{}
 	}
-	h.docs[tab] = doc
+	if h.entries[tab] == nil {
+		h.entries[tab] = map[int64]bool{}
+	}
+	h.entries[tab][entry], h.showing[tab] = true, true
+}
+
+// currentEntry is the id of the tab's current history entry.
+func currentEntry(ctx context.Context) (int64, error) {
+	h, err := chromedp.Call(ctx, page.GetNavigationHistory, cdp.Empty{})
+	if err != nil {
+		return 0, err
+	}
+	if h.CurrentIndex < 0 || h.CurrentIndex >= int64(len(h.Entries)) {
+		return 0, fmt.Errorf("the tab's history has no current entry")
+	}
+	return h.Entries[h.CurrentIndex].ID, nil
 }
 
 // refuseExec refuses browser_exec while a tab of the session shows the
@@ -185,37 +206,50 @@ func (h *heldSecrets) refuseFind(ctx context.Context, s *session, c *call) error
 	return h.refuse(ctx, s, c, "find", "a search of the page's fields would tell it a piece at a time", false)
 }
 
-// refuse is refuseExec's and refuseFind's check: what is the refused
+// refuseImage refuses a picture (a screenshot, a PDF) of the page a
+// secret was typed into: a text field shows what it holds, and an image
+// is past any scrubbing. The record stops filming that tab for the same
+// reason (record.go).
+func (h *heldSecrets) refuseImage(ctx context.Context, s *session, c *call, tool string) error {
+	return h.refuse(ctx, s, c, tool, "a picture of the page would show what a text field holds", false)
+}
+
+// refuse is the check of refuseExec, refuseFind and refuseImage: what is the refused
 // tool or option and why the text the model reads; others says whether
 // another open tab that holds a secret counts.
 func (h *heldSecrets) refuse(ctx context.Context, s *session, c *call, what, why string, others bool) error {
 	h.mu.Lock()
-	n := len(h.docs)
+	n := len(h.entries)
 	h.mu.Unlock()
 	if n == 0 {
 		return nil
 	}
-	doc, _, err := snapshot.DocumentID(ctx)
+	entry, err := currentEntry(ctx)
 	if err != nil {
 		return err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if held, ok := h.docs[c.target]; ok {
-		if held == doc {
-			return modeltext.Errorf("%s is off on this page: a secret was typed into it, and %s. Navigate to another page first (a submitted login usually does), or read the page with browser_snapshot", what, why)
-		}
-		delete(h.docs, c.target)
+	held := h.entries[c.target][entry]
+	if _, seen := h.entries[c.target]; seen {
+		h.showing[c.target] = held
+	}
+	if held {
+		return modeltext.Errorf("%s is off on this page: a secret was typed into it, and %s. Navigate to another page first (a submitted login usually does), or read the page with browser_snapshot", what, why)
 	}
 	if !others {
 		return nil
 	}
-	for tab := range h.docs {
+	for tab, showing := range h.showing {
+		if tab == c.target || !showing {
+			continue
+		}
 		s.tmu.Lock()
 		_, open := s.tabs[tab]
 		s.tmu.Unlock()
 		if !open {
-			delete(h.docs, tab)
+			delete(h.entries, tab)
+			delete(h.showing, tab)
 			continue
 		}
 		return modeltext.Errorf("%s is off: another tab of this session (%s) shows a page a secret was typed into, which a script of this page could reach. Select that tab and navigate it elsewhere, or close it (browser_tabs)", what, s.names.name(string(tab)))
@@ -268,13 +302,13 @@ func (t *Toolset) typeSecret(ctx context.Context, s *session, key string, args j
 		if !sec.Binds(origin) {
 			return modeltext.Errorf("the secret %s may not be typed on this page: the field's frame is of origin %s, and the secret is bound to %s", modeltext.Quote(sec.Name, 80), modeltext.Quote(origin, 200), strings.Join(sec.Origins, ", "))
 		}
-		doc, _, err := snapshot.DocumentID(ctx)
+		entry, err := currentEntry(ctx)
 		if err != nil {
 			return err
 		}
 		// Held before the value reaches the page: a failure half-way
 		// leaves exec off, not on.
-		s.secrets.hold(c.target, doc)
+		s.secrets.hold(c.target, entry)
 		if _, _, err := nodeCenter(nctx, a.Ref, node); err != nil {
 			return err // no box: a field hidden from a person takes no secret
 		}

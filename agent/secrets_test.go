@@ -145,6 +145,10 @@ func TestSecretsAreNeverReadBack(t *testing.T) {
 	require.NotEmpty(t, pw, snap)
 	typed := check("type", mustOK(t, callTool(t, ts, s, "browser_type_secret", map[string]any{"ref": pw, "name": "app-password"})))
 	assert.Contains(t, typed.Text, `Typed the secret "app-password" into `+pw)
+	// A picture of the page would show what a text field holds.
+	shot := check("screenshot", callTool(t, ts, s, "browser_screenshot", nil))
+	require.True(t, shot.IsError, shot.Text)
+	assert.Contains(t, shot.Text, "browser_screenshot is off on this page: a secret was typed into it")
 
 	leak := check("click", mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": refOf(`button "Leak"`, snap)})))
 	require.NotEmpty(t, leak.Where.Dialogs, "the page's alert is reported")
@@ -221,6 +225,12 @@ func TestSecretsAreNeverReadBack(t *testing.T) {
 		res := check("exec on the echo", mustOK(t, callTool(t, ts, s, "browser_exec", map[string]string{"code": code})))
 		assert.Contains(t, res.Text, "REDACTED", code)
 	}
+	// Back on the login page, the browser puts the typed value back in a
+	// new document of the same history entry: exec is off there again.
+	check("back", mustOK(t, callTool(t, ts, s, "browser_back", nil)))
+	back := check("exec after back", callTool(t, ts, s, "browser_exec", map[string]string{"code": `document.getElementById("pw").value.split("").reverse().join("")`}))
+	require.True(t, back.IsError, "exec on the page the secret was typed into runs after going back: %s", back.Text)
+	assert.Contains(t, back.Text, "browser_exec is off on this page: a secret was typed into it")
 	require.NoError(t, ts.Release(t.Context(), s))
 
 	t.Run("origins", func(t *testing.T) {
