@@ -111,8 +111,15 @@ func (k *Keeper) Save(ctx context.Context, key string, live func() []Lend) (*sta
 	}
 	beyond := loaded
 	snaps := make([]*state.State, len(sessions))
+	var failed error
 	for i, lend := range sessions {
-		err := lend(func(s Session) error {
+		if failed != nil {
+			// Every session was held for its lend: each is let go, read
+			// or not.
+			_ = lend(func(Session) error { return nil })
+			continue
+		}
+		failed = lend(func(s Session) error {
 			_, beyond = k.split(ctx, beyond, s.Route)
 			b, err := s.Browser(ctx)
 			var snap *state.State
@@ -125,9 +132,9 @@ func (k *Keeper) Save(ctx context.Context, key string, live func() []Lend) (*sta
 			snaps[i] = snap
 			return nil
 		})
-		if err != nil {
-			return nil, err
-		}
+	}
+	if failed != nil {
+		return nil, failed
 	}
 	out := beyond
 	for i := len(snaps) - 1; i >= 0; i-- {
