@@ -108,6 +108,9 @@ func (e *entry) end() error {
 // (internal/sessions' Acquire). A failed creation caches nothing, so the
 // next call starts afresh.
 func (r *Router) acquire(ctx context.Context, p Plan) (*entry, error) {
+	if e, ok := r.sess.Held(r.owner, p.CacheKey); ok {
+		return e, nil
+	}
 	if p.openOnly {
 		e, err := r.sess.Acquire(ctx, r.owner, p.CacheKey, nil)
 		if errors.Is(err, sessions.ErrNotOpen) {

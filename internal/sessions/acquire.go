@@ -26,6 +26,22 @@ type Life[E any] struct {
 	ErrClosed error
 }
 
+// Held is the live session of key, held, when there is one: Acquire's
+// first step, with no creation to allocate for the session every call
+// after the first finds.
+func (c *Cache[E]) Held(l *Life[E], key string) (E, bool) {
+	l.Mu.Lock()
+	defer l.Mu.Unlock()
+	e, ok := c.M[key]
+	if !ok || l.Closed() || !l.Live(e) {
+		var none E
+		return none, false
+	}
+	l.Reap()
+	l.Hold(e)
+	return e, true
+}
+
 // Acquire returns the live session of key, held, creating it once however
 // many callers ask at the same time: create runs once for all of them, on
 // its own, with the creation marked in InFlight and counted in WG, and

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -31,4 +32,27 @@ func TestReleasedSinceStaysBounded(t *testing.T) {
 	assert.LessOrEqual(t, len(c.takenAt), maxTakenKept+2)
 	last := fmt.Sprintf("k%d", 3*maxTakenKept-1)
 	assert.True(t, c.ReleasedSince(last, since), "the newest releases are remembered")
+}
+
+// TestHeldTakesOnlyALiveSession: Held holds the cached session of a key
+// when it is live and the router open, and nothing otherwise.
+func TestHeldTakesOnlyALiveSession(t *testing.T) {
+	var mu sync.Mutex
+	closed, holds := false, 0
+	c := New[int]()
+	l := &Life[int]{Mu: &mu, Closed: func() bool { return closed }, Reap: func() {},
+		Live: func(e int) bool { return e > 0 }, Hold: func(int) { holds++ }}
+	c.M["live"], c.M["dead"] = 1, -1
+	e, ok := c.Held(l, "live")
+	assert.True(t, ok)
+	assert.Equal(t, 1, e)
+	assert.Equal(t, 1, holds)
+	_, ok = c.Held(l, "dead")
+	assert.False(t, ok, "a dead session is Acquire's to drop")
+	_, ok = c.Held(l, "none")
+	assert.False(t, ok)
+	closed = true
+	_, ok = c.Held(l, "live")
+	assert.False(t, ok, "a closed router holds nothing")
+	assert.Equal(t, 1, holds)
 }
