@@ -30,11 +30,11 @@ import (
 // override; the provider's health over the fleet's store; the replay of a
 // cloud session.
 
-// newCloud is how the router makes the cloud sessions of provider p, and
-// the local floor under them (internal/cloud).
-func (r *Router) newCloud(p provider.Provider) *cloud.Config[*entry] {
+// newCloud is how the router makes the cloud sessions of its provider
+// (r.calls), and the local floor under them (internal/cloud).
+func (r *Router) newCloud() *cloud.Config[*entry] {
 	return &cloud.Config[*entry]{
-		Provider: p, Calls: r.calls, Health: r.health, Fleet: r.fleet, Tel: r.tel, Log: r.log,
+		Calls: r.calls, Health: r.health, Fleet: r.fleet, Tel: r.tel, Log: r.log,
 		Life: r.life, Now: func() time.Time { return r.now() }, Fallback: r.cfg.Fallback, LocalTimeout: r.cfg.LocalTimeout,
 		Guard: func() *guard.Guard { return floor.NewGuard(r.pol, r.log, route.Cloud) },
 		Cloud: func(key string, t browsertab.Tab, s *provider.Session) *entry {

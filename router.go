@@ -124,7 +124,7 @@ func New(p provider.Provider, opts ...Option) (*Router, error) {
 	}
 	r.life, r.endLife = context.WithCancel(context.Background())
 	if p != nil {
-		r.cloud = r.newCloud(p)
+		r.cloud = r.newCloud()
 	}
 	if r.pol.Override {
 		if err := floor.CheckCDPURL(r.cfg.CDPURL); err != nil {

@@ -40,8 +40,7 @@ var ErrConnecting = errors.New("connecting")
 // Config is the provider, and what the router lends to make its sessions:
 // its entries, its errors and where the floor's session comes from.
 type Config[E any] struct {
-	Provider     provider.Provider // named in logs and errors
-	Calls        itel.Provider     // Provider, traced and counted: how it is called
+	Calls        itel.Provider // the provider, traced and counted: how it is called and named
 	Health       *health.Health
 	Fleet        *fleet.Fleet
 	Tel          *itel.Router
@@ -126,7 +125,7 @@ func (c *Config[E]) session(ctx context.Context, key string, budget time.Duratio
 		// The provider answered: it is up, whatever its answer lacks.
 		if c.Health.Succeeded(ctx, started) {
 			c.Log.LogAttrs(ctx, slog.LevelInfo, "hybroute: cloud provider recovered",
-				slog.String("provider", c.Provider.Name()))
+				slog.String("provider", c.Calls.Name()))
 		}
 		if adm == health.Probe {
 			c.Health.ProbeDone()
@@ -186,7 +185,7 @@ func (c *Config[E]) ask(ctx context.Context, key string, budget time.Duration) (
 	pctx, cancel := context.WithTimeout(ctx, budget)
 	s, err := c.Calls.CreateSession(pctx, key)
 	cancel()
-	name := c.Provider.Name()
+	name := c.Calls.Name()
 	switch {
 	case err != nil:
 		return nil, nil, err
@@ -234,7 +233,7 @@ func (c *Config[E]) ask(ctx context.Context, key string, budget time.Duration) (
 // not heal by waiting.
 func (c *Config[E]) logFailure(ctx context.Context, key string, err error, window time.Duration) {
 	attrs := []slog.Attr{
-		slog.String("provider", c.Provider.Name()),
+		slog.String("provider", c.Calls.Name()),
 		slog.String("session", key),
 		slog.Duration("retry_after", window),
 		slog.String("error", err.Error()),
@@ -244,7 +243,7 @@ func (c *Config[E]) logFailure(ctx context.Context, key string, err error, windo
 		c.Log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider failed and the fallback is off", attrs...)
 		return
 	}
-	attrs = append(attrs, outage.DroppedParams(c.Provider)...)
+	attrs = append(attrs, outage.DroppedParams(c.Calls.Provider)...)
 	if outage.IsConfigError(err) {
 		attrs = append(attrs, slog.String("fix", outage.ConfigFix(err)))
 		c.Log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider refused the configuration, falling back to local Chromium", attrs...)
@@ -285,7 +284,7 @@ func (c *Config[E]) fallback(ctx context.Context, key, reason string, cause erro
 		}
 		if c.Health.FloorFailed() {
 			c.Log.LogAttrs(ctx, slog.LevelError, "hybroute: cloud provider and local Chromium both failed",
-				slog.String("provider", c.Provider.Name()), slog.String("session", key),
+				slog.String("provider", c.Calls.Name()), slog.String("session", key),
 				slog.String("error", err.Error()))
 		}
 		return none, err
@@ -309,6 +308,6 @@ func (c *Config[E]) release(s *provider.Session) {
 	defer cancel()
 	if err := c.Calls.ReleaseSession(ctx, s); err != nil {
 		c.Log.LogAttrs(ctx, slog.LevelWarn, "hybroute: releasing a provider session",
-			slog.String("provider", c.Provider.Name()), slog.String("error", err.Error()))
+			slog.String("provider", c.Calls.Name()), slog.String("error", err.Error()))
 	}
 }
