@@ -181,7 +181,7 @@ func GrantCall(door *egress.Door, vs []netpolicy.Verdict, landed func() string) 
 
 // ErrNotClean is GrantCall's error when the session's browser context ran
 // a document of a host the grant does not cover.
-var ErrNotClean = errors.New("hybroute: the session's browser context loaded a document of a host its grant would not cover; the next call moves it to a fresh one")
+var ErrNotClean = errors.New("hybroute: the session's browser context loaded a document of a host its grant would not cover; the call moves it to a fresh one first")
 
 // NamedHosts are the hosts of every network URL a call names, public ones
 // too.
