@@ -442,7 +442,8 @@ func (t *Toolset) Close() error {
 	t.mu.Unlock()
 	for i, s := range ss {
 		s.end()
-		t.finishRecord(context.Background(), keys[i], s)
+		// Side by side: each may wait on the provider for its replay URL.
+		t.bg.Go(func() { t.finishRecord(context.Background(), keys[i], s) })
 	}
 	t.bg.Wait()
 	for _, s := range ss {

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,11 @@ func refusedDuring(c *call, start time.Time, script bool) string {
 		return ""
 	}
 	xs, _ := c.h.Refusals(start)
+	if !script {
+		// A refused load of the tab's own page is the call's error, or
+		// the note on the error page: said once, there.
+		xs = slices.DeleteFunc(xs, func(x hybroute.Refusal) bool { return x.Target == "tab" && x.ResourceType == "Document" })
+	}
 	if len(xs) == 0 {
 		return ""
 	}

@@ -128,6 +128,8 @@ func (t *Toolset) handoffTool(ctx context.Context, s *session, key string, args 
 		text = "The person finished the step and pressed Done."
 	case res.Outcome == "gave_up":
 		text = "The person gave up without finishing the step."
+	case res.Outcome == "closed":
+		text = "The live view was closed before the person finished (the server is shutting down, or the session ended)."
 	default:
 		text = fmt.Sprintf("Nobody finished the step within %s.", a.timeout())
 	}

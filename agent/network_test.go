@@ -194,6 +194,10 @@ func TestFailuresNameTheirCause(t *testing.T) {
 func TestARefusedFrameIsExplainedWithTheNavigation(t *testing.T) {
 	hybroutetest.Parallel(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/to-metadata" {
+			http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
+			return
+		}
 		_, port, _ := net.SplitHostPort(r.Host)
 		fmt.Fprintf(w, `<title>Framed</title><p>outer</p><iframe src="http://127.0.0.2:%s/inner"></iframe>`, port)
 	}))
@@ -204,6 +208,12 @@ func TestARefusedFrameIsExplainedWithTheNavigation(t *testing.T) {
 	assert.Regexp(t, `- a connection to 127\.0\.0\.2:\d+: refused by the egress check.*\(private_not_named\)`, res.Text)
 	assert.Contains(t, res.Text, "navigate to it", "the model is told how to open the frame's host")
 	assert.NotContains(t, res.Text, "Failed to fetch", "a navigation ran no script of the model's")
+
+	// A refused load of the tab's own page is the call's error, said once.
+	red := callTool(t, ts, "frame-refused", "browser_navigate", map[string]string{"url": srv.URL + "/to-metadata"})
+	require.True(t, red.IsError, red.Text)
+	assert.Contains(t, red.Text, "169.254.169.254")
+	assert.NotContains(t, red.Text, "Refused during this call", "the page's own refused load is not listed again")
 }
 
 // TestAFreshContextForAGrantIsExplained: a page whose frame started to

@@ -180,13 +180,15 @@ func (t *Toolset) recordText(s string) string { return t.cfg.secrets.Scrub(model
 // recordCall puts a call on its session's timeline as the call left Call:
 // res is read once Call has returned.
 func (t *Toolset) recordCall(s *session, name string, args json.RawMessage, start time.Time, res *Result) {
+	// res left Call scrubbed of the secrets (Toolset.scrub); its
+	// arguments did not go through it.
 	e := record.Entry{Start: start, End: time.Now(), Tool: name, Args: t.recordText(string(args)),
-		Result: t.recordText(res.Text), IsError: res.IsError, Images: len(res.Images)}
+		Result: modeltext.PageText(res.Text), IsError: res.IsError, Images: len(res.Images)}
 	if len(args) == 0 {
 		e.Args = "{}"
 	}
 	if res.Where.Ran {
-		e.Route, e.URL, e.Title = res.Where.Route.String(), t.recordText(res.Where.URL), t.recordText(res.Where.Title)
+		e.Route, e.URL, e.Title = res.Where.Route.String(), modeltext.PageText(res.Where.URL), modeltext.PageText(res.Where.Title)
 	}
 	s.rec.End(e)
 }
@@ -198,7 +200,6 @@ func (t *Toolset) finishRecord(ctx context.Context, key string, s *session) {
 	if s.rec == nil {
 		return
 	}
-	s.rec.stopFilming() // done in s.end already; a no-op then
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), replayTimeout)
 	defer cancel()
 	info := record.Info{Session: t.recordText(key)}
