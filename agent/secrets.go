@@ -12,7 +12,6 @@ import (
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/dom"
 	"github.com/chromedp/cdproto/page"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 
@@ -377,23 +376,8 @@ func secretField(ctx context.Context, ref string, node cdp.BackendNodeID) error 
 
 // frameOrigin is the origin of the frame that holds the node.
 func frameOrigin(ctx context.Context, ref string, node cdp.BackendNodeID) (string, error) {
-	obj, err := chromedp.Call(ctx, dom.ResolveNode, dom.ResolveNodeParams{BackendNodeID: node, ObjectGroup: "hybroute-secret"})
-	if err != nil {
-		return "", snapshot.StaleNode(ref, err)
-	}
-	defer func() {
-		_, _ = chromedp.Call(ctx, runtime.ReleaseObjectGroup, runtime.ReleaseObjectGroupParams{ObjectGroup: "hybroute-secret"})
-	}()
-	r, err := chromedp.Call(ctx, runtime.CallFunctionOn, runtime.CallFunctionOnParams{
-		ObjectID:            obj.Object.ObjectID,
-		FunctionDeclaration: originJS,
-		ReturnByValue:       new(true),
-	})
-	if err != nil {
-		return "", err
-	}
 	var origin string
-	if r.ExceptionDetails != nil || r.Result == nil || json.Unmarshal(r.Result.Value, &origin) != nil {
+	if err := callOnNode(ctx, ref, node, originJS, &origin); err != nil || origin == "" {
 		return "", modeltext.Errorf("the origin of the frame that holds %s cannot be read; take a new snapshot", ref)
 	}
 	return origin, nil
