@@ -19,7 +19,7 @@ import (
 // echo, when not empty, is a line the action's own result says already
 // (the field a typing filled, with the text typed): it is left out.
 func (t *Toolset) changesAfter(ctx context.Context, s *session, c *call, echo string) string {
-	prev, prevDoc := s.refs.Text(), s.refs.Doc()
+	prev, prevDoc, prevFolds := s.refs.Text(), s.refs.Doc(), s.refs.Folds()
 	if prev == "" || s.refs.Target() != c.target || ctx.Err() != nil {
 		return ""
 	}
@@ -30,21 +30,25 @@ func (t *Toolset) changesAfter(ctx context.Context, s *session, c *call, echo st
 	// Where the focus is is no change of the page: a click on a field
 	// or a button moves it, and every action would report it.
 	diff := snapshot.Compact(snapshot.LineDiff(snapshot.WithoutFocus(prev), snapshot.WithoutFocus(s.refs.Text())))
+	echoOnly := false
 	if echo != "" && diff != "" {
 		lines := strings.Split(diff, "\n")
 		lines = slices.DeleteFunc(lines, func(l string) bool { return strings.HasPrefix(l, "~ ") && strings.HasSuffix(l, echo) })
-		if len(lines) == 0 {
-			return "Nothing else changed."
-		}
-		diff = strings.Join(lines, "\n")
+		diff, echoOnly = strings.Join(lines, "\n"), len(lines) == 0
 	}
+	if diff != "" && len(diff) >= len(text) {
+		return "The page now:\n" + text
+	}
+	// The model is shown no fold of this tree: an expand still means the
+	// folds of the last tree it was shown.
+	s.refs.KeepFolds(prevFolds)
 	switch {
+	case echoOnly:
+		return "Nothing else changed."
 	case diff == "":
 		return "The page's tree did not change."
-	case len(diff) < len(text):
-		return changesHead + diff
 	}
-	return "The page now:\n" + text
+	return changesHead + diff
 }
 
 // changesHead heads the lines an action changed (snapshot.Compact): the

@@ -343,3 +343,33 @@ func TestSnapshotOfAHugePageIsBounded(t *testing.T) {
 // hugePageHeapBound is how much a snapshot of any page may leave the
 // process's live heap grown by (docs/load.md).
 const hugePageHeapBound = 3 << 20
+
+// TestExpandAfterAnActionMeansTheFoldTheModelSaw: an action answered with
+// its changes shows the model no fold of the new tree, so an expand after
+// it opens the fold of the last tree shown, even where the action put a
+// new list before it.
+func TestExpandAfterAnActionMeansTheFoldTheModelSaw(t *testing.T) {
+	hybroutetest.Parallel(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprint(w, `<title>Lists</title><button onclick="add()">Add news</button><div id="top"></div><ul>`)
+		for i := range 12 {
+			fmt.Fprintf(w, `<li>Shoe %d</li>`, i)
+		}
+		fmt.Fprint(w, `</ul><script>function add() {
+			const ul = document.createElement("ul");
+			for (let i = 0; i < 12; i++) { const li = document.createElement("li"); li.textContent = "News " + i; ul.append(li); }
+			document.getElementById("top").append(ul);
+		}</script>`)
+	}))
+	t.Cleanup(srv.Close)
+	ts := newToolset(t, agenttest.NewRouter(t, nil))
+	const s = "folds-after"
+	mustOK(t, callTool(t, ts, s, "browser_navigate", map[string]string{"url": srv.URL + "/"}))
+	snap := mustOK(t, callTool(t, ts, s, "browser_snapshot", nil))
+	require.Contains(t, snap.Text, `{"expand":"f1"}`, snap.Text)
+	click := mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": refOf(`button "Add news"`, snap.Text)}))
+	require.Contains(t, click.Text, "Changes (", "the click is answered with its changes: %s", click.Text)
+	rest := mustOK(t, callTool(t, ts, s, "browser_snapshot", map[string]string{"expand": "f1"}))
+	assert.Contains(t, rest.Text, "Shoe 5", "f1 is still the list the model saw folded")
+	assert.NotContains(t, rest.Text, "News 5")
+}

@@ -109,6 +109,15 @@ func (t *Refs) Text() string { return t.text }
 // Doc is the document the last snapshot was taken of.
 func (t *Refs) Doc() cdp.LoaderID { return t.doc }
 
+// KeepFolds gives the folds of the snapshot taken before the last back
+// to the table, for a snapshot the model was shown only as changes: the
+// fold ids it knows are that one's.
+func (t *Refs) KeepFolds(before []string) { t.folds = before }
+
+// Folds are the signatures of the folds the last snapshot shown whole
+// has, by id (for KeepFolds).
+func (t *Refs) Folds() []string { return t.folds }
+
 // Target is the tab the last snapshot was taken in.
 func (t *Refs) Target() target.ID { return t.target }
 
