@@ -51,6 +51,9 @@ func (s *Server) handoffNotifier(req *mcp.CallToolRequest) agent.HandoffNotifier
 				_ = ss.NotifyElicitationComplete(nctx, &mcp.ElicitationCompleteParams{ElicitationID: id})
 				return nil
 			}
+			if ctx.Err() != nil {
+				return nil // the hand-off ended first: its view is gone, no link to send
+			}
 			// A client that failed the request still hears of the URL below.
 		}
 		msg := "A person is needed in the browser: " + task + ". Open " + viewURL + " and press Done when finished."

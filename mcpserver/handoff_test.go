@@ -223,4 +223,26 @@ func TestMCPHandoff(t *testing.T) {
 	assert.False(t, res.IsError, text)
 	assert.Contains(t, text, "The person gave up without finishing the step.")
 	assert.Contains(t, text, "The live view was \"http://"+ln.Addr().String()+mcpserver.LiveViewPath, "the result names the view too")
+
+	// A user who declines to open the view ends the hand-off at once: the
+	// agent is told so, and the view's link is dead.
+	var declined *mcp.ElicitParams
+	refusing, err := mcp.NewClient(&mcp.Implementation{Name: "declining-client", Version: "v0"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			declined = req.Params
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = refusing.Close() })
+	res, err = refusing.CallTool(ctx, &mcp.CallToolParams{Name: "browser_handoff", Arguments: map[string]any{"task": "Accept the terms"}})
+	require.NoError(t, err)
+	text = mcptest.TextOf(res)
+	assert.Contains(t, text, "The user declined to open the live view; nobody acted in the page.")
+	require.NotNil(t, declined)
+	resp, err = http.Get(declined.URL)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 }

@@ -205,6 +205,10 @@ type hub struct {
 	casts map[*Cast]struct{}
 }
 
+// commandTimeout bounds the start and the stop of a tab's screencast,
+// which run under mu.
+const commandTimeout = 2 * time.Second
+
 func join(ctx context.Context, t *chromedp.Target, opts Options, c *Cast) (*hub, error) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -223,7 +227,11 @@ func join(ctx context.Context, t *chromedp.Target, opts Options, c *Cast) (*hub,
 	// Subscribe before the start, so the first frame is not lost.
 	frames := chromedp.Events(tab, page.ScreencastFrame)
 	quality, latest := int64(opts.Quality), true
-	if _, err := chromedp.Call(ctx, page.StartScreencast, page.StartScreencastParams{
+	// Bounded as the stop is (leave): mu is every tab's, and a browser that
+	// does not answer must not hold it.
+	sctx, cancelStart := context.WithTimeout(ctx, commandTimeout)
+	defer cancelStart()
+	if _, err := chromedp.Call(sctx, page.StartScreencast, page.StartScreencastParams{
 		Format:    page.StartScreencastFormatJpeg,
 		Quality:   &quality,
 		MaxWidth:  int64(opts.MaxWidth),
@@ -265,7 +273,7 @@ func (h *hub) leave(c *Cast) {
 	default:
 		// The tab may be gone or going: the stop is a courtesy to a tab that
 		// lives on, bounded so a dead one cannot hold mu.
-		sctx, cancel := context.WithTimeout(h.tab, 2*time.Second)
+		sctx, cancel := context.WithTimeout(h.tab, commandTimeout)
 		_, _ = chromedp.Call(sctx, page.StopScreencast, cdp.Empty{})
 		cancel()
 	}

@@ -132,8 +132,12 @@ func TestCastsOfATabShareItsScreencast(t *testing.T) {
 	require.NoError(t, err)
 	a.wait(t, ctx, 2)
 	b.wait(t, ctx, 2)
-	// The first Cast's Stop leaves the second one casting.
+	// The first Cast's Stop leaves the second one casting: frames that
+	// come after it, not ones already waiting to be counted.
 	ca.Stop()
+	for len(b.got) > 0 {
+		<-b.got
+	}
 	b.wait(t, ctx, 3)
 	cb.Stop()
 	// And a new Cast starts the tab's screencast again.
