@@ -175,7 +175,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		bound := ln.Addr().(*net.TCPAddr)
 		// An operator who binds beyond loopback (the warning says what that
 		// means) lets people there reach the views too.
-		views := r.LiveViews(hybroute.LiveViewOptions{BaseURL: viewBase(bound), AllowHosts: opts.AllowHosts, Remote: !bound.IP.IsLoopback()})
+		views := r.LiveViews(hybroute.LiveViewOptions{BaseURL: viewBase(bound, allowHosts), AllowHosts: opts.AllowHosts, Remote: !bound.IP.IsLoopback()})
 		defer views.Close()
 		opts.LiveViews = views
 		toolOpts = append(toolOpts, agent.WithHandoff(views))
@@ -202,20 +202,32 @@ func runMCP(ctx context.Context, args []string, e env) int {
 func serveHTTP(ctx context.Context, srv *mcpserver.Server, ln net.Listener, e env) error {
 	bound := ln.Addr().(*net.TCPAddr)
 	if !bound.IP.IsLoopback() {
-		fmt.Fprintf(e.stderr, "hybroute mcp: WARNING: listening on %s, which is not loopback: the MCP server has no authentication, so anyone who can reach it can drive the browsers\n", bound)
+		fmt.Fprintf(e.stderr, "hybroute mcp: WARNING: listening on %s, which is not loopback: the MCP server has no authentication, so anyone who can reach it can drive the browsers, and the live views' links (their only credential) cross the network in clear text: put TLS in front of it\n", bound)
 	}
 	fmt.Fprintf(e.stderr, "hybroute mcp: serving MCP on http://%s/\n", bound)
 	return srv.Serve(ctx, ln)
 }
 
-// viewBase is the live views' base URL on the bound address: a view's
-// URL is it followed by the view's token.
-func viewBase(bound *net.TCPAddr) string {
-	host := bound.IP.String()
-	if bound.IP.IsUnspecified() {
-		host = "127.0.0.1"
+// viewBase is the live views' base URL, by the address bound or, bound
+// to every address, by the first --allow-host name (people elsewhere use
+// that one; 127.0.0.1 without one): a view's URL is it followed by the
+// view's token.
+func viewBase(bound *net.TCPAddr, allowHosts []string) string {
+	port := fmt.Sprint(bound.Port)
+	hostport := net.JoinHostPort(bound.IP.String(), port)
+	switch {
+	case bound.IP.IsUnspecified() && len(allowHosts) > 0:
+		// Bound everywhere: the name people elsewhere reach it by, which
+		// --allow-host gives.
+		if _, _, err := net.SplitHostPort(allowHosts[0]); err == nil {
+			hostport = allowHosts[0]
+		} else {
+			hostport = net.JoinHostPort(allowHosts[0], port)
+		}
+	case bound.IP.IsUnspecified():
+		hostport = net.JoinHostPort("127.0.0.1", port)
 	}
-	return "http://" + net.JoinHostPort(host, fmt.Sprint(bound.Port)) + mcpserver.LiveViewPath
+	return "http://" + hostport + mcpserver.LiveViewPath
 }
 
 // loopbackDefault is addr with a bare :port bound to 127.0.0.1.
