@@ -185,15 +185,20 @@ func (c *config) newProvider(getenv func(string) string, strict bool) (provider.
 	return nil, "", fmt.Errorf("%w: unknown --provider %q (want one of %s)", errConfig, c.provider, strings.Join(providerNames(), ", "))
 }
 
-// routerOptions are the Router's options from the configuration, with the
-// provider's name (for messages).
-func (c *config) routerOptions(stderr io.Writer) []hybroute.Option {
+// logHandler is the Router's log on stderr, at the level --verbose sets.
+func (c *config) logHandler(stderr io.Writer) slog.Handler {
 	level := slog.LevelInfo
 	if c.verbose {
 		level = slog.LevelDebug
 	}
+	return slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})
+}
+
+// routerOptions are the Router's options from the configuration, with the
+// provider's name (for messages).
+func (c *config) routerOptions(stderr io.Writer) []hybroute.Option {
 	opts := []hybroute.Option{
-		hybroute.WithLogger(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))),
+		hybroute.WithLogger(slog.New(c.logHandler(stderr))),
 		hybroute.WithAutoLocalForPrivateURLs(c.autoLocal),
 		hybroute.WithAllowPrivateURLs(c.allowPrivate),
 		hybroute.WithAllowSecretsInURLs(c.allowSecrets),

@@ -124,7 +124,7 @@ func runMCP(ctx context.Context, args []string, e env) int {
 		return exitFailure
 	}
 	extra = append(extra, stateOpts...)
-	secretsOpt, secretsLog, err := secretsFlag(*secretsFile, cfg.verbose, e.getenv, e.stderr)
+	secretsOpt, secretsLog, err := secretsFlag(*secretsFile, cfg.logHandler(e.stderr), e.getenv)
 	if err != nil {
 		fmt.Fprintln(e.stderr, "hybroute mcp:", err)
 		return exitFailure

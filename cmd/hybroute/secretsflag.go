@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"log/slog"
 
 	"github.com/hybroute/hybroute"
@@ -13,9 +12,9 @@ const secretsUsage = "type the named secrets of this JSON file with the browser_
 	"The file (mode 0600) maps names to {\"value\" or \"env\" (a variable that holds it), \"origins\": [\"https://host[:port]\"], \"local_only\"} (docs/security.md)"
 
 // secretsFlag loads --secrets: the toolset's option, and the Router's
-// logger with the secrets scrubbed from it (replacing the one
-// routerOptions gives, at the same level). No file: no secrets.
-func secretsFlag(path string, verbose bool, getenv func(string) string, stderr io.Writer) (agent.Option, []hybroute.Option, error) {
+// logger, log (the configuration's) with the secrets scrubbed from it,
+// replacing the one routerOptions gives. No file: no secrets.
+func secretsFlag(path string, log slog.Handler, getenv func(string) string) (agent.Option, []hybroute.Option, error) {
 	if path == "" {
 		return nil, nil, nil
 	}
@@ -23,10 +22,5 @@ func secretsFlag(path string, verbose bool, getenv func(string) string, stderr i
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: --secrets: %w", errConfig, err)
 	}
-	level := slog.LevelInfo
-	if verbose {
-		level = slog.LevelDebug
-	}
-	log := slog.New(s.LogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})))
-	return agent.WithSecrets(s), []hybroute.Option{hybroute.WithLogger(log)}, nil
+	return agent.WithSecrets(s), []hybroute.Option{hybroute.WithLogger(slog.New(s.LogHandler(log)))}, nil
 }
