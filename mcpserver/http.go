@@ -31,7 +31,9 @@ var ErrClientGone = errors.New("mcpserver: the client hung up")
 func (s *Server) Handler() http.Handler {
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
 		&mcp.StreamableHTTPOptions{SessionTimeout: s.opts.IdleTimeout})
-	return HostGuard(s.opts.AllowHosts, s.withLiveViews(s.tieRequests(handler)))
+	// The live views check Host and Origin themselves (their own
+	// AllowHosts): they are mounted beside the guarded endpoint, not in it.
+	return s.withLiveViews(HostGuard(s.opts.AllowHosts, s.tieRequests(handler)))
 }
 
 // Serve serves Handler on ln until ctx ends, then shuts the HTTP server
