@@ -85,11 +85,11 @@ var loadingMethods = map[string]string{
 }
 
 // hostilePages serves /hostile, whose attack(method) loads every target by
-// that method and resolves once every attempt is over (to their number),
+// that method of methods and resolves once every attempt is over (to their number),
 // and the public control resources that must load. Each URL loaded carries
 // the method in its query (via=), so a request that reached a decoy names
 // the method that sent it while pages attack side by side.
-func hostilePages(targets func() []string) func(*http.ServeMux, *site) {
+func hostilePages(methods map[string]string, targets func() []string) func(*http.ServeMux, *site) {
 	return func(mux *http.ServeMux, s *site) {
 		mux.HandleFunc("/hostile", func(w http.ResponseWriter, r *http.Request) {
 			// attack(method) is started by the test once the page has
@@ -97,7 +97,7 @@ func hostilePages(targets func() []string) func(*http.ServeMux, *site) {
 			servePage(w, "hostile", struct {
 				Methods map[string]string
 				Targets []string
-			}{loadingMethods, targets()})
+			}{methods, targets()})
 		})
 		mux.HandleFunc("/hostile-worker.js", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/javascript")
@@ -153,7 +153,7 @@ func TestCloudGuardSeesEveryRequest(t *testing.T) {
 	}
 	requireChromium(t)
 	var s *site
-	s = newSite(t, hostilePages(func() []string { return hostileTargets(s) }))
+	s = newSite(t, hostilePages(loadingMethods, func() []string { return hostileTargets(s) }))
 	cloud := cloudtest.LaunchChromium(t, "--user-agent="+cloudUA, "--host-resolver-rules="+hostileRules())
 
 	methods := slices.Sorted(maps.Keys(loadingMethods))

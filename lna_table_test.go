@@ -102,6 +102,10 @@ func TestLocalNetworkAccessTable(t *testing.T) {
 	var table []string
 	if only := os.Getenv("HYBROUTE_LNA_METHODS"); only != "" {
 		names = strings.Split(only, ",")
+		for _, n := range names {
+			// An unknown name would probe nothing and read as refused.
+			require.Contains(t, methods, n, "HYBROUTE_LNA_METHODS names no method")
+		}
 	}
 	for _, st := range lnaSetups {
 		if only := os.Getenv("HYBROUTE_LNA_SETUPS"); only != "" && !slices.Contains(strings.Split(only, "|"), st.name) {
@@ -147,23 +151,7 @@ func lnaProbe(t *testing.T, d *decoys, st lnaSetup, methods map[string]string, n
 		}
 		http.NotFound(w, r)
 	})
-	targets := func() []string { return hostileTargets(s) }
-	mux.HandleFunc("/hostile", func(w http.ResponseWriter, r *http.Request) {
-		servePage(w, "hostile", struct {
-			Methods map[string]string
-			Targets []string
-		}{methods, targets()})
-	})
-	mux.HandleFunc("/hostile-worker.js", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript")
-		fmt.Fprint(w, `const answer = (p, u) => fetch(u, {mode: "no-cors"}).catch(() => {}).then(() => p.postMessage("done"));
-onmessage = e => answer(self, e.data);
-onconnect = c => { const p = c.ports[0]; p.onmessage = e => answer(p, e.data); };`)
-	})
-	mux.HandleFunc("/hostile-import.js", func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/javascript")
-		fmt.Fprint(w, `onmessage = e => { try { importScripts(e.data); } catch (_) {} postMessage("done"); };`)
-	})
+	hostilePages(methods, func() []string { return hostileTargets(s) })(mux, s)
 	mux.HandleFunc("/lna-sw.js", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/javascript")
 		fmt.Fprint(w, `const u = new URL(location).searchParams.get("u");
@@ -226,7 +214,8 @@ addEventListener("install", e => e.waitUntil(fetch(u, {mode: "no-cors"}).catch((
 				return
 			}
 			if _, err := chromedp.Run(rt.Conn(), chromedp.Evaluate[int](fmt.Sprintf("attack(%q)", m), chromedp.EvalAwaitPromise)); err != nil {
-				t.Logf("%s: %v", m, err)
+				// A method that did not run measured nothing: not a refusal.
+				t.Errorf("%s: the attack did not run: %v", m, err)
 			}
 		})
 	}
