@@ -235,7 +235,9 @@ func (s *Steel) Replay(ctx context.Context, sess *Session) (string, error) {
 		return "", noReplay(s.name, "")
 	}
 	path := "/v1/sessions/" + url.PathEscape(sess.ID) + "/hls"
-	if err := s.call(ctx, "replay", http.MethodGet, path, nil, nil); err != nil {
+	// The answer is the playlist, not JSON: asked for as what it is.
+	accept := http.Header{"Accept": {"application/vnd.apple.mpegurl, */*"}}
+	if _, err := s.request(ctx, "replay", http.MethodGet, s.baseURL+path, nil, nil, accept); err != nil {
 		var pe *Error
 		if errors.As(err, &pe) && pe.Status == http.StatusNotFound {
 			return "", fmt.Errorf("%w: %w", ErrNoReplay, err)
