@@ -193,7 +193,8 @@ bench-anchors: chromium
 # same three servers, driven the same way, each run thirteen scripted tasks
 # over loopback sites; it prints per task the tokens, characters, calls,
 # success and wall time of each, and the largest answers. Not part of make
-# test: it takes a few minutes.
+# test: it takes a few minutes. BENCH_TASK_ROUNDS above 1 warms the servers
+# up: the table is the last round's.
 BENCH_TASK_ROUNDS ?= 1
 bench-tasks: chromium
 	bash scripts/bench-anchors.sh -tasks -rounds $(BENCH_TASK_ROUNDS)

@@ -77,7 +77,7 @@ func main() {
 	rounds := flag.Int("rounds", 20, "measured rounds of the session per server (after one warm-up round)")
 	verbose := flag.Bool("v", false, "print each server's snapshot texts of the last round to stderr")
 	pause := flag.Duration("pause", 0, "a pause before each call, as an agent thinks between calls (0: back to back)")
-	tasks := flag.Bool("tasks", false, "run the task suite (make bench-tasks), -rounds times, instead of the per-tool session")
+	tasks := flag.Bool("tasks", false, "run the task suite (make bench-tasks) instead of the per-tool session: -rounds times, the rounds before the last warming the servers up, the table the last round's")
 	only := flag.String("only", "", "run only the steps whose names contain one of these comma-separated words, e.g. exec,screenshot (the small page's navigation always runs, and its snapshot where click or type needs its refs); with -tasks, only the tasks whose names contain this text")
 	flag.Parse()
 	var chosen []string
@@ -300,15 +300,7 @@ func table(w io.Writer, servers []server, steps []string, recs []*record, rounds
 		gap = "a pause of " + pause.String() + " before each call"
 	}
 	fmt.Fprintf(w, "\n%d rounds per server, calls %s, p50 / p95 in ms; the ratio is hybroute's p50 over the fastest anchor's.\n\n", rounds, gap)
-	fmt.Fprint(w, "| Tool |")
-	for _, s := range servers {
-		fmt.Fprintf(w, " %s |", s.name)
-	}
-	fmt.Fprint(w, " hybroute ÷ best anchor |\n|---|")
-	for range servers {
-		fmt.Fprint(w, "---|")
-	}
-	fmt.Fprint(w, "---|\n")
+	tableHead(w, "Tool", servers, "hybroute ÷ best anchor")
 	for _, st := range steps {
 		fmt.Fprintf(w, "| %s |", st)
 		best := time.Duration(0)
@@ -340,15 +332,8 @@ func table(w io.Writer, servers []server, steps []string, recs []*record, rounds
 	if len(sized) == 0 {
 		return
 	}
-	fmt.Fprint(w, "\nText bytes of the last response (what the model reads):\n\n| Response |")
-	for _, s := range servers {
-		fmt.Fprintf(w, " %s |", s.name)
-	}
-	fmt.Fprint(w, " hybroute ÷ smallest anchor |\n|---|")
-	for range servers {
-		fmt.Fprint(w, "---|")
-	}
-	fmt.Fprint(w, "---|\n")
+	fmt.Fprint(w, "\nText bytes of the last response (what the model reads):\n\n")
+	tableHead(w, "Response", servers, "hybroute ÷ smallest anchor")
 	for _, st := range sized {
 		fmt.Fprintf(w, "| %s |", st)
 		best := 0
@@ -365,4 +350,24 @@ func table(w io.Writer, servers []server, steps []string, recs []*record, rounds
 			fmt.Fprint(w, " – |\n")
 		}
 	}
+}
+
+// tableHead writes a Markdown table's head: first, a column per server,
+// and last when it is not "".
+func tableHead(w io.Writer, first string, servers []server, last string) {
+	fmt.Fprintf(w, "| %s |", first)
+	for _, s := range servers {
+		fmt.Fprintf(w, " %s |", s.name)
+	}
+	if last != "" {
+		fmt.Fprintf(w, " %s |", last)
+	}
+	fmt.Fprint(w, "\n|---|")
+	for range servers {
+		fmt.Fprint(w, "---|")
+	}
+	if last != "" {
+		fmt.Fprint(w, "---|")
+	}
+	fmt.Fprint(w, "\n")
 }

@@ -452,15 +452,8 @@ func tasksTable(w io.Writer, servers []server, tasks []task, results [][]taskRes
 		}
 		fmt.Fprintf(w, "%s %s", s.name, thousands(lists[i]))
 	}
-	fmt.Fprint(w, " characters); tokens are characters ÷ 4, rounded up. A cell: tokens (characters) · calls · success · wall time.\n\n| Task |")
-	for _, s := range servers {
-		fmt.Fprintf(w, " %s |", s.name)
-	}
-	fmt.Fprint(w, " hybroute ÷ best anchor |\n|---|")
-	for range servers {
-		fmt.Fprint(w, "---|")
-	}
-	fmt.Fprint(w, "---|\n")
+	fmt.Fprint(w, " characters); tokens are characters ÷ 4, rounded up. A cell: tokens (characters) · calls · success · wall time.\n\n")
+	tableHead(w, "Task", servers, "hybroute ÷ best anchor")
 	totals := make([]taskResult, len(servers))
 	oks := make([]int, len(servers))
 	for ti, t := range tasks {
@@ -491,15 +484,8 @@ func tasksTable(w io.Writer, servers []server, tasks []task, results [][]taskRes
 	}
 	fmt.Fprintf(w, " %s |\n", ratio(answers))
 
-	fmt.Fprint(w, "\nThe largest answers per task (tool: characters):\n\n| Task |")
-	for _, s := range servers {
-		fmt.Fprintf(w, " %s |", s.name)
-	}
-	fmt.Fprint(w, "\n|---|")
-	for range servers {
-		fmt.Fprint(w, "---|")
-	}
-	fmt.Fprint(w, "\n")
+	fmt.Fprint(w, "\nThe largest answers per task (tool: characters):\n\n")
+	tableHead(w, "Task", servers, "")
 	for ti, t := range tasks {
 		fmt.Fprintf(w, "| %s |", t.name)
 		for i := range servers {
