@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -129,9 +130,9 @@ func TestSecretsAreNeverReadBack(t *testing.T) {
 	logs := &testlog.Buffer{}
 	logger := slog.New(set.LogHandler(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
 	r := agenttest.NewRouter(t, nil, hybroute.WithLogger(logger))
-	stateDir, snapDir := t.TempDir(), t.TempDir()
+	stateDir, snapDir, recDir := t.TempDir(), t.TempDir(), t.TempDir()
 	ts := newToolset(t, r, agent.WithSecrets(set), agent.WithStateDir(stateDir), agent.WithSnapshotDir(snapDir),
-		agent.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+		agent.WithRecording(recDir), agent.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	const s = "secrets"
 	check := func(what string, res agent.Result) agent.Result {
 		t.Helper()
@@ -150,7 +151,11 @@ func TestSecretsAreNeverReadBack(t *testing.T) {
 	require.True(t, shot.IsError, shot.Text)
 	assert.Contains(t, shot.Text, "browser_screenshot is off on this page: a secret was typed into it")
 
+	// The record films the tab no more from the typing on.
+	_, filmed := agent.RecordedFrames(ts, s)
 	leak := check("click", mustOK(t, callTool(t, ts, s, "browser_click", map[string]string{"ref": refOf(`button "Leak"`, snap)})))
+	_, after := agent.RecordedFrames(ts, s)
+	assert.Equal(t, filmed, after, "a frame of the tab that holds the secret was taken")
 	require.NotEmpty(t, leak.Where.Dialogs, "the page's alert is reported")
 	assert.Contains(t, leak.Where.Dialogs[0].Message, "your password is REDACTED")
 	assert.Contains(t, leak.Where.Title, "Hi REDACTED")
@@ -232,6 +237,18 @@ func TestSecretsAreNeverReadBack(t *testing.T) {
 	require.True(t, back.IsError, "exec on the page the secret was typed into runs after going back: %s", back.Text)
 	assert.Contains(t, back.Text, "browser_exec is off on this page: a secret was typed into it")
 	require.NoError(t, ts.Release(t.Context(), s))
+	// The session's record is written as it ends: its timeline holds no
+	// spelling of the secret.
+	var records []string
+	require.Eventually(t, func() bool {
+		records, _ = filepath.Glob(filepath.Join(recDir, "*.html"))
+		return len(records) > 0
+	}, 30*time.Second, 50*time.Millisecond, "no record was written")
+	for _, f := range records {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		assertNoSecret(t, "the record "+filepath.Base(f), string(b))
+	}
 
 	t.Run("origins", func(t *testing.T) {
 		// A secret is refused on a page of another origin, in a frame of
